@@ -1,0 +1,87 @@
+# tbpf build: BPF object -> skeleton -> user space -> tests.
+# Everything lands under build/.  `make V=1` shows the commands.
+.DELETE_ON_ERROR:
+.SECONDARY:
+
+OUT        ?= build
+CC         ?= gcc
+CLANG      ?= clang
+BPFTOOL    ?= $(shell command -v bpftool || echo /usr/sbin/bpftool)
+CUDA_HOME  ?= /usr/local/cuda
+ARCH       := x86
+
+CFLAGS     ?= -O2 -g
+CFLAGS     += -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+              -std=gnu11 -D_GNU_SOURCE -I$(OUT) -Ibpf -Iuserspace -Iexporters
+LDLIBS     += -lbpf -lelf -lz -lzstd -lmicrohttpd -lcurl -lstdc++ -lpthread -lm
+BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUT) -Ibpf -Wall \
+              -Wno-unused-function -Wno-compare-distinct-pointer-types
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+USER_SRCS  := $(wildcard userspace/*.c) $(wildcard exporters/*.c)
+USER_OBJS  := $(patsubst %.c,$(OUT)/obj/%.o,$(USER_SRCS))
+LIB_OBJS   := $(filter-out $(OUT)/obj/userspace/main.o,$(USER_OBJS))
+BPF_SRCS   := $(wildcard bpf/*.bpf.c)
+BPF_HDRS   := $(wildcard bpf/*.h)
+SKELS      := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
+UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
+UNIT_BINS  := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
+USER_HDRS  := $(wildcard userspace/*.h exporters/*.h)
+
+.PHONY: all clean test unit e2e tools
+all: $(OUT)/tbpf tools
+
+$(OUT) $(OUT)/obj/userspace $(OUT)/obj/exporters $(OUT)/tests:
+	$(Q)mkdir -p $@
+
+$(OUT)/vmlinux.h: | $(OUT)
+	$(call msg,BTF,$@)
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
+
+$(OUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) $(OUT)/vmlinux.h | $(OUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp
+	$(Q)$(BPFTOOL) gen object $@ $@.tmp && rm -f $@.tmp
+
+$(OUT)/%.skel.h: $(OUT)/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+$(OUT)/obj/%.o: %.c $(USER_HDRS) $(BPF_HDRS) $(SKELS) | $(OUT)/obj/userspace $(OUT)/obj/exporters
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(OUT)/libtbpf.a: $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(OUT)/tbpf: $(OUT)/obj/userspace/main.o $(OUT)/libtbpf.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+$(OUT)/tests/%: tests/unit/%.c $(OUT)/libtbpf.a $(USER_HDRS) | $(OUT)/tests
+	$(call msg,TEST,$@)
+	$(Q)$(CC) $(CFLAGS) -Itests/unit $< $(OUT)/libtbpf.a -o $@ -lcmocka $(LDLIBS)
+
+# Helper programs the end-to-end tests and benchmarks run (built, not
+# downloaded): see tests/native/Makefile.inc.
+tools:
+-include tests/native/Makefile.inc
+-include agent/Makefile.inc
+
+unit: $(UNIT_BINS)
+	$(Q)fail=0; for t in $(UNIT_BINS); do $$t || fail=1; done; exit $$fail
+
+test: all unit
+	$(Q)tests/e2e/run.sh
+
+clean:
+	rm -rf $(OUT)

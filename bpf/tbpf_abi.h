@@ -1,0 +1,217 @@
+/* tbpf_abi.h - the one header shared by BPF programs and user space.
+ *
+ * Record layouts (ring buffer and capture file), map keys and values, and
+ * the constants both halves must agree on.  Everything here is fixed-size,
+ * naturally aligned and a multiple of 8 bytes so it can be copied between
+ * the kernel, memory and the capture file without packing surprises.
+ */
+#ifndef TBPF_ABI_H
+#define TBPF_ABI_H
+
+#ifdef __BPF__
+/* vmlinux.h provides __u8 .. __u64 */
+#else
+#include <linux/types.h>
+#endif
+
+#define TBPF_ABI_VERSION 1
+
+/* Per-thread op stack depth kept in BPF; deeper calls are counted as
+ * overflow and neither timed nor counted.  Real PyTorch nesting seldom
+ * exceeds 12. */
+#define TBPF_MAX_DEPTH 32
+/* Python frames captured per stack. */
+#define TBPF_MAX_PYFRAMES 32
+
+/* The attach cookie of an op probe: op id in the low 32 bits, flags above. */
+#define TBPF_COOKIE_REDISPATCH (1ULL << 32)
+#define TBPF_COOKIE_OPID(c) ((__u32)(c))
+
+/* ---- settings (BPF .rodata, set before load) ------------------------ */
+enum tbpf_mode_flags {
+	TBPF_MODE_RECORD = 1 << 0,   /* stream op records to the ring buffer */
+	TBPF_MODE_EXITS = 1 << 1,    /* return probes attached: exact exits */
+	TBPF_MODE_PYSTACK = 1 << 2,  /* walk Python stacks at outermost ops */
+	TBPF_MODE_GUARD = 1 << 3,    /* ptrace unwind guard active */
+};
+
+/* ---- record types ---------------------------------------------------- */
+enum tbpf_rec_type {
+	REC_OP_ENTER = 1,
+	REC_OP_EXIT = 2,
+	REC_PYSTACK = 3,    /* a new Python stack (deduplicated by id) */
+	REC_LAUNCH = 4,     /* CUDA kernel / graph launch */
+	REC_MEMOP = 5,      /* CUDA copy or set */
+	REC_SYNC = 6,       /* host blocked in a CUDA synchronization */
+	REC_ALLOC = 7,      /* CUDA allocation or free */
+	REC_UNWIND = 8,     /* frames closed by an exception unwind */
+	REC_GPU = 9,        /* CUPTI device activity (kernel/memcpy/memset) */
+	REC_TYPE_MAX
+};
+
+/* Exit flags (rec_op.flags and frame flags). */
+enum tbpf_op_flags {
+	OPF_INFERRED = 1 << 0,  /* exit time inferred from the stack pointer */
+	OPF_UNWOUND = 1 << 1,   /* closed by an exception unwind */
+	OPF_SKIP = 1 << 2,      /* redispatch nested directly in its own call */
+	OPF_REDISPATCH = 1 << 3,/* entered through ::redispatch */
+	OPF_HIJACKED = 1 << 4,  /* return address replaced by uretprobe */
+};
+
+struct rec_hdr {
+	__u16 type;
+	__u16 size;  /* whole record, bytes, multiple of 8 */
+	__u32 tid;
+	__u64 ts_ns; /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
+};
+
+struct rec_op {
+	struct rec_hdr h;
+	__u32 pid;
+	__u32 op_id;
+	__u16 depth;   /* visible nesting depth, 0 = outermost */
+	__u16 flags;   /* enum tbpf_op_flags */
+	__u32 stack_id; /* low 32 bits of the Python stack id (0 = none) */
+};
+
+struct tbpf_pyframe {
+	__u64 code;    /* PyCodeObject * in the target */
+	__u64 self;    /* first local when it is `self`, else 0 */
+	__u32 lasti;   /* instruction offset (bytes) for line numbers */
+	__u32 flags;
+};
+
+struct rec_pystack {
+	struct rec_hdr h;
+	__u32 pid;
+	__u32 nframes;
+	__u64 stack_id;
+	struct tbpf_pyframe frames[TBPF_MAX_PYFRAMES]; /* innermost first */
+};
+
+/* CUDA API ids (rec_launch.api, rec_memop.api, ...). */
+enum tbpf_cuda_api {
+	CU_API_NONE = 0,
+	CU_cudaLaunchKernel, CU_cudaLaunchKernel_ptsz, CU_cudaLaunchKernelExC,
+	CU_cudaLaunchKernelExC_ptsz, CU_cudaLaunchCooperativeKernel,
+	CU_cudaLaunchCooperativeKernel_ptsz, CU_cudaGraphLaunch,
+	CU_cudaGraphLaunch_ptsz, CU_cuLaunchKernel, CU_cuLaunchKernel_ptsz,
+	CU_cuLaunchKernelEx, CU_cuLaunchKernelEx_ptsz, CU_cuGraphLaunch,
+	CU_cuGraphLaunch_ptsz,
+	CU_cudaMemcpy, CU_cudaMemcpyAsync, CU_cudaMemcpyAsync_ptsz,
+	CU_cudaMemsetAsync, CU_cudaMemsetAsync_ptsz, CU_cudaMemset,
+	CU_cuMemcpyAsync, CU_cuMemcpyHtoDAsync, CU_cuMemcpyDtoHAsync,
+	CU_cuMemcpyDtoDAsync, CU_cuMemsetD8Async, CU_cuMemsetD16Async,
+	CU_cuMemsetD32Async,
+	CU_cudaStreamSynchronize, CU_cudaDeviceSynchronize,
+	CU_cudaEventSynchronize, CU_cuStreamSynchronize, CU_cuCtxSynchronize,
+	CU_cuEventSynchronize,
+	CU_cudaMalloc, CU_cudaFree, CU_cudaMallocAsync, CU_cudaFreeAsync,
+	CU_cuMemAlloc, CU_cuMemFree, CU_cuMemAllocAsync, CU_cuMemFreeAsync,
+	CU_API_MAX
+};
+
+struct rec_launch {
+	struct rec_hdr h;
+	__u32 pid;
+	__u32 api;       /* enum tbpf_cuda_api */
+	__u64 func;      /* host stub, CUfunction, or graph exec */
+	__u64 stream;
+	__u32 grid[3];
+	__u32 block[3];
+	__u32 shmem;
+	__u32 op_id;     /* op on top of the thread's stack, 0 = none */
+	__u32 stack_id;  /* Python stack of the outermost op */
+	__u32 depth;
+};
+
+enum tbpf_copy_dir { CP_UNKNOWN = 0, CP_HTOD, CP_DTOH, CP_DTOD, CP_HTOH, CP_SET };
+
+struct rec_memop {
+	struct rec_hdr h;
+	__u32 pid;
+	__u32 api;
+	__u64 bytes;
+	__u64 stream;
+	__u64 dur_ns;    /* host time in the call (synchronous copies) */
+	__u32 dir;       /* enum tbpf_copy_dir */
+	__u32 op_id;
+	__u32 stack_id;
+	__u32 pad;
+};
+
+struct rec_sync {
+	struct rec_hdr h;  /* ts_ns = start of the wait */
+	__u32 pid;
+	__u32 api;
+	__u64 dur_ns;
+	__u64 handle;      /* stream or event */
+	__u32 op_id;
+	__u32 stack_id;
+};
+
+struct rec_alloc {
+	struct rec_hdr h;
+	__u32 pid;
+	__u32 api;
+	__u64 ptr;
+	__u64 bytes;       /* 0 for frees */
+	__u32 op_id;
+	__u32 stack_id;
+};
+
+/* ---- maps shared with user space -------------------------------------- */
+
+struct tbpf_frame {
+	__u64 start_ns;
+	__u64 child_ns;  /* time in nested (counted) ops */
+	__u64 sp;        /* stack pointer at entry: address of the return slot */
+	__u64 ra;        /* original return address read at entry */
+	__u32 op_id;
+	__u32 flags;
+};
+
+struct tbpf_thread {
+	__u32 pid;
+	__u32 depth;      /* frames in use */
+	__u32 vdepth;     /* counted (non-skip) frames in use */
+	__u32 stack_id;   /* Python stack id of the outermost op */
+	__u64 pystack_id; /* full 64-bit id */
+	struct tbpf_frame frames[TBPF_MAX_DEPTH];
+};
+
+struct tbpf_opkey {
+	__u32 pid;
+	__u32 op_id;
+	__u64 stack_id;  /* Python stack of the outermost op, 0 = none */
+};
+
+struct tbpf_opstat {
+	__u64 calls;
+	__u64 self_ns;
+	__u64 total_ns;
+	__u64 launches;  /* CUDA launches issued while this op was on top */
+	__u64 inferred;  /* exits inferred (entry-only mode or unwinds) */
+	__u64 max_ns;
+};
+
+/* Global counters (per-CPU array index). */
+enum tbpf_counter {
+	CNT_ENTRIES = 0,
+	CNT_EXITS,
+	CNT_DROPS,            /* ring buffer full */
+	CNT_DEPTH_OVERFLOW,
+	CNT_STACK_UNDERFLOW,  /* exit without a matching frame */
+	CNT_STALE_POPS,       /* frames closed by the stack-pointer rule */
+	CNT_UNWIND_POPS,      /* frames closed at an exception catch */
+	CNT_GUARD_SIGNALS,    /* repairs requested from the unwind guard */
+	CNT_GUARD_UNSAFE,     /* unwind with hijacked frames and no guard */
+	CNT_NO_THREAD_SLOT,   /* thread map full */
+	CNT_STAT_FULL,        /* opstats map full */
+	CNT_PYSTACK_FAIL,
+	CNT_PYSTACK_TRUNC,
+	CNT_CUDA_EVENTS,
+	CNT_MAX
+};
+
+#endif /* TBPF_ABI_H */
