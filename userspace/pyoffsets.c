@@ -122,7 +122,7 @@ int pyoffsets_tss_offset(unsigned major, unsigned minor)
 	case 10: return 0x248;  /* gilstate.autoTSSkey */
 	case 11: return 0x250;  /* gilstate.autoTSSkey */
 	case 12: return 0x608;  /* autoTSSkey */
-	case 13: return 0x1cb0; /* autoTSSkey */
+	case 13: return 0x870;  /* autoTSSkey */
 	}
 	return -ENOTSUP;
 }

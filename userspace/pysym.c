@@ -592,7 +592,7 @@ static int attrs_walk(struct pysym *ps, uint64_t obj, dict_cb cb, void *arg)
 			values = rd64(ps, obj - 32);
 		} else if (pp->version == 0x030c) {
 			if (m3 & 1)
-				values = m3 - 1;
+				values = m3 + 1; /* tagged: stored as values - 1 */
 			else
 				dict = m3;
 		} else {
