@@ -37,14 +37,7 @@ struct {
 	__type(value, struct rec_pystack);
 } pystacks SEC(".maps");
 
-/* code object -> 1 when its first local is an argument named "self",
- * 2 when not.  Saves four reads per frame once a code object is known. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64);
-	__type(value, __u8);
-} py_selfcode SEC(".maps");
+#define PYSTACK_SELFCACHE 512
 
 struct pystack_scratch {
 	struct rec_pystack rec;
@@ -55,6 +48,9 @@ struct pystack_scratch {
 	__u32 pad;
 	__u8 fbuf[TBPF_PYFRAME_READ + 8];
 	__u8 sbuf[16];
+	/* direct-mapped cache: code object | 1 when its first local is an
+	 * argument named "self", | 2 when not (code objects are aligned) */
+	__u64 selfcache[PYSTACK_SELFCACHE];
 };
 
 struct {
@@ -102,13 +98,15 @@ static __always_inline __u64 pystack_fld(const __u8 *buf, __u16 off, int size)
 static __always_inline int pystack_is_self(const struct tbpf_pyproc *pp,
 					   struct pystack_scratch *s, __u64 code)
 {
-	__u8 *known = bpf_map_lookup_elem(&py_selfcode, &code);
-	__u8 res = 2;
+	__u32 slot = (code >> 4) & (PYSTACK_SELFCACHE - 1);
+	__u64 known = s->selfcache[slot];
+	/* user addresses fit in 47 bits: tag entries with the pid above */
+	__u64 tag = code ^ ((__u64)(s->rec.pid & 0xffff) << 48);
+	__u64 res = 2, names, name0;
 	__u32 argc = 0;
-	__u64 names, name0;
 
-	if (known)
-		return *known == 1;
+	if ((known & ~3ULL) == tag)
+		return (known & 3) == 1;
 	if (bpf_probe_read_user(&argc, sizeof(argc),
 				(const void *)(code + pp->co_argcount)))
 		return 0; /* unreadable: do not cache */
@@ -126,7 +124,7 @@ static __always_inline int pystack_is_self(const struct tbpf_pyproc *pp,
 		    s->sbuf[11] == 'f' && s->sbuf[12] == 0)
 			res = 1;
 	}
-	bpf_map_update_elem(&py_selfcode, &code, &res, BPF_ANY);
+	s->selfcache[slot] = tag | res;
 	return res == 1;
 }
 
@@ -239,6 +237,7 @@ static __always_inline __u64 pystack_capture(struct task_struct *task, __u32 pid
 		return 0;
 
 	s->pp = *pp;
+	s->rec.pid = pid;
 	s->frame = frame;
 	s->n = 0;
 	s->id = pystack_mix(0xcbf29ce484222325ULL, pid);
