@@ -32,6 +32,14 @@ struct {
 	__type(value, __u64);
 } hits SEC(".maps");
 
+/* threads with a Python stack -> hits */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u64);
+} tids SEC(".maps");
+
 /* walk time, for the cost figure */
 __u64 walk_ns = 0;
 __u64 walks = 0;
@@ -49,6 +57,15 @@ int BPF_KPROBE(on_call)
 	id = pystack_capture(bpf_get_current_task_btf(), pid);
 	__sync_fetch_and_add(&walk_ns, bpf_ktime_get_ns() - t0);
 	__sync_fetch_and_add(&walks, 1);
+	if (id) {
+		__u32 tid = (__u32)pid_tgid;
+
+		c = bpf_map_lookup_elem(&tids, &tid);
+		if (c)
+			__sync_fetch_and_add(c, 1);
+		else
+			bpf_map_update_elem(&tids, &tid, &one, BPF_NOEXIST);
+	}
 	c = bpf_map_lookup_elem(&hits, &id);
 	if (c)
 		__sync_fetch_and_add(c, 1);

@@ -2,7 +2,9 @@
  * walk the Python stack at every hit with bpf/pystack.bpf.h, then print
  * each distinct stack symbolized by pysym.c (frames and module layers).
  *
- *   pystack_test --pid PID --lib PATH --func SYMBOL [--duration SEC]
+ *   pystack_test --pid PID --lib PATH --func SYMBOL [--duration SEC] [--tids]
+ *
+ * --tids prints "tid <tid> hits <n>" per thread that had a Python stack.
  *
  * Output, one block per stack, most hits first:
  *   stack <id> hits <n> layers <root>/<attr>/... (<class>/...)
@@ -53,7 +55,7 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "pid", 1, 0, 'p' }, { "lib", 1, 0, 'l' }, { "func", 1, 0, 'f' },
-		{ "duration", 1, 0, 'd' }, { 0 }
+		{ "duration", 1, 0, 'd' }, { "tids", 0, 0, 't' }, { 0 }
 	};
 	LIBBPF_OPTS(bpf_uprobe_opts, uo);
 	struct pystack_test_bpf *skel;
@@ -66,7 +68,7 @@ int main(int argc, char **argv)
 	const char *lib = NULL, *func = NULL;
 	double dur = 5;
 	char *why = NULL;
-	int pid = 0, c, err;
+	int pid = 0, c, err, want_tids = 0;
 	__u64 key, next, *kp = NULL, cnt[CNT_MAX] = { 0 };
 	int ncpu = libbpf_num_possible_cpus();
 
@@ -76,6 +78,7 @@ int main(int argc, char **argv)
 		case 'l': lib = optarg; break;
 		case 'f': func = optarg; break;
 		case 'd': dur = atof(optarg); break;
+		case 't': want_tids = 1; break;
 		default: return 2;
 		}
 	}
@@ -161,6 +164,18 @@ int main(int argc, char **argv)
 	       nrec, (unsigned long long)cnt[CNT_PYSTACK_FAIL],
 	       (unsigned long long)cnt[CNT_PYSTACK_TRUNC]);
 
+	if (want_tids) {
+		__u32 tk, tn, *tp = NULL;
+
+		while (!bpf_map_get_next_key(bpf_map__fd(skel->maps.tids), tp, &tn)) {
+			__u64 h = 0;
+
+			tk = tn;
+			tp = &tk;
+			bpf_map_lookup_elem(bpf_map__fd(skel->maps.tids), &tk, &h);
+			printf("tid %u hits %llu\n", tk, (unsigned long long)h);
+		}
+	}
 	ps = pysym_new(pid, &pp, NULL, NULL);
 	for (i = 0; i < nst; i++) {
 		struct rec_pystack *r = &st[i].rec;

@@ -37,19 +37,34 @@ wait_ready() { # file [tenths of a second]
 	done
 }
 
+line_of() { # file fixed-string -> its line number
+	grep -nF -- "$2" "$1" | head -1 | cut -d: -f1
+}
+
 # torch-free: fake nn.Module tree, probe getppid() in libc
+l_leaf=$(line_of $FX/fake_modules.py "os.getppid() & 0")
+l_twice=$(line_of $FX/fake_modules.py "return self.act(self.act(x))")
+l_lambda=$(line_of $FX/fake_modules.py "call = lambda t: self.head(t)")
+l_call=$(line_of $FX/fake_modules.py "return call(x)")
 for py in /usr/bin/python3 /root/.pyenv/versions/3.10.13/bin/python3 \
 	  /root/.pyenv/versions/3.11.7/bin/python3 \
 	  /root/.pyenv/versions/3.12.1/bin/python3 \
 	  /root/.pyenv/versions/3.13.0/bin/python3; do
 	[ -x "$py" ] || continue
-	"$py" $FX/fake_modules.py 4 > "$tmp/fm.out" 2>&1 &
+	# three Python threads run the model: every thread's stack must walk
+	"$py" $FX/fake_modules.py 4 3 > "$tmp/fm.out" 2>&1 &
 	pid=$!
 	wait_ready "$tmp/fm.out"
 	sleep 0.3
 	libc=$(lib_of $pid 'libc[.-]')
 	$H --pid $pid --lib "$libc" --func getppid --duration 1 > "$tmp/out" 2>&1
+	$H --pid $pid --lib "$libc" --func getppid --duration 0.3 --tids > "$tmp/tids" 2>&1
 	kill $pid 2>/dev/null; wait $pid 2>/dev/null
+	nt=$(grep -c "^tid " "$tmp/tids")
+	if [ "$nt" -lt 3 ]; then
+		echo "FAIL $py threads: stacks from $nt threads, want 3"; fail=1
+		sed 's/^/    /' "$tmp/tids" | head
+	fi
 	ran=$((ran + 1))
 	# 3.10 moves a closure-captured argument into a cell slot and clears
 	# the argument: Net.forward then has no `self` (layers still resolve
@@ -61,8 +76,8 @@ for py in /usr/bin/python3 /root/.pyenv/versions/3.10.13/bin/python3 \
 		"layers Net/blocks/0 (Net/Seq/Leaf)" \
 		"layers Net/blocks/1/0/act (Net/Seq/Seq/Twice/Leaf)" \
 		"layers Net/head (Net/Leaf)" \
-		"fake_modules.py:37 [Leaf]" "fake_modules.py:52 [Twice]" \
-		"fake_modules.py:60$netself" "fake_modules.py:59" &&
+		"fake_modules.py:$l_leaf [Leaf]" "fake_modules.py:$l_twice [Twice]" \
+		"fake_modules.py:$l_call$netself" "fake_modules.py:$l_lambda" &&
 		echo "ok   $py fake modules ($(head -1 "$tmp/out"))"
 done
 
@@ -93,9 +108,10 @@ for py in /usr/bin/python3 /var/cache/tbpf/venv-torch2/bin/python; do
 		"layers Net/stem (Net/Conv2d)" \
 		"layers Net/blocks/0/conv (Net/Sequential/Block/Conv2d)" \
 		"layers Net/blocks/1/0/conv (Net/Sequential/Sequential/Block/Conv2d)" \
-		"layers_model.py:47 [Block]" "layers_model.py:61 [Net]"
+		"layers_model.py:$(line_of $WL "y = self.act(self.bn(self.conv(x)))") [Block]" \
+		"layers_model.py:$(line_of $WL "x = self.stem(x)") [Net]"
 	expect "$tmp/addmm" "$py addmm" "layers Net/head (Net/Linear)" \
-		"Net.forward.<locals>.<lambda> " "layers_model.py:65 [Net]" &&
+		"Net.forward.<locals>.<lambda> " "layers_model.py:$(line_of $WL "x = call_head(x)") [Net]" &&
 		echo "ok   $py torch ($(head -1 "$tmp/conv"))"
 done
 [ $ran -gt 0 ] || { echo "FAIL nothing ran"; exit 1; }
