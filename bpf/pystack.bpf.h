@@ -247,8 +247,10 @@ static __always_inline __u64 pystack_capture(struct task_struct *task, __u32 pid
 	id = s->id;
 	if (n == 0)
 		return 0;
-	if (s->frame)
+	if (s->frame) {
 		pystack_count(CNT_PYSTACK_TRUNC);
+		s->rec.frames[(n - 1) & (TBPF_MAX_PYFRAMES - 1)].flags |= PYF_TRUNC;
+	}
 	if (!id)
 		id = 1;
 

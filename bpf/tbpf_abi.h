@@ -227,6 +227,7 @@ enum tbpf_py_kind {
 enum tbpf_pyframe_flags {
 	PYF_SELF = 1 << 0,    /* `self` is the code's first local: .self valid */
 	PYF_SHIM = 1 << 1,    /* C-stack shim frame (3.12+ owner 3): no code */
+	PYF_TRUNC = 1 << 2,   /* last frame kept: older frames were cut off */
 };
 
 /* Per-process interpreter description, BPF map `py_procs` (pid -> this),

@@ -121,6 +121,7 @@ struct mod_info {
 struct root_info {
 	uint64_t addr;
 	char *label;         /* "Net", "Net#2" */
+	const char *cls;
 	struct umap mods;    /* module address -> struct mod_info */
 	int rebuilt;
 };
@@ -719,6 +720,7 @@ static struct root_info *root_get(struct pysym *ps, uint64_t mod)
 	if (!r)
 		return NULL;
 	r->addr = mod;
+	r->cls = t->name;
 	t->instances++;
 	if (t->instances == 1)
 		r->label = strdup(t->name);
@@ -730,6 +732,19 @@ static struct root_info *root_get(struct pysym *ps, uint64_t mod)
 	}
 	add_module(ps, r, mod, "", 0);
 	return r;
+}
+
+static struct root_info *root_owning(struct pysym *ps, uint64_t mod)
+{
+	size_t i;
+
+	for (i = 0; i < ps->roots.cap; i++) {
+		struct root_info *r = ps->roots.vals[i];
+
+		if (ps->roots.keys[i] && umap_get(&r->mods, mod))
+			return r;
+	}
+	return NULL;
 }
 
 static void orphan_free(void *p)
@@ -867,11 +882,16 @@ int pysym_layers(struct pysym *ps, const struct tbpf_pyframe *frames,
 	}
 	if (!outer)
 		return 0;
-	r = root_get(ps, outer);
+	/* a truncated stack may have lost its root: a module already known
+	 * under some root keeps that root */
+	if (frames[nframes - 1].flags & PYF_TRUNC)
+		r = root_owning(ps, outer);
+	if (!r)
+		r = root_get(ps, outer);
 	if (!r)
 		return layers_push(out, &cap, outer_cls, outer_cls);
-	err = layers_push(out, &cap, r->label, outer_cls);
-	if (err || inner == outer)
+	err = layers_push(out, &cap, r->label, r->cls);
+	if (err || inner == r->addr)
 		return err;
 	m = root_lookup(ps, r, inner);
 	if (m)

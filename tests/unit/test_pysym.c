@@ -155,6 +155,18 @@ static void symbolize_live(const char *python)
 	/* a module the root does not own: class and instance number */
 	fr[0] = frame(&t, "leaf", "stranger");
 	check_layers(ps, fr, 2, "Net/Leaf#1", "Net/Leaf");
+	/* a stack cut off above Twice: the root seen before still owns it */
+	fr[0] = frame(&t, "leaf", "blocks.1.0.act");
+	fr[1] = frame(&t, "twice", "blocks.1.0");
+	fr[1].flags |= PYF_TRUNC;
+	check_layers(ps, fr, 2, "Net/blocks/1/0/act", "Net/Seq/Seq/Twice/Leaf");
+	/* ... and with no root known, Twice is the root */
+	{
+		struct pysym *fresh = pysym_new(t.pid, &pp, NULL, NULL);
+
+		check_layers(fresh, fr, 2, "Twice/act", "Twice/Leaf");
+		pysym_free(fresh);
+	}
 	/* no module at all */
 	fr[0] = frame(&t, "plain", "plain");
 	check_layers(ps, fr, 1, "", "");
