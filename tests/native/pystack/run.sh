@@ -88,6 +88,12 @@ for py in /usr/bin/python3 /var/cache/tbpf/venv-torch2/bin/python; do
 	pid=$!
 	wait_ready "$tmp/wl.out" 900   # torch imports slowly on a busy box
 	lt=$(lib_of $pid 'libtorch_cpu')
+	if ! grep -q ready "$tmp/wl.out" || [ -z "$lt" ]; then
+		echo "FAIL $py torch: workload not ready (libtorch_cpu '$lt')"
+		sed 's/^/    /' "$tmp/wl.out" | head -5
+		kill $pid 2>/dev/null; wait $pid 2>/dev/null
+		fail=1; continue
+	fi
 	# mangled names differ between torch versions: ask the library
 	CONV=$(nm -D "$lt" | awk '$3 ~ /^_ZN2at4_ops6conv2d4callE/ { print $3; exit }')
 	ADDMM=$(nm -D "$lt" | awk '$3 ~ /^_ZN2at4_ops5addmm4callE/ { print $3; exit }')
