@@ -274,7 +274,9 @@ static __always_inline __u64 pystack_capture(struct task_struct *task, __u32 pid
 
 		if (sz > sizeof(*r))
 			sz = sizeof(*r);
-		if (bpf_ringbuf_output(&events, r, sz, BPF_RB_NO_WAKEUP))
+		/* new stacks are rare and must be symbolized while the target
+		 * lives: wake the reader */
+		if (bpf_ringbuf_output(&events, r, sz, 0))
 			pystack_count(CNT_DROPS);
 	}
 	return id;

@@ -136,6 +136,7 @@ struct pysym {
 	pymem_read_fn rd;
 	void *ctx;
 	struct umap codes, types, roots, orphans;
+	struct umap objs;    /* object -> struct type_info (not owned) */
 	char **strs;         /* misc strings owned here */
 	size_t nstrs, capstrs;
 };
@@ -449,11 +450,20 @@ static struct type_info *type_get(struct pysym *ps, uint64_t type)
 	return t;
 }
 
+/* Type of an object.  Cached per address, so stacks can still be named
+ * once the target has exited (modules live as long as their model). */
 static struct type_info *obj_type(struct pysym *ps, uint64_t obj)
 {
-	uint64_t ty = rd64(ps, obj + 8);
+	struct type_info *t = umap_get(&ps->objs, obj);
+	uint64_t ty;
 
-	return ty ? type_get(ps, ty) : NULL;
+	if (t)
+		return t;
+	ty = rd64(ps, obj + 8);
+	t = ty ? type_get(ps, ty) : NULL;
+	if (t && strcmp(t->name, "cell"))
+		umap_put(&ps->objs, obj, t);
+	return t;
 }
 
 /* `self` may be a cell when a closure captured it. */
@@ -933,6 +943,7 @@ void pysym_free(struct pysym *ps)
 	umap_free(&ps->codes, code_free);
 	umap_free(&ps->roots, root_free);
 	umap_free(&ps->orphans, orphan_free);
+	umap_free(&ps->objs, NULL);
 	umap_free(&ps->types, type_free);
 	for (i = 0; i < ps->nstrs; i++)
 		free(ps->strs[i]);

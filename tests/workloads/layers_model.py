@@ -73,48 +73,111 @@ def step(model, x, target):
     return loss
 
 
-def profile_json(model, x, target, iters):
-    from torch.profiler import profile, ProfilerActivity, record_function
-    names = {m: n for n, m in model.named_modules()}
-    ran = set()
-    open_ctx = {}
+def region_of(ev):
+    """Innermost "layer:" region around a profiler event; None when the
+    event belongs to the marking machinery itself (profiler:: ops)."""
+    p = ev.cpu_parent
+    while p is not None:
+        if p.name.startswith("layer:"):
+            return p.name[len("layer:"):]
+        if p.name.startswith("profiler::"):
+            return None
+        p = p.cpu_parent
+    return "[no module]"
 
-    def pre(m, inp):
-        ran.add(names[m])
-        rf = record_function("layer:" + names[m])
-        rf.__enter__()
-        open_ctx.setdefault(m, []).append(rf)
 
-    def post(m, inp, out):
-        open_ctx[m].pop().__exit__(None, None, None)
-
-    for m in names:
-        m.register_forward_pre_hook(pre)
-        m.register_forward_hook(post)
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        for _ in range(iters):
-            model.zero_grad(set_to_none=True)
-            step(model, x, target)
+def aten_counts(prof):
     layers = {}
     for ev in prof.events():
         if not ev.name.startswith("aten::"):
             continue
-        p, where = ev.cpu_parent, "[no module]"
-        while p is not None:
-            if p.name.startswith("layer:"):
-                where = p.name[len("layer:"):]
-                break
-            if p.name.startswith("profiler::"):
-                where = None    # made by the marking hooks themselves
-                break
-            p = p.cpu_parent
+        where = region_of(ev)
         if where is None:
             continue
         d = layers.setdefault(where, {})
         d[ev.name] = d.get(ev.name, 0) + 1
+    return layers
+
+
+def marker_cost(record_function, profile, activities, k=8):
+    """aten ops one enter/exit of a reused record_function adds inside
+    its own region and outside it (torch 1.13 allocates a handle tensor):
+    measured, to be taken off the hooked run's counts."""
+    rf = record_function("layer:__calib__")
+    with profile(activities=activities) as prof:
+        for _ in range(k):
+            rf.__enter__()
+            rf.__exit__(None, None, None)
+    got = aten_counts(prof)
+    inside = got.get("__calib__", {})
+    outside = got.get("[no module]", {})
+    for d in (inside, outside):
+        for op, n in d.items():
+            if n % k:
+                raise SystemExit("record_function cost is not per call: %s %d/%d"
+                                 % (op, n, k))
+            d[op] = n // k
+    return inside, outside
+
+
+def profile_json(model, x, target, iters):
+    from torch.profiler import profile, ProfilerActivity, record_function
+    acts = [ProfilerActivity.CPU]
+    names = {m: n for n, m in model.named_modules()}
+    ran = set()
+    active = []            # regions open now, innermost last
+    entries = {}           # region -> times entered
+    child_entries = {}     # region -> times a child region was entered
+    # record_function objects are made before profiling and reused:
+    # torch 1.13 builds each one with torch.zeros(1)
+    pool = {m: [record_function("layer:" + n) for _ in range(4)]
+            for m, n in names.items()}
+
+    opened = {}
+
+    def pre(m, inp):
+        n = names[m]
+        ran.add(n)
+        parent = active[-1] if active else "[no module]"
+        child_entries[parent] = child_entries.get(parent, 0) + 1
+        entries[n] = entries.get(n, 0) + 1
+        rf = pool[m].pop()
+        rf.__enter__()
+        active.append(n)
+        opened.setdefault(m, []).append(rf)
+
+    def post(m, inp, out):
+        active.pop()
+        rf = opened[m].pop()
+        rf.__exit__(None, None, None)
+        pool[m].append(rf)
+
+    for m in names:
+        m.register_forward_pre_hook(pre)
+        m.register_forward_hook(post)
+    inside, outside = marker_cost(record_function, profile, acts)
+    with profile(activities=acts) as prof:
+        for _ in range(iters):
+            model.zero_grad(set_to_none=True)
+            step(model, x, target)
+    layers = aten_counts(prof)
+    for region, d in layers.items():
+        for op, n in inside.items():
+            if op in d:
+                d[op] -= entries.get(region, 0) * n
+        for op, n in outside.items():
+            if op in d:
+                d[op] -= child_entries.get(region, 0) * n
+        for op in [op for op, n in d.items() if n == 0]:
+            del d[op]
+        if any(n < 0 for n in d.values()):
+            raise SystemExit("negative count after taking off markers: %s %r"
+                             % (region, d))
+    layers = {r: d for r, d in layers.items() if d}
     return {"torch": torch.__version__,
             "modules": [n for n, _ in model.named_modules()],
-            "ran": sorted(ran), "layers": layers}
+            "ran": sorted(ran), "layers": layers,
+            "marker_cost": {"inside": inside, "outside": outside}}
 
 
 def main():

@@ -41,13 +41,26 @@ static int cmp_stk(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* Symbolize each new stack as it arrives, while the target still lives:
+ * pysym caches what it read, so the report works after the target exits. */
 static int nrec;
 static int on_rec(void *ctx, void *data, size_t len)
 {
 	const struct rec_hdr *h = data;
+	const struct rec_pystack *r = data;
+	struct pysym *ps = ctx;
+	struct pysym_layers ly;
+	struct pysym_frame fr;
+	unsigned i;
 
-	if (h->type == REC_PYSTACK && len >= h->size)
-		nrec++;
+	if (h->type != REC_PYSTACK || len < h->size)
+		return 0;
+	nrec++;
+	for (i = 0; i < r->nframes && i < TBPF_MAX_PYFRAMES; i++)
+		pysym_frame(ps, &r->frames[i], &fr);
+	if (!pysym_layers(ps, r->frames, r->nframes < TBPF_MAX_PYFRAMES ?
+			  r->nframes : TBPF_MAX_PYFRAMES, &ly))
+		pysym_layers_clear(&ly);
 	return 0;
 }
 
@@ -115,12 +128,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pystack_test: attach %s in %s: %s\n", func, lib, strerror(errno));
 		return 1;
 	}
-	rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_rec, NULL, NULL);
+	ps = pysym_new(pid, &pp, NULL, NULL);
+	rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_rec, ps, NULL);
 	signal(SIGINT, on_sig);
 	signal(SIGTERM, on_sig);
 	fprintf(stderr, "attached\n");
 	for (double t = 0; t < dur && !stop; t += 0.1) {
 		ring_buffer__poll(rb, 100);
+		ring_buffer__consume(rb);
 		if (kill(pid, 0))
 			break;
 	}
@@ -176,7 +191,6 @@ int main(int argc, char **argv)
 			printf("tid %u hits %llu\n", tk, (unsigned long long)h);
 		}
 	}
-	ps = pysym_new(pid, &pp, NULL, NULL);
 	for (i = 0; i < nst; i++) {
 		struct rec_pystack *r = &st[i].rec;
 		struct pysym_layers ly;
