@@ -52,18 +52,18 @@ for py in /usr/bin/python3 /root/.pyenv/versions/3.10.13/bin/python3 \
 	  /root/.pyenv/versions/3.13.0/bin/python3; do
 	[ -x "$py" ] || continue
 	# three Python threads run the model: every thread's stack must walk
-	"$py" $FX/fake_modules.py 4 3 > "$tmp/fm.out" 2>&1 &
+	: > "$tmp/fm.out"
+	"$py" $FX/fake_modules.py 8 3 > "$tmp/fm.out" 2>&1 &
 	pid=$!
 	wait_ready "$tmp/fm.out"
 	sleep 0.3
 	libc=$(lib_of $pid 'libc[.-]')
-	$H --pid $pid --lib "$libc" --func getppid --duration 1 > "$tmp/out" 2>&1
-	$H --pid $pid --lib "$libc" --func getppid --duration 0.3 --tids > "$tmp/tids" 2>&1
+	$H --pid $pid --lib "$libc" --func getppid --duration 1 --tids > "$tmp/out" 2>&1
 	kill $pid 2>/dev/null; wait $pid 2>/dev/null
-	nt=$(grep -c "^tid " "$tmp/tids")
+	nt=$(grep -c "^tid " "$tmp/out")
 	if [ "$nt" -lt 3 ]; then
 		echo "FAIL $py threads: stacks from $nt threads, want 3"; fail=1
-		sed 's/^/    /' "$tmp/tids" | head
+		sed 's/^/    /' "$tmp/out" | head
 	fi
 	ran=$((ran + 1))
 	# 3.10 moves a closure-captured argument into a cell slot and clears
@@ -84,6 +84,7 @@ done
 # real torch: probe conv2d and addmm ::call
 for py in /usr/bin/python3 /var/cache/tbpf/venv-torch2/bin/python; do
 	[ -x "$py" ] && "$py" -c 'import torch' 2>/dev/null || continue
+	: > "$tmp/wl.out"   # no stale "ready" from the last round
 	"$py" $WL --wait --seconds 4 > "$tmp/wl.out" 2>&1 &
 	pid=$!
 	wait_ready "$tmp/wl.out" 900   # torch imports slowly on a busy box
@@ -119,6 +120,51 @@ for py in /usr/bin/python3 /var/cache/tbpf/venv-torch2/bin/python; do
 	expect "$tmp/addmm" "$py addmm" "layers Net/head (Net/Linear)" \
 		"Net.forward.<locals>.<lambda> " "layers_model.py:$(line_of $WL "x = call_head(x)") [Net]" &&
 		echo "ok   $py torch ($(head -1 "$tmp/conv"))"
+done
+# exact counts: N iterations under the walker vs torch.profiler's per-layer
+# attribution (forward hooks + record_function) of the same op
+N=20
+for py in /usr/bin/python3 /var/cache/tbpf/venv-torch2/bin/python; do
+	[ -x "$py" ] && "$py" -c 'import torch' 2>/dev/null || continue
+	"$py" $WL --json --iters $N > "$tmp/prof.json" 2>/dev/null || {
+		echo "FAIL $py: profiler run"; fail=1; continue; }
+	: > "$tmp/wl.out"
+	"$py" $WL --wait --iters $N > "$tmp/wl.out" 2>&1 &
+	pid=$!
+	wait_ready "$tmp/wl.out" 900
+	lt=$(lib_of $pid 'libtorch_cpu')
+	for op in relu addmm; do
+		sym=$(nm -D "$lt" | awk -v p="^_ZN2at4_ops${#op}${op}4callE" '$3 ~ p { print $3; exit }')
+		: > "$tmp/x.$op"
+		$H --pid $pid --lib "$lt" --func "$sym" --duration 120 > "$tmp/x.$op" 2>&1 &
+		eval "h_$op=\$!"
+	done
+	i=0
+	while ! { grep -q attached "$tmp/x.relu" && grep -q attached "$tmp/x.addmm"; } &&
+	      [ $i -lt 100 ]; do
+		sleep 0.1; i=$((i + 1))
+	done
+	kill -USR1 $pid
+	wait $pid
+	wait $h_relu $h_addmm
+	for op in relu addmm; do
+		/usr/bin/python3 - "$tmp/prof.json" "$tmp/x.$op" "aten::$op" "$py" <<'PY' || fail=1
+import json, re, sys
+prof = json.load(open(sys.argv[1]))
+want = {("Net." + k if k else "Net") if not k.startswith("[") else k: v[sys.argv[3]]
+        for k, v in prof["layers"].items() if sys.argv[3] in v}
+got = {}
+for line in open(sys.argv[2]):
+    m = re.match(r"stack \S+ hits (\d+)(?: layers (\S+))?", line)
+    if m:
+        k = (m.group(2) or "[no module]").replace("/", ".")
+        got[k] = got.get(k, 0) + int(m.group(1))
+if got != want:
+    print("FAIL %s per layer: walker %s, torch.profiler %s" % (sys.argv[3], got, want))
+    sys.exit(1)
+print("ok   %s per layer equal to torch.profiler (%s): %s" % (sys.argv[3], sys.argv[4], got))
+PY
+	done
 done
 [ $ran -gt 0 ] || { echo "FAIL nothing ran"; exit 1; }
 exit $fail
