@@ -148,6 +148,8 @@ struct rec_sync {
 	__u64 handle;      /* stream or event */
 	__u32 op_id;
 	__u32 stack_id;
+	__u32 ret;         /* the API's return code */
+	__u32 pad;
 };
 
 struct rec_alloc {
@@ -158,6 +160,8 @@ struct rec_alloc {
 	__u64 bytes;       /* 0 for frees */
 	__u32 op_id;
 	__u32 stack_id;
+	__u32 ret;         /* the API's return code (allocations; 0 for frees) */
+	__u32 pad;
 };
 
 /* ---- maps shared with user space -------------------------------------- */
@@ -211,6 +215,7 @@ enum tbpf_counter {
 	CNT_PYSTACK_FAIL,
 	CNT_PYSTACK_TRUNC,
 	CNT_CUDA_EVENTS,
+	CNT_CUDA_NESTED,      /* driver calls made inside a runtime call, skipped */
 	CNT_MAX
 };
 
