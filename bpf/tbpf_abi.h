@@ -16,10 +16,12 @@
 
 #define TBPF_ABI_VERSION 1
 
-/* Per-thread op stack depth kept in BPF; deeper calls are counted as
+/* Per-thread op stack depth kept in BPF: 64 is also the kernel's uretprobe
+ * nesting limit (MAX_URETPROBE_DEPTH), so every hijacked return address of
+ * an op frame is recorded for the unwind guard. Deeper calls are counted as
  * overflow and neither timed nor counted.  Real PyTorch nesting seldom
  * exceeds 12. */
-#define TBPF_MAX_DEPTH 32
+#define TBPF_MAX_DEPTH 64
 /* Python frames captured per stack. */
 #define TBPF_MAX_PYFRAMES 32
 
