@@ -269,7 +269,10 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 		if (d > 0) {
 			struct tbpf_frame *top = &t->frames[(d - 1) & (TBPF_MAX_DEPTH - 1)];
 
-			if (top->op_id == op_id && !(top->flags & (OPF_REDISPATCH | OPF_SKIP)))
+			/* the dispatcher handing the same op to the next
+			 * dispatch key (autograd -> ADInplaceOrView -> CPU):
+			 * one op for torch.profiler */
+			if (top->op_id == op_id)
 				flags |= OPF_SKIP;
 		}
 	}

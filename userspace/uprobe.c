@@ -53,14 +53,6 @@ int uprobe_multi_attach(int prog_fd, const char *path, const uint64_t *offsets,
 	return fd < 0 ? -errno : fd;
 }
 
-/* The probe target for the feature check: a real function in our own
- * binary, never called while probed. */
-__attribute__((noinline)) int tbpf_feature_probe_target(int x)
-{
-	asm volatile("" ::: "memory");
-	return x + 1;
-}
-
 int uprobe_multi_supported(void)
 {
 	static int cached = -1;
@@ -77,11 +69,8 @@ int uprobe_multi_supported(void)
 	pfd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "tbpf_feat", "GPL", prog, 2, &opts);
 	if (pfd < 0)
 		return cached = 0;
-	/* file offset of tbpf_feature_probe_target in /proc/self/exe is
-	 * not needed exactly: offset 0 of the ELF header is not an
-	 * instruction boundary issue for registration, but to be safe use
-	 * an invalid path and distinguish EBADF/ENOENT (feature present)
-	 * from EINVAL (attach type unknown). */
+	/* A kernel that knows the attach type looks the path up (ENOENT);
+	 * one that does not rejects the attributes (EINVAL). */
 	lfd = uprobe_multi_attach(pfd, "/nonexistent/tbpf-feature-probe", &off, &cookie, 1,
 				  false, 0);
 	close(pfd);
