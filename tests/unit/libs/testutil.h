@@ -33,17 +33,15 @@ static inline bool tu_exists(const char *p)
 	return stat(p, &st) == 0;
 }
 
-/* Directory of tests/unit/libs: relative to the working directory (make
- * runs tests from the repository root) or to the test binary
- * (build/tests/test_x -> ../../tests/unit/libs). */
-static inline char *tu_libs_dir(void)
+/* A path inside the repository (e.g. "tests/fixtures/maps"), resolved
+ * relative to the working directory (make runs tests from the repository
+ * root) or to the test binary (build/tests/test_x -> ../../<rel>). */
+static inline char *tu_repo_path(const char *rel)
 {
-	#define TU_REL "tests/unit/libs"
-	const char *rel = TU_REL;
 	char exe[4096];
 	ssize_t n;
 
-	if (tu_exists(TU_REL "/testutil.h"))
+	if (tu_exists(rel))
 		return realpath(rel, NULL);
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n > 0) {
@@ -51,10 +49,14 @@ static inline char *tu_libs_dir(void)
 		char *d = tu_printf("%.*s/../../%s", (int)(strrchr(exe, '/') - exe), exe, rel);
 		char *r = d ? realpath(d, NULL) : NULL;
 		free(d);
-		if (r)
-			return r;
+		return r;
 	}
 	return NULL;
+}
+
+static inline char *tu_libs_dir(void)
+{
+	return tu_repo_path("tests/unit/libs");
 }
 
 static inline char *tu_mkdtemp(void)
