@@ -1,7 +1,7 @@
 /* test_procmaps.c - unit tests of the discovery stage's /proc/PID/maps
  * parsing (hand-written fixtures: deleted files, spaces in paths, pseudo
  * entries, container paths) and of address translation in real processes
- * (this test, and python with torch 1.13 / 2.x, read through /proc/PID/mem). */
+ * (this test, and python with torch 1.13 / 2.x, read with process_vm_readv). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 
 #include "libs/testutil.h"
 #include "elfsym.h"
@@ -359,12 +360,10 @@ static void stop_python(struct child *c)
 
 static void read_target(pid_t pid, uint64_t addr, void *buf, size_t n)
 {
-	char *p = tu_printf("/proc/%d/mem", pid);
-	int fd = open(p, O_RDONLY);
-	free(p);
-	assert_true(fd >= 0);
-	assert_int_equal(pread(fd, buf, n, (off_t)addr), (ssize_t)n);
-	close(fd);
+	struct iovec local = { buf, n }, remote = { (void *)(uintptr_t)addr, n };
+	ssize_t r = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (r != (ssize_t)n)
+		fail_msg("process_vm_readv pid %d at 0x%llx: %s (alive %d)", pid, (unsigned long long)addr, strerror(errno), kill(pid, 0));
 }
 
 static void check_torch_process(const char *python, const char *want_cpu,
