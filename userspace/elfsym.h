@@ -51,7 +51,8 @@ int elf_file_find_sym(struct elf_file *ef, const char *name, struct elf_sym *out
 
 /* vaddr -> enclosing function symbol (FUNC and IFUNC of .symtab and
  * .dynsym; a table sorted once, on first use).  *name stays valid until
- * elf_file_close.  -ENOENT when no function covers vaddr. */
+ * elf_file_close.  -ENOENT when no function covers vaddr.  The first call
+ * builds the table: not thread-safe. */
 int elf_file_symbolize(struct elf_file *ef, uint64_t vaddr, const char **name,
 		       uint64_t *off_in_sym);
 

@@ -337,3 +337,116 @@ int procmaps_file_off_to_addr(const struct pm_entry *e, uint64_t off, uint64_t *
 	*addr = e->start + (off - e->offset);
 	return 0;
 }
+
+/* ---- address -> symbol in a live process ----------------------------- */
+
+struct pm_file {
+	char *path;            /* as in the maps (deleted suffix stripped) */
+	uint64_t inode;
+	struct elf_file *ef;   /* NULL: could not be opened (err) */
+	int err;
+};
+
+struct pm_symbolizer {
+	pid_t pid;
+	struct pm_maps maps;
+	struct pm_file *files;
+	size_t nfiles;
+};
+
+int pm_symbolizer_new(pid_t pid, struct pm_symbolizer **out)
+{
+	struct pm_symbolizer *s = calloc(1, sizeof(*s));
+	int err;
+
+	*out = NULL;
+	if (!s)
+		return -ENOMEM;
+	s->pid = pid;
+	err = procmaps_read(pid, &s->maps);
+	if (err) {
+		free(s);
+		return err;
+	}
+	*out = s;
+	return 0;
+}
+
+void pm_symbolizer_free(struct pm_symbolizer *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nfiles; i++) {
+		elf_file_close(s->files[i].ef);
+		free(s->files[i].path);
+	}
+	free(s->files);
+	procmaps_free(&s->maps);
+	free(s);
+}
+
+int pm_symbolizer_refresh(struct pm_symbolizer *s)
+{
+	struct pm_maps m;
+	int err = procmaps_read(s->pid, &m);
+
+	if (err)
+		return err;
+	procmaps_free(&s->maps);
+	s->maps = m;
+	return 0;
+}
+
+static struct pm_file *pm_file_get(struct pm_symbolizer *s, const struct pm_entry *e)
+{
+	for (size_t i = 0; i < s->nfiles; i++)
+		if (s->files[i].inode == e->inode && !strcmp(s->files[i].path, e->path))
+			return &s->files[i];
+	struct pm_file *v = realloc(s->files, (s->nfiles + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	s->files = v;
+	struct pm_file *f = &v[s->nfiles];
+	memset(f, 0, sizeof(*f));
+	f->path = strdup(e->path);
+	f->inode = e->inode;
+	char *host = procmaps_entry_host_path(s->pid, e);
+	if (!f->path || !host) {
+		free(f->path);
+		free(host);
+		return NULL;
+	}
+	f->err = elf_file_open(host, &f->ef);
+	free(host);
+	s->nfiles++;
+	return f;
+}
+
+int pm_symbolize(struct pm_symbolizer *s, uint64_t addr, const char **name,
+		 uint64_t *off_in_sym, const char **path)
+{
+	const struct pm_entry *e = procmaps_find(&s->maps, addr);
+	uint64_t va;
+	int err;
+
+	if (!e || !e->path) {
+		err = pm_symbolizer_refresh(s);
+		if (err)
+			return err;
+		e = procmaps_find(&s->maps, addr);
+	}
+	if (!e || !e->path || (e->flags & PM_PSEUDO))
+		return -ENOENT;
+	struct pm_file *f = pm_file_get(s, e);
+	if (!f)
+		return -ENOMEM;
+	if (!f->ef)
+		return f->err;
+	err = procmaps_addr_to_elf_vaddr(e, f->ef, addr, &va);
+	if (err)
+		return err;
+	err = elf_file_symbolize(f->ef, va, name, off_in_sym);
+	if (!err && path)
+		*path = f->path;
+	return err;
+}

@@ -78,4 +78,20 @@ int procmaps_addr_to_elf_vaddr(const struct pm_entry *e, struct elf_file *ef,
  * that byte of the file is mapped in e, or -ENOENT. */
 int procmaps_file_off_to_addr(const struct pm_entry *e, uint64_t off, uint64_t *addr);
 
+/* ---- address -> symbol in a live process -----------------------------
+ * Keeps the target's maps and the ELF files it has opened (through
+ * /proc/PID/root, or /proc/PID/map_files for deleted files).  An address
+ * outside every known mapping re-reads the maps once, so libraries loaded
+ * later are found.  Not thread-safe. */
+struct pm_symbolizer;
+int pm_symbolizer_new(pid_t pid, struct pm_symbolizer **out);
+void pm_symbolizer_free(struct pm_symbolizer *s);
+/* Re-read /proc/PID/maps (ELF files stay cached by path). */
+int pm_symbolizer_refresh(struct pm_symbolizer *s);
+/* addr -> mangled function name (valid until pm_symbolizer_free), offset
+ * into it and the mapping's path as the target sees it.  -ENOENT when no
+ * file mapping or no function covers addr; -errno opening the file. */
+int pm_symbolize(struct pm_symbolizer *s, uint64_t addr, const char **name,
+		 uint64_t *off_in_sym, const char **path);
+
 #endif

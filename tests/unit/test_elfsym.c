@@ -423,6 +423,53 @@ static void test_cudart_versioned(void **state)
 		skip();
 }
 
+/* pm_symbolizer on this process: a library loaded after the symbolizer
+ * read the maps, and a deleted one (read through map_files). */
+static void test_symbolizer_live(void **state)
+{
+	struct pm_symbolizer *sz;
+	const char *name, *path;
+	uint64_t in;
+
+	assert_int_equal(pm_symbolizer_new(getpid(), &sz), 0);
+	/* loaded later */
+	void *h = dlopen(built[0], RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(h);
+	void *beta = dlsym(h, "sym_beta");
+	assert_int_equal(pm_symbolize(sz, (uint64_t)beta + 2, &name, &in, &path), 0);
+	assert_string_equal(name, "sym_beta");
+	assert_int_equal(in, 2);
+	assert_string_equal(path, built[0]);
+	void *(*get)(void) = (void *(*)(void))dlsym(h, "sym_local_other_addr");
+	assert_int_equal(pm_symbolize(sz, (uint64_t)get(), &name, &in, NULL), 0);
+	assert_string_equal(name, "local_other");
+	assert_int_equal(in, 0);
+	/* not a file mapping: the stack */
+	int local;
+	assert_int_equal(pm_symbolize(sz, (uint64_t)&local, &name, &in, NULL), -ENOENT);
+
+	/* deleted after loading */
+	char *copy = tu_printf("%s/libsym-deleted.so", tmpdir);
+	assert_int_equal(tu_sh("cp '%s' '%s'", built[0], copy), 0);
+	void *h2 = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(h2);
+	assert_int_equal(unlink(copy), 0);
+	void *gamma = dlsym(h2, "sym_gamma");
+	assert_int_equal(pm_symbolize(sz, (uint64_t)gamma + 1, &name, &in, &path), 0);
+	assert_string_equal(name, "sym_gamma");
+	assert_string_equal(path, copy);
+	struct pm_maps m;
+	assert_int_equal(procmaps_read(getpid(), &m), 0);
+	const struct pm_entry *e = procmaps_find(&m, (uint64_t)gamma);
+	assert_non_null(e);
+	assert_true(e->flags & PM_DELETED);
+	procmaps_free(&m);
+	dlclose(h2);
+	dlclose(h);
+	pm_symbolizer_free(sz);
+	free(copy);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -433,6 +480,7 @@ int main(void)
 		cmocka_unit_test(test_demangle),
 		cmocka_unit_test(test_torch_cuda_stubs),
 		cmocka_unit_test(test_cudart_versioned),
+		cmocka_unit_test(test_symbolizer_live),
 	};
 	return cmocka_run_group_tests_name("elfsym", tests, setup, teardown);
 }
