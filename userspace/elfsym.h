@@ -44,7 +44,8 @@ int elf_file_vaddr_to_off(struct elf_file *ef, uint64_t vaddr, uint64_t *off);
 int elf_file_off_to_vaddr(struct elf_file *ef, uint64_t off, bool prefer_exec,
 			  uint64_t *vaddr);
 
-/* Exact name lookup over .dynsym then .symtab, defined symbols first.
+/* Exact name lookup over .dynsym then .symtab (a linear scan), defined
+ * symbols first.
  * "name" matches versioned dynamic symbols too (the default "@@" version
  * first); "name@VER" / "name@@VER" match only that version. -ENOENT. */
 int elf_file_find_sym(struct elf_file *ef, const char *name, struct elf_sym *out);

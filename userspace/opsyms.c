@@ -303,6 +303,8 @@ int opname_map_split(const struct opname_map *cm, const char *sn, char **oname,
 	*oname = *oovl = NULL;
 	if (m->err)
 		return -ENOMEM;
+	if (!len)
+		return -EINVAL;
 	e = ht_find(&m->structs, sn, len);
 	if (e && e->rank < OPNAME_TAIL)
 		return emit(sn, e->name_len, e->name_len < len ? sn + e->name_len + 1 : "",

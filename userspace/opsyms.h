@@ -80,7 +80,8 @@ struct opname_map *opname_map_new(void);
  * allocation failure is kept and reported by opname_map_split. */
 void opname_map_add(struct opname_map *m, const char *str);
 /* struct name -> malloc'd "aten::<name>" and overload ("" if none).
- * Returns the enum opname_source used (>= 0) or -ENOMEM.  Not
+ * Returns the enum opname_source used (>= 0), -EINVAL for an empty
+ * struct name or -ENOMEM.  Not
  * thread-safe (the first call sorts an index). */
 int opname_map_split(const struct opname_map *m, const char *struct_name,
 		     char **name, char **overload);

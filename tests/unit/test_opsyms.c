@@ -143,6 +143,10 @@ static void test_name_map_ranks(void **state)
 	/* an empty map still names everything */
 	struct opname_map *m = opname_map_new();
 	check_split(m, &(struct want){ "add__Tensor", "aten::add__Tensor", "", OPNAME_NONE });
+	char *n, *o;
+	assert_int_equal(opname_map_split(m, "", &n, &o), -EINVAL);
+	assert_null(n);
+	assert_null(o);
 	opname_map_free(m);
 }
 
