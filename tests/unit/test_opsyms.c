@@ -152,14 +152,32 @@ static void test_name_map_ranks(void **state)
 
 /* ---- the test library ----------------------------------------------- */
 
+static char *tmpdir, *so;
+
+/* Build the test library once; teardown removes it even after a failure. */
+static int setup(void **state)
+{
+	char *libs = tu_libs_dir();
+
+	tmpdir = tu_mkdtemp();
+	if (!libs || !tmpdir)
+		return -1;
+	so = tu_printf("%s/libfake_ops.so", tmpdir);
+	int rc = tu_sh("g++ -shared -fPIC -O2 -o '%s' '%s/fake_ops.cpp'", so, libs);
+	free(libs);
+	return rc ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+	tu_rmdir(tmpdir);
+	free(tmpdir);
+	free(so);
+	return 0;
+}
+
 static void test_fake_library(void **state)
 {
-	char *libs = tu_libs_dir(), *dir = tu_mkdtemp();
-	assert_non_null(libs);
-	assert_non_null(dir);
-	char *so = tu_printf("%s/libfake_ops.so", dir);
-	assert_int_equal(tu_sh("g++ -shared -fPIC -O2 -o '%s' '%s/fake_ops.cpp'", so, libs), 0);
-
 	struct opsym_set s;
 	assert_int_equal(opsyms_discover(so, &s), 0);
 	assert_int_equal(s.n, 2 * NFAKE);
@@ -210,10 +228,6 @@ static void test_fake_library(void **state)
 	assert_null(s.v);
 
 	assert_int_equal(opsyms_discover("/nonexistent.so", &s), -ENOENT);
-	tu_rmdir(dir);
-	free(so);
-	free(dir);
-	free(libs);
 }
 
 /* ---- real libtorch -------------------------------------------------- */
@@ -408,5 +422,5 @@ int main(void)
 		cmocka_unit_test(test_libtorch_113),
 		cmocka_unit_test(test_libtorch_2),
 	};
-	return cmocka_run_group_tests_name("opsyms", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("opsyms", tests, setup, teardown);
 }
