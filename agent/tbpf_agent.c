@@ -23,6 +23,7 @@
 
 #include <cupti.h>
 #include "tbpf_abi.h"
+#include "cupti_convert.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -144,16 +145,6 @@ static int rate_take(void)
 #define NAME_SLOTS 8192
 static uint64_t seen_names[NAME_SLOTS];
 
-static uint64_t fnv1a(const char *s, size_t *len)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	const char *p = s;
-	for (; *p; p++)
-		h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
-	*len = p - s;
-	return h ? h : 1;
-}
-
 static void name_once(uint64_t id, const char *name, size_t len)
 {
 	size_t i = id % NAME_SLOTS;
@@ -193,82 +184,12 @@ static void flush_batch(void)
 
 static int convert(const CUpti_Activity *a, struct rec_gpu *r)
 {
-	memset(r, 0, sizeof(*r));
-	r->h.type = REC_GPU;
-	r->h.size = sizeof(*r);
-	r->pid = tbpf_agent_status.pid;
-	switch (a->kind) {
-	case CUPTI_ACTIVITY_KIND_KERNEL:
-	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-		const CUpti_ActivityKernel10 *k = (const void *)a;
-		r->kind = GPU_KERNEL;
-		r->start_ns = k->start;
-		r->end_ns = k->end;
-		r->device = k->deviceId;
-		r->context = k->contextId;
-		r->stream = k->streamId;
-		r->correlation = k->correlationId;
-		r->grid[0] = k->gridX; r->grid[1] = k->gridY; r->grid[2] = k->gridZ;
-		r->block[0] = k->blockX; r->block[1] = k->blockY; r->block[2] = k->blockZ;
-		if (k->graphId)
-			r->flags |= GPUF_GRAPH;
-		if (k->name) {
-			size_t len;
-			r->name_id = fnv1a(k->name, &len);
-			memcpy(r->name, k->name, len < TBPF_GPU_SHORT_NAME ? len : TBPF_GPU_SHORT_NAME - 1);
-			if (len >= TBPF_GPU_SHORT_NAME) {
-				r->flags |= GPUF_NAME_TRUNC;
-				name_once(r->name_id, k->name, len);
-			}
-		}
-		break;
-	}
-	case CUPTI_ACTIVITY_KIND_MEMCPY: {
-		const CUpti_ActivityMemcpy6 *m = (const void *)a;
-		r->kind = GPU_MEMCPY;
-		r->copy_kind = m->copyKind;
-		r->bytes = m->bytes;
-		r->start_ns = m->start;
-		r->end_ns = m->end;
-		r->device = m->deviceId;
-		r->context = m->contextId;
-		r->stream = m->streamId;
-		r->correlation = m->correlationId;
-		if (m->graphId)
-			r->flags |= GPUF_GRAPH;
-		break;
-	}
-	case CUPTI_ACTIVITY_KIND_MEMSET: {
-		const CUpti_ActivityMemset4 *m = (const void *)a;
-		r->kind = GPU_MEMSET;
-		r->bytes = m->bytes;
-		r->start_ns = m->start;
-		r->end_ns = m->end;
-		r->device = m->deviceId;
-		r->context = m->contextId;
-		r->stream = m->streamId;
-		r->correlation = m->correlationId;
-		if (m->graphId)
-			r->flags |= GPUF_GRAPH;
-		break;
-	}
-	case CUPTI_ACTIVITY_KIND_RUNTIME:
-	case CUPTI_ACTIVITY_KIND_DRIVER: {
-		const CUpti_ActivityAPI *p = (const void *)a;
-		r->kind = a->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? GPU_API_RUNTIME : GPU_API_DRIVER;
-		r->start_ns = p->start;
-		r->end_ns = p->end;
-		r->h.tid = p->threadId;
-		r->correlation = p->correlationId;
-		r->cbid = p->cbid;
-		break;
-	}
-	default:
+	const char *long_name;
+	size_t len;
+	if (tbpf_cupti_convert(a, tbpf_agent_status.pid, r, &long_name, &len) < 0)
 		return -1;
-	}
-	r->h.ts_ns = r->start_ns;
-	if (!r->start_ns || r->end_ns < r->start_ns)
-		return -1;
+	if (long_name)
+		name_once(r->name_id, long_name, len);
 	return 0;
 }
 
