@@ -121,7 +121,7 @@ static void publish_status(int state, int err, const char *detail)
 
 /* ---- rate limit: token bucket, records per second --------------------- */
 static uint64_t tb_tokens, tb_last;
-#define DEFAULT_RATE 2000000u
+#define DEFAULT_RATE 500000u  /* ~10% of a core at ~0.19 us per record */
 
 static int rate_take(void)
 {
@@ -131,10 +131,11 @@ static int rate_take(void)
 		tb_last = now;
 		tb_tokens = rate;
 	}
-	tb_tokens += (now - tb_last) * rate / 1000000000ull;
-	if (tb_tokens > rate)
-		tb_tokens = rate;  /* burst: one second's worth */
-	tb_last = now;
+	uint64_t add = (now - tb_last) * rate / 1000000000ull;
+	if (add) {  /* keep fractions of a token accruing until one is whole */
+		tb_tokens = tb_tokens + add > rate ? rate : tb_tokens + add;
+		tb_last = now;  /* burst: at most one second's worth */
+	}
 	if (!tb_tokens)
 		return 0;
 	tb_tokens--;
@@ -304,7 +305,18 @@ static int load_cupti(void)
 static void CUPTIAPI no_callback(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id,
 				 const void *data) {}
 
-static void agent_start(void)
+/* Process exit: hand over what CUPTI still buffers. */
+static void agent_atexit(void)
+{
+	if (tbpf_agent_status.state == AGENT_ACTIVE && api.flush)
+		api.flush(1 /* CUPTI_ACTIVITY_FLAG_FLUSH_FORCED */);
+}
+
+/* from_driver: called inside InitializeInjection, i.e. from the driver's
+ * own cuInit: the driver exists and is initializing, so do not call cuInit
+ * again (re-entrancy), and subscribe synchronously so that no early API
+ * call is missed (as NVIDIA's injection sample does). */
+static void agent_start(int from_driver)
 {
 	int err, n = 0;
 	char msg[64];
@@ -315,7 +327,8 @@ static void agent_start(void)
 		return;
 	if (load_driver() < 0)
 		return;
-	if ((err = api.cu_init(0)) != 0 || (err = api.cu_count(&n)) != 0 || n == 0) {
+	if (!from_driver &&
+	    ((err = api.cu_init(0)) != 0 || (err = api.cu_count(&n)) != 0 || n == 0)) {
 		snprintf(msg, sizeof(msg), "no CUDA device (CUresult %d, %d devices)", err, n);
 		publish_status(AGENT_NO_DEVICE, err, msg);
 		return;
@@ -352,6 +365,9 @@ static void agent_start(void)
 		publish_status(AGENT_CUPTI_ERROR, err, msg);
 		return;
 	}
+	static int exit_hooked;
+	if (!exit_hooked)
+		exit_hooked = atexit(agent_atexit) == 0;
 	tbpf_agent_status.state = AGENT_ACTIVE;
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(*kinds); i++) {
 		if ((err = api.enable(kinds[i]))) {
@@ -386,7 +402,7 @@ static void serve_request(void)
 		return;
 	last_seq = seq;
 	if (req == AGENT_REQ_START)
-		agent_start();
+		agent_start(0);
 	else if (req == AGENT_REQ_STOP)
 		agent_stop();
 	else
@@ -419,11 +435,6 @@ static void agent_init(void)
 		return;
 	}
 	tbpf_agent_status.pid = getpid();
-	const char *auto_start = getenv("TBPF_AGENT_AUTOSTART");
-	if (auto_start && *auto_start == '1') {
-		tbpf_agent_ctl.request = AGENT_REQ_START;
-		tbpf_agent_ctl.seq++;
-	}
 	ctl_quit = 0;
 	sigset_t all, old;
 	sigfillset(&all);
@@ -437,13 +448,25 @@ static void agent_init(void)
 		pthread_setname_np(ctl_thread, "tbpf-agent");
 }
 
-/* Called by the CUDA driver when CUDA_INJECTION64_PATH names this file. */
+/* Called by the CUDA driver inside cuInit when CUDA_INJECTION64_PATH names
+ * this file.  `tbpf run` also sets TBPF_AGENT_AUTOSTART=1: start at once,
+ * synchronously, so the first API calls are seen. */
 EXPORT int InitializeInjection(void)
 {
 	agent_init();
+	const char *auto_start = getenv("TBPF_AGENT_AUTOSTART");
+	if (auto_start && *auto_start == '1') {
+		pthread_mutex_lock(&lock);
+		tbpf_agent_ctl.request = AGENT_REQ_START;
+		last_seq = ++tbpf_agent_ctl.seq;
+		agent_start(1);
+		pthread_mutex_unlock(&lock);
+	}
 	return 1;
 }
 
+/* Loaded by dlopen (--inject) or by the driver: only the idle control
+ * thread starts here; nothing else happens until tbpf asks. */
 __attribute__((constructor)) static void agent_ctor(void)
 {
 	agent_init();

@@ -6,6 +6,10 @@
  *                              print the REC_GPU records that arrive for MS
  *                              milliseconds, ask it to stop.  Exit 0 when a
  *                              status record arrived from the target.
+ *   agent_probe run -- CMD...  `tbpf run` with the agent probes attached by
+ *                              file before the child execs; prints what
+ *                              arrived.  Exit 0 when the child exited 0
+ *                              and the agent reported.
  *   agent_probe bench AGENT_SO N
  *                              per-record cost of the handoff in this
  *                              process: no probe, probe + batch of 32,
@@ -19,7 +23,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <pthread.h>
 #include <bpf/libbpf.h>
+
+#include "cmd_run.h"
 
 #include "agent_attach.h"
 #include "agent_test.skel.h"
@@ -33,6 +40,8 @@ static uint64_t now_ns(void)
 
 struct seen {
 	uint64_t by_kind[8];
+	uint64_t not_mono;     /* device/API records not stamped CLOCK_MONOTONIC */
+	uint64_t api_no_tid;   /* API records without a system thread id */
 	int status, status_state;
 	pid_t pid;
 };
@@ -44,6 +53,13 @@ static int on_rec(void *ctx, void *data, size_t size)
 	if (size < sizeof(struct rec_hdr) || g->h.type != REC_GPU || g->kind >= 8)
 		return 0;
 	s->by_kind[g->kind]++;
+	if (g->kind >= GPU_KERNEL && g->kind <= GPU_API_DRIVER) {
+		uint64_t now = now_ns();  /* stamps must be recent CLOCK_MONOTONIC */
+		if (g->start_ns > now || now - g->start_ns > 60ull * 1000000000)
+			s->not_mono++;
+		if (g->kind >= GPU_API_RUNTIME && !g->h.tid)
+			s->api_no_tid++;
+	}
 	if (g->kind == GPU_STATUS && size >= sizeof(struct rec_gpu_status)) {
 		const struct rec_gpu_status *st = data;
 		printf("status pid=%u state=%s gen=%u err=%d records=%" PRIu64 " dropped=%" PRIu64
@@ -56,6 +72,8 @@ static int on_rec(void *ctx, void *data, size_t size)
 	}
 	return 0;
 }
+
+static void print_counts(const struct seen *s);
 
 static int attach_all(struct agent_test *skel, pid_t pid, const struct agent_loc *loc,
 		      const char *path)
@@ -77,7 +95,7 @@ static int attach_all(struct agent_test *skel, pid_t pid, const struct agent_loc
 	return 0;
 }
 
-static int watch(pid_t pid, int ms)
+static int watch(pid_t pid, int ms, uint32_t rate)
 {
 	struct agent_loc loc;
 	struct seen s = { .pid = pid };
@@ -92,7 +110,7 @@ static int watch(pid_t pid, int ms)
 	    attach_all(skel, pid, &loc, path))
 		return 1;
 	struct ring_buffer *rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_rec, &s, NULL);
-	if (!rb || (err = agent_request(pid, &loc, AGENT_REQ_START, 0))) {
+	if (!rb || (err = agent_request(pid, &loc, AGENT_REQ_START, rate))) {
 		fprintf(stderr, "agent_probe: start request failed\n");
 		return 1;
 	}
@@ -102,16 +120,22 @@ static int watch(pid_t pid, int ms)
 	agent_request(pid, &loc, AGENT_REQ_STOP, 0);
 	usleep(300000);
 	ring_buffer__consume(rb);
-	printf("records: kernel=%" PRIu64 " memcpy=%" PRIu64 " memset=%" PRIu64 " api=%" PRIu64
-	       " name=%" PRIu64 " status=%" PRIu64 "\n", s.by_kind[GPU_KERNEL],
-	       s.by_kind[GPU_MEMCPY], s.by_kind[GPU_MEMSET],
-	       s.by_kind[GPU_API_RUNTIME] + s.by_kind[GPU_API_DRIVER], s.by_kind[GPU_NAME],
-	       s.by_kind[GPU_STATUS]);
+	print_counts(&s);
 	ring_buffer__free(rb);
 	agent_test__destroy(skel);
 	agent_loc_free(&loc);
 	free(path);
 	return s.status ? 0 : 1;
+}
+
+static void print_counts(const struct seen *s)
+{
+	printf("records: kernel=%" PRIu64 " memcpy=%" PRIu64 " memset=%" PRIu64 " api=%" PRIu64
+	       " name=%" PRIu64 " status=%" PRIu64 " not_monotonic=%" PRIu64 " api_without_tid=%"
+	       PRIu64 "\n", s->by_kind[GPU_KERNEL],
+	       s->by_kind[GPU_MEMCPY], s->by_kind[GPU_MEMSET],
+	       s->by_kind[GPU_API_RUNTIME] + s->by_kind[GPU_API_DRIVER], s->by_kind[GPU_NAME],
+	       s->by_kind[GPU_STATUS], s->not_mono, s->api_no_tid);
 }
 
 typedef void (*emit_fn)(const struct rec_gpu *, uint32_t);
@@ -170,12 +194,68 @@ static int bench(const char *so, long n)
 	return got == want ? 0 : 1;
 }
 
+/* `tbpf run` path: uprobes go on the agent file (by inode, before the
+ * driver maps it) while cmd_run holds the child before exec. */
+struct run_ctx {
+	struct agent_test *skel;
+	struct ring_buffer *rb;
+	struct seen s;
+	char *agent;
+};
+
+static int run_attach(pid_t pid, void *arg)
+{
+	struct run_ctx *c = arg;
+	struct agent_loc loc = { 0 };
+	c->s.pid = pid;
+	if (agent_elf_locate(c->agent, &loc)) {
+		fprintf(stderr, "agent_probe: no probe points in %s\n", c->agent);
+		return -1;
+	}
+	c->skel = agent_test__open_and_load();
+	if (!c->skel || attach_all(c->skel, pid, &loc, c->agent))
+		return -1;
+	c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.events), on_rec, &c->s, NULL);
+	return c->rb ? 0 : -1;
+}
+
+static void *run_poll(void *arg)
+{
+	struct run_ctx *c = arg;
+	while (!c->rb)
+		usleep(1000);
+	for (;;)
+		ring_buffer__poll(c->rb, 50);
+	return NULL;
+}
+
+static int run_cmd(int argc, char **argv)
+{
+	struct run_ctx c = { 0 };
+	pthread_t t;
+	c.agent = run_agent_path();
+	if (!c.agent) {
+		fprintf(stderr, "agent_probe: set TBPF_AGENT_PATH\n");
+		return 2;
+	}
+	pthread_create(&t, NULL, run_poll, &c);
+	int rc = cmd_run_with(argc, argv, run_attach, &c);
+	usleep(100000);
+	if (c.rb)
+		ring_buffer__consume(c.rb);
+	print_counts(&c.s);
+	printf("child exit %d, last state %s\n", rc, agent_state_name(c.s.status_state));
+	return rc == 0 && c.s.status ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc == 4 && !strcmp(argv[1], "watch"))
-		return watch(atoi(argv[2]), atoi(argv[3]));
+	if (argc >= 2 && !strcmp(argv[1], "run"))
+		return run_cmd(argc - 1, argv + 1);
+	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "watch"))
+		return watch(atoi(argv[2]), atoi(argv[3]), argc == 5 ? atoi(argv[4]) : 0);
 	if (argc == 4 && !strcmp(argv[1], "bench"))
 		return bench(argv[2], atol(argv[3]));
-	fprintf(stderr, "usage: agent_probe watch PID MS | bench AGENT_SO N\n");
+	fprintf(stderr, "usage: agent_probe watch PID MS [RATE] | bench AGENT_SO N | run -- CMD...\n");
 	return 2;
 }
