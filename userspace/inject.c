@@ -243,21 +243,31 @@ static int wait_stop(pid_t tid, int *status, int timeout_ms)
 	}
 }
 
+static const char *yama_scope(void)
+{
+	static char buf[32];
+	int scope = -1;
+	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+	if (f) {
+		if (fscanf(f, "%d", &scope) != 1)
+			scope = -1;
+		fclose(f);
+	}
+	if (scope < 0)
+		return "no yama";
+	snprintf(buf, sizeof(buf), "yama ptrace_scope=%d", scope);
+	return buf;
+}
+
 static int seize(pid_t pid, struct tstop *t, char **why)
 {
 	int status, err = 0;
 	if (ptrace(PTRACE_SEIZE, t->tid, 0, 0) < 0) {
 		err = -errno;
-		int scope = -1;
-		FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
-		if (f) {
-			if (fscanf(f, "%d", &scope) != 1)
-				scope = -1;
-			fclose(f);
-		}
 		if (err == -EPERM)
-			return fail(why, err, "ptrace of %d not permitted (yama ptrace_scope=%d; "
-				    "needs root or CAP_SYS_PTRACE, and no other tracer)", pid, scope);
+			return fail(why, err, "ptrace of %d not permitted (%s; "
+				    "needs root or CAP_SYS_PTRACE, and no other tracer)", pid,
+				    yama_scope());
 		return fail(why, err, "PTRACE_SEIZE %d: %s", t->tid, strerror(-err));
 	}
 	if (ptrace(PTRACE_INTERRUPT, t->tid, 0, 0) < 0 ||
@@ -475,6 +485,10 @@ int inject_dlopen(pid_t pid, const char *lib_path, unsigned flags, uint64_t *han
 		return fail(why, -errno, "%s: %s", lib_path, strerror(errno));
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	FILE *f = fopen(path, "re");
+	if (!f && (errno == EACCES || errno == EPERM))
+		return fail(why, -EPERM, "ptrace of %d not permitted (cannot read %s; needs "
+			    "the same user (%s), root or CAP_SYS_PTRACE)",
+			    pid, path, yama_scope());
 	if (!f)
 		return fail(why, -errno, "%s: %s", path, strerror(errno));
 	int conflict = !(flags & INJECT_FORCE) && inject_maps_conflict(f, lib_path, why);

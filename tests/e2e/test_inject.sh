@@ -100,7 +100,7 @@ if command -v setpriv > /dev/null && [ "$(id -u)" = 0 ]; then
 	cp "$CTL" "$T/agentctl"; chmod 755 "$T" "$T/agentctl"
 	setpriv --reuid=65534 --regid=65534 --clear-groups "$T/agentctl" inject $SP "$AGENT" > /dev/null 2> "$T/err" \
 		&& fail "unprivileged inject succeeded"
-	grep -qi "not permitted\|permission denied" "$T/err" || fail "unprivileged refusal unclear: $(cat "$T/err")"
+	grep -q "ptrace of $SP not permitted" "$T/err" || fail "unprivileged refusal unclear: $(cat "$T/err")"
 	mapped $SP && fail "agent mapped after refused inject"
 fi
 kill $SP; wait $SP 2>/dev/null; PIDS=""
