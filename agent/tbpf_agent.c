@@ -81,6 +81,7 @@ static struct {
 } api;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t emit_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static pthread_t ctl_thread;
 static int ctl_running, ctl_quit;
@@ -104,7 +105,7 @@ static uint64_t mono_ns(void)
 /* CUPTI's timestamp source: CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns. */
 static uint64_t CUPTIAPI cupti_ts(void) { return mono_ns(); }
 
-static void publish_status(int state, int err, const char *detail)
+static void publish_status_locked(int state, int err, const char *detail)
 {
 	struct rec_gpu_status *s = &tbpf_agent_status;
 	if (state)
@@ -117,6 +118,16 @@ static void publish_status(int state, int err, const char *detail)
 	s->h.tid = syscall(SYS_gettid);
 	s->h.ts_ns = mono_ns();
 	tbpf_agent_emit_status(s);
+}
+
+/* Lock order: `lock` (control) before `emit_lock` (records and status);
+ * CUPTI's worker thread takes only emit_lock, so a flush issued with the
+ * control lock held cannot deadlock against buffer delivery. */
+static void publish_status(int state, int err, const char *detail)
+{
+	pthread_mutex_lock(&emit_lock);
+	publish_status_locked(state, err, detail);
+	pthread_mutex_unlock(&emit_lock);
 }
 
 /* ---- rate limit: token bucket, records per second --------------------- */
@@ -213,7 +224,7 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buf,
 	CUpti_Activity *a = NULL;
 	int on = tbpf_agent_status.state == AGENT_ACTIVE;
 
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&emit_lock);
 	tbpf_agent_status.buffers++;
 	while (on && api.next(buf, valid, &a) == CUPTI_SUCCESS) {
 		if (convert(a, &batch[nbatch]) < 0) {
@@ -231,8 +242,8 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buf,
 	size_t dropped = 0;
 	if (api.dropped && api.dropped(ctx, stream, &dropped) == CUPTI_SUCCESS)
 		tbpf_agent_status.dropped += dropped;
-	publish_status(0, 0, NULL);
-	pthread_mutex_unlock(&lock);
+	publish_status_locked(0, 0, NULL);
+	pthread_mutex_unlock(&emit_lock);
 	free(buf);
 }
 
@@ -322,7 +333,9 @@ static void agent_start(int from_driver)
 	char msg[64];
 
 	tbpf_agent_status.generation++;
-	memset(seen_names, 0, sizeof(seen_names));
+	pthread_mutex_lock(&emit_lock);
+	memset(seen_names, 0, sizeof(seen_names));  /* tbpf (re)attached: resend names */
+	pthread_mutex_unlock(&emit_lock);
 	if (tbpf_agent_status.state == AGENT_ACTIVE)
 		return;
 	if (load_driver() < 0)
@@ -387,10 +400,8 @@ static void agent_stop(void)
 		return;
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(*kinds); i++)
 		api.disable(kinds[i]);
-	tbpf_agent_status.state = AGENT_STOPPED;
-	pthread_mutex_unlock(&lock);
+	/* still ACTIVE while flushing: records already taken are delivered */
 	api.flush(1 /* CUPTI_ACTIVITY_FLAG_FLUSH_FORCED */);
-	pthread_mutex_lock(&lock);
 	publish_status(AGENT_STOPPED, 0, "stopped");
 }
 

@@ -41,6 +41,12 @@ for kv in state=stopped records=36 dropped=6 invalid=3 buffers=3 ratelimited=0 d
 	[ "$(field "$T/st" "${kv%%=*}")" = "${kv#*=}" ] || fail "status: want $kv, got $(head -1 "$T/st")"
 done
 
+# stop right after start: the flush at stop still delivers every buffer
+target
+"$PROBE" watch $TP 20 > "$T/watch" 2> "$T/err" || fail "watch (early stop): $(cat "$T/err")"
+grep -q "^records: kernel=12 memcpy=3 memset=3 api=18 name=1 " "$T/watch" \
+	|| fail "stop lost buffered records: $(grep '^records' "$T/watch")"
+
 # rate limit: 10 records/s -> the first second's burst (10) passes, the rest is counted
 target
 "$PROBE" watch $TP 600 10 > "$T/watch" 2> "$T/err" || fail "watch (rate): $(cat "$T/err")"
