@@ -416,8 +416,8 @@ static void serve_request(void)
 		agent_start(0);
 	else if (req == AGENT_REQ_STOP)
 		agent_stop();
-	else
-		publish_status(0, 0, NULL);
+	tbpf_agent_status.served_seq = seq;  /* tbpf waits for this */
+	publish_status(0, 0, NULL);
 }
 
 static void *ctl_main(void *arg)
@@ -471,6 +471,7 @@ EXPORT int InitializeInjection(void)
 		tbpf_agent_ctl.request = AGENT_REQ_START;
 		last_seq = ++tbpf_agent_ctl.seq;
 		agent_start(1);
+		tbpf_agent_status.served_seq = last_seq;
 		pthread_mutex_unlock(&lock);
 	}
 	return 1;

@@ -242,7 +242,9 @@ struct rec_gpu_status {
 	__u64 invalid;     /* records with bad times or unknown kinds */
 	__u64 ratelimited; /* records discarded by the agent's rate limit */
 	__u64 buffers;     /* CUPTI buffers completed */
-	char detail[64];   /* short human-readable reason */
+	__u32 served_seq;  /* last tbpf_agent_ctl.seq the agent acted on */
+	__u32 pad;
+	char detail[56];   /* short human-readable reason */
 };
 
 /* Control word the tool writes into the agent (exported symbol

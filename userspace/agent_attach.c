@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/uio.h>
 
@@ -149,7 +150,8 @@ int agent_read_status(pid_t pid, const struct agent_loc *loc, struct rec_gpu_sta
 	return st->magic == TBPF_AGENT_MAGIC ? 0 : -EPROTO;
 }
 
-int agent_request(pid_t pid, const struct agent_loc *loc, uint32_t req, uint32_t max_rate)
+int agent_request(pid_t pid, const struct agent_loc *loc, uint32_t req, uint32_t max_rate,
+		  uint32_t *seq)
 {
 	struct tbpf_agent_ctl c;
 	int err = rw(pid, loc->ctl_addr, &c, sizeof(c), 0);
@@ -167,7 +169,36 @@ int agent_request(pid_t pid, const struct agent_loc *loc, uint32_t req, uint32_t
 		      sizeof(c.max_rate), 1)))
 		return err;
 	c.seq++;
+	if (seq)
+		*seq = c.seq;
 	return rw(pid, loc->ctl_addr + offsetof(struct tbpf_agent_ctl, seq), &c.seq, sizeof(c.seq), 1);
+}
+
+int agent_wait_served(pid_t pid, const struct agent_loc *loc, uint32_t seq, int timeout_ms,
+		      struct rec_gpu_status *st)
+{
+	struct rec_gpu_status tmp;
+	struct timespec ts = { 0, 10 * 1000000 };
+	if (!st)
+		st = &tmp;
+	for (int waited = 0;; waited += 10) {
+		int err = agent_read_status(pid, loc, st);
+		if (err)
+			return err;
+		if ((int32_t)(st->served_seq - seq) >= 0)
+			return 0;
+		if (waited >= timeout_ms)
+			return -ETIMEDOUT;
+		nanosleep(&ts, NULL);
+	}
+}
+
+int agent_request_sync(pid_t pid, const struct agent_loc *loc, uint32_t req, uint32_t max_rate,
+		       int timeout_ms, struct rec_gpu_status *st)
+{
+	uint32_t seq;
+	int err = agent_request(pid, loc, req, max_rate, &seq);
+	return err ? err : agent_wait_served(pid, loc, seq, timeout_ms, st);
 }
 
 const char *agent_state_name(unsigned state)

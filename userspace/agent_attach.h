@@ -31,8 +31,17 @@ int agent_locate(pid_t pid, struct agent_loc *loc);
 void agent_loc_free(struct agent_loc *loc);
 
 int agent_read_status(pid_t pid, const struct agent_loc *loc, struct rec_gpu_status *st);
-/* Post a request (AGENT_REQ_START/STOP); the agent serves it within ~100 ms. */
-int agent_request(pid_t pid, const struct agent_loc *loc, uint32_t req, uint32_t max_rate);
+/* Post a request (AGENT_REQ_START/STOP); the agent polls every 100 ms.
+ * *seq (may be NULL) gets the sequence number to wait for.  A request
+ * written before the agent served the previous one replaces it, so wait. */
+int agent_request(pid_t pid, const struct agent_loc *loc, uint32_t req, uint32_t max_rate,
+		  uint32_t *seq);
+/* Wait until the agent served seq (status.served_seq); -ETIMEDOUT. */
+int agent_wait_served(pid_t pid, const struct agent_loc *loc, uint32_t seq, int timeout_ms,
+		      struct rec_gpu_status *st);
+/* agent_request + agent_wait_served. */
+int agent_request_sync(pid_t pid, const struct agent_loc *loc, uint32_t req, uint32_t max_rate,
+		       int timeout_ms, struct rec_gpu_status *st);
 const char *agent_state_name(unsigned state);
 
 #endif

@@ -110,14 +110,15 @@ static int watch(pid_t pid, int ms, uint32_t rate)
 	    attach_all(skel, pid, &loc, path))
 		return 1;
 	struct ring_buffer *rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_rec, &s, NULL);
-	if (!rb || (err = agent_request(pid, &loc, AGENT_REQ_START, rate))) {
+	if (!rb || (err = agent_request_sync(pid, &loc, AGENT_REQ_START, rate, 5000, NULL))) {
 		fprintf(stderr, "agent_probe: start request failed\n");
 		return 1;
 	}
 	uint64_t end = now_ns() + (uint64_t)ms * 1000000;
 	while (now_ns() < end)
 		ring_buffer__poll(rb, 50);
-	agent_request(pid, &loc, AGENT_REQ_STOP, 0);
+	if (agent_request_sync(pid, &loc, AGENT_REQ_STOP, 0, 5000, NULL))
+		fprintf(stderr, "agent_probe: stop request not served\n");
 	usleep(300000);
 	ring_buffer__consume(rb);
 	print_counts(&s);
