@@ -60,6 +60,21 @@ target FAKE_CUPTI_CONFLICT=1
 grep -q "state=conflict" "$T/watch" || fail "conflict not reported: $(head -c 300 "$T/watch")"
 grep -q "^records: kernel=0 memcpy=0 memset=0 api=0 name=0" "$T/watch" || fail "records despite conflict"
 
+# the real libcupti.so.13 over a driver that is not NVIDIA's: CUPTI refuses,
+# the agent says so, the process lives on
+REAL=$(ls ${CUDA_HOME:-/usr/local/cuda}/lib64/libcupti.so.1[0-9]* 2>/dev/null | head -1)
+if [ -n "$REAL" ]; then
+	mkdir -p "$T/drv"; ln -s "$FAKE/libcuda.so.1" "$T/drv/libcuda.so.1"
+	env LD_LIBRARY_PATH="$T/drv" TBPF_CUPTI_PATH="$REAL" $PY -c "import time; time.sleep(60)" &
+	TP=$!; PIDS="$PIDS $TP"
+	sleep 0.5
+	"$CTL" inject $TP "$AGENT" > /dev/null 2> "$T/err" || fail "inject (real cupti): $(cat "$T/err")"
+	"$PROBE" watch $TP 400 > "$T/watch" 2>&1 || fail "no status (real cupti): $(head -c 300 "$T/watch")"
+	grep -q "state=cupti-error" "$T/watch" || fail "real CUPTI without driver: $(head -1 "$T/watch")"
+	grep -q "libcupti" /proc/$TP/maps || fail "real libcupti was not loaded"
+	kill -0 $TP 2>/dev/null || fail "target died with real libcupti"
+fi
+
 # tbpf run: probes attached by file while the child is held, agent loaded
 # by the (fake) driver from CUDA_INJECTION64_PATH at cuInit, autostart
 TBPF_AGENT_PATH="$AGENT" LD_LIBRARY_PATH="$FAKE" "$PROBE" run -- $PY -c \
