@@ -445,6 +445,11 @@ static int begin(pid_t pid, struct session *s, char **why)
 	sigprocmask(SIG_BLOCK, &block, &s->old);
 	s->t.tid = pick_thread(pid);
 	int err = seize(pid, &s->t, why);
+	/* a signal raced with our interrupt: it was handed back; try again */
+	for (int tries = 0; err == -EAGAIN && tries < 3; tries++) {
+		usleep(1000);
+		err = seize(pid, &s->t, why);
+	}
 	if (err)
 		sigprocmask(SIG_SETMASK, &s->old, NULL);
 	return err;
