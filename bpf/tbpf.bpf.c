@@ -41,6 +41,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, struct tbpf_thread);
 } threads SEC(".maps");
@@ -168,32 +169,36 @@ static __always_inline void stat_add(__u32 pid, __u32 op_id, __u64 stack_id,
 /* Close the top frame at time `now`; flags say how the exit was seen. */
 static __always_inline void pop_frame(struct tbpf_thread *t, __u32 tid, __u64 now, __u32 flags)
 {
-	__u32 d = t->depth;
-	struct tbpf_frame *f, *parent;
-	__u64 dur, self;
+	__u32 d = t->depth, pi;
+	struct tbpf_frame *f;
+	__u64 dur, self, child;
+	__u32 op_id, fflags;
 
 	if (d == 0 || d > TBPF_MAX_DEPTH)
 		return;
 	d -= 1;
 	f = &t->frames[d & (TBPF_MAX_DEPTH - 1)];
 	dur = now > f->start_ns ? now - f->start_ns : 0;
+	child = f->child_ns;
+	op_id = f->op_id;
+	fflags = f->flags;
 	t->depth = d;
-	parent = d > 0 ? &t->frames[(d - 1) & (TBPF_MAX_DEPTH - 1)] : NULL;
-	if (f->flags & OPF_SKIP) {
+	pi = (d - 1) & (TBPF_MAX_DEPTH - 1);
+	if (fflags & OPF_SKIP) {
 		/* its nested ops are the parent's children; its own time is
 		 * the parent's self time */
-		if (parent)
-			parent->child_ns += f->child_ns;
+		if (d > 0)
+			t->frames[pi].child_ns += child;
 		return;
 	}
-	self = dur > f->child_ns ? dur - f->child_ns : 0;
-	if (parent)
-		parent->child_ns += dur;
+	self = dur > child ? dur - child : 0;
+	if (d > 0)
+		t->frames[pi].child_ns += dur;
 	if (t->vdepth)
 		t->vdepth--;
-	stat_add(t->pid, f->op_id, t->pystack_id, self, dur, flags);
-	emit_op(REC_OP_EXIT, tid, now, t->pid, f->op_id, t->vdepth,
-		flags | (f->flags & OPF_REDISPATCH), (__u32)t->pystack_id);
+	stat_add(t->pid, op_id, t->pystack_id, self, dur, flags);
+	emit_op(REC_OP_EXIT, tid, now, t->pid, op_id, t->vdepth,
+		flags | (fflags & OPF_REDISPATCH), (__u32)t->pystack_id);
 	if (flags & OPF_UNWOUND)
 		cnt_add(CNT_UNWIND_POPS, 1);
 	else if (flags & OPF_INFERRED)
@@ -264,7 +269,10 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 		if (d > 0) {
 			struct tbpf_frame *top = &t->frames[(d - 1) & (TBPF_MAX_DEPTH - 1)];
 
-			if (top->op_id == op_id && !(top->flags & (OPF_REDISPATCH | OPF_SKIP)))
+			/* the dispatcher handing the same op to the next
+			 * dispatch key (autograd -> ADInplaceOrView -> CPU):
+			 * one op for torch.profiler */
+			if (top->op_id == op_id)
 				flags |= OPF_SKIP;
 		}
 	}
@@ -380,11 +388,19 @@ int BPF_KPROBE(tbpf_unwind_catch)
 	return 0;
 }
 
-SEC("tracepoint/sched/sched_process_exit")
-int tbpf_thread_exit(void *ctx)
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(tbpf_thread_exit, struct task_struct *task)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	struct tbpf_thread *t = bpf_map_lookup_elem(&threads, &tid);
 
+	if (!t)
+		return 0;
+	/* The thread is gone, so are its frames: count them (infer mode's
+	 * last op ends here; in return mode they were unwound). */
+	pop_below(t, tid, ~0ULL, bpf_ktime_get_ns(),
+		  (tbpf_mode & TBPF_MODE_EXITS) ? OPF_UNWOUND : OPF_INFERRED);
 	bpf_map_delete_elem(&threads, &tid);
 	bpf_map_delete_elem(&guard_req, &tid);
 	return 0;
