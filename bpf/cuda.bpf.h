@@ -71,9 +71,9 @@ static __always_inline bool cuda_api_is_runtime(__u32 api)
 
 /* Common entry work: pid filter, nesting rule.  Returns false when the
  * call is not to be recorded. */
-static __always_inline bool cuda_enter(struct pt_regs *ctx, __u32 api, __u32 tid)
+static __always_inline bool cuda_enter(__u64 sp, __u32 api, __u32 tid)
 {
-	__u64 sp = PT_REGS_SP(ctx), ra = 0, cur = 0;
+	__u64 ra = 0, cur = 0;
 	struct cuda_rt_call *rt;
 
 	if (cuda_api_is_runtime(api)) {
@@ -188,7 +188,7 @@ static __always_inline int cuda_launch(struct pt_regs *ctx)
 	__u32 stack_id, depth, op_id;
 	struct rec_launch *r;
 
-	if (!pid_ok(pid) || !cuda_enter(ctx, api, tid))
+	if (!pid_ok(pid) || !cuda_enter(sp, api, tid))
 		return 0;
 	now = bpf_ktime_get_ns();
 	op_id = cuda_top_op(tid, sp, &stack_id, &pystack, &depth);
@@ -370,11 +370,11 @@ static __always_inline void cuda_pend(__u32 tid, __u64 ts, __u64 sp, __u32 api, 
 
 /* The pending entry of this return, or NULL if it is not ours (the entry
  * was skipped as nested, or a different call is pending). */
-static __always_inline struct cuda_pending *cuda_unpend(struct pt_regs *ctx, __u32 tid, __u32 api)
+static __always_inline struct cuda_pending *cuda_unpend(__u64 sp, __u32 tid, __u32 api)
 {
 	struct cuda_pending *p = bpf_map_lookup_elem(&cuda_pending, &tid);
 
-	if (!p || p->api != api || p->sp + 8 != PT_REGS_SP(ctx))
+	if (!p || p->api != api || p->sp + 8 != sp)
 		return NULL;
 	return p;
 }
@@ -388,7 +388,7 @@ int BPF_KPROBE(tbpf_cuda_memop)
 	__u64 sp = PT_REGS_SP(ctx), now, pystack;
 	__u32 stack_id, depth, op_id;
 
-	if (!pid_ok(pid) || !cuda_enter(ctx, api, tid))
+	if (!pid_ok(pid) || !cuda_enter(sp, api, tid))
 		return 0;
 	now = bpf_ktime_get_ns();
 	op_id = cuda_top_op(tid, sp, &stack_id, &pystack, &depth);
@@ -414,7 +414,7 @@ int BPF_KPROBE(tbpf_cuda_memop_ret)
 
 	if (!pid_ok(pid))
 		return 0;
-	p = cuda_unpend(ctx, tid, api);
+	p = cuda_unpend(PT_REGS_SP(ctx), tid, api);
 	if (!p)
 		return 0;
 	now = bpf_ktime_get_ns();
@@ -435,7 +435,7 @@ int BPF_KPROBE(tbpf_cuda_sync)
 	__u64 sp = PT_REGS_SP(ctx), pystack;
 	__u32 stack_id, depth, op_id;
 
-	if (!pid_ok(pid) || !cuda_enter(ctx, api, tid))
+	if (!pid_ok(pid) || !cuda_enter(sp, api, tid))
 		return 0;
 	op_id = cuda_top_op(tid, sp, &stack_id, &pystack, &depth);
 	/* device/context syncs take no handle; the first argument register
@@ -458,7 +458,7 @@ int BPF_KPROBE(tbpf_cuda_sync_ret)
 
 	if (!pid_ok(pid))
 		return 0;
-	p = cuda_unpend(ctx, tid, api);
+	p = cuda_unpend(PT_REGS_SP(ctx), tid, api);
 	if (!p)
 		return 0;
 	now = bpf_ktime_get_ns();
@@ -508,7 +508,7 @@ int BPF_KPROBE(tbpf_cuda_alloc)
 	__u64 sp = PT_REGS_SP(ctx), now, pystack;
 	__u32 stack_id, depth, op_id;
 
-	if (!pid_ok(pid) || !cuda_enter(ctx, api, tid))
+	if (!pid_ok(pid) || !cuda_enter(sp, api, tid))
 		return 0;
 	now = bpf_ktime_get_ns();
 	op_id = cuda_top_op(tid, sp, &stack_id, &pystack, &depth);
@@ -538,7 +538,7 @@ int BPF_KPROBE(tbpf_cuda_alloc_ret)
 
 	if (!pid_ok(pid))
 		return 0;
-	p = cuda_unpend(ctx, tid, api);
+	p = cuda_unpend(PT_REGS_SP(ctx), tid, api);
 	if (!p)
 		return 0;
 	if (ret == 0)

@@ -8,28 +8,15 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include "uprobe.h"
 
 struct tbpf_bpf;
 
 enum cuda_lib_kind { CUDA_LIB_NONE = 0, CUDA_LIB_RUNTIME = 1, CUDA_LIB_DRIVER = 2 };
 
-/* Which CUDA library a mapped path is, from its file name: libcudart.so*,
- * wheel-bundled libcudart-<hash>.so*, libcuda.so*. */
+/* Which CUDA library a mapped file is, from its base name (procmaps'
+ * predicates: libcudart.so*, libcudart-<hash>.so*, libcuda.so*). */
 enum cuda_lib_kind cuda_lib_kind(const char *path);
-
-/* One file-backed line of /proc/PID/maps. */
-struct cuda_map {
-	uint64_t start, end, off;
-	uint64_t ino;
-	unsigned dev_major, dev_minor;
-	bool exec;
-	char *path;
-};
-
-/* Parse /proc/PID/maps text: file-backed mappings only (paths starting with
- * '/'), in file order.  Pure; *maps is malloc'd (cuda_maps_free). */
-int cuda_maps_parse(FILE *f, struct cuda_map **maps, size_t *n);
-void cuda_maps_free(struct cuda_map *maps, size_t n);
 
 /* One API symbol to probe: ELF name (unversioned) -> enum tbpf_cuda_api. */
 struct cuda_api_sym {
@@ -42,48 +29,34 @@ enum cuda_group { CG_LAUNCH, CG_MEMOP, CG_SYNC, CG_ALLOC, CG_MAX };
 extern const struct cuda_api_sym cuda_api_syms[];
 extern const size_t cuda_api_nsyms;
 
-/* An ELF file's function symbols and load segments (for symbolization and
- * for symbol -> file offset). */
-struct cuda_elf;
-int cuda_elf_open(const char *path, struct cuda_elf **out);
-void cuda_elf_close(struct cuda_elf *e);
-/* File offset of the function symbol `name` (first definition), or -ENOENT. */
-int64_t cuda_elf_sym_offset(const struct cuda_elf *e, const char *name);
-/* The function symbol holding file offset `foff`: mangled name (owned by e)
- * or NULL. */
-const char *cuda_elf_symbolize(const struct cuda_elf *e, uint64_t foff, uint64_t *sym_off);
-/* Call fn for every function symbol (name, file offset) until it returns
- * non-zero; returns that value or 0. */
-int cuda_elf_each(const struct cuda_elf *e, int (*fn)(void *ctx, const char *name, uint64_t foff),
-		  void *ctx);
-/* Demangle a C++ name: malloc'd string (a copy when not mangled). */
-char *cuda_demangle(const char *mangled);
-
 struct cuda_lib {
 	char *path;       /* as seen from tbpf (root prefix + maps path) */
 	uint64_t ino;
 	unsigned dev_major, dev_minor;
 	enum cuda_lib_kind kind;
-	int links[2 * CG_MAX];
-	int nlinks;
-	int nprobes;
+	size_t nprobes;   /* entry offsets attached */
+	int err;          /* attach result (0 or -errno) */
 };
+
+struct pm_symbolizer;
 
 struct cuda_attach_state {
 	pid_t pid;
-	char *root;           /* root prefix, e.g. /proc/PID/root */
+	char *root;           /* root prefix; NULL: /proc/PID/root (map_files
+			       * for deleted files) */
+	bool multi;           /* uprobe_multi links, else one uprobe each */
 	struct cuda_lib *libs;
 	size_t nlibs;
-	size_t nprobes;       /* offsets attached, all libraries */
-	/* symbolization cache: ELF files by path */
-	struct cuda_elf_slot { char *path; struct cuda_elf *elf; } *elfs;
-	size_t nelfs;
+	size_t nprobes;       /* entry offsets attached, all libraries */
+	struct uprobe_set links;
+	struct pm_symbolizer *sym;
 };
 
-/* Find every libcudart/libcuda in the target's maps and attach.  Returns the
- * number of libraries attached (0: none mapped yet, not an error), or -errno
- * with *why (malloc'd) saying what failed.  root_prefix NULL means
- * /proc/PID/root. */
+/* Find every libcudart/libcuda in the target's maps and attach (uprobe_multi
+ * when the kernel has it; the caller set expected attach types to match,
+ * see uprobe_multi_supported).  Returns the number of libraries attached
+ * (0: none mapped yet, not an error), or -errno with *why (malloc'd) saying
+ * what failed.  root_prefix NULL means /proc/PID/root. */
 int cuda_attach(struct tbpf_bpf *skel, pid_t pid, const char *root_prefix,
 		struct cuda_attach_state *st, char **why);
 /* Attach libraries mapped since the last call: number newly attached, or

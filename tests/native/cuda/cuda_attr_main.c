@@ -1,5 +1,5 @@
 /* cuda_attr_main.c - test target for launch attribution: waits for SIGUSR1,
- * then runs K rounds of fake ops from libtorch_cpu_fake.so (which launch
+ * then runs K rounds of fake ops from libtorch_cpu-fake.so (which launch
  * kernels through libcudart) plus one launch outside any op, and exits. */
 #include <signal.h>
 #include <stdio.h>

@@ -21,11 +21,11 @@
 #include "cuda_attach.h"
 #include "cuda_model.h"
 #include "cuda_tables.h"
+#include "target.h"
 #include "uprobe.h"
 
 static struct cuda_attach_state cst;
-static char **opnames;   /* op id -> "aten::name" */
-static size_t nops;
+static struct target tgt;   /* --ops: op ids and names */
 
 static char *resolve(void *ctx, uint32_t pid, uint64_t addr, bool *in_file)
 {
@@ -34,7 +34,7 @@ static char *resolve(void *ctx, uint32_t pid, uint64_t addr, bool *in_file)
 
 static const char *opname(void *ctx, uint32_t id)
 {
-	return id < nops ? opnames[id] : NULL;
+	return id < tgt.nops ? tgt.ops[id].name : NULL;
 }
 
 static int on_rec(void *ctx, void *data, size_t len)
@@ -58,89 +58,27 @@ static bool alive(pid_t pid)
 	return r == 1 && st != 'Z' && st != 'X';
 }
 
-struct opscan { uint64_t *offs, *cookies; size_t n, cap; };
-
-/* _ZN2at4_ops<len><name>4callE... -> "aten::<name>" with the next op id. */
-static int scan_op(void *ctx, const char *sym, uint64_t off)
+/* The lead's op discovery (target.c): at::_ops entry points of every
+ * libtorch the target maps; entry probes only (ops are closed by the
+ * stack-pointer rule). */
+static int attach_ops(struct tbpf_bpf *skel, pid_t pid, struct uprobe_set *set)
 {
-	struct opscan *sc = ctx;
-	const char *p = sym + 11;
-	char *end, *nm;
-	unsigned long len;
+	char *why = NULL;
+	int err;
 
-	if (strncmp(sym, "_ZN2at4_ops", 11) || sc->n == sc->cap)
-		return 0;
-	len = strtoul(p, &end, 10);
-	if (!len || strncmp(end + len, "4callE", 6))
-		return 0;
-	for (size_t i = 0; i < sc->n; i++)
-		if (sc->offs[i] == off)
-			return 0;
-	if (asprintf(&nm, "aten::%.*s", (int)len, end) < 0)
-		return -ENOMEM;
-	opnames = realloc(opnames, (nops + 1) * sizeof(*opnames));
-	opnames[nops] = nm;
-	sc->offs[sc->n] = off;
-	sc->cookies[sc->n++] = nops++;
-	return 0;
-}
-
-/* at::_ops::<name>::call -> op ids from 1; entry probes only (ops are
- * closed by the stack-pointer rule). */
-static int attach_ops(struct tbpf_bpf *skel, pid_t pid)
-{
-	char mp[64];
-	struct cuda_map *maps;
-	size_t n;
-	FILE *f;
-	int err, links = 0;
-
-	snprintf(mp, sizeof(mp), "/proc/%d/maps", (int)pid);
-	f = fopen(mp, "re");
-	if (!f)
-		return -errno;
-	err = cuda_maps_parse(f, &maps, &n);
-	fclose(f);
-	if (err)
+	err = target_open(pid, 0, &tgt, &why);
+	if (err) {
+		fprintf(stderr, "cuda_trace: %s\n", why ? why : strerror(-err));
 		return err;
-	opnames = calloc(1, sizeof(*opnames));
-	nops = 1;
-	for (size_t i = 0; i < n; i++) {
-		const char *b = strrchr(maps[i].path, '/');
-		uint64_t offs[256], cookies[256];
-		struct cuda_elf *e;
-		size_t k = 0;
-		char *path;
-
-		b = b ? b + 1 : maps[i].path;
-		if (strncmp(b, "libtorch", 8) || !maps[i].exec)
-			continue;
-		if (asprintf(&path, "/proc/%d/root%s", (int)pid, maps[i].path) < 0)
-			return -ENOMEM;
-		if (cuda_elf_open(path, &e)) {
-			free(path);
-			continue;
-		}
-		{
-			struct opscan sc = { .offs = offs, .cookies = cookies, .cap = 256 };
-
-			cuda_elf_each(e, scan_op, &sc);
-			k = sc.n;
-		}
-		cuda_elf_close(e);
-		if (k) {
-			int fd = uprobe_multi_attach(bpf_program__fd(skel->progs.tbpf_op_entry),
-						     path, offs, cookies, k, false, pid);
-			if (fd < 0) {
-				free(path);
-				return fd;
-			}
-			links++;
-		}
-		free(path);
 	}
-	cuda_maps_free(maps, n);
-	return links;
+	for (size_t i = 0; i < tgt.nlibs; i++) {
+		err = uprobe_set_attach(set, skel->progs.tbpf_op_entry, tgt.libs[i].host_path,
+					tgt.libs[i].offsets, tgt.libs[i].cookies, tgt.libs[i].n,
+					false, pid, cst.multi);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -149,6 +87,7 @@ int main(int argc, char **argv)
 	struct bpf_program *prog;
 	struct ring_buffer *rb;
 	struct cuda_model m;
+	struct uprobe_set opset = {};
 	pid_t pid = 0;
 	bool json = false, ops = false;
 	int sig = 0, err;
@@ -181,8 +120,8 @@ int main(int argc, char **argv)
 	bpf_object__for_each_program(prog, skel->obj) {
 		const char *sec = bpf_program__section_name(prog);
 
-		if (!strncmp(bpf_program__name(prog), "tbpf_", 5) && strncmp(sec, "tracepoint", 10))
-			bpf_program__set_expected_attach_type(prog, 48 /* BPF_TRACE_UPROBE_MULTI */);
+		if (!strncmp(sec, "uprobe", 6) && uprobe_multi_supported() == 1)
+			bpf_program__set_expected_attach_type(prog, TBPF_ATTACH_UPROBE_MULTI);
 	}
 	err = tbpf_bpf__load(skel);
 	if (err) {
@@ -195,7 +134,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (ops) {
-		err = attach_ops(skel, pid);
+		err = attach_ops(skel, pid, &opset);
 		if (err < 0) {
 			fprintf(stderr, "cuda_trace: attach op probes: %s\n", strerror(-err));
 			return 1;
@@ -249,7 +188,10 @@ int main(int argc, char **argv)
 	}
 	ring_buffer__free(rb);
 	cuda_model_free(&m);
+	uprobe_set_close(&opset);
 	cuda_detach(&cst);
+	if (ops)
+		target_close(&tgt);
 	tbpf_bpf__destroy(skel);
 	return 0;
 }
