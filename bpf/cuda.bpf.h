@@ -96,15 +96,16 @@ static __always_inline bool cuda_enter(__u64 sp, __u32 api, __u32 tid)
 	return true;
 }
 
-/* The op on top of this thread's op stack, skipping frames whose return
- * slot is below our stack pointer, or at it (returned, not yet closed).
- * A frame sharing our slot is alive only when the op tail-called us and
- * its return address is the uretprobe trampoline (return mode). */
+/* The op on top of this thread's op stack.  Frames that returned but are
+ * not closed yet (infer mode closes them at the next op entry) are
+ * skipped: a live frame's return slot is above our stack pointer (or at
+ * it, when the op tail-called us) and still holds the return address seen
+ * at its entry, or the uretprobe trampoline in return mode.  Without a
+ * recorded return address only the slot position is checked. */
 static __always_inline __u32 cuda_top_op(__u32 tid, __u64 sp, __u32 *stack_id,
 					 __u64 *pystack, __u32 *depth)
 {
 	struct tbpf_thread *t = thread_get(tid, 0, false);
-	__u64 ra = 0;
 	__u32 d;
 
 	*stack_id = 0;
@@ -113,21 +114,30 @@ static __always_inline __u32 cuda_top_op(__u32 tid, __u64 sp, __u32 *stack_id,
 	if (!t)
 		return 0;
 	d = t->depth;
-	if (d && (tbpf_mode & TBPF_MODE_EXITS))
-		bpf_probe_read_user(&ra, sizeof(ra), (void *)sp);
 	for (int i = 0; i < TBPF_MAX_DEPTH; i++) {
 		struct tbpf_frame *f;
+		__u64 slot = 0;
+		bool live;
 
 		if (d == 0 || d > TBPF_MAX_DEPTH)
 			return 0;
 		f = &t->frames[(d - 1) & (TBPF_MAX_DEPTH - 1)];
-		if (f->sp > sp || (f->sp == sp && (ra & ~0xfffULL) == tramp_page)) {
-			*stack_id = (__u32)t->pystack_id;
-			*pystack = t->pystack_id;
-			*depth = d;
-			return f->op_id;
-		}
 		d--;
+		if (f->sp < sp)
+			continue;
+		bpf_probe_read_user(&slot, sizeof(slot), (void *)f->sp);
+		if ((slot & ~0xfffULL) == tramp_page)
+			live = true;
+		else if (f->ra)
+			live = slot == f->ra;
+		else
+			live = f->sp > sp;
+		if (!live)
+			continue;
+		*stack_id = (__u32)t->pystack_id;
+		*pystack = t->pystack_id;
+		*depth = d + 1;
+		return f->op_id;
 	}
 	return 0;
 }

@@ -247,10 +247,11 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	if (!t)
 		return 0;
 	t->pid = pid;
-	if (exits) {
-		bpf_probe_read_user(&ra, sizeof(ra), (void *)sp);
+	/* the return address also tells later CUDA probes whether this
+	 * frame is still live (cuda.bpf.h, cuda_top_op) */
+	bpf_probe_read_user(&ra, sizeof(ra), (void *)sp);
+	if (exits)
 		flags |= OPF_HIJACKED;
-	}
 	/* Frames at or below this slot are gone.  In return mode a frame
 	 * sharing our slot is alive only if it tail-called us (its return
 	 * address is already the uretprobe trampoline). */
