@@ -69,7 +69,7 @@ int main(int argc, char **argv)
 	void *sargs[] = { &out, &s, &n };
 	cudaStream_t st1 = (cudaStream_t)0x5000, st2 = (cudaStream_t)0x6000;
 	static char host[8192];
-	void *dptr[3];
+	void *dptr[3], *opaque;
 
 	if (argc == 3 && !strcmp(argv[1], "bench")) {
 		long N = atol(argv[2]);
@@ -86,8 +86,9 @@ int main(int argc, char **argv)
 		printf("ns_per_launch %.1f\n", (now_ns() - t0) / N);
 		return 0;
 	}
-	printf("vec_add %p scale %p chevron %p\n", (void *)vec_add,
-	       (void *)tbpf_test::scale<float>, (void *)chevron_kernel);
+	opaque = malloc(64);
+	printf("vec_add %p scale %p chevron %p opaque %p\n", (void *)vec_add,
+	       (void *)tbpf_test::scale<float>, (void *)chevron_kernel, opaque);
 	wait_go();
 
 	for (int i = 0; i < 5; i++)
@@ -107,6 +108,8 @@ int main(int argc, char **argv)
 			chk(cudaLaunchKernelExC(&cfg, (const void *)vec_add, args));
 	}
 	chevron_kernel<<<dim3(2, 2, 2), dim3(16, 16, 1)>>>(NULL);
+	/* a heap address stands for an opaque cudaKernel_t handle */
+	chk(cudaLaunchKernel(opaque, dim3(3, 3, 3), dim3(8, 8, 8), args, 64, st2));
 
 	for (int i = 0; i < 4; i++)
 		chk(cudaMemcpyAsync(dptr, host, 4096, cudaMemcpyHostToDevice, st1));

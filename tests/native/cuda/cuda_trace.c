@@ -4,6 +4,8 @@
  * the ring buffer until the target exits, print the CUDA tables or JSON.
  *
  *   cuda_trace --pid PID [--ops] [--json] [--signal SIG]
+ *   cuda_trace --pid PID --list        libraries and probe counts, then exit
+ *   cuda_trace --pid PID --symbolize ADDR...   kernel names, then exit
  *
  * --signal sends SIG to the target once probes are attached (the go signal
  * of the test programs). */
@@ -81,6 +83,35 @@ static int attach_ops(struct tbpf_bpf *skel, pid_t pid, struct uprobe_set *set)
 	return 0;
 }
 
+/* "op_launches": {"aten::x": N, ...} from the opstats map's launches. */
+static void print_op_launches(struct tbpf_bpf *skel)
+{
+	int fd = bpf_map__fd(skel->maps.opstats), ncpu = libbpf_num_possible_cpus();
+	struct tbpf_opkey k, *prev = NULL;
+	struct tbpf_opstat *v = calloc(ncpu > 0 ? ncpu : 1, sizeof(*v));
+	uint64_t *per = calloc(tgt.nops ? tgt.nops : 1, sizeof(*per));
+	bool first = true;
+
+	while (v && per && !bpf_map_get_next_key(fd, prev, &k)) {
+		prev = &k;
+		if (bpf_map_lookup_elem(fd, &k, v) || k.op_id >= tgt.nops)
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			per[k.op_id] += v[c].launches;
+	}
+	printf("\"op_launches\": {");
+	for (size_t i = 1; i < tgt.nops; i++) {
+		if (!per[i])
+			continue;
+		printf("%s\"%s\": %llu", first ? "" : ", ", tgt.ops[i].name,
+		       (unsigned long long)per[i]);
+		first = false;
+	}
+	printf("},\n");
+	free(v);
+	free(per);
+}
+
 int main(int argc, char **argv)
 {
 	struct tbpf_bpf *skel;
@@ -89,7 +120,9 @@ int main(int argc, char **argv)
 	struct cuda_model m;
 	struct uprobe_set opset = {};
 	pid_t pid = 0;
-	bool json = false, ops = false;
+	bool json = false, ops = false, list = false;
+	int nsym = 0;
+	char **syms = NULL;
 	int sig = 0, err;
 	char *why = NULL;
 
@@ -102,6 +135,13 @@ int main(int argc, char **argv)
 			json = true;
 		else if (!strcmp(argv[i], "--ops"))
 			ops = true;
+		else if (!strcmp(argv[i], "--list"))
+			list = true;
+		else if (!strcmp(argv[i], "--symbolize")) {
+			syms = argv + i + 1;
+			nsym = argc - i - 1;
+			break;
+		}
 		else {
 			fprintf(stderr, "usage: cuda_trace --pid PID [--ops] [--json] [--signal SIG]\n");
 			return 2;
@@ -142,6 +182,21 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "cuda_trace: %zu CUDA libraries, %zu probes attached\n", cst.nlibs,
 		cst.nprobes);
+	if (list || nsym) {
+		for (size_t i = 0; list && i < cst.nlibs; i++)
+			printf("lib %s %s probes %zu\n", cst.libs[i].kind == CUDA_LIB_RUNTIME ?
+			       "runtime" : "driver", cst.libs[i].path, cst.libs[i].nprobes);
+		for (int i = 0; i < nsym; i++) {
+			bool in_file;
+			char *n = cuda_symbolize(&cst, strtoull(syms[i], NULL, 0), &in_file);
+
+			printf("%s\t%s\t%s\n", syms[i], in_file ? "file" : "nofile", n ? n : "-");
+			free(n);
+		}
+		cuda_detach(&cst);
+		tbpf_bpf__destroy(skel);
+		return 0;
+	}
 	cuda_model_init(&m, resolve, NULL);
 	rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_rec, &m, NULL);
 	if (!rb) {
@@ -177,6 +232,7 @@ int main(int argc, char **argv)
 			printf("{\"pid\": %d, \"probes\": %zu, \"nested_skipped\": %llu, "
 			       "\"dropped\": %llu,\n", (int)pid, cst.nprobes,
 			       (unsigned long long)nested, (unsigned long long)drops);
+			print_op_launches(skel);
 			cuda_json_members(stdout, &m, opname, NULL);
 			printf("}\n");
 		} else {
