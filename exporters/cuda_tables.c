@@ -97,14 +97,14 @@ static int print_kernels(FILE *f, const struct cuda_model *m, cuda_opname_fn fn,
 			namew = l > 80 ? 80 : l;
 	}
 	fprintf(f, "CUDA kernels (host-side launches)\n");
-	rule(f, namew + 60);
-	fprintf(f, "%-*s  %10s  %-18s  %-14s  %7s  %s\n", namew, "Name", "# Launches", "Grid",
-		"Block", "Shared", "Launched by");
-	rule(f, namew + 60);
+	rule(f, namew + 76);
+	fprintf(f, "%-*s  %10s  %-18s  %-14s  %7s  %-14s  %s\n", namew, "Name", "# Launches",
+		"Grid", "Block", "Shared", "Stream", "Launched by");
+	rule(f, namew + 76);
 	for (size_t i = 0; i < m->nkernels; i++) {
 		const struct cuda_kernel *k = v[i];
 		const struct cuda_dims *d = main_dims(k);
-		char grid[48] = "-", block[48] = "-", shm[24] = "-";
+		char grid[48] = "-", block[48] = "-", shm[24] = "-", stream[24] = "-";
 		char *ops = ops_list(k, fn, ctx);
 		size_t more = k->ndims - (d ? 1 : 0);
 
@@ -112,15 +112,16 @@ static int print_kernels(FILE *f, const struct cuda_model *m, cuda_opname_fn fn,
 			fmt_dims(grid, sizeof(grid), d->grid);
 			fmt_dims(block, sizeof(block), d->block);
 			snprintf(shm, sizeof(shm), "%u", d->shmem);
+			snprintf(stream, sizeof(stream), "0x%" PRIx64, d->stream);
 		}
-		fprintf(f, "%-*.*s  %10" PRIu64 "  %-18s  %-14s  %7s  %s", namew, namew, k->name,
-			k->launches, grid, block, shm, ops ? ops : "?");
+		fprintf(f, "%-*.*s  %10" PRIu64 "  %-18s  %-14s  %7s  %-14s  %s", namew, namew,
+			k->name, k->launches, grid, block, shm, stream, ops ? ops : "?");
 		if (more || k->other_dims)
 			fprintf(f, "  [+%zu%s more configs]", more, k->other_dims ? "+" : "");
 		fputc('\n', f);
 		free(ops);
 	}
-	rule(f, namew + 60);
+	rule(f, namew + 76);
 	free(v);
 	return 0;
 }
@@ -278,9 +279,9 @@ int cuda_json_members(FILE *f, const struct cuda_model *m, cuda_opname_fn opname
 			const struct cuda_dims *c = &k->dims[d];
 
 			fprintf(f, "%s{\"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], "
-				"\"shared\": %u, \"launches\": %" PRIu64 "}", d ? ", " : "",
-				c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
-				c->block[2], c->shmem, c->launches);
+				"\"shared\": %u, \"stream\": \"0x%" PRIx64 "\", \"launches\": %" PRIu64 "}",
+				d ? ", " : "", c->grid[0], c->grid[1], c->grid[2], c->block[0],
+				c->block[1], c->block[2], c->shmem, c->stream, c->launches);
 		}
 		fprintf(f, "], \"other_config_launches\": %" PRIu64 ", \"ops\": [", k->other_dims);
 		for (size_t o = 0; o < k->nops; o++) {

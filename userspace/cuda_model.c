@@ -188,7 +188,8 @@ static int add_launch(struct cuda_model *m, const struct rec_launch *r)
 		struct cuda_dims *d = &k->dims[i];
 
 		if (!memcmp(d->grid, r->grid, sizeof(d->grid)) &&
-		    !memcmp(d->block, r->block, sizeof(d->block)) && d->shmem == r->shmem) {
+		    !memcmp(d->block, r->block, sizeof(d->block)) && d->shmem == r->shmem &&
+		    d->stream == r->stream) {
 			d->launches++;
 			break;
 		}
@@ -200,6 +201,7 @@ static int add_launch(struct cuda_model *m, const struct rec_launch *r)
 			memcpy(d->grid, r->grid, sizeof(d->grid));
 			memcpy(d->block, r->block, sizeof(d->block));
 			d->shmem = r->shmem;
+			d->stream = r->stream;
 			d->launches = 1;
 		} else {
 			k->other_dims++;

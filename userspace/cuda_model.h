@@ -10,8 +10,10 @@
 
 #define CUDA_MAX_DIMS 16   /* distinct launch configs kept per kernel */
 
+/* One launch configuration: dimensions, dynamic shared memory, stream. */
 struct cuda_dims {
 	uint32_t grid[3], block[3], shmem;
+	uint64_t stream;
 	uint64_t launches;
 };
 
