@@ -14,9 +14,11 @@
  * libcudart calls the driver API underneath (cudaMalloc -> cuMemAlloc,
  * cudaStreamSynchronize -> cuStreamSynchronize, ...).  Each runtime entry
  * remembers its return slot and return address in `cuda_rt`; a driver call
- * made while that slot still holds the runtime call's return address (or
- * the uretprobe trampoline) below it is the runtime's own and is skipped
- * (CNT_CUDA_NESTED), so one user call is counted once.
+ * made at or below that slot while it still holds the runtime call's return
+ * address (or the uretprobe trampoline) is the runtime's own and is skipped
+ * (CNT_CUDA_NESTED), so one user call is counted once.  Once the runtime
+ * call returned, any later call from its caller or deeper overwrites the
+ * slot with a different return address.
  */
 #ifndef TBPF_CUDA_BPF_H
 #define TBPF_CUDA_BPF_H
@@ -80,11 +82,18 @@ static __always_inline bool cuda_enter(__u64 sp, __u32 api, __u32 tid)
 		struct cuda_rt_call c = { .sp = sp };
 
 		bpf_probe_read_user(&c.ra, sizeof(c.ra), (void *)sp);
-		bpf_map_update_elem(&cuda_rt, &tid, &c, BPF_ANY);
+		/* in place when the thread has a slot: a hash update costs more */
+		rt = bpf_map_lookup_elem(&cuda_rt, &tid);
+		if (rt)
+			*rt = c;
+		else
+			bpf_map_update_elem(&cuda_rt, &tid, &c, BPF_ANY);
 		return true;
 	}
+	/* the runtime call's slot must be at or above ours (at: it
+	 * tail-called the driver) and still hold its return address */
 	rt = bpf_map_lookup_elem(&cuda_rt, &tid);
-	if (!rt || rt->sp <= sp)
+	if (!rt || rt->sp < sp)
 		return true;
 	ra = rt->ra;
 	if (bpf_probe_read_user(&cur, sizeof(cur), (void *)rt->sp))
