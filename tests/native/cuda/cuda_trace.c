@@ -209,8 +209,15 @@ int main(int argc, char **argv)
 	for (int tick = 0; alive(pid); tick++) {
 		usleep(20000);
 		ring_buffer__consume(rb);
-		if (tick % 10 == 9 && cuda_rescan(skel, &cst, &why) < 0 && alive(pid))
-			fprintf(stderr, "cuda_trace: rescan: %s\n", why ? why : "?");
+		if (tick % 10 == 9) {
+			int added = cuda_rescan(skel, &cst, &why);
+
+			if (added < 0 && alive(pid))
+				fprintf(stderr, "cuda_trace: rescan: %s\n", why ? why : "?");
+			else if (added > 0)
+				fprintf(stderr, "cuda_trace: attached %d more CUDA libraries (%zu probes)\n",
+					added, cst.nprobes);
+		}
 	}
 	ring_buffer__consume(rb);
 	{
