@@ -301,3 +301,48 @@ char *cuda_symbolize(struct cuda_attach_state *st, uint64_t addr, bool *in_file)
 	d = tbpf_demangle(name);
 	return d ? d : strdup(name);
 }
+
+/* ---- session ------------------------------------------------------------ */
+
+static char *session_resolve(void *ctx, uint32_t pid, uint64_t addr, bool *in_file)
+{
+	return cuda_symbolize(ctx, addr, in_file);
+}
+
+int cuda_session_start(struct cuda_session *cs, struct tbpf_bpf *skel, pid_t pid, char **why)
+{
+	int n;
+
+	memset(cs, 0, sizeof(*cs));
+	n = cuda_attach(skel, pid, NULL, &cs->st, why);
+	if (n < 0)
+		return n;
+	cs->attached = true;
+	cuda_model_init(&cs->model, session_resolve, &cs->st);
+	return n;
+}
+
+int cuda_session_record(struct cuda_session *cs, const void *data, size_t size)
+{
+	return cuda_model_add(&cs->model, data, size);
+}
+
+int cuda_session_rescan(struct cuda_session *cs, struct tbpf_bpf *skel, char **why)
+{
+	return cs->attached ? cuda_rescan(skel, &cs->st, why) : 0;
+}
+
+void cuda_session_detach(struct cuda_session *cs)
+{
+	/* links off; the attach state (and its symbolizer) stays for names
+	 * of records still to be read */
+	uprobe_set_close(&cs->st.links);
+}
+
+void cuda_session_free(struct cuda_session *cs)
+{
+	if (cs->attached)
+		cuda_detach(&cs->st);
+	cuda_model_free(&cs->model);
+	memset(cs, 0, sizeof(*cs));
+}

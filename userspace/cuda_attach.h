@@ -69,4 +69,31 @@ void cuda_detach(struct cuda_attach_state *st);
  * opaque handle) or no symbol covers it.  Must run while the target lives. */
 char *cuda_symbolize(struct cuda_attach_state *st, uint64_t addr, bool *in_file);
 
+
+/* ---- one tracing session: attach + records + names, for the live loop ----
+ *
+ *   cuda_session_start(&cs, skel, pid, &why)   after the skeleton is loaded;
+ *                                              CUDA records need the ring
+ *                                              buffer even without --record
+ *   on_record(): cuda_session_record(&cs, data, size)
+ *   poll loop, every second or so: cuda_session_rescan(&cs, skel, &why)
+ *   at the end: cuda_session_detach(&cs) (probes off, model kept), then
+ *   cuda_tables_print(..., &cs.model, ...) / cuda_json_members(...),
+ *   cuda_session_free(&cs).
+ */
+#include "cuda_model.h"
+
+struct cuda_session {
+	struct cuda_attach_state st;
+	struct cuda_model model;
+	bool attached;
+};
+
+/* Number of CUDA libraries attached (0: none mapped yet) or -errno. */
+int cuda_session_start(struct cuda_session *cs, struct tbpf_bpf *skel, pid_t pid, char **why);
+int cuda_session_record(struct cuda_session *cs, const void *data, size_t size);
+int cuda_session_rescan(struct cuda_session *cs, struct tbpf_bpf *skel, char **why);
+void cuda_session_detach(struct cuda_session *cs);
+void cuda_session_free(struct cuda_session *cs);
+
 #endif /* TBPF_CUDA_ATTACH_H */

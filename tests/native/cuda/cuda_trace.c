@@ -26,13 +26,9 @@
 #include "target.h"
 #include "uprobe.h"
 
-static struct cuda_attach_state cst;
+static struct cuda_session cs;
+#define cst (cs.st)
 static struct target tgt;   /* --ops: op ids and names */
-
-static char *resolve(void *ctx, uint32_t pid, uint64_t addr, bool *in_file)
-{
-	return cuda_symbolize(&cst, addr, in_file);
-}
 
 static const char *opname(void *ctx, uint32_t id)
 {
@@ -41,7 +37,7 @@ static const char *opname(void *ctx, uint32_t id)
 
 static int on_rec(void *ctx, void *data, size_t len)
 {
-	cuda_model_add(ctx, data, len);
+	cuda_session_record(&cs, data, len);
 	return 0;
 }
 
@@ -117,7 +113,7 @@ int main(int argc, char **argv)
 	struct tbpf_bpf *skel;
 	struct bpf_program *prog;
 	struct ring_buffer *rb;
-	struct cuda_model m;
+	struct cuda_model *m = &cs.model;
 	struct uprobe_set opset = {};
 	pid_t pid = 0;
 	bool json = false, ops = false, list = false;
@@ -168,7 +164,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cuda_trace: load BPF object: %s\n", strerror(-err));
 		return 1;
 	}
-	err = cuda_attach(skel, pid, NULL, &cst, &why);
+	err = cuda_session_start(&cs, skel, pid, &why);
 	if (err < 0) {
 		fprintf(stderr, "cuda_trace: %s\n", why ? why : strerror(-err));
 		return 1;
@@ -193,12 +189,11 @@ int main(int argc, char **argv)
 			printf("%s\t%s\t%s\n", syms[i], in_file ? "file" : "nofile", n ? n : "-");
 			free(n);
 		}
-		cuda_detach(&cst);
+		cuda_session_free(&cs);
 		tbpf_bpf__destroy(skel);
 		return 0;
 	}
-	cuda_model_init(&m, resolve, NULL);
-	rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_rec, &m, NULL);
+	rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_rec, NULL, NULL);
 	if (!rb) {
 		fprintf(stderr, "cuda_trace: ring buffer: %s\n", strerror(errno));
 		return 1;
@@ -210,7 +205,7 @@ int main(int argc, char **argv)
 		usleep(20000);
 		ring_buffer__consume(rb);
 		if (tick % 10 == 9) {
-			int added = cuda_rescan(skel, &cst, &why);
+			int added = cuda_session_rescan(&cs, skel, &why);
 
 			if (added < 0 && alive(pid))
 				fprintf(stderr, "cuda_trace: rescan: %s\n", why ? why : "?");
@@ -219,6 +214,7 @@ int main(int argc, char **argv)
 					added, cst.nprobes);
 		}
 	}
+	cuda_session_detach(&cs);
 	ring_buffer__consume(rb);
 	{
 		__u64 v[256] = {};
@@ -240,19 +236,18 @@ int main(int argc, char **argv)
 			       "\"dropped\": %llu,\n", (int)pid, cst.nprobes,
 			       (unsigned long long)nested, (unsigned long long)drops);
 			print_op_launches(skel);
-			cuda_json_members(stdout, &m, opname, NULL);
+			cuda_json_members(stdout, m, opname, NULL);
 			printf("}\n");
 		} else {
-			cuda_tables_print(stdout, &m, opname, NULL,
+			cuda_tables_print(stdout, m, opname, NULL,
 					  "Device timings: absent (host-side probes only).");
 			printf("nested driver calls skipped: %llu, dropped: %llu\n",
 			       (unsigned long long)nested, (unsigned long long)drops);
 		}
 	}
 	ring_buffer__free(rb);
-	cuda_model_free(&m);
 	uprobe_set_close(&opset);
-	cuda_detach(&cst);
+	cuda_session_free(&cs);
 	if (ops)
 		target_close(&tgt);
 	tbpf_bpf__destroy(skel);
