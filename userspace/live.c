@@ -95,6 +95,7 @@ struct live {
 	const char *stop_reason;
 	uint64_t t_start_mono, t_start_real, duration_ns;
 	uint64_t records, record_errors;
+	size_t nprobes;       /* entry probes attached */
 	struct guard_stats gstats;
 };
 
@@ -286,7 +287,7 @@ static void write_capture_meta(struct live *L, uint32_t mode)
 		.start_mono_ns = L->t_start_mono,
 		.start_real_ns = L->t_start_real,
 		.mode = mode,
-		.probes_attached = (uint32_t)L->entry.nprobes,
+		.probes_attached = (uint32_t)L->nprobes,
 		.pids = &pid,
 		.npids = 1,
 		.tbpf_version = TBPF_VERSION,
@@ -461,6 +462,7 @@ int live_run(const struct live_opts *o)
 		if (!L.guard && attach_catch_hooks(&L))
 			fprintf(stderr, "tbpf: warning: cannot hook __cxa_begin_catch; frames unwound "
 					"by exceptions close at the thread's next op\n");
+		L.nprobes = L.entry.nprobes;
 		L.t_start_mono = now_ns(CLOCK_MONOTONIC);
 		L.t_start_real = now_ns(CLOCK_REALTIME);
 		fprintf(stderr, "tbpf: attached %zu probes to pid %d (%s) in %.1f ms; exits: %s%s; "
@@ -526,7 +528,7 @@ int live_run(const struct live_opts *o)
 
 	profile_init(&prof);
 	prof.duration_ns = L.duration_ns;
-	prof.probes_attached = (uint32_t)L.entry.nprobes;
+	prof.probes_attached = (uint32_t)L.nprobes;
 	prof.events_dropped = counters[CNT_DROPS];
 	prof.exit_mode = L.stop_reason;
 	prof.gpu_note = "no CUDA device timings (CUPTI agent not loaded)";
