@@ -471,8 +471,10 @@ int live_run(const struct live_opts *o)
 			(L.t_start_mono - t0) / 1e6, L.exits,
 			L.guard ? " (ptrace unwind guard)" : " (entry probes only)");
 	}
-	if (L.cw)
+	if (L.cw) {
 		write_capture_meta(&L, mode);
+		write_capture_threads(&L);   /* again at the end: later names win */
+	}
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
