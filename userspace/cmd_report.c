@@ -160,7 +160,7 @@ int cmd_report(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+f:o:s:n:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:o:s:n:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': format = optarg; break;
 		case 'o': out = optarg; break;
