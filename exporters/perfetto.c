@@ -154,12 +154,15 @@ static void intern_name(struct pf_ctx *c, uint64_t iid, const char *name)
 	pb_end(&c->w, id);
 }
 
-/* Interned data for op_id if not sent yet (inside an open packet). */
+/* Interned data for op_id if not sent yet (inside an open packet).  Ids
+ * beyond MAX_DIRECT (never seen from the recorder) are re-sent each time,
+ * which Perfetto accepts, instead of growing a table to the id. */
+#define MAX_DIRECT (1u << 20)
 static void op_iid(struct pf_ctx *c, uint32_t op_id)
 {
 	if (op_id < c->ninterned && c->interned[op_id])
 		return;
-	if (op_id >= c->ninterned) {
+	if (op_id < MAX_DIRECT && op_id >= c->ninterned) {
 		size_t n = c->ninterned ? c->ninterned : 1024;
 		while (n <= op_id)
 			n *= 2;
@@ -172,7 +175,8 @@ static void op_iid(struct pf_ctx *c, uint32_t op_id)
 		c->interned = ni;
 		c->ninterned = n;
 	}
-	c->interned[op_id] = 1;
+	if (op_id < c->ninterned)
+		c->interned[op_id] = 1;
 	const struct capture_op *o = capture_meta_op(c->m, op_id);
 	char buf[32];
 	if (!o)

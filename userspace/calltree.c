@@ -169,7 +169,7 @@ static uint32_t op_frame(struct build_ctx *b, uint32_t op_id)
 	uint32_t f = calltree_frame(b->ct, CT_OP, o ? o->name : buf, "", 0);
 	if (f == NONE)
 		return NONE;
-	if (op_id < (1u << 24)) {
+	if (op_id < (1u << 20)) {
 		if (op_id >= b->nopframe) {
 			size_t n = b->nopframe ? b->nopframe : 256;
 			while (n <= op_id)
@@ -190,9 +190,14 @@ static uint32_t pystack_node(struct build_ctx *b, uint32_t pid, uint32_t stack_i
 {
 	if (!stack_id)
 		return 0;
-	for (size_t i = 0; i < b->nps; i++)   /* few distinct stacks per run */
-		if (b->ps[i].pid == pid && b->ps[i].stack_id == stack_id)
-			return b->ps[i].node;
+	/* open-addressing cache (pid, stack_id) -> node */
+	size_t j = 0;
+	if (b->cps) {
+		j = mix((uint64_t)pid << 32 | stack_id) & (b->cps - 1);
+		for (; b->ps[j].stack_id; j = (j + 1) & (b->cps - 1))
+			if (b->ps[j].pid == pid && b->ps[j].stack_id == stack_id)
+				return b->ps[j].node;
+	}
 	uint32_t node = 0;
 	const struct capture_stack *s = capture_meta_stack(b->m, pid, stack_id);
 	if (s) {
@@ -204,15 +209,28 @@ static uint32_t pystack_node(struct build_ctx *b, uint32_t pid, uint32_t stack_i
 	}
 	if (node == NONE)
 		return NONE;
-	if (b->nps == b->cps) {
-		size_t nc = b->cps ? b->cps * 2 : 16;
-		struct pystack_ent *np = realloc(b->ps, nc * sizeof(*np));
+	if ((b->nps + 1) * 2 > b->cps) {
+		size_t nc = b->cps ? b->cps * 2 : 64;
+		struct pystack_ent *np = calloc(nc, sizeof(*np));
 		if (!np)
 			return NONE;
+		for (size_t i = 0; i < b->cps; i++) {
+			if (!b->ps[i].stack_id)
+				continue;
+			size_t k = mix((uint64_t)b->ps[i].pid << 32 | b->ps[i].stack_id) & (nc - 1);
+			while (np[k].stack_id)
+				k = (k + 1) & (nc - 1);
+			np[k] = b->ps[i];
+		}
+		free(b->ps);
 		b->ps = np;
 		b->cps = nc;
+		j = mix((uint64_t)pid << 32 | stack_id) & (nc - 1);
+		while (b->ps[j].stack_id)
+			j = (j + 1) & (nc - 1);
 	}
-	b->ps[b->nps++] = (struct pystack_ent){ pid, stack_id, node };
+	b->ps[j] = (struct pystack_ent){ pid, stack_id, node };
+	b->nps++;
 	return node;
 }
 

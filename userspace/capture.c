@@ -454,7 +454,8 @@ static void m_put(struct capture_writer *w, const void *p, size_t n)
 		w->overflow = true;
 		return;
 	}
-	memcpy(w->rec + w->len, p, n);
+	if (n)
+		memcpy(w->rec + w->len, p, n);
 	w->len += n;
 }
 

@@ -131,7 +131,8 @@ int profile_fold(const struct profile *p, unsigned by, struct prof_op **rows, si
 	struct prof_op *r = malloc((p->nops ? p->nops : 1) * sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	memcpy(r, p->ops, p->nops * sizeof(*r));
+	if (p->nops)
+		memcpy(r, p->ops, p->nops * sizeof(*r));
 	fold_by = by;
 	qsort(r, p->nops, sizeof(*r), cmp_fold);
 	size_t n = 0;
