@@ -15,7 +15,7 @@ void pbw_free(struct pbw *w)
 	memset(w, 0, sizeof(*w));
 }
 
-static int reserve(struct pbw *w, size_t n)
+int pbw_grow(struct pbw *w, size_t n)
 {
 	if (w->err)
 		return -1;
@@ -44,19 +44,6 @@ size_t pb_varint_size(uint64_t v)
 	return n;
 }
 
-void pb_raw_varint(struct pbw *w, uint64_t v)
-{
-	if (reserve(w, 10))
-		return;
-	uint8_t *p = w->buf + w->len;
-	while (v >= 0x80) {
-		*p++ = (uint8_t)v | 0x80;
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	w->len = p - w->buf;
-}
-
 static void tag(struct pbw *w, uint32_t field, uint32_t wt)
 {
 	pb_raw_varint(w, (uint64_t)field << 3 | wt);
@@ -71,7 +58,7 @@ void pb_varint(struct pbw *w, uint32_t field, uint64_t v)
 void pb_fixed64(struct pbw *w, uint32_t field, uint64_t v)
 {
 	tag(w, field, 1);
-	if (reserve(w, 8))
+	if (pbw_reserve(w, 8))
 		return;
 	for (int i = 0; i < 8; i++)
 		w->buf[w->len++] = (uint8_t)(v >> (8 * i));
@@ -81,7 +68,7 @@ void pb_bytes(struct pbw *w, uint32_t field, const void *p, size_t n)
 {
 	tag(w, field, 2);
 	pb_raw_varint(w, n);
-	if (reserve(w, n))
+	if (pbw_reserve(w, n))
 		return;
 	if (n)
 		memcpy(w->buf + w->len, p, n);
@@ -96,7 +83,7 @@ void pb_string(struct pbw *w, uint32_t field, const char *s)
 size_t pb_begin(struct pbw *w, uint32_t field)
 {
 	tag(w, field, 2);
-	if (reserve(w, 1))
+	if (pbw_reserve(w, 1))
 		return 0;
 	w->buf[w->len++] = 0;
 	return w->len - 1;
@@ -109,7 +96,7 @@ void pb_end(struct pbw *w, size_t mark)
 	size_t body = w->len - mark - 1;
 	size_t k = pb_varint_size(body);
 	if (k > 1) {
-		if (reserve(w, k - 1))
+		if (pbw_reserve(w, k - 1))
 			return;
 		memmove(w->buf + mark + k, w->buf + mark + 1, body);
 		w->len += k - 1;

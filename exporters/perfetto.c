@@ -47,8 +47,11 @@ struct pf_ctx {
 	int err;
 };
 
-static uint64_t proc_uuid(uint32_t pid) { return (2ULL << 62) | pid; }
-static uint64_t thread_uuid(uint32_t pid, uint32_t tid) { return (1ULL << 62) | (uint64_t)pid << 32 | tid; }
+/* Track uuids: a thread's is its tid (kernel-global, unique while the
+ * capture runs, and a short varint in every event); a process's has bit 32
+ * set so it cannot meet a tid. */
+static uint64_t proc_uuid(uint32_t pid) { return 1ULL << 32 | pid; }
+static uint64_t thread_uuid(uint32_t pid, uint32_t tid) { return tid ? tid : 1ULL << 33 | pid; }
 
 static void flush(struct pf_ctx *c)
 {

@@ -24,6 +24,7 @@ void capture_meta_free(struct capture_meta *m)
 	free(m->stacks);
 	free(m->kernels);
 	free(m->run.pids);
+	free(m->op_index);
 	strintern_free(m->strings);
 	memset(m, 0, sizeof(*m));
 }
@@ -213,6 +214,16 @@ void capture_meta_finish(struct capture_meta *m)
 	m->nstacks = sort_dedupe(m->stacks, m->nstacks, sizeof(*m->stacks), key_stack, drop_stack);
 	m->nkernels = sort_dedupe(m->kernels, m->nkernels, sizeof(*m->kernels), key_kernel, NULL);
 	m->sorted = true;
+	/* direct index for the op ids a recorder hands out (small, dense) */
+	free(m->op_index);
+	m->op_index = NULL;
+	m->nop_index = 0;
+	uint32_t maxid = m->nops ? m->ops[m->nops - 1].op_id : 0;
+	if (m->nops && maxid < (1u << 20) && (m->op_index = calloc(maxid + 1, sizeof(uint32_t)))) {
+		m->nop_index = maxid + 1;
+		for (size_t i = 0; i < m->nops; i++)
+			m->op_index[m->ops[i].op_id] = i + 1;
+	}
 }
 
 static const void *bfind(const void *arr, size_t n, size_t elem, bool sorted,
@@ -246,6 +257,11 @@ static const void *bfind(const void *arr, size_t n, size_t elem, bool sorted,
 
 const struct capture_op *capture_meta_op(const struct capture_meta *m, uint32_t op_id)
 {
+	if (m->sorted && m->op_index) {
+		if (op_id >= m->nop_index || !m->op_index[op_id])
+			return NULL;
+		return &m->ops[m->op_index[op_id] - 1];
+	}
 	return bfind(m->ops, m->nops, sizeof(*m->ops), m->sorted, key_op, op_id, 0);
 }
 

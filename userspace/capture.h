@@ -133,6 +133,8 @@ struct capture_meta {
 	struct capture_kernel *kernels; size_t nkernels, ckernels;
 	bool sorted;
 	struct strintern *strings;
+	uint32_t *op_index;   /* op_id -> ops index + 1 for small ids (after finish) */
+	size_t nop_index;
 };
 
 void capture_meta_init(struct capture_meta *m);

@@ -278,8 +278,8 @@ static void test_perfetto(void **state)
 	got = run(&st, "grep -m1 -B3 'TYPE_SLICE_BEGIN' %s | grep -E 'timestamp|name_iid' | tr -d ' '; "
 		  "grep -m1 -A4 'TYPE_SLICE_BEGIN' %s | grep -E 'name_iid|track_uuid' | tr -d ' '",
 		  out_path("perfetto.txt"), out_path("perfetto.txt"));
-	/* thread uuid = 1 << 62 | 100 << 32 | 100 */
-	assert_string_equal(got, "timestamp:1000001000\nname_iid:2\ntrack_uuid:4611686447924117604\n");
+	/* thread uuid = tid */
+	assert_string_equal(got, "timestamp:1000001000\nname_iid:2\ntrack_uuid:100\n");
 	free(got);
 }
 
