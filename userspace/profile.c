@@ -273,6 +273,12 @@ static void agg_slice_end(void *vctx, const struct tl_slice *s)
 		ctx->err = err;
 }
 
+static int cmp_pid(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 int profile_from_capture(struct capture_reader *r, struct profile *p)
 {
 	const struct capture_meta *m = capture_reader_meta(r);
@@ -313,9 +319,27 @@ int profile_from_capture(struct capture_reader *r, struct profile *p)
 			return -ENOMEM;
 	}
 
-	/* run */
-	if (m->run.present && profile_set_pids(p, m->run.pids, m->run.npids))
-		return -ENOMEM;
+	/* run; without a run record, the pids seen */
+	if (m->run.present) {
+		if (profile_set_pids(p, m->run.pids, m->run.npids))
+			return -ENOMEM;
+	} else if (p->nops) {
+		uint32_t *pids = malloc(p->nops * sizeof(*pids));
+		size_t n = 0;
+		if (!pids)
+			return -ENOMEM;
+		for (size_t i = 0; i < p->nops; i++)
+			pids[n++] = p->ops[i].pid;
+		qsort(pids, n, sizeof(*pids), cmp_pid);
+		size_t u = 0;
+		for (size_t i = 0; i < n; i++)
+			if (!u || pids[u - 1] != pids[i])
+				pids[u++] = pids[i];
+		int err = profile_set_pids(p, pids, u);
+		free(pids);
+		if (err)
+			return err;
+	}
 	p->probes_attached = m->run.probes_attached;
 	if (m->end.present) {
 		p->duration_ns = m->end.duration_ns;

@@ -445,6 +445,86 @@ static void test_report_errors(void **state)
 	assert_int_equal(cmd_report(6, args5), 0);
 }
 
+static void test_check_all_script(void **state)
+{
+	/* the script the end-to-end suite runs on real captures */
+	int st;
+	char *got = run(&st, "%s/check_all.sh %s build/tests/tbpf-report %s/all 2>&1", src, cap, dir);
+	if (st)
+		fail_msg("check_all.sh: %s", got);
+	assert_non_null(strstr(got, "check_all: all formats read back"));
+	assert_non_null(strstr(got, "json      ok (9 calls, same as the table)"));
+	free(got);
+	/* and it fails on a capture it cannot read */
+	free(run(&st, "head -c 100 %s > %s/cut2.tbpf", cap, dir));
+	free(run(&st, "%s/check_all.sh %s/cut2.tbpf build/tests/tbpf-report %s/all2 >/dev/null 2>&1", src, dir, dir));
+	assert_int_not_equal(st, 0);
+}
+
+static void test_no_run_record(void **state)
+{
+	/* only op records and names: pids come from the ops, duration from the records */
+	char p[300];
+	int err;
+	snprintf(p, sizeof(p), "%s/bare.tbpf", dir);
+	struct capture_writer *w = capture_writer_open(p, &err);
+	struct rec_op a = fx_op(REC_OP_ENTER, 9, 9, 100, 1, 0, 0, 0);
+	struct rec_op b = fx_op(REC_OP_EXIT, 9, 9, 350, 1, 0, 0, 0);
+	assert_int_equal(capture_write_raw(w, &a, sizeof(a)), 0);
+	assert_int_equal(capture_write_raw(w, &b, sizeof(b)), 0);
+	assert_int_equal(capture_writer_close(w), 0);
+	export_capture(p, "json", out_path("bare.json"), NULL, NULL);
+	int st;
+	char *got = run(&st, "python3 %s/dump_profile_json.py %s 2>&1", src, out_path("bare.json"));
+	assert_string_equal(got, "run pids=9 duration_ns=250 probes_attached=0 events_dropped=0 "
+			    "mode=incomplete (no end record) gpu_times=False\n"
+			    "op 9 op#1 - calls=1 self_ns=250 total_ns=250 max_ns=250 inferred=0\n");
+	free(got);
+}
+
+static void test_cuda_runtime_events(void **state)
+{
+	/* a sync and a copy inside an op: nested in Chrome, balanced in Perfetto */
+	char p[300];
+	int err;
+	snprintf(p, sizeof(p), "%s/cuda.tbpf", dir);
+	struct capture_writer *w = capture_writer_open(p, &err);
+	struct rec_op a = fx_op(REC_OP_ENTER, 9, 10, 100, 1, 0, 0, 0);
+	struct rec_sync sy = { .h = { REC_SYNC, sizeof(sy), 10, T0 + 150 }, .pid = 9,
+			       .api = CU_cudaStreamSynchronize, .dur_ns = 50, .handle = 3 };
+	struct rec_memop mo = { .h = { REC_MEMOP, sizeof(mo), 10, T0 + 250 }, .pid = 9,
+				.api = CU_cudaMemcpyAsync, .bytes = 4096, .dur_ns = 30, .dir = CP_DTOH };
+	struct rec_op b = fx_op(REC_OP_EXIT, 9, 10, 400, 1, 0, 0, 0);
+	assert_int_equal(capture_write_raw(w, &a, sizeof(a)), 0);
+	assert_int_equal(capture_write_raw(w, &sy, sizeof(sy)), 0);
+	assert_int_equal(capture_write_raw(w, &mo, sizeof(mo)), 0);
+	assert_int_equal(capture_write_raw(w, &b, sizeof(b)), 0);
+	assert_int_equal(capture_write_op(w, 1, "aten::item", ""), 0);
+	assert_int_equal(capture_writer_close(w), 0);
+	assert_int_equal(export_capture(p, "chrome", out_path("cuda.json"), NULL, NULL), 0);
+	int st;
+	char *got = run(&st, "python3 %s/check_chrome.py --dump %s 2>&1", src, out_path("cuda.json"));
+	assert_string_equal(got,
+"9 10 0.000 0.300 aten::item 0 -\n"
+"9 10 0.050 0.050 cudaStreamSynchronize - -\n"
+"9 10 0.150 0.030 cudaMemcpyAsync - -\n"
+"ok 3 events: X=3\n");
+	free(got);
+	assert_int_equal(export_capture(p, "perfetto", out_path("cuda.pf"), NULL, NULL), 0);
+	got = run(&st, "protoc --proto_path=%s --decode=perfetto.protos.Trace perfetto_trace.proto < %s | "
+		  "grep -E 'TYPE_|timestamp: 1|string_value|int_value' | tr -d ' '", src, out_path("cuda.pf"));
+	/* first: the clock snapshot at the first record (no run record) */
+	assert_string_equal(got,
+"timestamp:1000000100\n"
+"timestamp:1000000100\ntype:TYPE_SLICE_BEGIN\n"
+"timestamp:1000000150\nint_value:3\ntype:TYPE_SLICE_BEGIN\n"
+"timestamp:1000000200\ntype:TYPE_SLICE_END\n"
+"timestamp:1000000250\nint_value:4096\ntype:TYPE_SLICE_BEGIN\n"
+"timestamp:1000000280\ntype:TYPE_SLICE_END\n"
+"timestamp:1000000400\ntype:TYPE_SLICE_END\n");
+	free(got);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -460,6 +540,9 @@ int main(void)
 		cmocka_unit_test(test_pprof),
 		cmocka_unit_test(test_pbwriter_widening),
 		cmocka_unit_test(test_report_errors),
+		cmocka_unit_test(test_check_all_script),
+		cmocka_unit_test(test_no_run_record),
+		cmocka_unit_test(test_cuda_runtime_events),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
