@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "calltree.h"
 #include "capture.h"
@@ -83,6 +84,29 @@ static int run_export(FILE *out, int fmt, struct capture_reader *r, const struct
 int export_capture(const char *capture_path, const char *format, const char *out_path,
 		   const struct export_opts *o, char **errmsg)
 {
+	return export_capture_ex(capture_path, format, out_path, o, errmsg, NULL);
+}
+
+static void summarize(struct capture_reader *r, const char *out_path, struct export_summary *sum)
+{
+	const struct capture_meta *m = capture_reader_meta(r);
+	const struct capture_stats *st = capture_reader_stats(r);
+	memset(sum, 0, sizeof(*sum));
+	for (int i = 0; i < REC_TYPE_MAX; i++) {
+		sum->records += st->records[i];
+		sum->events_dropped += m->end.drops[i];
+	}
+	if (!sum->events_dropped)
+		sum->events_dropped = m->end.counters[CNT_DROPS];
+	sum->complete = m->end.present;
+	struct stat sb;
+	if (out_path && strcmp(out_path, "-") && !stat(out_path, &sb))
+		sum->out_bytes = sb.st_size;
+}
+
+int export_capture_ex(const char *capture_path, const char *format, const char *out_path,
+		      const struct export_opts *o, char **errmsg, struct export_summary *sum)
+{
 	char *dummy = NULL;
 	if (!errmsg)
 		errmsg = &dummy;
@@ -138,6 +162,8 @@ int export_capture(const char *capture_path, const char *format, const char *out
 	}
 	if (err && !to_stdout)
 		unlink(out_path);
+	if (!err && sum)
+		summarize(r, out_path, sum);
 	capture_reader_close(r);
 	free(dummy);
 	return err;
@@ -208,11 +234,21 @@ int cmd_report(int argc, char **argv)
 		return 2;
 	}
 	char *msg = NULL;
-	int err = export_capture(argv[optind], format, out, &o, &msg);
+	struct export_summary sum;
+	int err = export_capture_ex(argv[optind], format, out, &o, &msg, &sum);
 	if (err) {
 		fprintf(stderr, "tbpf report: %s\n", msg ? msg : strerror(-err));
 		free(msg);
 		return 1;
 	}
+	if (sum.events_dropped)
+		fprintf(stderr, "tbpf report: %llu events were dropped while recording (ring buffer full); "
+			"rerun with a larger --ring-size\n", (unsigned long long)sum.events_dropped);
+	if (!sum.complete)
+		fprintf(stderr, "tbpf report: %s has no end record (recording was cut short); "
+			"what was recorded is reported\n", argv[optind]);
+	if (fmt == EXPORT_CHROME && sum.out_bytes > (256ull << 20))
+		fprintf(stderr, "tbpf report: %s is %llu MB; chrome://tracing loads up to ~256 MB, "
+			"use --format perfetto for ui.perfetto.dev\n", out, (unsigned long long)(sum.out_bytes >> 20));
 	return 0;
 }

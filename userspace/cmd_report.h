@@ -2,6 +2,7 @@
 #ifndef TBPF_CMD_REPORT_H
 #define TBPF_CMD_REPORT_H
 
+#include <stdint.h>
 #include "export.h"
 
 /* tbpf report FILE --format table|json|chrome|perfetto|folded|pprof
@@ -15,5 +16,17 @@ int cmd_report(int argc, char **argv);
  * gets a malloc'd one-line message for the caller to print. */
 int export_capture(const char *capture_path, const char *format, const char *out_path,
 		   const struct export_opts *o, char **errmsg);
+
+/* What an export saw, for the caller's notes on stderr. */
+struct export_summary {
+	uint64_t records;          /* BPF records in the capture */
+	uint64_t events_dropped;   /* per the capture's end record */
+	bool complete;             /* the capture has its end record */
+	uint64_t out_bytes;        /* size of out_path afterwards (0 for stdout) */
+};
+
+/* export_capture with a summary (sum may be NULL). */
+int export_capture_ex(const char *capture_path, const char *format, const char *out_path,
+		      const struct export_opts *o, char **errmsg, struct export_summary *sum);
 
 #endif

@@ -443,6 +443,15 @@ static void test_report_errors(void **state)
 	assert_int_equal(cmd_report(4, args4), 2);
 	char *args5[] = { "report", cap, "-f", "folded", "-o", out_path("ok.folded"), NULL };
 	assert_int_equal(cmd_report(6, args5), 0);
+	/* notes on stderr: the fixture's end record counts 3 + 2 dropped records */
+	char *got = run(&st, "build/tests/tbpf-report report %s -f json -o %s 2>&1 >/dev/null", cap, out_path("n.json"));
+	assert_int_equal(st, 0);
+	assert_string_equal(got, "tbpf report: 5 events were dropped while recording (ring buffer full); "
+			    "rerun with a larger --ring-size\n");
+	free(got);
+	got = run(&st, "build/tests/tbpf-report report %s -f pprof 2>&1 | head -c 2 | od -An -tx1", cap);
+	assert_string_equal(got, " 1f 8b\n");  /* gzip magic, to a pipe is fine */
+	free(got);
 }
 
 static void test_check_all_script(void **state)
