@@ -107,6 +107,18 @@ int profile_add_op(struct profile *p, const struct prof_op *o)
 	return 0;
 }
 
+int profile_add_opstat(struct profile *p, const struct tbpf_opkey *k, const struct tbpf_opstat *v,
+		       const char *name, const char *overload)
+{
+	struct prof_op o = {
+		.pid = k->pid, .op_id = k->op_id, .stack_id = k->stack_id,
+		.name = name, .overload = overload,
+		.calls = v->calls, .self_ns = v->self_ns, .total_ns = v->total_ns,
+		.max_ns = v->max_ns, .launches = v->launches, .inferred = v->inferred,
+	};
+	return profile_add_op(p, &o);
+}
+
 /* ---- folding ---- */
 
 static unsigned fold_by;

@@ -48,6 +48,13 @@ int profile_set_pids(struct profile *p, const uint32_t *pids, size_t n);
  * copied on insert.  0 or -ENOMEM. */
 int profile_add_op(struct profile *p, const struct prof_op *o);
 
+/* One entry of the BPF opstats map (struct tbpf_opkey -> struct
+ * tbpf_opstat, bpf/tbpf_abi.h) as a row; name/overload from the op table. */
+struct tbpf_opkey;
+struct tbpf_opstat;
+int profile_add_opstat(struct profile *p, const struct tbpf_opkey *k, const struct tbpf_opstat *v,
+		       const char *name, const char *overload);
+
 /* Which fields rows are folded by (name always). */
 enum prof_fold_key {
 	PROF_BY_NAME = 0,

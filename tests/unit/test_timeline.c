@@ -288,6 +288,32 @@ static void test_profile_add_merges(void **state)
 	profile_free(&p);
 }
 
+static void test_profile_from_map_entries(void **state)
+{
+	/* the live table mode: two map entries of one op (two Python stacks) */
+	struct profile p;
+	profile_init(&p);
+	struct tbpf_opkey k1 = { .pid = 7, .op_id = 3, .stack_id = 1 }, k2 = { .pid = 7, .op_id = 3, .stack_id = 2 };
+	struct tbpf_opstat v1 = { .calls = 10, .self_ns = 100, .total_ns = 300, .launches = 1, .inferred = 2, .max_ns = 50 };
+	struct tbpf_opstat v2 = { .calls = 5, .self_ns = 40, .total_ns = 60, .max_ns = 70 };
+	assert_int_equal(profile_add_opstat(&p, &k1, &v1, "aten::add", "Tensor"), 0);
+	assert_int_equal(profile_add_opstat(&p, &k2, &v2, "aten::add", "Tensor"), 0);
+	assert_int_equal(p.nops, 2);
+	struct prof_op *rows;
+	size_t n;
+	assert_int_equal(profile_fold(&p, PROF_BY_NAME, &rows, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(rows[0].calls, 15);
+	assert_int_equal(rows[0].self_ns, 140);
+	assert_int_equal(rows[0].total_ns, 360);
+	assert_int_equal(rows[0].max_ns, 70);
+	assert_int_equal(rows[0].launches, 1);
+	assert_int_equal(rows[0].inferred, 2);
+	assert_int_equal(rows[0].op_id, 3);
+	free(rows);
+	profile_free(&p);
+}
+
 static void path_str(const struct calltree *ct, uint32_t node, char *out, size_t len)
 {
 	uint32_t fr[64];
@@ -346,6 +372,7 @@ int main(void)
 		cmocka_unit_test(test_deep_nesting),
 		cmocka_unit_test(test_profile_from_capture),
 		cmocka_unit_test(test_profile_add_merges),
+		cmocka_unit_test(test_profile_from_map_entries),
 		cmocka_unit_test(test_calltree_from_capture),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
