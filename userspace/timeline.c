@@ -218,6 +218,13 @@ int timeline_feed(struct timeline *tl, const struct rec_hdr *rec)
 		return -ENOMEM;
 	if (rec->ts_ns > t->last_ts)
 		t->last_ts = rec->ts_ns;
+	/* a redispatch nested directly in its own call is the same op call:
+	 * not a slice of its own (BPF counts it once as well) */
+	if ((rec->type == REC_OP_ENTER || rec->type == REC_OP_EXIT) &&
+	    (((const struct rec_op *)rec)->flags & OPF_SKIP)) {
+		tl->st.skipped++;
+		return 0;
+	}
 	if (rec->type == REC_OP_ENTER)
 		return on_enter(tl, t, (const struct rec_op *)rec);
 	if (rec->type == REC_OP_EXIT) {

@@ -14,6 +14,8 @@
  *    frames at the enter's time, flagged OPF_INFERRED;
  *  - timeline_finish() closes what is still open at the given time, flagged
  *    OPF_INFERRED.
+ * Enter/exit records flagged OPF_SKIP (a redispatch nested directly in its
+ * own call) are not slices: they are counted and dropped.
  */
 #ifndef TBPF_TIMELINE_H
 #define TBPF_TIMELINE_H
@@ -67,6 +69,7 @@ struct timeline_stats {
 	uint64_t too_deep;          /* enters beyond TL_MAX_DEPTH */
 	uint64_t backwards;         /* exits earlier than their enter (clamped) */
 	uint64_t threads;
+	uint64_t skipped;           /* records flagged OPF_SKIP (not slices) */
 };
 
 struct timeline;

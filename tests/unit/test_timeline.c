@@ -143,6 +143,31 @@ static void test_enter_shallower_closes_and_backwards(void **state)
 	timeline_free(tl);
 }
 
+static void test_skip_records(void **state)
+{
+	struct got g = { 0 };
+	struct timeline_ops ops = { on_begin, on_end, NULL };
+	struct timeline *tl = timeline_new(&ops, &g);
+	/* add::call, then add::redispatch directly inside it (OPF_SKIP), then
+	 * a real child at visible depth 1 */
+	struct rec_op r[] = {
+		fx_op(REC_OP_ENTER, 1, 1, 100, 3, 0, 0, 0),
+		fx_op(REC_OP_ENTER, 1, 1, 110, 3, 1, OPF_SKIP | OPF_REDISPATCH, 0),
+		fx_op(REC_OP_ENTER, 1, 1, 120, 8, 1, 0, 0),
+		fx_op(REC_OP_EXIT, 1, 1, 150, 8, 1, 0, 0),
+		fx_op(REC_OP_EXIT, 1, 1, 160, 3, 1, OPF_SKIP | OPF_REDISPATCH, 0),
+		fx_op(REC_OP_EXIT, 1, 1, 200, 3, 0, 0, 0),
+	};
+	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
+		assert_int_equal(timeline_feed(tl, &r[i].h), 0);
+	assert_int_equal(g.n, 2);
+	check(&g.s[0], 1, 8, 1, 150, 30, 0, 0);
+	check(&g.s[1], 1, 3, 0, 200, 70, 0, 0);
+	assert_int_equal(timeline_stats(tl)->skipped, 2);
+	assert_int_equal(timeline_stats(tl)->inferred_closes, 0);
+	timeline_free(tl);
+}
+
 static void test_deep_nesting(void **state)
 {
 	struct got g = { 0 };
@@ -369,6 +394,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pairing),
 		cmocka_unit_test(test_enter_shallower_closes_and_backwards),
+		cmocka_unit_test(test_skip_records),
 		cmocka_unit_test(test_deep_nesting),
 		cmocka_unit_test(test_profile_from_capture),
 		cmocka_unit_test(test_profile_add_merges),
