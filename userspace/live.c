@@ -24,6 +24,7 @@
 #include "tbpf.skel.h"
 #include "tbpf_abi.h"
 #include "capture.h"
+#include "cmd_report.h"
 #include "export.h"
 #include "guard.h"
 #include "live.h"
@@ -617,11 +618,15 @@ int live_run(const struct live_opts *o)
 				rc = TBPF_EXIT_ERROR;
 			}
 		} else if (L.capture_path) {
-			err = export_capture(L.capture_path, fmt, o->out, &eo);
+			char *emsg = NULL;
+
+			err = export_capture(L.capture_path, fmt, o->out, &eo, &emsg);
 			if (err) {
-				fprintf(stderr, "tbpf: export to %s failed: %s\n", fmt, strerror(-err));
+				fprintf(stderr, "tbpf: export to %s failed: %s\n", fmt,
+					emsg ? emsg : strerror(-err));
 				rc = TBPF_EXIT_ERROR;
 			}
+			free(emsg);
 		}
 	}
 done:
