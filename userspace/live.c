@@ -24,6 +24,7 @@
 #include "tbpf.skel.h"
 #include "tbpf_abi.h"
 #include "capture.h"
+#include "cmd_report.h"
 #include "export.h"
 #include "guard.h"
 #include "live.h"
@@ -95,6 +96,7 @@ struct live {
 	const char *stop_reason;
 	uint64_t t_start_mono, t_start_real, duration_ns;
 	uint64_t records, record_errors;
+	size_t nprobes;       /* entry probes attached */
 	struct guard_stats gstats;
 };
 
@@ -286,7 +288,7 @@ static void write_capture_meta(struct live *L, uint32_t mode)
 		.start_mono_ns = L->t_start_mono,
 		.start_real_ns = L->t_start_real,
 		.mode = mode,
-		.probes_attached = (uint32_t)L->entry.nprobes,
+		.probes_attached = (uint32_t)L->nprobes,
 		.pids = &pid,
 		.npids = 1,
 		.tbpf_version = TBPF_VERSION,
@@ -461,6 +463,7 @@ int live_run(const struct live_opts *o)
 		if (!L.guard && attach_catch_hooks(&L))
 			fprintf(stderr, "tbpf: warning: cannot hook __cxa_begin_catch; frames unwound "
 					"by exceptions close at the thread's next op\n");
+		L.nprobes = L.entry.nprobes;
 		L.t_start_mono = now_ns(CLOCK_MONOTONIC);
 		L.t_start_real = now_ns(CLOCK_REALTIME);
 		fprintf(stderr, "tbpf: attached %zu probes to pid %d (%s) in %.1f ms; exits: %s%s; "
@@ -469,8 +472,10 @@ int live_run(const struct live_opts *o)
 			(L.t_start_mono - t0) / 1e6, L.exits,
 			L.guard ? " (ptrace unwind guard)" : " (entry probes only)");
 	}
-	if (L.cw)
+	if (L.cw) {
 		write_capture_meta(&L, mode);
+		write_capture_threads(&L);   /* again at the end: later names win */
+	}
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -526,7 +531,7 @@ int live_run(const struct live_opts *o)
 
 	profile_init(&prof);
 	prof.duration_ns = L.duration_ns;
-	prof.probes_attached = (uint32_t)L.entry.nprobes;
+	prof.probes_attached = (uint32_t)L.nprobes;
 	prof.events_dropped = counters[CNT_DROPS];
 	prof.exit_mode = L.stop_reason;
 	prof.gpu_note = "no CUDA device timings (CUPTI agent not loaded)";
@@ -613,11 +618,15 @@ int live_run(const struct live_opts *o)
 				rc = TBPF_EXIT_ERROR;
 			}
 		} else if (L.capture_path) {
-			err = export_capture(L.capture_path, fmt, o->out, &eo);
+			char *emsg = NULL;
+
+			err = export_capture(L.capture_path, fmt, o->out, &eo, &emsg);
 			if (err) {
-				fprintf(stderr, "tbpf: export to %s failed: %s\n", fmt, strerror(-err));
+				fprintf(stderr, "tbpf: export to %s failed: %s\n", fmt,
+					emsg ? emsg : strerror(-err));
 				rc = TBPF_EXIT_ERROR;
 			}
+			free(emsg);
 		}
 	}
 done:

@@ -1,0 +1,198 @@
+/* chrome.c - export stage: Chrome Trace Event JSON (chrome://tracing, Perfetto UI).
+ *
+ * One "X" event per op slice, written when the slice ends; ts/dur in
+ * microseconds printed exactly from integer ns ("<us>.<3 digits>") relative
+ * to otherData.tbpf_base_ns (CLOCK_MONOTONIC).  Process and thread names as
+ * "M" metadata.  CUDA runtime calls on the calling thread: launches and
+ * allocations as instant events, copies and synchronizations as "X".
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "capture.h"
+#include "export.h"
+#include "jsonutil.h"
+#include "timeline.h"
+
+struct chrome_ctx {
+	FILE *out;
+	const struct capture_meta *m;
+	uint64_t base;
+	bool first;
+};
+
+static void ts_us(FILE *out, const char *key, uint64_t ns, uint64_t base)
+{
+	uint64_t rel = ns >= base ? ns - base : 0;
+	fprintf(out, ",\"%s\":%" PRIu64 ".%03u", key, rel / 1000, (unsigned)(rel % 1000));
+}
+
+static void dur_us(FILE *out, uint64_t ns)
+{
+	fprintf(out, ",\"dur\":%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
+}
+
+static void ev_start(struct chrome_ctx *c)
+{
+	fputs(c->first ? "\n" : ",\n", c->out);
+	c->first = false;
+}
+
+static void flags_str(FILE *out, uint32_t flags)
+{
+	static const char *const fl[] = { "inferred", "unwound", "skip", "redispatch", "hijacked" };
+	bool any = false;
+	fputs(",\"flags\":\"", out);
+	for (int i = 0; i < 5; i++)
+		if (flags & (1u << i)) {
+			fprintf(out, "%s%s", any ? "|" : "", fl[i]);
+			any = true;
+		}
+	fputc('"', out);
+}
+
+static void c_slice_end(void *vc, const struct tl_slice *s)
+{
+	struct chrome_ctx *c = vc;
+	FILE *out = c->out;
+	const struct capture_op *op = capture_meta_op(c->m, s->op_id);
+	char buf[32];
+	const char *name = op ? op->name : (snprintf(buf, sizeof(buf), "op#%u", s->op_id), buf);
+
+	ev_start(c);
+	fputs("{\"ph\":\"X\",\"cat\":\"op\",\"name\":", out);
+	json_str(out, name);
+	fprintf(out, ",\"pid\":%u,\"tid\":%u", s->pid, s->tid);
+	ts_us(out, "ts", s->begin_ns, c->base);
+	dur_us(out, s->end_ns - s->begin_ns);
+	fputs(",\"args\":{\"op\":", out);
+	json_str(out, name);
+	fputs(",\"overload\":", out);
+	json_str(out, op ? op->overload : "");
+	fprintf(out, ",\"depth\":%u", s->depth);
+	if (s->flags & (OPF_INFERRED | OPF_UNWOUND | OPF_REDISPATCH))
+		flags_str(out, s->flags);
+	if (s->stack_id)
+		fprintf(out, ",\"py_stack\":%" PRIu64, s->stack_id);
+	if (s->launches)
+		fprintf(out, ",\"launches\":%" PRIu64, s->launches);
+	fputs("}}", out);
+}
+
+static void cuda_common(struct chrome_ctx *c, const struct tl_cuda *cu, const char *ph, uint32_t api)
+{
+	ev_start(c);
+	fprintf(c->out, "{\"ph\":\"%s\",\"cat\":\"cuda_runtime\",\"name\":", ph);
+	json_str(c->out, capture_cuda_api_name(api));
+	fprintf(c->out, ",\"pid\":%u,\"tid\":%u", cu->pid, cu->tid);
+	ts_us(c->out, "ts", cu->rec->ts_ns, c->base);
+	if (ph[0] == 'i')
+		fputs(",\"s\":\"t\"", c->out);
+}
+
+static void c_cuda(void *vc, const struct tl_cuda *cu)
+{
+	struct chrome_ctx *c = vc;
+	FILE *out = c->out;
+	switch (cu->rec->type) {
+	case REC_LAUNCH: {
+		const struct rec_launch *l = (const void *)cu->rec;
+		const char *k = capture_meta_kernel(c->m, l->pid, (uint64_t)l->func);
+		cuda_common(c, cu, "i", l->api);
+		fputs(",\"args\":{\"kernel\":", out);
+		if (k)
+			json_str(out, k);
+		else
+			fprintf(out, "\"0x%" PRIx64 "\"", (uint64_t)l->func);
+		fprintf(out, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shmem\":%u,\"stream\":%" PRIu64 "}}",
+			l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
+			l->shmem, (uint64_t)l->stream);
+		break;
+	}
+	case REC_MEMOP: {
+		const struct rec_memop *mo = (const void *)cu->rec;
+		static const char *const dirs[] = { "unknown", "HtoD", "DtoH", "DtoD", "HtoH", "set" };
+		cuda_common(c, cu, "X", mo->api);
+		dur_us(out, mo->dur_ns);
+		fprintf(out, ",\"args\":{\"bytes\":%" PRIu64 ",\"kind\":\"%s\",\"stream\":%" PRIu64 "}}",
+			(uint64_t)mo->bytes, mo->dir < 6 ? dirs[mo->dir] : "unknown", (uint64_t)mo->stream);
+		break;
+	}
+	case REC_SYNC: {
+		const struct rec_sync *sy = (const void *)cu->rec;
+		cuda_common(c, cu, "X", sy->api);
+		dur_us(out, sy->dur_ns);
+		fprintf(out, ",\"args\":{\"handle\":%" PRIu64 "}}", (uint64_t)sy->handle);
+		break;
+	}
+	case REC_ALLOC: {
+		const struct rec_alloc *a = (const void *)cu->rec;
+		cuda_common(c, cu, "i", a->api);
+		fprintf(out, ",\"args\":{\"ptr\":\"0x%" PRIx64 "\",\"bytes\":%" PRIu64 "}}", (uint64_t)a->ptr, (uint64_t)a->bytes);
+		break;
+	}
+	}
+}
+
+static void meta_events(struct chrome_ctx *c)
+{
+	const struct capture_meta *m = c->m;
+	for (size_t i = 0; i < m->nprocs; i++) {
+		const struct capture_process *p = &m->procs[i];
+		ev_start(c);
+		fprintf(c->out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,\"args\":{\"name\":", p->pid);
+		json_str(c->out, p->comm);
+		fputs("}}", c->out);
+		ev_start(c);
+		fprintf(c->out, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%u,\"tid\":0,"
+			"\"args\":{\"sort_index\":%zu}}", p->pid, i);
+	}
+	for (size_t i = 0; i < m->nthreads; i++) {
+		const struct capture_thread *t = &m->threads[i];
+		ev_start(c);
+		fprintf(c->out, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":",
+			t->pid, t->tid);
+		json_str(c->out, t->name);
+		fputs("}}", c->out);
+		ev_start(c);
+		/* main thread first, then by tid */
+		fprintf(c->out, "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%u,\"tid\":%u,"
+			"\"args\":{\"sort_index\":%u}}", t->pid, t->tid, t->tid == t->pid ? 0 : t->tid);
+	}
+}
+
+int export_chrome(FILE *out, struct capture_reader *r, const struct export_opts *o)
+{
+	const struct capture_meta *m = capture_reader_meta(r);
+	const struct capture_stats *st = capture_reader_stats(r);
+	struct chrome_ctx c = { .out = out, .m = m, .first = true };
+	struct timeline_ops ops = { .slice_end = c_slice_end, .cuda = c_cuda };
+	const struct rec_hdr *h;
+	int ret;
+
+	if (capture_reader_error(r) || capture_rewind(r))
+		return -EINVAL;
+	c.base = st->min_ts;
+	if (m->run.present && m->run.start_mono_ns && m->run.start_mono_ns < c.base)
+		c.base = m->run.start_mono_ns;
+	struct timeline *tl = timeline_new(&ops, &c);
+	if (!tl)
+		return -ENOMEM;
+	fputs("{\"traceEvents\":[", out);
+	meta_events(&c);
+	while ((ret = capture_next(r, &h)) > 0)
+		if ((ret = timeline_feed(tl, h)))
+			break;
+	if (ret == 0)
+		timeline_finish(tl, 0);
+	const struct timeline_stats *ts = timeline_stats(tl);
+	fprintf(out, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"tbpf_base_ns\":\"%" PRIu64
+		"\",\"clock\":\"CLOCK_MONOTONIC\",\"start_realtime_ns\":\"%" PRIu64
+		"\",\"inferred_closes\":%" PRIu64 ",\"orphan_exits\":%" PRIu64 "}}\n",
+		c.base, m->run.start_real_ns, ts->inferred_closes, ts->orphan_exits);
+	timeline_free(tl);
+	if (ret < 0)
+		return ret;
+	return ferror(out) ? -EIO : 0;
+}
