@@ -7,6 +7,7 @@
 
 #include "tbpf_abi.h"
 #include "cuda_tables.h"
+#include "jsonutil.h"
 
 static const char *opname_of(cuda_opname_fn fn, void *ctx, uint32_t op_id)
 {
@@ -230,22 +231,6 @@ int cuda_tables_print(FILE *f, const struct cuda_model *m, cuda_opname_fn opname
 }
 
 /* ---- JSON ------------------------------------------------------------------ */
-
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = *s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
 
 static const char *const src_names[] = {
 	[CUDA_NAME_SYMBOL] = "symbol", [CUDA_NAME_OPAQUE] = "opaque_handle",

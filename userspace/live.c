@@ -24,6 +24,8 @@
 #include "tbpf.skel.h"
 #include "tbpf_abi.h"
 #include "capture.h"
+#include "cuda_attach.h"
+#include "cuda_tables.h"
 #include "cmd_report.h"
 #include "export.h"
 #include "guard.h"
@@ -98,6 +100,8 @@ struct live {
 	uint64_t records, record_errors;
 	size_t nprobes;       /* entry probes attached */
 	struct guard_stats gstats;
+	struct cuda_session cuda;   /* CUDA probes (issue 5) */
+	unsigned cuda_ticks;
 };
 
 static int on_record(void *ctx, void *data, size_t size)
@@ -107,7 +111,17 @@ static int on_record(void *ctx, void *data, size_t size)
 	L->records++;
 	if (L->cw && capture_write_raw(L->cw, data, size))
 		L->record_errors++;
+	if (L->cuda.attached)
+		cuda_session_record(&L->cuda, data, size);
 	return 0;
+}
+
+/* op id -> "aten::name" for the CUDA tables */
+static const char *live_op_name(void *ctx, uint32_t id)
+{
+	struct live *L = ctx;
+
+	return id < L->tgt.nops ? L->tgt.ops[id].name : NULL;
 }
 
 static void sum_counters(struct live *L, uint64_t *out)
@@ -414,6 +428,24 @@ int live_run(const struct live_opts *o)
 		rc = TBPF_EXIT_KERNEL;
 		goto out;
 	}
+	if (o->cuda) {
+		/* CUDA records always go through the ring buffer */
+		int n = cuda_session_start(&L.cuda, L.skel, L.tgt.pid, &why);
+
+		if (n < 0)
+			fprintf(stderr, "tbpf: warning: no CUDA probes: %s\n",
+				why ? why : strerror(-n));
+		free(why);
+		why = NULL;
+	}
+	if (L.cuda.attached && !record) {
+		L.rb = ring_buffer__new(bpf_map__fd(L.skel->maps.events), on_record, &L, NULL);
+		if (!L.rb) {
+			fprintf(stderr, "tbpf: cannot map the ring buffer: %s\n", strerror(errno));
+			rc = TBPF_EXIT_ERROR;
+			goto out;
+		}
+	}
 	if (record) {
 		err = open_capture(&L);
 		if (err) {
@@ -471,6 +503,9 @@ int live_run(const struct live_opts *o)
 			L.entry.nprobes, L.tgt.pid, L.tgt.comm ? L.tgt.comm : "?",
 			(L.t_start_mono - t0) / 1e6, L.exits,
 			L.guard ? " (ptrace unwind guard)" : " (entry probes only)");
+		if (L.cuda.attached && L.cuda.st.nlibs)
+			fprintf(stderr, "tbpf: CUDA: %zu probes in %zu libraries\n",
+				L.cuda.st.nprobes, L.cuda.st.nlibs);
 	}
 	if (L.cw) {
 		write_capture_meta(&L, mode);
@@ -507,6 +542,15 @@ int live_run(const struct live_opts *o)
 		}
 		if (L.rb)
 			ring_buffer__consume(L.rb);
+		if (L.cuda.attached && ++L.cuda_ticks % 10 == 0) {
+			int n = cuda_session_rescan(&L.cuda, L.skel, &why);
+
+			if (n > 0 && o->verbose)
+				fprintf(stderr, "tbpf: CUDA: %zu probes in %zu libraries\n",
+					L.cuda.st.nprobes, L.cuda.st.nlibs);
+			free(why);
+			why = NULL;
+		}
 		if (L.guard && !guard_alive(L.guard)) {
 			fprintf(stderr, "tbpf: unwind guard exited unexpectedly; stopping\n");
 			L.stop_reason = "guard exited";
@@ -525,6 +569,7 @@ int live_run(const struct live_opts *o)
 	}
 	uprobe_set_close(&L.entry);
 	uprobe_set_close(&L.hooks);
+	cuda_session_detach(&L.cuda);
 	if (L.rb)
 		ring_buffer__consume(L.rb);
 	sum_counters(&L, counters);
@@ -610,6 +655,11 @@ int live_run(const struct live_opts *o)
 				}
 				err = !strcmp(fmt, "json") ? export_json(out, &prof, &eo)
 							   : export_table(out, &prof, &eo);
+				if (!err && strcmp(fmt, "json") && L.cuda.attached) {
+					fputc('\n', out);
+					err = cuda_tables_print(out, &L.cuda.model, live_op_name,
+								&L, NULL);
+				}
 				if (out != stdout && fclose(out) && !err)
 					err = -errno;
 			}
@@ -643,6 +693,7 @@ out:
 	if (L.capture_tmp && L.capture_path)
 		unlink(L.capture_path);
 	free(L.capture_path);
+	cuda_session_free(&L.cuda);
 	tbpf_bpf__destroy(L.skel);
 	if (L.pidfd >= 0)
 		close(L.pidfd);
