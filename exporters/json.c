@@ -75,7 +75,18 @@ int export_json(FILE *out, const struct profile *p, const struct export_opts *o)
 				(unsigned long long)r->self_cuda_ns, (unsigned long long)r->cuda_total_ns);
 		fputc('}', out);
 	}
-	fputs(n ? "\n  ]\n}\n" : "]\n}\n", out);
+	fputs(n ? "\n  ]" : "]", out);
+	if (o && o->json_extra) {
+		int err;
+
+		fputs(",\n", out);
+		err = o->json_extra(out, o->json_extra_ctx);
+		if (err) {
+			free(rows);
+			return err;
+		}
+	}
+	fputs("\n}\n", out);
 	free(rows);
 	return ferror(out) ? -EIO : 0;
 }

@@ -124,6 +124,13 @@ static const char *live_op_name(void *ctx, uint32_t id)
 	return id < L->tgt.nops ? L->tgt.ops[id].name : NULL;
 }
 
+static int live_cuda_json(FILE *out, void *ctx)
+{
+	struct live *L = ctx;
+
+	return cuda_json_members(out, &L->cuda.model, live_op_name, L);
+}
+
 static void sum_counters(struct live *L, uint64_t *out)
 {
 	int ncpu = libbpf_num_possible_cpus();
@@ -636,6 +643,11 @@ int live_run(const struct live_opts *o)
 	{
 		struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
 					  .by_overload = o->by_overload };
+
+		if (L.cuda.attached) {
+			eo.json_extra = live_cuda_json;
+			eo.json_extra_ctx = &L;
+		}
 		const char *fmt = o->format ? o->format : "table";
 
 		if (o->record && !o->format) {
