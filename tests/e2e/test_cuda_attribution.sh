@@ -14,7 +14,7 @@ fail() { echo "FAIL test_cuda_attribution: $*"; exit 1; }
 [ -x "$T/cuda_attr_main" ] || fail "build the tools first (make; needs nvcc)"
 [ "$(id -u)" = 0 ] || fail "needs root"
 tmp=$(mktemp -d); trap 'kill $tpid 2>/dev/null; rm -rf "$tmp"' EXIT
-. "$ROOT/tests/e2e/cuda_lib.sh"
+. "$ROOT/tests/native/cuda/e2e_lib.sh"
 K=5
 cuda_run --ops -- "$T/cuda_attr_main" $K
 msg=$(python3 - "$tmp/out.json" $K <<'PY'

@@ -14,7 +14,7 @@ fail() { echo "FAIL test_cuda_bench: $*"; exit 1; }
 [ -x "$T/cuda_rt_calls" ] || fail "build the tools first (make; needs nvcc)"
 [ "$(id -u)" = 0 ] || fail "needs root"
 tpid=; tmp=$(mktemp -d); trap 'kill $tpid 2>/dev/null; rm -rf "$tmp"' EXIT
-. "$ROOT/tests/e2e/cuda_lib.sh"
+. "$ROOT/tests/native/cuda/e2e_lib.sh"
 
 plain() {
 	"$T/cuda_rt_calls" bench $N > "$tmp/p.out" &

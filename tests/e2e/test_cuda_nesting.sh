@@ -12,7 +12,7 @@ fail() { echo "FAIL test_cuda_nesting: $*"; exit 1; }
 [ -x "$T/cuda_nest_calls" ] || fail "build the tools first (make; needs the CUDA toolkit)"
 [ "$(id -u)" = 0 ] || fail "needs root"
 tpid=; tmp=$(mktemp -d); trap 'kill $tpid 2>/dev/null; rm -rf "$tmp"' EXIT
-. "$ROOT/tests/e2e/cuda_lib.sh"
+. "$ROOT/tests/native/cuda/e2e_lib.sh"
 K=4
 # the tail call really is a jmp (else this test checks less than it says)
 objdump -d "$T/fakert/libcudart.so.99" | grep -A1 '<cudaDeviceSynchronize>:' | grep -q 'jmp' ||

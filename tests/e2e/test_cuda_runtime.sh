@@ -11,7 +11,7 @@ fail() { echo "FAIL test_cuda_runtime: $*"; exit 1; }
 [ -x "$T/cuda_rt_calls" ] || fail "build the tools first (make; needs nvcc)"
 [ "$(id -u)" = 0 ] || fail "needs root"
 tmp=$(mktemp -d); trap 'kill $tpid 2>/dev/null; rm -rf "$tmp"' EXIT
-. "$ROOT/tests/e2e/cuda_lib.sh"
+. "$ROOT/tests/native/cuda/e2e_lib.sh"
 
 cuda_run -- "$T/cuda_rt_calls"
 addrs=$(grep '^vec_add' "$tmp/target.out")
