@@ -39,14 +39,14 @@ struct cuda_rt_call {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);   /* entries of exited threads age out */
 	__uint(max_entries, 16384);
 	__type(key, __u32);
 	__type(value, struct cuda_pending);
 } cuda_pending SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);   /* entries of exited threads age out */
 	__uint(max_entries, 16384);
 	__type(key, __u32);
 	__type(value, struct cuda_rt_call);
@@ -71,17 +71,17 @@ static __always_inline bool cuda_api_is_runtime(__u32 api)
 	return false;
 }
 
-/* Common entry work: pid filter, nesting rule.  Returns false when the
- * call is not to be recorded. */
-static __always_inline bool cuda_enter(__u64 sp, __u32 api, __u32 tid)
+/* Nesting rule at entry; `ra` is the return address at sp (the caller
+ * read it already with the stack arguments).  Returns false when the call
+ * is not to be recorded. */
+static __always_inline bool cuda_enter_ra(__u64 sp, __u64 ra, __u32 api, __u32 tid)
 {
-	__u64 ra = 0, cur = 0;
+	__u64 cur = 0;
 	struct cuda_rt_call *rt;
 
 	if (cuda_api_is_runtime(api)) {
-		struct cuda_rt_call c = { .sp = sp };
+		struct cuda_rt_call c = { .sp = sp, .ra = ra };
 
-		bpf_probe_read_user(&c.ra, sizeof(c.ra), (void *)sp);
 		/* in place when the thread has a slot: a hash update costs more */
 		rt = bpf_map_lookup_elem(&cuda_rt, &tid);
 		if (rt)
@@ -95,14 +95,22 @@ static __always_inline bool cuda_enter(__u64 sp, __u32 api, __u32 tid)
 	rt = bpf_map_lookup_elem(&cuda_rt, &tid);
 	if (!rt || rt->sp < sp)
 		return true;
-	ra = rt->ra;
 	if (bpf_probe_read_user(&cur, sizeof(cur), (void *)rt->sp))
 		return true;
-	if (cur == ra || (cur & ~0xfffULL) == tramp_page) {
+	if (cur == rt->ra || (cur & ~0xfffULL) == tramp_page) {
 		cnt_add(CNT_CUDA_NESTED, 1);
 		return false;
 	}
 	return true;
+}
+
+static __always_inline bool cuda_enter(__u64 sp, __u32 api, __u32 tid)
+{
+	__u64 ra = 0;
+
+	if (cuda_api_is_runtime(api))
+		bpf_probe_read_user(&ra, sizeof(ra), (void *)sp);
+	return cuda_enter_ra(sp, ra, api, tid);
 }
 
 /* The op on top of this thread's op stack.  Frames that returned but are
@@ -188,14 +196,6 @@ static __always_inline void *cuda_reserve(__u32 size, __u16 type, __u32 tid, __u
 	return h;
 }
 
-static __always_inline __u64 cuda_stack_arg(__u64 sp, int slot)
-{
-	__u64 v = 0;
-
-	bpf_probe_read_user(&v, sizeof(v), (void *)(sp + 8 * slot));
-	return v;
-}
-
 /* ---- launches ---------------------------------------------------------- */
 
 static __always_inline int cuda_launch(struct pt_regs *ctx)
@@ -206,8 +206,12 @@ static __always_inline int cuda_launch(struct pt_regs *ctx)
 	__u64 sp = PT_REGS_SP(ctx), now, pystack;
 	__u32 stack_id, depth, op_id;
 	struct rec_launch *r;
+	__u64 stk[4] = {};   /* return address, stack arguments 7..9 */
 
-	if (!pid_ok(pid) || !cuda_enter(sp, api, tid))
+	if (!pid_ok(pid))
+		return 0;
+	bpf_probe_read_user(stk, sizeof(stk), (void *)sp);
+	if (!cuda_enter_ra(sp, stk[0], api, tid))
 		return 0;
 	now = bpf_ktime_get_ns();
 	op_id = cuda_top_op(tid, sp, &stack_id, &pystack, &depth);
@@ -238,8 +242,8 @@ static __always_inline int cuda_launch(struct pt_regs *ctx)
 		r->block[0] = (__u32)b;
 		r->block[1] = b >> 32;
 		r->block[2] = (__u32)PT_REGS_PARM5(ctx);
-		r->shmem = (__u32)cuda_stack_arg(sp, 1);
-		r->stream = cuda_stack_arg(sp, 2);
+		r->shmem = (__u32)stk[1];
+		r->stream = stk[2];
 		break;
 	}
 	case CU_cudaLaunchKernelExC: case CU_cudaLaunchKernelExC_ptsz: {
@@ -263,9 +267,9 @@ static __always_inline int cuda_launch(struct pt_regs *ctx)
 		r->grid[2] = (__u32)PT_REGS_PARM4(ctx);
 		r->block[0] = (__u32)PT_REGS_PARM5(ctx);
 		r->block[1] = (__u32)ctx->r9;
-		r->block[2] = (__u32)cuda_stack_arg(sp, 1);
-		r->shmem = (__u32)cuda_stack_arg(sp, 2);
-		r->stream = cuda_stack_arg(sp, 3);
+		r->block[2] = (__u32)stk[1];
+		r->shmem = (__u32)stk[2];
+		r->stream = stk[3];
 		break;
 	case CU_cuLaunchKernelEx: case CU_cuLaunchKernelEx_ptsz: {
 		/* (const CUlaunchConfig *cfg, f, params, extra): 6 x u32 dims,
