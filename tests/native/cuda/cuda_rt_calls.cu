@@ -119,15 +119,20 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 3; i++)
 		chk(cudaMemsetAsync(dptr, 0, 777, st2));
 	chk(cudaMemcpy(dptr, host, 2048, cudaMemcpyHostToDevice));
+	chk(cudaMemcpyAsync(dptr, host, 55, cudaMemcpyDefault, st1));
+	chk(cudaGraphLaunch((cudaGraphExec_t)0x77000, st1));
 
 	for (int i = 0; i < 2; i++)
 		chk(cudaStreamSynchronize(st1));
 	chk(cudaDeviceSynchronize());
+	chk(cudaEventSynchronize((cudaEvent_t)0x88000));
 
 	chk(cudaMalloc(&dptr[0], 1 << 20));
 	chk(cudaMalloc(&dptr[1], 2 << 20));
 	chk(cudaMalloc(&dptr[2], 3 << 20));
 	chk(cudaFree((void *)0x7000000));
+	chk(cudaMallocAsync(&dptr[0], 4096, st2));
+	chk(cudaFreeAsync((void *)0x7100000, st2));
 
 	printf("done errors=%d\n", errors);
 	fflush(stdout);
