@@ -197,7 +197,7 @@ int cuda_rescan(struct tbpf_bpf *skel, struct cuda_attach_state *st, char **why)
 		snprintf(p, sizeof(p), "/proc/%d/maps", (int)st->pid);
 		return set_why(why, err, "read", p);
 	}
-	for (size_t i = 0; i < maps.n && !err; i++) {
+	for (size_t i = 0; i < maps.n && err != -ENOMEM; i++) {
 		const struct pm_entry *e = &maps.v[i];
 		enum cuda_lib_kind k;
 		struct cuda_lib *nl, *lib;
@@ -231,12 +231,13 @@ int cuda_rescan(struct tbpf_bpf *skel, struct cuda_attach_state *st, char **why)
 		}
 		st->nlibs++;   /* tried once, attached or not */
 		lib->err = attach_lib(skel, st, lib, why);
-		err = lib->err;
-		if (!err)
+		if (lib->err)
+			err = lib->err;
+		else
 			added++;
 	}
 	procmaps_free(&maps);
-	return err ? err : added;
+	return added || !err ? added : err;
 }
 
 int cuda_attach(struct tbpf_bpf *skel, pid_t pid, const char *root_prefix,

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include "cuda_model.h"
 #include "uprobe.h"
 
 struct tbpf_bpf;
@@ -60,7 +61,9 @@ struct cuda_attach_state {
 int cuda_attach(struct tbpf_bpf *skel, pid_t pid, const char *root_prefix,
 		struct cuda_attach_state *st, char **why);
 /* Attach libraries mapped since the last call: number newly attached, or
- * -errno with *why. */
+ * -errno with *why when reading the maps failed or every new library
+ * failed to attach (each library is tried once; *why names the last
+ * failure even when others attached). */
 int cuda_rescan(struct tbpf_bpf *skel, struct cuda_attach_state *st, char **why);
 void cuda_detach(struct cuda_attach_state *st);
 
@@ -68,7 +71,6 @@ void cuda_detach(struct cuda_attach_state *st);
  * name (malloc'd), or NULL when no executable file mapping holds it (an
  * opaque handle) or no symbol covers it.  Must run while the target lives. */
 char *cuda_symbolize(struct cuda_attach_state *st, uint64_t addr, bool *in_file);
-
 
 /* ---- one tracing session: attach + records + names, for the live loop ----
  *
@@ -81,8 +83,6 @@ char *cuda_symbolize(struct cuda_attach_state *st, uint64_t addr, bool *in_file)
  *   cuda_tables_print(..., &cs.model, ...) / cuda_json_members(...),
  *   cuda_session_free(&cs).
  */
-#include "cuda_model.h"
-
 struct cuda_session {
 	struct cuda_attach_state st;
 	struct cuda_model model;
