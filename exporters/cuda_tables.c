@@ -235,7 +235,7 @@ int cuda_tables_print(FILE *f, const struct cuda_model *m, cuda_opname_fn opname
 static const char *const src_names[] = {
 	[CUDA_NAME_SYMBOL] = "symbol", [CUDA_NAME_OPAQUE] = "opaque_handle",
 	[CUDA_NAME_NOSYM] = "no_symbol", [CUDA_NAME_DRIVER] = "cufunction",
-	[CUDA_NAME_GRAPH] = "graph",
+	[CUDA_NAME_GRAPH] = "graph", [CUDA_NAME_GONE] = "process_exited",
 };
 
 int cuda_json_members(FILE *f, const struct cuda_model *m, cuda_opname_fn opname, void *ctx)

@@ -237,6 +237,8 @@ int cuda_rescan(struct tbpf_bpf *skel, struct cuda_attach_state *st, char **why)
 			added++;
 	}
 	procmaps_free(&maps);
+	if (added && st->sym)
+		pm_symbolizer_refresh(st->sym);
 	return added || !err ? added : err;
 }
 
@@ -251,8 +253,14 @@ int cuda_attach(struct tbpf_bpf *skel, pid_t pid, const char *root_prefix,
 	if (root_prefix && !(st->root = strdup(root_prefix)))
 		return -ENOMEM;
 	err = cuda_rescan(skel, st, why);
-	if (err < 0)
+	if (err < 0) {
 		cuda_detach(st);
+		return err;
+	}
+	/* maps cached now, so names of the last launches still resolve
+	 * against files already opened if the target exits first */
+	if (pm_symbolizer_new(pid, &st->sym))
+		st->sym = NULL;
 	return err;
 }
 
@@ -270,56 +278,81 @@ void cuda_detach(struct cuda_attach_state *st)
 
 /* ---- kernel names ------------------------------------------------------- */
 
-/* Is addr in an executable file mapping of the target (re-read now)? */
-static bool in_exec_file(pid_t pid, uint64_t addr)
+/* Where addr lies in the target (maps re-read now). */
+static int addr_where(pid_t pid, uint64_t addr)
 {
 	struct pm_maps maps;
 	const struct pm_entry *e;
-	bool r;
+	int r;
 
-	if (procmaps_read(pid, &maps))
-		return false;
+	if (procmaps_read(pid, &maps) || !maps.n)
+		return CUDA_ADDR_GONE;
 	e = procmaps_find(&maps, addr);
-	r = e && e->path && !(e->flags & PM_PSEUDO) && (e->prot & PROT_EXEC);
+	r = e && e->path && !(e->flags & PM_PSEUDO) && (e->prot & PROT_EXEC) ?
+	    CUDA_ADDR_FILE : CUDA_ADDR_NOFILE;
 	procmaps_free(&maps);
 	return r;
 }
 
-char *cuda_symbolize(struct cuda_attach_state *st, uint64_t addr, bool *in_file)
+char *cuda_symbolize(struct cuda_attach_state *st, uint64_t addr, int *where)
 {
 	const char *name = NULL, *path = NULL;
 	uint64_t off = 0;
 	char *d;
 
-	*in_file = false;
-	if (!st->sym && pm_symbolizer_new(st->pid, &st->sym))
-		return NULL;
-	if (pm_symbolize(st->sym, addr, &name, &off, &path) || !name) {
-		*in_file = in_exec_file(st->pid, addr);
+	*where = CUDA_ADDR_NOFILE;
+	if (!st->sym && pm_symbolizer_new(st->pid, &st->sym)) {
+		*where = addr_where(st->pid, addr);
 		return NULL;
 	}
-	*in_file = true;
+	if (pm_symbolize(st->sym, addr, &name, &off, &path) || !name) {
+		*where = addr_where(st->pid, addr);
+		return NULL;
+	}
+	*where = CUDA_ADDR_FILE;
 	d = tbpf_demangle(name);
 	return d ? d : strdup(name);
 }
 
 /* ---- session ------------------------------------------------------------ */
 
-static char *session_resolve(void *ctx, uint32_t pid, uint64_t addr, bool *in_file)
+static struct cuda_attach_state *session_tgt(struct cuda_session *cs, pid_t pid)
 {
-	return cuda_symbolize(ctx, addr, in_file);
+	for (size_t i = 0; i < cs->ntgts; i++)
+		if (cs->tgts[i].pid == pid)
+			return &cs->tgts[i];
+	return NULL;
 }
 
-int cuda_session_start(struct cuda_session *cs, struct tbpf_bpf *skel, pid_t pid, char **why)
+static char *session_resolve(void *ctx, uint32_t pid, uint64_t addr, int *where)
 {
+	struct cuda_attach_state *st = session_tgt(ctx, (pid_t)pid);
+
+	*where = CUDA_ADDR_GONE;
+	return st ? cuda_symbolize(st, addr, where) : NULL;
+}
+
+void cuda_session_init(struct cuda_session *cs)
+{
+	memset(cs, 0, sizeof(*cs));
+	cuda_model_init(&cs->model, session_resolve, cs);
+}
+
+int cuda_session_add(struct cuda_session *cs, struct tbpf_bpf *skel, pid_t pid, char **why)
+{
+	struct cuda_attach_state *v;
 	int n;
 
-	memset(cs, 0, sizeof(*cs));
-	n = cuda_attach(skel, pid, NULL, &cs->st, why);
+	if (session_tgt(cs, pid))
+		return -EEXIST;
+	v = realloc(cs->tgts, (cs->ntgts + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	cs->tgts = v;
+	n = cuda_attach(skel, pid, NULL, &cs->tgts[cs->ntgts], why);
 	if (n < 0)
 		return n;
-	cs->attached = true;
-	cuda_model_init(&cs->model, session_resolve, &cs->st);
+	cs->ntgts++;
 	return n;
 }
 
@@ -328,22 +361,58 @@ int cuda_session_record(struct cuda_session *cs, const void *data, size_t size)
 	return cuda_model_add(&cs->model, data, size);
 }
 
-int cuda_session_rescan(struct cuda_session *cs, struct tbpf_bpf *skel, char **why)
+int cuda_session_rescan(struct cuda_session *cs, struct tbpf_bpf *skel)
 {
-	return cs->attached ? cuda_rescan(skel, &cs->st, why) : 0;
+	int added = 0;
+
+	for (size_t i = 0; i < cs->ntgts; i++) {
+		char *why = NULL;
+		int n;
+
+		if (!cs->tgts[i].pid)
+			continue;
+		n = cuda_rescan(skel, &cs->tgts[i], &why);
+		free(why);
+		if (n > 0)
+			added += n;
+	}
+	return added;
+}
+
+void cuda_session_remove(struct cuda_session *cs, pid_t pid)
+{
+	struct cuda_attach_state *st = session_tgt(cs, pid);
+
+	if (st)
+		uprobe_set_close(&st->links);
 }
 
 void cuda_session_detach(struct cuda_session *cs)
 {
-	/* links off; the attach state (and its symbolizer) stays for names
-	 * of records still to be read */
-	uprobe_set_close(&cs->st.links);
+	/* links off; attach states (and their symbolizers) stay for the
+	 * names of records still to be read */
+	for (size_t i = 0; i < cs->ntgts; i++)
+		uprobe_set_close(&cs->tgts[i].links);
+}
+
+size_t cuda_session_nprobes(const struct cuda_session *cs, size_t *nlibs)
+{
+	size_t n = 0, l = 0;
+
+	for (size_t i = 0; i < cs->ntgts; i++) {
+		n += cs->tgts[i].nprobes;
+		l += cs->tgts[i].nlibs;
+	}
+	if (nlibs)
+		*nlibs = l;
+	return n;
 }
 
 void cuda_session_free(struct cuda_session *cs)
 {
-	if (cs->attached)
-		cuda_detach(&cs->st);
+	for (size_t i = 0; i < cs->ntgts; i++)
+		cuda_detach(&cs->tgts[i]);
+	free(cs->tgts);
 	cuda_model_free(&cs->model);
 	memset(cs, 0, sizeof(*cs));
 }

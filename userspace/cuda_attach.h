@@ -69,31 +69,41 @@ void cuda_detach(struct cuda_attach_state *st);
 
 /* Kernel name for a launch's host-stub address in the target: demangled
  * name (malloc'd), or NULL when no executable file mapping holds it (an
- * opaque handle) or no symbol covers it.  Must run while the target lives. */
-char *cuda_symbolize(struct cuda_attach_state *st, uint64_t addr, bool *in_file);
+ * opaque handle: *where = CUDA_ADDR_NOFILE), no symbol covers it
+ * (CUDA_ADDR_FILE) or the target is gone (CUDA_ADDR_GONE). */
+char *cuda_symbolize(struct cuda_attach_state *st, uint64_t addr, int *where);
 
-/* ---- one tracing session: attach + records + names, for the live loop ----
+/* ---- CUDA side of a collection session (any number of targets) ----------
  *
- *   cuda_session_start(&cs, skel, pid, &why)   after the skeleton is loaded;
- *                                              CUDA records need the ring
- *                                              buffer even without --record
+ *   cuda_session_init(&cs)
+ *   cuda_session_add(&cs, skel, pid, &why)   per target, after the skeleton
+ *                                            is loaded; CUDA records need the
+ *                                            ring buffer even without --record
  *   on_record(): cuda_session_record(&cs, data, size)
- *   poll loop, every second or so: cuda_session_rescan(&cs, skel, &why)
- *   at the end: cuda_session_detach(&cs) (probes off, model kept), then
- *   cuda_tables_print(..., &cs.model, ...) / cuda_json_members(...),
- *   cuda_session_free(&cs).
+ *   poll loop, every second or so: cuda_session_rescan(&cs, skel)
+ *   at the end: cuda_session_detach(&cs) (probes off, names still resolve
+ *   for live targets), drain the ring buffer, then cuda_tables_print(...,
+ *   &cs.model, ...) / cuda_json_members(...), cuda_session_free(&cs).
  */
 struct cuda_session {
-	struct cuda_attach_state st;
-	struct cuda_model model;
-	bool attached;
+	struct cuda_model model;          /* all targets (kernels keyed by pid) */
+	struct cuda_attach_state *tgts;   /* one per target */
+	size_t ntgts;
 };
 
-/* Number of CUDA libraries attached (0: none mapped yet) or -errno. */
-int cuda_session_start(struct cuda_session *cs, struct tbpf_bpf *skel, pid_t pid, char **why);
+void cuda_session_init(struct cuda_session *cs);
+/* Number of CUDA libraries attached in pid (0: none mapped yet; rescans
+ * pick them up later) or -errno with *why. */
+int cuda_session_add(struct cuda_session *cs, struct tbpf_bpf *skel, pid_t pid, char **why);
 int cuda_session_record(struct cuda_session *cs, const void *data, size_t size);
-int cuda_session_rescan(struct cuda_session *cs, struct tbpf_bpf *skel, char **why);
+/* Attach libraries mapped since the last scan in every target; returns how
+ * many were added (exited targets are skipped). */
+int cuda_session_rescan(struct cuda_session *cs, struct tbpf_bpf *skel);
+/* Probes off in one target (it exited) or in all. */
+void cuda_session_remove(struct cuda_session *cs, pid_t pid);
 void cuda_session_detach(struct cuda_session *cs);
+/* Entry probes attached and libraries, all targets. */
+size_t cuda_session_nprobes(const struct cuda_session *cs, size_t *nlibs);
 void cuda_session_free(struct cuda_session *cs);
 
 #endif /* TBPF_CUDA_ATTACH_H */

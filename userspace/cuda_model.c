@@ -115,7 +115,7 @@ static bool api_is_driver_launch(uint32_t api)
 static int kernel_name(struct cuda_model *m, struct cuda_kernel *k)
 {
 	char *name = NULL;
-	bool in_file = false;
+	int where = CUDA_ADDR_NOFILE;
 	int r;
 
 	if (api_is_graph(k->api)) {
@@ -127,16 +127,27 @@ static int kernel_name(struct cuda_model *m, struct cuda_kernel *k)
 			     k->func);
 	} else {
 		if (m->resolve)
-			name = m->resolve(m->resolve_ctx, k->pid, k->func, &in_file);
+			name = m->resolve(m->resolve_ctx, k->pid, k->func, &where);
 		if (name) {
 			k->src = CUDA_NAME_SYMBOL;
 			k->name = name;
 			return 0;
 		}
-		k->src = in_file ? CUDA_NAME_NOSYM : CUDA_NAME_OPAQUE;
-		r = in_file ? asprintf(&k->name, "<no symbol at 0x%" PRIx64 ">", k->func)
-			    : asprintf(&k->name, "<opaque kernel handle 0x%" PRIx64
-				       ">; name from device records", k->func);
+		switch (where) {
+		case CUDA_ADDR_FILE:
+			k->src = CUDA_NAME_NOSYM;
+			r = asprintf(&k->name, "<no symbol at 0x%" PRIx64 ">", k->func);
+			break;
+		case CUDA_ADDR_GONE:
+			k->src = CUDA_NAME_GONE;
+			r = asprintf(&k->name, "<kernel 0x%" PRIx64 ">; process exited before "
+				     "it was named", k->func);
+			break;
+		default:
+			k->src = CUDA_NAME_OPAQUE;
+			r = asprintf(&k->name, "<opaque kernel handle 0x%" PRIx64
+				     ">; name from device records", k->func);
+		}
 	}
 	return r < 0 ? -ENOMEM : 0;
 }

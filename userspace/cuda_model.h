@@ -28,6 +28,7 @@ enum cuda_name_src {
 	CUDA_NAME_NOSYM,        /* in a file mapping, no symbol covers it */
 	CUDA_NAME_DRIVER,       /* CUfunction handle (driver API) */
 	CUDA_NAME_GRAPH,        /* graph launch: the exec handle */
+	CUDA_NAME_GONE,         /* process exited before the name was read */
 };
 
 struct cuda_kernel {
@@ -63,9 +64,16 @@ struct cuda_alloc {
 	uint64_t frees, freed_bytes;     /* freed_bytes: frees of known blocks */
 };
 
+/* Where a launch address lies in its process. */
+enum cuda_where {
+	CUDA_ADDR_NOFILE = 0,   /* no file mapping: an opaque handle */
+	CUDA_ADDR_FILE,         /* in an executable file mapping */
+	CUDA_ADDR_GONE,         /* unknown: the process exited first */
+};
+
 /* Name resolver: demangled name of a host stub (malloc'd) or NULL; sets
- * *in_file when a file mapping holds the address. */
-typedef char *(*cuda_resolve_fn)(void *ctx, uint32_t pid, uint64_t addr, bool *in_file);
+ * *where (enum cuda_where). */
+typedef char *(*cuda_resolve_fn)(void *ctx, uint32_t pid, uint64_t addr, int *where);
 
 struct cuda_live { uint32_t pid; uint64_t ptr, bytes; };
 

@@ -57,13 +57,18 @@ static struct rec_alloc alloc_rec(uint32_t api, uint64_t ptr, uint64_t bytes, ui
 	assert_int_equal(cuda_model_add((m), &_r, sizeof(_r)), 0); } while (0)
 
 /* Resolver: host stubs live at 0x1000..0x1fff ("k_<hex>"), 0x2000..0x2fff is
- * a file mapping without symbols, anything else is not in a file. */
+ * a file mapping without symbols, pid 3 has exited, anything else is not in
+ * a file. */
 static int resolves;
 
-static char *resolve(void *ctx, uint32_t pid, uint64_t addr, bool *in_file)
+static char *resolve(void *ctx, uint32_t pid, uint64_t addr, int *where)
 {
 	resolves++;
-	*in_file = addr >= 0x1000 && addr < 0x3000;
+	if (pid == 3) {
+		*where = CUDA_ADDR_GONE;
+		return NULL;
+	}
+	*where = addr >= 0x1000 && addr < 0x3000 ? CUDA_ADDR_FILE : CUDA_ADDR_NOFILE;
 	return addr < 0x2000 && addr >= 0x1000 ? tu_printf("k_%lx", (unsigned long)addr) : NULL;
 }
 
@@ -92,10 +97,11 @@ static void test_kernels(void **state)
 	ADD(&m, launch(1, CU_cudaLaunchKernel, 0x7f0000001000, 1, 1, 0, 0, 0)); /* opaque */
 	ADD(&m, launch(1, CU_cuLaunchKernel, 0xabc, 1, 1, 0, 0, 0));           /* CUfunction */
 	ADD(&m, launch(1, CU_cudaGraphLaunch, 0xdef, 0, 0, 0, 0x60, 1));       /* graph */
-	assert_int_equal(m.nkernels, 6);
+	ADD(&m, launch(3, CU_cudaLaunchKernel, 0x1100, 1, 1, 0, 0, 0));        /* exited */
+	assert_int_equal(m.nkernels, 7);
 	/* names resolved once per runtime (pid, address); driver and graph
 	 * handles never asked */
-	assert_int_equal(resolves, 4);
+	assert_int_equal(resolves, 5);
 
 	v = cuda_model_kernels(&m);
 	assert_non_null(v);
@@ -115,13 +121,15 @@ static void test_kernels(void **state)
 	assert_string_equal(v[1]->name, "<CUfunction 0xabc>; name from device records");
 	assert_int_equal(v[1]->src, CUDA_NAME_DRIVER);
 	assert_string_equal(v[2]->name, "<graph exec 0xdef>");
-	assert_int_equal(v[3]->src, CUDA_NAME_NOSYM);
-	assert_string_equal(v[3]->name, "<no symbol at 0x2200>");
-	assert_string_equal(v[4]->name,
+	assert_string_equal(v[3]->name, "<kernel 0x1100>; process exited before it was named");
+	assert_int_equal(v[3]->src, CUDA_NAME_GONE);
+	assert_int_equal(v[4]->src, CUDA_NAME_NOSYM);
+	assert_string_equal(v[4]->name, "<no symbol at 0x2200>");
+	assert_string_equal(v[5]->name,
 			    "<opaque kernel handle 0x7f0000001000>; name from device records");
-	assert_int_equal(v[4]->src, CUDA_NAME_OPAQUE);
-	assert_string_equal(v[5]->name, "k_1100");
-	assert_int_equal(v[5]->pid, 2);
+	assert_int_equal(v[5]->src, CUDA_NAME_OPAQUE);
+	assert_string_equal(v[6]->name, "k_1100");
+	assert_int_equal(v[6]->pid, 2);
 	free(v);
 	cuda_model_free(&m);
 }

@@ -27,7 +27,7 @@
 #include "uprobe.h"
 
 static struct cuda_session cs;
-#define cst (cs.st)
+#define cst (cs.tgts[0])
 static struct target tgt;   /* --ops: op ids and names */
 
 static const char *opname(void *ctx, uint32_t id)
@@ -164,7 +164,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cuda_trace: load BPF object: %s\n", strerror(-err));
 		return 1;
 	}
-	err = cuda_session_start(&cs, skel, pid, &why);
+	cuda_session_init(&cs);
+	err = cuda_session_add(&cs, skel, pid, &why);
 	if (err < 0) {
 		fprintf(stderr, "cuda_trace: %s\n", why ? why : strerror(-err));
 		return 1;
@@ -183,10 +184,11 @@ int main(int argc, char **argv)
 			printf("lib %s %s probes %zu\n", cst.libs[i].kind == CUDA_LIB_RUNTIME ?
 			       "runtime" : "driver", cst.libs[i].path, cst.libs[i].nprobes);
 		for (int i = 0; i < nsym; i++) {
-			bool in_file;
-			char *n = cuda_symbolize(&cst, strtoull(syms[i], NULL, 0), &in_file);
+			int where;
+			char *n = cuda_symbolize(&cst, strtoull(syms[i], NULL, 0), &where);
 
-			printf("%s\t%s\t%s\n", syms[i], in_file ? "file" : "nofile", n ? n : "-");
+			printf("%s\t%s\t%s\n", syms[i], where == CUDA_ADDR_FILE ? "file" :
+			       where == CUDA_ADDR_GONE ? "gone" : "nofile", n ? n : "-");
 			free(n);
 		}
 		cuda_session_free(&cs);
@@ -205,11 +207,9 @@ int main(int argc, char **argv)
 		usleep(20000);
 		ring_buffer__consume(rb);
 		if (tick % 10 == 9) {
-			int added = cuda_session_rescan(&cs, skel, &why);
+			int added = cuda_session_rescan(&cs, skel);
 
-			if (added < 0 && alive(pid))
-				fprintf(stderr, "cuda_trace: rescan: %s\n", why ? why : "?");
-			else if (added > 0)
+			if (added > 0)
 				fprintf(stderr, "cuda_trace: attached %d more CUDA libraries (%zu probes)\n",
 					added, cst.nprobes);
 		}
