@@ -207,7 +207,7 @@ int cuda_tables_print(FILE *f, const struct cuda_model *m, cuda_opname_fn opname
 
 	for (int d = 0; d < CUDA_NDIRS; d++)
 		copies |= m->copies[d].count > 0;
-	if (!m->nkernels && !copies && !m->nsyncs && !m->nallocs)
+	if (cuda_model_empty(m))
 		return 0;
 	if (m->nkernels && (err = print_kernels(f, m, opname, ctx)))
 		return err;

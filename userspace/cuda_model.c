@@ -353,6 +353,11 @@ int cuda_model_add(struct cuda_model *m, const void *rec, size_t len)
 	return err;
 }
 
+bool cuda_model_empty(const struct cuda_model *m)
+{
+	return m->records == 0;
+}
+
 /* ---- sorted views ------------------------------------------------------ */
 
 static int kernel_cmp(const void *a, const void *b)

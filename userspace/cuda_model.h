@@ -108,6 +108,8 @@ const struct cuda_kernel **cuda_model_kernels(const struct cuda_model *m);
 const struct cuda_sync **cuda_model_syncs(const struct cuda_model *m);
 const struct cuda_alloc **cuda_model_allocs(const struct cuda_model *m);
 
+/* True when no CUDA record was added. */
+bool cuda_model_empty(const struct cuda_model *m);
 const char *cuda_dir_name(uint32_t dir);
 /* Name of an API id ("cudaLaunchKernel"), "?" when unknown. */
 const char *cuda_model_api_name(uint32_t api);

@@ -22,6 +22,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "tbpf_abi.h"
+#include "cuda_tables.h"
 #include "capture.h"
 #include "cmd_report.h"
 #include "export.h"
@@ -134,6 +135,17 @@ static void write_run_meta(struct capture_writer *cw, struct session *s, uint32_
 	free(pids);
 }
 
+/* CUDA tables (issue 5): op names and the JSON members */
+static const char *cuda_op_name(void *ctx, uint32_t id)
+{
+	return session_op_name(ctx, id, NULL);
+}
+
+static int cuda_json(FILE *out, void *ctx)
+{
+	return cuda_json_members(out, session_cuda(ctx, NULL, NULL), cuda_op_name, ctx);
+}
+
 static FILE *open_out(const char *path)
 {
 	if (!path || !strcmp(path, "-"))
@@ -237,6 +249,12 @@ int live_run(const struct live_opts *o)
 				"Ctrl-C to stop\n",
 			(unsigned long long)probes, session_ntargets(s), (t_mono - t0) / 1e6,
 			cfg.system_wide ? "; watching for new PyTorch processes" : "");
+	}
+	{
+		size_t cp = 0, cl = 0;
+
+		if (session_cuda(s, &cp, &cl) && cl)
+			fprintf(stderr, "tbpf: CUDA: %zu probes in %zu libraries\n", cp, cl);
 	}
 	if (cw) {
 		write_run_meta(cw, s, mode, t_mono, t_real);
@@ -361,6 +379,12 @@ int live_run(const struct live_opts *o)
 		struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
 					  .by_overload = o->by_overload };
 		const char *fmt = o->format ? o->format : "table";
+		const struct cuda_model *cm = session_cuda(s, NULL, NULL);
+
+		if (cm) {
+			eo.json_extra = cuda_json;
+			eo.json_extra_ctx = s;
+		}
 
 		if (o->record && !o->format) {
 			fprintf(stderr, "tbpf: capture written to %s (%llu records)\n", capture_path,
@@ -375,6 +399,10 @@ int live_run(const struct live_opts *o)
 			}
 			err = !strcmp(fmt, "json") ? export_json(out, &prof, &eo)
 						   : export_table(out, &prof, &eo);
+			if (!err && cm && !cuda_model_empty(cm) && strcmp(fmt, "json")) {
+				fputc('\n', out);
+				err = cuda_tables_print(out, cm, cuda_op_name, s, NULL);
+			}
 			if (out != stdout && fclose(out) && !err)
 				err = -errno;
 			if (err) {

@@ -28,6 +28,7 @@
 #include "session.h"
 #include "target.h"
 #include "uprobe.h"
+#include "cuda_attach.h"
 
 struct tgt {
 	struct target t;
@@ -51,6 +52,8 @@ struct session {
 	pid_t *skip;            /* system-wide: pids found not to be targets */
 	size_t nskip, capskip;
 	uint64_t records, record_errors;
+	struct cuda_session cuda;   /* cfg.cuda: CUDA probes and tables (issue 5) */
+	unsigned cuda_ticks;
 };
 
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -67,6 +70,8 @@ static int on_record(void *ctx, void *data, size_t size)
 	s->records++;
 	if (s->cfg.cw && capture_write_raw(s->cfg.cw, data, size))
 		s->record_errors++;
+	if (s->cfg.cuda)
+		cuda_session_record(&s->cuda, data, size);
 	return 0;
 }
 
@@ -156,7 +161,10 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 		*code = TBPF_EXIT_KERNEL;
 		goto fail;
 	}
-	if (cfg->record) {
+	if (cfg->cuda)
+		cuda_session_init(&s->cuda);
+	/* CUDA records always go through the ring buffer */
+	if (cfg->record || cfg->cuda) {
 		s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
 		if (!s->rb) {
 			*why = dupf("cannot map the ring buffer: %s", strerror(errno));
@@ -265,6 +273,8 @@ static void tgt_detach(struct session *s, struct tgt *tg)
 	}
 	tg->alive = false;
 	tg->info.alive = false;
+	if (s->cfg.cuda)
+		cuda_session_remove(&s->cuda, tg->t.pid);
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.pids), &key);
 }
 
@@ -348,6 +358,15 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 	tg->info.nprobes = tg->entry.nprobes;
 	tg->info.alive = true;
 	s->v[s->n++] = tg;
+	if (s->cfg.cuda) {
+		char *cwhy = NULL;
+		int n = cuda_session_add(&s->cuda, s->skel, pid, &cwhy);
+
+		if (n < 0)
+			fprintf(stderr, "tbpf: warning: pid %d: no CUDA probes: %s\n", pid,
+				cwhy ? cwhy : strerror(-n));
+		free(cwhy);
+	}
 	return 0;
 fail:
 	tgt_detach(s, tg);
@@ -470,6 +489,9 @@ int session_poll(struct session *s, int ms)
 	free(p);
 	if (s->rb)
 		ring_buffer__consume(s->rb);
+	/* libraries loaded since attach (about once a second) */
+	if (s->cfg.cuda && ++s->cuda_ticks % 10 == 0)
+		cuda_session_rescan(&s->cuda, s->skel);
 	for (size_t i = 0; i < s->n; i++) {
 		struct tgt *tg = s->v[i];
 
@@ -658,8 +680,19 @@ void session_detach_all(struct session *s)
 	for (size_t i = 0; i < s->n; i++)
 		if (s->v[i]->alive || s->v[i]->guard)
 			tgt_detach(s, s->v[i]);
+	if (s->cfg.cuda)
+		cuda_session_detach(&s->cuda);
 	if (s->rb)
 		ring_buffer__consume(s->rb);
+}
+
+const struct cuda_model *session_cuda(struct session *s, size_t *nprobes, size_t *nlibs)
+{
+	if (!s->cfg.cuda)
+		return NULL;
+	if (nprobes)
+		*nprobes = cuda_session_nprobes(&s->cuda, nlibs);
+	return &s->cuda.model;
 }
 
 void session_set_capture(struct session *s, struct capture_writer *cw)
@@ -680,6 +713,8 @@ void session_close(struct session *s)
 	free(s->skip);
 	if (s->rb)
 		ring_buffer__free(s->rb);
+	if (s->cfg.cuda)
+		cuda_session_free(&s->cuda);
 	tbpf_bpf__destroy(s->skel);
 	free(s);
 }

@@ -71,6 +71,10 @@ void session_close(struct session *s);
 /* Where records go (cfg.record); set before targets are added. */
 void session_set_capture(struct session *s, struct capture_writer *cw);
 
+/* The CUDA tables (all targets) and the CUDA probes attached; NULL unless
+ * cfg.cuda.  Valid until session_close. */
+struct cuda_model;
+const struct cuda_model *session_cuda(struct session *s, size_t *nprobes, size_t *nlibs);
 /* Op id -> "aten::add" (and overload); NULL when unknown. */
 const char *session_op_name(struct session *s, uint32_t id, const char **overload);
 struct target;
