@@ -10,7 +10,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 T=$ROOT/build/tests/native/cuda
 N=${N:-200000}
 REPS=${REPS:-3}
-fail() { echo "FAIL test_cuda_bench: $*"; exit 1; }
+fail() { echo "FAIL test_cuda_bench: $*"; [ -n "${E2E_REASON:-}" ] && echo "$*" > "$E2E_REASON"; exit 1; }
 [ -x "$T/cuda_rt_calls" ] || fail "build the tools first (make; needs nvcc)"
 [ "$(id -u)" = 0 ] || fail "needs root"
 tpid=; tmp=$(mktemp -d); trap 'kill $tpid 2>/dev/null; rm -rf "$tmp"' EXIT
@@ -19,14 +19,14 @@ tpid=; tmp=$(mktemp -d); trap 'kill $tpid 2>/dev/null; rm -rf "$tmp"' EXIT
 plain() {
 	"$T/cuda_rt_calls" bench $N > "$tmp/p.out" &
 	tpid=$!
-	for _ in $(seq 100); do grep -q '^ready' "$tmp/p.out" && break; sleep 0.05; done
+	for _ in $(seq 400); do grep -q '^ready' "$tmp/p.out" && break; sleep 0.05; done
 	kill -USR1 $tpid; wait $tpid
 	awk '/^ns_per_launch/ {print $2}' "$tmp/p.out"
 }
 probed() {
 	"$T/cuda_rt_calls" bench $N > "$tmp/target.out" &
 	tpid=$!
-	for _ in $(seq 100); do grep -q '^ready' "$tmp/target.out" && break; sleep 0.05; done
+	for _ in $(seq 400); do grep -q '^ready' "$tmp/target.out" && break; sleep 0.05; done
 	timeout 120 "$T/cuda_trace" --pid $tpid --signal 10 --json > "$tmp/out.json" 2> "$tmp/trace.err" ||
 		fail "cuda_trace: $(cat "$tmp/trace.err")"
 	wait $tpid

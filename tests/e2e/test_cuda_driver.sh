@@ -7,7 +7,7 @@
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 T=$ROOT/build/tests/native/cuda
-fail() { echo "FAIL test_cuda_driver: $*"; exit 1; }
+fail() { echo "FAIL test_cuda_driver: $*"; [ -n "${E2E_REASON:-}" ] && echo "$*" > "$E2E_REASON"; exit 1; }
 [ -x "$T/cuda_drv_calls" ] || fail "build the tools first (make; needs the CUDA toolkit)"
 [ "$(id -u)" = 0 ] || fail "needs root"
 tmp=$(mktemp -d); trap 'kill $tpid 2>/dev/null; rm -rf "$tmp"' EXIT

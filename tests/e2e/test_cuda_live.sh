@@ -8,7 +8,7 @@ set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 T=$ROOT/build/tests/native/cuda
 TBPF=$ROOT/build/tbpf
-fail() { echo "FAIL test_cuda_live: $*"; exit 1; }
+fail() { echo "FAIL test_cuda_live: $*"; [ -n "${E2E_REASON:-}" ] && echo "$*" > "$E2E_REASON"; exit 1; }
 [ -x "$T/cuda_attr_main" ] && [ -x "$TBPF" ] || fail "build first (make; needs nvcc)"
 [ "$(id -u)" = 0 ] || fail "needs root"
 tpid=; tmp=$(mktemp -d); trap 'kill $tpid 2>/dev/null; rm -rf "$tmp"' EXIT
@@ -17,10 +17,10 @@ K=4
 run() {   # run FORMAT -> $tmp/out, $tmp/err
 	"$T/cuda_attr_main" $K > "$tmp/target.out" 2>&1 &
 	tpid=$!
-	for _ in $(seq 100); do grep -q '^ready' "$tmp/target.out" && break; sleep 0.05; done
+	for _ in $(seq 400); do grep -q '^ready' "$tmp/target.out" && break; sleep 0.05; done
 	timeout 60 "$TBPF" --pid $tpid --format "$1" > "$tmp/out" 2> "$tmp/err" &
 	local trpid=$!
-	for _ in $(seq 200); do grep -q 'CUDA: ' "$tmp/err" && break; sleep 0.05; done
+	for _ in $(seq 1200); do grep -q "CUDA: " "$tmp/err" && break; sleep 0.05; done
 	grep -q 'CUDA: 26 probes in 1 libraries' "$tmp/err" || fail "CUDA probes not attached: $(cat "$tmp/err")"
 	kill -USR1 $tpid
 	wait $trpid || fail "tbpf exited $?: $(cat "$tmp/err")"

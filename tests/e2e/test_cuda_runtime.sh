@@ -9,7 +9,7 @@
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 T=$ROOT/build/tests/native/cuda
-fail() { echo "FAIL test_cuda_runtime: $*"; exit 1; }
+fail() { echo "FAIL test_cuda_runtime: $*"; [ -n "${E2E_REASON:-}" ] && echo "$*" > "$E2E_REASON"; exit 1; }
 [ -x "$T/cuda_rt_calls" ] || fail "build the tools first (make; needs nvcc)"
 [ "$(id -u)" = 0 ] || fail "needs root"
 tmp=$(mktemp -d); trap 'kill $tpid 2>/dev/null; rm -rf "$tmp"' EXIT

@@ -9,8 +9,8 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 T=$ROOT/build/tests/native/cuda
 VENV=${TBPF_TORCH2_VENV:-/var/cache/tbpf/venv-torch2}
 PY=$VENV/bin/python
-fail() { echo "FAIL test_cuda_torch_syms: $*"; exit 1; }
-[ -x "$PY" ] || { echo "SKIP test_cuda_torch_syms: no venv at $VENV"; exit 0; }
+fail() { echo "FAIL test_cuda_torch_syms: $*"; [ -n "${E2E_REASON:-}" ] && echo "$*" > "$E2E_REASON"; exit 1; }
+[ -x "$PY" ] || { echo "SKIP test_cuda_torch_syms: no venv at $VENV"; [ -n "${E2E_REASON:-}" ] && echo "no venv at $VENV" > "$E2E_REASON"; exit 77; }
 [ -x "$T/cuda_trace" ] || fail "build the tools first (make)"
 [ "$(id -u)" = 0 ] || fail "needs root"
 
