@@ -12,6 +12,7 @@
 #include <string.h>
 #include "capture.h"
 #include "export.h"
+#include "framespans.h"
 #include "jsonutil.h"
 #include "timeline.h"
 
@@ -27,6 +28,8 @@ struct chrome_ctx {
 	bool first;
 	struct op_json *ops;
 	size_t nops;
+	struct fspans *spans;
+	int err;
 };
 
 /* ns as "<us>.<3 digits>" */
@@ -148,9 +151,50 @@ static void flags_str(FILE *out, uint32_t flags)
 	fputc('"', out);
 }
 
+static void c_slice_begin(void *vc, const struct tl_slice *s)
+{
+	struct chrome_ctx *c = vc;
+	if (fspans_slice_begin(c->spans, s) && !c->err)
+		c->err = -ENOMEM;
+}
+
+/* A Python function or module span: "X" in category python or layer. */
+static void c_span_close(void *vc, const struct fspan *sp)
+{
+	struct chrome_ctx *c = vc;
+	FILE *out = c->out;
+	const struct capture_frame *f = sp->frame;
+	char name[256];
+	ev_start(c);
+	fprintf(out, "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":", f->kind == CF_PYTHON ? "python" :
+		f->kind == CF_LAYER ? "layer" : "frame");
+	json_str(out, fspan_frame_name(f, name, sizeof(name)));
+	PUT_NUM(out, ",\"pid\":", sp->pid, false);
+	PUT_NUM(out, ",\"tid\":", sp->tid, false);
+	PUT_NUM(out, ",\"ts\":", sp->begin_ns >= c->base ? sp->begin_ns - c->base : 0, true);
+	PUT_NUM(out, ",\"dur\":", sp->end_ns - sp->begin_ns, true);
+	fputs(",\"args\":{", out);
+	if (f->kind == CF_PYTHON) {
+		fputs("\"file\":", out);
+		json_str(out, f->file);
+		if (f->class_name[0]) {
+			fputs(",\"class\":", out);
+			json_str(out, f->class_name);
+		}
+	} else {
+		fputs("\"class\":", out);
+		json_str(out, f->class_name);
+		fputs(",\"module\":", out);
+		json_str(out, f->module_path);
+	}
+	PUT_NUM(out, ",\"frame_depth\":", sp->depth, false);
+	fputs("}}", out);
+}
+
 static void c_slice_end(void *vc, const struct tl_slice *s)
 {
 	struct chrome_ctx *c = vc;
+	fspans_slice_end(c->spans, s);
 	FILE *out = c->out;
 	struct op_json tmp = { 0 };
 	const struct op_json *j = op_json(c, s->op_id, &tmp);
@@ -265,9 +309,10 @@ int export_chrome(FILE *out, struct capture_reader *r, const struct export_opts 
 	const struct capture_meta *m = capture_reader_meta(r);
 	const struct capture_stats *st = capture_reader_stats(r);
 	struct chrome_ctx c = { .out = out, .m = m, .first = true };
-	struct timeline_ops ops = { .slice_end = c_slice_end, .cuda = c_cuda };
+	struct timeline_ops ops = { .slice_begin = c_slice_begin, .slice_end = c_slice_end, .cuda = c_cuda };
+	struct fspan_ops sops = { .close = c_span_close };
 	const struct rec_hdr *h;
-	int ret;
+	int ret = 0;
 
 	if (capture_reader_error(r) || capture_rewind(r))
 		return -EINVAL;
@@ -275,21 +320,28 @@ int export_chrome(FILE *out, struct capture_reader *r, const struct export_opts 
 	if (m->run.present && m->run.start_mono_ns && m->run.start_mono_ns < c.base)
 		c.base = m->run.start_mono_ns;
 	struct timeline *tl = timeline_new(&ops, &c);
-	if (!tl)
+	c.spans = fspans_new(m, &sops, &c);
+	if (!tl || !c.spans) {
+		timeline_free(tl);
+		fspans_free(c.spans);
 		return -ENOMEM;
+	}
 	fputs("{\"traceEvents\":[", out);
 	meta_events(&c);
-	while ((ret = capture_next(r, &h)) > 0)
+	while ((ret = capture_next(r, &h)) > 0 && !c.err)
 		if ((ret = timeline_feed(tl, h)))
 			break;
-	if (ret == 0)
+	if (ret == 0 && !c.err) {
 		timeline_finish(tl, 0);
+		fspans_finish(c.spans);
+	}
 	const struct timeline_stats *ts = timeline_stats(tl);
 	fprintf(out, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"tbpf_base_ns\":\"%" PRIu64
 		"\",\"clock\":\"CLOCK_MONOTONIC\",\"start_realtime_ns\":\"%" PRIu64
 		"\",\"inferred_closes\":%" PRIu64 ",\"orphan_exits\":%" PRIu64 "}}\n",
 		c.base, m->run.start_real_ns, ts->inferred_closes, ts->orphan_exits);
 	timeline_free(tl);
+	fspans_free(c.spans);
 	for (size_t i = 0; i < c.nops; i++) {
 		free(c.ops[i].head);
 		free(c.ops[i].args);
@@ -297,5 +349,7 @@ int export_chrome(FILE *out, struct capture_reader *r, const struct export_opts 
 	free(c.ops);
 	if (ret < 0)
 		return ret;
+	if (c.err)
+		return c.err;
 	return ferror(out) ? -EIO : 0;
 }
