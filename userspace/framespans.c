@@ -161,7 +161,8 @@ static int cmp_th(const void *a, const void *b)
 
 void fspans_finish(struct fspans *fs)
 {
-	qsort(fs->th, fs->nth, sizeof(*fs->th), cmp_th);
+	if (fs->nth)
+		qsort(fs->th, fs->nth, sizeof(*fs->th), cmp_th);
 	fs->last = 0;
 	for (size_t i = 0; i < fs->nth; i++)
 		close_to(fs, &fs->th[i], 0);
