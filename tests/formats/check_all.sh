@@ -71,7 +71,7 @@ step folded "ok ($(wc -l < "$out/folded.txt") stacks)"
 # pprof: go tool pprof reads it; protoc sees only known fields; calls add up
 gotmp=$(mktemp -d /tmp/tbpf-go.XXXXXX)
 HOME=$gotmp GOPATH=$gotmp/gopath GOCACHE=$gotmp/cache GOFLAGS= \
-	go tool pprof -top -nodecount=100000 -sample_index=calls "$out/run.pb.gz" > "$out/pprof.txt" 2>"$out/pprof.err" ||
+	go tool pprof -top -nodecount=100000 -nodefraction=0 -edgefraction=0 -sample_index=calls "$out/run.pb.gz" > "$out/pprof.txt" 2>"$out/pprof.err" ||
 	{ rm -rf "$gotmp"; fail "go tool pprof: $(cat "$out/pprof.err")"; }
 rm -rf "$gotmp"
 pprof_calls=$(awk '/^ *flat  *flat%/ { t = 1; next } t { s += $1 } END { print s + 0 }' "$out/pprof.txt")

@@ -178,7 +178,8 @@ static void test_json(void **state)
 	char *got = run(&st, "python3 %s/dump_profile_json.py %s 2>&1", src, out_path("run.json"));
 	assert_int_equal(st, 0);
 	const char *want =
-"run pids=100,200 duration_ns=70000 probes_attached=5904 events_dropped=5 mode=duration gpu_times=False\n"
+"run pids=100,200 duration_ns=70000 probes_attached=5904 events_dropped=5 exit_mode=duration "
+"mode=return probes gpu_times=False\n"
 "op 100 aten::add Tensor calls=4 self_ns=14235 total_ns=14235 max_ns=9000 inferred=3 launches=0\n"
 "op 100 aten::convolution - calls=1 self_ns=5500 total_ns=5500 max_ns=5500 inferred=0 launches=0\n"
 "op 100 aten::mm - calls=1 self_ns=4000 total_ns=4000 max_ns=4000 inferred=1 launches=1\n"
@@ -201,7 +202,7 @@ static void test_json_escapes(void **state)
 	fclose(f);
 	int st;
 	char *got = run(&st, "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
-			"print(repr(d[\"run\"][\"mode\"]), repr(d[\"ops\"][0][\"name\"]))' %s", out_path("esc.json"));
+			"print(repr(d[\"run\"][\"exit_mode\"]), repr(d[\"ops\"][0][\"name\"]))' %s", out_path("esc.json"));
 	assert_int_equal(st, 0);
 	assert_string_equal(got, "'sig\"nal\\n' 'we\\\\ird\\x01 \xef\xbf\xbd name é'\n");
 	free(got);
@@ -507,7 +508,7 @@ static void test_no_run_record(void **state)
 	int st;
 	char *got = run(&st, "python3 %s/dump_profile_json.py %s 2>&1", src, out_path("bare.json"));
 	assert_string_equal(got, "run pids=9 duration_ns=250 probes_attached=0 events_dropped=0 "
-			    "mode=incomplete (no end record) gpu_times=False\n"
+			    "exit_mode=incomplete (no end record) mode=- gpu_times=False\n"
 			    "op 9 op#1 - calls=1 self_ns=250 total_ns=250 max_ns=250 inferred=0\n");
 	free(got);
 }
