@@ -271,6 +271,17 @@ static void test_perfetto(void **state)
 	/* 9 ops + 4 frame spans */
 	assert_string_equal(got, "2 TYPE_INSTANT\n13 TYPE_SLICE_BEGIN\n13 TYPE_SLICE_END\n");
 	free(got);
+	/* tracks described, names interned before use, slices balanced */
+	got = run(&st, "python3 %s/check_perfetto.py %s 2>&1", src, out_path("perfetto.txt"));
+	assert_int_equal(st, 0);
+	/* 1 snapshot + 2 processes + 3 threads + 13 begins + 13 ends + 2 instants */
+	assert_string_equal(got, "ok 34 packets, 13 slices, 5 tracks\n");
+	free(got);
+	/* and the checker fails on a slice end without a begin */
+	free(run(&st, "sed '0,/TYPE_SLICE_BEGIN/s//TYPE_SLICE_END/' %s > %s", out_path("perfetto.txt"),
+		 out_path("perfetto-bad.txt")));
+	free(run(&st, "python3 %s/check_perfetto.py %s 2>/dev/null", src, out_path("perfetto-bad.txt")));
+	assert_int_not_equal(st, 0);
 	/* interned names: each op once, iid = op id + 1 */
 	got = run(&st, "python3 - %s <<'EOF'\n"
 "import re, sys\n"
