@@ -47,6 +47,7 @@ struct pf_ctx {
 	uint64_t *tracks;           /* set of emitted track uuids */
 	size_t ntracks, ctracks;
 	struct fspans *spans;
+	uint64_t last_track;        /* thread track described last (cache) */
 	/* span names: (kind, name, file) of a frame -> iid (SPAN_IID + n) */
 	struct span_name { uint32_t kind; const char *name, *file; uint64_t iid; } *snames;
 	size_t nsnames, csnames;
@@ -135,8 +136,13 @@ static void process_track(struct pf_ctx *c, uint32_t pid)
 static void thread_track(struct pf_ctx *c, uint32_t pid, uint32_t tid)
 {
 	uint64_t uuid = thread_uuid(pid, tid);
-	if (!track_new(c, uuid))
+	if (uuid == c->last_track)
 		return;
+	if (!track_new(c, uuid)) {
+		c->last_track = uuid;
+		return;
+	}
+	c->last_track = uuid;
 	process_track(c, pid);
 	const struct capture_thread *t = capture_meta_thread(c->m, pid, tid);
 	size_t mk = packet_begin(c, 0, false);
