@@ -346,6 +346,18 @@ int live_run(const struct live_opts *o)
 	prof.probes_attached = (uint32_t)probes;
 	prof.events_dropped = counters[CNT_DROPS];
 	prof.exit_mode = stop_reason;
+	{
+		bool any_ret = false, any_inf = false;
+
+		for (size_t i = 0; i < session_ntargets(s); i++) {
+			const char *e = session_target(s, i)->exits;
+
+			any_ret |= e && !strcmp(e, "return");
+			any_inf |= !e || strcmp(e, "return");
+		}
+		prof.mode = any_ret && !any_inf ? "return probes"
+			  : any_ret ? "mixed" : "inferred (entry probes only)";
+	}
 	prof.gpu_note = "no CUDA device timings (CUPTI agent not loaded)";
 	{
 		size_t n = session_ntargets(s);
