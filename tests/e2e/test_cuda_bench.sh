@@ -17,16 +17,18 @@ tpid=; tmp=$(mktemp -d); trap 'kill $tpid 2>/dev/null; rm -rf "$tmp"' EXIT
 . "$ROOT/tests/native/cuda/e2e_lib.sh"
 
 plain() {
+	rm -f "$tmp/p.out"
 	"$T/cuda_rt_calls" bench $N > "$tmp/p.out" &
 	tpid=$!
-	for _ in $(seq 400); do grep -q '^ready' "$tmp/p.out" && break; sleep 0.05; done
+	for _ in $(seq 400); do grep -qs '^ready' "$tmp/p.out" && break; sleep 0.05; done
 	kill -USR1 $tpid; wait $tpid
 	awk '/^ns_per_launch/ {print $2}' "$tmp/p.out"
 }
 probed() {
+	rm -f "$tmp/target.out"
 	"$T/cuda_rt_calls" bench $N > "$tmp/target.out" &
 	tpid=$!
-	for _ in $(seq 400); do grep -q '^ready' "$tmp/target.out" && break; sleep 0.05; done
+	for _ in $(seq 400); do grep -qs '^ready' "$tmp/target.out" && break; sleep 0.05; done
 	timeout 120 "$T/cuda_trace" --pid $tpid --signal 10 --json > "$tmp/out.json" 2> "$tmp/trace.err" ||
 		fail "cuda_trace: $(cat "$tmp/trace.err")"
 	wait $tpid

@@ -15,12 +15,13 @@ tpid=; tmp=$(mktemp -d); trap 'kill $tpid 2>/dev/null; rm -rf "$tmp"' EXIT
 K=4
 
 run() {   # run FORMAT -> $tmp/out, $tmp/err
+	rm -f "$tmp/target.out" "$tmp/out" "$tmp/err"
 	"$T/cuda_attr_main" $K > "$tmp/target.out" 2>&1 &
 	tpid=$!
-	for _ in $(seq 400); do grep -q '^ready' "$tmp/target.out" && break; sleep 0.05; done
+	for _ in $(seq 400); do grep -qs '^ready' "$tmp/target.out" && break; sleep 0.05; done
 	timeout 60 "$TBPF" --pid $tpid --format "$1" > "$tmp/out" 2> "$tmp/err" &
 	local trpid=$!
-	for _ in $(seq 1200); do grep -q "CUDA: " "$tmp/err" && break; sleep 0.05; done
+	for _ in $(seq 1200); do grep -qs "CUDA: " "$tmp/err" && break; sleep 0.05; done
 	grep -q 'CUDA: 26 probes in 1 libraries' "$tmp/err" || fail "CUDA probes not attached: $(cat "$tmp/err")"
 	kill -USR1 $tpid
 	wait $trpid || fail "tbpf exited $?: $(cat "$tmp/err")"
