@@ -321,7 +321,7 @@ enum tbpf_counter {
 	CNT_MAX
 };
 
-/* ---- Python stack walking (pystack; additive) -------------------------- */
+/* ==== BEGIN pystack (Python stacks, issue 4) =========================== */
 
 /* How the BPF walker finds frames (struct tbpf_pyproc.kind). */
 enum tbpf_py_kind {
@@ -377,5 +377,6 @@ struct tbpf_pyproc {
 	__u16 pad0;
 	__u64 cell_type;      /* &PyCell_Type: `self` captured by a closure */
 };
+/* ==== END pystack ======================================================= */
 
 #endif /* TBPF_ABI_H */

@@ -98,6 +98,7 @@ for py in /usr/bin/python3 /var/cache/tbpf/venv-torch2/bin/python; do
 	# mangled names differ between torch versions: ask the library
 	CONV=$(nm -D "$lt" | awk '$3 ~ /^_ZN2at4_ops6conv2d4callE/ { print $3; exit }')
 	ADDMM=$(nm -D "$lt" | awk '$3 ~ /^_ZN2at4_ops5addmm4callE/ { print $3; exit }')
+	: > "$tmp/conv"; : > "$tmp/addmm"
 	$H --pid $pid --lib "$lt" --func $CONV --duration 2.5 > "$tmp/conv" 2>&1 &
 	h1=$!
 	$H --pid $pid --lib "$lt" --func $ADDMM --duration 2.5 > "$tmp/addmm" 2>&1 &
