@@ -6,17 +6,15 @@
  * (and live on Debian's 3.11.2).  3.13+ also carries _Py_DebugOffsets at
  * the start of _PyRuntime, which overrides the table where it has a field.
  *
- * ELF symbol lookup and /proc/PID/maps parsing here are minimal local
- * versions; switch to userspace/elfsym.c and procmaps.c (branch `syms`)
- * once merged.
+ * Maps and ELF symbols come from procmaps.c and elfsym.c (paths through
+ * /proc/PID/root, so containers work).
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +23,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "elfsym.h"
+#include "procmaps.h"
 #include "pyoffsets.h"
 
 _Static_assert(sizeof(struct tbpf_pyproc) % 8 == 0, "pyproc ABI");
@@ -269,136 +269,82 @@ static int read_target(pid_t pid, uint64_t addr, void *buf, size_t len)
 	return (size_t)n == len ? 0 : -EFAULT;
 }
 
-/* Look up `name` in .symtab/.dynsym of `path`; give its file offset. */
-static int elf_sym_fileoff(const char *path, const char *name, uint64_t *file_off,
-			   uint64_t *vaddr)
+static bool is_python_image(const char *base, void *ctx)
 {
-	Elf *e = NULL;
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	uint64_t value = 0;
-	size_t i, nph;
-	int fd, err = -ENOENT, found = 0;
+	unsigned a, b;
 
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!e) {
-		close(fd);
-		return -EINVAL;
-	}
-	while (!found && (scn = elf_nextscn(e, scn))) {
-		Elf_Data *d;
-		size_t n;
-
-		if (!gelf_getshdr(scn, &sh) ||
-		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
-			continue;
-		d = elf_getdata(scn, NULL);
-		if (!d || !sh.sh_entsize)
-			continue;
-		n = sh.sh_size / sh.sh_entsize;
-		for (i = 0; i < n; i++) {
-			GElf_Sym s;
-			const char *nm;
-
-			if (!gelf_getsym(d, i, &s) || s.st_shndx == SHN_UNDEF)
-				continue;
-			nm = elf_strptr(e, sh.sh_link, s.st_name);
-			if (nm && !strcmp(nm, name)) {
-				value = s.st_value;
-				found = 1;
-				break;
-			}
-		}
-	}
-	if (found && !elf_getphdrnum(e, &nph)) {
-		for (i = 0; i < nph; i++) {
-			GElf_Phdr ph;
-
-			if (!gelf_getphdr(e, i, &ph) || ph.p_type != PT_LOAD)
-				continue;
-			if (value >= ph.p_vaddr && value < ph.p_vaddr + ph.p_memsz) {
-				*file_off = value - ph.p_vaddr + ph.p_offset;
-				*vaddr = value;
-				err = 0;
-				break;
-			}
-		}
-	}
-	elf_end(e);
-	close(fd);
-	return err;
+	return !pyversion_from_path(base, &a, &b);
 }
 
-/* Candidate interpreter images in the order they appear in maps:
- * libpython3.X.so* first, else the python executable itself. */
+/* Address of `name` of the ELF mapped by one of the entries of `path`. */
+static int sym_addr(pid_t pid, const struct pm_maps *m, const char *path,
+		    struct elf_file *ef, const char *name, uint64_t *addr)
+{
+	struct elf_sym sym;
+	size_t i;
+	int err;
+
+	err = elf_file_find_sym(ef, name, &sym);
+	if (err)
+		return err;
+	if (!sym.file_off)
+		return -ENOENT;
+	for (i = 0; i < m->n; i++) {
+		const struct pm_entry *e = &m->v[i];
+
+		if (e->path && !strcmp(e->path, path) &&
+		    !procmaps_file_off_to_addr(e, sym.file_off, addr))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+/* The image holding _PyRuntime: libpython3.X.so* first, else the
+ * python3.X executable itself. */
 static int find_runtime(pid_t pid, char *img, size_t imglen, uint64_t *runtime,
 			uint64_t *cell_type, unsigned *major, unsigned *minor)
 {
-	char mpath[64], line[PATH_MAX + 128], root[PATH_MAX + 64];
-	char cand[2][PATH_MAX];
-	int ncand = 0, k, err = -ENOENT;
-	FILE *f;
+	struct pm_maps m = { 0 };
+	char **paths = NULL;
+	size_t n = 0, i;
+	int pass, err;
 
-	snprintf(mpath, sizeof(mpath), "/proc/%d/maps", (int)pid);
-	f = fopen(mpath, "re");
-	if (!f)
-		return -errno;
-	cand[0][0] = cand[1][0] = 0;
-	while (fgets(line, sizeof(line), f)) {
-		char *p = strchr(line, '/');
-		unsigned a, b;
-		const char *base;
+	err = procmaps_read(pid, &m);
+	if (err)
+		return err;
+	err = procmaps_libs(&m, is_python_image, NULL, &paths, &n);
+	if (err)
+		goto out;
+	err = n ? -ESRCH : -ENOENT;
+	for (pass = 0; pass < 2 && err; pass++) {
+		for (i = 0; i < n && err; i++) {
+			const char *base = strrchr(paths[i], '/');
+			struct elf_file *ef = NULL;
+			char *host;
 
-		if (!p)
-			continue;
-		p[strcspn(p, "\n")] = 0;
-		base = strrchr(p, '/') + 1;
-		if (pyversion_from_path(base, &a, &b))
-			continue;
-		k = strncmp(base, "lib", 3) ? 1 : 0;
-		if (!cand[k][0]) {
-			snprintf(cand[k], PATH_MAX, "%s", p);
-			ncand++;
+			base = base ? base + 1 : paths[i];
+			if (!strncmp(base, "lib", 3) != !pass)
+				continue;  /* libpython on pass 0, executables on 1 */
+			host = procmaps_host_path(pid, paths[i]);
+			if (!host || elf_file_open(host, &ef)) {
+				free(host);
+				continue;
+			}
+			if (!sym_addr(pid, &m, paths[i], ef, "_PyRuntime", runtime)) {
+				snprintf(img, imglen, "%s", paths[i]);
+				pyversion_from_path(paths[i], major, minor);
+				if (sym_addr(pid, &m, paths[i], ef, "PyCell_Type", cell_type))
+					*cell_type = 0;
+				err = 0;
+			}
+			elf_file_close(ef);
+			free(host);
 		}
 	}
-	for (k = 0; k < 2 && err; k++) {
-		uint64_t foff = 0, rva = 0, cva = 0, cfo;
-
-		if (!cand[k][0])
-			continue;
-		snprintf(root, sizeof(root), "/proc/%d/root%.4000s", (int)pid, cand[k]);
-		if (elf_sym_fileoff(root, "_PyRuntime", &foff, &rva))
-			continue;
-		/* the mapping of this file that covers foff */
-		rewind(f);
-		while (fgets(line, sizeof(line), f)) {
-			uint64_t s, e, o;
-			char *p = strchr(line, '/');
-
-			if (!p || sscanf(line, "%lx-%lx %*s %lx", &s, &e, &o) != 3)
-				continue;
-			p[strcspn(p, "\n")] = 0;
-			if (strcmp(p, cand[k]) || foff < o || foff >= o + (e - s))
-				continue;
-			*runtime = s + foff - o;
-			snprintf(img, imglen, "%.4000s", cand[k]);
-			/* same load bias for every symbol of the image */
-			if (!elf_sym_fileoff(root, "PyCell_Type", &cfo, &cva))
-				*cell_type = *runtime - rva + cva;
-			pyversion_from_path(cand[k], major, minor);
-			err = 0;
-			break;
-		}
-	}
-	fclose(f);
-	if (err && ncand == 0)
-		return -ENOENT;
-	return err ? -ESRCH : 0;
+out:
+	procmaps_free_paths(paths, n);
+	procmaps_free(&m);
+	return err;
 }
 
 int pyproc_detect(pid_t pid, struct tbpf_pyproc *out, char **why)
