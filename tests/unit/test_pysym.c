@@ -52,6 +52,7 @@ static void check_linetable(const char *path, int v310)
 static void test_linetable_310(void **state) { check_linetable("tests/fixtures/py/linetable_3.10.txt", 1); }
 static void test_linetable_311(void **state) { check_linetable("tests/fixtures/py/linetable_3.11.txt", 0); }
 static void test_linetable_312(void **state) { check_linetable("tests/fixtures/py/linetable_3.12.txt", 0); }
+static void test_linetable_313(void **state) { check_linetable("tests/fixtures/py/linetable_3.13.txt", 0); }
 
 static struct tbpf_pyframe frame(const struct pytarget *t, const char *fn,
 				 const char *self)
@@ -187,6 +188,7 @@ int main(void)
 		cmocka_unit_test(test_linetable_310),
 		cmocka_unit_test(test_linetable_311),
 		cmocka_unit_test(test_linetable_312),
+		cmocka_unit_test(test_linetable_313),
 		cmocka_unit_test(test_live_debian311),
 		cmocka_unit_test(test_live_pyenv310),
 		cmocka_unit_test(test_live_pyenv311),
