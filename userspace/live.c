@@ -30,6 +30,9 @@
 #include "profile.h"
 #include "guard.h"
 #include "session.h"
+#include "layers.h"
+#include "layers_json.h"
+#include "tree.h"
 #include "target.h"
 #include "version.h"
 
@@ -141,9 +144,26 @@ static const char *cuda_op_name(void *ctx, uint32_t id)
 	return session_op_name(ctx, id, NULL);
 }
 
-static int cuda_json(FILE *out, void *ctx)
+struct json_extra_ctx {
+	struct session *s;
+	const struct layer_tree *tree;
+};
+
+/* Members after "ops": the layer tree, then the CUDA tables. */
+static int json_extras(FILE *out, void *ctx)
 {
-	return cuda_json_members(out, session_cuda(ctx, NULL, NULL), cuda_op_name, ctx);
+	struct json_extra_ctx *x = ctx;
+	const struct cuda_model *cm = session_cuda(x->s, NULL, NULL);
+	int err = 0;
+
+	if (x->tree)
+		err = layers_json(out, x->tree);
+	if (!err && cm) {
+		if (x->tree)
+			fputs(",\n", out);
+		err = cuda_json_members(out, cm, cuda_op_name, x->s);
+	}
+	return err;
 }
 
 static FILE *open_out(const char *path)
@@ -158,7 +178,7 @@ int live_run(const struct live_opts *o)
 	struct session_config cfg = {
 		.exits = o->exits,
 		.record = wants_capture(o),
-		.python = false,
+		.python = o->python,
 		.cuda = o->cuda,
 		.system_wide = o->npids == 0,
 		.no_multi = o->no_multi,
@@ -392,10 +412,47 @@ int live_run(const struct live_opts *o)
 					  .by_overload = o->by_overload };
 		const char *fmt = o->format ? o->format : "table";
 		const struct cuda_model *cm = session_cuda(s, NULL, NULL);
+		struct layer_tree *tree = NULL;
+		struct json_extra_ctx jx = { .s = s };
 
-		if (cm) {
-			eo.json_extra = cuda_json;
-			eo.json_extra_ctx = s;
+		if (o->python && (!strcmp(fmt, "tree") || !strcmp(fmt, "json"))) {
+			err = session_layer_tree(s, &prof, &tree);
+			if (err) {
+				fprintf(stderr, "tbpf: building the layer tree failed: %s\n",
+					strerror(-err));
+				tree = NULL;
+			}
+			jx.tree = tree;
+		}
+		if (cm || jx.tree) {
+			eo.json_extra = json_extras;
+			eo.json_extra_ctx = &jx;
+		}
+		if (!strcmp(fmt, "tree")) {
+			FILE *out = open_out(o->out);
+			struct tree_opts to = { .ops = o->tree_ops, .min_pct = o->min_pct };
+
+			if (o->sort && tree_sort_parse(o->sort, &to.sort)) {
+				fprintf(stderr, "tbpf: --sort %s is not a tree column (cpu_time_total, "
+						"self_cpu_time_total, count, name)\n", o->sort);
+				rc = TBPF_EXIT_USAGE;
+			} else if (!out) {
+				fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
+				rc = TBPF_EXIT_ERROR;
+			} else if (!tree) {
+				fprintf(stderr, "tbpf: no layer tree: Python stacks were not available\n");
+				rc = TBPF_EXIT_ERROR;
+			} else {
+				err = tree_render(out, tree, &to);
+				if (err) {
+					fprintf(stderr, "tbpf: output failed: %s\n", strerror(-err));
+					rc = TBPF_EXIT_ERROR;
+				}
+			}
+			if (out && out != stdout)
+				fclose(out);
+			layers_free(tree);
+			goto done;
 		}
 
 		if (o->record && !o->format) {
@@ -432,6 +489,7 @@ int live_run(const struct live_opts *o)
 			}
 			free(emsg);
 		}
+		layers_free(tree);
 	}
 done:
 	profile_free(&prof);
