@@ -269,7 +269,9 @@ static __always_inline __u64 pystack_capture(struct task_struct *task, __u32 pid
 		pystack_count(CNT_PYSTACK_FAIL); /* map full (or a racing insert) */
 		return id;
 	}
-	if (tbpf_mode & TBPF_MODE_RECORD) {
+	/* always (not only when recording): user space names stacks from
+	 * these records, in table mode too */
+	{
 		__u32 sz = r->h.size;
 
 		if (sz > sizeof(*r))

@@ -22,7 +22,7 @@ static void node_path(const struct layer_node *n, char *buf, size_t len)
 	const struct layer_node *chain[128];
 	size_t k = 0, off = 0;
 
-	for (; n && n->name && k < 128; n = n->parent)
+	for (; n && n->parent && n->name && k < 128; n = n->parent)
 		chain[k++] = n;
 	buf[0] = '\0';
 	while (k-- > 0 && off < len) {
@@ -34,11 +34,11 @@ static void node_path(const struct layer_node *n, char *buf, size_t len)
 	}
 }
 
-static void write_node(FILE *out, const struct layer_node *n, bool *first)
+static void write_node(FILE *out, const struct layer_node *n, bool *first, bool top)
 {
 	char path[2048], parent[2048];
 
-	if (n->name) {
+	if (!top && n->name) {
 		node_path(n, path, sizeof(path));
 		node_path(n->parent, parent, sizeof(parent));
 		fprintf(out, "%s\n    {\"path\": ", *first ? "" : ",");
@@ -52,7 +52,7 @@ static void write_node(FILE *out, const struct layer_node *n, bool *first)
 		else
 			fputs("null", out);
 		fprintf(out, ", \"parent\": ");
-		if (n->parent && n->parent->name)
+		if (n->parent && n->parent->parent && n->parent->name)
 			json_str(out, parent);
 		else
 			fputs("null", out);
@@ -69,7 +69,7 @@ static void write_node(FILE *out, const struct layer_node *n, bool *first)
 		fputs("]}", out);
 	}
 	for (size_t i = 0; i < n->nkids; i++)
-		write_node(out, n->kids[i], first);
+		write_node(out, n->kids[i], first, false);
 }
 
 int layers_json(FILE *out, const struct layer_tree *t)
@@ -78,7 +78,7 @@ int layers_json(FILE *out, const struct layer_tree *t)
 
 	fputs("\"layers\": [", out);
 	if (t)
-		write_node(out, &t->top, &first);
+		write_node(out, &t->top, &first, true);
 	fputs("\n  ]", out);
 	return ferror(out) ? -EIO : 0;
 }

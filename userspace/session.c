@@ -219,7 +219,7 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 	if (cfg->cuda)
 		cuda_session_init(&s->cuda);
 	/* CUDA records always go through the ring buffer */
-	if (cfg->record || cfg->cuda) {
+	if (cfg->record || cfg->cuda || cfg->python) {
 		s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
 		if (!s->rb) {
 			*why = dupf("cannot map the ring buffer: %s", strerror(errno));
