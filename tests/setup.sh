@@ -28,6 +28,8 @@ PKGS=(
 	protobuf-compiler golang-go prometheus
 	# workloads: torch 1.13 for /usr/bin/python3; venv + pip for torch 2.x
 	python3 python3-torch python3-venv python3-pip ca-certificates
+	# torch 1.13 C++ headers: the pthread_cancel workload (forced_unwind.cpp)
+	libtorch-dev
 	# process tools the e2e tests use: ps/pgrep, killall/fuser, setpriv/runuser,
 	# timeout, gzip
 	procps psmisc util-linux coreutils gzip
