@@ -1,9 +1,221 @@
-/* cli.c - subcommand dispatch (skeleton; filled in by the live-run work). */
+/* cli.c - command-line stage: subcommand table and the live command's
+ * options.  Only this level turns errors into exit codes. */
+#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "cli.h"
+#include "live.h"
+#include "options.h"
+#include "version.h"
+
+int cmd_report(int argc, char **argv);
+
+static const char usage_text[] =
+"Usage: tbpf [--pid PID]... [--duration 10s] [--format FMT] [-o FILE] [options]\n"
+"       tbpf report CAPTURE.tbpf [--format FMT] [-o FILE]\n"
+"\n"
+"Profile the PyTorch operators of a running process from outside, with BPF\n"
+"uprobes on libtorch: no code change, no restart.  Prints the operator table\n"
+"torch.profiler's key_averages().table() would print.\n"
+"\n"
+"Options:\n"
+"  -p, --pid PID          process to profile; repeat for several; without\n"
+"                         --pid: every process that maps libtorch, including\n"
+"                         ones started during the run (system-wide)\n"
+"      --comm NAME        system-wide: only processes named NAME\n"
+"      --cgroup PATH      system-wide: only processes whose cgroup contains PATH\n"
+"  -d, --duration TIME    stop after TIME (10s, 500ms, 2m); default: until\n"
+"                         Ctrl-C or the target exits\n"
+"  -f, --format FMT       table (default), json, chrome, perfetto, folded, pprof\n"
+"  -o, --output FILE      write the output to FILE; FILE ending in .tbpf records\n"
+"                         a capture to re-cut later with `tbpf report`\n"
+"      --record FILE      record a capture to FILE and also print --format\n"
+"      --sort KEY         table order: self_cpu_time_total (default),\n"
+"                         cpu_time_total, cpu_time, count, max_cpu_time, name\n"
+"      --row-limit N      table rows (default 100, -1 = all)\n"
+"      --by-overload      one row per overload (aten::add.Tensor ...)\n"
+"      --exits MODE       how op exits are observed: auto (default: return\n"
+"                         probes made exception-safe by a ptrace guard, else\n"
+"                         infer), return, infer (entry probes only: exact\n"
+"                         counts, approximate durations, no ptrace)\n"
+"      --ring-size SIZE   record ring buffer (default 16M); raise it when\n"
+"                         events are reported dropped\n"
+"  -v, --verbose          probe counters and timings on stderr\n"
+"  -h, --help             this help\n"
+"  -V, --version          print the version\n"
+"\n"
+"Examples:\n"
+"  sudo tbpf --pid 1234 --duration 10s\n"
+"  sudo tbpf --duration 10s                 # every PyTorch process on the host\n"
+"  sudo tbpf --pid 1234 --duration 30s --sort cpu_time_total --row-limit 20\n"
+"  sudo tbpf --pid 1234 --duration 10s --format json -o ops.json\n"
+"  sudo tbpf --pid 1234 --duration 10s -o run.tbpf\n"
+"  tbpf report run.tbpf --format perfetto -o run.perfetto-trace\n"
+"  tbpf report run.tbpf --format folded | flamegraph.pl > ops.svg\n"
+"\n"
+"Exit status: 0 ok; 1 runtime error (no such process, no libtorch, I/O);\n"
+"2 usage error; 3 missing privileges; 4 kernel lacks a needed feature.\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "tbpf: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, " (see tbpf --help)\n");
+	return TBPF_EXIT_USAGE;
+}
+
+static int parse_pid(const char *s, pid_t *pid)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v <= 0 || v > 4194304)
+		return -EINVAL;
+	*pid = (pid_t)v;
+	return 0;
+}
+
+static const char *const formats[] = { "table", "json", "chrome", "perfetto", "folded",
+				       "pprof", NULL };
+
+static int live_main(int argc, char **argv)
+{
+	enum { O_SORT = 256, O_ROWS, O_EXITS, O_RING, O_NOMULTI, O_RECORD, O_BYOVL, O_COMM, O_CGROUP };
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "record", required_argument, NULL, O_RECORD },
+		{ "sort", required_argument, NULL, O_SORT },
+		{ "row-limit", required_argument, NULL, O_ROWS },
+		{ "by-overload", no_argument, NULL, O_BYOVL },
+		{ "exits", required_argument, NULL, O_EXITS },
+		{ "ring-size", required_argument, NULL, O_RING },
+		{ "no-uprobe-multi", no_argument, NULL, O_NOMULTI },
+		{ "comm", required_argument, NULL, O_COMM },
+		{ "cgroup", required_argument, NULL, O_CGROUP },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 },
+	};
+	struct live_opts o = { .row_limit = 0, .python = true, .cuda = true };
+	pid_t pids[64];
+	int c, rc;
+
+	o.pids = pids;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":p:d:f:o:vhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (o.npids >= 64 || parse_pid(optarg, &pids[o.npids]))
+				return usage_error("invalid --pid '%s'", optarg);
+			o.npids++;
+			break;
+		case 'd':
+			if (parse_duration(optarg, &o.duration_ns) || o.duration_ns == 0)
+				return usage_error("invalid --duration '%s' (examples: 10s, 500ms, 2m)",
+						   optarg);
+			break;
+		case 'f': {
+			bool ok = false;
+
+			for (int i = 0; formats[i]; i++)
+				ok |= !strcmp(formats[i], optarg);
+			if (!ok)
+				return usage_error("unknown --format '%s' (table, json, chrome, "
+						   "perfetto, folded, pprof)", optarg);
+			o.format = optarg;
+			break;
+		}
+		case 'o':
+			o.out = optarg;
+			break;
+		case O_RECORD:
+			o.record = optarg;
+			break;
+		case O_SORT:
+			o.sort = optarg;
+			break;
+		case O_ROWS: {
+			char *end;
+
+			o.row_limit = strtol(optarg, &end, 10);
+			if (*end || end == optarg)
+				return usage_error("invalid --row-limit '%s'", optarg);
+			if (o.row_limit == 0)
+				o.row_limit = -1;
+			break;
+		}
+		case O_BYOVL:
+			o.by_overload = true;
+			break;
+		case O_EXITS:
+			if (!strcmp(optarg, "auto"))
+				o.exits = EXITS_AUTO;
+			else if (!strcmp(optarg, "return"))
+				o.exits = EXITS_RETURN;
+			else if (!strcmp(optarg, "infer"))
+				o.exits = EXITS_INFER;
+			else
+				return usage_error("invalid --exits '%s' (auto, return, infer)", optarg);
+			break;
+		case O_RING:
+			if (parse_size(optarg, &o.ring_size) || o.ring_size < 4096)
+				return usage_error("invalid --ring-size '%s' (example: 64M)", optarg);
+			break;
+		case O_COMM:
+			o.comm = optarg;
+			break;
+		case O_CGROUP:
+			o.cgroup = optarg;
+			break;
+		case O_NOMULTI:
+			o.no_multi = true;
+			break;
+		case 'v':
+			o.verbose++;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return TBPF_EXIT_OK;
+		case 'V':
+			printf("tbpf %s\n", TBPF_VERSION);
+			return TBPF_EXIT_OK;
+		case ':':
+			return usage_error("option '%s' needs a value", argv[optind - 1]);
+		default:
+			return usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	/* -o x.tbpf without --format: record only */
+	if (o.out && !o.format) {
+		size_t n = strlen(o.out);
+
+		if (n > 5 && !strcmp(o.out + n - 5, ".tbpf")) {
+			o.record = o.out;
+			o.out = NULL;
+		}
+	}
+	if (o.sort && !o.format)
+		o.format = "table";
+	rc = live_run(&o);
+	return rc;
+}
 
 int tbpf_main(int argc, char **argv)
 {
-	fprintf(stderr, "tbpf: not implemented yet\n");
-	return 2;
+	if (argc > 1 && !strcmp(argv[1], "report"))
+		return cmd_report(argc - 1, argv + 1);
+	if (argc > 1 && argv[1][0] != '-')
+		return usage_error("unknown command '%s' (commands: report)", argv[1]);
+	return live_main(argc, argv);
 }

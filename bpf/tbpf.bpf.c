@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: GPL-2.0
+/* tbpf.bpf.c - probe stage: op entry/exit on at::_ops::*::call/redispatch,
+ * per-thread op stacks, aggregation in maps, optional record stream, and
+ * the exception-unwind hooks that keep return probes safe.
+ *
+ * Exits are observed in one of two ways (see README, "Exception safety"):
+ *  - return mode: a uretprobe link on every op; before any unwinder walks a
+ *    thread's stack the unwind hook asks the ptrace guard (user space) to
+ *    put the original return addresses back;
+ *  - infer mode: entry probes only; a frame is closed when the thread next
+ *    enters an op (or catches an exception) at or above its stack slot.
+ * Both modes also close frames by the stack-pointer rule, so a frame that
+ * an exception unwound is never left open to corrupt later timings.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "tbpf_abi.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile __u32 tbpf_mode = 0;      /* enum tbpf_mode_flags */
+const volatile __u32 targ_tgid = 0;      /* one target; 0 = see pid_filter */
+const volatile __u32 pid_filter = 0;     /* 1: only pids in `pids` */
+const volatile __u32 guard_sig = 23;     /* SIGURG: default action ignore */
+const volatile __u64 tramp_page = 0x7fffffffe000ULL; /* [uprobes] page */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct tbpf_thread);
+} threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tbpf_thread);
+} thread_zero SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct tbpf_opkey);
+	__type(value, struct tbpf_opstat);
+} opstats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} pids SEC(".maps");
+
+/* Threads the ptrace guard has seized (tid -> 1) and repairs requested. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} guard_tids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} guard_req SEC(".maps");
+
+static __always_inline void cnt_add(__u32 idx, __u64 v)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &idx);
+
+	if (c)
+		*c += v;
+}
+
+static __always_inline bool pid_ok(__u32 pid)
+{
+	if (targ_tgid)
+		return pid == targ_tgid;
+	if (pid_filter)
+		return bpf_map_lookup_elem(&pids, &pid) != NULL;
+	return true;
+}
+
+static __always_inline struct tbpf_thread *thread_get(__u32 tid, __u32 pid, bool create)
+{
+	struct tbpf_thread *t = bpf_map_lookup_elem(&threads, &tid);
+	__u32 zero = 0;
+
+	if (t || !create)
+		return t;
+	t = bpf_map_lookup_elem(&thread_zero, &zero);
+	if (!t)
+		return NULL;
+	t->pid = pid;
+	bpf_map_update_elem(&threads, &tid, t, BPF_NOEXIST);
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t)
+		cnt_add(CNT_NO_THREAD_SLOT, 1);
+	return t;
+}
+
+static __always_inline void emit_op(__u16 type, __u32 tid, __u64 ts, __u32 pid,
+				    __u32 op_id, __u32 depth, __u32 flags, __u32 stack_id)
+{
+	struct rec_op *r;
+
+	if (!(tbpf_mode & TBPF_MODE_RECORD))
+		return;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		cnt_add(CNT_DROPS, 1);
+		return;
+	}
+	r->h.type = type;
+	r->h.size = sizeof(*r);
+	r->h.tid = tid;
+	r->h.ts_ns = ts;
+	r->pid = pid;
+	r->op_id = op_id;
+	r->depth = depth;
+	r->flags = flags;
+	r->stack_id = stack_id;
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+}
+
+static __always_inline void stat_add(__u32 pid, __u32 op_id, __u64 stack_id,
+				     __u64 self, __u64 total, __u32 flags)
+{
+	struct tbpf_opkey k = { .pid = pid, .op_id = op_id, .stack_id = stack_id };
+	struct tbpf_opstat *s = bpf_map_lookup_elem(&opstats, &k);
+
+	if (!s) {
+		struct tbpf_opstat z = {};
+
+		bpf_map_update_elem(&opstats, &k, &z, BPF_NOEXIST);
+		s = bpf_map_lookup_elem(&opstats, &k);
+		if (!s) {
+			cnt_add(CNT_STAT_FULL, 1);
+			return;
+		}
+	}
+	s->calls++;
+	s->self_ns += self;
+	s->total_ns += total;
+	if (total > s->max_ns)
+		s->max_ns = total;
+	if (flags & (OPF_INFERRED | OPF_UNWOUND))
+		s->inferred++;
+}
+
+/* Close the top frame at time `now`; flags say how the exit was seen. */
+static __always_inline void pop_frame(struct tbpf_thread *t, __u32 tid, __u64 now, __u32 flags)
+{
+	__u32 d = t->depth, pi;
+	struct tbpf_frame *f;
+	__u64 dur, self, child;
+	__u32 op_id, fflags;
+
+	if (d == 0 || d > TBPF_MAX_DEPTH)
+		return;
+	d -= 1;
+	f = &t->frames[d & (TBPF_MAX_DEPTH - 1)];
+	dur = now > f->start_ns ? now - f->start_ns : 0;
+	child = f->child_ns;
+	op_id = f->op_id;
+	fflags = f->flags;
+	t->depth = d;
+	pi = (d - 1) & (TBPF_MAX_DEPTH - 1);
+	if (fflags & OPF_SKIP) {
+		/* its nested ops are the parent's children; its own time is
+		 * the parent's self time */
+		if (d > 0)
+			t->frames[pi].child_ns += child;
+		return;
+	}
+	self = dur > child ? dur - child : 0;
+	if (d > 0)
+		t->frames[pi].child_ns += dur;
+	if (t->vdepth)
+		t->vdepth--;
+	stat_add(t->pid, op_id, t->pystack_id, self, dur, flags);
+	emit_op(REC_OP_EXIT, tid, now, t->pid, op_id, t->vdepth,
+		flags | (fflags & OPF_REDISPATCH), (__u32)t->pystack_id);
+	if (flags & OPF_UNWOUND)
+		cnt_add(CNT_UNWIND_POPS, 1);
+	else if (flags & OPF_INFERRED)
+		cnt_add(CNT_STALE_POPS, 1);
+}
+
+/* Close every frame whose return slot is at or below `limit`: the thread's
+ * stack pointer has moved above it, so that call has returned or unwound. */
+static __always_inline void pop_below(struct tbpf_thread *t, __u32 tid, __u64 limit,
+				      __u64 now, __u32 flags)
+{
+	for (int i = 0; i < TBPF_MAX_DEPTH; i++) {
+		__u32 d = t->depth;
+
+		if (d == 0 || d > TBPF_MAX_DEPTH)
+			break;
+		if (t->frames[(d - 1) & (TBPF_MAX_DEPTH - 1)].sp > limit)
+			break;
+		pop_frame(t, tid, now, flags);
+	}
+}
+
+#if __has_include("pystack.bpf.h")
+#include "pystack.bpf.h"
+#define HAVE_PYSTACK 1
+#endif
+
+static __always_inline int op_enter(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	__u64 cookie, now, sp, ra = 0;
+	__u32 op_id, flags = 0, d;
+	struct tbpf_thread *t;
+	struct tbpf_frame *f;
+	bool exits = tbpf_mode & TBPF_MODE_EXITS;
+
+	if (!pid_ok(pid))
+		return 0;
+	now = bpf_ktime_get_ns();
+	cookie = bpf_get_attach_cookie(ctx);
+	op_id = TBPF_COOKIE_OPID(cookie);
+	sp = PT_REGS_SP(ctx);
+	cnt_add(CNT_ENTRIES, 1);
+	t = thread_get(tid, pid, true);
+	if (!t)
+		return 0;
+	t->pid = pid;
+	if (exits) {
+		bpf_probe_read_user(&ra, sizeof(ra), (void *)sp);
+		flags |= OPF_HIJACKED;
+	}
+	/* Frames at or below this slot are gone.  In return mode a frame
+	 * sharing our slot is alive only if it tail-called us (its return
+	 * address is already the uretprobe trampoline). */
+	if (exits && (ra & ~0xfffULL) == tramp_page)
+		pop_below(t, tid, sp - 1, now, OPF_UNWOUND);
+	else
+		pop_below(t, tid, sp, now, exits ? OPF_UNWOUND : OPF_INFERRED);
+
+	d = t->depth;
+	if (d >= TBPF_MAX_DEPTH) {
+		cnt_add(CNT_DEPTH_OVERFLOW, 1);
+		return 0;
+	}
+	if (cookie & TBPF_COOKIE_REDISPATCH) {
+		flags |= OPF_REDISPATCH;
+		if (d > 0) {
+			struct tbpf_frame *top = &t->frames[(d - 1) & (TBPF_MAX_DEPTH - 1)];
+
+			/* the dispatcher handing the same op to the next
+			 * dispatch key (autograd -> ADInplaceOrView -> CPU):
+			 * one op for torch.profiler */
+			if (top->op_id == op_id)
+				flags |= OPF_SKIP;
+		}
+	}
+	if (exits && (ra & ~0xfffULL) == tramp_page && d > 0)
+		ra = t->frames[(d - 1) & (TBPF_MAX_DEPTH - 1)].ra; /* chained */
+
+	if (!(flags & OPF_SKIP) && t->vdepth == 0) {
+		t->pystack_id = 0;
+#ifdef HAVE_PYSTACK
+		if (tbpf_mode & TBPF_MODE_PYSTACK)
+			t->pystack_id = pystack_capture((struct task_struct *)bpf_get_current_task(), pid);
+#endif
+	}
+	f = &t->frames[d & (TBPF_MAX_DEPTH - 1)];
+	f->start_ns = now;
+	f->child_ns = 0;
+	f->sp = sp;
+	f->ra = ra;
+	f->op_id = op_id;
+	f->flags = flags;
+	t->depth = d + 1;
+	if (!(flags & OPF_SKIP)) {
+		emit_op(REC_OP_ENTER, tid, now, pid, op_id, t->vdepth,
+			flags & OPF_REDISPATCH, (__u32)t->pystack_id);
+		t->vdepth++;
+	}
+	return 0;
+}
+
+static __always_inline int op_exit(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	struct tbpf_thread *t;
+	__u64 now, slot;
+	__u32 d;
+
+	if (!pid_ok(pid))
+		return 0;
+	now = bpf_ktime_get_ns();
+	t = thread_get(tid, pid, false);
+	if (!t)
+		return 0;
+	cnt_add(CNT_EXITS, 1);
+	slot = PT_REGS_SP(ctx) - 8;   /* `ret` popped the return slot */
+	pop_below(t, tid, slot - 1, now, OPF_UNWOUND);
+	d = t->depth;
+	if (d == 0 || d > TBPF_MAX_DEPTH ||
+	    t->frames[(d - 1) & (TBPF_MAX_DEPTH - 1)].sp != slot) {
+		cnt_add(CNT_STACK_UNDERFLOW, 1);
+		return 0;
+	}
+	pop_frame(t, tid, now, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(tbpf_op_entry)
+{
+	return op_enter(ctx);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(tbpf_op_exit)
+{
+	return op_exit(ctx);
+}
+
+/* Attached to the entry of every unwinder entry point that walks return
+ * addresses (_Unwind_RaiseException, _Unwind_Resume_or_Rethrow,
+ * _Unwind_ForcedUnwind, _Unwind_Backtrace).  If this thread has frames
+ * whose return address is the uretprobe trampoline, stop it (the guard's
+ * signal) so the guard writes the real return addresses back first. */
+SEC("uprobe")
+int BPF_KPROBE(tbpf_unwind_begin)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	struct tbpf_thread *t;
+	__u64 now;
+
+	if (!(tbpf_mode & TBPF_MODE_EXITS) || !pid_ok(pid))
+		return 0;
+	t = thread_get(tid, pid, false);
+	if (!t || t->depth == 0)
+		return 0;
+	if (!bpf_map_lookup_elem(&guard_tids, &tid)) {
+		cnt_add(CNT_GUARD_UNSAFE, 1);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	bpf_map_update_elem(&guard_req, &tid, &now, BPF_ANY);
+	cnt_add(CNT_GUARD_SIGNALS, 1);
+	bpf_send_signal_thread(guard_sig);
+	return 0;
+}
+
+/* __cxa_begin_catch: the exception landed in the frame that called us;
+ * every op frame at or below our return slot was unwound. */
+SEC("uprobe")
+int BPF_KPROBE(tbpf_unwind_catch)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	struct tbpf_thread *t;
+
+	if (!pid_ok(pid))
+		return 0;
+	t = thread_get(tid, pid, false);
+	if (!t || t->depth == 0)
+		return 0;
+	pop_below(t, tid, PT_REGS_SP(ctx), bpf_ktime_get_ns(), OPF_UNWOUND);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(tbpf_thread_exit, struct task_struct *task)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	struct tbpf_thread *t = bpf_map_lookup_elem(&threads, &tid);
+
+	if (!t)
+		return 0;
+	/* The thread is gone, so are its frames: count them (infer mode's
+	 * last op ends here; in return mode they were unwound). */
+	pop_below(t, tid, ~0ULL, bpf_ktime_get_ns(),
+		  (tbpf_mode & TBPF_MODE_EXITS) ? OPF_UNWOUND : OPF_INFERRED);
+	bpf_map_delete_elem(&threads, &tid);
+	bpf_map_delete_elem(&guard_req, &tid);
+	return 0;
+}
+
+#if __has_include("cuda.bpf.h")
+#include "cuda.bpf.h"
+#endif
+#if __has_include("agent.bpf.h")
+#include "agent.bpf.h"
+#endif

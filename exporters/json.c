@@ -1,0 +1,85 @@
+/* json.c - export stage: profile as a JSON document for scripts.
+ *
+ * Schema "tbpf.profile/1" (stable; fields are only ever added):
+ * {
+ *   "schema": "tbpf.profile/1",
+ *   "run": {
+ *     "pids": [int...],          traced processes
+ *     "duration_ns": int,        wall time of the run
+ *     "probes_attached": int,
+ *     "events_dropped": int,     records lost (ring buffer full)
+ *     "exit_mode": str,          how the run ended: "duration", "signal",
+ *                                "target exited", ...
+ *     "mode": str,               how op exits were observed: "return probes",
+ *                                "inferred (entry probes only)", "" unknown
+ *     "gpu_times": bool,         device timings present
+ *     "gpu_note": str            why not, when gpu_times is false
+ *   },
+ *   "ops": [                     one per (pid, name, overload), sorted like
+ *     {                          the table (default self time, descending)
+ *       "pid": int, "name": str, "overload": str ("" = none),
+ *       "calls": int, "self_ns": int, "total_ns": int, "max_ns": int,
+ *       "inferred": int,         exits inferred or closed by an unwind
+ *       "launches": int,         only when any op launched CUDA work
+ *       "self_cuda_ns": int, "cuda_total_ns": int   only with gpu_times
+ *     }
+ *   ]
+ * }
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "export.h"
+#include "jsonutil.h"
+#include "profile.h"
+
+int export_json(FILE *out, const struct profile *p, const struct export_opts *o)
+{
+	struct prof_op *rows;
+	size_t n;
+	int err;
+
+	if (o && o->sort && !profile_sort_key_valid(o->sort))
+		return -EINVAL;
+	if ((err = profile_fold(p, PROF_BY_PID | PROF_BY_OVERLOAD, &rows, &n)))
+		return err;
+	profile_sort(rows, n, o ? o->sort : NULL);
+	bool launches = false;
+	for (size_t i = 0; i < n; i++)
+		launches |= rows[i].launches > 0;
+
+	fputs("{\n  \"schema\": \"tbpf.profile/1\",\n  \"run\": {\n    \"pids\": [", out);
+	for (size_t i = 0; i < p->npids; i++)
+		fprintf(out, "%s%u", i ? ", " : "", p->pids[i]);
+	fprintf(out, "],\n    \"duration_ns\": %llu,\n    \"probes_attached\": %u,\n"
+		"    \"events_dropped\": %llu,\n    \"exit_mode\": ",
+		(unsigned long long)p->duration_ns, p->probes_attached,
+		(unsigned long long)p->events_dropped);
+	json_str(out, p->exit_mode);
+	fputs(",\n    \"mode\": ", out);
+	json_str(out, p->mode ? p->mode : "");
+	fprintf(out, ",\n    \"gpu_times\": %s,\n    \"gpu_note\": ", p->has_gpu_times ? "true" : "false");
+	json_str(out, p->has_gpu_times ? "" : p->gpu_note);
+	fputs("\n  },\n  \"ops\": [", out);
+	for (size_t i = 0; i < n; i++) {
+		const struct prof_op *r = &rows[i];
+		fprintf(out, "%s\n    {\"pid\": %u, \"name\": ", i ? "," : "", r->pid);
+		json_str(out, r->name);
+		fputs(", \"overload\": ", out);
+		json_str(out, r->overload);
+		fprintf(out, ", \"calls\": %llu, \"self_ns\": %llu, \"total_ns\": %llu, \"max_ns\": %llu, "
+			"\"inferred\": %llu",
+			(unsigned long long)r->calls, (unsigned long long)r->self_ns,
+			(unsigned long long)r->total_ns, (unsigned long long)r->max_ns,
+			(unsigned long long)r->inferred);
+		if (launches)
+			fprintf(out, ", \"launches\": %llu", (unsigned long long)r->launches);
+		if (p->has_gpu_times)
+			fprintf(out, ", \"self_cuda_ns\": %llu, \"cuda_total_ns\": %llu",
+				(unsigned long long)r->self_cuda_ns, (unsigned long long)r->cuda_total_ns);
+		fputc('}', out);
+	}
+	fputs(n ? "\n  ]\n}\n" : "]\n}\n", out);
+	free(rows);
+	return ferror(out) ? -EIO : 0;
+}

@@ -1,0 +1,87 @@
+#!/bin/bash
+# check_all.sh - produce every export format from a capture and have each read
+# by an independent reader (shared/reference/formats.md).
+#
+#   tests/formats/check_all.sh CAPTURE TBPF [OUTDIR]
+#
+# TBPF is the tbpf binary (run as `TBPF report CAPTURE --format F -o OUT`).
+# Outputs stay in OUTDIR (default: a temporary directory, removed on
+# success).  Exit 0 when every format is read back and the formats agree on
+# call counts; otherwise the first failing check is printed.
+#
+# Readers: python3 json (+ check_chrome.py nesting checker, dump_profile_json.py),
+# protoc --decode against perfetto_trace.proto / profile.proto (failing on
+# unknown fields; check_perfetto.py on protoc's text: tracks, interning,
+# balanced slices), go tool pprof -top, check_folded.py (flamegraph.pl and
+# speedscope line patterns).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+[ $# -ge 2 ] || { echo "usage: $0 CAPTURE TBPF [OUTDIR]" >&2; exit 2; }
+cap=$1 tbpf=$2
+keep=1
+if [ $# -ge 3 ]; then out=$3; mkdir -p "$out"; else out=$(mktemp -d /tmp/tbpf-formats.XXXXXX); keep=0; fi
+py=${PYTHON:-python3}
+
+fail() { echo "check_all: FAIL: $*" >&2; echo "check_all: outputs kept in $out" >&2; exit 1; }
+step() { printf 'check_all: %-9s %s\n' "$1" "$2"; }
+
+for f in table json chrome perfetto folded pprof; do
+	ext=$f; case $f in table) ext=txt;; chrome) ext=json.trace;; perfetto) ext=perfetto-trace;; pprof) ext=pb.gz;; esac
+	"$tbpf" report "$cap" --format "$f" --row-limit -1 -o "$out/run.$ext" 2>"$out/$f.err" ||
+		fail "tbpf report --format $f: $(cat "$out/$f.err")"
+done
+
+# table: torch.profiler layout, footer, one row per op name
+grep -q '^ *Name  *Self CPU %  *Self CPU  *CPU total %  *CPU total  *CPU time avg' "$out/run.txt" ||
+	{ [ ! -s "$out/run.txt" ] || fail "table: no torch.profiler header"; }
+[ ! -s "$out/run.txt" ] || grep -q '^Self CPU time total: [0-9.]*\(us\|ms\|s\)$' "$out/run.txt" || fail "table: footer"
+step table "ok"
+
+# json: schema and values
+$py "$here/dump_profile_json.py" "$out/run.json" > "$out/json.txt" || fail "json: $(tail -1 "$out/json.txt")"
+json_calls=$(awk '$1 == "op" { for (i = 5; i <= NF; i++) if ($i ~ /^calls=/) { sub("calls=", "", $i); s += $i } } END { print s + 0 }' "$out/json.txt")
+# the table's "# of Calls" column (the last numeric column before an optional # Launches)
+col=$(awk '/^ *Name  /{ n = split($0, h, /  +/); for (i = 1; i <= n; i++) if (h[i] == "# of Calls") print i - 1 }' "$out/run.txt")
+table_calls=$(awk -v c="${col:-0}" 'BEGIN { s = 0 } /^-/ { d++; next } d == 2 { n = split($0, f, /  +/); s += f[c + 1] } END { print s }' "$out/run.txt")
+[ -s "$out/run.txt" ] || table_calls=0
+[ "$json_calls" = "$table_calls" ] || fail "json has $json_calls calls, table $table_calls"
+step json "ok ($json_calls calls, same as the table)"
+
+# chrome: JSON + per-thread nesting; one X op event per call
+$py "$here/check_chrome.py" --dump "$out/run.json.trace" > "$out/chrome.txt" || fail "chrome trace invalid"
+x_ops=$($py -c 'import json,sys; print(sum(1 for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] == "X" and e.get("cat") == "op"))' "$out/run.json.trace")
+[ "$x_ops" = "$json_calls" ] || fail "chrome has $x_ops op events, json $json_calls calls"
+step chrome "$(tail -1 "$out/chrome.txt")"
+
+# perfetto: protoc against our .proto, no unknown fields, begin/end balance
+protoc --proto_path="$here" --decode=perfetto.protos.Trace perfetto_trace.proto \
+	< "$out/run.perfetto-trace" > "$out/perfetto.txt" 2>"$out/perfetto.err" || fail "protoc: $(cat "$out/perfetto.err")"
+if grep -nE '^\s*[0-9]+:' "$out/perfetto.txt" | head -3 | grep .; then fail "perfetto: unknown fields"; fi
+begins=$(grep -c 'type: TYPE_SLICE_BEGIN' "$out/perfetto.txt" || true)
+ends=$(grep -c 'type: TYPE_SLICE_END' "$out/perfetto.txt" || true)
+[ "$begins" = "$ends" ] || fail "perfetto: $begins slice begins, $ends ends"
+[ "$begins" -ge "$json_calls" ] || fail "perfetto: $begins slices for $json_calls calls"
+grep -q 'primary_trace_clock: BUILTIN_CLOCK_MONOTONIC' "$out/perfetto.txt" || fail "perfetto: no clock snapshot"
+$py "$here/check_perfetto.py" "$out/perfetto.txt" > "$out/perfetto-check.txt" || fail "perfetto: track/slice/interning checks"
+step perfetto "$(cat "$out/perfetto-check.txt")"
+
+# folded: flamegraph.pl and speedscope patterns
+$py "$here/check_folded.py" "$out/run.folded" > "$out/folded.txt" || fail "folded lines"
+step folded "ok ($(wc -l < "$out/folded.txt") stacks)"
+
+# pprof: go tool pprof reads it; protoc sees only known fields; calls add up
+gotmp=$(mktemp -d /tmp/tbpf-go.XXXXXX)
+HOME=$gotmp GOPATH=$gotmp/gopath GOCACHE=$gotmp/cache GOFLAGS= \
+	go tool pprof -top -nodecount=100000 -nodefraction=0 -edgefraction=0 -sample_index=calls "$out/run.pb.gz" > "$out/pprof.txt" 2>"$out/pprof.err" ||
+	{ rm -rf "$gotmp"; fail "go tool pprof: $(cat "$out/pprof.err")"; }
+rm -rf "$gotmp"
+pprof_calls=$(awk '/^ *flat  *flat%/ { t = 1; next } t { s += $1 } END { print s + 0 }' "$out/pprof.txt")
+[ "$pprof_calls" = "$json_calls" ] || fail "pprof has $pprof_calls calls, json $json_calls"
+gzip -dc "$out/run.pb.gz" | protoc --proto_path="$here" --decode=perftools.profiles.Profile profile.proto \
+	> "$out/pprof-decoded.txt" 2>"$out/pprof-decoded.err" || fail "protoc pprof: $(cat "$out/pprof-decoded.err")"
+if grep -nE '^\s*[0-9]+:' "$out/pprof-decoded.txt" | head -3 | grep .; then fail "pprof: unknown fields"; fi
+step pprof "ok ($pprof_calls calls)"
+
+[ $keep = 1 ] || rm -rf "$out"
+echo "check_all: all formats read back"

@@ -1,0 +1,25 @@
+#!/bin/bash
+# run_fuzz.sh - fuzz the capture decoder for a bounded time.
+#
+#   tests/fuzz/run_fuzz.sh [SECONDS]      (default 60)
+#
+# Seeds: small captures written by gen_seeds, plus any real captures in
+# tests/fixtures/*.tbpf and $TBPF_SEED_DIR.  The growing corpus stays in
+# build/fuzz/corpus; crashes are written to build/fuzz/ (crash-*), and the
+# script exits non-zero when libFuzzer finds one.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+secs=${1:-60}
+out=${OUT:-build}
+make -s fuzz-build OUT="$out"
+seeds=$out/fuzz/seeds corpus=$out/fuzz/corpus
+mkdir -p "$seeds" "$corpus"
+"$out/fuzz/gen_seeds" "$seeds"
+for f in tests/fixtures/*.tbpf ${TBPF_SEED_DIR:+$TBPF_SEED_DIR/*.tbpf}; do
+	[ -f "$f" ] && [ "$(stat -c %s "$f")" -le 1048576 ] && cp "$f" "$seeds/" || true
+done
+echo "fuzz_capture: ${secs}s over $(ls "$seeds" | wc -l) seeds (+$(ls "$corpus" | wc -l) corpus)"
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
+"$out/fuzz/fuzz_capture" -max_total_time="$secs" -max_len=262144 -timeout=20 -rss_limit_mb=2048 \
+	-artifact_prefix="$out/fuzz/" -print_final_stats=1 "$corpus" "$seeds" 2>&1 | tail -n 25
+exit "${PIPESTATUS[0]}"

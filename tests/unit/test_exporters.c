@@ -1,0 +1,590 @@
+/* test_exporters.c - every format read back by an independent reader, with
+ * expected values computed by hand from the fixture (fixture_capture.h). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+#include "calltree.h"
+#include "capture.h"
+#include "cmd_report.h"
+#include "export.h"
+#include "fixture_capture.h"
+#include "pbwriter.h"
+#include "profile.h"
+
+static char dir[] = "/tmp/tbpf-test-export-XXXXXX";
+static char cap[256], gohome[256];
+static const char *src = "tests/formats";  /* run from the repository root (make unit) */
+
+static int setup(void **state)
+{
+	if (getenv("TBPF_FORMATS"))
+		src = getenv("TBPF_FORMATS");
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(cap, sizeof(cap), "%s/run.tbpf", dir);
+	snprintf(gohome, sizeof(gohome), "%s/go", dir);
+	return fx_write(cap);
+}
+
+static int teardown(void **state)
+{
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd);
+}
+
+/* Run a shell command; return its stdout (malloc'd) and exit status. */
+static char *run(int *status, const char *fmt, ...)
+{
+	char *cmd;
+	va_list ap;
+	va_start(ap, fmt);
+	assert_true(vasprintf(&cmd, fmt, ap) > 0);
+	va_end(ap);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	size_t cap_ = 4096, len = 0;
+	char *buf = malloc(cap_);
+	size_t got;
+	while ((got = fread(buf + len, 1, cap_ - len - 1, p)) > 0) {
+		len += got;
+		if (cap_ - len < 2)
+			buf = realloc(buf, cap_ *= 2);
+	}
+	buf[len] = 0;
+	int st = pclose(p);
+	*status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+	free(cmd);
+	return buf;
+}
+
+static char *out_path(const char *name)
+{
+	static char p[4][300];  /* a few at once in one call */
+	static int k;
+	k = (k + 1) % 4;
+	snprintf(p[k], sizeof(p[k]), "%s/%s", dir, name);
+	return p[k];
+}
+
+static void export_ok(const char *fmt, const char *file, const struct export_opts *o)
+{
+	char *msg = NULL;
+	int err = export_capture(cap, fmt, out_path(file), o, &msg);
+	if (err)
+		fail_msg("export %s: %s", fmt, msg ? msg : "?");
+}
+
+static void test_table_golden(void **state)
+{
+	struct export_opts o = { 0 };
+	export_ok("table", "run.txt", &o);
+	int st;
+	char *got = run(&st, "cat %s", out_path("run.txt"));
+	/* Values by hand: self ns add 1234+2000+9000+2001 = 14235 of a total
+	 * 29235 (48.69%), avg 14235/4 = 3558.75 ns; conv2d total 9000 = 30.79%. */
+	const char *want =
+"---------------------  ------------  ------------  ------------  ------------  ------------  ------------  ------------  \n"
+"                 Name    Self CPU %      Self CPU   CPU total %     CPU total  CPU time avg    # of Calls    # Launches  \n"
+"---------------------  ------------  ------------  ------------  ------------  ------------  ------------  ------------  \n"
+"            aten::add        48.69%      14.235us        48.69%      14.235us       3.559us             4             0  \n"
+"    aten::convolution        18.81%       5.500us        18.81%       5.500us       5.500us             1             0  \n"
+"             aten::mm        17.10%       5.000us        17.10%       5.000us       2.500us             2             1  \n"
+"         aten::conv2d        11.97%       3.500us        30.79%       9.000us       9.000us             1             0  \n"
+"           aten::relu         3.42%       1.000us        34.21%      10.000us      10.000us             1             0  \n"
+"---------------------  ------------  ------------  ------------  ------------  ------------  ------------  ------------  \n"
+"Self CPU time total: 29.235us\n";
+	assert_string_equal(got, want);
+	free(got);
+
+	/* --sort count --row-limit 2: add (4), mm (2) */
+	o.sort = "count";
+	o.row_limit = 2;
+	export_ok("table", "run2.txt", &o);
+	got = run(&st, "sed -n '4,5p' %s | awk '{print $1, $7}'", out_path("run2.txt"));
+	assert_string_equal(got, "aten::add 4\naten::mm 2\n");
+	free(got);
+
+	/* by overload: the name column gains ".Tensor" */
+	o = (struct export_opts){ .by_overload = true };
+	export_ok("table", "run3.txt", &o);
+	got = run(&st, "grep -c 'aten::add.Tensor ' %s", out_path("run3.txt"));
+	assert_string_equal(got, "1\n");
+	free(got);
+}
+
+/* Our table and torch.profiler's own _build_table for the same totals. */
+static void compare_with_torch(const struct profile *p, const char *sort, long limit)
+{
+	char *json = out_path("torch_in.json");
+	FILE *f = fopen(json, "w");
+	fprintf(f, "{\"sort\": %s%s%s, \"row_limit\": %ld, \"rows\": [", sort ? "\"" : "", sort ? sort : "null",
+		sort ? "\"" : "", limit);
+	for (size_t i = 0; i < p->nops; i++)
+		fprintf(f, "%s{\"name\": \"%s\", \"calls\": %llu, \"self_ns\": %llu, \"total_ns\": %llu}",
+			i ? ", " : "", p->ops[i].name, (unsigned long long)p->ops[i].calls,
+			(unsigned long long)p->ops[i].self_ns, (unsigned long long)p->ops[i].total_ns);
+	fputs("]}\n", f);
+	fclose(f);
+	int st;
+	char *want = run(&st, "/usr/bin/python3 %s/torch_table.py < %s 2>&1", src, json);
+	if (st)
+		fail_msg("torch_table.py: %s", want);
+	struct export_opts o = { .sort = sort, .row_limit = limit };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	assert_int_equal(export_table(m, p, &o), 0);
+	fclose(m);
+	assert_string_equal(buf, want);
+	free(buf);
+	free(want);
+}
+
+static void test_table_matches_torch(void **state)
+{
+	struct profile p;
+	profile_init(&p);
+	/* magnitudes across us/ms/s, a name long enough to be cut, no ties */
+	struct prof_op rows[] = {
+		{ .name = "aten::add", .calls = 7, .self_ns = 123456, .total_ns = 234567 },
+		{ .name = "aten::convolution", .calls = 3, .self_ns = 2500001, .total_ns = 9876543 },
+		{ .name = "aten::_some_extremely_long_operator_name_that_needs_trimming_x", .calls = 1,
+		  .self_ns = 999, .total_ns = 1999 },
+		{ .name = "aten::mm", .calls = 11, .self_ns = 1234567891, .total_ns = 2345678912 },
+		{ .name = "aten::relu", .calls = 2, .self_ns = 42, .total_ns = 43 },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		rows[i].op_id = i + 1;
+		assert_int_equal(profile_add_op(&p, &rows[i]), 0);
+	}
+	compare_with_torch(&p, "self_cpu_time_total", 100);
+	compare_with_torch(&p, "cpu_time_total", 100);
+	compare_with_torch(&p, "cpu_time", 3);
+	compare_with_torch(&p, "count", 100);
+	profile_free(&p);
+}
+
+static void test_json(void **state)
+{
+	export_ok("json", "run.json", NULL);
+	int st;
+	char *got = run(&st, "python3 %s/dump_profile_json.py %s 2>&1", src, out_path("run.json"));
+	assert_int_equal(st, 0);
+	const char *want =
+"run pids=100,200 duration_ns=70000 probes_attached=5904 events_dropped=5 exit_mode=duration "
+"mode=return probes gpu_times=False\n"
+"op 100 aten::add Tensor calls=4 self_ns=14235 total_ns=14235 max_ns=9000 inferred=3 launches=0\n"
+"op 100 aten::convolution - calls=1 self_ns=5500 total_ns=5500 max_ns=5500 inferred=0 launches=0\n"
+"op 100 aten::mm - calls=1 self_ns=4000 total_ns=4000 max_ns=4000 inferred=1 launches=1\n"
+"op 100 aten::conv2d - calls=1 self_ns=3500 total_ns=9000 max_ns=9000 inferred=0 launches=0\n"
+"op 200 aten::mm - calls=1 self_ns=1000 total_ns=1000 max_ns=1000 inferred=0 launches=0\n"
+"op 100 aten::relu - calls=1 self_ns=1000 total_ns=10000 max_ns=10000 inferred=0 launches=0\n";
+	assert_string_equal(got, want);
+	free(got);
+}
+
+static void test_json_escapes(void **state)
+{
+	struct profile p;
+	profile_init(&p);
+	p.exit_mode = "sig\"nal\n";
+	struct prof_op o = { .name = "we\\ird\x01 \xff name \xc3\xa9", .overload = "", .calls = 1 };
+	assert_int_equal(profile_add_op(&p, &o), 0);
+	FILE *f = fopen(out_path("esc.json"), "w");
+	assert_int_equal(export_json(f, &p, NULL), 0);
+	fclose(f);
+	int st;
+	char *got = run(&st, "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+			"print(repr(d[\"run\"][\"exit_mode\"]), repr(d[\"ops\"][0][\"name\"]))' %s", out_path("esc.json"));
+	assert_int_equal(st, 0);
+	assert_string_equal(got, "'sig\"nal\\n' 'we\\\\ird\\x01 \xef\xbf\xbd name é'\n");
+	free(got);
+	profile_free(&p);
+}
+
+static void test_chrome(void **state)
+{
+	export_ok("chrome", "run.json.trace", NULL);
+	int st;
+	char *got = run(&st, "python3 %s/check_chrome.py --dump %s 2>&1", src, out_path("run.json.trace"));
+	/* base = run start T0; ts/dur exact to the ns; conv2d's Python stack
+	 * gives spans around it, outermost last at equal times */
+	const char *want =
+"100 100 1.000 9.000 aten::conv2d 0 -\n"
+"100 100 1.000 9.000 conv - -\n"
+"100 100 1.000 9.000 blocks.0 - -\n"
+"100 100 1.000 9.000 Net - -\n"
+"100 100 1.000 9.000 train.py:main - -\n"
+"100 100 2.000 5.500 aten::convolution 1 -\n"
+"100 100 20.000 1.234 aten::add 0 -\n"
+"100 100 30.000 2.000 aten::add 0 unwound\n"
+"100 100 40.000 10.000 aten::relu 0 -\n"
+"100 100 41.000 9.000 aten::add 1 inferred\n"
+"100 101 5.000 4.000 aten::mm 0 inferred\n"
+"100 101 60.000 2.001 aten::add 0 inferred\n"
+"200 200 3.000 1.000 aten::mm 0 -\n"
+"ok 25 events: M=10 X=13 i=2\n";
+	assert_int_equal(st, 0);
+	assert_string_equal(got, want);
+	free(got);
+	/* names and base in metadata */
+	got = run(&st, "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+		  "print(d[\"otherData\"][\"tbpf_base_ns\"], d[\"displayTimeUnit\"], "
+		  "sorted((e[\"pid\"], e[\"tid\"], e[\"args\"][\"name\"]) for e in d[\"traceEvents\"] if e[\"name\"] == \"thread_name\"))' %s",
+		  out_path("run.json.trace"));
+	assert_string_equal(got, "1000000000 ns [(100, 100, 'python3'), (100, 101, 'worker'), (200, 200, 'bench')]\n");
+	free(got);
+}
+
+static void test_chrome_checker_rejects_overlap(void **state)
+{
+	/* the checker itself must fail on bad nesting (a test that cannot fail is no test) */
+	FILE *f = fopen(out_path("bad.json"), "w");
+	fputs("{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\",\"pid\":1,\"tid\":1,\"ts\":0.000,\"dur\":5.000},"
+	      "{\"ph\":\"X\",\"name\":\"b\",\"pid\":1,\"tid\":1,\"ts\":4.000,\"dur\":5.000}]}", f);
+	fclose(f);
+	int st;
+	free(run(&st, "python3 %s/check_chrome.py %s 2>/dev/null", src, out_path("bad.json")));
+	assert_int_not_equal(st, 0);
+}
+
+static void test_perfetto(void **state)
+{
+	export_ok("perfetto", "run.perfetto-trace", NULL);
+	int st;
+	char *got = run(&st, "protoc --proto_path=%s --decode=perfetto.protos.Trace perfetto_trace.proto < %s > %s 2>&1; echo $?",
+			src, out_path("run.perfetto-trace"), out_path("perfetto.txt"));
+	assert_string_equal(got, "0\n");
+	free(got);
+	/* unknown fields print as bare numbers */
+	got = run(&st, "grep -cE '^\\s*[0-9]+:' %s", out_path("perfetto.txt"));
+	assert_string_equal(got, "0\n");
+	free(got);
+	got = run(&st, "grep -o 'type: TYPE_[A-Z_]*' %s | sort | uniq -c | awk '{print $1, $3}'", out_path("perfetto.txt"));
+	/* 9 ops + 4 frame spans */
+	assert_string_equal(got, "2 TYPE_INSTANT\n13 TYPE_SLICE_BEGIN\n13 TYPE_SLICE_END\n");
+	free(got);
+	/* tracks described, names interned before use, slices balanced */
+	got = run(&st, "python3 %s/check_perfetto.py %s 2>&1", src, out_path("perfetto.txt"));
+	assert_int_equal(st, 0);
+	/* 1 snapshot + 2 processes + 3 threads + 13 begins + 13 ends + 2 instants */
+	assert_string_equal(got, "ok 34 packets, 13 slices, 5 tracks\n");
+	free(got);
+	/* and the checker fails on a slice end without a begin */
+	free(run(&st, "sed '0,/TYPE_SLICE_BEGIN/s//TYPE_SLICE_END/' %s > %s", out_path("perfetto.txt"),
+		 out_path("perfetto-bad.txt")));
+	free(run(&st, "python3 %s/check_perfetto.py %s 2>/dev/null", src, out_path("perfetto-bad.txt")));
+	assert_int_not_equal(st, 0);
+	/* interned names: each op once, iid = op id + 1 */
+	got = run(&st, "python3 - %s <<'EOF'\n"
+"import re, sys\n"
+"t = open(sys.argv[1]).read()\n"
+"names = re.findall(r'event_names \\{\\s*iid: (\\d+)\\s*name: \"([^\"]*)\"', t)\n"
+"print(sorted(names))\n"
+"EOF", out_path("perfetto.txt"));
+	/* ops: iid = op id + 1; CUDA APIs: 1 << 30 | api; frame spans: 1 << 32 + n */
+	assert_string_equal(got, "[('1073741825', 'cudaLaunchKernel'), ('1073741858', 'cudaMalloc'), ('2', 'aten::conv2d'), "
+			    "('3', 'aten::convolution'), ('4', 'aten::add'), ('4294967296', 'train.py:main'), "
+			    "('4294967297', 'Net'), ('4294967298', 'blocks.0'), ('4294967299', 'conv'), "
+			    "('5', 'aten::relu'), ('6', 'aten::mm')]\n");
+	free(got);
+	/* the first op slice: conv2d at T0 + 1000 on thread 100, after the
+	 * spans of its Python stack (outermost first) at the same time */
+	got = run(&st, "python3 - %s <<'EOF'\n"
+"import re, sys\n"
+"for p in open(sys.argv[1]).read().split('packet {')[1:]:\n"
+"    if 'TYPE_SLICE_BEGIN' in p:\n"
+"        f = dict(re.findall(r'(timestamp|name_iid|track_uuid): (\\S+)', p))\n"
+"        f.update(re.findall(r'(?m)^    (name): (\\S+)', p))  # the TrackEvent's own name\n"
+"        print(f['timestamp'], f.get('name_iid', '-'), f['track_uuid'], f.get('name', '-'))\n"
+"EOF", out_path("perfetto.txt"));
+	/* thread uuid = tid */
+	const char *want =
+"1000001000 4294967296 100 -\n"
+"1000001000 4294967297 100 -\n"
+"1000001000 4294967298 100 -\n"
+"1000001000 4294967299 100 -\n"
+"1000001000 2 100 -\n";
+	assert_memory_equal(got, want, strlen(want));
+	free(got);
+}
+
+static void test_folded(void **state)
+{
+	export_ok("folded", "run.folded", NULL);
+	int st;
+	char *got = run(&st, "python3 %s/check_folded.py %s 2>&1", src, out_path("run.folded"));
+	/* self us rounded: add 1234+2000+2001 ns at the root = 5 us */
+	const char *want =
+"aten::add 5\n"
+"aten::mm 5\n"
+"aten::relu 1\n"
+"aten::relu;aten::add 9\n"
+"train.py:main;Net;blocks.0;conv;aten::conv2d 4\n"
+"train.py:main;Net;blocks.0;conv;aten::conv2d;aten::convolution 6\n";
+	assert_int_equal(st, 0);
+	assert_string_equal(got, want);
+	free(got);
+}
+
+static void test_folded_escaping(void **state)
+{
+	struct calltree ct;
+	assert_int_equal(calltree_init(&ct), 0);
+	uint32_t a = calltree_frame(&ct, CT_OTHER, "a;b\nc", "", 0);
+	uint32_t b = calltree_frame(&ct, CT_OTHER, "leaf 123", "", 0);
+	uint32_t c = calltree_frame(&ct, CT_PYTHON, "f", "/x/y.py", 3);
+	uint32_t c2 = calltree_frame(&ct, CT_PYTHON, "f", "/x/y.py", 4);  /* same text, other line */
+	uint32_t na = calltree_child(&ct, 0, a);
+	calltree_add(&ct, calltree_child(&ct, na, b), 2000, 1);
+	calltree_add(&ct, calltree_child(&ct, 0, c), 1000, 1);
+	calltree_add(&ct, calltree_child(&ct, 0, c2), 1400, 1);
+	calltree_add(&ct, calltree_child(&ct, 0, b), 400, 1);  /* rounds to 0: left out */
+	FILE *f = fopen(out_path("esc.folded"), "w");
+	assert_int_equal(export_folded(f, &ct, NULL), 0);
+	fclose(f);
+	int st;
+	char *got = run(&st, "python3 %s/check_folded.py %s 2>&1", src, out_path("esc.folded"));
+	assert_int_equal(st, 0);
+	assert_string_equal(got, "a:b c;leaf_123 2\ny.py:f 2\n");
+	free(got);
+	calltree_free(&ct);
+}
+
+static char *pprof_top(const char *index, const char *unit)
+{
+	int st;
+	char *got = run(&st, "mkdir -p %s && HOME=%s GOPATH=%s/gopath GOCACHE=%s/cache GOFLAGS= "
+			"go tool pprof -top %s -sample_index=%s %s 2>/dev/null | "
+			"awk '/^ *flat  *flat%%/ { t = 1; next } t { print $1, $4, $6 }'",
+			gohome, gohome, gohome, gohome, unit, index, out_path("run.pb.gz"));
+	assert_int_equal(st, 0);
+	return got;
+}
+
+static void test_pprof(void **state)
+{
+	export_ok("pprof", "run.pb.gz", NULL);
+	/* flat = self, cum = with children; by hand from the fixture */
+	char *got = pprof_top("cpu", "-unit=ns");
+	assert_string_equal(got,
+"14235ns 14235ns aten::add\n"
+"5500ns 5500ns aten::convolution\n"
+"5000ns 5000ns aten::mm\n"
+"3500ns 9000ns aten::conv2d\n"
+"1000ns 10000ns aten::relu\n"
+"0 9000ns Net\n"
+"0 9000ns blocks.0\n"
+"0 9000ns conv\n"
+"0 9000ns main\n");
+	free(got);
+	got = pprof_top("calls", "");
+	assert_string_equal(got,
+"4 4 aten::add\n"
+"2 2 aten::mm\n"
+"1 2 aten::conv2d\n"
+"1 1 aten::convolution\n"
+"1 2 aten::relu\n"
+"0 2 Net\n"
+"0 2 blocks.0\n"
+"0 2 conv\n"
+"0 2 main\n");
+	free(got);
+	/* second reader: protoc with our profile.proto; file and line of the Python frame */
+	int st;
+	got = run(&st, "gzip -dc %s | protoc --proto_path=%s --decode=perftools.profiles.Profile profile.proto | "
+		  "grep -cE '^\\s*[0-9]+:'", out_path("run.pb.gz"), src);
+	assert_string_equal(got, "0\n");
+	free(got);
+	got = run(&st, "HOME=%s GOPATH=%s/gopath GOCACHE=%s/cache go tool pprof -raw %s 2>/dev/null | grep train.py",
+		  gohome, gohome, gohome, out_path("run.pb.gz"));
+	assert_string_equal(got, "     5: 0x0 M=1 main /home/u/train.py:10 s=0\n");
+	free(got);
+	/* junk is rejected by the reader (it is a real check) */
+	FILE *f = fopen(out_path("junk.pb.gz"), "w");
+	fputs("not a profile", f);
+	fclose(f);
+	free(run(&st, "HOME=%s GOPATH=%s/gopath GOCACHE=%s/cache go tool pprof -top %s >/dev/null 2>&1",
+		 gohome, gohome, gohome, out_path("junk.pb.gz")));
+	assert_int_not_equal(st, 0);
+}
+
+static void test_pbwriter_widening(void **state)
+{
+	struct pbw w;
+	pbw_init(&w);
+	size_t outer = pb_begin(&w, 1);
+	size_t inner = pb_begin(&w, 2);
+	char big[300];
+	memset(big, 'z', sizeof(big));
+	pb_bytes(&w, 3, big, sizeof(big));  /* 300 bytes: lengths need 2 varint bytes */
+	pb_end(&w, inner);
+	pb_varint(&w, 4, 1ULL << 63);
+	pb_fixed64(&w, 5, 0x0102030405060708ULL);
+	pb_end(&w, outer);
+	assert_int_equal(w.err, 0);
+	/* 1 tag + 2 len + [1 tag + 2 len + (1 + 2 + 300)] + (1 + 10) + (1 + 8) */
+	assert_int_equal(w.len, 3 + 3 + 303 + 11 + 9);
+	FILE *f = fopen(out_path("pb.bin"), "wb");
+	fwrite(w.buf, 1, w.len, f);
+	fclose(f);
+	int st;
+	char *got = run(&st, "protoc --decode_raw < %s | grep -v zzz | tr -d ' '", out_path("pb.bin"));
+	assert_string_equal(got, "1{\n2{\n}\n4:9223372036854775808\n5:0x0102030405060708\n}\n");
+	free(got);
+	pbw_free(&w);
+}
+
+static void test_report_errors(void **state)
+{
+	char *msg = NULL;
+	/* a truncated copy of the capture */
+	int st;
+	free(run(&st, "head -c 77 %s > %s", cap, out_path("cut.tbpf")));
+	assert_int_equal(export_capture(out_path("cut.tbpf"), "json", out_path("x.json"), NULL, &msg), -EINVAL);
+	char want[400];
+	/* the RUN record at byte 32: 16 header + 8 + 8 + 4 + 4 + 4 + 2 pids * 4
+	 * + (4 + 8) "0.1-test" + (4 + 8) "testhost" = 76, padded to 80 */
+	snprintf(want, sizeof(want), "%s: truncated record (type 256, 80 bytes) at byte 32", out_path("cut.tbpf"));
+	assert_string_equal(msg, want);
+	free(msg);
+	assert_int_equal(export_capture(cap, "svg", NULL, NULL, &msg), -EINVAL);
+	assert_string_equal(msg, "unknown format 'svg' (table, json, chrome, perfetto, folded, pprof)");
+	free(msg);
+	struct export_opts o = { .sort = "speed" };
+	assert_int_equal(export_capture(cap, "table", NULL, &o, &msg), -EINVAL);
+	assert_string_equal(msg, "unknown sort key 'speed'");
+	free(msg);
+	assert_int_equal(export_capture(cap, "json", "/nonexistent/out.json", NULL, &msg), -ENOENT);
+	assert_string_equal(msg, "/nonexistent/out.json: No such file or directory");
+	free(msg);
+	/* the command: exit codes and one-line errors */
+	char *args1[] = { "report", out_path("cut.tbpf"), "--format", "json", NULL };
+	assert_int_equal(cmd_report(4, args1), 1);
+	char *args2[] = { "report", cap, "--format", "nope", NULL };
+	assert_int_equal(cmd_report(4, args2), 2);
+	char *args3[] = { "report", NULL };
+	assert_int_equal(cmd_report(1, args3), 2);
+	char *args4[] = { "report", cap, "--row-limit", "x", NULL };
+	assert_int_equal(cmd_report(4, args4), 2);
+	char *args5[] = { "report", cap, "-f", "folded", "-o", out_path("ok.folded"), NULL };
+	assert_int_equal(cmd_report(6, args5), 0);
+	/* notes on stderr: the fixture's end record counts 3 + 2 dropped records */
+	char *got = run(&st, "build/tests/tbpf-report report %s -f json -o %s 2>&1 >/dev/null", cap, out_path("n.json"));
+	assert_int_equal(st, 0);
+	assert_string_equal(got, "tbpf report: 5 events were dropped while recording (ring buffer full); "
+			    "rerun with a larger --ring-size\n");
+	free(got);
+	got = run(&st, "build/tests/tbpf-report report %s -f pprof 2>&1 | head -c 2 | od -An -tx1", cap);
+	assert_string_equal(got, " 1f 8b\n");  /* gzip magic, to a pipe is fine */
+	free(got);
+}
+
+static void test_check_all_script(void **state)
+{
+	/* the script the end-to-end suite runs on real captures */
+	int st;
+	char *got = run(&st, "%s/check_all.sh %s build/tests/tbpf-report %s/all 2>&1", src, cap, dir);
+	if (st)
+		fail_msg("check_all.sh: %s", got);
+	assert_non_null(strstr(got, "check_all: all formats read back"));
+	assert_non_null(strstr(got, "json      ok (9 calls, same as the table)"));
+	free(got);
+	/* and it fails on a capture it cannot read */
+	free(run(&st, "head -c 100 %s > %s/cut2.tbpf", cap, dir));
+	free(run(&st, "%s/check_all.sh %s/cut2.tbpf build/tests/tbpf-report %s/all2 >/dev/null 2>&1", src, dir, dir));
+	assert_int_not_equal(st, 0);
+}
+
+static void test_no_run_record(void **state)
+{
+	/* only op records and names: pids come from the ops, duration from the records */
+	char p[300];
+	int err;
+	snprintf(p, sizeof(p), "%s/bare.tbpf", dir);
+	struct capture_writer *w = capture_writer_open(p, &err);
+	struct rec_op a = fx_op(REC_OP_ENTER, 9, 9, 100, 1, 0, 0, 0);
+	struct rec_op b = fx_op(REC_OP_EXIT, 9, 9, 350, 1, 0, 0, 0);
+	assert_int_equal(capture_write_raw(w, &a, sizeof(a)), 0);
+	assert_int_equal(capture_write_raw(w, &b, sizeof(b)), 0);
+	assert_int_equal(capture_writer_close(w), 0);
+	export_capture(p, "json", out_path("bare.json"), NULL, NULL);
+	int st;
+	char *got = run(&st, "python3 %s/dump_profile_json.py %s 2>&1", src, out_path("bare.json"));
+	assert_string_equal(got, "run pids=9 duration_ns=250 probes_attached=0 events_dropped=0 "
+			    "exit_mode=incomplete (no end record) mode=- gpu_times=False\n"
+			    "op 9 op#1 - calls=1 self_ns=250 total_ns=250 max_ns=250 inferred=0\n");
+	free(got);
+}
+
+static void test_cuda_runtime_events(void **state)
+{
+	/* a sync and a copy inside an op: nested in Chrome, balanced in Perfetto */
+	char p[300];
+	int err;
+	snprintf(p, sizeof(p), "%s/cuda.tbpf", dir);
+	struct capture_writer *w = capture_writer_open(p, &err);
+	struct rec_op a = fx_op(REC_OP_ENTER, 9, 10, 100, 1, 0, 0, 0);
+	struct rec_sync sy = { .h = { REC_SYNC, sizeof(sy), 10, T0 + 150 }, .pid = 9,
+			       .api = CU_cudaStreamSynchronize, .dur_ns = 50, .handle = 3 };
+	struct rec_memop mo = { .h = { REC_MEMOP, sizeof(mo), 10, T0 + 250 }, .pid = 9,
+				.api = CU_cudaMemcpyAsync, .bytes = 4096, .dur_ns = 30, .dir = CP_DTOH };
+	struct rec_op b = fx_op(REC_OP_EXIT, 9, 10, 400, 1, 0, 0, 0);
+	assert_int_equal(capture_write_raw(w, &a, sizeof(a)), 0);
+	assert_int_equal(capture_write_raw(w, &sy, sizeof(sy)), 0);
+	assert_int_equal(capture_write_raw(w, &mo, sizeof(mo)), 0);
+	assert_int_equal(capture_write_raw(w, &b, sizeof(b)), 0);
+	assert_int_equal(capture_write_op(w, 1, "aten::item", ""), 0);
+	assert_int_equal(capture_writer_close(w), 0);
+	assert_int_equal(export_capture(p, "chrome", out_path("cuda.json"), NULL, NULL), 0);
+	int st;
+	char *got = run(&st, "python3 %s/check_chrome.py --dump %s 2>&1", src, out_path("cuda.json"));
+	assert_string_equal(got,
+"9 10 0.000 0.300 aten::item 0 -\n"
+"9 10 0.050 0.050 cudaStreamSynchronize - -\n"
+"9 10 0.150 0.030 cudaMemcpyAsync - -\n"
+"ok 3 events: X=3\n");
+	free(got);
+	assert_int_equal(export_capture(p, "perfetto", out_path("cuda.pf"), NULL, NULL), 0);
+	got = run(&st, "protoc --proto_path=%s --decode=perfetto.protos.Trace perfetto_trace.proto < %s | "
+		  "grep -E 'TYPE_|timestamp: 1|string_value|int_value' | tr -d ' '", src, out_path("cuda.pf"));
+	/* first: the clock snapshot at the first record (no run record) */
+	assert_string_equal(got,
+"timestamp:1000000100\n"
+"timestamp:1000000100\ntype:TYPE_SLICE_BEGIN\n"
+"timestamp:1000000150\nint_value:3\ntype:TYPE_SLICE_BEGIN\n"
+"timestamp:1000000200\ntype:TYPE_SLICE_END\n"
+"timestamp:1000000250\nint_value:4096\ntype:TYPE_SLICE_BEGIN\n"
+"timestamp:1000000280\ntype:TYPE_SLICE_END\n"
+"timestamp:1000000400\ntype:TYPE_SLICE_END\n");
+	free(got);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_table_golden),
+		cmocka_unit_test(test_table_matches_torch),
+		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_json_escapes),
+		cmocka_unit_test(test_chrome),
+		cmocka_unit_test(test_chrome_checker_rejects_overlap),
+		cmocka_unit_test(test_perfetto),
+		cmocka_unit_test(test_folded),
+		cmocka_unit_test(test_folded_escaping),
+		cmocka_unit_test(test_pprof),
+		cmocka_unit_test(test_pbwriter_widening),
+		cmocka_unit_test(test_report_errors),
+		cmocka_unit_test(test_check_all_script),
+		cmocka_unit_test(test_no_run_record),
+		cmocka_unit_test(test_cuda_runtime_events),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

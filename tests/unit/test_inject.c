@@ -1,0 +1,242 @@
+/* test_inject.c - injection into real child processes: every register
+ * (general, flags, SSE) survives, a blocked syscall resumes cleanly, the
+ * library really maps and unmaps, five cycles in a row; plus the pure maps
+ * parsers on fixture text. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include "agent_attach.h"
+#include "inject.h"
+
+#define LIB "/lib/x86_64-linux-gnu/libbz2.so.1.0"
+
+static volatile sig_atomic_t stop;
+static void on_usr1(int sig) { stop = 1; }
+
+/* Spin with known values in callee-saved registers, xmm0/xmm15 and the
+ * flags of the last compare; return 1 as soon as one changes. */
+static int reg_loop(long iters)
+{
+	int bad;
+	__asm__ volatile(
+		"movabs $0x1111222233334444, %%rbx\n\t"
+		"movabs $0x5555666677778888, %%r12\n\t"
+		"movabs $0x9999aaaabbbbcccc, %%r13\n\t"
+		"movabs $0xddddeeeeffff0000, %%r14\n\t"
+		"movabs $0x0123456789abcdef, %%r15\n\t"
+		"movq %%rbx, %%xmm0\n\t"
+		"movq %%r12, %%xmm15\n\t"
+		"1:\n\t"
+		"movabs $0x1111222233334444, %%rax\n\t cmp %%rax, %%rbx\n\t jne 2f\n\t"
+		"movabs $0x5555666677778888, %%rax\n\t cmp %%rax, %%r12\n\t jne 2f\n\t"
+		"movabs $0x9999aaaabbbbcccc, %%rax\n\t cmp %%rax, %%r13\n\t jne 2f\n\t"
+		"movabs $0xddddeeeeffff0000, %%rax\n\t cmp %%rax, %%r14\n\t jne 2f\n\t"
+		"movabs $0x0123456789abcdef, %%rax\n\t cmp %%rax, %%r15\n\t jne 2f\n\t"
+		"movq %%xmm0, %%rax\n\t cmp %%rbx, %%rax\n\t jne 2f\n\t"
+		"movq %%xmm15, %%rax\n\t cmp %%r12, %%rax\n\t jne 2f\n\t"
+		"dec %[n]\n\t jnz 1b\n\t"
+		"xor %[bad], %[bad]\n\t jmp 3f\n"
+		"2:\n\t mov $1, %[bad]\n"
+		"3:\n\t"
+		: [bad] "=r"(bad), [n] "+r"(iters)
+		:
+		: "rax", "rbx", "r12", "r13", "r14", "r15", "xmm0", "xmm15", "cc", "memory");
+	return bad;
+}
+
+static int lib_mapped(pid_t pid, const char *name)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	int hit = 0;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (getline(&line, &cap, f) > 0)
+		if (strstr(line, name))
+			hit = 1;
+	free(line);
+	fclose(f);
+	return hit;
+}
+
+static void five_cycles(pid_t pid)
+{
+	for (int i = 0; i < 5; i++) {
+		uint64_t h = 0;
+		char *why = NULL;
+		int ret = -1;
+		int err = inject_dlopen(pid, LIB, 0, &h, &why);
+		if (err)
+			fail_msg("inject cycle %d: %s", i, why);
+		assert_int_not_equal(h, 0);
+		assert_int_equal(lib_mapped(pid, "libbz2.so"), 1);
+		err = inject_dlclose(pid, h, &ret, &why);
+		if (err)
+			fail_msg("dlclose cycle %d: %s", i, why);
+		assert_int_equal(ret, 0);
+		assert_int_equal(lib_mapped(pid, "libbz2.so"), 0);
+		free(why);
+	}
+}
+
+static void test_registers_survive(void **state)
+{
+	if (access(LIB, R_OK))
+		skip();
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		signal(SIGUSR1, on_usr1);
+		while (!stop)
+			if (reg_loop(1 << 20))
+				_exit(3);
+		_exit(0);
+	}
+	usleep(100000);
+	assert_int_equal(lib_mapped(pid, "libbz2.so"), 0);
+	five_cycles(pid);
+	kill(pid, SIGUSR1);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0); /* 3 = a register changed */
+}
+
+/* A child blocked in read(): after injection the read must still return
+ * the data written later (restarted, not EINTR). */
+static void test_blocked_syscall_resumes(void **state)
+{
+	int fds[2];
+	if (access(LIB, R_OK))
+		skip();
+	assert_int_equal(pipe(fds), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char c = 0;
+		close(fds[1]);
+		ssize_t n = read(fds[0], &c, 1);
+		_exit(n == 1 && c == 'x' ? 0 : n < 0 ? 10 + (errno == EINTR) : 20);
+	}
+	close(fds[0]);
+	usleep(100000);
+	five_cycles(pid);
+	assert_int_equal(write(fds[1], "x", 1), 1);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	close(fds[1]);
+}
+
+static void test_refuses_dead_and_relative(void **state)
+{
+	char *why = NULL;
+	assert_int_equal(inject_library(getpid(), "libbz2.so.1.0", &why), -EINVAL);
+	assert_non_null(strstr(why, "absolute"));
+	free(why);
+	why = NULL;
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(0);
+	waitpid(pid, NULL, 0);
+	assert_true(inject_library(pid, LIB, &why) < 0);
+	assert_non_null(why);
+	free(why);
+}
+
+static const char maps_kineto[] =
+	"55d0a000-55d0b000 r--p 00000000 08:01 1 /usr/bin/python3.11\n"
+	"7f0000000000-7f0000100000 r--p 00000000 08:01 2 /venv/nvidia/cuda_cupti/lib/libcupti.so.12\n"
+	"7f0000100000-7f0000200000 r-xp 00100000 08:01 2 /venv/nvidia/cuda_cupti/lib/libcupti.so.12\n"
+	"7f1000000000-7f1000001000 rw-p 00000000 00:00 0 \n";
+static const char maps_ours[] =
+	"7f0000000000-7f0000100000 r--p 00000000 08:01 2 /usr/local/cuda/lib64/libcupti.so.13\n"
+	"7f2000000000-7f2000001000 r--p 00000000 08:01 3 /opt/tbpf/libtbpf_agent.so\n"
+	"7f2000001000-7f2000002000 r-xp 00001000 08:01 3 /opt/tbpf/libtbpf_agent.so\n";
+static const char maps_plain[] =
+	"7f3000000000-7f3000001000 r--p 00000000 08:01 4 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+	"7f3000001000-7f3000002000 r-xp 00028000 08:01 4 /usr/lib/x86_64-linux-gnu/libc.so.6\n";
+
+static FILE *memf(const char *s) { return fmemopen((void *)s, strlen(s), "r"); }
+
+static void test_maps_conflict(void **state)
+{
+	char *why = NULL;
+	FILE *f = memf(maps_kineto);
+	assert_int_equal(inject_maps_conflict(f, "/opt/tbpf/libtbpf_agent.so", &why), 1);
+	assert_non_null(strstr(why, "libcupti.so.12"));
+	assert_non_null(strstr(why, "--inject-force"));
+	fclose(f);
+	free(why);
+	why = NULL;
+	f = memf(maps_ours); /* libcupti loaded by our own agent: no conflict */
+	assert_int_equal(inject_maps_conflict(f, "/elsewhere/libtbpf_agent.so", &why), 0);
+	fclose(f);
+	f = memf(maps_plain);
+	assert_int_equal(inject_maps_conflict(f, NULL, &why), 0);
+	fclose(f);
+	assert_null(why);
+}
+
+static void test_find_mappings(void **state)
+{
+	uint64_t base = 0;
+	char *path = NULL;
+	FILE *f = memf(maps_plain);
+	assert_int_equal(inject_find_lib(f, "libc.so.6", &base, &path), 0);
+	assert_int_equal(base, 0x7f3000000000ull);
+	assert_string_equal(path, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+	fclose(f);
+	free(path);
+	f = memf(maps_ours);
+	assert_int_equal(agent_find_mapping(f, AGENT_LIB_NAME, &path, &base), 0);
+	assert_int_equal(base, 0x7f2000000000ull);
+	assert_string_equal(path, "/opt/tbpf/libtbpf_agent.so");
+	fclose(f);
+	free(path);
+	f = memf(maps_kineto);
+	assert_int_equal(agent_find_mapping(f, AGENT_LIB_NAME, &path, &base), -ENOENT);
+	fclose(f);
+}
+
+/* inject_elf_sym against our own libc: must equal the dynamic linker's. */
+static void test_elf_sym_matches_loader(void **state)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	uint64_t base = 0, addr = 0;
+	char *path = NULL;
+	assert_non_null(f);
+	assert_int_equal(inject_find_lib(f, "libc.so.6", &base, &path), 0);
+	fclose(f);
+	assert_int_equal(inject_elf_sym(path, "getpid", base, &addr), 0);
+	assert_int_equal(addr, (uint64_t)(uintptr_t)&getpid);
+	assert_int_equal(inject_elf_sym(path, "no_such_symbol_xyz", base, &addr), -ENOENT);
+	free(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_maps_conflict),
+		cmocka_unit_test(test_find_mappings),
+		cmocka_unit_test(test_elf_sym_matches_loader),
+		cmocka_unit_test(test_refuses_dead_and_relative),
+		cmocka_unit_test(test_registers_survive),
+		cmocka_unit_test(test_blocked_syscall_resumes),
+	};
+	return cmocka_run_group_tests_name("inject", tests, NULL, NULL);
+}

@@ -1,0 +1,167 @@
+/* cmd_run.c - startup stage for `tbpf run`: fork the command held before
+ * exec, with the CUPTI agent named in CUDA_INJECTION64_PATH so the CUDA
+ * driver loads it at cuInit and calls InitializeInjection. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include "cmd_run.h"
+
+#define AGENT_SO "libtbpf_agent.so"
+
+char *run_agent_path(void)
+{
+	const char *env = getenv("TBPF_AGENT_PATH");
+	char exe[PATH_MAX], *p = NULL;
+	if (env && *env)
+		return realpath(env, NULL);
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return NULL;
+	exe[n] = 0;
+	const char *dir = dirname(exe);
+	static const char *const rel[] = { "/" AGENT_SO, "/../lib/tbpf/" AGENT_SO };
+	for (size_t i = 0; i < 2; i++) {
+		if (asprintf(&p, "%s%s", dir, rel[i]) < 0)
+			return NULL;
+		char *r = access(p, R_OK) ? NULL : realpath(p, NULL);
+		free(p);
+		if (r)
+			return r;
+	}
+	return NULL;
+}
+
+int run_child_start(char *const argv[], const char *agent, struct run_child *c)
+{
+	int fds[2];
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int err = -errno;
+		close(fds[0]);
+		close(fds[1]);
+		return err;
+	}
+	if (pid == 0) {
+		char go = 0;
+		ssize_t n;
+		close(fds[1]);
+		do
+			n = read(fds[0], &go, 1);
+		while (n < 0 && errno == EINTR);
+		if (n != 1) {
+			fprintf(stderr, "tbpf run: tbpf exited before the command started\n");
+			_exit(125);
+		}
+		if (agent) {
+			setenv("CUDA_INJECTION64_PATH", agent, 1);
+			setenv("TBPF_AGENT_AUTOSTART", "1", 1);
+		}
+		execvp(argv[0], argv);
+		fprintf(stderr, "tbpf run: %s: %s\n", argv[0], strerror(errno));
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	close(fds[0]);
+	c->pid = pid;
+	c->release_fd = fds[1];
+	return 0;
+}
+
+int run_child_release(struct run_child *c)
+{
+	if (c->release_fd < 0)
+		return -EBADF;
+	ssize_t n = write(c->release_fd, "g", 1);
+	int err = n == 1 ? 0 : -errno;
+	close(c->release_fd);
+	c->release_fd = -1;
+	return err;
+}
+
+int run_child_wait(struct run_child *c)
+{
+	int status;
+	if (c->release_fd >= 0) {  /* never released: closing makes it exit 125 */
+		close(c->release_fd);
+		c->release_fd = -1;
+	}
+	while (waitpid(c->pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + WTERMSIG(status);
+}
+
+int cmd_run_with(int argc, char **argv, int (*attach)(pid_t pid, void *ctx), void *ctx)
+{
+	char *agent = NULL;
+	int i = 1, inject = 1;
+
+	for (; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			i++;
+			break;
+		} else if (!strcmp(argv[i], "--no-agent")) {
+			inject = 0;
+		} else if (!strcmp(argv[i], "--agent") && i + 1 < argc) {
+			free(agent);
+			agent = realpath(argv[++i], NULL);
+			if (!agent) {
+				fprintf(stderr, "tbpf run: agent %s: %s\n", argv[i], strerror(errno));
+				return 2;
+			}
+		} else if (argv[i][0] == '-') {
+			fprintf(stderr, "tbpf run: unknown option %s\n", argv[i]);
+			free(agent);
+			return 2;
+		} else {
+			break;
+		}
+	}
+	if (i >= argc) {
+		fprintf(stderr, "usage: tbpf run [--agent PATH | --no-agent] -- CMD [ARGS...]\n");
+		free(agent);
+		return 2;
+	}
+	const char *prev = getenv("CUDA_INJECTION64_PATH");
+	if (inject && prev && *prev) {
+		fprintf(stderr, "tbpf run: CUDA_INJECTION64_PATH is already set (%s): another tool "
+			"injects into CUDA; unset it or use --no-agent\n", prev);
+		free(agent);
+		return 2;
+	}
+	if (inject && !agent && !(agent = run_agent_path()))
+		fprintf(stderr, "tbpf run: %s not found (set TBPF_AGENT_PATH); running without "
+			"device timings\n", AGENT_SO);
+
+	struct run_child c;
+	int err = run_child_start(argv + i, inject ? agent : NULL, &c);
+	free(agent);
+	if (err) {
+		fprintf(stderr, "tbpf run: cannot start %s: %s\n", argv[i], strerror(-err));
+		return 126;
+	}
+	if (attach && attach(c.pid, ctx)) {
+		kill(c.pid, SIGKILL);
+		run_child_wait(&c);
+		return 1;
+	}
+	if ((err = run_child_release(&c)))
+		fprintf(stderr, "tbpf run: releasing %d: %s\n", c.pid, strerror(-err));
+	return run_child_wait(&c);
+}
+
+int cmd_run(int argc, char **argv)
+{
+	return cmd_run_with(argc, argv, NULL, NULL);
+}

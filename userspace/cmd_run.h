@@ -1,0 +1,32 @@
+/* cmd_run.h - `tbpf run -- cmd args`: start a command with the CUPTI agent
+ * injected by the CUDA driver (CUDA_INJECTION64_PATH), held before exec
+ * until tbpf has attached. */
+#ifndef TBPF_CMD_RUN_H
+#define TBPF_CMD_RUN_H
+#include <sys/types.h>
+
+struct run_child {
+	pid_t pid;
+	int release_fd;   /* write end: one byte lets the child exec */
+};
+
+/* Absolute path of libtbpf_agent.so: $TBPF_AGENT_PATH, else next to the
+ * running executable, else ../lib/tbpf/.  malloc'd, NULL if none. */
+char *run_agent_path(void);
+
+/* Fork argv[0..] (PATH search) with CUDA_INJECTION64_PATH=agent and
+ * TBPF_AGENT_AUTOSTART=1 (agent NULL: no injection).  The child blocks
+ * before exec until run_child_release; if tbpf exits first it exits 125
+ * without running the command.  Returns 0 or -errno. */
+int run_child_start(char *const argv[], const char *agent, struct run_child *c);
+int run_child_release(struct run_child *c);
+/* waitpid; returns the shell-style exit code (128+sig when killed). */
+int run_child_wait(struct run_child *c);
+
+/* The subcommand: argv = { "run", [--agent PATH | --no-agent], [--], cmd, args... }.
+ * attach (may be NULL) runs while the child is held; a nonzero return
+ * kills the child.  Returns the command's exit code, or 2 on usage errors. */
+int cmd_run_with(int argc, char **argv, int (*attach)(pid_t pid, void *ctx), void *ctx);
+int cmd_run(int argc, char **argv);
+
+#endif

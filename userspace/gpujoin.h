@@ -1,0 +1,115 @@
+/* gpujoin.h - join stage: CUPTI device activity (REC_GPU) with tbpf's host
+ * launch records, so device time flows to op ids and Python stacks.
+ *
+ *   device record --correlation id--> CUPTI API record (thread, interval)
+ *   API record --same thread, time--> host launch/copy record (op, stack)
+ *
+ * Pure: arrays in, arrays out; no I/O. */
+#ifndef TBPF_GPUJOIN_H
+#define TBPF_GPUJOIN_H
+#include <stddef.h>
+#include <stdint.h>
+#include "tbpf_abi.h"
+
+/* A host-side CUDA call tbpf probed (rec_launch or rec_memop). */
+struct gj_host {
+	uint64_t ts_ns;    /* probe entry, CLOCK_MONOTONIC */
+	uint32_t tid;
+	uint32_t api;      /* enum tbpf_cuda_api */
+	uint32_t op_id;    /* op on top of the thread's stack, 0 = none */
+	uint32_t stack_id;
+};
+void gj_host_from_launch(struct gj_host *h, const struct rec_launch *r);
+void gj_host_from_memop(struct gj_host *h, const struct rec_memop *r);
+/* 1 = runtime (cudaXxx), 2 = driver (cuXxx), 0 = none. */
+int gj_api_family(uint32_t api);
+
+/* One op instance on one thread (from REC_OP_ENTER/EXIT); optional, gives
+ * CUDA total (device time of everything launched inside the op). */
+struct gj_op_span {
+	uint64_t start_ns, end_ns;
+	uint64_t stack_id;
+	uint32_t tid;
+	uint32_t op_id;
+};
+
+struct gj_input {
+	const struct gj_host *host;
+	size_t nhost;
+	const struct rec_gpu *gpu;   /* device and API kinds, any order */
+	size_t ngpu;
+	const struct rec_gpu_name *names;
+	size_t nnames;
+	const struct gj_op_span *spans;
+	size_t nspans;
+	int estimate_offset;         /* 1: estimate CUPTI->host clock offset */
+	int64_t clock_offset_ns;     /* else: added to every CUPTI timestamp */
+};
+
+/* One device activity, placed on the host clock and attributed. */
+struct gj_dev {
+	uint64_t start_ns, end_ns;   /* host clock */
+	uint64_t bytes;
+	uint64_t name_id;
+	const char *name;            /* full kernel name or NULL (points into input) */
+	uint64_t launch_ts_ns;       /* host launch time, 0 if unattributed */
+	uint64_t flow_id;            /* Chrome "ac2g" flow id (correlation), 0 = none */
+	uint32_t kind;               /* GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET */
+	uint32_t copy_kind;
+	uint32_t device, context, stream, correlation;
+	uint32_t tid;                /* launching thread (from the API record), 0 = unknown */
+	uint32_t op_id, stack_id;    /* from the host record, 0 = unattributed */
+	int32_t host_idx;            /* index into gj_input.host, -1 = none */
+	uint32_t grid[3], block[3];
+};
+
+struct gj_opstat {
+	uint32_t op_id;
+	uint32_t stack_id;
+	uint64_t self_cuda_ns;   /* device time of work launched with this op on top */
+	uint64_t total_cuda_ns;  /* + work launched by nested ops (needs spans) */
+	uint64_t kernels, memcpys, memsets;
+};
+
+struct gj_kstat {
+	uint64_t name_id;
+	const char *name;        /* full name when known, else the inline prefix */
+	uint64_t count, total_ns, min_ns, max_ns;
+};
+
+struct gj_counts {
+	uint64_t device;         /* device records seen */
+	uint64_t api;            /* API records seen */
+	uint64_t attributed;     /* device records that reached a host record */
+	uint64_t no_api;         /* device record without its API record */
+	uint64_t no_host;        /* API record without a host launch */
+	uint64_t unattributed_ns;
+	uint64_t offset_pairs;   /* host/API pairs behind the offset estimate */
+};
+
+struct gj_result {
+	int64_t clock_offset_ns;
+	int offset_estimated;
+	struct gj_dev *dev;      /* sorted by device, stream, start, correlation */
+	size_t ndev;
+	struct gj_opstat *ops;   /* sorted by self CUDA desc, op id, stack id */
+	size_t nops;
+	struct gj_kstat *kernels;/* sorted by total desc, then name */
+	size_t nkernels;
+	struct gj_counts counts;
+};
+
+/* Window for the offset estimate and slack for host-before-API matching. */
+#define GJ_OFFSET_WINDOW_NS 2000
+#define GJ_MATCH_SLACK_NS 20000
+
+/* Returns 0 or -errno (-ENOMEM; -ENODATA when an offset estimate was asked
+ * for and no host/API pair exists). */
+int gpujoin_run(const struct gj_input *in, struct gj_result *out);
+void gpujoin_free(struct gj_result *out);
+
+/* The estimate alone: offset such that cupti_ts + offset = host clock. */
+int gj_estimate_offset(const struct gj_host *host, size_t nhost, const struct rec_gpu *gpu,
+		       size_t ngpu, int64_t *offset, uint64_t *pairs);
+
+#endif

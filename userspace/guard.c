@@ -1,0 +1,536 @@
+/* guard.c - exception safety stage: the ptrace unwind guard process
+ * (see guard.h for the why).  Only this process ptraces the target, and
+ * it owns the return-probe links, so its exit order is the safe one no
+ * matter how tbpf itself ends. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/signalfd.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "tbpf_abi.h"
+#include "guard.h"
+#include "uprobe.h"
+
+struct guard {
+	pid_t child;
+	int cmd_fd;     /* write end: a byte or EOF means "stop" */
+	int status_fd;  /* read end: the child's reports */
+};
+
+/* ---- pure planning ------------------------------------------------------ */
+
+size_t guard_plan_repair(const struct tbpf_frame *frames, size_t n, const uint64_t *slot,
+			 uint64_t tramp_page, size_t *out)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct tbpf_frame *f = &frames[i];
+
+		if (!(f->flags & OPF_HIJACKED) || !f->sp || !f->ra)
+			continue;
+		if ((slot[i] & ~0xfffULL) != tramp_page)
+			continue;   /* already returned, repaired, or never hijacked */
+		if ((f->ra & ~0xfffULL) == tramp_page)
+			continue;   /* no real address known for this slot */
+		out[k++] = i;
+	}
+	return k;
+}
+
+/* ---- the child ------------------------------------------------------------ */
+
+struct tracee {
+	pid_t tid;
+	int state;     /* 0 running, 1 stopped (shutdown), 2 gone */
+	int pending;   /* signal to deliver at detach */
+};
+
+struct gstate {
+	const struct guard_config *cfg;
+	struct tracee *t;
+	size_t n, cap;
+	struct uprobe_set ret, hooks;
+	struct guard_stats st;
+	int status_fd;
+};
+
+static struct tracee *tracee_find(struct gstate *g, pid_t tid)
+{
+	for (size_t i = 0; i < g->n; i++)
+		if (g->t[i].tid == tid)
+			return &g->t[i];
+	return NULL;
+}
+
+static struct tracee *tracee_add(struct gstate *g, pid_t tid)
+{
+	struct tracee *t = tracee_find(g, tid);
+	__u8 one = 1;
+	__u32 key = tid;
+
+	if (t) {
+		t->state = 0;
+		return t;
+	}
+	if (g->n == g->cap) {
+		size_t cap = g->cap ? g->cap * 2 : 64;
+		struct tracee *v = realloc(g->t, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		g->t = v;
+		g->cap = cap;
+	}
+	t = &g->t[g->n++];
+	memset(t, 0, sizeof(*t));
+	t->tid = tid;
+	bpf_map_update_elem(g->cfg->guard_tids_fd, &key, &one, BPF_ANY);
+	g->st.threads_seized++;
+	return t;
+}
+
+static void tracee_gone(struct gstate *g, pid_t tid)
+{
+	struct tracee *t = tracee_find(g, tid);
+	__u32 key = tid;
+
+	if (t)
+		t->state = 2;
+	bpf_map_delete_elem(g->cfg->guard_tids_fd, &key);
+	bpf_map_delete_elem(g->cfg->guard_req_fd, &key);
+}
+
+/* Write back every hijacked return address of one (stopped) thread. */
+static size_t repair_thread(struct gstate *g, pid_t tid)
+{
+	struct tbpf_thread th;
+	uint64_t slot[TBPF_MAX_DEPTH];
+	size_t fix[TBPF_MAX_DEPTH], nfix, done = 0;
+	__u32 key = tid;
+	pid_t pid = g->cfg->pid;
+	size_t depth;
+
+	if (bpf_map_lookup_elem(g->cfg->threads_map_fd, &key, &th))
+		return 0;
+	depth = th.depth > TBPF_MAX_DEPTH ? TBPF_MAX_DEPTH : th.depth;
+	for (size_t i = 0; i < depth; i++) {
+		struct iovec l = { &slot[i], 8 }, r = { (void *)(uintptr_t)th.frames[i].sp, 8 };
+
+		if (process_vm_readv(pid, &l, 1, &r, 1, 0) != 8)
+			slot[i] = 0;
+	}
+	nfix = guard_plan_repair(th.frames, depth, slot, g->cfg->tramp_page, fix);
+	for (size_t k = 0; k < nfix; k++) {
+		struct tbpf_frame *f = &th.frames[fix[k]];
+		struct iovec l = { &f->ra, 8 }, r = { (void *)(uintptr_t)f->sp, 8 };
+
+		if (process_vm_writev(pid, &l, 1, &r, 1, 0) == 8)
+			done++;
+	}
+	g->st.slots_restored += done;
+	return done;
+}
+
+static int list_tasks(pid_t pid, pid_t **out, size_t *n)
+{
+	char path[64];
+	DIR *d;
+	struct dirent *e;
+	size_t cap = 0;
+
+	*out = NULL;
+	*n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		pid_t tid = atoi(e->d_name);
+
+		if (tid <= 0)
+			continue;
+		if (*n == cap) {
+			pid_t *v;
+
+			cap = cap ? cap * 2 : 64;
+			v = realloc(*out, cap * sizeof(*v));
+			if (!v) {
+				closedir(d);
+				return -ENOMEM;
+			}
+			*out = v;
+		}
+		(*out)[(*n)++] = tid;
+	}
+	closedir(d);
+	return 0;
+}
+
+static int seize_all(struct gstate *g, char *err, size_t errlen)
+{
+	for (int pass = 0; pass < 100; pass++) {
+		pid_t *tids;
+		size_t n, added = 0;
+		int rc = list_tasks(g->cfg->pid, &tids, &n);
+
+		if (rc) {
+			snprintf(err, errlen, "cannot list threads of %d: %s", g->cfg->pid, strerror(-rc));
+			return rc;
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (tracee_find(g, tids[i]))
+				continue;
+			if (ptrace(PTRACE_SEIZE, tids[i], 0, PTRACE_O_TRACECLONE)) {
+				if (errno == ESRCH)
+					continue;
+				rc = -errno;
+				snprintf(err, errlen, "ptrace(SEIZE) of thread %d: %s%s", tids[i],
+					 strerror(errno),
+					 errno == EPERM ? " (another tracer attached, or ptrace denied)" : "");
+				free(tids);
+				return rc;
+			}
+			if (!tracee_add(g, tids[i])) {
+				free(tids);
+				return -ENOMEM;
+			}
+			added++;
+		}
+		free(tids);
+		if (!added && pass > 0)
+			return 0;
+	}
+	return 0;
+}
+
+/* Handle one wait status outside shutdown. */
+static void handle_event(struct gstate *g, pid_t tid, int status, bool shutdown)
+{
+	struct tracee *t = tracee_find(g, tid);
+	int sig, ev = status >> 16;
+	__u32 key = tid;
+	__u64 req;
+
+	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		tracee_gone(g, tid);
+		return;
+	}
+	if (!WIFSTOPPED(status))
+		return;
+	if (!t)
+		t = tracee_add(g, tid);   /* auto-attached clone child */
+	if (!t)
+		return;
+	sig = WSTOPSIG(status);
+	if (ev == PTRACE_EVENT_CLONE) {
+		unsigned long child = 0;
+
+		if (!ptrace(PTRACE_GETEVENTMSG, tid, 0, &child) && child)
+			tracee_add(g, (pid_t)child);
+		if (!shutdown || t->state == 0)
+			ptrace(PTRACE_CONT, tid, 0, 0);
+		return;
+	}
+	if (ev == PTRACE_EVENT_STOP) {
+		if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+			/* group stop: keep the job-control semantics */
+			if (shutdown) {
+				t->state = 1;
+				return;
+			}
+			ptrace(PTRACE_LISTEN, tid, 0, 0);
+			return;
+		}
+		if (shutdown) {
+			t->state = 1;
+			return;
+		}
+		ptrace(PTRACE_CONT, tid, 0, 0);
+		return;
+	}
+	/* signal-delivery-stop */
+	if (sig == g->cfg->sig && !bpf_map_lookup_elem(g->cfg->guard_req_fd, &key, &req)) {
+		bpf_map_delete_elem(g->cfg->guard_req_fd, &key);
+		repair_thread(g, tid);
+		g->st.repairs++;
+		sig = 0;
+	}
+	if (shutdown) {
+		t->state = 1;
+		t->pending = sig;
+		return;
+	}
+	ptrace(PTRACE_CONT, tid, 0, sig);
+}
+
+static void report(struct gstate *g, int code, const char *msg)
+{
+	char buf[512];
+	int len = snprintf(buf, sizeof(buf), "%d %s", code, msg ? msg : "");
+
+	if (len > 0 && write(g->status_fd, buf, (size_t)len + 1) < 0) {
+		/* parent gone: nothing to tell */
+	}
+}
+
+static void shutdown_all(struct gstate *g)
+{
+	struct timespec t0, now;
+	int status;
+
+	/* 1: no new hijacks */
+	uprobe_set_close(&g->ret);
+	/* 2: stop every thread */
+	for (size_t i = 0; i < g->n; i++)
+		if (g->t[i].state == 0 && ptrace(PTRACE_INTERRUPT, g->t[i].tid, 0, 0) && errno == ESRCH)
+			tracee_gone(g, g->t[i].tid);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		size_t running = 0;
+		pid_t tid;
+
+		for (size_t i = 0; i < g->n; i++)
+			running += g->t[i].state == 0;
+		if (!running)
+			break;
+		tid = waitpid(-1, &status, __WALL | WNOHANG);
+		if (tid > 0) {
+			struct tracee *t = tracee_find(g, tid);
+			bool fresh = !t;
+
+			handle_event(g, tid, status, true);
+			t = tracee_find(g, tid);
+			if (fresh && t && t->state == 0)
+				ptrace(PTRACE_INTERRUPT, tid, 0, 0);
+			continue;
+		}
+		if (tid < 0 && errno == ECHILD)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - t0.tv_sec >= 3)
+			break;   /* threads in uninterruptible sleep: repair below anyway */
+		usleep(200);
+	}
+	/* 3: repair and detach */
+	for (size_t i = 0; i < g->n; i++) {
+		struct tracee *t = &g->t[i];
+
+		if (t->state == 2)
+			continue;
+		g->st.detach_restored += repair_thread(g, t->tid);
+		if (t->state == 1)
+			ptrace(PTRACE_DETACH, t->tid, 0, t->pending);
+		tracee_gone(g, t->tid);
+	}
+	/* 4: the unwind hooks last */
+	uprobe_set_close(&g->hooks);
+}
+
+static int run_child(const struct guard_config *cfg, int cmd_fd, int status_fd)
+{
+	struct gstate g = { .cfg = cfg, .status_fd = status_fd };
+	char err[400] = "";
+	sigset_t mask;
+	int sfd, rc;
+
+	prctl(PR_SET_NAME, "tbpf-guard");
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+	rc = seize_all(&g, err, sizeof(err));
+	if (rc) {
+		report(&g, rc, err);
+		return 1;   /* exiting detaches whatever was seized */
+	}
+	for (size_t i = 0; i < cfg->nhooks; i++) {
+		struct bpf_program *p = cfg->hooks[i].is_catch ? cfg->catch_prog : cfg->unwind_prog;
+		uint64_t cookie = 0;
+
+		rc = uprobe_set_attach(&g.hooks, p, cfg->hooks[i].path, &cfg->hooks[i].offset,
+				       &cookie, 1, false, cfg->pid, cfg->multi);
+		if (rc) {
+			snprintf(err, sizeof(err), "unwind hook in %s: %s", cfg->hooks[i].path,
+				 strerror(-rc));
+			uprobe_set_close(&g.hooks);
+			report(&g, rc, err);
+			return 1;
+		}
+	}
+	for (size_t i = 0; i < cfg->nlibs; i++) {
+		rc = uprobe_set_attach(&g.ret, cfg->exit_prog, cfg->libs[i].path, cfg->libs[i].offsets,
+				       cfg->libs[i].cookies, cfg->libs[i].n, true, cfg->pid, cfg->multi);
+		if (rc) {
+			snprintf(err, sizeof(err), "return probes in %s: %s", cfg->libs[i].path,
+				 strerror(-rc));
+			shutdown_all(&g);
+			report(&g, rc, err);
+			return 1;
+		}
+	}
+	g.st.return_probes = g.ret.nprobes;
+	snprintf(err, sizeof(err), "%zu", g.n);
+	report(&g, 0, err);
+
+	for (;;) {
+		struct pollfd p[2] = { { .fd = sfd, .events = POLLIN }, { .fd = cmd_fd, .events = POLLIN } };
+		int status;
+		pid_t tid;
+
+		if (poll(p, 2, 500) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents) {
+			struct signalfd_siginfo si;
+
+			while (read(sfd, &si, sizeof(si)) == sizeof(si))
+				;
+		}
+		while ((tid = waitpid(-1, &status, __WALL | WNOHANG)) > 0)
+			handle_event(&g, tid, status, false);
+		if (p[1].revents)
+			break;   /* a stop request, or tbpf is gone (EOF) */
+		{
+			size_t live = 0;
+
+			for (size_t i = 0; i < g.n; i++)
+				live += g.t[i].state != 2;
+			if (!live && kill(cfg->pid, 0))
+				break;   /* the target exited */
+		}
+	}
+	shutdown_all(&g);
+	{
+		char buf[256];
+
+		snprintf(buf, sizeof(buf), "%llu %llu %llu %llu %llu",
+			 (unsigned long long)g.st.threads_seized, (unsigned long long)g.st.repairs,
+			 (unsigned long long)g.st.slots_restored,
+			 (unsigned long long)g.st.detach_restored,
+			 (unsigned long long)g.st.return_probes);
+		report(&g, 1, buf);
+	}
+	return 0;
+}
+
+/* ---- the parent side ------------------------------------------------------ */
+
+static int read_report(int fd, int *code, char *msg, size_t cap, int timeout_ms)
+{
+	char buf[512];
+	size_t len = 0;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	while (len < sizeof(buf) - 1) {
+		ssize_t r;
+
+		if (poll(&p, 1, timeout_ms) <= 0)
+			return -ETIMEDOUT;
+		r = read(fd, buf + len, 1);
+		if (r <= 0)
+			return -EPIPE;
+		if (buf[len] == '\0')
+			break;
+		len++;
+	}
+	buf[len] = '\0';
+	*code = atoi(buf);
+	{
+		char *sp = strchr(buf, ' ');
+
+		snprintf(msg, cap, "%s", sp ? sp + 1 : "");
+	}
+	return 0;
+}
+
+int guard_start(const struct guard_config *cfg, struct guard **out, char **why)
+{
+	int cmd[2], st[2], code = 0, rc;
+	char msg[512];
+	struct guard *g;
+	pid_t child;
+
+	*out = NULL;
+	*why = NULL;
+	if (pipe2(cmd, O_CLOEXEC) || pipe2(st, O_CLOEXEC))
+		return -errno;
+	child = fork();
+	if (child < 0)
+		return -errno;
+	if (child == 0) {
+		close(cmd[1]);
+		close(st[0]);
+		_exit(run_child(cfg, cmd[0], st[1]));
+	}
+	close(cmd[0]);
+	close(st[1]);
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->child = child;
+	g->cmd_fd = cmd[1];
+	g->status_fd = st[0];
+	rc = read_report(g->status_fd, &code, msg, sizeof(msg), 30000);
+	if (rc || code) {
+		if (asprintf(why, "%s", rc ? "unwind guard did not start" : msg) < 0)
+			*why = NULL;
+		close(g->cmd_fd);
+		waitpid(child, NULL, 0);
+		close(g->status_fd);
+		free(g);
+		return rc ? rc : code;
+	}
+	*out = g;
+	return 0;
+}
+
+bool guard_alive(struct guard *g)
+{
+	return g && g->child > 0 && waitpid(g->child, NULL, WNOHANG) == 0;
+}
+
+pid_t guard_pid(const struct guard *g)
+{
+	return g ? g->child : 0;
+}
+
+int guard_stop(struct guard *g, struct guard_stats *stats)
+{
+	int code = 0;
+	char msg[256] = "";
+
+	if (!g)
+		return 0;
+	close(g->cmd_fd);
+	if (!read_report(g->status_fd, &code, msg, sizeof(msg), 10000) && stats) {
+		unsigned long long a = 0, b = 0, c = 0, d = 0, e = 0;
+
+		sscanf(msg, "%llu %llu %llu %llu %llu", &a, &b, &c, &d, &e);
+		stats->threads_seized = a;
+		stats->repairs = b;
+		stats->slots_restored = c;
+		stats->detach_restored = d;
+		stats->return_probes = e;
+	}
+	waitpid(g->child, NULL, 0);
+	close(g->status_fd);
+	free(g);
+	return 0;
+}

@@ -1,0 +1,37 @@
+/* inject.h - load a shared library into a running process (ptrace + the
+ * target's own dlopen), and unload it again. */
+#ifndef TBPF_INJECT_H
+#define TBPF_INJECT_H
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+enum inject_flags {
+	INJECT_FORCE = 1 << 0, /* skip the CUPTI-subscriber refusal */
+};
+
+/* Load lib_path (absolute) into pid with dlopen(RTLD_NOW).  Refuses when
+ * ptrace is not permitted or another CUPTI user may be active.  Returns 0,
+ * or -errno with *why set to a malloc'd message (caller frees). */
+int inject_library(pid_t pid, const char *lib_path, char **why);
+
+/* Same, with flags and the dlopen handle returned for inject_dlclose. */
+int inject_dlopen(pid_t pid, const char *lib_path, unsigned flags,
+		  uint64_t *handle, char **why);
+/* dlclose(handle) in the target; *ret gets dlclose's return value. */
+int inject_dlclose(pid_t pid, uint64_t handle, int *ret, char **why);
+
+/* Pure: decide from /proc/PID/maps text whether loading the agent would
+ * collide with another CUPTI user.  Returns 1 (conflict, *why set), 0. */
+int inject_maps_conflict(FILE *maps, const char *agent_path, char **why);
+
+/* Pure: find the address a loaded ELF symbol lands at.  `maps` is
+ * /proc/PID/maps text; the library is the first mapping whose file
+ * basename starts with lib_prefix ("libc.so.6"); elf_path receives its
+ * path (malloc'd).  Returns 0 or -ENOENT. */
+int inject_find_lib(FILE *maps, const char *lib_prefix, uint64_t *base, char **elf_path);
+/* Symbol value of `name` in the ELF file's .dynsym, rebased: base of the
+ * offset-0 mapping + st_value - first PT_LOAD vaddr. */
+int inject_elf_sym(const char *elf_path, const char *name, uint64_t base, uint64_t *addr);
+
+#endif

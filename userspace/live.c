@@ -1,0 +1,418 @@
+/* live.c - the live command: checks, load, attach, poll, stop, report.
+ *
+ * Lifecycle: check privileges and kernel -> discover the target's ops ->
+ * open the skeleton, set rodata and map sizes -> load -> entry probes ->
+ * (return mode) the ptrace unwind guard seizes threads and owns return
+ * probes -> poll until --duration, a signal, or the target exits -> stop
+ * in the safe order (guard first) -> read maps / capture -> export.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "tbpf_abi.h"
+#include "capture.h"
+#include "cmd_report.h"
+#include "export.h"
+#include "live.h"
+#include "profile.h"
+#include "guard.h"
+#include "session.h"
+#include "target.h"
+#include "version.h"
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static uint64_t now_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static bool wants_capture(const struct live_opts *o)
+{
+	const char *f = o->format ? o->format : "table";
+
+	if (o->record)
+		return true;
+	return strcmp(f, "table") && strcmp(f, "json") && strcmp(f, "tree");
+}
+
+static void write_threads(struct capture_writer *cw, pid_t pid)
+{
+	char path[64];
+	DIR *d;
+	struct dirent *e;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char cpath[96], name[64] = "";
+		int tid = atoi(e->d_name);
+		FILE *f;
+
+		if (tid <= 0)
+			continue;
+		snprintf(cpath, sizeof(cpath), "/proc/%d/task/%d/comm", pid, tid);
+		f = fopen(cpath, "re");
+		if (!f)
+			continue;
+		if (fgets(name, sizeof(name), f))
+			name[strcspn(name, "\n")] = '\0';
+		fclose(f);
+		capture_write_thread(cw, (uint32_t)pid, (uint32_t)tid, name);
+	}
+	closedir(d);
+}
+
+/* Process, op and thread names of targets added since `from`. */
+static void write_target_meta(struct capture_writer *cw, struct session *s, size_t from)
+{
+	for (size_t i = from; i < session_ntargets(s); i++) {
+		const struct target *t = session_target_detail(s, i);
+
+		capture_write_process(cw, (uint32_t)t->pid, t->comm ? t->comm : "",
+				      t->cmdline ? t->cmdline : "");
+		for (size_t k = 0; k < t->nlibs; k++) {
+			const struct target_lib *l = &t->libs[k];
+
+			for (size_t j = 0; j < l->syms.n; j++) {
+				const struct opsym *o = &l->syms.v[j];
+
+				if (!o->redispatch)
+					capture_write_op(cw, l->id_base + o->op_index + 1, o->name,
+							 o->overload);
+			}
+		}
+		write_threads(cw, t->pid);
+	}
+}
+
+static void write_run_meta(struct capture_writer *cw, struct session *s, uint32_t mode,
+			   uint64_t mono, uint64_t real)
+{
+	char host[256] = "";
+	size_t n = session_ntargets(s), probes = 0;
+	uint32_t *pids = calloc(n + 1, sizeof(*pids));
+	struct capture_run_info ri = {
+		.start_mono_ns = mono,
+		.start_real_ns = real,
+		.mode = mode,
+		.tbpf_version = TBPF_VERSION,
+		.host = host,
+	};
+
+	gethostname(host, sizeof(host) - 1);
+	for (size_t i = 0; i < n && pids; i++) {
+		pids[i] = (uint32_t)session_target(s, i)->pid;
+		probes += session_target(s, i)->nprobes;
+	}
+	ri.pids = pids;
+	ri.npids = pids ? (uint32_t)n : 0;
+	ri.probes_attached = (uint32_t)probes;
+	capture_write_run(cw, &ri);
+	free(pids);
+}
+
+static FILE *open_out(const char *path)
+{
+	if (!path || !strcmp(path, "-"))
+		return stdout;
+	return fopen(path, "we");
+}
+
+int live_run(const struct live_opts *o)
+{
+	struct session_config cfg = {
+		.exits = o->exits,
+		.record = wants_capture(o),
+		.python = false,
+		.cuda = o->cuda,
+		.system_wide = o->npids == 0,
+		.no_multi = o->no_multi,
+		.ring_size = o->ring_size,
+		.comm_filter = o->comm,
+		.cgroup_filter = o->cgroup,
+		.verbose = o->verbose,
+	};
+	struct session *s = NULL;
+	struct capture_writer *cw = NULL;
+	char *capture_path = NULL, *why = NULL;
+	bool capture_tmp = false;
+	uint64_t counters[CNT_MAX], t0, t_load, t_mono, t_real, duration, probes = 0;
+	uint64_t last_scan = 0;
+	const char *stop_reason = NULL;
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct profile prof = { 0 };
+	size_t written = 0;
+	int rc = TBPF_EXIT_OK, err, code;
+	uint32_t mode = 0;
+
+	if (cfg.record) {
+		if (o->record) {
+			capture_path = strdup(o->record);
+		} else {
+			char tmpl[] = "/tmp/tbpf-XXXXXX.tbpf";
+			int fd = mkstemps(tmpl, 5);
+
+			if (fd < 0) {
+				fprintf(stderr, "tbpf: cannot create a temporary capture: %s\n",
+					strerror(errno));
+				return TBPF_EXIT_ERROR;
+			}
+			close(fd);
+			capture_path = strdup(tmpl);
+			capture_tmp = true;
+		}
+	}
+	t0 = now_ns(CLOCK_MONOTONIC);
+	s = session_open(&cfg, &why, &code);
+	if (!s) {
+		fprintf(stderr, "tbpf: %s\n", why ? why : "cannot start");
+		free(why);
+		free(capture_path);
+		return code;
+	}
+	t_load = now_ns(CLOCK_MONOTONIC) - t0;
+	t0 = now_ns(CLOCK_MONOTONIC);
+	if (capture_path) {
+		cw = capture_writer_open(capture_path, &err);
+		if (!cw) {
+			fprintf(stderr, "tbpf: cannot create capture %s: %s\n", capture_path,
+				strerror(err ? -err : EIO));
+			rc = TBPF_EXIT_ERROR;
+			goto out;
+		}
+		session_set_capture(s, cw);
+	}
+	for (size_t i = 0; i < o->npids; i++) {
+		err = session_add_target(s, o->pids[i], &why);
+		if (err) {
+			fprintf(stderr, "tbpf: %s\n", why ? why : strerror(-err));
+			free(why);
+			why = NULL;
+			rc = TBPF_EXIT_ERROR;
+			goto out;
+		}
+	}
+	if (cfg.system_wide) {
+		session_scan(s);
+		last_scan = now_ns(CLOCK_MONOTONIC);
+	}
+	t_mono = now_ns(CLOCK_MONOTONIC);
+	t_real = now_ns(CLOCK_REALTIME);
+	mode = (o->exits != EXITS_INFER ? TBPF_MODE_EXITS : 0) | (cfg.record ? TBPF_MODE_RECORD : 0);
+	for (size_t i = 0; i < session_ntargets(s); i++)
+		probes += session_target(s, i)->nprobes;
+	if (o->npids == 1) {
+		const struct session_target_info *ti = session_target(s, 0);
+
+		fprintf(stderr, "tbpf: attached %llu probes to pid %d (%s) in %.1f ms (BPF load %.0f ms); "
+				"exits: %s%s; Ctrl-C to stop\n",
+			(unsigned long long)probes, ti->pid, ti->comm ? ti->comm : "?",
+			(t_mono - t0) / 1e6, t_load / 1e6, ti->exits,
+			!strcmp(ti->exits, "return") ? " (ptrace unwind guard)" : " (entry probes only)");
+	} else {
+		fprintf(stderr, "tbpf: attached %llu probes to %zu processes in %.1f ms%s; "
+				"Ctrl-C to stop\n",
+			(unsigned long long)probes, session_ntargets(s), (t_mono - t0) / 1e6,
+			cfg.system_wide ? "; watching for new PyTorch processes" : "");
+	}
+	if (cw) {
+		write_run_meta(cw, s, mode, t_mono, t_real);
+		write_target_meta(cw, s, 0);
+		written = session_ntargets(s);
+	}
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	while (!stop_signal) {
+		uint64_t now = now_ns(CLOCK_MONOTONIC), el = now - t_mono;
+		int wait_ms = 100, live;
+
+		if (o->duration_ns) {
+			if (el >= o->duration_ns) {
+				stop_reason = "duration";
+				break;
+			}
+			if ((o->duration_ns - el) / 1000000 < (uint64_t)wait_ms)
+				wait_ms = (int)((o->duration_ns - el) / 1000000) + 1;
+		}
+		live = session_poll(s, wait_ms);
+		if (cfg.system_wide && now - last_scan > 1000000000ULL) {
+			session_scan(s);
+			last_scan = now;
+		}
+		if (cw && written < session_ntargets(s)) {
+			write_target_meta(cw, s, written);
+			written = session_ntargets(s);
+		}
+		if (live == 0 && !cfg.system_wide) {
+			stop_reason = o->npids > 1 ? "targets exited" : "target exited";
+			break;
+		}
+	}
+	if (!stop_reason)
+		stop_reason = "signal";
+	duration = now_ns(CLOCK_MONOTONIC) - t_mono;
+	if (cw)
+		for (size_t i = 0; i < session_ntargets(s); i++)
+			write_threads(cw, session_target(s, i)->pid);
+	/* The measurement ends now: read the maps before detaching, since
+	 * detaching (guard first, then entry probes) takes a while. */
+	profile_init(&prof);
+	err = session_collect(s, &prof);
+	session_counters(s, counters);
+	session_detach_all(s);
+	if (err) {
+		fprintf(stderr, "tbpf: reading the BPF maps failed: %s\n", strerror(-err));
+		rc = TBPF_EXIT_ERROR;
+		goto done;
+	}
+
+	if (o->verbose) {
+		uint64_t repairs = 0, restored = 0;
+
+		for (size_t i = 0; i < session_ntargets(s); i++) {
+			const struct guard_stats *g = session_guard_stats(s, i);
+
+			repairs += g->repairs;
+			restored += g->slots_restored + g->detach_restored;
+		}
+		fprintf(stderr, "tbpf: entries %llu exits %llu stale %llu unwound %llu overflow %llu "
+				"underflow %llu guard signals %llu unsafe %llu repairs %llu restored %llu\n",
+			(unsigned long long)counters[CNT_ENTRIES], (unsigned long long)counters[CNT_EXITS],
+			(unsigned long long)counters[CNT_STALE_POPS],
+			(unsigned long long)counters[CNT_UNWIND_POPS],
+			(unsigned long long)counters[CNT_DEPTH_OVERFLOW],
+			(unsigned long long)counters[CNT_STACK_UNDERFLOW],
+			(unsigned long long)counters[CNT_GUARD_SIGNALS],
+			(unsigned long long)counters[CNT_GUARD_UNSAFE],
+			(unsigned long long)repairs, (unsigned long long)restored);
+	}
+	if (counters[CNT_DROPS])
+		fprintf(stderr, "tbpf: %llu events dropped (ring buffer full); rerun with a larger "
+				"--ring-size (now %u bytes)\n",
+			(unsigned long long)counters[CNT_DROPS], session_ring_size(s));
+	if (counters[CNT_DEPTH_OVERFLOW])
+		fprintf(stderr, "tbpf: %llu ops nested deeper than %d were not counted\n",
+			(unsigned long long)counters[CNT_DEPTH_OVERFLOW], TBPF_MAX_DEPTH);
+	if (counters[CNT_STAT_FULL] || counters[CNT_NO_THREAD_SLOT])
+		fprintf(stderr, "tbpf: BPF maps full: %llu op updates and %llu threads lost\n",
+			(unsigned long long)counters[CNT_STAT_FULL],
+			(unsigned long long)counters[CNT_NO_THREAD_SLOT]);
+	fprintf(stderr, "tbpf: stopped (%s) after %.2f s\n", stop_reason, duration / 1e9);
+
+	prof.duration_ns = duration;
+	prof.probes_attached = (uint32_t)probes;
+	prof.events_dropped = counters[CNT_DROPS];
+	prof.exit_mode = stop_reason;
+	{
+		bool any_ret = false, any_inf = false;
+
+		for (size_t i = 0; i < session_ntargets(s); i++) {
+			const char *e = session_target(s, i)->exits;
+
+			any_ret |= e && !strcmp(e, "return");
+			any_inf |= !e || strcmp(e, "return");
+		}
+		prof.mode = any_ret && !any_inf ? "return probes"
+			  : any_ret ? "mixed" : "inferred (entry probes only)";
+	}
+	prof.gpu_note = "no CUDA device timings (CUPTI agent not loaded)";
+	{
+		size_t n = session_ntargets(s);
+		uint32_t *pids = calloc(n + 1, sizeof(*pids));
+
+		for (size_t i = 0; i < n && pids; i++)
+			pids[i] = (uint32_t)session_target(s, i)->pid;
+		if (pids)
+			profile_set_pids(&prof, pids, n);
+		free(pids);
+	}
+	if (cw) {
+		struct capture_end_info ei = {
+			.duration_ns = duration,
+			.counters = counters,
+			.ncounters = CNT_MAX,
+			.exit_mode = stop_reason,
+			.gpu_note = prof.gpu_note,
+		};
+
+		capture_write_end(cw, &ei);
+		err = capture_writer_close(cw);
+		cw = NULL;
+		if (err) {
+			fprintf(stderr, "tbpf: writing %s failed: %s\n", capture_path, strerror(-err));
+			rc = TBPF_EXIT_ERROR;
+			goto done;
+		}
+	}
+	{
+		struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
+					  .by_overload = o->by_overload };
+		const char *fmt = o->format ? o->format : "table";
+
+		if (o->record && !o->format) {
+			fprintf(stderr, "tbpf: capture written to %s (%llu records)\n", capture_path,
+				(unsigned long long)session_records(s));
+		} else if (!strcmp(fmt, "table") || !strcmp(fmt, "json")) {
+			FILE *out = open_out(o->out);
+
+			if (!out) {
+				fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
+				rc = TBPF_EXIT_ERROR;
+				goto done;
+			}
+			err = !strcmp(fmt, "json") ? export_json(out, &prof, &eo)
+						   : export_table(out, &prof, &eo);
+			if (out != stdout && fclose(out) && !err)
+				err = -errno;
+			if (err) {
+				fprintf(stderr, "tbpf: output failed: %s\n", strerror(-err));
+				rc = TBPF_EXIT_ERROR;
+			}
+		} else {
+			char *emsg = NULL;
+
+			err = export_capture(capture_path, fmt, o->out, &eo, &emsg);
+			if (err) {
+				fprintf(stderr, "tbpf: export to %s failed: %s\n", fmt,
+					emsg ? emsg : strerror(-err));
+				rc = TBPF_EXIT_ERROR;
+			}
+			free(emsg);
+		}
+	}
+done:
+	profile_free(&prof);
+out:
+	if (cw)
+		capture_writer_close(cw);
+	session_close(s);
+	if (capture_tmp && capture_path)
+		unlink(capture_path);
+	free(capture_path);
+	return rc;
+}
