@@ -83,8 +83,8 @@ def run_once(py, workload, iters, mode, args, tmp):
             wait_line(r, r"^READY", wl, 300, workload)
         if mode.startswith("tbpf"):
             tcmd = [args.tbpf, "--pid", str(wl.pid), "--format", "json", "--duration", "3600s"]
-            if "exits=" in mode:
-                tcmd += ["--exits", mode.split("exits=")[1]]
+            if "--exits=" in mode:
+                tcmd.append(mode.split()[-1])
             tb_out = open(os.path.join(tmp, "tb.out"), "w+")
             tb_err = open(os.path.join(tmp, "tb.err"), "w+")
             t0 = time.monotonic()
@@ -186,7 +186,7 @@ def main():
     args = p.parse_args()
 
     pys = args.python or [x for x in (PY1, PY2) if os.path.exists(x)]
-    tb_modes = ["tbpf (exits=%s)" % m for m in args.exits.split(",") if m] or ["tbpf"]
+    tb_modes = ["tbpf --exits=%s" % m for m in args.exits.split(",") if m] or ["tbpf"]
     if not (os.path.exists(args.tbpf) and os.access(args.tbpf, os.X_OK)):
         print("bench: %s not built (run make): tbpf rows will read n/a" % args.tbpf, file=sys.stderr)
     if os.geteuid() != 0:
