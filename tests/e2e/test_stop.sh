@@ -31,15 +31,18 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 log "--duration 2s: exited after $ms ms (from start)"
 [ "$ms" -ge 2000 ] || fail "--duration 2s: exited after only $ms ms"
 check_table "--duration" "$dur_out"
+expect_alive wl "after tbpf --duration 2s detached"
 
 for sig in INT TERM; do
 	start_tbpf s$sig --pid "$wl_pid" --duration 600s
 	sleep 1
+	expect_alive wl "while tbpf was attached"
 	kill -$sig "$(get s$sig pid)"
 	wait_exit s$sig 10
 	expect_rc s$sig 0
 	check_table "SIG$sig" "$(get s$sig out)"
 	log "SIG$sig: stopped and printed the table"
+	expect_alive wl "after tbpf stopped on SIG$sig"
 done
 
 start_tbpf js --pid "$wl_pid" --duration 1s --format json
