@@ -662,9 +662,11 @@ int session_collect(struct session *s, struct profile *p)
 			row.total_ns += vals[c].total_ns;
 			row.launches += vals[c].launches;
 			row.inferred += vals[c].inferred;
+			row.folded += vals[c].folded;
 			if (vals[c].max_ns > row.max_ns)
 				row.max_ns = vals[c].max_ns;
 		}
+		row.calls -= row.folded;   /* as torch.profiler's table counts */
 		err = profile_add_op(p, &row);
 		if (err)
 			break;
