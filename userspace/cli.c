@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "cmd_run.h"
 #include "live.h"
 #include "options.h"
 #include "version.h"
@@ -15,6 +16,7 @@ int cmd_report(int argc, char **argv);
 static const char usage_text[] =
 "Usage: tbpf [--pid PID]... [--duration 10s] [--format FMT] [-o FILE] [options]\n"
 "       tbpf report CAPTURE.tbpf [--format FMT] [-o FILE]\n"
+"       tbpf run [options] -- COMMAND [ARGS...]\n"
 "\n"
 "Profile the PyTorch operators of a running process from outside, with BPF\n"
 "uprobes on libtorch: no code change, no restart.  Prints the operator table\n"
@@ -59,6 +61,7 @@ static const char usage_text[] =
 "  sudo tbpf --pid 1234 --duration 10s --format tree --ops\n"
 "  sudo tbpf --pid 1234 --duration 10s -o run.tbpf\n"
 "  tbpf report run.tbpf --format perfetto -o run.perfetto-trace\n"
+"  sudo tbpf run --format tree -- python3 train.py\n"
 "  tbpf report run.tbpf --format folded | flamegraph.pl > ops.svg\n"
 "\n"
 "Exit status: 0 ok; 1 runtime error (no such process, no libtorch, I/O);\n"
@@ -88,7 +91,7 @@ static int parse_pid(const char *s, pid_t *pid)
 static const char *const formats[] = { "table", "tree", "json", "chrome", "perfetto", "folded",
 				       "pprof", NULL };
 
-static int live_main(int argc, char **argv)
+static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_ctx)
 {
 	enum { O_SORT = 256, O_ROWS, O_EXITS, O_RING, O_NOMULTI, O_RECORD, O_BYOVL, O_COMM, O_CGROUP, O_OPS, O_MINPCT, O_NOPY };
 	static const struct option longopts[] = {
@@ -221,6 +224,15 @@ static int live_main(int argc, char **argv)
 	}
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
+	if (start) {
+		if (o.npids)
+			return usage_error("%s", "tbpf run profiles the command it starts: no --pid");
+		pids[0] = start(start_ctx);
+		if (pids[0] <= 0)
+			return TBPF_EXIT_ERROR;
+		o.npids = 1;
+		o.wait_torch = true;
+	}
 	/* -o x.tbpf without --format: record only */
 	if (o.out && !o.format) {
 		size_t n = strlen(o.out);
@@ -236,11 +248,63 @@ static int live_main(int argc, char **argv)
 	return rc;
 }
 
+struct run_ctx {
+	char **cmd;
+	struct run_child child;
+	bool started;
+};
+
+static pid_t run_start(void *vctx)
+{
+	struct run_ctx *r = vctx;
+	char *agent = run_agent_path();
+	int err;
+
+	err = run_child_start(r->cmd, agent, &r->child);
+	free(agent);
+	if (err) {
+		fprintf(stderr, "tbpf: cannot start %s: %s\n", r->cmd[0], strerror(-err));
+		return -1;
+	}
+	r->started = true;
+	/* exec at once: tbpf attaches when the command has loaded libtorch */
+	run_child_release(&r->child);
+	return r->child.pid;
+}
+
+/* tbpf run [options] -- command args...: start the command with the CUPTI
+ * agent injectable (CUDA_INJECTION64_PATH) and profile it from the moment
+ * it maps libtorch until it exits. */
+static int run_main(int argc, char **argv)
+{
+	struct run_ctx r = { 0 };
+	int dash = -1, rc, crc;
+
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--")) {
+			dash = i;
+			break;
+		}
+	if (dash < 0 || dash + 1 >= argc)
+		return usage_error("%s", "usage: tbpf run [options] -- command [args...]");
+	r.cmd = argv + dash + 1;
+	argv[dash] = NULL;
+	rc = live_main(dash, argv, run_start, &r);
+	if (!r.started)
+		return rc;
+	crc = run_child_wait(&r.child);
+	if (rc == TBPF_EXIT_OK && crc != 0)
+		fprintf(stderr, "tbpf: %s exited with status %d\n", r.cmd[0], crc);
+	return rc;
+}
+
 int tbpf_main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "report"))
 		return cmd_report(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "run"))
+		return run_main(argc - 1, argv + 1);
 	if (argc > 1 && argv[1][0] != '-')
-		return usage_error("unknown command '%s' (commands: report)", argv[1]);
-	return live_main(argc, argv);
+		return usage_error("unknown command '%s' (commands: report, run)", argv[1]);
+	return live_main(argc, argv, NULL, NULL);
 }

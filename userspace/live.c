@@ -226,6 +226,9 @@ int live_run(const struct live_opts *o)
 		return code;
 	}
 	t_load = now_ns(CLOCK_MONOTONIC) - t0;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	t0 = now_ns(CLOCK_MONOTONIC);
 	if (capture_path) {
 		cw = capture_writer_open(capture_path, &err);
@@ -239,6 +242,20 @@ int live_run(const struct live_opts *o)
 	}
 	for (size_t i = 0; i < o->npids; i++) {
 		err = session_add_target(s, o->pids[i], &why);
+		while (err == -ENOENT && o->wait_torch && !stop_signal) {
+			/* tbpf run: the command has not imported torch yet */
+			free(why);
+			why = NULL;
+			if (kill(o->pids[i], 0) && errno == ESRCH) {
+				fprintf(stderr, "tbpf: pid %d exited before it loaded libtorch\n",
+					o->pids[i]);
+				rc = TBPF_EXIT_ERROR;
+				goto out;
+			}
+			usleep(20000);
+			t0 = now_ns(CLOCK_MONOTONIC);
+			err = session_add_target(s, o->pids[i], &why);
+		}
 		if (err) {
 			fprintf(stderr, "tbpf: %s\n", why ? why : strerror(-err));
 			free(why);
@@ -282,9 +299,6 @@ int live_run(const struct live_opts *o)
 		written = session_ntargets(s);
 	}
 
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 	while (!stop_signal) {
 		uint64_t now = now_ns(CLOCK_MONOTONIC), el = now - t_mono;
 		int wait_ms = 100, live;

@@ -25,6 +25,7 @@ struct live_opts {
 	bool by_overload;          /* table rows per overload */
 	bool tree_ops;             /* --format tree: ops under each layer */
 	double min_pct;            /* --format tree: hide smaller rows */
+	bool wait_torch;           /* tbpf run: attach once the pid maps libtorch */
 	const char *comm;          /* system-wide filters */
 	const char *cgroup;
 	int verbose;
