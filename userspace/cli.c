@@ -11,6 +11,8 @@
 #include "version.h"
 
 int cmd_report(int argc, char **argv);
+int cmd_daemon(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 static const char usage_text[] =
 "Usage: tbpf --pid PID [--duration 10s] [--format FMT] [-o FILE] [options]\n"
@@ -204,6 +206,10 @@ int tbpf_main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "report"))
 		return cmd_report(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "daemon"))
+		return cmd_daemon(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "diff"))
+		return cmd_diff(argc - 1, argv + 1);
 	if (argc > 1 && argv[1][0] != '-')
 		return usage_error("unknown command '%s' (commands: report)", argv[1]);
 	return live_main(argc, argv);

@@ -1,0 +1,71 @@
+/* budget.h - control stage: --max-overhead.  Calibrate the per-hit probe
+ * cost, estimate each target's added cost from its hit rate and CPU time,
+ * and duty-cycle its op probes (attach/detach in windows) to stay within
+ * the budget.  The planner is pure; the driver calls the session. */
+#ifndef TBPF_BUDGET_H
+#define TBPF_BUDGET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct budget_plan {
+	uint64_t on_ns, off_ns;    /* probes attached for on_ns, then off for off_ns */
+	double duty;               /* on / (on + off) */
+	double full_overhead;      /* added cost / base CPU with probes always on */
+	double overhead;           /* expected with this plan: duty * full_overhead */
+};
+
+/* Pure planner.  hit_rate: probe hits per second of attached time;
+ * hit_ns: cost of one hit; base_cpu: the target's own CPU seconds per
+ * second without probes; budget: allowed added fraction (0.01 = 1%).
+ * period_ns: preferred on+off period; min_on_ns: shortest useful on
+ * window (attach cost); max_period_ns: longest period.  0 or -EINVAL. */
+int budget_plan(double hit_rate, double hit_ns, double base_cpu, double budget,
+		uint64_t period_ns, uint64_t min_on_ns, uint64_t max_period_ns,
+		struct budget_plan *out);
+
+/* Per-hit cost in ns of the op entry program, measured in this process:
+ * a loop calling a noinline function with and without an entry probe on
+ * it.  -errno on failure. */
+int budget_calibrate(double *hit_ns);
+
+/* ---- driver -------------------------------------------------------- */
+struct session;
+
+struct budget_target {
+	pid_t pid;
+	bool on;
+	bool seen;                 /* still a session target */
+	uint64_t since_ns;         /* last toggle */
+	uint64_t on_ns_window;     /* attached time in the current window */
+	uint64_t cpu_ticks_start;  /* /proc/PID/stat utime+stime at window start */
+	struct budget_plan plan;
+	double coverage;           /* last window */
+};
+
+struct budget {
+	double limit, hit_ns;
+	uint64_t period_ns, min_on_ns, max_period_ns;
+	uint64_t window_start_ns;
+	struct budget_target *t;
+	size_t n;
+	double overhead;           /* last window's estimate over all targets */
+};
+
+void budget_init(struct budget *b, double limit, double hit_ns);
+void budget_free(struct budget *b);
+/* Toggle targets whose on/off phase is over (call often). */
+void budget_tick(struct budget *b, struct session *s, uint64_t now_ns);
+/* Coverage of pid in the window that ends now (1 when unknown). */
+double budget_coverage(const struct budget *b, pid_t pid, uint64_t now_ns);
+/* Window end: calls[i] observed for pids[i]; re-plan each target and
+ * start the next window.  */
+void budget_window(struct budget *b, struct session *s, const pid_t *pids,
+		   const uint64_t *calls, size_t n, uint64_t now_ns);
+
+/* utime+stime of a process in clock ticks, 0 when unreadable. */
+uint64_t budget_proc_cpu_ticks(pid_t pid);
+
+#endif /* TBPF_BUDGET_H */
