@@ -15,7 +15,7 @@ int cmd_daemon(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 
 static const char usage_text[] =
-"Usage: tbpf --pid PID [--duration 10s] [--format FMT] [-o FILE] [options]\n"
+"Usage: tbpf [--pid PID]... [--duration 10s] [--format FMT] [-o FILE] [options]\n"
 "       tbpf report CAPTURE.tbpf [--format FMT] [-o FILE]\n"
 "\n"
 "Profile the PyTorch operators of a running process from outside, with BPF\n"
@@ -23,7 +23,11 @@ static const char usage_text[] =
 "torch.profiler's key_averages().table() would print.\n"
 "\n"
 "Options:\n"
-"  -p, --pid PID          process to profile (required)\n"
+"  -p, --pid PID          process to profile; repeat for several; without\n"
+"                         --pid: every process that maps libtorch, including\n"
+"                         ones started during the run (system-wide)\n"
+"      --comm NAME        system-wide: only processes named NAME\n"
+"      --cgroup PATH      system-wide: only processes whose cgroup contains PATH\n"
 "  -d, --duration TIME    stop after TIME (10s, 500ms, 2m); default: until\n"
 "                         Ctrl-C or the target exits\n"
 "  -f, --format FMT       table (default), json, chrome, perfetto, folded, pprof\n"
@@ -46,6 +50,7 @@ static const char usage_text[] =
 "\n"
 "Examples:\n"
 "  sudo tbpf --pid 1234 --duration 10s\n"
+"  sudo tbpf --duration 10s                 # every PyTorch process on the host\n"
 "  sudo tbpf --pid 1234 --duration 30s --sort cpu_time_total --row-limit 20\n"
 "  sudo tbpf --pid 1234 --duration 10s --format json -o ops.json\n"
 "  sudo tbpf --pid 1234 --duration 10s -o run.tbpf\n"
@@ -81,7 +86,7 @@ static const char *const formats[] = { "table", "json", "chrome", "perfetto", "f
 
 static int live_main(int argc, char **argv)
 {
-	enum { O_SORT = 256, O_ROWS, O_EXITS, O_RING, O_NOMULTI, O_RECORD, O_BYOVL };
+	enum { O_SORT = 256, O_ROWS, O_EXITS, O_RING, O_NOMULTI, O_RECORD, O_BYOVL, O_COMM, O_CGROUP };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -94,6 +99,8 @@ static int live_main(int argc, char **argv)
 		{ "exits", required_argument, NULL, O_EXITS },
 		{ "ring-size", required_argument, NULL, O_RING },
 		{ "no-uprobe-multi", no_argument, NULL, O_NOMULTI },
+		{ "comm", required_argument, NULL, O_COMM },
+		{ "cgroup", required_argument, NULL, O_CGROUP },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -165,6 +172,12 @@ static int live_main(int argc, char **argv)
 			if (parse_size(optarg, &o.ring_size) || o.ring_size < 4096)
 				return usage_error("invalid --ring-size '%s' (example: 64M)", optarg);
 			break;
+		case O_COMM:
+			o.comm = optarg;
+			break;
+		case O_CGROUP:
+			o.cgroup = optarg;
+			break;
 		case O_NOMULTI:
 			o.no_multi = true;
 			break;
@@ -185,8 +198,6 @@ static int live_main(int argc, char **argv)
 	}
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
-	if (o.npids == 0)
-		return usage_error("%s", "which process? give --pid PID");
 	/* -o x.tbpf without --format: record only */
 	if (o.out && !o.format) {
 		size_t n = strlen(o.out);

@@ -1,0 +1,224 @@
+# lib.sh - helpers sourced by every end-to-end test (tests/e2e/test_*.sh).
+#
+# A test sources this file, runs real workloads (tests/workloads/*.py) under
+# real torch, drives the real build/tbpf against them and checks the result
+# with independent readers (torch.profiler, python's json, bpftool, /proc).
+# It ends with exit 0 (pass), `fail "reason"` (exit 1) or `skip "reason"`
+# (exit 77; run.sh prints the reason, so nothing is skipped silently).
+#
+# Typical flow:
+#   start_workload wl "$PY1" ops_model.py --iters 20   # waits for READY
+#   start_tbpf tb --pid "$wl_pid" --format json        # waits for "tbpf: attached"
+#   go "$wl_pid"                                        # SIGUSR1: run N iterations
+#   wait_exit wl 300 && wait_exit tb 30                 # sets wl_rc, tb_rc
+#   compare_counts "$tb_out" prof.json "$wl_pid"
+set -euo pipefail
+
+E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$E2E_DIR/../.." && pwd)
+TBPF=${TBPF:-$ROOT/build/tbpf}
+WL=$ROOT/tests/workloads
+PY1=${PY1:-/usr/bin/python3}                          # Debian torch 1.13
+PY2=${PY2:-/var/cache/tbpf/venv-torch2/bin/python}    # PyPI torch 2.x
+READY_TIMEOUT=${READY_TIMEOUT:-240}     # torch import on a loaded 2-core box
+ATTACH_TIMEOUT=${ATTACH_TIMEOUT:-60}
+# Per-test scratch directory (run.sh points it into build/e2e-logs/NAME).
+T=${E2E_TMP:-$(mktemp -d /tmp/tbpf-e2e.XXXXXX)}
+mkdir -p "$T"
+export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+
+_E2E_PIDS=()
+_e2e_cleanup() {
+	local p
+	for p in "${_E2E_PIDS[@]}"; do
+		kill -KILL "$p" 2>/dev/null || true
+	done
+}
+trap _e2e_cleanup EXIT
+trap 'echo "interrupted (timeout?)"; exit 143' TERM INT
+
+log() { printf '[%s] %s\n' "$(date +%T)" "$*"; }
+
+# fail REASON: the one-line reason run.sh prints after "FAIL name:".
+fail() {
+	echo "FAIL: $*"
+	if [ -n "${E2E_REASON:-}" ]; then echo "$*" > "$E2E_REASON"; fi
+	exit 1
+}
+
+skip() {
+	echo "SKIP: $*"
+	if [ -n "${E2E_REASON:-}" ]; then echo "$*" > "$E2E_REASON"; fi
+	exit 77
+}
+
+need_root() {
+	[ "$(id -u)" -eq 0 ] || fail "must run as root (BPF and uprobes need it): sudo $0"
+}
+
+need_tbpf() {
+	[ -x "$TBPF" ] || fail "$TBPF missing: run make"
+}
+
+# need_torch PY: the interpreter exists and imports torch.
+need_torch() {
+	local py=$1
+	[ -x "$py" ] || fail "$py missing: run tests/setup.sh"
+	"$py" -c 'import torch' 2>"$T/torch-import.err" ||
+		fail "$py cannot import torch ($(tail -n1 "$T/torch-import.err")): run tests/setup.sh"
+}
+
+torch_version() {
+	"$1" -c 'import torch; print(torch.__version__)' 2>/dev/null
+}
+
+_set() { printf -v "$1" '%s' "$2"; }
+
+_alive() { kill -0 "$1" 2>/dev/null && [ "$(ps -o stat= -p "$1" 2>/dev/null | cut -c1)" != Z ]; }
+
+# start_workload NAME PY SCRIPT ARGS...: start tests/workloads/SCRIPT and
+# wait for its READY line.  Sets NAME_pid, NAME_out, NAME_err.
+start_workload() {
+	local name=$1 py=$2 script=$3 pid i
+	shift 3
+	local out=$T/$name.out err=$T/$name.err
+	log "start $name: $py $script $*"
+	"$py" "$WL/$script" "$@" > "$out" 2> "$err" &
+	pid=$!
+	_E2E_PIDS+=("$pid")
+	_set "${name}_pid" "$pid"
+	_set "${name}_out" "$out"
+	_set "${name}_err" "$err"
+	for ((i = 0; i < READY_TIMEOUT * 10; i++)); do
+		if grep -q '^READY' "$out" 2>/dev/null; then
+			log "$name ready (pid $pid)"
+			return 0
+		fi
+		if ! _alive "$pid"; then
+			wait "$pid" || true
+			fail "$name exited before READY: $(tail -n 3 "$err" | tr '\n' ' ')"
+		fi
+		sleep 0.1
+	done
+	fail "$name not READY after ${READY_TIMEOUT}s"
+}
+
+# start_tbpf NAME ARGS...: run $TBPF ARGS in the background, stdout to
+# NAME_out, stderr to NAME_err, and wait for "tbpf: attached" on stderr.
+# Sets NAME_pid, NAME_out, NAME_err, NAME_attach_ms (wall time from exec
+# to the attached line, as seen from here).
+start_tbpf() {
+	local name=$1 pid i t0
+	shift
+	local out=$T/$name.out err=$T/$name.err
+	log "start $name: $TBPF $*"
+	t0=$(date +%s%N)
+	"$TBPF" "$@" > "$out" 2> "$err" &
+	pid=$!
+	_E2E_PIDS+=("$pid")
+	_set "${name}_pid" "$pid"
+	_set "${name}_out" "$out"
+	_set "${name}_err" "$err"
+	for ((i = 0; i < ATTACH_TIMEOUT * 50; i++)); do
+		if grep -q '^tbpf: attached' "$err" 2>/dev/null; then
+			_set "${name}_attach_ms" $((($(date +%s%N) - t0) / 1000000))
+			log "$name attached: $(grep -m1 '^tbpf: attached' "$err")"
+			return 0
+		fi
+		if ! _alive "$pid"; then
+			local rc=0
+			wait "$pid" || rc=$?
+			fail "tbpf exited (rc $rc) before 'tbpf: attached': $(head -c 300 "$err" | tr '\n' ' ')"
+		fi
+		sleep 0.02
+	done
+	fail "no 'tbpf: attached' line from tbpf after ${ATTACH_TIMEOUT}s: $(head -c 300 "$err" | tr '\n' ' ')"
+}
+
+# go PID: the go signal of the workload protocol (tests/workloads/wl_common.py).
+go() { kill -USR1 "$1"; }
+
+# wait_exit NAME TIMEOUT: wait for NAME_pid to exit; sets NAME_rc.  Fails
+# the test if it is still running after TIMEOUT seconds.
+wait_exit() {
+	local name=$1 timeout=$2 pidvar="${1}_pid" i rc=0
+	local pid=${!pidvar}
+	for ((i = 0; i < timeout * 10; i++)); do
+		_alive "$pid" || break
+		sleep 0.1
+	done
+	if _alive "$pid"; then
+		fail "$name (pid $pid) still running after ${timeout}s"
+	fi
+	wait "$pid" || rc=$?
+	_set "${name}_rc" "$rc"
+	log "$name exited rc=$rc"
+}
+
+# expect_rc NAME WANT: NAME_rc must be WANT, else fail with NAME's stderr.
+expect_rc() {
+	local name=$1 want=$2 rcvar="${1}_rc" errvar="${1}_err"
+	local rc=${!rcvar}
+	[ "$rc" = "$want" ] ||
+		fail "$name exit status $rc, expected $want; stderr: $(tail -c 400 "${!errvar}" | tr '\n' ' ')"
+}
+
+# result_field FILE KEY: value of KEY=... on the workload's RESULT line.
+result_field() {
+	local line
+	line=$(grep -m1 '^RESULT ' "$1") || fail "no RESULT line in $1"
+	tr ' ' '\n' <<< "${line#RESULT }" | sed -n "s/^$2=//p"
+}
+
+# compare_counts TBPF_JSON PROFILE_JSON PID [LABEL]: per-op call counts from
+# tbpf equal torch.profiler's, op by op (aten:: ops).  Details go to the log.
+compare_counts() {
+	python3 "$E2E_DIR/compare_counts.py" "$1" "$2" --pid "$3" --label "${4:-counts}" ||
+		fail "${4:-counts}: tbpf's per-op counts differ from torch.profiler's (see log)"
+}
+
+# bpf_snapshot FILE: ids of every BPF program and link on the host, with
+# the pids holding an fd on each (from /proc/*/fdinfo, not from tbpf).
+bpf_snapshot() {
+	python3 "$E2E_DIR/bpfstate.py" snapshot > "$1" || fail "bpf_snapshot failed"
+}
+
+# tracefs: where uprobe_events lives; mounted if needed.
+tracefs_dir() {
+	local d
+	for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do
+		if [ -e "$d/uprobe_events" ]; then echo "$d"; return 0; fi
+	done
+	mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
+	[ -e /sys/kernel/tracing/uprobe_events ] || return 1
+	echo /sys/kernel/tracing
+}
+
+# get NAME FIELD: value of NAME_FIELD (NAME_pid, NAME_out, NAME_rc, ...).
+get() { local v="${1}_$2"; printf '%s' "${!v}"; }
+
+# counts_case PY THREADS ITERS: one workload run under tbpf and the same
+# iterations under torch.profiler; per-op counts must be equal op by op and
+# the workload's checksum must equal the profiled run's (same work done).
+counts_case() {
+	local py=$1 threads=$2 iters=$3 label wl=wl_t$2 tb=tb_t$2
+	label="torch $(torch_version "$py"), $threads thread(s), $iters iters"
+	log "== $label"
+	"$py" "$WL/ops_model.py" --profile --iters "$iters" --threads "$threads" \
+		> "$T/prof_t$threads.json" 2> "$T/prof_t$threads.err" ||
+		fail "$label: torch.profiler run failed: $(tail -n 2 "$T/prof_t$threads.err" | tr '\n' ' ')"
+	start_workload $wl "$py" ops_model.py --iters "$iters" --threads "$threads"
+	# --duration far beyond the run: tbpf must stop because the target exits.
+	start_tbpf $tb --pid "$(get $wl pid)" --format json --duration 600s
+	go "$(get $wl pid)"
+	wait_exit $wl 300
+	expect_rc $wl 0
+	wait_exit $tb 30
+	expect_rc $tb 0
+	local want got
+	want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["checksum"])' "$T/prof_t$threads.json")
+	got=$(result_field "$(get $wl out)" checksum)
+	[ "$want" = "$got" ] || fail "$label: workload checksum $got under tbpf, $want under torch.profiler"
+	compare_counts "$(get $tb out)" "$T/prof_t$threads.json" "$(get $wl pid)" "$label"
+	log "$label: OK"
+}

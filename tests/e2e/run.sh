@@ -1,0 +1,90 @@
+#!/bin/bash
+# run.sh - end-to-end test runner: every tests/e2e/test_*.sh (or those whose
+# name contains one of the FILTER words), each under a timeout, output in
+# build/e2e-logs/NAME.log.  Prints "PASS name", "FAIL name: reason" or
+# "SKIP name: reason" per test, the tail of each failed test's log, and
+# ends with one line "N passed, N failed" (", N skipped" when any).
+# Exit status: 0 when nothing failed, 1 otherwise.
+#
+# usage: tests/e2e/run.sh [FILTER...]
+#   E2E_TIMEOUT   default per-test timeout in seconds (600); a test can set
+#                 its own with a "# timeout: N" line near its top
+#   E2E_LOGS      log directory (default build/e2e-logs)
+#   TBPF, PY1, PY2  see tests/e2e/lib.sh
+set -uo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+LOGS=${E2E_LOGS:-$ROOT/build/e2e-logs}
+DEFAULT_TIMEOUT=${E2E_TIMEOUT:-600}
+mkdir -p "$LOGS"
+
+tests=()
+for t in "$HERE"/test_*.sh; do
+	[ -e "$t" ] || continue
+	name=$(basename "$t" .sh)
+	if [ $# -gt 0 ]; then
+		keep=0
+		for f in "$@"; do
+			case $name in *"$f"*) keep=1 ;; esac
+		done
+		[ $keep = 1 ] || continue
+	fi
+	tests+=("$t")
+done
+if [ ${#tests[@]} -eq 0 ]; then
+	echo "run.sh: no test matches '$*' in $HERE" >&2
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+
+pass=0 failn=0 skipn=0
+failed=()
+echo "e2e: ${#tests[@]} tests, logs in $LOGS (tbpf: ${TBPF:-$ROOT/build/tbpf})"
+for t in "${tests[@]}"; do
+	name=$(basename "$t" .sh)
+	log=$LOGS/$name.log
+	reason=$LOGS/$name.reason
+	tmp=$LOGS/$name.d
+	rm -rf "$reason" "$tmp"
+	mkdir -p "$tmp"
+	to=$(sed -n 's/^# timeout: *\([0-9][0-9]*\).*/\1/p' "$t" | head -n1)
+	to=${to:-$DEFAULT_TIMEOUT}
+	start=$(date +%s)
+	E2E_REASON=$reason E2E_TMP=$tmp timeout -k 15 "$to" bash "$t" > "$log" 2>&1 < /dev/null
+	rc=$?
+	secs=$(($(date +%s) - start))
+	why=""
+	[ -s "$reason" ] && why=$(head -n1 "$reason")
+	case $rc in
+	0)
+		echo "PASS $name (${secs}s)"
+		pass=$((pass + 1))
+		;;
+	77)
+		echo "SKIP $name: ${why:-no reason given}"
+		skipn=$((skipn + 1))
+		;;
+	124 | 137)
+		echo "FAIL $name: timed out after ${to}s${why:+ ($why)}"
+		failn=$((failn + 1))
+		failed+=("$name")
+		;;
+	*)
+		[ -n "$why" ] || why="exit status $rc: $(grep -v '^[[:space:]]*$' "$log" | tail -n1 | cut -c1-200)"
+		echo "FAIL $name: $why"
+		failn=$((failn + 1))
+		failed+=("$name")
+		;;
+	esac
+done
+
+for name in "${failed[@]}"; do
+	echo "---- $name: last 60 lines of $LOGS/$name.log ----"
+	tail -n 60 "$LOGS/$name.log" | sed 's/^/    /'
+done
+
+summary="$pass passed, $failn failed"
+[ $skipn -gt 0 ] && summary="$summary, $skipn skipped"
+echo "$summary"
+[ $failn -eq 0 ]

@@ -1,0 +1,90 @@
+#!/bin/bash
+# test_exceptions.sh - tbpf in its default mode never kills, hangs or
+# changes the results of a process that throws through profiled frames
+# (issue 8).  Under torch 1.13 and 2.x, tests/workloads/exceptions.py
+# raises and catches errors from inside ops (matmul/cat/view/select) on two
+# threads at once, thousands per second:
+#  1. one run with tbpf attached throughout: it completes with the same
+#     checksum as an unprofiled run, and tbpf's counts of every aten:: op
+#     (aten::matmul, aten::mm, aten::cat, ...) equal torch.profiler's;
+#  2. one run with tbpf attached and detached 5 times (--duration 2s each):
+#     it completes, every iteration's result equals the unprofiled
+#     reference, and every expected error was caught.
+# timeout: 900
+. "$(dirname "$0")/lib.sh"
+need_root
+need_tbpf
+
+ITERS=${EXC_ITERS:-200}
+CYCLES=${EXC_CYCLES:-5}
+
+exceptions_case() {
+	local py=$1 v=$2 label
+	need_torch "$py"
+	label="torch $(torch_version "$py")"
+	log "== $label: unprofiled reference and torch.profiler counts"
+	"$py" "$WL/exceptions.py" --iters "$ITERS" --go-file / > "$T/ref$v.out" 2> "$T/ref$v.err" ||
+		fail "$label: unprofiled exceptions.py failed: $(tail -n 2 "$T/ref$v.err" | tr '\n' ' ')"
+	"$py" "$WL/exceptions.py" --iters "$ITERS" --profile > "$T/prof$v.json" 2> "$T/prof$v.err" ||
+		fail "$label: profiled exceptions.py failed: $(tail -n 2 "$T/prof$v.err" | tr '\n' ' ')"
+	local ref_sum ref_digest
+	ref_sum=$(result_field "$T/ref$v.out" checksum)
+	ref_digest=$(result_field "$T/ref$v.out" digest)
+	log "$label: reference $(grep '^RESULT' "$T/ref$v.out")"
+
+	log "== $label: tbpf attached for the whole run"
+	start_workload wl$v "$py" exceptions.py --iters "$ITERS"
+	start_tbpf tb$v --pid "$(get wl$v pid)" --format json --duration 600s
+	go "$(get wl$v pid)"
+	wait_exit wl$v 300
+	expect_rc wl$v 0
+	wait_exit tb$v 30
+	expect_rc tb$v 0
+	log "$label: under tbpf $(grep '^RESULT' "$(get wl$v out)")"
+	[ "$(result_field "$(get wl$v out)" checksum)" = "$ref_sum" ] ||
+		fail "$label: checksum under tbpf differs from the unprofiled run"
+	[ "$(result_field "$(get wl$v out)" mismatches)" = 0 ] || fail "$label: results changed under tbpf"
+	[ "$(result_field "$(get wl$v out)" wrong_kind)" = 0 ] || fail "$label: wrong errors raised under tbpf"
+	compare_counts "$(get tb$v out)" "$T/prof$v.json" "$(get wl$v pid)" "$label, exceptions"
+
+	log "== $label: $CYCLES attach/detach cycles of 2 s"
+	local stop=$T/stop$v i
+	rm -f "$stop"
+	start_workload cyc$v "$py" exceptions.py --until-file "$stop"
+	go "$(get cyc$v pid)"
+	for ((i = 1; i <= CYCLES; i++)); do
+		start_tbpf cyc${v}tb$i --pid "$(get cyc$v pid)" --format json --duration 2s
+		wait_exit cyc${v}tb$i 60
+		expect_rc cyc${v}tb$i 0
+		_alive "$(get cyc$v pid)" || fail "$label: workload died during attach cycle $i"
+		python3 - "$(get cyc${v}tb$i out)" "$(get cyc$v pid)" <<'PY' || fail "$label: cycle $i: tbpf saw no caught-error ops (see log)"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+pid = int(sys.argv[2])
+calls = {}
+for op in doc["ops"]:
+    if op["pid"] == pid:
+        calls[op["name"]] = calls.get(op["name"], 0) + op["calls"]
+print("cycle: aten::view %d, aten::select %d, aten::ones %d" % (
+    calls.get("aten::view", 0), calls.get("aten::select", 0), calls.get("aten::ones", 0)))
+sys.exit(0 if calls.get("aten::view", 0) > 0 and calls.get("aten::select", 0) > 0 else 1)
+PY
+		sleep 0.5
+	done
+	touch "$stop"
+	wait_exit cyc$v 120
+	expect_rc cyc$v 0
+	local out
+	out=$(get cyc$v out)
+	log "$label: after cycles $(grep '^RESULT' "$out")"
+	[ "$(result_field "$out" digest)" = "$ref_digest" ] || fail "$label: reference results differ after attach cycles"
+	[ "$(result_field "$out" mismatches)" = 0 ] || fail "$label: $(result_field "$out" mismatches) iterations gave different results while tbpf attached/detached"
+	[ "$(result_field "$out" wrong_kind)" = 0 ] || fail "$label: wrong errors raised during attach cycles"
+	[ "$(result_field "$out" caught)" = "$(result_field "$out" expected_caught)" ] ||
+		fail "$label: caught $(result_field "$out" caught) errors, expected $(result_field "$out" expected_caught)"
+	[ "$(result_field "$out" iters)" -gt 0 ] || fail "$label: no iteration ran"
+}
+
+exceptions_case "$PY1" 1
+exceptions_case "$PY2" 2
+log "all exception cases passed"

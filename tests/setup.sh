@@ -1,0 +1,111 @@
+#!/bin/bash
+# setup.sh - make a fresh Debian 12 machine ready to build and test tbpf.
+#
+# Idempotent and quick when everything is there (CI runs it every time):
+#   1. Debian packages: installs only the missing ones (one apt-get update,
+#      noninteractive, --no-install-recommends);
+#   2. the PyTorch 2.x venv at $TBPF_VENV (default /var/cache/tbpf/venv-torch2,
+#      torch==$TORCH2_VERSION from PyPI, CUDA 12 wheels), created only when
+#      missing or broken (checked by importing torch);
+#   3. checks: the CUDA toolkit at $CUDA_HOME, kernel BTF, tools on PATH.
+# Needs root.  Any failure stops it with a message saying what failed.
+set -euo pipefail
+
+VENV=${TBPF_VENV:-/var/cache/tbpf/venv-torch2}
+TORCH2_VERSION=${TORCH2_VERSION:-2.8.0}
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+
+PKGS=(
+	# build: BPF (clang, llvm-strip), libbpf + bpftool skeletons, ELF, compression
+	clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev
+	make gcc g++ binutils pkg-config
+	# user space libraries: metrics daemon (HTTP server), push (HTTP client)
+	libmicrohttpd-dev libcurl4-openssl-dev
+	# tests: cmocka units, libFuzzer runtime for the capture decoder fuzzer
+	libcmocka-dev libclang-rt-dev
+	# independent readers of tbpf's outputs: protoc --decode (Perfetto),
+	# go tool pprof, a real Prometheus + promtool
+	protobuf-compiler golang-go prometheus
+	# workloads: torch 1.13 for /usr/bin/python3; venv + pip for torch 2.x
+	python3 python3-torch python3-venv python3-pip ca-certificates
+	# process tools the e2e tests use: ps/pgrep, killall/fuser, setpriv/runuser,
+	# timeout, gzip
+	procps psmisc util-linux coreutils gzip
+)
+
+say() { printf 'setup: %s\n' "$*"; }
+die() { printf 'setup: ERROR: %s\n' "$*" >&2; exit 1; }
+trap 'rc=$?; [ $rc -eq 0 ] || printf "setup: FAILED (exit %d) at line %d: %s\n" "$rc" "$LINENO" "$BASH_COMMAND" >&2' EXIT
+
+[ "$(id -u)" -eq 0 ] || die "run as root (installs packages): sudo $0"
+[ -r /etc/debian_version ] || die "expects Debian 12 (apt-get, dpkg); /etc/debian_version not found"
+t0=$(date +%s)
+
+# 1. Debian packages --------------------------------------------------------
+missing=()
+while read -r pkg status; do
+	[ "$status" = installed ] || missing+=("$pkg")
+done < <(for p in "${PKGS[@]}"; do
+	printf '%s %s\n' "$p" "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || echo missing)"
+done)
+if [ ${#missing[@]} -eq 0 ]; then
+	say "all ${#PKGS[@]} Debian packages installed"
+else
+	say "installing ${#missing[@]} Debian packages: ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q || die "apt-get update failed"
+	apt-get install -y -q --no-install-recommends "${missing[@]}" ||
+		die "apt-get install failed for: ${missing[*]}"
+fi
+
+for cmd in clang llvm-strip bpftool protoc go prometheus promtool python3 setpriv timeout; do
+	command -v "$cmd" > /dev/null || [ -x "/usr/sbin/$cmd" ] ||
+		die "'$cmd' not found on PATH after installing packages"
+done
+/usr/bin/python3 -c 'import torch' 2> /dev/null ||
+	die "/usr/bin/python3 cannot import torch (python3-torch broken?)"
+
+# 2. torch 2.x venv ---------------------------------------------------------
+venv_ok() {
+	"$VENV/bin/python" - "$TORCH2_VERSION" > /dev/null 2>&1 <<'PY'
+import sys, warnings
+warnings.simplefilter("ignore")
+import torch
+assert torch.__version__.split("+")[0] == sys.argv[1], torch.__version__
+torch.ones(2).add(1)
+PY
+}
+mkdir -p "$(dirname "$VENV")"
+exec 9> "$VENV.lock"
+flock 9 # one installer at a time; a second setup.sh waits here
+if venv_ok; then
+	say "torch $TORCH2_VERSION venv ok: $VENV"
+else
+	if [ -e "$VENV" ]; then
+		say "venv $VENV exists but cannot import torch $TORCH2_VERSION: recreating"
+		rm -rf "$VENV"
+	fi
+	say "creating $VENV with torch==$TORCH2_VERSION from PyPI (several GB, CUDA 12 wheels; minutes)"
+	/usr/bin/python3 -m venv "$VENV" || die "python3 -m venv $VENV failed"
+	"$VENV/bin/pip" install -q --disable-pip-version-check "torch==$TORCH2_VERSION" ||
+		die "pip install torch==$TORCH2_VERSION into $VENV failed"
+	venv_ok || die "$VENV still cannot import torch $TORCH2_VERSION after install"
+	say "torch $TORCH2_VERSION installed in $VENV"
+fi
+# numpy: without it torch 2.x warns on stderr at import (noise in test logs).
+if ! "$VENV/bin/python" -c 'import numpy' 2> /dev/null; then
+	say "installing numpy into $VENV"
+	"$VENV/bin/pip" install -q --disable-pip-version-check numpy || die "pip install numpy into $VENV failed"
+fi
+flock -u 9
+
+# 3. checks -----------------------------------------------------------------
+if [ -r "$CUDA_HOME/include/cuda_runtime_api.h" ] && ls "$CUDA_HOME"/lib64/libcudart.so* > /dev/null 2>&1; then
+	say "CUDA toolkit: $CUDA_HOME ($("$CUDA_HOME/bin/nvcc" --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/CUDA \1/p' || true))"
+else
+	say "WARNING: no CUDA toolkit at $CUDA_HOME (need include/cuda_runtime_api.h and lib64/libcudart.so):"
+	say "WARNING: the CUDA/CUPTI parts cannot be built or tested; install NVIDIA's CUDA toolkit there or set CUDA_HOME"
+fi
+[ -r /sys/kernel/btf/vmlinux ] ||
+	say "WARNING: /sys/kernel/btf/vmlinux missing: this kernel has no BTF; tbpf cannot run here"
+say "done in $(($(date +%s) - t0)) s"

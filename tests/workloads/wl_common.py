@@ -1,0 +1,119 @@
+"""wl_common.py - shared start/go/result protocol of the e2e and bench workloads.
+
+Import this module before torch: it blocks SIGUSR1 in the main thread so
+every thread torch or the workload starts inherits the mask, and the go
+signal is only ever taken by sigwait() (never kills a worker thread).
+
+Protocol (what tests/e2e/lib.sh relies on):
+  stdout "READY pid=<pid>"      after warm-up, libtorch mapped, no ops running
+  wait for SIGUSR1 (or --go-file PATH to appear)
+  run exactly the requested work, no torch op outside it
+  stdout "RESULT key=value ..." then exit 0
+"""
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+
+
+def add_common_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--go-file", help="start when this file exists (instead of SIGUSR1)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--intra-threads", type=int, default=1,
+                   help="torch.set_num_threads (default 1: deterministic)")
+
+
+def say(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def ready() -> None:
+    say("READY pid=%d" % os.getpid())
+
+
+def wait_go(args) -> None:
+    """Block until the go signal; performs no torch operation."""
+    if args.go_file:
+        while not os.path.exists(args.go_file):
+            time.sleep(0.005)
+        return
+    signal.sigwait({signal.SIGUSR1})
+
+
+def result(**kv) -> None:
+    say("RESULT " + " ".join("%s=%s" % (k, v) for k, v in kv.items()))
+
+
+def profiler_op_counts(prof) -> dict:
+    """aten:: op -> call count from torch.profiler's key_averages()."""
+    counts = {}
+    for evt in prof.key_averages():
+        if evt.key.startswith("aten::"):
+            counts[evt.key] = counts.get(evt.key, 0) + int(evt.count)
+    return dict(sorted(counts.items()))
+
+
+def profile_cpu():
+    import torch
+    return torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+
+
+def print_json(obj) -> None:
+    say(json.dumps(obj, sort_keys=True))
+
+
+def bench_main(description, setup, default_iters):
+    """Shared driver of the benchmark workloads.
+
+    setup(args) -> step(): one iteration.  After warm-up the workload prints
+    READY, waits for go, runs --iters iterations (under torch.profiler with
+    --torch-profiler) and prints RESULT iters=N seconds=S iters_per_s=X
+    seconds_with_exit=T (S: the loop alone; T adds torch.profiler's own
+    post-processing when the profiler stops).
+    --count-ops instead prints the aten:: operator calls per iteration that
+    torch.profiler sees (all nesting levels), for per-op overhead figures.
+    """
+    import torch
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--iters", type=int, default=default_iters)
+    p.add_argument("--warmup", type=int, default=max(3, default_iters // 20))
+    p.add_argument("--torch-profiler", action="store_true",
+                   help="run the timed iterations under torch.profiler (CPU activity)")
+    p.add_argument("--count-ops", action="store_true",
+                   help="print aten:: op calls per iteration (from torch.profiler) and exit")
+    p.add_argument("--no-wait", action="store_true", help="start at once, no go signal")
+    add_common_args(p)
+    args = p.parse_args()
+    torch.set_num_threads(args.intra_threads)
+    torch.manual_seed(args.seed)
+    step = setup(args)
+    for _ in range(args.warmup):
+        step()
+    if args.count_ops:
+        with profile_cpu() as prof:
+            for _ in range(args.iters):
+                step()
+        counts = profiler_op_counts(prof)
+        print_json({"ops_per_iter": sum(counts.values()) / args.iters, "iters": args.iters,
+                    "ops": counts})
+        return
+    if not args.no_wait:
+        ready()
+        wait_go(args)
+    prof = profile_cpu() if args.torch_profiler else None
+    t0 = time.perf_counter()
+    if prof is not None:
+        prof.__enter__()
+    for _ in range(args.iters):
+        step()
+    secs = time.perf_counter() - t0
+    if prof is not None:
+        prof.__exit__(None, None, None)  # post-processing: reported separately
+    total = time.perf_counter() - t0
+    result(iters=args.iters, seconds="%.6f" % secs, iters_per_s="%.3f" % (args.iters / secs),
+           seconds_with_exit="%.6f" % total, profiler=int(bool(prof)))

@@ -1,0 +1,685 @@
+/* session.c - collection engine: one BPF object, many target processes.
+ *
+ * Per target: discover ops (target.c), entry probes on a per-pid
+ * uprobe_multi link per library, and in return mode the ptrace unwind
+ * guard (guard.c), which owns the return probes.  Detach order is always:
+ * guard (no new hijacks, repair, detach) -> entry probes -> hooks.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "tbpf.skel.h"
+#include "tbpf_abi.h"
+#include "capture.h"
+#include "guard.h"
+#include "live.h"
+#include "procmaps.h"
+#include "profile.h"
+#include "session.h"
+#include "target.h"
+#include "uprobe.h"
+
+struct tgt {
+	struct target t;
+	uint32_t id_base;
+	struct uprobe_set entry, hooks;
+	struct guard *guard;
+	struct guard_stats gstats;
+	int pidfd;
+	bool alive;
+	struct session_target_info info;
+};
+
+struct session {
+	struct session_config cfg;
+	struct tbpf_bpf *skel;
+	struct ring_buffer *rb;
+	bool multi;
+	uint32_t next_id;
+	struct tgt **v;
+	size_t n, cap;
+	pid_t *skip;            /* system-wide: pids found not to be targets */
+	size_t nskip, capskip;
+	uint64_t records, record_errors;
+};
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG || getenv("TBPF_DEBUG") == NULL)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct session *s = ctx;
+
+	s->records++;
+	if (s->cfg.cw && capture_write_raw(s->cfg.cw, data, size))
+		s->record_errors++;
+	return 0;
+}
+
+static char *dupf(const char *fmt, const char *a)
+{
+	char *r = NULL;
+
+	if (asprintf(&r, fmt, a) < 0)
+		return NULL;
+	return r;
+}
+
+struct session *session_open(const struct session_config *cfg, char **why, int *code)
+{
+	struct session *s;
+	struct stat st;
+	uint32_t mode = 0;
+	int err;
+
+	*why = NULL;
+	*code = TBPF_EXIT_ERROR;
+	if (geteuid() != 0) {
+		*why = dupf("%s", "permission denied: attaching BPF probes needs root (or CAP_BPF, "
+			    "CAP_PERFMON and CAP_SYS_PTRACE); run with sudo");
+		*code = TBPF_EXIT_PRIV;
+		return NULL;
+	}
+	if (stat("/sys/kernel/btf/vmlinux", &st)) {
+		struct utsname u;
+
+		uname(&u);
+		*why = dupf("kernel %s has no BTF (/sys/kernel/btf/vmlinux): tbpf needs "
+			    "CONFIG_DEBUG_INFO_BTF=y (Linux 5.8+)", u.release);
+		*code = TBPF_EXIT_KERNEL;
+		return NULL;
+	}
+	if (stat("/sys/bus/event_source/devices/uprobe", &st)) {
+		*why = dupf("%s", "this kernel has no uprobe support (CONFIG_UPROBE_EVENTS)");
+		*code = TBPF_EXIT_KERNEL;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->cfg = *cfg;
+	s->next_id = 0;
+	libbpf_set_print(libbpf_quiet);
+	s->multi = !cfg->no_multi && uprobe_multi_supported() == 1;
+	if (!s->multi && !cfg->no_multi)
+		fprintf(stderr, "tbpf: warning: kernel lacks uprobe_multi (Linux 6.6+); attaching "
+				"probes one by one, which is slower\n");
+	s->skel = tbpf_bpf__open();
+	if (!s->skel) {
+		*why = dupf("cannot open the BPF object: %s", strerror(errno));
+		goto fail;
+	}
+	if (cfg->exits != EXITS_INFER)
+		mode |= TBPF_MODE_EXITS;
+	if (cfg->record)
+		mode |= TBPF_MODE_RECORD;
+	if (cfg->python)
+		mode |= TBPF_MODE_PYSTACK;
+	s->skel->rodata->tbpf_mode = mode;
+	s->skel->rodata->targ_tgid = 0;
+	s->skel->rodata->pid_filter = 1;
+	s->skel->rodata->guard_sig = SIGURG;
+	if (cfg->ring_size)
+		bpf_map__set_max_entries(s->skel->maps.events, (uint32_t)ring_size_round(cfg->ring_size));
+	if (s->multi) {
+		struct bpf_program *p;
+
+		bpf_object__for_each_program(p, s->skel->obj)
+			if (bpf_program__type(p) == BPF_PROG_TYPE_KPROBE)
+				bpf_program__set_expected_attach_type(p, TBPF_ATTACH_UPROBE_MULTI);
+	}
+	err = tbpf_bpf__load(s->skel);
+	if (err) {
+		*why = dupf("cannot load BPF programs: %s (kernel too old? TBPF_DEBUG=1 shows the "
+			    "verifier log)", strerror(-err));
+		*code = TBPF_EXIT_KERNEL;
+		goto fail;
+	}
+	/* only the thread-exit tracepoint auto-attaches */
+	s->skel->links.tbpf_thread_exit = bpf_program__attach(s->skel->progs.tbpf_thread_exit);
+	if (!s->skel->links.tbpf_thread_exit) {
+		*why = dupf("cannot attach the thread-exit tracepoint: %s", strerror(errno));
+		*code = TBPF_EXIT_KERNEL;
+		goto fail;
+	}
+	if (cfg->record) {
+		s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
+		if (!s->rb) {
+			*why = dupf("cannot map the ring buffer: %s", strerror(errno));
+			goto fail;
+		}
+	}
+	return s;
+fail:
+	if (s->skel)
+		tbpf_bpf__destroy(s->skel);
+	free(s);
+	return NULL;
+}
+
+static int attach_entries(struct session *s, struct tgt *tg, char **why)
+{
+	for (size_t i = 0; i < tg->t.nlibs; i++) {
+		struct target_lib *l = &tg->t.libs[i];
+		int err;
+
+		if (!l->n)
+			continue;
+		err = uprobe_set_attach(&tg->entry, s->skel->progs.tbpf_op_entry, l->host_path,
+					l->offsets, l->cookies, l->n, false, tg->t.pid, s->multi);
+		if (err) {
+			if (asprintf(why, "cannot attach op probes in %s: %s", l->path,
+				     strerror(-err)) < 0)
+				*why = NULL;
+			return err;
+		}
+	}
+	return 0;
+}
+
+static int attach_catch_hooks(struct session *s, struct tgt *tg)
+{
+	for (size_t i = 0; i < tg->t.nhooks; i++) {
+		uint64_t cookie = 0;
+		int err;
+
+		if (!tg->t.hooks[i].is_catch)
+			continue;
+		err = uprobe_set_attach(&tg->hooks, s->skel->progs.tbpf_unwind_catch,
+					tg->t.hooks[i].host_path, &tg->t.hooks[i].offset, &cookie, 1,
+					false, tg->t.pid, s->multi);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int start_guard(struct session *s, struct tgt *tg, char **why)
+{
+	struct guard_lib *libs = calloc(tg->t.nlibs + 1, sizeof(*libs));
+	struct guard_hook *hooks = calloc(tg->t.nhooks + 1, sizeof(*hooks));
+	struct guard_config cfg = {
+		.pid = tg->t.pid,
+		.sig = SIGURG,
+		.tramp_page = s->skel->rodata->tramp_page,
+		.threads_map_fd = bpf_map__fd(s->skel->maps.threads),
+		.guard_tids_fd = bpf_map__fd(s->skel->maps.guard_tids),
+		.guard_req_fd = bpf_map__fd(s->skel->maps.guard_req),
+		.exit_prog = s->skel->progs.tbpf_op_exit,
+		.unwind_prog = s->skel->progs.tbpf_unwind_begin,
+		.catch_prog = s->skel->progs.tbpf_unwind_catch,
+		.multi = s->multi,
+	};
+	size_t nl = 0;
+	int err;
+
+	if (!libs || !hooks) {
+		free(libs);
+		free(hooks);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < tg->t.nlibs; i++)
+		if (tg->t.libs[i].n)
+			libs[nl++] = (struct guard_lib){ tg->t.libs[i].host_path, tg->t.libs[i].offsets,
+							 tg->t.libs[i].cookies, tg->t.libs[i].n };
+	for (size_t i = 0; i < tg->t.nhooks; i++)
+		hooks[i] = (struct guard_hook){ tg->t.hooks[i].host_path, tg->t.hooks[i].offset,
+						tg->t.hooks[i].is_catch };
+	cfg.libs = libs;
+	cfg.nlibs = nl;
+	cfg.hooks = hooks;
+	cfg.nhooks = tg->t.nhooks;
+	err = guard_start(&cfg, &tg->guard, why);
+	free(libs);
+	free(hooks);
+	return err;
+}
+
+static void tgt_detach(struct session *s, struct tgt *tg)
+{
+	__u32 key = tg->t.pid;
+
+	if (tg->guard) {
+		guard_stop(tg->guard, &tg->gstats);
+		tg->guard = NULL;
+	}
+	uprobe_set_close(&tg->entry);
+	uprobe_set_close(&tg->hooks);
+	if (tg->pidfd >= 0) {
+		close(tg->pidfd);
+		tg->pidfd = -1;
+	}
+	tg->alive = false;
+	tg->info.alive = false;
+	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.pids), &key);
+}
+
+static bool is_attached(struct session *s, pid_t pid)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i]->t.pid == pid && s->v[i]->alive)
+			return true;
+	return false;
+}
+
+int session_add_target(struct session *s, pid_t pid, char **why)
+{
+	struct tgt *tg;
+	__u8 one = 1;
+	__u32 key = pid;
+	int err;
+
+	*why = NULL;
+	if (is_attached(s, pid))
+		return -EEXIST;
+	if (kill(pid, 0) && errno == ESRCH) {
+		*why = NULL;
+		if (asprintf(why, "no such process: %d", pid) < 0)
+			*why = NULL;
+		return -ESRCH;
+	}
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 8;
+		struct tgt **v = realloc(s->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->v = v;
+		s->cap = cap;
+	}
+	tg = calloc(1, sizeof(*tg));
+	if (!tg)
+		return -ENOMEM;
+	tg->pidfd = -1;
+	tg->id_base = s->next_id;
+	err = target_open(pid, tg->id_base, &tg->t, why);
+	if (err) {
+		free(tg);
+		return err;
+	}
+	s->next_id = tg->id_base + (uint32_t)tg->t.nops - 1;
+	tg->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	bpf_map_update_elem(bpf_map__fd(s->skel->maps.pids), &key, &one, BPF_ANY);
+	err = attach_entries(s, tg, why);
+	if (err)
+		goto fail;
+	tg->info.exits = "infer";
+	if (s->cfg.exits != EXITS_INFER) {
+		char *gwhy = NULL;
+
+		err = start_guard(s, tg, &gwhy);
+		if (err) {
+			if (s->cfg.exits == EXITS_RETURN) {
+				if (asprintf(why, "--exits return: %s", gwhy ? gwhy : strerror(-err)) < 0)
+					*why = NULL;
+				free(gwhy);
+				goto fail;
+			}
+			fprintf(stderr, "tbpf: warning: pid %d: exact op durations unavailable (%s); "
+					"exits inferred from the stack pointer, counts stay exact\n",
+				pid, gwhy ? gwhy : strerror(-err));
+			free(gwhy);
+			err = 0;
+		} else {
+			tg->info.exits = "return";
+		}
+	}
+	if (!tg->guard && attach_catch_hooks(s, tg))
+		fprintf(stderr, "tbpf: warning: pid %d: cannot hook __cxa_begin_catch; frames unwound "
+				"by exceptions close at the thread's next op\n", pid);
+	tg->alive = true;
+	tg->info.pid = pid;
+	tg->info.comm = tg->t.comm;
+	tg->info.cmdline = tg->t.cmdline;
+	tg->info.nprobes = tg->entry.nprobes;
+	tg->info.alive = true;
+	s->v[s->n++] = tg;
+	return 0;
+fail:
+	tgt_detach(s, tg);
+	target_close(&tg->t);
+	free(tg);
+	return err ? err : -EINVAL;
+}
+
+static bool skip_known(struct session *s, pid_t pid)
+{
+	for (size_t i = 0; i < s->nskip; i++)
+		if (s->skip[i] == pid)
+			return true;
+	return false;
+}
+
+static void skip_add(struct session *s, pid_t pid)
+{
+	if (s->nskip == s->capskip) {
+		size_t cap = s->capskip ? s->capskip * 2 : 256;
+		pid_t *v = realloc(s->skip, cap * sizeof(*v));
+
+		if (!v)
+			return;
+		s->skip = v;
+		s->capskip = cap;
+	}
+	s->skip[s->nskip++] = pid;
+}
+
+static bool passes_filters(struct session *s, pid_t pid)
+{
+	if (s->cfg.comm_filter) {
+		char *c = proc_comm(pid);
+		bool ok = c && !strcmp(c, s->cfg.comm_filter);
+
+		free(c);
+		if (!ok)
+			return false;
+	}
+	if (s->cfg.cgroup_filter) {
+		char path[64], line[512];
+		FILE *f;
+		bool ok = false;
+
+		snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+		f = fopen(path, "re");
+		if (!f)
+			return false;
+		while (fgets(line, sizeof(line), f))
+			if (strstr(line, s->cfg.cgroup_filter))
+				ok = true;
+		fclose(f);
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+int session_scan(struct session *s)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int added = 0;
+	pid_t self = getpid();
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		pid_t pid = atoi(e->d_name);
+		struct pm_maps m = { 0 };
+		char **paths = NULL;
+		size_t n = 0;
+		char *why = NULL;
+
+		if (pid <= 0 || pid == self || is_attached(s, pid) || skip_known(s, pid))
+			continue;
+		if (!passes_filters(s, pid))
+			continue;
+		if (procmaps_read(pid, &m))
+			continue;
+		if (procmaps_libtorch_libs(pid, &m, &paths, &n) || n == 0) {
+			procmaps_free(&m);
+			procmaps_free_paths(paths, n);
+			continue;   /* may import torch later: scanned again */
+		}
+		procmaps_free(&m);
+		procmaps_free_paths(paths, n);
+		if (session_add_target(s, pid, &why) == 0) {
+			added++;
+			if (s->cfg.verbose)
+				fprintf(stderr, "tbpf: attached to pid %d (%s)\n", pid,
+					s->v[s->n - 1]->t.comm ? s->v[s->n - 1]->t.comm : "?");
+		} else {
+			if (s->cfg.verbose)
+				fprintf(stderr, "tbpf: skipping pid %d: %s\n", pid, why ? why : "?");
+			skip_add(s, pid);
+		}
+		free(why);
+	}
+	closedir(d);
+	return added;
+}
+
+int session_poll(struct session *s, int ms)
+{
+	struct pollfd *p = calloc(s->n + 1, sizeof(*p));
+	size_t np = 0;
+	int live = 0;
+
+	if (!p)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i]->alive && s->v[i]->pidfd >= 0)
+			p[np++] = (struct pollfd){ .fd = s->v[i]->pidfd, .events = POLLIN };
+	if (np)
+		poll(p, np, ms);
+	else if (ms > 0)
+		usleep((useconds_t)ms * 1000);
+	free(p);
+	if (s->rb)
+		ring_buffer__consume(s->rb);
+	for (size_t i = 0; i < s->n; i++) {
+		struct tgt *tg = s->v[i];
+
+		if (!tg->alive)
+			continue;
+		if (kill(tg->t.pid, 0) && errno == ESRCH) {
+			tgt_detach(s, tg);
+			continue;
+		}
+		if (tg->pidfd >= 0) {
+			struct pollfd q = { .fd = tg->pidfd, .events = POLLIN };
+
+			if (poll(&q, 1, 0) > 0) {
+				tgt_detach(s, tg);
+				continue;
+			}
+		}
+		if (tg->guard && !guard_alive(tg->guard)) {
+			fprintf(stderr, "tbpf: pid %d: unwind guard exited unexpectedly; detaching\n",
+				tg->t.pid);
+			tg->guard = NULL;
+			tgt_detach(s, tg);
+			continue;
+		}
+		live++;
+	}
+	return live;
+}
+
+static const struct op_def *op_lookup(struct session *s, uint32_t id)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct tgt *tg = s->v[i];
+
+		if (id > tg->id_base && id - tg->id_base < tg->t.nops)
+			return &tg->t.ops[id - tg->id_base];
+	}
+	return NULL;
+}
+
+const char *session_op_name(struct session *s, uint32_t id, const char **overload)
+{
+	const struct op_def *d = op_lookup(s, id);
+
+	if (overload)
+		*overload = d && d->overload ? d->overload : "";
+	return d && d->name ? d->name : NULL;
+}
+
+int session_collect(struct session *s, struct profile *p)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	int fd = bpf_map__fd(s->skel->maps.opstats);
+	struct tbpf_opkey key, next, *prev = NULL;
+	struct tbpf_opstat *vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(*vals));
+	int err = 0;
+
+	if (!vals)
+		return -ENOMEM;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		struct prof_op row = { 0 };
+		const struct op_def *d;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, vals))
+			continue;
+		d = op_lookup(s, key.op_id);
+		row.pid = key.pid;
+		row.op_id = key.op_id;
+		row.stack_id = key.stack_id;
+		row.name = d && d->name ? d->name : "?";
+		row.overload = d && d->overload ? d->overload : "";
+		for (int c = 0; c < ncpu; c++) {
+			row.calls += vals[c].calls;
+			row.self_ns += vals[c].self_ns;
+			row.total_ns += vals[c].total_ns;
+			row.launches += vals[c].launches;
+			row.inferred += vals[c].inferred;
+			if (vals[c].max_ns > row.max_ns)
+				row.max_ns = vals[c].max_ns;
+		}
+		err = profile_add_op(p, &row);
+		if (err)
+			break;
+	}
+	free(vals);
+	return err;
+}
+
+void session_reset_stats(struct session *s)
+{
+	int fd = bpf_map__fd(s->skel->maps.opstats);
+	struct tbpf_opkey key, next;
+
+	/* delete while iterating from the start: get_next_key(NULL) */
+	while (!bpf_map_get_next_key(fd, NULL, &next)) {
+		key = next;
+		if (bpf_map_delete_elem(fd, &key))
+			break;
+	}
+}
+
+void session_counters(struct session *s, uint64_t *out)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(uint64_t));
+	int fd = bpf_map__fd(s->skel->maps.counters);
+
+	memset(out, 0, sizeof(uint64_t) * CNT_MAX);
+	if (!vals)
+		return;
+	for (__u32 i = 0; i < CNT_MAX; i++) {
+		if (bpf_map_lookup_elem(fd, &i, vals))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			out[i] += vals[c];
+	}
+	free(vals);
+}
+
+size_t session_ntargets(struct session *s)
+{
+	return s->n;
+}
+
+const struct session_target_info *session_target(struct session *s, size_t i)
+{
+	return i < s->n ? &s->v[i]->info : NULL;
+}
+
+const struct target *session_target_detail(struct session *s, size_t i)
+{
+	return i < s->n ? &s->v[i]->t : NULL;
+}
+
+const struct guard_stats *session_guard_stats(struct session *s, size_t i)
+{
+	return i < s->n ? &s->v[i]->gstats : NULL;
+}
+
+uint32_t session_ring_size(struct session *s)
+{
+	return bpf_map__max_entries(s->skel->maps.events);
+}
+
+int session_pidfd(struct session *s, size_t i)
+{
+	return i < s->n ? s->v[i]->pidfd : -1;
+}
+
+uint64_t session_records(struct session *s)
+{
+	return s->records;
+}
+
+int session_set_enabled(struct session *s, pid_t pid, bool on)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct tgt *tg = s->v[i];
+		char *why = NULL;
+		int err;
+
+		if (tg->t.pid != pid || !tg->alive)
+			continue;
+		if (!on) {
+			if (tg->guard) {
+				guard_stop(tg->guard, &tg->gstats);
+				tg->guard = NULL;
+				tg->info.exits = "infer";
+			}
+			uprobe_set_close(&tg->entry);
+			return 0;
+		}
+		if (tg->entry.nprobes)
+			return 0;
+		err = attach_entries(s, tg, &why);
+		free(why);
+		return err;
+	}
+	return -ESRCH;
+}
+
+void session_detach_all(struct session *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i]->alive || s->v[i]->guard)
+			tgt_detach(s, s->v[i]);
+	if (s->rb)
+		ring_buffer__consume(s->rb);
+}
+
+void session_set_capture(struct session *s, struct capture_writer *cw)
+{
+	s->cfg.cw = cw;
+}
+
+void session_close(struct session *s)
+{
+	if (!s)
+		return;
+	session_detach_all(s);
+	for (size_t i = 0; i < s->n; i++) {
+		target_close(&s->v[i]->t);
+		free(s->v[i]);
+	}
+	free(s->v);
+	free(s->skip);
+	if (s->rb)
+		ring_buffer__free(s->rb);
+	tbpf_bpf__destroy(s->skel);
+	free(s);
+}

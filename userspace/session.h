@@ -1,0 +1,86 @@
+/* session.h - collection engine shared by the live command and the
+ * daemon: one BPF object, any number of target processes.
+ *
+ *   s = session_open(&cfg)            load BPF with the mode flags
+ *   session_add_target(s, pid)        discover ops, attach (guard first)
+ *   session_scan(s)                   system-wide: attach new processes
+ *   session_poll(s, ms)               drain records, notice exits
+ *   session_collect(s, &profile)      read the aggregated maps
+ *   session_reset_stats(s)            clear maps (daemon windows)
+ *   session_close(s)                  safe detach of everything
+ */
+#ifndef TBPF_SESSION_H
+#define TBPF_SESSION_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "options.h"
+
+struct profile;
+struct capture_writer;
+
+struct session_config {
+	enum exits_mode exits;
+	bool record;                /* stream records to the ring buffer */
+	bool python;                /* walk Python stacks */
+	bool cuda;                  /* probe libcudart/libcuda */
+	bool system_wide;           /* session_scan attaches every PyTorch process */
+	bool no_multi;
+	uint64_t ring_size;
+	const char *comm_filter;    /* system-wide: only processes with this comm */
+	const char *cgroup_filter;  /* system-wide: only processes in this cgroup path */
+	struct capture_writer *cw;  /* where records go when record is set */
+	int verbose;
+};
+
+struct session_target_info {
+	pid_t pid;
+	const char *comm, *cmdline;
+	size_t nprobes;
+	const char *exits;          /* "return" or "infer" */
+	bool alive;
+	const char *python;         /* detected interpreter or why not */
+};
+
+struct session;
+
+/* NULL with *why (malloc'd one line) and *code (enum tbpf_exit). */
+struct session *session_open(const struct session_config *cfg, char **why, int *code);
+/* 0, or -errno with *why. */
+int session_add_target(struct session *s, pid_t pid, char **why);
+/* System-wide: attach every new process that maps libtorch and passes
+ * the filters; returns how many were added. */
+int session_scan(struct session *s);
+/* Wait up to ms, drain records, detach from exited targets.  Returns the
+ * number of live targets. */
+int session_poll(struct session *s, int ms);
+/* Add every aggregated row to p (pids, names, counters). */
+int session_collect(struct session *s, struct profile *p);
+void session_reset_stats(struct session *s);
+/* Summed BPF counters (enum tbpf_counter). */
+void session_counters(struct session *s, uint64_t *out);
+size_t session_ntargets(struct session *s);
+const struct session_target_info *session_target(struct session *s, size_t i);
+uint32_t session_ring_size(struct session *s);
+int session_pidfd(struct session *s, size_t i);
+/* Detach from every target (safe order) and drain the ring buffer;
+ * maps stay readable until session_close. */
+void session_detach_all(struct session *s);
+void session_close(struct session *s);
+/* Where records go (cfg.record); set before targets are added. */
+void session_set_capture(struct session *s, struct capture_writer *cw);
+
+/* Op id -> "aten::add" (and overload); NULL when unknown. */
+const char *session_op_name(struct session *s, uint32_t id, const char **overload);
+struct target;
+struct guard_stats;
+const struct target *session_target_detail(struct session *s, size_t i);
+const struct guard_stats *session_guard_stats(struct session *s, size_t i);
+uint64_t session_records(struct session *s);
+/* Duty cycling (--max-overhead): detach or re-attach a target's op
+ * probes.  Meant for infer mode; a guarded target is detached safely
+ * and re-attached in infer mode.  0 or -errno. */
+int session_set_enabled(struct session *s, pid_t pid, bool on);
+
+#endif
