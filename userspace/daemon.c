@@ -699,7 +699,40 @@ struct wctx {
 	uint64_t cnt_prev[CNT_MAX];
 	uint64_t seq;
 	uint64_t win_start_mono, win_start_real;
+	struct pcomm { pid_t pid; char comm[16]; } *comms;   /* last comm seen per target */
+	size_t ncomms;
 };
+
+/* The job of a process is its command name now (a Python job may rename
+ * itself after the probes went in), else the last one seen, else the one
+ * at attach.  The cache holds only the session's current targets. */
+static const char *target_comm(struct wctx *w, struct pcomm *next, size_t *nnext,
+			       const struct session_target_info *ti)
+{
+	char path[64], buf[16] = "";
+	struct pcomm *c = &next[(*nnext)++];
+	FILE *f;
+
+	c->pid = ti->pid;
+	c->comm[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/comm", ti->pid);
+	if (ti->alive && (f = fopen(path, "re"))) {
+		if (fgets(buf, sizeof(buf), f))
+			buf[strcspn(buf, "\n")] = '\0';
+		fclose(f);
+	}
+	if (buf[0]) {
+		memcpy(c->comm, buf, sizeof(buf));
+		return c->comm;
+	}
+	for (size_t i = 0; i < w->ncomms; i++)
+		if (w->comms[i].pid == ti->pid && w->comms[i].comm[0]) {
+			memcpy(c->comm, w->comms[i].comm, sizeof(c->comm));
+			return c->comm;
+		}
+	snprintf(c->comm, sizeof(c->comm), "%s", ti->comm ? ti->comm : "unknown");
+	return c->comm;
+}
 
 static int do_window(struct wctx *w, uint64_t now_mono, uint64_t now_real)
 {
@@ -714,10 +747,16 @@ static int do_window(struct wctx *w, uint64_t now_mono, uint64_t now_real)
 	size_t nb = 0;
 	int err;
 
+	struct pcomm *comms = calloc(nt ? nt : 1, sizeof(*comms));
+	size_t ncomms = 0;
+
 	profile_init(&p);
 	procs = calloc(nt ? nt : 1, sizeof(*procs));
-	if (!procs)
+	if (!procs || !comms) {
+		free(procs);
+		free(comms);
 		return -ENOMEM;
+	}
 	err = session_collect(w->s, &p);
 	session_reset_stats(w->s);
 	if (!err)
@@ -743,7 +782,7 @@ static int do_window(struct wctx *w, uint64_t now_mono, uint64_t now_real)
 			continue;
 		alive += ti->alive;
 		procs[np].pid = (uint32_t)ti->pid;
-		procs[np].comm = ti->comm ? ti->comm : "unknown";
+		procs[np].comm = target_comm(w, comms, &ncomms, ti);
 		procs[np].coverage = w->budget ? budget_coverage(w->budget, ti->pid, now_mono) : 1;
 		np++;
 	}
@@ -815,6 +854,9 @@ static int do_window(struct wctx *w, uint64_t now_mono, uint64_t now_real)
 	w->win_start_real = now_real;
 	free(hist);
 	free(procs);
+	free(w->comms);
+	w->comms = comms;
+	w->ncomms = ncomms;
 	profile_free(&p);
 	return err;
 }
@@ -955,6 +997,7 @@ out:
 	if (o->push_url)
 		curl_global_cleanup();
 	metrics_free(&st.m);
+	free(w.comms);
 	return rc;
 }
 #else
