@@ -135,10 +135,8 @@ static void fmt_time(char *buf, size_t len, uint64_t ns, bool sign, bool neg)
 
 static void fmt_pct(char *buf, size_t len, uint64_t a, uint64_t b)
 {
-	if (!a)
-		snprintf(buf, len, b ? "new" : "0.00%%");
-	else if (!b)
-		snprintf(buf, len, "removed");
+	if (!a || !b)
+		snprintf(buf, len, a == b ? "0.00%%" : "");
 	else
 		snprintf(buf, len, "%+.2f%%", ((double)b - (double)a) * 100.0 / (double)a);
 }

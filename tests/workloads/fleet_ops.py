@@ -4,7 +4,8 @@ Sets its command name (/proc/self/comm) to --comm so the daemon's job
 label and --comm filters see it, warms up, prints READY, waits for the go
 signal (wl_common protocol), then runs --iters iterations of exactly one
 aten::add, aten::mul and aten::relu call each on tiny tensors, plus one
-call of each --extra op (sigmoid, tanh, exp, neg) per iteration.  The
+call of each --extra op (sigmoid, tanh, exp, neg) per iteration
+(--extra-reps K: K calls).  The
 warm-up runs none of these ops, so a profiler attached before go sees
 exactly N calls of each.  --iters 0 loops until killed (soak); --sleep S
 pauses S seconds after each iteration.  Prints RESULT iters=N seconds=S.
@@ -21,6 +22,7 @@ p.add_argument("--comm", default="fleet_ops")
 p.add_argument("--iters", type=int, default=1000)
 p.add_argument("--extra", action="append", default=[],
                choices=["sigmoid", "tanh", "exp", "neg"])
+p.add_argument("--extra-reps", type=int, default=1, help="calls of each --extra op per iteration")
 p.add_argument("--sleep", type=float, default=0.0)
 p.add_argument("--no-wait", action="store_true")
 wl_common.add_common_args(p)
@@ -41,7 +43,8 @@ while args.iters == 0 or n < args.iters:
     x = torch.mul(x, b)
     x = torch.relu(x)
     for f in extras:
-        f(x)
+        for _ in range(args.extra_reps):
+            f(x)
     n += 1
     if args.sleep:
         time.sleep(args.sleep)
