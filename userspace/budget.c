@@ -58,13 +58,20 @@ int budget_plan(double hit_rate, double hit_ns, double base_cpu, double budget,
 
 /* ---- calibration ----------------------------------------------------- */
 
-/* Starts with push %rbp like libtorch's ops (the emulated fast path). */
-__attribute__((noinline, optimize("no-omit-frame-pointer")))
-int budget_probe_target(int x)
-{
-	asm volatile("" : "+r"(x) : : "memory");
-	return x + 1;
-}
+/* The probed function starts with push %rbp like libtorch's ops, so the
+ * kernel emulates it (the fast path); written in asm so the compiler
+ * cannot drop the frame setup of a leaf. */
+asm(".text\n"
+    ".globl budget_probe_target\n"
+    ".type budget_probe_target, @function\n"
+    "budget_probe_target:\n"
+    "\tpush %rbp\n"
+    "\tmov %rsp, %rbp\n"
+    "\tlea 1(%rdi), %eax\n"
+    "\tpop %rbp\n"
+    "\tret\n"
+    ".size budget_probe_target, .-budget_probe_target\n");
+int budget_probe_target(int x);
 
 static uint64_t mono_ns(void)
 {
@@ -145,7 +152,7 @@ int budget_calibrate(double *hit_ns)
 				getpid(), multi);
 	if (err)
 		goto out;
-	for (int r = 0; r < 3; r++) {
+	for (int r = 0; r < 5; r++) {
 		double t = time_loop(n / 4);
 
 		if (t < probed)
@@ -304,6 +311,13 @@ void budget_window(struct budget *b, struct session *s, const pid_t *pids,
 			budget_plan(rate, b->hit_ns, base, b->limit, b->period_ns, b->min_on_ns,
 				    b->max_period_ns, &t->plan);
 			added += c * b->hit_ns / 1e9;
+			if (getenv("TBPF_BUDGET_DEBUG"))
+				fprintf(stderr, "budget: pid %d hits %llu on %.3f s of %.3f s (coverage "
+						"%.3f) cpu %.3f s -> rate %.0f/s base %.3f CPU full %.1f%%: "
+						"on %.3f s off %.3f s\n", t->pid, (unsigned long long)c,
+					on / 1e9, w_s, t->coverage, cpu_s, rate, base,
+					t->plan.full_overhead * 100, t->plan.on_ns / 1e9,
+					t->plan.off_ns / 1e9);
 			base_total += base > 0.01 ? base * w_s : 0.01 * w_s;
 		}
 		t->cpu_ticks_start = ticks;

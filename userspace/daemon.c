@@ -318,12 +318,12 @@ static int own_map_fd(const char *name)
 	return found;
 }
 
-/* Read and clear the histogram map: rows summed over CPUs. */
+/* Read the histogram map (cumulative): rows summed over CPUs. */
 static int read_hist(int fd, struct metrics_hist_row **rows, size_t *nrows)
 {
 	int ncpu = libbpf_num_possible_cpus();
 	struct tbpf_hist *vals;
-	struct tbpf_histkey keys[256], next;
+	struct tbpf_histkey key, next, *prev = NULL;
 	size_t cap = 0;
 
 	*rows = NULL;
@@ -333,42 +333,177 @@ static int read_hist(int fd, struct metrics_hist_row **rows, size_t *nrows)
 	vals = calloc(ncpu, sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
-	for (;;) {
-		size_t nk = 0;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		struct metrics_hist_row *r;
 
-		/* a batch of keys from the start, then take them out */
-		while (nk < 256 && !bpf_map_get_next_key(fd, nk ? &keys[nk - 1] : NULL, &next))
-			keys[nk++] = next;
-		if (!nk)
-			break;
-		for (size_t i = 0; i < nk; i++) {
-			struct metrics_hist_row *r;
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, vals))
+			continue;
+		if (*nrows == cap) {
+			size_t nc = cap ? cap * 2 : 256;
+			struct metrics_hist_row *v = realloc(*rows, nc * sizeof(*v));
 
-			if (bpf_map_lookup_elem(fd, &keys[i], vals))
-				continue;
-			bpf_map_delete_elem(fd, &keys[i]);
-			if (*nrows == cap) {
-				size_t nc = cap ? cap * 2 : 256;
-				struct metrics_hist_row *v = realloc(*rows, nc * sizeof(*v));
-
-				if (!v) {
-					free(vals);
-					return -ENOMEM;
-				}
-				*rows = v;
-				cap = nc;
+			if (!v) {
+				free(vals);
+				return -ENOMEM;
 			}
-			r = &(*rows)[(*nrows)++];
-			memset(r, 0, sizeof(*r));
-			r->pid = keys[i].pid;
-			r->op_id = keys[i].op_id;
-			for (int c = 0; c < ncpu; c++)
-				for (int b = 0; b < TBPF_HIST_BUCKETS; b++)
-					r->buckets[b] += vals[c].buckets[b];
+			*rows = v;
+			cap = nc;
 		}
+		r = &(*rows)[(*nrows)++];
+		memset(r, 0, sizeof(*r));
+		r->pid = key.pid;
+		r->op_id = key.op_id;
+		for (int c = 0; c < ncpu; c++)
+			for (int b = 0; b < TBPF_HIST_BUCKETS; b++)
+				r->buckets[b] += vals[c].buckets[b];
 	}
 	free(vals);
 	return 0;
+}
+
+/* ---- window deltas ---------------------------------------------------
+ * The BPF maps stay cumulative while a process lives: deleting a row
+ * that a probe is incrementing loses calls, so each window is the
+ * difference from the previous read.  Rows of exited processes are read
+ * one last time and then deleted, which keeps the maps bounded. */
+
+struct snap { uint32_t pid, op_id; uint64_t stack_id; struct prof_op v; };
+
+static int snap_cmp(const void *a, const void *b)
+{
+	const struct snap *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->op_id != y->op_id)
+		return x->op_id < y->op_id ? -1 : 1;
+	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
+static uint64_t sub0(uint64_t cur, uint64_t prev)
+{
+	return cur >= prev ? cur - prev : cur;   /* below: the row was recreated */
+}
+
+/* cur (cumulative rows) -> win (deltas against *prev); *prev becomes cur. */
+static int profile_delta(const struct profile *cur, struct snap **prev, size_t *nprev,
+			 struct profile *win)
+{
+	struct snap *next = calloc(cur->nops + 1, sizeof(*next));
+
+	if (!next)
+		return -ENOMEM;
+	for (size_t i = 0; i < cur->nops; i++) {
+		const struct prof_op *r = &cur->ops[i];
+		struct snap k = { r->pid, r->op_id, r->stack_id, *r };
+		const struct snap *o = *nprev ? bsearch(&k, *prev, *nprev, sizeof(k), snap_cmp) : NULL;
+		struct prof_op d = *r;
+		int err;
+
+		next[i] = k;
+		if (o) {
+			d.calls = sub0(r->calls, o->v.calls);
+			d.self_ns = sub0(r->self_ns, o->v.self_ns);
+			d.total_ns = sub0(r->total_ns, o->v.total_ns);
+			d.launches = sub0(r->launches, o->v.launches);
+			d.inferred = sub0(r->inferred, o->v.inferred);
+			d.self_cuda_ns = sub0(r->self_cuda_ns, o->v.self_cuda_ns);
+			d.cuda_total_ns = sub0(r->cuda_total_ns, o->v.cuda_total_ns);
+		}
+		if (!d.calls && !d.self_ns && !d.total_ns && !d.launches)
+			continue;
+		err = profile_add_op(win, &d);
+		if (err) {
+			free(next);
+			return err;
+		}
+	}
+	qsort(next, cur->nops, sizeof(*next), snap_cmp);
+	for (size_t i = 0; i < cur->nops; i++)   /* names live in cur: not kept */
+		next[i].v.name = next[i].v.overload = NULL;
+	free(*prev);
+	*prev = next;
+	*nprev = cur->nops;
+	return 0;
+}
+
+struct hsnap { uint32_t pid, op_id; uint64_t buckets[TBPF_HIST_BUCKETS]; };
+
+static int hsnap_cmp(const void *a, const void *b)
+{
+	const struct hsnap *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->op_id < y->op_id ? -1 : x->op_id > y->op_id;
+}
+
+/* rows (cumulative, in place) -> deltas against *prev; *prev becomes them. */
+static int hist_delta(struct metrics_hist_row *rows, size_t n, struct hsnap **prev, size_t *nprev)
+{
+	struct hsnap *next = calloc(n + 1, sizeof(*next));
+
+	if (!next)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct hsnap k = { .pid = rows[i].pid, .op_id = rows[i].op_id };
+		const struct hsnap *o;
+
+		memcpy(k.buckets, rows[i].buckets, sizeof(k.buckets));
+		next[i] = k;
+		o = *nprev ? bsearch(&k, *prev, *nprev, sizeof(k), hsnap_cmp) : NULL;
+		if (o)
+			for (int b = 0; b < TBPF_HIST_BUCKETS; b++)
+				rows[i].buckets[b] = sub0(rows[i].buckets[b], o->buckets[b]);
+	}
+	qsort(next, n, sizeof(*next), hsnap_cmp);
+	free(*prev);
+	*prev = next;
+	*nprev = n;
+	return 0;
+}
+
+static bool pid_in(uint32_t pid, const uint32_t *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == pid)
+			return true;
+	return false;
+}
+
+/* Delete the map rows of pids that are gone (their last values are read):
+ * collect the keys first, since deleting breaks a get_next_key walk. */
+static void forget_pids(int fd, size_t key_size, const uint32_t *dead, size_t ndead)
+{
+	uint8_t key[16], next[16];
+	uint8_t *keys = NULL;
+	size_t n = 0, cap = 0;
+	bool first = true;
+
+	if (fd < 0 || !ndead || key_size > sizeof(key))
+		return;
+	while (!bpf_map_get_next_key(fd, first ? NULL : key, next)) {
+		uint32_t pid;
+
+		first = false;
+		memcpy(key, next, key_size);
+		memcpy(&pid, key, sizeof(pid));   /* both keys start with the pid */
+		if (!pid_in(pid, dead, ndead))
+			continue;
+		if (n == cap) {
+			uint8_t *v = realloc(keys, (cap = cap ? cap * 2 : 64) * key_size);
+
+			if (!v)
+				break;
+			keys = v;
+		}
+		memcpy(keys + n++ * key_size, key, key_size);
+	}
+	for (size_t i = 0; i < n; i++)
+		bpf_map_delete_elem(fd, keys + i * key_size);
+	free(keys);
 }
 
 /* Window profile -> call tree: job (comm) -> op, self time and calls. */
@@ -695,7 +830,11 @@ struct wctx {
 	struct session *s;
 	struct dstate *st;
 	struct budget *budget;
-	int hist_fd;
+	int hist_fd, opstats_fd;
+	struct snap *prev;
+	size_t nprev;
+	struct hsnap *hprev;
+	size_t nhprev;
 	uint64_t cnt_prev[CNT_MAX];
 	uint64_t seq;
 	uint64_t win_start_mono, win_start_real;
@@ -757,10 +896,19 @@ static int do_window(struct wctx *w, uint64_t now_mono, uint64_t now_real)
 		free(comms);
 		return -ENOMEM;
 	}
-	err = session_collect(w->s, &p);
-	session_reset_stats(w->s);
+	{
+		struct profile cur;
+
+		profile_init(&cur);
+		err = session_collect(w->s, &cur);
+		if (!err)
+			err = profile_delta(&cur, &w->prev, &w->nprev, &p);
+		profile_free(&cur);
+	}
 	if (!err)
 		err = read_hist(w->hist_fd, &hist, &nhist);
+	if (!err)
+		err = hist_delta(hist, nhist, &w->hprev, &w->nhprev);
 	session_counters(w->s, cnt);
 	/* counters are cumulative unless the session clears them: a value
 	 * below the last one means it did */
@@ -786,6 +934,22 @@ static int do_window(struct wctx *w, uint64_t now_mono, uint64_t now_real)
 		procs[np].coverage = w->budget ? budget_coverage(w->budget, ti->pid, now_mono) : 1;
 		np++;
 	}
+	{
+		uint32_t *dead = calloc(nt + 1, sizeof(*dead));
+		size_t nd = 0;
+
+		for (size_t i = 0; dead && i < nt; i++) {
+			const struct session_target_info *ti = session_target(w->s, i);
+
+			if (ti && !ti->alive)
+				dead[nd++] = (uint32_t)ti->pid;
+		}
+		if (!err && nd) {
+			forget_pids(w->opstats_fd, sizeof(struct tbpf_opkey), dead, nd);
+			forget_pids(w->hist_fd, sizeof(struct tbpf_histkey), dead, nd);
+		}
+		free(dead);
+	}
 	if (w->budget && !err) {
 		bp = calloc(p.nops + 1, sizeof(*bp));
 		bc = calloc(p.nops + 1, sizeof(*bc));
@@ -799,6 +963,15 @@ static int do_window(struct wctx *w, uint64_t now_mono, uint64_t now_real)
 					bp[nb++] = (pid_t)p.ops[k].pid;
 				bc[j] += p.ops[k].calls;
 			}
+			/* the budget prices probe hits; entries per counted call
+			 * (redispatch probes, skipped nesting) from the totals */
+			uint64_t total = 0;
+
+			for (size_t j = 0; j < nb; j++)
+				total += bc[j];
+			if (total && delta[CNT_ENTRIES] > total)
+				for (size_t j = 0; j < nb; j++)
+					bc[j] = (uint64_t)((double)bc[j] * delta[CNT_ENTRIES] / total);
 			budget_window(w->budget, w->s, bp, bc, nb, now_mono);
 		}
 		free(bp);
@@ -875,7 +1048,7 @@ int daemon_run(const struct daemon_opts *o)
 		.label_vals = o->label_vals, .nlabels = o->nlabels,
 	};
 	struct dstate st = { .lock = PTHREAD_MUTEX_INITIALIZER };
-	struct wctx w = { .o = o, .st = &st, .hist_fd = -1 };
+	struct wctx w = { .o = o, .st = &st, .hist_fd = -1, .opstats_fd = -1 };
 	struct budget budget;
 	struct MHD_Daemon *http = NULL;
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -924,6 +1097,7 @@ int daemon_run(const struct daemon_opts *o)
 		goto out;
 	}
 	w.hist_fd = own_map_fd("ophist");
+	w.opstats_fd = own_map_fd("opstats");
 	for (size_t i = 0; i < o->npids; i++) {
 		int err = session_add_target(w.s, o->pids[i], &why);
 
@@ -998,6 +1172,8 @@ out:
 		curl_global_cleanup();
 	metrics_free(&st.m);
 	free(w.comms);
+	free(w.prev);
+	free(w.hprev);
 	return rc;
 }
 #else
