@@ -12,15 +12,15 @@
 # against the exact 5 x ITERS.  Goal: budget slowdown <= BUDGET and the
 # estimate within 10%.
 #
-# usage: sudo bench/budget.sh        (ITERS=50000 REPS=3 BUDGET=1% WINDOW=5s)
+# usage: sudo bench/budget.sh        (ITERS=200000 REPS=3 BUDGET=1% WINDOW=10s)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TBPF=${TBPF:-$ROOT/build/tbpf}
 PY=${PY:-/usr/bin/python3}
-ITERS=${ITERS:-50000}
+ITERS=${ITERS:-200000}
 REPS=${REPS:-3}
 BUDGET=${BUDGET:-1%}
-WINDOW=${WINDOW:-5s}
+WINDOW=${WINDOW:-10s}
 T=$(mktemp -d /tmp/tbpf-budget.XXXXXX)
 WL=$ROOT/tests/workloads
 Q="python3 $ROOT/tests/e2e/promquery.py"

@@ -1,5 +1,6 @@
 /* budget.c - control stage: overhead budget (see budget.h): planner,
  * calibration of the probe cost in our own process, duty-cycle driver. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,24 +169,35 @@ out:
 
 /* ---- driver -------------------------------------------------------- */
 
-uint64_t budget_proc_cpu_ticks(pid_t pid)
+/* CPU time of every thread of pid in ns (schedstat), 0 when gone. */
+uint64_t budget_proc_cpu_ns(pid_t pid)
 {
-	char path[64], buf[1024], *p;
-	unsigned long long ut = 0, st = 0;
-	FILE *f;
-	size_t n;
+	char path[64];
+	DIR *d;
+	struct dirent *e;
+	uint64_t sum = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "re");
-	if (!f)
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
 		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');   /* comm may hold spaces and parentheses */
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-		return 0;
-	return ut + st;
+	while ((e = readdir(d))) {
+		char sp[384];
+		unsigned long long run = 0;
+		FILE *f;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(sp, sizeof(sp), "/proc/%d/task/%s/schedstat", pid, e->d_name);
+		f = fopen(sp, "re");
+		if (!f)
+			continue;
+		if (fscanf(f, "%llu", &run) == 1)
+			sum += run;
+		fclose(f);
+	}
+	closedir(d);
+	return sum;
 }
 
 void budget_init(struct budget *b, double limit, double hit_ns)
@@ -194,7 +206,7 @@ void budget_init(struct budget *b, double limit, double hit_ns)
 	b->limit = limit;
 	b->hit_ns = hit_ns;
 	b->period_ns = 1000000000ULL;
-	b->min_on_ns = 100000000ULL;
+	b->min_on_ns = 50000000ULL;
 	b->max_period_ns = 10000000000ULL;
 	b->overhead = -1;
 }
@@ -205,24 +217,12 @@ void budget_free(struct budget *b)
 	memset(b, 0, sizeof(*b));
 }
 
-static uint64_t on_time(const struct budget *b, const struct budget_target *t, uint64_t now)
+double budget_coverage(const struct budget *b, pid_t pid)
 {
-	uint64_t from = t->since_ns > b->window_start_ns ? t->since_ns : b->window_start_ns;
-
-	return t->on_ns_window + (t->on && now > from ? now - from : 0);
-}
-
-double budget_coverage(const struct budget *b, pid_t pid, uint64_t now_ns)
-{
-	const struct budget_target *t = NULL;
-	uint64_t w = now_ns - b->window_start_ns;
-
 	for (size_t i = 0; i < b->n; i++)
 		if (b->t[i].pid == pid)
-			t = &b->t[i];
-	if (!t || !w)
-		return 1;
-	return (double)on_time(b, t, now_ns) / (double)w;
+			return b->t[i].coverage;
+	return 1;
 }
 
 #ifdef HAVE_SESSION
@@ -234,17 +234,35 @@ static struct budget_target *bt_find(struct budget *b, pid_t pid)
 	return NULL;
 }
 
+static void on_phase_end(struct budget_target *t, uint64_t now, uint64_t cpu)
+{
+	uint64_t from = t->since_ns;
+
+	t->on_ns_window += now > from ? now - from : 0;
+	t->cpu_on_ns += cpu > t->cpu_at_on ? cpu - t->cpu_at_on : 0;
+}
+
 static void set_on(struct budget *b, struct session *s, struct budget_target *t, bool on,
 		   uint64_t now)
 {
+	uint64_t cpu = budget_proc_cpu_ns(t->pid);
+
 	if (t->on == on)
 		return;
-	if (!on)
-		t->on_ns_window = on_time(b, t, now);
-	if (session_set_enabled(s, t->pid, on) && on)
-		return;   /* re-attach failed (gone?): stays off */
-	t->on = on;
-	t->since_ns = on ? mono_ns() : now;
+	if (cpu)
+		t->cpu_last = cpu;
+	if (!on) {
+		on_phase_end(t, now, t->cpu_last);
+		session_set_enabled(s, t->pid, false);
+		t->on = false;
+		t->since_ns = now;
+		return;
+	}
+	if (session_set_enabled(s, t->pid, true))
+		return;   /* gone: stays off */
+	t->on = true;
+	t->since_ns = mono_ns();   /* attached now */
+	t->cpu_at_on = budget_proc_cpu_ns(t->pid);
 }
 
 void budget_tick(struct budget *b, struct session *s, uint64_t now)
@@ -268,7 +286,7 @@ void budget_tick(struct budget *b, struct session *s, uint64_t now)
 		t->pid = ti->pid;
 		t->on = true;          /* the session attached it */
 		t->since_ns = now;
-		t->cpu_ticks_start = budget_proc_cpu_ticks(ti->pid);
+		t->cpu_window_start = t->cpu_at_on = t->cpu_last = budget_proc_cpu_ns(ti->pid);
 		/* measure first: a short on phase, then plan at the window end */
 		t->plan.on_ns = b->min_on_ns * 2;
 		t->plan.off_ns = b->period_ns > t->plan.on_ns ? b->period_ns - t->plan.on_ns : 0;
@@ -277,7 +295,10 @@ void budget_tick(struct budget *b, struct session *s, uint64_t now)
 	}
 	for (size_t i = 0; i < b->n; i++) {
 		struct budget_target *t = &b->t[i];
+		uint64_t cpu = budget_proc_cpu_ns(t->pid);
 
+		if (cpu)
+			t->cpu_last = cpu;
 		if (t->on && t->plan.off_ns && now - t->since_ns >= t->plan.on_ns)
 			set_on(b, s, t, false, now);
 		else if (!t->on && now - t->since_ns >= t->plan.off_ns)
@@ -286,43 +307,66 @@ void budget_tick(struct budget *b, struct session *s, uint64_t now)
 }
 
 void budget_window(struct budget *b, struct session *s, const pid_t *pids,
-		   const uint64_t *calls, size_t n, uint64_t now)
+		   const uint64_t *hits, size_t n, uint64_t now)
 {
-	double tick = (double)sysconf(_SC_CLK_TCK), added = 0, base_total = 0;
+	double added = 0, base_total = 0;
 	double w_s = (double)(now - b->window_start_ns) / 1e9;
 	size_t k = 0;
 
 	for (size_t i = 0; i < b->n; i++) {
 		struct budget_target *t = &b->t[i];
-		uint64_t on = on_time(b, t, now), ticks = budget_proc_cpu_ticks(t->pid), c = 0;
-		double cpu_s, base, rate;
+		uint64_t cpu = budget_proc_cpu_ns(t->pid), c = 0, on_ns, cpu_on, cpu_all;
+		double probe_s, base_on, base_all, rate, base, hit_ns;
+		bool gone = !cpu;
 
+		if (gone)
+			cpu = t->cpu_last;
 		for (size_t j = 0; j < n; j++)
 			if (pids[j] == t->pid)
-				c += calls[j];
-		if (!ticks) {   /* gone */
-			continue;
+				c += hits[j];
+		if (t->on) {
+			on_phase_end(t, now, cpu);
+			t->cpu_at_on = cpu;
 		}
-		cpu_s = ticks > t->cpu_ticks_start ? (ticks - t->cpu_ticks_start) / tick : 0;
-		t->coverage = w_s > 0 ? (double)on / 1e9 / w_s : 1;
-		if (on > 0 && w_s > 0) {
-			rate = (double)c / ((double)on / 1e9);
-			base = (cpu_s - c * b->hit_ns / 1e9) / w_s;
-			budget_plan(rate, b->hit_ns, base, b->limit, b->period_ns, b->min_on_ns,
+		t->since_ns = now;
+		hit_ns = b->hit_ns;
+		on_ns = t->on_ns_window;
+		cpu_on = t->cpu_on_ns;
+		cpu_all = cpu > t->cpu_window_start ? cpu - t->cpu_window_start : 0;
+		/* Coverage: the share of the target's own work (CPU time without
+		 * the probes' cost) done while the probes were on.  Unlike the
+		 * share of wall time it holds for bursty and idle targets. */
+		probe_s = c * hit_ns / 1e9;
+		base_on = cpu_on / 1e9 - probe_s;
+		base_all = cpu_all / 1e9 - probe_s;
+		if (!on_ns)
+			t->coverage = 1;   /* nothing observed: stragglers are not scaled */
+		else if (base_on > 0 && base_all > 0 && c)
+			t->coverage = base_on / base_all > 1 ? 1 : base_on / base_all;
+		else
+			t->coverage = w_s > 0 ? (double)on_ns / 1e9 / w_s : 1;
+		if (t->coverage <= 0)
+			t->coverage = 1e-3;
+		t->hits = c;
+		if (on_ns > 0 && w_s > 0 && c) {
+			rate = (double)c / ((double)on_ns / 1e9);
+			base = base_all / w_s;
+			budget_plan(rate, hit_ns, base, b->limit, b->period_ns, b->min_on_ns,
 				    b->max_period_ns, &t->plan);
-			added += c * b->hit_ns / 1e9;
-			if (getenv("TBPF_BUDGET_DEBUG"))
-				fprintf(stderr, "budget: pid %d hits %llu on %.3f s of %.3f s (coverage "
-						"%.3f) cpu %.3f s -> rate %.0f/s base %.3f CPU full %.1f%%: "
-						"on %.3f s off %.3f s\n", t->pid, (unsigned long long)c,
-					on / 1e9, w_s, t->coverage, cpu_s, rate, base,
-					t->plan.full_overhead * 100, t->plan.on_ns / 1e9,
-					t->plan.off_ns / 1e9);
-			base_total += base > 0.01 ? base * w_s : 0.01 * w_s;
+			added += probe_s;
+			base_total += base_all > 0.01 * w_s ? base_all : 0.01 * w_s;
 		}
-		t->cpu_ticks_start = ticks;
+		if (getenv("TBPF_BUDGET_DEBUG"))
+			fprintf(stderr, "budget: pid %d hits %llu on %.3f s of %.3f s; cpu %.3f s, "
+					"%.3f s while on -> coverage %.3f; hit %.0f ns; plan on %.3f s off %.3f s "
+					"(full %.1f%%)\n", t->pid, (unsigned long long)c, on_ns / 1e9,
+				w_s, cpu_all / 1e9, cpu_on / 1e9, t->coverage, hit_ns, t->plan.on_ns / 1e9,
+				t->plan.off_ns / 1e9, t->plan.full_overhead * 100);
+		t->cpu_window_start = cpu;
 		t->on_ns_window = 0;
-		b->t[k++] = *t;
+		t->cpu_on_ns = 0;
+		if (!gone)
+			b->t[k++] = *t;
 	}
 	b->n = k;
 	b->overhead = base_total > 0 ? added / base_total : -1;
@@ -332,5 +376,5 @@ void budget_window(struct budget *b, struct session *s, const pid_t *pids,
 #else
 void budget_tick(struct budget *b, struct session *s, uint64_t now) {}
 void budget_window(struct budget *b, struct session *s, const pid_t *pids,
-		   const uint64_t *calls, size_t n, uint64_t now) {}
+		   const uint64_t *hits, size_t n, uint64_t now) {}
 #endif

@@ -37,12 +37,15 @@ struct session;
 struct budget_target {
 	pid_t pid;
 	bool on;
-	bool seen;                 /* still a session target */
-	uint64_t since_ns;         /* last toggle */
+	uint64_t since_ns;         /* last toggle (attach done) */
 	uint64_t on_ns_window;     /* attached time in the current window */
-	uint64_t cpu_ticks_start;  /* /proc/PID/stat utime+stime at window start */
+	uint64_t cpu_window_start; /* target CPU ns at window start */
+	uint64_t cpu_at_on;        /* target CPU ns when the on phase began */
+	uint64_t cpu_on_ns;        /* target CPU ns spent in on phases this window */
+	uint64_t cpu_last;         /* last reading (kept when the target exits) */
+	uint64_t hits;             /* last window */
 	struct budget_plan plan;
-	double coverage;           /* last window */
+	double coverage;           /* last window: share of its work observed */
 };
 
 struct budget {
@@ -51,21 +54,23 @@ struct budget {
 	uint64_t window_start_ns;
 	struct budget_target *t;
 	size_t n;
-	double overhead;           /* last window's estimate over all targets */
+	double overhead;           /* last window's estimate over all targets, < 0 unknown */
 };
 
 void budget_init(struct budget *b, double limit, double hit_ns);
 void budget_free(struct budget *b);
-/* Toggle targets whose on/off phase is over (call often). */
+/* Toggle targets whose on/off phase is over; adopt new session targets
+ * (attached, so on).  Call often (every poll). */
 void budget_tick(struct budget *b, struct session *s, uint64_t now_ns);
-/* Coverage of pid in the window that ends now (1 when unknown). */
-double budget_coverage(const struct budget *b, pid_t pid, uint64_t now_ns);
-/* Window end: calls[i] observed for pids[i]; re-plan each target and
- * start the next window.  */
+/* Window end: hits[i] probe hits observed for pids[i].  Computes each
+ * target's coverage (share of its own CPU work done while the probes were
+ * on, probe cost removed), re-plans it, drops exited targets. */
 void budget_window(struct budget *b, struct session *s, const pid_t *pids,
-		   const uint64_t *calls, size_t n, uint64_t now_ns);
+		   const uint64_t *hits, size_t n, uint64_t now_ns);
+/* Coverage of pid computed by the last budget_window (1 when unknown). */
+double budget_coverage(const struct budget *b, pid_t pid);
 
-/* utime+stime of a process in clock ticks, 0 when unreadable. */
-uint64_t budget_proc_cpu_ticks(pid_t pid);
+/* CPU time of all threads of a process in ns (schedstat), 0 when gone. */
+uint64_t budget_proc_cpu_ns(pid_t pid);
 
 #endif /* TBPF_BUDGET_H */

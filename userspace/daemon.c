@@ -917,39 +917,6 @@ static int do_window(struct wctx *w, uint64_t now_mono, uint64_t now_real)
 		w->cnt_prev[i] = cnt[i];
 	}
 	p.duration_ns = now_mono - w->win_start_mono;
-	/* processes: alive ones, and gone ones that still have rows */
-	for (size_t i = 0; i < nt; i++) {
-		const struct session_target_info *ti = session_target(w->s, i);
-		bool rows = false;
-
-		if (!ti)
-			continue;
-		for (size_t k = 0; !ti->alive && !rows && k < p.nops; k++)
-			rows = p.ops[k].pid == (uint32_t)ti->pid;
-		if (!ti->alive && !rows)
-			continue;
-		alive += ti->alive;
-		procs[np].pid = (uint32_t)ti->pid;
-		procs[np].comm = target_comm(w, comms, &ncomms, ti);
-		procs[np].coverage = w->budget ? budget_coverage(w->budget, ti->pid, now_mono) : 1;
-		np++;
-	}
-	{
-		uint32_t *dead = calloc(nt + 1, sizeof(*dead));
-		size_t nd = 0;
-
-		for (size_t i = 0; dead && i < nt; i++) {
-			const struct session_target_info *ti = session_target(w->s, i);
-
-			if (ti && !ti->alive)
-				dead[nd++] = (uint32_t)ti->pid;
-		}
-		if (!err && nd) {
-			forget_pids(w->opstats_fd, sizeof(struct tbpf_opkey), dead, nd);
-			forget_pids(w->hist_fd, sizeof(struct tbpf_histkey), dead, nd);
-		}
-		free(dead);
-	}
 	if (w->budget && !err) {
 		bp = calloc(p.nops + 1, sizeof(*bp));
 		bc = calloc(p.nops + 1, sizeof(*bc));
@@ -976,6 +943,39 @@ static int do_window(struct wctx *w, uint64_t now_mono, uint64_t now_real)
 		}
 		free(bp);
 		free(bc);
+	}
+	/* processes: alive ones, and gone ones that still have rows */
+	for (size_t i = 0; i < nt; i++) {
+		const struct session_target_info *ti = session_target(w->s, i);
+		bool rows = false;
+
+		if (!ti)
+			continue;
+		for (size_t k = 0; !ti->alive && !rows && k < p.nops; k++)
+			rows = p.ops[k].pid == (uint32_t)ti->pid;
+		if (!ti->alive && !rows)
+			continue;
+		alive += ti->alive;
+		procs[np].pid = (uint32_t)ti->pid;
+		procs[np].comm = target_comm(w, comms, &ncomms, ti);
+		procs[np].coverage = w->budget ? budget_coverage(w->budget, ti->pid) : 1;
+		np++;
+	}
+	{
+		uint32_t *dead = calloc(nt + 1, sizeof(*dead));
+		size_t nd = 0;
+
+		for (size_t i = 0; dead && i < nt; i++) {
+			const struct session_target_info *ti = session_target(w->s, i);
+
+			if (ti && !ti->alive)
+				dead[nd++] = (uint32_t)ti->pid;
+		}
+		if (!err && nd) {
+			forget_pids(w->opstats_fd, sizeof(struct tbpf_opkey), dead, nd);
+			forget_pids(w->hist_fd, sizeof(struct tbpf_histkey), dead, nd);
+		}
+		free(dead);
 	}
 	if (!err) {
 		struct metrics_window mw = { .prof = &p, .procs = procs, .nprocs = np, .hist = hist,
@@ -1085,6 +1085,12 @@ int daemon_run(const struct daemon_opts *o)
 		fprintf(stderr, "tbpf: probe cost calibrated: %.0f ns per hit; budget %.3g%%\n",
 			hit_ns, o->max_overhead * 100);
 		budget_init(&budget, o->max_overhead, hit_ns);
+		/* every window must hold an on phase: periods up to half a window */
+		budget.max_period_ns = o->window_ns / 2;
+		if (budget.period_ns > budget.max_period_ns)
+			budget.period_ns = budget.max_period_ns;
+		if (budget.min_on_ns > budget.period_ns / 2)
+			budget.min_on_ns = budget.period_ns / 2;
 		w.budget = &budget;
 	}
 	if (o->push_url)
