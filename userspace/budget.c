@@ -242,27 +242,44 @@ static void on_phase_end(struct budget_target *t, uint64_t now, uint64_t cpu)
 	t->cpu_on_ns += cpu > t->cpu_at_on ? cpu - t->cpu_at_on : 0;
 }
 
+/* Probes fire while a link is being attached or detached (uprobes go in
+ * and out one by one, ~50-100 ms for 6,000 of them), so an on phase runs
+ * from the start of the attach to the end of the detach, for its time and
+ * for the target CPU time read around it. */
 static void set_on(struct budget *b, struct session *s, struct budget_target *t, bool on,
 		   uint64_t now)
 {
-	uint64_t cpu = budget_proc_cpu_ns(t->pid);
+	uint64_t cpu, done;
 
 	if (t->on == on)
 		return;
-	if (cpu)
-		t->cpu_last = cpu;
 	if (!on) {
-		on_phase_end(t, now, t->cpu_last);
 		session_set_enabled(s, t->pid, false);
+		done = mono_ns();
+		cpu = budget_proc_cpu_ns(t->pid);
+		if (cpu)
+			t->cpu_last = cpu;
+		on_phase_end(t, done, t->cpu_last);
+		t->detach_ns = done - now;
+		/* uprobes go in and out one at a time: count half of the attach
+		 * and of the detach as observed time */
+		t->toggle_ns_window += (t->attach_ns + t->detach_ns) / 2;
+		if (getenv("TBPF_BUDGET_DEBUG"))
+			fprintf(stderr, "budget: pid %d off in %.1f ms\n", t->pid, (done - now) / 1e6);
 		t->on = false;
-		t->since_ns = now;
+		t->since_ns = done;
 		return;
 	}
+	cpu = budget_proc_cpu_ns(t->pid);
 	if (session_set_enabled(s, t->pid, true))
 		return;   /* gone: stays off */
+	done = mono_ns();
 	t->on = true;
-	t->since_ns = mono_ns();   /* attached now */
-	t->cpu_at_on = budget_proc_cpu_ns(t->pid);
+	t->since_ns = now;
+	t->cpu_at_on = cpu;
+	t->attach_ns = done - now;
+	if (getenv("TBPF_BUDGET_DEBUG"))
+		fprintf(stderr, "budget: pid %d on in %.1f ms\n", t->pid, (done - now) / 1e6);
 }
 
 void budget_tick(struct budget *b, struct session *s, uint64_t now)
@@ -299,7 +316,7 @@ void budget_tick(struct budget *b, struct session *s, uint64_t now)
 
 		if (cpu)
 			t->cpu_last = cpu;
-		if (t->on && t->plan.off_ns && now - t->since_ns >= t->plan.on_ns)
+		if (t->on && t->plan.off_ns && now - t->since_ns + t->detach_ns >= t->plan.on_ns)
 			set_on(b, s, t, false, now);
 		else if (!t->on && now - t->since_ns >= t->plan.off_ns)
 			set_on(b, s, t, true, now);
@@ -332,6 +349,10 @@ void budget_window(struct budget *b, struct session *s, const pid_t *pids,
 		hit_ns = b->hit_ns;
 		on_ns = t->on_ns_window;
 		cpu_on = t->cpu_on_ns;
+		if (on_ns > t->toggle_ns_window) {
+			cpu_on = (uint64_t)((double)cpu_on * (on_ns - t->toggle_ns_window) / on_ns);
+			on_ns -= t->toggle_ns_window;
+		}
 		cpu_all = cpu > t->cpu_window_start ? cpu - t->cpu_window_start : 0;
 		/* Coverage: the share of the target's own work (CPU time without
 		 * the probes' cost) done while the probes were on.  Unlike the
@@ -351,7 +372,12 @@ void budget_window(struct budget *b, struct session *s, const pid_t *pids,
 		if (on_ns > 0 && w_s > 0 && c) {
 			rate = (double)c / ((double)on_ns / 1e9);
 			base = base_all / w_s;
-			budget_plan(rate, hit_ns, base, b->limit, b->period_ns, b->min_on_ns,
+			uint64_t min_on = t->attach_ns + t->detach_ns;
+
+			min_on = min_on > b->min_on_ns ? min_on : b->min_on_ns;
+			if (min_on > b->period_ns)
+				min_on = b->period_ns;
+			budget_plan(rate, hit_ns, base, b->limit, b->period_ns, min_on,
 				    b->max_period_ns, &t->plan);
 			added += probe_s;
 			base_total += base_all > 0.01 * w_s ? base_all : 0.01 * w_s;
@@ -365,6 +391,7 @@ void budget_window(struct budget *b, struct session *s, const pid_t *pids,
 		t->cpu_window_start = cpu;
 		t->on_ns_window = 0;
 		t->cpu_on_ns = 0;
+		t->toggle_ns_window = 0;
 		if (!gone)
 			b->t[k++] = *t;
 	}

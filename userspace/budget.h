@@ -44,6 +44,8 @@ struct budget_target {
 	uint64_t cpu_on_ns;        /* target CPU ns spent in on phases this window */
 	uint64_t cpu_last;         /* last reading (kept when the target exits) */
 	uint64_t hits;             /* last window */
+	uint64_t attach_ns, detach_ns;   /* last attach and detach took */
+	uint64_t toggle_ns_window; /* half of the attach+detach times this window */
 	struct budget_plan plan;
 	double coverage;           /* last window: share of its work observed */
 };
