@@ -252,10 +252,11 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	if (!t)
 		return 0;
 	t->pid = pid;
-	if (exits) {
-		bpf_probe_read_user(&ra, sizeof(ra), (void *)sp);
+	/* the return address also tells later CUDA probes whether this
+	 * frame is still live (cuda.bpf.h, cuda_top_op) */
+	bpf_probe_read_user(&ra, sizeof(ra), (void *)sp);
+	if (exits)
 		flags |= OPF_HIJACKED;
-	}
 	/* Frames at or below this slot are gone.  In return mode a frame
 	 * sharing our slot is alive only if it tail-called us (its return
 	 * address is already the uretprobe trampoline). */
@@ -270,16 +271,16 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 		return 0;
 	}
 	if (cookie & TBPF_COOKIE_REDISPATCH) {
+		/* Dispatcher::redispatch never runs RecordFunction, so
+		 * torch.profiler sees an op entered this way only on the
+		 * boxed path, where no op is open yet (torch.ops.aten.X,
+		 * TorchScript).  Nested redispatches - autograd ->
+		 * ADInplaceOrView -> CPU of the same op, or a kernel handing
+		 * work to another op's next dispatch key - are folded into
+		 * the enclosing op. */
 		flags |= OPF_REDISPATCH;
-		if (d > 0) {
-			struct tbpf_frame *top = &t->frames[(d - 1) & (TBPF_MAX_DEPTH - 1)];
-
-			/* the dispatcher handing the same op to the next
-			 * dispatch key (autograd -> ADInplaceOrView -> CPU):
-			 * one op for torch.profiler */
-			if (top->op_id == op_id)
-				flags |= OPF_SKIP;
-		}
+		if (d > 0)
+			flags |= OPF_SKIP;
 	}
 	if (exits && (ra & ~0xfffULL) == tramp_page && d > 0)
 		ra = t->frames[(d - 1) & (TBPF_MAX_DEPTH - 1)].ra; /* chained */

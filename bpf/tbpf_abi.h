@@ -150,6 +150,8 @@ struct rec_sync {
 	__u64 handle;      /* stream or event */
 	__u32 op_id;
 	__u32 stack_id;
+	__u32 ret;         /* the API's return code */
+	__u32 pad;
 };
 
 struct rec_alloc {
@@ -160,6 +162,8 @@ struct rec_alloc {
 	__u64 bytes;       /* 0 for frees */
 	__u32 op_id;
 	__u32 stack_id;
+	__u32 ret;         /* the API's return code (allocations; 0 for frees) */
+	__u32 pad;
 };
 
 /* ==== BEGIN REC_GPU (CUPTI agent, issue 6) ==============================
@@ -313,6 +317,7 @@ enum tbpf_counter {
 	CNT_PYSTACK_FAIL,
 	CNT_PYSTACK_TRUNC,
 	CNT_CUDA_EVENTS,
+	CNT_CUDA_NESTED,      /* driver calls made inside a runtime call, skipped */
 	CNT_MAX
 };
 
@@ -333,5 +338,63 @@ struct tbpf_histkey {
 struct tbpf_hist {
 	__u64 buckets[TBPF_HIST_BUCKETS];
 };
+
+/* ==== BEGIN pystack (Python stacks, issue 4) =========================== */
+
+/* How the BPF walker finds frames (struct tbpf_pyproc.kind). */
+enum tbpf_py_kind {
+	PYK_NONE = 0,
+	PYK_FRAMEOBJ = 1,  /* 3.10: PyFrameObject chain from tstate->frame */
+	PYK_IFRAME = 2,    /* 3.11+: _PyInterpreterFrame chain */
+};
+
+/* tbpf_pyframe.flags */
+enum tbpf_pyframe_flags {
+	PYF_SELF = 1 << 0,    /* `self` is the code's first local: .self valid */
+	PYF_SHIM = 1 << 1,    /* C-stack shim frame (3.12+ owner 3): no code */
+	PYF_TRUNC = 1 << 2,   /* last frame kept: older frames were cut off */
+};
+
+/* Per-process interpreter description, BPF map `py_procs` (pid -> this),
+ * filled by pyproc_detect().  Offsets are bytes into the named object;
+ * 0xffff means "absent in this version". */
+#define TBPF_PYOFF_NONE 0xffff
+#define TBPF_PYFRAME_READ 80  /* bytes of a frame read at once */
+struct tbpf_pyproc {
+	__u64 runtime;        /* address of _PyRuntime in the target */
+	__u32 version;        /* major << 8 | minor: 0x030b for 3.11 */
+	__u32 kind;           /* enum tbpf_py_kind */
+	__u32 tss_key;        /* pthread key of _PyRuntime's autoTSSkey */
+	__u32 tsd_block;      /* glibc struct pthread .specific_1stblock */
+	/* walker (BPF) */
+	__u16 ts_frame;       /* tstate -> frame (3.10), cframe (3.11/12),
+	                       * current_frame (3.13) */
+	__u16 cf_frame;       /* cframe -> current_frame, NONE when direct */
+	__u16 fr_code;        /* frame -> code object */
+	__u16 fr_previous;    /* frame -> previous / f_back */
+	__u16 fr_instr;       /* prev_instr/instr_ptr (ptr), f_lasti (int) */
+	__u16 fr_owner;       /* owner byte, NONE before 3.12 */
+	__u16 fr_localsplus;  /* first local */
+	__u16 co_code;        /* first code unit, from the code object */
+	__u16 co_argcount;
+	__u16 co_varnames;    /* tuple of local names (localsplusnames) */
+	/* symbolizer (user space) */
+	__u16 co_filename;
+	__u16 co_name;
+	__u16 co_qualname;    /* NONE before 3.11 */
+	__u16 co_firstlineno;
+	__u16 co_linetable;
+	__u16 tp_name;
+	__u16 tp_mro;
+	__u16 tp_dictoffset;
+	__u16 tp_basicsize;
+	__u16 tp_flags;
+	__u16 ht_cached_keys;
+	__u16 str_ascii_data; /* sizeof(PyASCIIObject) */
+	__u16 str_compact_data; /* sizeof(PyCompactUnicodeObject) */
+	__u16 pad0;
+	__u64 cell_type;      /* &PyCell_Type: `self` captured by a closure */
+};
+/* ==== END pystack ======================================================= */
 
 #endif /* TBPF_ABI_H */

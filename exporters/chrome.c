@@ -12,25 +12,124 @@
 #include <string.h>
 #include "capture.h"
 #include "export.h"
+#include "framespans.h"
 #include "jsonutil.h"
 #include "timeline.h"
+
+/* Escaped JSON per op, made once: the event head up to the name and the
+ * args head up to the overload. */
+struct op_json { char *head, *args; };
+#define MAX_CACHED_OP (1u << 20)
 
 struct chrome_ctx {
 	FILE *out;
 	const struct capture_meta *m;
 	uint64_t base;
 	bool first;
+	struct op_json *ops;
+	size_t nops;
+	struct fspans *spans;
+	int err;
 };
+
+/* ns as "<us>.<3 digits>" */
+static char *fmt_us(char *end, uint64_t ns)
+{
+	char *p = end;
+	unsigned frac = ns % 1000;
+	*--p = '0' + frac % 10;
+	*--p = '0' + frac / 10 % 10;
+	*--p = '0' + frac / 100;
+	*--p = '.';
+	uint64_t us = ns / 1000;
+	do {
+		*--p = '0' + us % 10;
+		us /= 10;
+	} while (us);
+	return p;
+}
+
+static void put_num(FILE *out, const char *key, size_t klen, uint64_t v, bool us)
+{
+	char buf[64], *end = buf + sizeof(buf), *p;
+	if (us) {
+		p = fmt_us(end, v);
+	} else {
+		p = end;
+		do {
+			*--p = '0' + v % 10;
+			v /= 10;
+		} while (v);
+	}
+	fwrite_unlocked(key, 1, klen, out);
+	fwrite_unlocked(p, 1, end - p, out);
+}
+
+#define PUT_NUM(out, key, v, us) put_num(out, key, sizeof(key) - 1, v, us)
 
 static void ts_us(FILE *out, const char *key, uint64_t ns, uint64_t base)
 {
-	uint64_t rel = ns >= base ? ns - base : 0;
-	fprintf(out, ",\"%s\":%" PRIu64 ".%03u", key, rel / 1000, (unsigned)(rel % 1000));
+	fprintf(out, ",\"%s\":", key);
+	put_num(out, "", 0, ns >= base ? ns - base : 0, true);
 }
 
 static void dur_us(FILE *out, uint64_t ns)
 {
-	fprintf(out, ",\"dur\":%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
+	PUT_NUM(out, ",\"dur\":", ns, true);
+}
+
+static char *json_of(const char *a, const char *b, const char *c)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	fputs(a, f);
+	json_str(f, b);
+	if (c) {
+		fputs(",\"overload\":", f);
+		json_str(f, c);
+	}
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static const struct op_json *op_json(struct chrome_ctx *c, uint32_t op_id, struct op_json *tmp)
+{
+	if (op_id < c->nops && c->ops[op_id].head)
+		return &c->ops[op_id];
+	const struct capture_op *op = capture_meta_op(c->m, op_id);
+	char buf[32];
+	const char *name = op ? op->name : (snprintf(buf, sizeof(buf), "op#%u", op_id), buf);
+	struct op_json *j = tmp;
+	if (op_id < MAX_CACHED_OP) {
+		if (op_id >= c->nops) {
+			size_t n = c->nops ? c->nops : 256;
+			while (n <= op_id)
+				n *= 2;
+			struct op_json *no = realloc(c->ops, n * sizeof(*no));
+			if (no) {
+				memset(no + c->nops, 0, (n - c->nops) * sizeof(*no));
+				c->ops = no;
+				c->nops = n;
+			}
+		}
+		if (op_id < c->nops)
+			j = &c->ops[op_id];
+	}
+	j->head = json_of("{\"ph\":\"X\",\"cat\":\"op\",\"name\":", name, NULL);
+	j->args = json_of(",\"args\":{\"op\":", name, op ? op->overload : "");
+	if (!j->head || !j->args) {
+		free(j->head);
+		free(j->args);
+		j->head = j->args = NULL;
+		return NULL;
+	}
+	return j;
 }
 
 static void ev_start(struct chrome_ctx *c)
@@ -52,32 +151,75 @@ static void flags_str(FILE *out, uint32_t flags)
 	fputc('"', out);
 }
 
-static void c_slice_end(void *vc, const struct tl_slice *s)
+static void c_slice_begin(void *vc, const struct tl_slice *s)
+{
+	struct chrome_ctx *c = vc;
+	if (fspans_slice_begin(c->spans, s) && !c->err)
+		c->err = -ENOMEM;
+}
+
+/* A Python function or module span: "X" in category python or layer. */
+static void c_span_close(void *vc, const struct fspan *sp)
 {
 	struct chrome_ctx *c = vc;
 	FILE *out = c->out;
-	const struct capture_op *op = capture_meta_op(c->m, s->op_id);
-	char buf[32];
-	const char *name = op ? op->name : (snprintf(buf, sizeof(buf), "op#%u", s->op_id), buf);
-
+	const struct capture_frame *f = sp->frame;
+	char name[256];
 	ev_start(c);
-	fputs("{\"ph\":\"X\",\"cat\":\"op\",\"name\":", out);
-	json_str(out, name);
-	fprintf(out, ",\"pid\":%u,\"tid\":%u", s->pid, s->tid);
-	ts_us(out, "ts", s->begin_ns, c->base);
-	dur_us(out, s->end_ns - s->begin_ns);
-	fputs(",\"args\":{\"op\":", out);
-	json_str(out, name);
-	fputs(",\"overload\":", out);
-	json_str(out, op ? op->overload : "");
-	fprintf(out, ",\"depth\":%u", s->depth);
+	fprintf(out, "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":", f->kind == CF_PYTHON ? "python" :
+		f->kind == CF_LAYER ? "layer" : "frame");
+	json_str(out, fspan_frame_name(f, name, sizeof(name)));
+	PUT_NUM(out, ",\"pid\":", sp->pid, false);
+	PUT_NUM(out, ",\"tid\":", sp->tid, false);
+	PUT_NUM(out, ",\"ts\":", sp->begin_ns >= c->base ? sp->begin_ns - c->base : 0, true);
+	PUT_NUM(out, ",\"dur\":", sp->end_ns - sp->begin_ns, true);
+	fputs(",\"args\":{", out);
+	if (f->kind == CF_PYTHON) {
+		fputs("\"file\":", out);
+		json_str(out, f->file);
+		if (f->class_name[0]) {
+			fputs(",\"class\":", out);
+			json_str(out, f->class_name);
+		}
+	} else {
+		fputs("\"class\":", out);
+		json_str(out, f->class_name);
+		fputs(",\"module\":", out);
+		json_str(out, f->module_path);
+	}
+	PUT_NUM(out, ",\"frame_depth\":", sp->depth, false);
+	fputs("}}", out);
+}
+
+static void c_slice_end(void *vc, const struct tl_slice *s)
+{
+	struct chrome_ctx *c = vc;
+	fspans_slice_end(c->spans, s);
+	FILE *out = c->out;
+	struct op_json tmp = { 0 };
+	const struct op_json *j = op_json(c, s->op_id, &tmp);
+
+	if (!j)
+		return;  /* out of memory: the event is lost, the file stays valid */
+	ev_start(c);
+	fputs_unlocked(j->head, out);
+	PUT_NUM(out, ",\"pid\":", s->pid, false);
+	PUT_NUM(out, ",\"tid\":", s->tid, false);
+	PUT_NUM(out, ",\"ts\":", s->begin_ns >= c->base ? s->begin_ns - c->base : 0, true);
+	PUT_NUM(out, ",\"dur\":", s->end_ns - s->begin_ns, true);
+	fputs_unlocked(j->args, out);
+	PUT_NUM(out, ",\"depth\":", s->depth, false);
 	if (s->flags & (OPF_INFERRED | OPF_UNWOUND | OPF_REDISPATCH))
 		flags_str(out, s->flags);
 	if (s->stack_id)
-		fprintf(out, ",\"py_stack\":%" PRIu64, s->stack_id);
+		PUT_NUM(out, ",\"py_stack\":", s->stack_id, false);
 	if (s->launches)
-		fprintf(out, ",\"launches\":%" PRIu64, s->launches);
-	fputs("}}", out);
+		PUT_NUM(out, ",\"launches\":", s->launches, false);
+	fputs_unlocked("}}", out);
+	if (j == &tmp) {
+		free(tmp.head);
+		free(tmp.args);
+	}
 }
 
 static void cuda_common(struct chrome_ctx *c, const struct tl_cuda *cu, const char *ph, uint32_t api)
@@ -167,9 +309,10 @@ int export_chrome(FILE *out, struct capture_reader *r, const struct export_opts 
 	const struct capture_meta *m = capture_reader_meta(r);
 	const struct capture_stats *st = capture_reader_stats(r);
 	struct chrome_ctx c = { .out = out, .m = m, .first = true };
-	struct timeline_ops ops = { .slice_end = c_slice_end, .cuda = c_cuda };
+	struct timeline_ops ops = { .slice_begin = c_slice_begin, .slice_end = c_slice_end, .cuda = c_cuda };
+	struct fspan_ops sops = { .close = c_span_close };
 	const struct rec_hdr *h;
-	int ret;
+	int ret = 0;
 
 	if (capture_reader_error(r) || capture_rewind(r))
 		return -EINVAL;
@@ -177,22 +320,36 @@ int export_chrome(FILE *out, struct capture_reader *r, const struct export_opts 
 	if (m->run.present && m->run.start_mono_ns && m->run.start_mono_ns < c.base)
 		c.base = m->run.start_mono_ns;
 	struct timeline *tl = timeline_new(&ops, &c);
-	if (!tl)
+	c.spans = fspans_new(m, &sops, &c);
+	if (!tl || !c.spans) {
+		timeline_free(tl);
+		fspans_free(c.spans);
 		return -ENOMEM;
+	}
 	fputs("{\"traceEvents\":[", out);
 	meta_events(&c);
-	while ((ret = capture_next(r, &h)) > 0)
+	while ((ret = capture_next(r, &h)) > 0 && !c.err)
 		if ((ret = timeline_feed(tl, h)))
 			break;
-	if (ret == 0)
+	if (ret == 0 && !c.err) {
 		timeline_finish(tl, 0);
+		fspans_finish(c.spans);
+	}
 	const struct timeline_stats *ts = timeline_stats(tl);
 	fprintf(out, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"tbpf_base_ns\":\"%" PRIu64
 		"\",\"clock\":\"CLOCK_MONOTONIC\",\"start_realtime_ns\":\"%" PRIu64
 		"\",\"inferred_closes\":%" PRIu64 ",\"orphan_exits\":%" PRIu64 "}}\n",
 		c.base, m->run.start_real_ns, ts->inferred_closes, ts->orphan_exits);
 	timeline_free(tl);
+	fspans_free(c.spans);
+	for (size_t i = 0; i < c.nops; i++) {
+		free(c.ops[i].head);
+		free(c.ops[i].args);
+	}
+	free(c.ops);
 	if (ret < 0)
 		return ret;
+	if (c.err)
+		return c.err;
 	return ferror(out) ? -EIO : 0;
 }

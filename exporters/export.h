@@ -30,6 +30,10 @@ struct export_opts {
 	const char *sort;    /* table/json sort key (profile_sort_keys); NULL = self_cpu_time_total */
 	long row_limit;      /* table rows: 0 = 100 (torch.profiler's default), < 0 = all */
 	bool by_overload;    /* table: one row per (name, overload) instead of name */
+	/* json: extra top-level members written before the closing brace
+	 * (the CUDA tables: "kernels", "copies", ...); NULL = none */
+	int (*json_extra)(FILE *out, void *ctx);
+	void *json_extra_ctx;
 };
 
 /* "table" -> EXPORT_TABLE ...; -EINVAL when unknown. */

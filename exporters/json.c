@@ -8,8 +8,10 @@
  *     "duration_ns": int,        wall time of the run
  *     "probes_attached": int,
  *     "events_dropped": int,     records lost (ring buffer full)
- *     "mode": str,               how the run ended: "duration", "signal",
+ *     "exit_mode": str,          how the run ended: "duration", "signal",
  *                                "target exited", ...
+ *     "mode": str,               how op exits were observed: "return probes",
+ *                                "inferred (entry probes only)", "" unknown
  *     "gpu_times": bool,         device timings present
  *     "gpu_note": str            why not, when gpu_times is false
  *   },
@@ -50,10 +52,12 @@ int export_json(FILE *out, const struct profile *p, const struct export_opts *o)
 	for (size_t i = 0; i < p->npids; i++)
 		fprintf(out, "%s%u", i ? ", " : "", p->pids[i]);
 	fprintf(out, "],\n    \"duration_ns\": %llu,\n    \"probes_attached\": %u,\n"
-		"    \"events_dropped\": %llu,\n    \"mode\": ",
+		"    \"events_dropped\": %llu,\n    \"exit_mode\": ",
 		(unsigned long long)p->duration_ns, p->probes_attached,
 		(unsigned long long)p->events_dropped);
 	json_str(out, p->exit_mode);
+	fputs(",\n    \"mode\": ", out);
+	json_str(out, p->mode ? p->mode : "");
 	fprintf(out, ",\n    \"gpu_times\": %s,\n    \"gpu_note\": ", p->has_gpu_times ? "true" : "false");
 	json_str(out, p->has_gpu_times ? "" : p->gpu_note);
 	fputs("\n  },\n  \"ops\": [", out);
@@ -75,7 +79,18 @@ int export_json(FILE *out, const struct profile *p, const struct export_opts *o)
 				(unsigned long long)r->self_cuda_ns, (unsigned long long)r->cuda_total_ns);
 		fputc('}', out);
 	}
-	fputs(n ? "\n  ]\n}\n" : "]\n}\n", out);
+	fputs(n ? "\n  ]" : "]", out);
+	if (o && o->json_extra) {
+		int err;
+
+		fputs(",\n", out);
+		err = o->json_extra(out, o->json_extra_ctx);
+		if (err) {
+			free(rows);
+			return err;
+		}
+	}
+	fputs("\n}\n", out);
 	free(rows);
 	return ferror(out) ? -EIO : 0;
 }

@@ -49,12 +49,6 @@ static void tag(struct pbw *w, uint32_t field, uint32_t wt)
 	pb_raw_varint(w, (uint64_t)field << 3 | wt);
 }
 
-void pb_varint(struct pbw *w, uint32_t field, uint64_t v)
-{
-	tag(w, field, 0);
-	pb_raw_varint(w, v);
-}
-
 void pb_fixed64(struct pbw *w, uint32_t field, uint64_t v)
 {
 	tag(w, field, 1);
@@ -80,16 +74,7 @@ void pb_string(struct pbw *w, uint32_t field, const char *s)
 	pb_bytes(w, field, s, s ? strlen(s) : 0);
 }
 
-size_t pb_begin(struct pbw *w, uint32_t field)
-{
-	tag(w, field, 2);
-	if (pbw_reserve(w, 1))
-		return 0;
-	w->buf[w->len++] = 0;
-	return w->len - 1;
-}
-
-void pb_end(struct pbw *w, size_t mark)
+void pb_end_slow(struct pbw *w, size_t mark)
 {
 	if (w->err)
 		return;

@@ -36,14 +36,33 @@ static inline void pb_raw_varint(struct pbw *w, uint64_t v)
 	w->len = p - w->buf;
 }
 
-void pb_varint(struct pbw *w, uint32_t field, uint64_t v);      /* wire type 0 */
+static inline void pb_varint(struct pbw *w, uint32_t field, uint64_t v)  /* wire type 0 */
+{
+	pb_raw_varint(w, (uint64_t)field << 3);
+	pb_raw_varint(w, v);
+}
 void pb_fixed64(struct pbw *w, uint32_t field, uint64_t v);     /* wire type 1 */
 void pb_bytes(struct pbw *w, uint32_t field, const void *p, size_t n); /* wire type 2 */
 void pb_string(struct pbw *w, uint32_t field, const char *s);
 /* Nested message or packed field: pb_begin returns a mark for pb_end,
  * which patches the length in (moving the body when it needs >1 byte). */
-size_t pb_begin(struct pbw *w, uint32_t field);
-void pb_end(struct pbw *w, size_t mark);
+static inline size_t pb_begin(struct pbw *w, uint32_t field)
+{
+	pb_raw_varint(w, (uint64_t)field << 3 | 2);
+	if (pbw_reserve(w, 1))
+		return 0;
+	w->buf[w->len++] = 0;
+	return w->len - 1;
+}
+void pb_end_slow(struct pbw *w, size_t mark);
+static inline void pb_end(struct pbw *w, size_t mark)
+{
+	size_t body = w->len - mark - 1;
+	if (__builtin_expect(body < 0x80 && !w->err, 1))
+		w->buf[mark] = (uint8_t)body;
+	else
+		pb_end_slow(w, mark);
+}
 /* Bytes needed for v as a varint. */
 size_t pb_varint_size(uint64_t v);
 #endif

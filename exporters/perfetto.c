@@ -12,6 +12,7 @@
 #include <string.h>
 #include "capture.h"
 #include "export.h"
+#include "framespans.h"
 #include "pbwriter.h"
 #include "timeline.h"
 
@@ -22,7 +23,7 @@ enum {
 	TP_SEQ_FLAGS = 13, TP_CLOCK_SNAPSHOT = 6, TP_DEFAULTS = 59, TP_TRACK_DESC = 60,
 	DEF_CLOCK_ID = 58,
 	CS_CLOCKS = 1, CS_PRIMARY = 2, CLK_ID = 1, CLK_TS = 2,
-	TE_TYPE = 9, TE_NAME_IID = 10, TE_TRACK_UUID = 11, TE_DEBUG = 4, TE_CATEGORIES = 22,
+	TE_TYPE = 9, TE_NAME_IID = 10, TE_NAME = 23, TE_TRACK_UUID = 11, TE_DEBUG = 4, TE_CATEGORIES = 22,
 	DA_NAME = 10, DA_STRING = 6, DA_INT = 4,
 	TD_UUID = 1, TD_NAME = 2, TD_PROCESS = 3, TD_THREAD = 4, TD_PARENT = 5,
 	PD_PID = 1, PD_NAME = 6, THD_PID = 1, THD_TID = 2, THD_NAME = 5,
@@ -33,6 +34,7 @@ enum { SLICE_BEGIN = 1, SLICE_END = 2, INSTANT = 3 };
 enum { SEQ_CLEARED = 1, SEQ_NEEDS = 2 };
 #define SEQ 1
 #define CUDA_IID (1u << 30)
+#define SPAN_IID (1ull << 32)
 #define FLUSH_AT (1u << 20)
 
 struct pf_ctx {
@@ -44,6 +46,11 @@ struct pf_ctx {
 	bool cuda_interned[CU_API_MAX];
 	uint64_t *tracks;           /* set of emitted track uuids */
 	size_t ntracks, ctracks;
+	struct fspans *spans;
+	uint64_t last_track;        /* thread track described last (cache) */
+	/* span names: (kind, name, file) of a frame -> iid (SPAN_IID + n) */
+	struct span_name { uint32_t kind; const char *name, *file; uint64_t iid; } *snames;
+	size_t nsnames, csnames;
 	int err;
 };
 
@@ -129,8 +136,13 @@ static void process_track(struct pf_ctx *c, uint32_t pid)
 static void thread_track(struct pf_ctx *c, uint32_t pid, uint32_t tid)
 {
 	uint64_t uuid = thread_uuid(pid, tid);
-	if (!track_new(c, uuid))
+	if (uuid == c->last_track)
 		return;
+	if (!track_new(c, uuid)) {
+		c->last_track = uuid;
+		return;
+	}
+	c->last_track = uuid;
 	process_track(c, pid);
 	const struct capture_thread *t = capture_meta_thread(c->m, pid, tid);
 	size_t mk = packet_begin(c, 0, false);
@@ -187,10 +199,86 @@ static void op_iid(struct pf_ctx *c, uint32_t op_id)
 	intern_name(c, (uint64_t)op_id + 1, o ? o->name : buf);
 }
 
+/* iid of a span's name, interning it in the open packet when new; 0 on
+ * ENOMEM.  Names are interned strings of the meta tables: compare pointers. */
+static size_t sn_hash(uint32_t kind, const char *name, const char *file, size_t cap)
+{
+	uint64_t h = (uintptr_t)name * 0x9E3779B97F4A7C15ULL ^ (uintptr_t)file * 0xC2B2AE3D27D4EB4FULL ^ kind;
+	return (h ^ h >> 29) & (cap - 1);
+}
+
+static uint64_t span_iid(struct pf_ctx *c, const struct capture_frame *f)
+{
+	const char *file = f->kind == CF_PYTHON ? f->file : NULL;
+	if ((c->nsnames + 1) * 2 > c->csnames) {
+		size_t nc = c->csnames ? c->csnames * 2 : 64;
+		struct span_name *ns = calloc(nc, sizeof(*ns));
+		if (!ns) {
+			c->err = -ENOMEM;
+			return 0;
+		}
+		for (size_t i = 0; i < c->csnames; i++) {
+			struct span_name *e = &c->snames[i];
+			if (!e->name)
+				continue;
+			size_t j = sn_hash(e->kind, e->name, e->file, nc);
+			while (ns[j].name)
+				j = (j + 1) & (nc - 1);
+			ns[j] = *e;
+		}
+		free(c->snames);
+		c->snames = ns;
+		c->csnames = nc;
+	}
+	size_t j = sn_hash(f->kind, f->name, file, c->csnames);
+	for (; c->snames[j].name; j = (j + 1) & (c->csnames - 1))
+		if (c->snames[j].name == f->name && c->snames[j].file == file && c->snames[j].kind == f->kind)
+			return c->snames[j].iid;
+	uint64_t iid = SPAN_IID + c->nsnames++;
+	c->snames[j] = (struct span_name){ f->kind, f->name, file, iid };
+	char name[256];
+	intern_name(c, iid, fspan_frame_name(f, name, sizeof(name)));
+	return iid;
+}
+
+/* Python function / module spans */
+static void pf_span(struct pf_ctx *c, const struct fspan *sp, bool open)
+{
+	size_t mk = packet_begin(c, open ? sp->begin_ns : sp->end_ns, true);
+	pb_varint(&c->w, TP_SEQ_FLAGS, SEQ_NEEDS);
+	uint64_t iid = open ? span_iid(c, sp->frame) : 0;
+	size_t te = pb_begin(&c->w, TP_TRACK_EVENT);
+	pb_varint(&c->w, TE_TYPE, open ? SLICE_BEGIN : SLICE_END);
+	pb_varint(&c->w, TE_TRACK_UUID, thread_uuid(sp->pid, sp->tid));
+	if (open) {
+		const struct capture_frame *f = sp->frame;
+		pb_varint(&c->w, TE_NAME_IID, iid);
+		if (f->class_name[0]) {
+			size_t da = pb_begin(&c->w, TE_DEBUG);
+			pb_string(&c->w, DA_NAME, "class");
+			pb_string(&c->w, DA_STRING, f->class_name);
+			pb_end(&c->w, da);
+		}
+		if (f->kind == CF_LAYER && f->module_path[0]) {
+			size_t da = pb_begin(&c->w, TE_DEBUG);
+			pb_string(&c->w, DA_NAME, "module");
+			pb_string(&c->w, DA_STRING, f->module_path);
+			pb_end(&c->w, da);
+		}
+	}
+	pb_end(&c->w, te);
+	packet_end(c, mk);
+}
+
+static void pf_span_open(void *vc, const struct fspan *sp) { pf_span(vc, sp, true); }
+static void pf_span_close(void *vc, const struct fspan *sp) { pf_span(vc, sp, false); }
+
 static void pf_begin(void *vc, const struct tl_slice *s)
 {
 	struct pf_ctx *c = vc;
 	thread_track(c, s->pid, s->tid);
+	if (fspans_slice_begin(c->spans, s) && !c->err)
+		c->err = -ENOMEM;
 	size_t mk = packet_begin(c, s->begin_ns, true);
 	pb_varint(&c->w, TP_SEQ_FLAGS, SEQ_NEEDS);
 	if (s->op_id < CUDA_IID - 1)
@@ -213,6 +301,7 @@ static void pf_begin(void *vc, const struct tl_slice *s)
 static void pf_end(void *vc, const struct tl_slice *s)
 {
 	struct pf_ctx *c = vc;
+	fspans_slice_end(c->spans, s);
 	size_t mk = packet_begin(c, s->end_ns, true);
 	pb_varint(&c->w, TP_SEQ_FLAGS, SEQ_NEEDS);
 	size_t te = pb_begin(&c->w, TP_TRACK_EVENT);
@@ -296,9 +385,14 @@ int export_perfetto(FILE *out, struct capture_reader *r, const struct export_opt
 	if (capture_reader_error(r) || capture_rewind(r))
 		return -EINVAL;
 	pbw_init(&c.w);
+	struct fspan_ops sops = { .open = pf_span_open, .close = pf_span_close };
 	struct timeline *tl = timeline_new(&ops, &c);
-	if (!tl)
+	c.spans = fspans_new(m, &sops, &c);
+	if (!tl || !c.spans) {
+		timeline_free(tl);
+		fspans_free(c.spans);
 		return -ENOMEM;
+	}
 
 	/* clocks and defaults; incremental state starts here */
 	size_t mk = pb_begin(&c.w, TRACE_PACKET);
@@ -330,13 +424,17 @@ int export_perfetto(FILE *out, struct capture_reader *r, const struct export_opt
 	while (!c.err && (ret = capture_next(r, &h)) > 0)
 		if ((ret = timeline_feed(tl, h)))
 			break;
-	if (ret == 0 && !c.err)
+	if (ret == 0 && !c.err) {
 		timeline_finish(tl, 0);
+		fspans_finish(c.spans);
+	}
 	flush(&c);
 	timeline_free(tl);
+	fspans_free(c.spans);
 	pbw_free(&c.w);
 	free(c.interned);
 	free(c.tracks);
+	free(c.snames);
 	if (ret < 0)
 		return ret;
 	if (c.err)

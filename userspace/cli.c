@@ -30,7 +30,9 @@ static const char usage_text[] =
 "      --cgroup PATH      system-wide: only processes whose cgroup contains PATH\n"
 "  -d, --duration TIME    stop after TIME (10s, 500ms, 2m); default: until\n"
 "                         Ctrl-C or the target exits\n"
-"  -f, --format FMT       table (default), json, chrome, perfetto, folded, pprof\n"
+"  -f, --format FMT       table (default): torch.profiler's operator table;\n"
+"                         tree: torchprof's nn.Module layer tree; json;\n"
+"                         chrome, perfetto (traces); folded, pprof (stacks)\n"
 "  -o, --output FILE      write the output to FILE; FILE ending in .tbpf records\n"
 "                         a capture to re-cut later with `tbpf report`\n"
 "      --record FILE      record a capture to FILE and also print --format\n"
@@ -38,6 +40,9 @@ static const char usage_text[] =
 "                         cpu_time_total, cpu_time, count, max_cpu_time, name\n"
 "      --row-limit N      table rows (default 100, -1 = all)\n"
 "      --by-overload      one row per overload (aten::add.Tensor ...)\n"
+"      --ops              tree: list the ops under each layer\n"
+"      --min-pct P        tree: hide layers under P%% of the CPU total\n"
+"      --no-python        do not walk Python stacks (no layers, less cost)\n"
 "      --exits MODE       how op exits are observed: auto (default: return\n"
 "                         probes made exception-safe by a ptrace guard, else\n"
 "                         infer), return, infer (entry probes only: exact\n"
@@ -53,6 +58,7 @@ static const char usage_text[] =
 "  sudo tbpf --duration 10s                 # every PyTorch process on the host\n"
 "  sudo tbpf --pid 1234 --duration 30s --sort cpu_time_total --row-limit 20\n"
 "  sudo tbpf --pid 1234 --duration 10s --format json -o ops.json\n"
+"  sudo tbpf --pid 1234 --duration 10s --format tree --ops\n"
 "  sudo tbpf --pid 1234 --duration 10s -o run.tbpf\n"
 "  tbpf report run.tbpf --format perfetto -o run.perfetto-trace\n"
 "  tbpf report run.tbpf --format folded | flamegraph.pl > ops.svg\n"
@@ -81,12 +87,12 @@ static int parse_pid(const char *s, pid_t *pid)
 	return 0;
 }
 
-static const char *const formats[] = { "table", "json", "chrome", "perfetto", "folded",
+static const char *const formats[] = { "table", "tree", "json", "chrome", "perfetto", "folded",
 				       "pprof", NULL };
 
 static int live_main(int argc, char **argv)
 {
-	enum { O_SORT = 256, O_ROWS, O_EXITS, O_RING, O_NOMULTI, O_RECORD, O_BYOVL, O_COMM, O_CGROUP };
+	enum { O_SORT = 256, O_ROWS, O_EXITS, O_RING, O_NOMULTI, O_RECORD, O_BYOVL, O_COMM, O_CGROUP, O_OPS, O_MINPCT, O_NOPY };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -100,6 +106,9 @@ static int live_main(int argc, char **argv)
 		{ "ring-size", required_argument, NULL, O_RING },
 		{ "no-uprobe-multi", no_argument, NULL, O_NOMULTI },
 		{ "comm", required_argument, NULL, O_COMM },
+		{ "ops", no_argument, NULL, O_OPS },
+		{ "min-pct", required_argument, NULL, O_MINPCT },
+		{ "no-python", no_argument, NULL, O_NOPY },
 		{ "cgroup", required_argument, NULL, O_CGROUP },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -131,8 +140,8 @@ static int live_main(int argc, char **argv)
 			for (int i = 0; formats[i]; i++)
 				ok |= !strcmp(formats[i], optarg);
 			if (!ok)
-				return usage_error("unknown --format '%s' (table, json, chrome, "
-						   "perfetto, folded, pprof)", optarg);
+				return usage_error("unknown --format '%s' (table, tree, json, "
+						   "chrome, perfetto, folded, pprof)", optarg);
 			o.format = optarg;
 			break;
 		}
@@ -171,6 +180,22 @@ static int live_main(int argc, char **argv)
 		case O_RING:
 			if (parse_size(optarg, &o.ring_size) || o.ring_size < 4096)
 				return usage_error("invalid --ring-size '%s' (example: 64M)", optarg);
+			break;
+		case O_OPS:
+			o.tree_ops = true;
+			break;
+		case O_MINPCT: {
+			char *end;
+
+			o.min_pct = strtod(optarg, &end);
+			if (*end == '%')
+				end++;
+			if (*end || end == optarg || o.min_pct < 0 || o.min_pct > 100)
+				return usage_error("invalid --min-pct '%s' (0-100)", optarg);
+			break;
+		}
+		case O_NOPY:
+			o.python = false;
 			break;
 		case O_COMM:
 			o.comm = optarg;

@@ -22,6 +22,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "tbpf_abi.h"
+#include "cuda_tables.h"
 #include "capture.h"
 #include "cmd_report.h"
 #include "export.h"
@@ -29,6 +30,9 @@
 #include "profile.h"
 #include "guard.h"
 #include "session.h"
+#include "layers.h"
+#include "layers_json.h"
+#include "tree.h"
 #include "target.h"
 #include "version.h"
 
@@ -134,6 +138,34 @@ static void write_run_meta(struct capture_writer *cw, struct session *s, uint32_
 	free(pids);
 }
 
+/* CUDA tables (issue 5): op names and the JSON members */
+static const char *cuda_op_name(void *ctx, uint32_t id)
+{
+	return session_op_name(ctx, id, NULL);
+}
+
+struct json_extra_ctx {
+	struct session *s;
+	const struct layer_tree *tree;
+};
+
+/* Members after "ops": the layer tree, then the CUDA tables. */
+static int json_extras(FILE *out, void *ctx)
+{
+	struct json_extra_ctx *x = ctx;
+	const struct cuda_model *cm = session_cuda(x->s, NULL, NULL);
+	int err = 0;
+
+	if (x->tree)
+		err = layers_json(out, x->tree);
+	if (!err && cm) {
+		if (x->tree)
+			fputs(",\n", out);
+		err = cuda_json_members(out, cm, cuda_op_name, x->s);
+	}
+	return err;
+}
+
 static FILE *open_out(const char *path)
 {
 	if (!path || !strcmp(path, "-"))
@@ -146,7 +178,7 @@ int live_run(const struct live_opts *o)
 	struct session_config cfg = {
 		.exits = o->exits,
 		.record = wants_capture(o),
-		.python = false,
+		.python = o->python,
 		.cuda = o->cuda,
 		.system_wide = o->npids == 0,
 		.no_multi = o->no_multi,
@@ -238,6 +270,12 @@ int live_run(const struct live_opts *o)
 			(unsigned long long)probes, session_ntargets(s), (t_mono - t0) / 1e6,
 			cfg.system_wide ? "; watching for new PyTorch processes" : "");
 	}
+	{
+		size_t cp = 0, cl = 0;
+
+		if (session_cuda(s, &cp, &cl) && cl)
+			fprintf(stderr, "tbpf: CUDA: %zu probes in %zu libraries\n", cp, cl);
+	}
 	if (cw) {
 		write_run_meta(cw, s, mode, t_mono, t_real);
 		write_target_meta(cw, s, 0);
@@ -328,6 +366,18 @@ int live_run(const struct live_opts *o)
 	prof.probes_attached = (uint32_t)probes;
 	prof.events_dropped = counters[CNT_DROPS];
 	prof.exit_mode = stop_reason;
+	{
+		bool any_ret = false, any_inf = false;
+
+		for (size_t i = 0; i < session_ntargets(s); i++) {
+			const char *e = session_target(s, i)->exits;
+
+			any_ret |= e && !strcmp(e, "return");
+			any_inf |= !e || strcmp(e, "return");
+		}
+		prof.mode = any_ret && !any_inf ? "return probes"
+			  : any_ret ? "mixed" : "inferred (entry probes only)";
+	}
 	prof.gpu_note = "no CUDA device timings (CUPTI agent not loaded)";
 	{
 		size_t n = session_ntargets(s);
@@ -361,6 +411,49 @@ int live_run(const struct live_opts *o)
 		struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
 					  .by_overload = o->by_overload };
 		const char *fmt = o->format ? o->format : "table";
+		const struct cuda_model *cm = session_cuda(s, NULL, NULL);
+		struct layer_tree *tree = NULL;
+		struct json_extra_ctx jx = { .s = s };
+
+		if (o->python && (!strcmp(fmt, "tree") || !strcmp(fmt, "json"))) {
+			err = session_layer_tree(s, &prof, &tree);
+			if (err) {
+				fprintf(stderr, "tbpf: building the layer tree failed: %s\n",
+					strerror(-err));
+				tree = NULL;
+			}
+			jx.tree = tree;
+		}
+		if (cm || jx.tree) {
+			eo.json_extra = json_extras;
+			eo.json_extra_ctx = &jx;
+		}
+		if (!strcmp(fmt, "tree")) {
+			FILE *out = open_out(o->out);
+			struct tree_opts to = { .ops = o->tree_ops, .min_pct = o->min_pct };
+
+			if (o->sort && tree_sort_parse(o->sort, &to.sort)) {
+				fprintf(stderr, "tbpf: --sort %s is not a tree column (cpu_time_total, "
+						"self_cpu_time_total, count, name)\n", o->sort);
+				rc = TBPF_EXIT_USAGE;
+			} else if (!out) {
+				fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
+				rc = TBPF_EXIT_ERROR;
+			} else if (!tree) {
+				fprintf(stderr, "tbpf: no layer tree: Python stacks were not available\n");
+				rc = TBPF_EXIT_ERROR;
+			} else {
+				err = tree_render(out, tree, &to);
+				if (err) {
+					fprintf(stderr, "tbpf: output failed: %s\n", strerror(-err));
+					rc = TBPF_EXIT_ERROR;
+				}
+			}
+			if (out && out != stdout)
+				fclose(out);
+			layers_free(tree);
+			goto done;
+		}
 
 		if (o->record && !o->format) {
 			fprintf(stderr, "tbpf: capture written to %s (%llu records)\n", capture_path,
@@ -375,6 +468,10 @@ int live_run(const struct live_opts *o)
 			}
 			err = !strcmp(fmt, "json") ? export_json(out, &prof, &eo)
 						   : export_table(out, &prof, &eo);
+			if (!err && cm && !cuda_model_empty(cm) && strcmp(fmt, "json")) {
+				fputc('\n', out);
+				err = cuda_tables_print(out, cm, cuda_op_name, s, NULL);
+			}
 			if (out != stdout && fclose(out) && !err)
 				err = -errno;
 			if (err) {
@@ -392,6 +489,7 @@ int live_run(const struct live_opts *o)
 			}
 			free(emsg);
 		}
+		layers_free(tree);
 	}
 done:
 	profile_free(&prof);

@@ -23,6 +23,8 @@ struct live_opts {
 	bool cuda;                 /* probe libcudart/libcuda */
 	bool no_multi;             /* force per-probe attach (testing) */
 	bool by_overload;          /* table rows per overload */
+	bool tree_ops;             /* --format tree: ops under each layer */
+	double min_pct;            /* --format tree: hide smaller rows */
 	const char *comm;          /* system-wide filters */
 	const char *cgroup;
 	int verbose;

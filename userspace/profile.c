@@ -12,6 +12,7 @@ void profile_init(struct profile *p)
 	memset(p, 0, sizeof(*p));
 	p->exit_mode = "";
 	p->gpu_note = "";
+	p->mode = "";
 }
 
 void profile_free(struct profile *p)
@@ -353,6 +354,8 @@ int profile_from_capture(struct capture_reader *r, struct profile *p)
 			return err;
 	}
 	p->probes_attached = m->run.probes_attached;
+	if (m->run.present)
+		p->mode = (m->run.mode & TBPF_MODE_EXITS) ? "return probes" : "inferred (entry probes only)";
 	if (m->end.present) {
 		p->duration_ns = m->end.duration_ns;
 		uint64_t drops = 0;

@@ -30,6 +30,8 @@ struct profile {
 	const char *exit_mode;         /* "duration", "signal", "target exited", "" */
 	bool has_gpu_times;
 	const char *gpu_note;          /* why not, when !has_gpu_times */
+	const char *mode;              /* how exits were observed: "return probes",
+					* "inferred (entry probes only)", "" unknown */
 	/* ops */
 	struct prof_op *ops;
 	size_t nops, cap;

@@ -24,10 +24,14 @@
 #include "guard.h"
 #include "live.h"
 #include "procmaps.h"
+#include "pyoffsets.h"
+#include "pysym.h"
+#include "stacks.h"
 #include "profile.h"
 #include "session.h"
 #include "target.h"
 #include "uprobe.h"
+#include "cuda_attach.h"
 
 struct tgt {
 	struct target t;
@@ -38,6 +42,9 @@ struct tgt {
 	int pidfd;
 	bool alive;
 	struct session_target_info info;
+	struct tbpf_pyproc pp;
+	struct pysym *ps;          /* NULL: no supported Python */
+	char *py_note;
 };
 
 struct session {
@@ -51,7 +58,55 @@ struct session {
 	pid_t *skip;            /* system-wide: pids found not to be targets */
 	size_t nskip, capskip;
 	uint64_t records, record_errors;
+	struct cuda_session cuda;   /* cfg.cuda: CUDA probes and tables (issue 5) */
+	unsigned cuda_ticks;
+	struct stackstore stacks;   /* Python stacks named while targets live */
+	uint64_t stack_errors;
+	unsigned stack_ticks;
 };
+
+static struct tgt *tgt_by_pid(struct session *s, uint32_t pid)
+{
+	for (size_t i = s->n; i-- > 0;)
+		if ((uint32_t)s->v[i]->t.pid == pid)
+			return s->v[i];
+	return NULL;
+}
+
+/* Symbolize one captured stack now, while the target can be read. */
+static void stack_seen(struct session *s, const struct rec_pystack *r)
+{
+	const struct sym_stack *st = NULL;
+	struct tgt *tg;
+
+	if (stackstore_find(&s->stacks, r->pid, r->stack_id))
+		return;
+	tg = tgt_by_pid(s, r->pid);
+	if (!tg || !tg->ps)
+		return;
+	if (stackstore_add(&s->stacks, tg->ps, r->pid, r, &st)) {
+		s->stack_errors++;
+		return;
+	}
+	if (s->cfg.cw && st)
+		capture_write_stack(s->cfg.cw, st->pid, st->id, st->frames, st->nframes);
+}
+
+/* New stacks in the BPF dedup map (table mode has no records). */
+static void sync_stacks(struct session *s)
+{
+	int fd = bpf_map__fd(s->skel->maps.pystacks);
+	__u64 key, next, *prev = NULL;
+	struct rec_pystack r;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &r))
+			continue;
+		stack_seen(s, &r);
+	}
+}
 
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -65,8 +120,13 @@ static int on_record(void *ctx, void *data, size_t size)
 	struct session *s = ctx;
 
 	s->records++;
+	if (s->cfg.python && size >= sizeof(struct rec_pystack) &&
+	    ((struct rec_hdr *)data)->type == REC_PYSTACK)
+		stack_seen(s, data);   /* named before the raw record is written */
 	if (s->cfg.cw && capture_write_raw(s->cfg.cw, data, size))
 		s->record_errors++;
+	if (s->cfg.cuda)
+		cuda_session_record(&s->cuda, data, size);
 	return 0;
 }
 
@@ -156,7 +216,10 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 		*code = TBPF_EXIT_KERNEL;
 		goto fail;
 	}
-	if (cfg->record) {
+	if (cfg->cuda)
+		cuda_session_init(&s->cuda);
+	/* CUDA records always go through the ring buffer */
+	if (cfg->record || cfg->cuda || cfg->python) {
 		s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
 		if (!s->rb) {
 			*why = dupf("cannot map the ring buffer: %s", strerror(errno));
@@ -265,7 +328,10 @@ static void tgt_detach(struct session *s, struct tgt *tg)
 	}
 	tg->alive = false;
 	tg->info.alive = false;
+	if (s->cfg.cuda)
+		cuda_session_remove(&s->cuda, tg->t.pid);
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.pids), &key);
+	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.py_procs), &key);
 }
 
 static bool is_attached(struct session *s, pid_t pid)
@@ -313,6 +379,25 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 	}
 	s->next_id = tg->id_base + (uint32_t)tg->t.nops - 1;
 	tg->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (s->cfg.python) {
+		char *pwhy = NULL;
+
+		if (!pyproc_detect(pid, &tg->pp, &pwhy)) {
+			tg->ps = pysym_new(pid, &tg->pp, NULL, NULL);
+			if (tg->ps)
+				bpf_map_update_elem(bpf_map__fd(s->skel->maps.py_procs), &key, &tg->pp,
+						    BPF_ANY);
+			if (asprintf(&tg->py_note, "Python %u.%u", tg->pp.version >> 8,
+				     tg->pp.version & 0xff) < 0)
+				tg->py_note = NULL;
+		} else {
+			tg->py_note = pwhy;
+			fprintf(stderr, "tbpf: pid %d: no Python stacks or layers (%s); the op table "
+					"is unaffected\n", pid, pwhy ? pwhy : "unsupported interpreter");
+			pwhy = NULL;
+		}
+		free(pwhy);
+	}
 	bpf_map_update_elem(bpf_map__fd(s->skel->maps.pids), &key, &one, BPF_ANY);
 	err = attach_entries(s, tg, why);
 	if (err)
@@ -347,11 +432,23 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 	tg->info.cmdline = tg->t.cmdline;
 	tg->info.nprobes = tg->entry.nprobes;
 	tg->info.alive = true;
+	tg->info.python = tg->py_note;
 	s->v[s->n++] = tg;
+	if (s->cfg.cuda) {
+		char *cwhy = NULL;
+		int n = cuda_session_add(&s->cuda, s->skel, pid, &cwhy);
+
+		if (n < 0)
+			fprintf(stderr, "tbpf: warning: pid %d: no CUDA probes: %s\n", pid,
+				cwhy ? cwhy : strerror(-n));
+		free(cwhy);
+	}
 	return 0;
 fail:
 	tgt_detach(s, tg);
 	target_close(&tg->t);
+	pysym_free(tg->ps);
+	free(tg->py_note);
 	free(tg);
 	return err ? err : -EINVAL;
 }
@@ -460,9 +557,15 @@ int session_poll(struct session *s, int ms)
 
 	if (!p)
 		return -ENOMEM;
+	p = realloc(p, (s->n + 2) * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
 	for (size_t i = 0; i < s->n; i++)
 		if (s->v[i]->alive && s->v[i]->pidfd >= 0)
 			p[np++] = (struct pollfd){ .fd = s->v[i]->pidfd, .events = POLLIN };
+	/* records that want a wakeup (new Python stacks) */
+	if (s->rb)
+		p[np++] = (struct pollfd){ .fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN };
 	if (np)
 		poll(p, np, ms);
 	else if (ms > 0)
@@ -470,6 +573,12 @@ int session_poll(struct session *s, int ms)
 	free(p);
 	if (s->rb)
 		ring_buffer__consume(s->rb);
+	/* name new Python stacks while the targets can still be read */
+	if (s->cfg.python && ++s->stack_ticks % 2 == 0)
+		sync_stacks(s);
+	/* libraries loaded since attach (about once a second) */
+	if (s->cfg.cuda && ++s->cuda_ticks % 10 == 0)
+		cuda_session_rescan(&s->cuda, s->skel);
 	for (size_t i = 0; i < s->n; i++) {
 		struct tgt *tg = s->v[i];
 
@@ -658,8 +767,42 @@ void session_detach_all(struct session *s)
 	for (size_t i = 0; i < s->n; i++)
 		if (s->v[i]->alive || s->v[i]->guard)
 			tgt_detach(s, s->v[i]);
+	if (s->cfg.cuda)
+		cuda_session_detach(&s->cuda);
 	if (s->rb)
 		ring_buffer__consume(s->rb);
+}
+
+const struct cuda_model *session_cuda(struct session *s, size_t *nprobes, size_t *nlibs)
+{
+	if (!s->cfg.cuda)
+		return NULL;
+	if (nprobes)
+		*nprobes = cuda_session_nprobes(&s->cuda, nlibs);
+	return &s->cuda.model;
+}
+
+int session_layer_tree(struct session *s, const struct profile *p, struct layer_tree **out)
+{
+	struct layer_stack *ls = NULL;
+	struct layer_opstat *ops = calloc(p->nops + 1, sizeof(*ops));
+	size_t nls = 0;
+	int err;
+
+	if (!ops)
+		return -ENOMEM;
+	if (s->cfg.python)
+		sync_stacks(s);
+	for (size_t i = 0; i < p->nops; i++)
+		ops[i] = (struct layer_opstat){ .stack_id = p->ops[i].stack_id, .op = p->ops[i].name,
+						.calls = p->ops[i].calls, .self_ns = p->ops[i].self_ns,
+						.total_ns = p->ops[i].total_ns };
+	err = stackstore_layer_stacks(&s->stacks, &ls, &nls);
+	if (!err)
+		err = layers_build(ls, nls, ops, p->nops, out);
+	free(ls);
+	free(ops);
+	return err;
 }
 
 void session_set_capture(struct session *s, struct capture_writer *cw)
@@ -674,12 +817,17 @@ void session_close(struct session *s)
 	session_detach_all(s);
 	for (size_t i = 0; i < s->n; i++) {
 		target_close(&s->v[i]->t);
+		pysym_free(s->v[i]->ps);
+		free(s->v[i]->py_note);
 		free(s->v[i]);
 	}
+	stackstore_free(&s->stacks);
 	free(s->v);
 	free(s->skip);
 	if (s->rb)
 		ring_buffer__free(s->rb);
+	if (s->cfg.cuda)
+		cuda_session_free(&s->cuda);
 	tbpf_bpf__destroy(s->skel);
 	free(s);
 }

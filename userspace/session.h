@@ -68,9 +68,17 @@ int session_pidfd(struct session *s, size_t i);
  * maps stay readable until session_close. */
 void session_detach_all(struct session *s);
 void session_close(struct session *s);
+/* The nn.Module layer tree of a collected profile (Python stacks named
+ * during the run).  0 or -errno; layers_free(*out). */
+struct layer_tree;
+int session_layer_tree(struct session *s, const struct profile *p, struct layer_tree **out);
 /* Where records go (cfg.record); set before targets are added. */
 void session_set_capture(struct session *s, struct capture_writer *cw);
 
+/* The CUDA tables (all targets) and the CUDA probes attached; NULL unless
+ * cfg.cuda.  Valid until session_close. */
+struct cuda_model;
+const struct cuda_model *session_cuda(struct session *s, size_t *nprobes, size_t *nlibs);
 /* Op id -> "aten::add" (and overload); NULL when unknown. */
 const char *session_op_name(struct session *s, uint32_t id, const char **overload);
 struct target;

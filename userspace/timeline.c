@@ -18,6 +18,7 @@ struct timeline {
 	void *ctx;
 	struct tl_thread **slots;
 	size_t nslots, nthreads;
+	struct tl_thread *last;   /* records of one thread come in runs */
 	struct timeline_stats st;
 };
 
@@ -60,10 +61,12 @@ static size_t slot_of(uint32_t pid, uint32_t tid, size_t nslots)
 
 static struct tl_thread *get_thread(struct timeline *tl, uint32_t pid, uint32_t tid)
 {
+	if (tl->last && tl->last->tid == tid && tl->last->pid == pid)
+		return tl->last;
 	size_t i = slot_of(pid, tid, tl->nslots);
 	for (; tl->slots[i]; i = (i + 1) & (tl->nslots - 1))
 		if (tl->slots[i]->pid == pid && tl->slots[i]->tid == tid)
-			return tl->slots[i];
+			return tl->last = tl->slots[i];
 	if ((tl->nthreads + 1) * 2 > tl->nslots) {
 		size_t n = tl->nslots * 2;
 		struct tl_thread **s = calloc(n, sizeof(*s));
@@ -91,6 +94,7 @@ static struct tl_thread *get_thread(struct timeline *tl, uint32_t pid, uint32_t 
 	t->pid = pid;
 	t->tid = tid;
 	tl->slots[i] = t;
+	tl->last = t;
 	tl->nthreads++;
 	tl->st.threads++;
 	return t;

@@ -11,7 +11,8 @@
 #
 # Readers: python3 json (+ check_chrome.py nesting checker, dump_profile_json.py),
 # protoc --decode against perfetto_trace.proto / profile.proto (failing on
-# unknown fields), go tool pprof -top, check_folded.py (flamegraph.pl and
+# unknown fields; check_perfetto.py on protoc's text: tracks, interning,
+# balanced slices), go tool pprof -top, check_folded.py (flamegraph.pl and
 # speedscope line patterns).
 set -euo pipefail
 
@@ -62,7 +63,8 @@ ends=$(grep -c 'type: TYPE_SLICE_END' "$out/perfetto.txt" || true)
 [ "$begins" = "$ends" ] || fail "perfetto: $begins slice begins, $ends ends"
 [ "$begins" -ge "$json_calls" ] || fail "perfetto: $begins slices for $json_calls calls"
 grep -q 'primary_trace_clock: BUILTIN_CLOCK_MONOTONIC' "$out/perfetto.txt" || fail "perfetto: no clock snapshot"
-step perfetto "ok ($begins slices)"
+$py "$here/check_perfetto.py" "$out/perfetto.txt" > "$out/perfetto-check.txt" || fail "perfetto: track/slice/interning checks"
+step perfetto "$(cat "$out/perfetto-check.txt")"
 
 # folded: flamegraph.pl and speedscope patterns
 $py "$here/check_folded.py" "$out/run.folded" > "$out/folded.txt" || fail "folded lines"
@@ -71,7 +73,7 @@ step folded "ok ($(wc -l < "$out/folded.txt") stacks)"
 # pprof: go tool pprof reads it; protoc sees only known fields; calls add up
 gotmp=$(mktemp -d /tmp/tbpf-go.XXXXXX)
 HOME=$gotmp GOPATH=$gotmp/gopath GOCACHE=$gotmp/cache GOFLAGS= \
-	go tool pprof -top -nodecount=100000 -sample_index=calls "$out/run.pb.gz" > "$out/pprof.txt" 2>"$out/pprof.err" ||
+	go tool pprof -top -nodecount=100000 -nodefraction=0 -edgefraction=0 -sample_index=calls "$out/run.pb.gz" > "$out/pprof.txt" 2>"$out/pprof.err" ||
 	{ rm -rf "$gotmp"; fail "go tool pprof: $(cat "$out/pprof.err")"; }
 rm -rf "$gotmp"
 pprof_calls=$(awk '/^ *flat  *flat%/ { t = 1; next } t { s += $1 } END { print s + 0 }' "$out/pprof.txt")

@@ -3,7 +3,7 @@
 
 Checks the schema's required fields and types and prints one line per run
 field and per op, in file order:
-  run pids=100,200 duration_ns=... probes_attached=... events_dropped=... mode=...
+  run pids=100,200 duration_ns=... probes_attached=... events_dropped=... exit_mode=... mode=...
   op PID NAME OVERLOAD calls=.. self_ns=.. total_ns=.. max_ns=.. inferred=.. [launches=..]
 """
 import json
@@ -37,11 +37,14 @@ def main():
         fail("run.pids must be a list of integers")
     for k in ("duration_ns", "probes_attached", "events_dropped"):
         want_int(run, k, "run")
-    if not isinstance(run.get("mode"), str) or not isinstance(run.get("gpu_times"), bool):
-        fail("run.mode / run.gpu_times missing")
-    print("run pids=%s duration_ns=%d probes_attached=%d events_dropped=%d mode=%s gpu_times=%s"
+    for k in ("exit_mode", "mode"):
+        if not isinstance(run.get(k), str):
+            fail("run.%s must be a string" % k)
+    if not isinstance(run.get("gpu_times"), bool):
+        fail("run.gpu_times missing")
+    print("run pids=%s duration_ns=%d probes_attached=%d events_dropped=%d exit_mode=%s mode=%s gpu_times=%s"
           % (",".join(map(str, run["pids"])), run["duration_ns"], run["probes_attached"],
-             run["events_dropped"], run["mode"], run["gpu_times"]))
+             run["events_dropped"], run["exit_mode"], run["mode"] or "-", run["gpu_times"]))
     ops = doc.get("ops")
     if not isinstance(ops, list):
         fail("no ops array")

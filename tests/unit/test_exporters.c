@@ -178,7 +178,8 @@ static void test_json(void **state)
 	char *got = run(&st, "python3 %s/dump_profile_json.py %s 2>&1", src, out_path("run.json"));
 	assert_int_equal(st, 0);
 	const char *want =
-"run pids=100,200 duration_ns=70000 probes_attached=5904 events_dropped=5 mode=duration gpu_times=False\n"
+"run pids=100,200 duration_ns=70000 probes_attached=5904 events_dropped=5 exit_mode=duration "
+"mode=return probes gpu_times=False\n"
 "op 100 aten::add Tensor calls=4 self_ns=14235 total_ns=14235 max_ns=9000 inferred=3 launches=0\n"
 "op 100 aten::convolution - calls=1 self_ns=5500 total_ns=5500 max_ns=5500 inferred=0 launches=0\n"
 "op 100 aten::mm - calls=1 self_ns=4000 total_ns=4000 max_ns=4000 inferred=1 launches=1\n"
@@ -201,7 +202,7 @@ static void test_json_escapes(void **state)
 	fclose(f);
 	int st;
 	char *got = run(&st, "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
-			"print(repr(d[\"run\"][\"mode\"]), repr(d[\"ops\"][0][\"name\"]))' %s", out_path("esc.json"));
+			"print(repr(d[\"run\"][\"exit_mode\"]), repr(d[\"ops\"][0][\"name\"]))' %s", out_path("esc.json"));
 	assert_int_equal(st, 0);
 	assert_string_equal(got, "'sig\"nal\\n' 'we\\\\ird\\x01 \xef\xbf\xbd name é'\n");
 	free(got);
@@ -213,9 +214,14 @@ static void test_chrome(void **state)
 	export_ok("chrome", "run.json.trace", NULL);
 	int st;
 	char *got = run(&st, "python3 %s/check_chrome.py --dump %s 2>&1", src, out_path("run.json.trace"));
-	/* base = run start T0; ts/dur exact to the ns */
+	/* base = run start T0; ts/dur exact to the ns; conv2d's Python stack
+	 * gives spans around it, outermost last at equal times */
 	const char *want =
 "100 100 1.000 9.000 aten::conv2d 0 -\n"
+"100 100 1.000 9.000 conv - -\n"
+"100 100 1.000 9.000 blocks.0 - -\n"
+"100 100 1.000 9.000 Net - -\n"
+"100 100 1.000 9.000 train.py:main - -\n"
 "100 100 2.000 5.500 aten::convolution 1 -\n"
 "100 100 20.000 1.234 aten::add 0 -\n"
 "100 100 30.000 2.000 aten::add 0 unwound\n"
@@ -224,7 +230,7 @@ static void test_chrome(void **state)
 "100 101 5.000 4.000 aten::mm 0 inferred\n"
 "100 101 60.000 2.001 aten::add 0 inferred\n"
 "200 200 3.000 1.000 aten::mm 0 -\n"
-"ok 21 events: M=10 X=9 i=2\n";
+"ok 25 events: M=10 X=13 i=2\n";
 	assert_int_equal(st, 0);
 	assert_string_equal(got, want);
 	free(got);
@@ -262,8 +268,20 @@ static void test_perfetto(void **state)
 	assert_string_equal(got, "0\n");
 	free(got);
 	got = run(&st, "grep -o 'type: TYPE_[A-Z_]*' %s | sort | uniq -c | awk '{print $1, $3}'", out_path("perfetto.txt"));
-	assert_string_equal(got, "2 TYPE_INSTANT\n9 TYPE_SLICE_BEGIN\n9 TYPE_SLICE_END\n");
+	/* 9 ops + 4 frame spans */
+	assert_string_equal(got, "2 TYPE_INSTANT\n13 TYPE_SLICE_BEGIN\n13 TYPE_SLICE_END\n");
 	free(got);
+	/* tracks described, names interned before use, slices balanced */
+	got = run(&st, "python3 %s/check_perfetto.py %s 2>&1", src, out_path("perfetto.txt"));
+	assert_int_equal(st, 0);
+	/* 1 snapshot + 2 processes + 3 threads + 13 begins + 13 ends + 2 instants */
+	assert_string_equal(got, "ok 34 packets, 13 slices, 5 tracks\n");
+	free(got);
+	/* and the checker fails on a slice end without a begin */
+	free(run(&st, "sed '0,/TYPE_SLICE_BEGIN/s//TYPE_SLICE_END/' %s > %s", out_path("perfetto.txt"),
+		 out_path("perfetto-bad.txt")));
+	free(run(&st, "python3 %s/check_perfetto.py %s 2>/dev/null", src, out_path("perfetto-bad.txt")));
+	assert_int_not_equal(st, 0);
 	/* interned names: each op once, iid = op id + 1 */
 	got = run(&st, "python3 - %s <<'EOF'\n"
 "import re, sys\n"
@@ -271,15 +289,30 @@ static void test_perfetto(void **state)
 "names = re.findall(r'event_names \\{\\s*iid: (\\d+)\\s*name: \"([^\"]*)\"', t)\n"
 "print(sorted(names))\n"
 "EOF", out_path("perfetto.txt"));
+	/* ops: iid = op id + 1; CUDA APIs: 1 << 30 | api; frame spans: 1 << 32 + n */
 	assert_string_equal(got, "[('1073741825', 'cudaLaunchKernel'), ('1073741858', 'cudaMalloc'), ('2', 'aten::conv2d'), "
-			    "('3', 'aten::convolution'), ('4', 'aten::add'), ('5', 'aten::relu'), ('6', 'aten::mm')]\n");
+			    "('3', 'aten::convolution'), ('4', 'aten::add'), ('4294967296', 'train.py:main'), "
+			    "('4294967297', 'Net'), ('4294967298', 'blocks.0'), ('4294967299', 'conv'), "
+			    "('5', 'aten::relu'), ('6', 'aten::mm')]\n");
 	free(got);
-	/* the first slice: conv2d at T0 + 1000 on thread 100 */
-	got = run(&st, "grep -m1 -B3 'TYPE_SLICE_BEGIN' %s | grep -E 'timestamp|name_iid' | tr -d ' '; "
-		  "grep -m1 -A4 'TYPE_SLICE_BEGIN' %s | grep -E 'name_iid|track_uuid' | tr -d ' '",
-		  out_path("perfetto.txt"), out_path("perfetto.txt"));
+	/* the first op slice: conv2d at T0 + 1000 on thread 100, after the
+	 * spans of its Python stack (outermost first) at the same time */
+	got = run(&st, "python3 - %s <<'EOF'\n"
+"import re, sys\n"
+"for p in open(sys.argv[1]).read().split('packet {')[1:]:\n"
+"    if 'TYPE_SLICE_BEGIN' in p:\n"
+"        f = dict(re.findall(r'(timestamp|name_iid|track_uuid): (\\S+)', p))\n"
+"        f.update(re.findall(r'(?m)^    (name): (\\S+)', p))  # the TrackEvent's own name\n"
+"        print(f['timestamp'], f.get('name_iid', '-'), f['track_uuid'], f.get('name', '-'))\n"
+"EOF", out_path("perfetto.txt"));
 	/* thread uuid = tid */
-	assert_string_equal(got, "timestamp:1000001000\nname_iid:2\ntrack_uuid:100\n");
+	const char *want =
+"1000001000 4294967296 100 -\n"
+"1000001000 4294967297 100 -\n"
+"1000001000 4294967298 100 -\n"
+"1000001000 4294967299 100 -\n"
+"1000001000 2 100 -\n";
+	assert_memory_equal(got, want, strlen(want));
 	free(got);
 }
 
@@ -486,7 +519,7 @@ static void test_no_run_record(void **state)
 	int st;
 	char *got = run(&st, "python3 %s/dump_profile_json.py %s 2>&1", src, out_path("bare.json"));
 	assert_string_equal(got, "run pids=9 duration_ns=250 probes_attached=0 events_dropped=0 "
-			    "mode=incomplete (no end record) gpu_times=False\n"
+			    "exit_mode=incomplete (no end record) mode=- gpu_times=False\n"
 			    "op 9 op#1 - calls=1 self_ns=250 total_ns=250 max_ns=250 inferred=0\n");
 	free(got);
 }

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 #include "calltree.h"
 #include "capture.h"
+#include "framespans.h"
 #include "fixture_capture.h"
 #include "profile.h"
 #include "timeline.h"
@@ -187,6 +188,72 @@ static void test_deep_nesting(void **state)
 	assert_int_equal(st->inferred_closes, 0);
 	assert_int_equal(st->orphan_exits, 0);
 	timeline_free(tl);
+}
+
+struct spans_got { char log[2048]; };
+
+static void sp_open(void *ctx, const struct fspan *s)
+{
+	struct spans_got *g = ctx;
+	char n[64];
+	snprintf(g->log + strlen(g->log), sizeof(g->log) - strlen(g->log), "open %s@%u %llu\n",
+		 fspan_frame_name(s->frame, n, sizeof(n)), s->depth, (unsigned long long)(s->begin_ns - T0));
+}
+
+static void sp_close(void *ctx, const struct fspan *s)
+{
+	struct spans_got *g = ctx;
+	char n[64];
+	snprintf(g->log + strlen(g->log), sizeof(g->log) - strlen(g->log), "close %s@%u %llu-%llu\n",
+		 fspan_frame_name(s->frame, n, sizeof(n)), s->depth, (unsigned long long)(s->begin_ns - T0),
+		 (unsigned long long)(s->end_ns - T0));
+}
+
+struct both { struct fspans *fs; };
+static void fb(void *ctx, const struct tl_slice *s) { fspans_slice_begin(((struct both *)ctx)->fs, s); }
+static void fe(void *ctx, const struct tl_slice *s) { fspans_slice_end(((struct both *)ctx)->fs, s); }
+
+static void test_frame_spans(void **state)
+{
+	/* stack 1: main(line 5) > Net > a ; stack 2: main(line 6) > Net > b ;
+	 * stack 3: main(line 7) only.  Ops: s1 [0,10) s1 [20,30) s2 [40,50)
+	 * (with a nested op) s3 [60,70) s0 [80,90) */
+	struct capture_meta m;
+	capture_meta_init(&m);
+	struct capture_frame s1[] = { { CF_LAYER, 0, "a", "", "A", "net.a" }, { CF_LAYER, 0, "Net", "", "Net", "" },
+				      { CF_PYTHON, 5, "main", "/t/x.py", "", "" } };
+	struct capture_frame s2[] = { { CF_LAYER, 0, "b", "", "B", "net.b" }, { CF_LAYER, 0, "Net", "", "Net", "" },
+				      { CF_PYTHON, 6, "main", "/t/x.py", "", "" } };
+	struct capture_frame s3[] = { { CF_PYTHON, 7, "main", "/t/x.py", "", "" } };
+	assert_int_equal(capture_meta_add_stack(&m, 1, 1, s1, 3), 0);
+	assert_int_equal(capture_meta_add_stack(&m, 1, 2, s2, 3), 0);
+	assert_int_equal(capture_meta_add_stack(&m, 1, 3, s3, 1), 0);
+	capture_meta_finish(&m);
+	struct spans_got g = { "" };
+	struct fspan_ops sops = { sp_open, sp_close };
+	struct both b = { fspans_new(&m, &sops, &g) };
+	struct timeline_ops ops = { fb, fe, NULL };
+	struct timeline *tl = timeline_new(&ops, &b);
+	struct rec_op r[] = {
+		fx_op(REC_OP_ENTER, 1, 1, 0, 1, 0, 0, 1), fx_op(REC_OP_EXIT, 1, 1, 10, 1, 0, 0, 1),
+		fx_op(REC_OP_ENTER, 1, 1, 20, 1, 0, 0, 1), fx_op(REC_OP_EXIT, 1, 1, 30, 1, 0, 0, 1),
+		fx_op(REC_OP_ENTER, 1, 1, 40, 2, 0, 0, 2), fx_op(REC_OP_ENTER, 1, 1, 42, 3, 1, 0, 2),
+		fx_op(REC_OP_EXIT, 1, 1, 44, 3, 1, 0, 2), fx_op(REC_OP_EXIT, 1, 1, 50, 2, 0, 0, 2),
+		fx_op(REC_OP_ENTER, 1, 1, 60, 2, 0, 0, 3), fx_op(REC_OP_EXIT, 1, 1, 70, 2, 0, 0, 3),
+		fx_op(REC_OP_ENTER, 1, 1, 80, 2, 0, 0, 0), fx_op(REC_OP_EXIT, 1, 1, 90, 2, 0, 0, 0),
+	};
+	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
+		assert_int_equal(timeline_feed(tl, &r[i].h), 0);
+	timeline_finish(tl, 0);
+	fspans_finish(b.fs);
+	assert_string_equal(g.log,
+		"open x.py:main@0 0\nopen Net@1 0\nopen a@2 0\n"
+		"close a@2 0-30\nopen b@2 40\n"
+		"close b@2 40-50\nclose Net@1 0-50\n"
+		"close x.py:main@0 0-70\n");
+	timeline_free(tl);
+	fspans_free(b.fs);
+	capture_meta_free(&m);
 }
 
 static char dir[] = "/tmp/tbpf-test-timeline-XXXXXX";
@@ -395,6 +462,7 @@ int main(void)
 		cmocka_unit_test(test_pairing),
 		cmocka_unit_test(test_enter_shallower_closes_and_backwards),
 		cmocka_unit_test(test_skip_records),
+		cmocka_unit_test(test_frame_spans),
 		cmocka_unit_test(test_deep_nesting),
 		cmocka_unit_test(test_profile_from_capture),
 		cmocka_unit_test(test_profile_add_merges),

@@ -1,0 +1,287 @@
+/* pystack.bpf.h - BPF stage: walk the calling thread's CPython stack at op
+ * entry, without the GIL, and deduplicate it into the `pystacks` map.
+ *
+ * Include after defining `events` (ring buffer), `counters` (per-CPU
+ * array of enum tbpf_counter) and `const volatile __u32 tbpf_mode`.
+ * Needs vmlinux.h, bpf_helpers.h and bpf_core_read.h.
+ *
+ * The thread state is found through glibc's pthread TSD block (the
+ * interpreter stores it under _PyRuntime's autoTSSkey), which stays valid
+ * while the thread has released the GIL to run an op.  Only pointers and
+ * integers are read here: names, files and lines are resolved in user
+ * space (pysym.c), keyed by code object.
+ */
+#ifndef TBPF_PYSTACK_BPF_H
+#define TBPF_PYSTACK_BPF_H
+
+#include "tbpf_abi.h"
+
+#ifndef TBPF_PYSTACKS_MAX
+#define TBPF_PYSTACKS_MAX 8192
+#endif
+#ifndef TBPF_PYPROCS_MAX
+#define TBPF_PYPROCS_MAX 64
+#endif
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TBPF_PYPROCS_MAX);
+	__type(key, __u32);                 /* tgid */
+	__type(value, struct tbpf_pyproc);
+} py_procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TBPF_PYSTACKS_MAX);
+	__type(key, __u64);                 /* stack id */
+	__type(value, struct rec_pystack);
+} pystacks SEC(".maps");
+
+#define PYSTACK_SELFCACHE 512
+
+struct pystack_scratch {
+	struct rec_pystack rec;
+	struct tbpf_pyproc pp;   /* copy of this pid's config */
+	__u64 frame;             /* next frame to read */
+	__u64 id;                /* running hash */
+	__u32 n;                 /* frames stored */
+	__u32 pad;
+	__u8 fbuf[TBPF_PYFRAME_READ + 8];
+	__u8 sbuf[16];
+	/* direct-mapped cache: code object | 1 when its first local is an
+	 * argument named "self", | 2 when not (code objects are aligned) */
+	__u64 selfcache[PYSTACK_SELFCACHE];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pystack_scratch);
+} pystack_scratch_map SEC(".maps");
+
+static __always_inline void pystack_count(__u32 idx)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &idx);
+
+	if (c)
+		*c += 1;
+}
+
+static __always_inline __u64 pystack_rd(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
+		return 0;
+	return v;
+}
+
+/* A field out of the frame buffer; offsets come from user space, so they
+ * are bounded here for the verifier. */
+static __always_inline __u64 pystack_fld(const __u8 *buf, __u16 off, int size)
+{
+	__u64 v = 0;
+
+	if (off > TBPF_PYFRAME_READ - 8)
+		return 0;
+	if (size == 8)
+		v = *(const __u64 *)(buf + (off & 0x7f));
+	else if (size == 4)
+		v = *(const __u32 *)(buf + (off & 0x7f));
+	else
+		v = *(const __u8 *)(buf + (off & 0x7f));
+	return v;
+}
+
+/* Is local 0 of this code object an argument called "self"? */
+static __always_inline int pystack_is_self(const struct tbpf_pyproc *pp,
+					   struct pystack_scratch *s, __u64 code)
+{
+	__u32 slot = (code >> 4) & (PYSTACK_SELFCACHE - 1);
+	__u64 known = s->selfcache[slot];
+	/* user addresses fit in 47 bits: tag entries with the pid above */
+	__u64 tag = code ^ ((__u64)(s->rec.pid & 0xffff) << 48);
+	__u64 res = 2, names, name0;
+	__u32 argc = 0;
+
+	if ((known & ~3ULL) == tag)
+		return (known & 3) == 1;
+	if (bpf_probe_read_user(&argc, sizeof(argc),
+				(const void *)(code + pp->co_argcount)))
+		return 0; /* unreadable: do not cache */
+	if (argc >= 1) {
+		names = pystack_rd(code + pp->co_varnames);
+		/* PyTupleObject: ob_item at +24 */
+		name0 = names ? pystack_rd(names + 24) : 0;
+		/* PyASCIIObject: length at +16, compact ASCII data after it */
+		if (name0 &&
+		    !bpf_probe_read_user(s->sbuf, 8, (const void *)(name0 + 16)) &&
+		    *(__u64 *)s->sbuf == 4 &&
+		    !bpf_probe_read_user(s->sbuf + 8, 5,
+					 (const void *)(name0 + pp->str_ascii_data)) &&
+		    s->sbuf[8] == 's' && s->sbuf[9] == 'e' && s->sbuf[10] == 'l' &&
+		    s->sbuf[11] == 'f' && s->sbuf[12] == 0)
+			res = 1;
+	}
+	s->selfcache[slot] = tag | res;
+	return res == 1;
+}
+
+static __always_inline __u64 pystack_mix(__u64 h, __u64 v)
+{
+	h ^= v;
+	h *= 0x100000001b3ULL;
+	h ^= h >> 29;
+	return h;
+}
+
+/* One frame per bpf_loop() step: verified once, whatever the depth. */
+static long pystack_step(__u32 i, void *ctx)
+{
+	__u32 zero = 0, flags = 0, lasti = 0, n;
+	struct pystack_scratch *s;
+	struct tbpf_pyproc *pp;
+	struct tbpf_pyframe *f;
+	__u64 frame, code, instr, self;
+
+	s = bpf_map_lookup_elem(&pystack_scratch_map, &zero);
+	if (!s)
+		return 1;
+	pp = &s->pp;
+	frame = s->frame;
+	if (!frame)
+		return 1;
+	if (bpf_probe_read_user(s->fbuf, TBPF_PYFRAME_READ, (const void *)frame)) {
+		pystack_count(CNT_PYSTACK_FAIL);
+		s->frame = 0;
+		return 1;
+	}
+	s->frame = pystack_fld(s->fbuf, pp->fr_previous, 8);
+	code = pystack_fld(s->fbuf, pp->fr_code, 8);
+	/* FRAME_OWNED_BY_CSTACK (3.12+): an entry shim, not Python code */
+	if (pp->fr_owner != TBPF_PYOFF_NONE &&
+	    pystack_fld(s->fbuf, pp->fr_owner, 1) == 3)
+		return 0;
+	if (pp->kind == PYK_IFRAME) {
+		instr = pystack_fld(s->fbuf, pp->fr_instr, 8);
+		if (instr > code + pp->co_code)
+			lasti = instr - (code + pp->co_code);
+		self = pystack_fld(s->fbuf, pp->fr_localsplus, 8);
+	} else {
+		__u32 li = 0;
+
+		/* 3.10 f_lasti counts code units and lies past the read */
+		bpf_probe_read_user(&li, sizeof(li), (const void *)(frame + pp->fr_instr));
+		lasti = 2 * li;
+		self = pystack_rd(frame + pp->fr_localsplus);
+	}
+	if (code && pystack_is_self(pp, s, code)) {
+		flags |= PYF_SELF;
+		/* a closure captured `self`: the slot holds a cell that dies
+		 * with the call, so store the object inside it */
+		if (self && pp->cell_type && pystack_rd(self + 8) == pp->cell_type)
+			self = pystack_rd(self + 16);
+	} else {
+		self = 0;
+	}
+	n = s->n;
+	if (n >= TBPF_MAX_PYFRAMES)
+		return 1;
+	f = &s->rec.frames[n & (TBPF_MAX_PYFRAMES - 1)];
+	f->code = code;
+	f->self = self;
+	f->lasti = lasti;
+	f->flags = flags;
+	s->n = n + 1;
+	s->id = pystack_mix(pystack_mix(pystack_mix(s->id, code), lasti), self);
+	return s->n >= TBPF_MAX_PYFRAMES;
+}
+
+/* Returns the thread's stack id, 0 when there is no Python stack. */
+static __always_inline __u64 pystack_capture(struct task_struct *task, __u32 pid)
+{
+	struct tbpf_pyproc *pp;
+	struct pystack_scratch *s;
+	struct rec_pystack *r;
+	__u32 zero = 0, n;
+	__u64 fsbase, tstate, frame, id, slot;
+
+	pp = bpf_map_lookup_elem(&py_procs, &pid);
+	if (!pp || pp->kind == PYK_NONE)
+		return 0;
+	s = bpf_map_lookup_elem(&pystack_scratch_map, &zero);
+	if (!s)
+		return 0;
+
+	fsbase = BPF_CORE_READ(task, thread.fsbase);
+	if (!fsbase)
+		return 0;
+	/* glibc: struct pthread_key_data { uintptr_t seq; void *data; } */
+	if (pp->tss_key < 32) {
+		slot = fsbase + pp->tsd_block + 16 * pp->tss_key + 8;
+	} else {
+		__u64 blk = pystack_rd(fsbase + pp->tsd_block + 16 * 32 +
+				       8 * ((pp->tss_key / 32) & 31));
+		if (!blk)
+			return 0;
+		slot = blk + 16 * (pp->tss_key % 32) + 8;
+	}
+	tstate = pystack_rd(slot);
+	if (!tstate)
+		return 0; /* not a Python thread */
+	frame = pystack_rd(tstate + pp->ts_frame);
+	if (frame && pp->cf_frame != TBPF_PYOFF_NONE)
+		frame = pystack_rd(frame + pp->cf_frame);
+	if (!frame)
+		return 0;
+
+	s->pp = *pp;
+	s->rec.pid = pid;
+	s->frame = frame;
+	s->n = 0;
+	s->id = pystack_mix(0xcbf29ce484222325ULL, pid);
+	/* shim frames take steps too: allow a few more than we keep */
+	bpf_loop(TBPF_MAX_PYFRAMES + 8, pystack_step, NULL, 0);
+	n = s->n;
+	id = s->id;
+	if (n == 0)
+		return 0;
+	if (s->frame) {
+		pystack_count(CNT_PYSTACK_TRUNC);
+		s->rec.frames[(n - 1) & (TBPF_MAX_PYFRAMES - 1)].flags |= PYF_TRUNC;
+	}
+	if (!id)
+		id = 1;
+
+	if (bpf_map_lookup_elem(&pystacks, &id))
+		return id;
+	r = &s->rec;
+	r->h.type = REC_PYSTACK;
+	r->h.size = sizeof(*r) - sizeof(r->frames) +
+		    (n & (2 * TBPF_MAX_PYFRAMES - 1)) * sizeof(struct tbpf_pyframe);
+	r->h.tid = (__u32)bpf_get_current_pid_tgid();
+	r->h.ts_ns = bpf_ktime_get_ns();
+	r->pid = pid;
+	r->nframes = n;
+	r->stack_id = id;
+	if (bpf_map_update_elem(&pystacks, &id, r, BPF_NOEXIST)) {
+		pystack_count(CNT_PYSTACK_FAIL); /* map full (or a racing insert) */
+		return id;
+	}
+	/* always (not only when recording): user space names stacks from
+	 * these records, in table mode too */
+	{
+		__u32 sz = r->h.size;
+
+		if (sz > sizeof(*r))
+			sz = sizeof(*r);
+		/* new stacks are rare and must be symbolized while the target
+		 * lives: wake the reader */
+		if (bpf_ringbuf_output(&events, r, sz, 0))
+			pystack_count(CNT_DROPS);
+	}
+	return id;
+}
+
+#endif /* TBPF_PYSTACK_BPF_H */

@@ -1,0 +1,34 @@
+/* tree.h - export stage: `--format tree`, the nn.Module layer tree as
+ * torchprof prints it (Node | Class | Self CPU | CPU total | Count). */
+#ifndef TBPF_TREE_H
+#define TBPF_TREE_H
+
+#include <stdio.h>
+#include "layers.h"
+
+enum tree_sort {
+	TREE_SORT_TOTAL = 0,  /* CPU total, descending (default) */
+	TREE_SORT_SELF,       /* Self CPU, descending */
+	TREE_SORT_COUNT,      /* Count, descending */
+	TREE_SORT_NAME,       /* name, ascending */
+};
+
+struct tree_opts {
+	int ops;              /* list ops under each layer (--ops) */
+	double min_pct;       /* hide rows under this % of CPU total */
+	enum tree_sort sort;
+};
+
+/* "cpu_time_total"/"total", "self_cpu_time_total"/"self", "count",
+ * "name" -> 0, else -EINVAL. */
+int tree_sort_parse(const char *s, enum tree_sort *out);
+
+/* Format ns the way the table shows it: "850ns", "92.1us", "3.0ms",
+ * "1.2s".  Returns buf. */
+char *tree_fmt_time(char *buf, size_t len, uint64_t ns);
+
+/* Write the table.  Siblings sort by the chosen key, then name; layer
+ * rows follow a layer's op rows.  Returns 0 or -errno. */
+int tree_render(FILE *out, const struct layer_tree *t, const struct tree_opts *o);
+
+#endif

@@ -1,0 +1,117 @@
+/* cuda_model.h - aggregation stage, CUDA: launch/copy/sync/alloc records
+ * into kernel, copy, sync and allocation tables, with a kernel-name cache.
+ * Pure: records in, tables out; names come from a caller's resolver. */
+#ifndef TBPF_CUDA_MODEL_H
+#define TBPF_CUDA_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CUDA_MAX_DIMS 16   /* distinct launch configs kept per kernel */
+
+/* One launch configuration: dimensions, dynamic shared memory, stream. */
+struct cuda_dims {
+	uint32_t grid[3], block[3], shmem;
+	uint64_t stream;
+	uint64_t launches;
+};
+
+struct cuda_opcount {
+	uint32_t op_id;     /* 0 = launched outside any op */
+	uint64_t count;
+};
+
+enum cuda_name_src {
+	CUDA_NAME_SYMBOL = 0,   /* host stub found in an ELF symbol table */
+	CUDA_NAME_OPAQUE,       /* runtime launch with an opaque cudaKernel_t */
+	CUDA_NAME_NOSYM,        /* in a file mapping, no symbol covers it */
+	CUDA_NAME_DRIVER,       /* CUfunction handle (driver API) */
+	CUDA_NAME_GRAPH,        /* graph launch: the exec handle */
+	CUDA_NAME_GONE,         /* process exited before the name was read */
+};
+
+struct cuda_kernel {
+	uint32_t pid;
+	uint32_t api;           /* first API seen launching it */
+	uint64_t func;
+	char *name;             /* display name (owned) */
+	enum cuda_name_src src;
+	uint64_t launches;
+	struct cuda_dims dims[CUDA_MAX_DIMS];
+	size_t ndims;
+	uint64_t other_dims;    /* launches with configs beyond CUDA_MAX_DIMS */
+	struct cuda_opcount *ops;
+	size_t nops;
+};
+
+enum { CUDA_NDIRS = 6 };    /* enum tbpf_copy_dir */
+
+struct cuda_copy {
+	uint64_t count, bytes;
+	uint64_t host_ns;       /* time inside synchronous copies */
+};
+
+struct cuda_sync {
+	uint32_t op_id;
+	uint32_t api;
+	uint64_t count, total_ns, max_ns;
+};
+
+struct cuda_alloc {
+	uint32_t api;
+	uint64_t calls, failed, bytes;   /* bytes requested, all calls */
+	uint64_t frees, freed_bytes;     /* freed_bytes: frees of known blocks */
+};
+
+/* Where a launch address lies in its process. */
+enum cuda_where {
+	CUDA_ADDR_NOFILE = 0,   /* no file mapping: an opaque handle */
+	CUDA_ADDR_FILE,         /* in an executable file mapping */
+	CUDA_ADDR_GONE,         /* unknown: the process exited first */
+};
+
+/* Name resolver: demangled name of a host stub (malloc'd) or NULL; sets
+ * *where (enum cuda_where). */
+typedef char *(*cuda_resolve_fn)(void *ctx, uint32_t pid, uint64_t addr, int *where);
+
+struct cuda_live { uint32_t pid; uint64_t ptr, bytes; };
+
+struct cuda_model {
+	cuda_resolve_fn resolve;
+	void *resolve_ctx;
+	struct cuda_kernel *kernels;
+	size_t nkernels, capkernels;
+	uint32_t *kidx;           /* open addressing: index + 1, 0 = empty */
+	size_t kidx_cap;
+	struct cuda_copy copies[CUDA_NDIRS];
+	struct cuda_sync *syncs;
+	size_t nsyncs;
+	struct cuda_alloc *allocs;
+	size_t nallocs;
+	struct cuda_live *live;
+	size_t nlive, caplive;
+	uint64_t live_bytes, peak_bytes;
+	uint64_t records, bad_records;
+};
+
+void cuda_model_init(struct cuda_model *m, cuda_resolve_fn resolve, void *ctx);
+void cuda_model_free(struct cuda_model *m);
+/* Feed one ring-buffer record (any type; non-CUDA records are ignored).
+ * Returns 0, or -EINVAL for a short/garbled CUDA record, -ENOMEM. */
+int cuda_model_add(struct cuda_model *m, const void *rec, size_t len);
+
+/* Sorted views (arrays of pointers into the model, malloc'd): kernels by
+ * launches desc then name; syncs by total time desc then api; allocs by
+ * bytes desc then api. */
+const struct cuda_kernel **cuda_model_kernels(const struct cuda_model *m);
+const struct cuda_sync **cuda_model_syncs(const struct cuda_model *m);
+const struct cuda_alloc **cuda_model_allocs(const struct cuda_model *m);
+
+/* True when no CUDA record was added. */
+bool cuda_model_empty(const struct cuda_model *m);
+const char *cuda_dir_name(uint32_t dir);
+/* Name of an API id ("cudaLaunchKernel"), "?" when unknown. */
+const char *cuda_model_api_name(uint32_t api);
+
+#endif /* TBPF_CUDA_MODEL_H */

@@ -1,0 +1,44 @@
+/* stacks.h - symbolize stage: Python stacks captured by BPF (pystacks map
+ * or REC_PYSTACK records) -> symbolized frames for captures, flame graphs
+ * and the layer tree, while the target is still alive to be read. */
+#ifndef TBPF_STACKS_H
+#define TBPF_STACKS_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "capture.h"
+#include "layers.h"
+#include "pysym.h"
+
+/* One symbolized stack. frames: innermost first (capture order): the
+ * module layers innermost-first, then the Python frames outside the
+ * outermost module, innermost first.  layer_* for layers_build(). */
+struct sym_stack {
+	uint32_t pid;
+	uint64_t id;
+	struct capture_frame *frames;
+	uint32_t nframes;
+	unsigned depth;            /* module layers */
+	char **names, **classes;   /* layers, outermost first */
+};
+
+/* Pure: build sym->frames from decoded Python frames (innermost first)
+ * and the stack's layers.  Strings are copied.  0 or -ENOMEM. */
+int stack_frames_build(const struct pysym_frame *pf, unsigned n, const struct pysym_layers *l,
+		       struct sym_stack *out);
+void sym_stack_clear(struct sym_stack *s);
+
+struct stackstore {
+	struct sym_stack *v;
+	size_t n, cap;
+};
+
+void stackstore_free(struct stackstore *ss);
+const struct sym_stack *stackstore_find(const struct stackstore *ss, uint32_t pid, uint64_t id);
+/* Symbolize a captured stack with ps and keep it.  0, or -errno. */
+int stackstore_add(struct stackstore *ss, struct pysym *ps, uint32_t pid,
+		   const struct rec_pystack *r, const struct sym_stack **out);
+/* layer_stack views of every stored stack (for layers_build); free *v. */
+int stackstore_layer_stacks(const struct stackstore *ss, struct layer_stack **v, size_t *n);
+
+#endif
