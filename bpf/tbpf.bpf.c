@@ -169,17 +169,49 @@ static __always_inline void stat_add(__u32 pid, __u32 op_id, __u64 stack_id,
 #include "hist.bpf.h"
 
 /* Close the top frame at time `now`; flags say how the exit was seen. */
+/* The nearest counted (non-skip) frame below index d, or -1. */
+static __always_inline int counted_parent(struct tbpf_thread *t, __u32 d)
+{
+	for (int k = 0; k < 4; k++) {
+		__u32 i;
+
+		if (d == 0)
+			return -1;
+		d -= 1;
+		i = d & (TBPF_MAX_DEPTH - 1);
+		if (!(t->frames[i].flags & OPF_SKIP))
+			return (int)i;
+	}
+	return -1;
+}
+
+static __always_inline void stat_undo(__u32 pid, __u32 op_id, __u64 stack_id, __u64 self,
+				      __u64 total)
+{
+	struct tbpf_opkey k = { .pid = pid, .op_id = op_id, .stack_id = stack_id };
+	struct tbpf_opstat *s = bpf_map_lookup_elem(&opstats, &k);
+
+	/* per-CPU slots may wrap below zero; their sum is right */
+	if (s) {
+		s->calls -= 1;
+		s->self_ns -= self;
+		s->total_ns -= total;
+	}
+}
+
 static __always_inline void pop_frame(struct tbpf_thread *t, __u32 tid, __u64 now, __u32 flags)
 {
-	__u32 d = t->depth, pi;
+	__u32 d = t->depth, pi, fi;
 	struct tbpf_frame *f;
 	__u64 dur, self, child;
 	__u32 op_id, fflags;
+	int cp;
 
 	if (d == 0 || d > TBPF_MAX_DEPTH)
 		return;
 	d -= 1;
-	f = &t->frames[d & (TBPF_MAX_DEPTH - 1)];
+	fi = d & (TBPF_MAX_DEPTH - 1);
+	f = &t->frames[fi];
 	dur = now > f->start_ns ? now - f->start_ns : 0;
 	child = f->child_ns;
 	op_id = f->op_id;
@@ -194,8 +226,25 @@ static __always_inline void pop_frame(struct tbpf_thread *t, __u32 tid, __u64 no
 		return;
 	}
 	self = dur > child ? dur - child : 0;
+	/* torch.profiler drops a child that has its parent's name and is
+	 * its only child (EventList._remove_dup_nodes): fold it back in */
+	if (f->nchild == 1 && f->dup_op) {
+		stat_undo(t->pid, f->dup_op, t->pystack_id, f->dup_self, f->dup_total);
+		self += f->dup_self;
+	}
 	if (d > 0)
 		t->frames[pi].child_ns += dur;
+	cp = counted_parent(t, d);
+	if (cp >= 0) {
+		struct tbpf_frame *p = &t->frames[cp & (TBPF_MAX_DEPTH - 1)];
+
+		p->nchild++;
+		if (p->nchild == 1 && p->name_id && p->name_id == f->name_id) {
+			p->dup_op = op_id;
+			p->dup_self = self;
+			p->dup_total = dur;
+		}
+	}
 	if (t->vdepth)
 		t->vdepth--;
 	stat_add(t->pid, op_id, t->pystack_id, self, dur, flags);
@@ -299,6 +348,9 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	f->ra = ra;
 	f->op_id = op_id;
 	f->flags = flags;
+	f->name_id = TBPF_COOKIE_NAMEID(cookie);
+	f->nchild = 0;
+	f->dup_op = 0;
 	t->depth = d + 1;
 	if (!(flags & OPF_SKIP)) {
 		emit_op(REC_OP_ENTER, tid, now, pid, op_id, t->vdepth,

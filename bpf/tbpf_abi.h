@@ -28,6 +28,11 @@
 /* The attach cookie of an op probe: op id in the low 32 bits, flags above. */
 #define TBPF_COOKIE_REDISPATCH (1ULL << 32)
 #define TBPF_COOKIE_OPID(c) ((__u32)(c))
+/* bits 40..63: the op's name id (same for every overload of a name), for
+ * torch.profiler's rule that an op whose only child has its own name is
+ * shown as one op (aten::sum -> aten::sum.dim_IntList) */
+#define TBPF_COOKIE_NAME_SHIFT 40
+#define TBPF_COOKIE_NAMEID(c) ((__u32)((c) >> TBPF_COOKIE_NAME_SHIFT))
 
 /* ---- settings (BPF .rodata, set before load) ------------------------ */
 enum tbpf_mode_flags {
@@ -275,6 +280,11 @@ struct tbpf_frame {
 	__u64 ra;        /* original return address read at entry */
 	__u32 op_id;
 	__u32 flags;
+	__u32 name_id;
+	__u32 nchild;    /* counted ops closed directly inside this one */
+	__u32 dup_op;    /* the first such child when it has this op's name */
+	__u32 pad;
+	__u64 dup_self, dup_total;
 };
 
 struct tbpf_thread {

@@ -141,6 +141,7 @@ int target_open(pid_t pid, uint32_t id_base, struct target *t, char **why)
 	struct pm_maps maps = { 0 };
 	char **paths = NULL;
 	size_t npaths = 0, nops_total = 1;
+	uint32_t name_id = 0;
 	int err;
 
 	memset(t, 0, sizeof(*t));
@@ -204,9 +205,13 @@ int target_open(pid_t pid, uint32_t id_base, struct target *t, char **why)
 		for (size_t k = 0; k < l->syms.n; k++) {
 			const struct opsym *s = &l->syms.v[k];
 
+			/* syms are sorted by name: equal names are adjacent */
+			if (k == 0 || strcmp(s->name, l->syms.v[k - 1].name))
+				name_id++;
 			l->offsets[k] = s->file_off;
 			l->cookies[k] = (uint64_t)(l->id_base + s->op_index + 1) |
-					(s->redispatch ? TBPF_COOKIE_REDISPATCH : 0);
+					(s->redispatch ? TBPF_COOKIE_REDISPATCH : 0) |
+					((uint64_t)(name_id & 0xffffff) << TBPF_COOKIE_NAME_SHIFT);
 		}
 		l->n = l->syms.n;
 		t->nprobes += l->n;
