@@ -382,9 +382,17 @@ static int snap_cmp(const void *a, const void *b)
 	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
 }
 
+/* A cumulative value can step back: the BPF side takes back a call it
+ * folds into its parent (stat_undo).  Count nothing then, and keep the
+ * high-water mark so the same calls are not counted twice. */
 static uint64_t sub0(uint64_t cur, uint64_t prev)
 {
-	return cur >= prev ? cur - prev : cur;   /* below: the row was recreated */
+	return cur > prev ? cur - prev : 0;
+}
+
+static uint64_t max64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
 }
 
 /* cur (cumulative rows) -> win (deltas against *prev); *prev becomes cur. */
@@ -404,6 +412,15 @@ static int profile_delta(const struct profile *cur, struct snap **prev, size_t *
 
 		next[i] = k;
 		if (o) {
+			struct prof_op *hw = &next[i].v;
+
+			hw->calls = max64(r->calls, o->v.calls);
+			hw->self_ns = max64(r->self_ns, o->v.self_ns);
+			hw->total_ns = max64(r->total_ns, o->v.total_ns);
+			hw->launches = max64(r->launches, o->v.launches);
+			hw->inferred = max64(r->inferred, o->v.inferred);
+			hw->self_cuda_ns = max64(r->self_cuda_ns, o->v.self_cuda_ns);
+			hw->cuda_total_ns = max64(r->cuda_total_ns, o->v.cuda_total_ns);
 			d.calls = sub0(r->calls, o->v.calls);
 			d.self_ns = sub0(r->self_ns, o->v.self_ns);
 			d.total_ns = sub0(r->total_ns, o->v.total_ns);
@@ -455,8 +472,10 @@ static int hist_delta(struct metrics_hist_row *rows, size_t n, struct hsnap **pr
 		next[i] = k;
 		o = *nprev ? bsearch(&k, *prev, *nprev, sizeof(k), hsnap_cmp) : NULL;
 		if (o)
-			for (int b = 0; b < TBPF_HIST_BUCKETS; b++)
+			for (int b = 0; b < TBPF_HIST_BUCKETS; b++) {
+				next[i].buckets[b] = max64(rows[i].buckets[b], o->buckets[b]);
 				rows[i].buckets[b] = sub0(rows[i].buckets[b], o->buckets[b]);
+			}
 	}
 	qsort(next, n, sizeof(*next), hsnap_cmp);
 	free(*prev);
