@@ -12,6 +12,7 @@
 #include "tbpf_abi.h"
 #include "budget.h"
 #include "procmaps.h"
+#include "profile.h"
 #include "uprobe.h"
 #if __has_include("session.h")
 #include "session.h"
@@ -209,12 +210,37 @@ void budget_init(struct budget *b, double limit, double hit_ns)
 	b->min_on_ns = 50000000ULL;
 	b->max_period_ns = 10000000000ULL;
 	b->overhead = -1;
+	b->steady = calloc(1, sizeof(*b->steady));
+	if (b->steady)
+		profile_init(b->steady);
 }
 
 void budget_free(struct budget *b)
 {
+	for (size_t i = 0; i < b->n; i++)
+		free(b->t[i].snap);
 	free(b->t);
+	free(b->gone);
+	if (b->steady)
+		profile_free(b->steady);
+	free(b->steady);
 	memset(b, 0, sizeof(*b));
+}
+
+void budget_steady_reset(struct budget *b)
+{
+	if (!b->steady)
+		return;
+	profile_free(b->steady);
+	profile_init(b->steady);
+}
+
+bool budget_tracks(const struct budget *b, pid_t pid)
+{
+	for (size_t i = 0; i < b->n; i++)
+		if (b->t[i].pid == pid)
+			return true;
+	return false;
 }
 
 double budget_coverage(const struct budget *b, pid_t pid)
@@ -222,6 +248,9 @@ double budget_coverage(const struct budget *b, pid_t pid)
 	for (size_t i = 0; i < b->n; i++)
 		if (b->t[i].pid == pid)
 			return b->t[i].coverage;
+	for (size_t i = 0; i < b->ngone; i++)
+		if (b->gone[i].pid == pid)
+			return b->gone[i].coverage;
 	return 1;
 }
 
@@ -234,6 +263,99 @@ static struct budget_target *bt_find(struct budget *b, pid_t pid)
 	return NULL;
 }
 
+static int opkey_cmp(const void *a, const void *b)
+{
+	const struct prof_op *x = a, *y = b;
+
+	if (x->op_id != y->op_id)
+		return x->op_id < y->op_id ? -1 : 1;
+	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
+/* The target's cumulative op rows now, sorted by (op, stack).  Names point
+ * into the session's op table. */
+static int rows_of(struct session *s, pid_t pid, struct prof_op **rows, size_t *n)
+{
+	struct profile p;
+	size_t k = 0;
+	int err;
+
+	*rows = NULL;
+	*n = 0;
+	profile_init(&p);
+	err = session_collect(s, &p);
+	if (!err) {
+		*rows = calloc(p.nops + 1, sizeof(**rows));
+		if (!*rows)
+			err = -ENOMEM;
+	}
+	for (size_t i = 0; !err && i < p.nops; i++)
+		if (p.ops[i].pid == (uint32_t)pid) {
+			const char *ovl = NULL;
+
+			(*rows)[k] = p.ops[i];
+			(*rows)[k].name = session_op_name(s, p.ops[i].op_id, &ovl);
+			(*rows)[k].overload = ovl;
+			if (!(*rows)[k].name)
+				(*rows)[k].name = "?";
+			k++;
+		}
+	profile_free(&p);
+	if (!err)
+		qsort(*rows, k, sizeof(**rows), opkey_cmp);
+	*n = k;
+	return err;
+}
+
+/* Close the steady interval: rows now minus the snapshot into b->steady;
+ * with reopen, the rows now become the next snapshot. */
+static void steady_cut(struct budget *b, struct session *s, struct budget_target *t,
+		       uint64_t now, uint64_t cpu, bool reopen)
+{
+	struct prof_op *cur = NULL;
+	size_t n = 0;
+
+	if (!t->steady)
+		return;
+	if (!rows_of(s, t->pid, &cur, &n) && b->steady) {
+		for (size_t i = 0; i < n; i++) {
+			const struct prof_op *o = t->nsnap ?
+				bsearch(&cur[i], t->snap, t->nsnap, sizeof(*t->snap), opkey_cmp) : NULL;
+			struct prof_op d = cur[i];
+
+			if (o) {
+				d.calls = d.calls > o->calls ? d.calls - o->calls : 0;
+				d.self_ns = d.self_ns > o->self_ns ? d.self_ns - o->self_ns : 0;
+				d.total_ns = d.total_ns > o->total_ns ? d.total_ns - o->total_ns : 0;
+				d.launches = d.launches > o->launches ? d.launches - o->launches : 0;
+				d.inferred = d.inferred > o->inferred ? d.inferred - o->inferred : 0;
+			}
+			if (d.calls || d.self_ns)
+				profile_add_op(b->steady, &d);
+		}
+	}
+	t->steady_ns += now > t->steady_start ? now - t->steady_start : 0;
+	t->cpu_steady_ns += cpu > t->cpu_steady_start ? cpu - t->cpu_steady_start : 0;
+	free(t->snap);
+	t->snap = reopen ? cur : NULL;
+	t->nsnap = reopen ? n : 0;
+	if (!reopen)
+		free(cur);
+	t->steady = reopen;
+	t->steady_start = now;
+	t->cpu_steady_start = cpu;
+}
+
+static void steady_open(struct session *s, struct budget_target *t)
+{
+	free(t->snap);
+	t->snap = NULL;
+	t->nsnap = 0;
+	t->steady = !rows_of(s, t->pid, &t->snap, &t->nsnap);
+	t->steady_start = mono_ns();
+	t->cpu_steady_start = budget_proc_cpu_ns(t->pid);
+}
+
 static void on_phase_end(struct budget_target *t, uint64_t now, uint64_t cpu)
 {
 	uint64_t from = t->since_ns;
@@ -242,10 +364,9 @@ static void on_phase_end(struct budget_target *t, uint64_t now, uint64_t cpu)
 	t->cpu_on_ns += cpu > t->cpu_at_on ? cpu - t->cpu_at_on : 0;
 }
 
-/* Probes fire while a link is being attached or detached (uprobes go in
- * and out one by one, ~50-100 ms for 6,000 of them), so an on phase runs
- * from the start of the attach to the end of the detach, for its time and
- * for the target CPU time read around it. */
+/* An on phase runs from the start of the attach to the end of the detach
+ * (uprobes go in and out one at a time: 50 ms to 1 s for 6,000 of them);
+ * only its steady part, all probes in, is counted. */
 static void set_on(struct budget *b, struct session *s, struct budget_target *t, bool on,
 		   uint64_t now)
 {
@@ -254,6 +375,10 @@ static void set_on(struct budget *b, struct session *s, struct budget_target *t,
 	if (t->on == on)
 		return;
 	if (!on) {
+		cpu = budget_proc_cpu_ns(t->pid);
+		if (cpu)
+			t->cpu_last = cpu;
+		steady_cut(b, s, t, now, t->cpu_last, false);
 		session_set_enabled(s, t->pid, false);
 		done = mono_ns();
 		cpu = budget_proc_cpu_ns(t->pid);
@@ -261,9 +386,6 @@ static void set_on(struct budget *b, struct session *s, struct budget_target *t,
 			t->cpu_last = cpu;
 		on_phase_end(t, done, t->cpu_last);
 		t->detach_ns = done - now;
-		/* uprobes go in and out one at a time: count half of the attach
-		 * and of the detach as observed time */
-		t->toggle_ns_window += (t->attach_ns + t->detach_ns) / 2;
 		if (getenv("TBPF_BUDGET_DEBUG"))
 			fprintf(stderr, "budget: pid %d off in %.1f ms\n", t->pid, (done - now) / 1e6);
 		t->on = false;
@@ -278,6 +400,7 @@ static void set_on(struct budget *b, struct session *s, struct budget_target *t,
 	t->since_ns = now;
 	t->cpu_at_on = cpu;
 	t->attach_ns = done - now;
+	steady_open(s, t);
 	if (getenv("TBPF_BUDGET_DEBUG"))
 		fprintf(stderr, "budget: pid %d on in %.1f ms\n", t->pid, (done - now) / 1e6);
 }
@@ -303,7 +426,9 @@ void budget_tick(struct budget *b, struct session *s, uint64_t now)
 		t->pid = ti->pid;
 		t->on = true;          /* the session attached it */
 		t->since_ns = now;
-		t->cpu_window_start = t->cpu_at_on = t->cpu_last = budget_proc_cpu_ns(ti->pid);
+		t->cpu_at_on = t->cpu_last = t->cpu_window_start = budget_proc_cpu_ns(ti->pid);
+		t->adopted_ns = t->seen_ns = now;
+		steady_open(s, t);
 		/* measure first: a short on phase, then plan at the window end */
 		t->plan.on_ns = b->min_on_ns * 2;
 		t->plan.off_ns = b->period_ns > t->plan.on_ns ? b->period_ns - t->plan.on_ns : 0;
@@ -314,8 +439,10 @@ void budget_tick(struct budget *b, struct session *s, uint64_t now)
 		struct budget_target *t = &b->t[i];
 		uint64_t cpu = budget_proc_cpu_ns(t->pid);
 
-		if (cpu)
+		if (cpu) {
 			t->cpu_last = cpu;
+			t->seen_ns = now;
+		}
 		if (t->on && t->plan.off_ns && now - t->since_ns + t->detach_ns >= t->plan.on_ns)
 			set_on(b, s, t, false, now);
 		else if (!t->on && now - t->since_ns >= t->plan.off_ns)
@@ -323,85 +450,96 @@ void budget_tick(struct budget *b, struct session *s, uint64_t now)
 	}
 }
 
-void budget_window(struct budget *b, struct session *s, const pid_t *pids,
-		   const uint64_t *hits, size_t n, uint64_t now)
+void budget_window(struct budget *b, struct session *s, double hits_per_call, uint64_t now)
 {
 	double added = 0, base_total = 0;
 	double w_s = (double)(now - b->window_start_ns) / 1e9;
 	size_t k = 0;
 
+	free(b->gone);
+	b->ngone = 0;
+	b->gone = calloc(b->n + 1, sizeof(*b->gone));
 	for (size_t i = 0; i < b->n; i++) {
 		struct budget_target *t = &b->t[i];
-		uint64_t cpu = budget_proc_cpu_ns(t->pid), c = 0, on_ns, cpu_on, cpu_all;
-		double probe_s, base_on, base_all, rate, base, hit_ns;
+		uint64_t cpu = budget_proc_cpu_ns(t->pid), c = 0, calls = 0, cpu_all;
+		double probe_s, base_all, rate, base, hit_ns = b->hit_ns;
 		bool gone = !cpu;
 
 		if (gone)
 			cpu = t->cpu_last;
-		for (size_t j = 0; j < n; j++)
-			if (pids[j] == t->pid)
-				c += hits[j];
 		if (t->on) {
 			on_phase_end(t, now, cpu);
 			t->cpu_at_on = cpu;
+			t->since_ns = now;
 		}
-		t->since_ns = now;
-		hit_ns = b->hit_ns;
-		on_ns = t->on_ns_window;
-		cpu_on = t->cpu_on_ns;
-		if (on_ns > t->toggle_ns_window) {
-			cpu_on = (uint64_t)((double)cpu_on * (on_ns - t->toggle_ns_window) / on_ns);
-			on_ns -= t->toggle_ns_window;
-		}
+		steady_cut(b, s, t, now, cpu, t->on && !gone);
+		for (size_t j = 0; b->steady && j < b->steady->nops; j++)
+			if (b->steady->ops[j].pid == (uint32_t)t->pid)
+				calls += b->steady->ops[j].calls;
+		c = (uint64_t)(calls * (hits_per_call > 1 ? hits_per_call : 1));
 		cpu_all = cpu > t->cpu_window_start ? cpu - t->cpu_window_start : 0;
-		/* Coverage: the share of the target's own work (CPU time without
-		 * the probes' cost) done while the probes were on.  Unlike the
-		 * share of wall time it holds for bursty and idle targets. */
+		/* Coverage: the share of the target's lifetime in this window
+		 * spent with all probes in.  (The share of its CPU time would
+		 * suit bursty targets better, but the probes' own cost, a large
+		 * part of the CPU while they are in, is known too roughly.) */
 		probe_s = c * hit_ns / 1e9;
-		base_on = cpu_on / 1e9 - probe_s;
 		base_all = cpu_all / 1e9 - probe_s;
-		if (!on_ns)
-			t->coverage = 1;   /* nothing observed: stragglers are not scaled */
-		else if (base_on > 0 && base_all > 0 && c)
-			t->coverage = base_on / base_all > 1 ? 1 : base_on / base_all;
-		else
-			t->coverage = w_s > 0 ? (double)on_ns / 1e9 / w_s : 1;
+		if (t->steady_ns && t->on_ns_window > t->steady_ns)
+			base_all -= probe_s * (t->on_ns_window - t->steady_ns) / 2 / t->steady_ns;
+		{
+			uint64_t from = t->adopted_ns > b->window_start_ns ? t->adopted_ns
+									  : b->window_start_ns;
+			uint64_t to = gone ? t->seen_ns : now;
+			double life = to > from ? (double)(to - from) : 0;
+
+			if (!t->steady_ns)
+				t->coverage = 1;   /* nothing counted: nothing to scale */
+			else
+				t->coverage = life > 0 && t->steady_ns < life ? t->steady_ns / life : 1;
+		}
 		if (t->coverage <= 0)
 			t->coverage = 1e-3;
 		t->hits = c;
-		if (on_ns > 0 && w_s > 0 && c) {
-			rate = (double)c / ((double)on_ns / 1e9);
-			base = base_all / w_s;
+		if (t->steady_ns > 0 && w_s > 0 && c) {
 			uint64_t min_on = t->attach_ns + t->detach_ns;
 
+			rate = (double)c / ((double)t->steady_ns / 1e9);
+			base = base_all / w_s;
 			min_on = min_on > b->min_on_ns ? min_on : b->min_on_ns;
 			if (min_on > b->period_ns)
 				min_on = b->period_ns;
 			budget_plan(rate, hit_ns, base, b->limit, b->period_ns, min_on,
 				    b->max_period_ns, &t->plan);
-			added += probe_s;
+			added += (double)t->on_ns_window / 1e9 * rate * hit_ns / 1e9;
 			base_total += base_all > 0.01 * w_s ? base_all : 0.01 * w_s;
 		}
 		if (getenv("TBPF_BUDGET_DEBUG"))
-			fprintf(stderr, "budget: pid %d hits %llu on %.3f s of %.3f s; cpu %.3f s, "
-					"%.3f s while on -> coverage %.3f; hit %.0f ns; plan on %.3f s off %.3f s "
-					"(full %.1f%%)\n", t->pid, (unsigned long long)c, on_ns / 1e9,
-				w_s, cpu_all / 1e9, cpu_on / 1e9, t->coverage, hit_ns, t->plan.on_ns / 1e9,
-				t->plan.off_ns / 1e9, t->plan.full_overhead * 100);
+			fprintf(stderr, "budget: pid %d calls %llu in %.3f s steady (%.3f s on) of "
+					"%.3f s; cpu %.3f s, %.3f s steady -> coverage %.3f; plan on "
+					"%.3f s off %.3f s (full %.1f%%)\n", t->pid,
+				(unsigned long long)calls, t->steady_ns / 1e9, t->on_ns_window / 1e9,
+				w_s, cpu_all / 1e9, t->cpu_steady_ns / 1e9, t->coverage,
+				t->plan.on_ns / 1e9, t->plan.off_ns / 1e9, t->plan.full_overhead * 100);
 		t->cpu_window_start = cpu;
 		t->on_ns_window = 0;
 		t->cpu_on_ns = 0;
-		t->toggle_ns_window = 0;
-		if (!gone)
+		t->steady_ns = 0;
+		t->cpu_steady_ns = 0;
+		if (!gone) {
 			b->t[k++] = *t;
+		} else {
+			free(t->snap);
+			if (b->gone) {
+				b->gone[b->ngone].pid = t->pid;
+				b->gone[b->ngone++].coverage = t->coverage;
+			}
+		}
 	}
 	b->n = k;
 	b->overhead = base_total > 0 ? added / base_total : -1;
 	b->window_start_ns = now;
-	(void)s;
 }
 #else
 void budget_tick(struct budget *b, struct session *s, uint64_t now) {}
-void budget_window(struct budget *b, struct session *s, const pid_t *pids,
-		   const uint64_t *hits, size_t n, uint64_t now) {}
+void budget_window(struct budget *b, struct session *s, double hits_per_call, uint64_t now) {}
 #endif

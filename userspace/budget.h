@@ -34,8 +34,15 @@ int budget_calibrate(double *hit_ns);
 /* ---- driver -------------------------------------------------------- */
 struct session;
 
+struct prof_op;
+
 struct budget_target {
 	pid_t pid;
+	struct prof_op *snap;      /* its op rows when the probes were last fully in */
+	size_t nsnap;
+	bool steady;               /* snap taken: counting from it */
+	uint64_t steady_ns, cpu_steady_ns;   /* this window: time and CPU fully attached */
+	uint64_t steady_start, cpu_steady_start;
 	bool on;
 	uint64_t since_ns;         /* last toggle (attach done) */
 	uint64_t on_ns_window;     /* attached time in the current window */
@@ -44,8 +51,8 @@ struct budget_target {
 	uint64_t cpu_on_ns;        /* target CPU ns spent in on phases this window */
 	uint64_t cpu_last;         /* last reading (kept when the target exits) */
 	uint64_t hits;             /* last window */
+	uint64_t adopted_ns, seen_ns;    /* first and last time seen alive */
 	uint64_t attach_ns, detach_ns;   /* last attach and detach took */
-	uint64_t toggle_ns_window; /* half of the attach+detach times this window */
 	struct budget_plan plan;
 	double coverage;           /* last window: share of its work observed */
 };
@@ -57,6 +64,9 @@ struct budget {
 	struct budget_target *t;
 	size_t n;
 	double overhead;           /* last window's estimate over all targets, < 0 unknown */
+	struct profile *steady;    /* op calls seen with the probes fully in, this window */
+	struct { pid_t pid; double coverage; } *gone;   /* dropped at the last window */
+	size_t ngone;
 };
 
 void budget_init(struct budget *b, double limit, double hit_ns);
@@ -64,11 +74,17 @@ void budget_free(struct budget *b);
 /* Toggle targets whose on/off phase is over; adopt new session targets
  * (attached, so on).  Call often (every poll). */
 void budget_tick(struct budget *b, struct session *s, uint64_t now_ns);
-/* Window end: hits[i] probe hits observed for pids[i].  Computes each
- * target's coverage (share of its own CPU work done while the probes were
- * on, probe cost removed), re-plans it, drops exited targets. */
-void budget_window(struct budget *b, struct session *s, const pid_t *pids,
-		   const uint64_t *hits, size_t n, uint64_t now_ns);
+/* Window end: closes the targets' steady intervals into b->steady (the
+ * op rows counted between "all probes in" and "detach begins": calls made
+ * while uprobes were going in or out are left out, they would bias the
+ * estimate), computes each target's coverage (share of its own CPU work
+ * done in steady intervals, probe cost removed; hits_per_call converts
+ * calls to probe hits), re-plans it, drops exited targets.  The caller
+ * takes the rows of b->steady for the budget's pids (budget_tracks) and
+ * then calls budget_steady_reset. */
+void budget_window(struct budget *b, struct session *s, double hits_per_call, uint64_t now_ns);
+bool budget_tracks(const struct budget *b, pid_t pid);
+void budget_steady_reset(struct budget *b);
 /* Coverage of pid computed by the last budget_window (1 when unknown). */
 double budget_coverage(const struct budget *b, pid_t pid);
 

@@ -900,9 +900,6 @@ static int do_window(struct wctx *w, uint64_t now_mono, uint64_t now_real)
 	size_t nhist = 0, np = 0, nt = session_ntargets(w->s);
 	uint64_t cnt[CNT_MAX], delta[CNT_MAX];
 	uint32_t alive = 0;
-	pid_t *bp = NULL;
-	uint64_t *bc = NULL;
-	size_t nb = 0;
 	int err;
 
 	struct pcomm *comms = calloc(nt ? nt : 1, sizeof(*comms));
@@ -937,31 +934,35 @@ static int do_window(struct wctx *w, uint64_t now_mono, uint64_t now_real)
 	}
 	p.duration_ns = now_mono - w->win_start_mono;
 	if (w->budget && !err) {
-		bp = calloc(p.nops + 1, sizeof(*bp));
-		bc = calloc(p.nops + 1, sizeof(*bc));
-		if (bp && bc) {
-			for (size_t k = 0; k < p.nops; k++) {
-				size_t j;
+		/* Budgeted targets: their rows of this window are the calls
+		 * counted with the probes fully in (the budget's steady rows),
+		 * not the window delta, which holds partial toggle periods. */
+		uint64_t calls = 0;
+		struct profile q;
+		size_t ntr = w->budget->n;
+		uint32_t *tracked = calloc(ntr + 1, sizeof(*tracked));
 
-				for (j = 0; j < nb && bp[j] != (pid_t)p.ops[k].pid; j++)
-					;
-				if (j == nb)
-					bp[nb++] = (pid_t)p.ops[k].pid;
-				bc[j] += p.ops[k].calls;
-			}
-			/* the budget prices probe hits; entries per counted call
-			 * (redispatch probes, skipped nesting) from the totals */
-			uint64_t total = 0;
-
-			for (size_t j = 0; j < nb; j++)
-				total += bc[j];
-			if (total && delta[CNT_ENTRIES] > total)
-				for (size_t j = 0; j < nb; j++)
-					bc[j] = (uint64_t)((double)bc[j] * delta[CNT_ENTRIES] / total);
-			budget_window(w->budget, w->s, bp, bc, nb, now_mono);
+		if (!tracked) {
+			err = -ENOMEM;
+			goto done;
 		}
-		free(bp);
-		free(bc);
+		for (size_t k = 0; k < ntr; k++)
+			tracked[k] = (uint32_t)w->budget->t[k].pid;
+		for (size_t k = 0; k < p.nops; k++)
+			calls += p.ops[k].calls;
+		budget_window(w->budget, w->s,
+			      calls ? (double)delta[CNT_ENTRIES] / (double)calls : 1, now_mono);
+		profile_init(&q);
+		q.duration_ns = p.duration_ns;
+		for (size_t k = 0; !err && k < p.nops; k++)
+			if (!pid_in(p.ops[k].pid, tracked, ntr))
+				err = profile_add_op(&q, &p.ops[k]);
+		free(tracked);
+		for (size_t k = 0; !err && w->budget->steady && k < w->budget->steady->nops; k++)
+			err = profile_add_op(&q, &w->budget->steady->ops[k]);
+		budget_steady_reset(w->budget);
+		profile_free(&p);
+		p = q;
 	}
 	/* processes: alive ones, and gone ones that still have rows */
 	for (size_t i = 0; i < nt; i++) {
@@ -1041,6 +1042,7 @@ static int do_window(struct wctx *w, uint64_t now_mono, uint64_t now_real)
 			fprintf(stderr, "tbpf: budget: estimated overhead %.3f%% (limit %.3f%%)\n",
 				w->budget->overhead * 100, w->budget->limit * 100);
 	}
+done:
 	w->seq++;
 	w->win_start_mono = now_mono;
 	w->win_start_real = now_real;
