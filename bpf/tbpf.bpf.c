@@ -193,7 +193,7 @@ static __always_inline void stat_undo(__u32 pid, __u32 op_id, __u64 stack_id, __
 
 	/* per-CPU slots may wrap below zero; their sum is right */
 	if (s) {
-		s->calls -= 1;
+		s->folded += 1;
 		s->self_ns -= self;
 		s->total_ns -= total;
 	}

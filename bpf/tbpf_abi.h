@@ -309,6 +309,8 @@ struct tbpf_opstat {
 	__u64 launches;  /* CUDA launches issued while this op was on top */
 	__u64 inferred;  /* exits inferred (entry-only mode or unwinds) */
 	__u64 max_ns;
+	__u64 folded;    /* of `calls`: the only child of a same-name op, which
+			  * torch.profiler's table shows as part of its parent */
 };
 
 /* Global counters (per-CPU array index). */

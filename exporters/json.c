@@ -20,6 +20,10 @@
  *       "pid": int, "name": str, "overload": str ("" = none),
  *       "calls": int, "self_ns": int, "total_ns": int, "max_ns": int,
  *       "inferred": int,         exits inferred or closed by an unwind
+ *       "folded": int,           further dispatcher calls of this op made as
+ *                                the only child of a same-name op; torch.
+ *                                profiler's table shows them inside the parent,
+ *                                so calls + folded = every ::call
  *       "launches": int,         only when any op launched CUDA work
  *       "self_cuda_ns": int, "cuda_total_ns": int   only with gpu_times
  *     }
@@ -68,10 +72,10 @@ int export_json(FILE *out, const struct profile *p, const struct export_opts *o)
 		fputs(", \"overload\": ", out);
 		json_str(out, r->overload);
 		fprintf(out, ", \"calls\": %llu, \"self_ns\": %llu, \"total_ns\": %llu, \"max_ns\": %llu, "
-			"\"inferred\": %llu",
+			"\"inferred\": %llu, \"folded\": %llu",
 			(unsigned long long)r->calls, (unsigned long long)r->self_ns,
 			(unsigned long long)r->total_ns, (unsigned long long)r->max_ns,
-			(unsigned long long)r->inferred);
+			(unsigned long long)r->inferred, (unsigned long long)r->folded);
 		if (launches)
 			fprintf(out, ", \"launches\": %llu", (unsigned long long)r->launches);
 		if (p->has_gpu_times)

@@ -28,6 +28,8 @@ PKGS=(
 	protobuf-compiler golang-go prometheus
 	# workloads: torch 1.13 for /usr/bin/python3; venv + pip for torch 2.x
 	python3 python3-torch python3-venv python3-pip ca-certificates
+	# torch 1.13 C++ headers: the pthread_cancel workload (forced_unwind.cpp)
+	libtorch-dev
 	# process tools the e2e tests use: ps/pgrep, killall/fuser, setpriv/runuser,
 	# timeout, gzip
 	procps psmisc util-linux coreutils gzip
@@ -65,7 +67,7 @@ done
 /usr/bin/python3 -c 'import torch' 2> /dev/null ||
 	die "/usr/bin/python3 cannot import torch (python3-torch broken?)"
 
-# 2. torch 2.x venv ---------------------------------------------------------
+# 2. torch 2.x venv (TBPF_SKIP_VENV=1 skips it: the demo needs torch 1.13 only)
 venv_ok() {
 	"$VENV/bin/python" - "$TORCH2_VERSION" > /dev/null 2>&1 <<'PY'
 import sys, warnings
@@ -75,29 +77,37 @@ assert torch.__version__.split("+")[0] == sys.argv[1], torch.__version__
 torch.ones(2).add(1)
 PY
 }
-mkdir -p "$(dirname "$VENV")"
-exec 9> "$VENV.lock"
-flock 9 # one installer at a time; a second setup.sh waits here
-if venv_ok; then
-	say "torch $TORCH2_VERSION venv ok: $VENV"
-else
-	if [ -e "$VENV" ]; then
-		say "venv $VENV exists but cannot import torch $TORCH2_VERSION: recreating"
-		rm -rf "$VENV"
+setup_venv() {
+	mkdir -p "$(dirname "$VENV")"
+	exec 9> "$VENV.lock"
+	flock 9 # one installer at a time; a second setup.sh waits here
+	if venv_ok; then
+		say "torch $TORCH2_VERSION venv ok: $VENV"
+	else
+		if [ -e "$VENV" ]; then
+			say "venv $VENV exists but cannot import torch $TORCH2_VERSION: recreating"
+			rm -rf "$VENV"
+		fi
+		say "creating $VENV with torch==$TORCH2_VERSION from PyPI (several GB, CUDA 12 wheels; minutes)"
+		/usr/bin/python3 -m venv "$VENV" || die "python3 -m venv $VENV failed"
+		"$VENV/bin/pip" install -q --disable-pip-version-check "torch==$TORCH2_VERSION" ||
+			die "pip install torch==$TORCH2_VERSION into $VENV failed"
+		venv_ok || die "$VENV still cannot import torch $TORCH2_VERSION after install"
+		say "torch $TORCH2_VERSION installed in $VENV"
 	fi
-	say "creating $VENV with torch==$TORCH2_VERSION from PyPI (several GB, CUDA 12 wheels; minutes)"
-	/usr/bin/python3 -m venv "$VENV" || die "python3 -m venv $VENV failed"
-	"$VENV/bin/pip" install -q --disable-pip-version-check "torch==$TORCH2_VERSION" ||
-		die "pip install torch==$TORCH2_VERSION into $VENV failed"
-	venv_ok || die "$VENV still cannot import torch $TORCH2_VERSION after install"
-	say "torch $TORCH2_VERSION installed in $VENV"
+	# numpy: without it torch 2.x warns on stderr at import (noise in test logs).
+	if ! "$VENV/bin/python" -c 'import numpy' 2> /dev/null; then
+		say "installing numpy into $VENV"
+		"$VENV/bin/pip" install -q --disable-pip-version-check numpy || die "pip install numpy into $VENV failed"
+	fi
+	flock -u 9
+}
+
+if [ "${TBPF_SKIP_VENV:-0}" = 1 ]; then
+	say "TBPF_SKIP_VENV=1: not checking the torch $TORCH2_VERSION venv"
+else
+	setup_venv
 fi
-# numpy: without it torch 2.x warns on stderr at import (noise in test logs).
-if ! "$VENV/bin/python" -c 'import numpy' 2> /dev/null; then
-	say "installing numpy into $VENV"
-	"$VENV/bin/pip" install -q --disable-pip-version-check numpy || die "pip install numpy into $VENV failed"
-fi
-flock -u 9
 
 # 3. checks -----------------------------------------------------------------
 if [ -r "$CUDA_HOME/include/cuda_runtime_api.h" ] && ls "$CUDA_HOME"/lib64/libcudart.so* > /dev/null 2>&1; then

@@ -24,6 +24,7 @@
 #include "uprobe.h"
 
 struct guard {
+	size_t entry_probes;
 	pid_t child;
 	int cmd_fd;     /* write end: a byte or EOF means "stop" */
 	int status_fd;  /* read end: the child's reports */
@@ -62,7 +63,7 @@ struct gstate {
 	const struct guard_config *cfg;
 	struct tracee *t;
 	size_t n, cap;
-	struct uprobe_set ret, hooks;
+	struct uprobe_set entry, ret, hooks;
 	struct guard_stats st;
 	int status_fd;
 };
@@ -335,7 +336,9 @@ static void shutdown_all(struct gstate *g)
 			ptrace(PTRACE_DETACH, t->tid, 0, t->pending);
 		tracee_gone(g, t->tid);
 	}
-	/* 4: the unwind hooks last */
+	/* 4: entry probes (frames are recorded until no thread can be
+	 * hijacked any more), then the unwind hooks */
+	uprobe_set_close(&g->entry);
 	uprobe_set_close(&g->hooks);
 }
 
@@ -361,6 +364,18 @@ static int run_child(const struct guard_config *cfg, int cmd_fd, int status_fd)
 		report(&g, rc, err);
 		return 1;   /* exiting detaches whatever was seized */
 	}
+	/* entry probes before return probes: every hijacked frame is recorded */
+	for (size_t i = 0; i < cfg->nlibs; i++) {
+		rc = uprobe_set_attach(&g.entry, cfg->entry_prog, cfg->libs[i].path, cfg->libs[i].offsets,
+				       cfg->libs[i].cookies, cfg->libs[i].n, false, cfg->pid, cfg->multi);
+		if (rc) {
+			snprintf(err, sizeof(err), "cannot attach op probes in %s: %s", cfg->libs[i].path,
+				 strerror(-rc));
+			uprobe_set_close(&g.entry);
+			report(&g, rc, err);
+			return 1;
+		}
+	}
 	for (size_t i = 0; i < cfg->nhooks; i++) {
 		struct bpf_program *p = cfg->hooks[i].is_catch ? cfg->catch_prog : cfg->unwind_prog;
 		uint64_t cookie = 0;
@@ -371,6 +386,7 @@ static int run_child(const struct guard_config *cfg, int cmd_fd, int status_fd)
 			snprintf(err, sizeof(err), "unwind hook in %s: %s", cfg->hooks[i].path,
 				 strerror(-rc));
 			uprobe_set_close(&g.hooks);
+			uprobe_set_close(&g.entry);
 			report(&g, rc, err);
 			return 1;
 		}
@@ -387,7 +403,7 @@ static int run_child(const struct guard_config *cfg, int cmd_fd, int status_fd)
 		}
 	}
 	g.st.return_probes = g.ret.nprobes;
-	snprintf(err, sizeof(err), "%zu", g.n);
+	snprintf(err, sizeof(err), "%zu %zu", g.n, g.entry.nprobes);
 	report(&g, 0, err);
 
 	for (;;) {
@@ -497,8 +513,19 @@ int guard_start(const struct guard_config *cfg, struct guard **out, char **why)
 		free(g);
 		return rc ? rc : code;
 	}
+	{
+		unsigned long long nthreads = 0, nentry = 0;
+
+		sscanf(msg, "%llu %llu", &nthreads, &nentry);
+		g->entry_probes = nentry;
+	}
 	*out = g;
 	return 0;
+}
+
+size_t guard_entry_probes(const struct guard *g)
+{
+	return g ? g->entry_probes : 0;
 }
 
 bool guard_alive(struct guard *g)
@@ -519,7 +546,8 @@ int guard_stop(struct guard *g, struct guard_stats *stats)
 	if (!g)
 		return 0;
 	close(g->cmd_fd);
-	if (!read_report(g->status_fd, &code, msg, sizeof(msg), 10000) && stats) {
+	/* the guard repairs and detaches every thread before it answers */
+	if (!read_report(g->status_fd, &code, msg, sizeof(msg), 120000) && stats) {
 		unsigned long long a = 0, b = 0, c = 0, d = 0, e = 0;
 
 		sscanf(msg, "%llu %llu %llu %llu %llu", &a, &b, &c, &d, &e);

@@ -8,7 +8,9 @@
  * the original return addresses back (recorded by BPF at entry) and lets
  * it go on.  The guard owns the return-probe and unwind-hook links, so if
  * tbpf is killed it still removes them in a safe order: no new hijacks,
- * repair every thread, detach.
+ * repair every thread, detach.  It owns the entry probes too: were they
+ * to go first (tbpf killed), calls would be hijacked without the record
+ * the repair needs.
  */
 #ifndef TBPF_GUARD_H
 #define TBPF_GUARD_H
@@ -38,7 +40,7 @@ struct guard_config {
 	int sig;                  /* signal BPF sends (default SIGURG) */
 	uint64_t tramp_page;
 	int threads_map_fd, guard_tids_fd, guard_req_fd;
-	struct bpf_program *exit_prog, *unwind_prog, *catch_prog;
+	struct bpf_program *entry_prog, *exit_prog, *unwind_prog, *catch_prog;
 	bool multi;               /* uprobe_multi available */
 	const struct guard_lib *libs;
 	size_t nlibs;
@@ -65,6 +67,8 @@ int guard_stop(struct guard *g, struct guard_stats *st);
 /* true while the guard process runs */
 bool guard_alive(struct guard *g);
 pid_t guard_pid(const struct guard *g);
+/* Op entry probes the guard attached. */
+size_t guard_entry_probes(const struct guard *g);
 
 /* Pure helper used by the guard and unit-tested: decide which recorded
  * frames need their return address restored, given the slot contents

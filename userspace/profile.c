@@ -85,6 +85,7 @@ int profile_add_op(struct profile *p, const struct prof_op *o)
 				e->max_ns = o->max_ns;
 			e->launches += o->launches;
 			e->inferred += o->inferred;
+			e->folded += o->folded;
 			e->self_cuda_ns += o->self_cuda_ns;
 			e->cuda_total_ns += o->cuda_total_ns;
 			return 0;
@@ -114,8 +115,9 @@ int profile_add_opstat(struct profile *p, const struct tbpf_opkey *k, const stru
 	struct prof_op o = {
 		.pid = k->pid, .op_id = k->op_id, .stack_id = k->stack_id,
 		.name = name, .overload = overload,
-		.calls = v->calls, .self_ns = v->self_ns, .total_ns = v->total_ns,
+		.calls = v->calls - v->folded, .self_ns = v->self_ns, .total_ns = v->total_ns,
 		.max_ns = v->max_ns, .launches = v->launches, .inferred = v->inferred,
+		.folded = v->folded,
 	};
 	return profile_add_op(p, &o);
 }
@@ -168,6 +170,7 @@ int profile_fold(const struct profile *p, unsigned by, struct prof_op **rows, si
 				e->max_ns = o.max_ns;
 			e->launches += o.launches;
 			e->inferred += o.inferred;
+			e->folded += o.folded;
 			e->self_cuda_ns += o.self_cuda_ns;
 			e->cuda_total_ns += o.cuda_total_ns;
 		} else {
@@ -259,15 +262,113 @@ int profile_sort(struct prof_op *rows, size_t n, const char *key)
 
 /* ---- capture -> profile ---- */
 
+/* Per open op, what torch.profiler's _remove_dup_nodes needs: how many
+ * ops closed directly inside it, and the first one when it has its name
+ * (the same rule as pop_frame in bpf/tbpf.bpf.c). */
+struct agg_frame {
+	uint32_t op_id, nchild, dup_op;
+	uint64_t dup_self, dup_total;
+};
+
+struct agg_thread {
+	uint32_t pid, tid;
+	struct agg_frame *f;
+	size_t cap;
+};
+
 struct agg_ctx {
 	struct profile *p;
+	const struct capture_meta *m;
+	struct agg_thread *th;
+	size_t nth, cth;
 	int err;
 };
+
+static struct agg_frame *agg_frame_at(struct agg_ctx *c, uint32_t pid, uint32_t tid, uint32_t d)
+{
+	struct agg_thread *t = NULL;
+
+	for (size_t i = 0; i < c->nth; i++)
+		if (c->th[i].pid == pid && c->th[i].tid == tid) {
+			t = &c->th[i];
+			break;
+		}
+	if (!t) {
+		if (c->nth == c->cth) {
+			size_t n = c->cth ? c->cth * 2 : 8;
+			struct agg_thread *v = realloc(c->th, n * sizeof(*v));
+			if (!v)
+				return NULL;
+			c->th = v;
+			c->cth = n;
+		}
+		t = &c->th[c->nth++];
+		*t = (struct agg_thread){ .pid = pid, .tid = tid };
+	}
+	if (d >= t->cap) {
+		size_t n = d + 16;
+		struct agg_frame *v = realloc(t->f, n * sizeof(*v));
+		if (!v)
+			return NULL;
+		memset(v + t->cap, 0, (n - t->cap) * sizeof(*v));
+		t->f = v;
+		t->cap = n;
+	}
+	return &t->f[d];
+}
+
+static const char *agg_name(struct agg_ctx *c, uint32_t op_id)
+{
+	const struct capture_op *o = c->m ? capture_meta_op(c->m, op_id) : NULL;
+	return o && o->name ? o->name : NULL;
+}
+
+static void agg_add(struct agg_ctx *ctx, const struct prof_op *o)
+{
+	int err = profile_add_op(ctx->p, o);
+	if (err && !ctx->err)
+		ctx->err = err;
+}
+
+static void agg_slice_begin(void *vctx, const struct tl_slice *s)
+{
+	struct agg_ctx *ctx = vctx;
+	struct agg_frame *f = agg_frame_at(ctx, s->pid, s->tid, s->depth);
+
+	if (!f) {
+		ctx->err = -ENOMEM;
+		return;
+	}
+	*f = (struct agg_frame){ .op_id = s->op_id };
+}
 
 static void agg_slice_end(void *vctx, const struct tl_slice *s)
 {
 	struct agg_ctx *ctx = vctx;
-	uint64_t dur = s->end_ns - s->begin_ns;
+	uint64_t dur = s->end_ns - s->begin_ns, self = s->self_ns;
+	struct agg_frame *f = agg_frame_at(ctx, s->pid, s->tid, s->depth);
+	struct agg_frame *pf = s->depth ? agg_frame_at(ctx, s->pid, s->tid, s->depth - 1) : NULL;
+	const char *name;
+
+	if (f && f->op_id == s->op_id && f->nchild == 1 && f->dup_op) {
+		/* u64 wrap-around: the row's sums stay right */
+		struct prof_op u = { .pid = s->pid, .op_id = f->dup_op, .name = "", .overload = "",
+				     .stack_id = s->stack_id, .folded = 1, .calls = (uint64_t)0 - 1,
+				     .self_ns = (uint64_t)0 - f->dup_self,
+				     .total_ns = (uint64_t)0 - f->dup_total };
+		agg_add(ctx, &u);
+		self += f->dup_self;
+	}
+	if (pf) {
+		pf->nchild++;
+		name = agg_name(ctx, s->op_id);
+		if (pf->nchild == 1 && name && agg_name(ctx, pf->op_id) &&
+		    !strcmp(name, agg_name(ctx, pf->op_id))) {
+			pf->dup_op = s->op_id;
+			pf->dup_self = self;
+			pf->dup_total = dur;
+		}
+	}
 	struct prof_op o = {
 		.pid = s->pid,
 		.op_id = s->op_id,
@@ -275,15 +376,13 @@ static void agg_slice_end(void *vctx, const struct tl_slice *s)
 		.overload = "",
 		.stack_id = s->stack_id,
 		.calls = 1,
-		.self_ns = s->self_ns,
+		.self_ns = self,
 		.total_ns = dur,
 		.max_ns = dur,
 		.launches = s->launches,
 		.inferred = (s->flags & (OPF_INFERRED | OPF_UNWOUND)) ? 1 : 0,
 	};
-	int err = profile_add_op(ctx->p, &o);
-	if (err && !ctx->err)
-		ctx->err = err;
+	agg_add(ctx, &o);
 }
 
 static int cmp_pid(const void *a, const void *b)
@@ -296,8 +395,8 @@ int profile_from_capture(struct capture_reader *r, struct profile *p)
 {
 	const struct capture_meta *m = capture_reader_meta(r);
 	const struct capture_stats *st = capture_reader_stats(r);
-	struct agg_ctx ctx = { .p = p };
-	struct timeline_ops ops = { .slice_end = agg_slice_end };
+	struct agg_ctx ctx = { .p = p, .m = m };
+	struct timeline_ops ops = { .slice_begin = agg_slice_begin, .slice_end = agg_slice_end };
 	const struct rec_hdr *h;
 	int ret;
 
@@ -312,6 +411,9 @@ int profile_from_capture(struct capture_reader *r, struct profile *p)
 	if (ret == 0 && !ctx.err)
 		timeline_finish(tl, 0);
 	timeline_free(tl);
+	for (size_t i = 0; i < ctx.nth; i++)
+		free(ctx.th[i].f);
+	free(ctx.th);
 	if (ret < 0)
 		return ret;
 	if (ctx.err)

@@ -17,6 +17,8 @@ struct prof_op {
 	const char *name, *overload;   /* "aten::add", "Tensor" ("" = none) */
 	uint64_t stack_id;             /* Python stack of the outermost op, 0 = none */
 	uint64_t calls, self_ns, total_ns, max_ns, launches, inferred;
+	uint64_t folded;   /* dispatcher calls shown inside a same-name parent
+			    * (torch.profiler's table does so); not in calls */
 	uint64_t self_cuda_ns, cuda_total_ns;
 };
 

@@ -282,6 +282,7 @@ static int start_guard(struct session *s, struct tgt *tg, char **why)
 		.threads_map_fd = bpf_map__fd(s->skel->maps.threads),
 		.guard_tids_fd = bpf_map__fd(s->skel->maps.guard_tids),
 		.guard_req_fd = bpf_map__fd(s->skel->maps.guard_req),
+		.entry_prog = s->skel->progs.tbpf_op_entry,
 		.exit_prog = s->skel->progs.tbpf_op_exit,
 		.unwind_prog = s->skel->progs.tbpf_unwind_begin,
 		.catch_prog = s->skel->progs.tbpf_unwind_catch,
@@ -399,13 +400,11 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 		free(pwhy);
 	}
 	bpf_map_update_elem(bpf_map__fd(s->skel->maps.pids), &key, &one, BPF_ANY);
-	err = attach_entries(s, tg, why);
-	if (err)
-		goto fail;
 	tg->info.exits = "infer";
 	if (s->cfg.exits != EXITS_INFER) {
 		char *gwhy = NULL;
 
+		/* the guard attaches entry, unwind-hook and return probes */
 		err = start_guard(s, tg, &gwhy);
 		if (err) {
 			if (s->cfg.exits == EXITS_RETURN) {
@@ -423,6 +422,11 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 			tg->info.exits = "return";
 		}
 	}
+	if (!tg->guard) {
+		err = attach_entries(s, tg, why);
+		if (err)
+			goto fail;
+	}
 	if (!tg->guard && attach_catch_hooks(s, tg))
 		fprintf(stderr, "tbpf: warning: pid %d: cannot hook __cxa_begin_catch; frames unwound "
 				"by exceptions close at the thread's next op\n", pid);
@@ -430,7 +434,7 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 	tg->info.pid = pid;
 	tg->info.comm = tg->t.comm;
 	tg->info.cmdline = tg->t.cmdline;
-	tg->info.nprobes = tg->entry.nprobes;
+	tg->info.nprobes = tg->guard ? guard_entry_probes(tg->guard) : tg->entry.nprobes;
 	tg->info.alive = true;
 	tg->info.python = tg->py_note;
 	s->v[s->n++] = tg;
@@ -658,9 +662,11 @@ int session_collect(struct session *s, struct profile *p)
 			row.total_ns += vals[c].total_ns;
 			row.launches += vals[c].launches;
 			row.inferred += vals[c].inferred;
+			row.folded += vals[c].folded;
 			if (vals[c].max_ns > row.max_ns)
 				row.max_ns = vals[c].max_ns;
 		}
+		row.calls -= row.folded;   /* as torch.profiler's table counts */
 		err = profile_add_op(p, &row);
 		if (err)
 			break;

@@ -47,7 +47,10 @@ def load_tbpf(path, pid, problems):
         if not (0 <= op["self_ns"] <= op["total_ns"]):
             problems.append("ops[%d] %s: self_ns %s > total_ns %s" % (i, op["name"], op["self_ns"], op["total_ns"]))
         if op["pid"] == pid and op["name"].startswith("aten::"):
-            counts[op["name"]] = counts.get(op["name"], 0) + op["calls"]
+            # the reference counts every RecordFunction (every ::call);
+            # tbpf's calls follow torch.profiler's table, which shows the
+            # only child of a same-name op inside it: add those back
+            counts[op["name"]] = counts.get(op["name"], 0) + op["calls"] + op.get("folded", 0)
     return counts
 
 

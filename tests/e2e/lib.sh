@@ -222,3 +222,13 @@ counts_case() {
 	compare_counts "$(get $tb out)" "$T/prof_t$threads.json" "$(get $wl pid)" "$label"
 	log "$label: OK"
 }
+
+# expect_alive NAME WHAT: NAME_pid must still run; else fail saying WHAT
+# and quoting how it died (e.g. "terminate called after throwing ...").
+expect_alive() {
+	local name=$1 what=$2 pidvar="${1}_pid" errvar="${1}_err"
+	_alive "${!pidvar}" && return 0
+	local why
+	why=$(grep -m1 -E 'terminate called|Segmentation|Aborted|Error' "${!errvar}" 2>/dev/null || tail -n 1 "${!errvar}")
+	fail "$name (pid ${!pidvar}) died $what: ${why:-no message}"
+}

@@ -1,6 +1,7 @@
 #!/bin/bash
 # test_badinput.sh - bad input gives one clear line on stderr and the
-# documented exit status (0 ok, 1 runtime error, 2 usage error), never a
+# documented exit status (tbpf --help: 0 ok, 1 runtime error, 2 usage
+# error, 3 missing privileges), never a
 # crash or a hang: no such pid, a process without libtorch, no privileges
 # (run as nobody), bad option values, corrupt or truncated capture files
 # for `tbpf report`.  Every case runs; the failures are listed together.
@@ -47,7 +48,7 @@ mkdir -p "$T/nobody"
 cp "$TBPF" "$T/nobody/tbpf"
 chmod 755 "$T" "$T/nobody" "$T/nobody/tbpf"
 if setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$T/nobody/tbpf"; then
-	expect "not root" "1" "root|privilege|permission|CAP_|not permitted" \
+	expect "not root" "3" "root|privilege|permission|CAP_|not permitted" \
 		setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
 		"$T/nobody/tbpf" --pid "$wl_pid" --duration 1s
 else

@@ -62,7 +62,7 @@ sigkill_case() {
 		fi
 		kill -KILL "$pid" 2>/dev/null || log "tbpf $pid had already exited: $(tail -n 1 "$T/$tb.err")"
 		wait "$pid" 2>/dev/null || true
-		_alive "$(get wl$v pid)" || fail "$label: target died after kill $k of tbpf"
+		expect_alive wl$v "after SIGKILL $k of tbpf ($label)"
 		check_clean "$label, kill $k" "$pid"
 		sleep 0.3  # let the target run unprobed for a moment too
 	done

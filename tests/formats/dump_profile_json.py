@@ -57,6 +57,7 @@ def main():
         if o["self_ns"] > o["total_ns"] or o["max_ns"] > o["total_ns"]:
             fail("%s: self_ns and max_ns cannot exceed total_ns" % w)
         extra = " launches=%d" % want_int(o, "launches", w) if "launches" in o else ""
+        extra += " folded=%d" % want_int(o, "folded", w) if "folded" in o else ""
         print("op %d %s %s calls=%d self_ns=%d total_ns=%d max_ns=%d inferred=%d%s"
               % (vals[0], o["name"], o["overload"] or "-", vals[1], vals[2], vals[3], vals[4],
                  vals[5], extra))

@@ -41,7 +41,7 @@ def throwers():
         torch.cat([torch.ones(2, 3), torch.ones(2, 4)])
 
     def select():
-        torch.ones(3)[10]
+        torch.ones(3).select(0, 10)  # not t[10]: that is bounds-checked before any op
 
     def view():
         torch.zeros(6).view(4, 2)
@@ -73,6 +73,7 @@ class Worker:
         self.x = torch.randn(8, 16, generator=g, dtype=torch.float64)
         self.plans = [plan_for(k, errors_per_iter) for k in range(PERIOD)]
         self.ref = [self.compute(k) for k in range(PERIOD)]
+        self.ref_digest = self.digest()  # now: tolist() is an op, not for the counted part
         self.iters = self.mismatches = self.caught = self.wrong_kind = self.expected = 0
         self.checksum = 0.0
 
@@ -185,7 +186,7 @@ def main():
     iters = sum(w.iters for w in workers)
     caught = sum(w.caught for w in workers)
     result(checksum="%.12e" % sum(w.checksum for w in workers) if not args.until_file else "-",
-           digest=",".join(w.digest() for w in workers),
+           digest=",".join(w.ref_digest for w in workers),
            iters=iters, mismatches=sum(w.mismatches for w in workers),
            caught=caught, expected_caught=sum(w.expected for w in workers),
            wrong_kind=sum(w.wrong_kind for w in workers),

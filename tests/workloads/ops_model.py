@@ -36,11 +36,15 @@ class Net(nn.Module):
         return self.fc(torch.flatten(x, 1))
 
 
+_init_lock = threading.Lock()  # models are built from the global RNG
+
+
 class Worker:
     def __init__(self, seed, batch=4):
         self.gen = torch.Generator().manual_seed(seed)
-        torch.manual_seed(seed)
-        self.model = Net()
+        with _init_lock:
+            torch.manual_seed(seed)
+            self.model = Net()
         self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01, momentum=0.9)
         self.batch = batch
         self.checksum = None
