@@ -180,12 +180,12 @@ static void test_json(void **state)
 	const char *want =
 "run pids=100,200 duration_ns=70000 probes_attached=5904 events_dropped=5 exit_mode=duration "
 "mode=return probes gpu_times=False\n"
-"op 100 aten::add Tensor calls=4 self_ns=14235 total_ns=14235 max_ns=9000 inferred=3 launches=0\n"
-"op 100 aten::convolution - calls=1 self_ns=5500 total_ns=5500 max_ns=5500 inferred=0 launches=0\n"
-"op 100 aten::mm - calls=1 self_ns=4000 total_ns=4000 max_ns=4000 inferred=1 launches=1\n"
-"op 100 aten::conv2d - calls=1 self_ns=3500 total_ns=9000 max_ns=9000 inferred=0 launches=0\n"
-"op 200 aten::mm - calls=1 self_ns=1000 total_ns=1000 max_ns=1000 inferred=0 launches=0\n"
-"op 100 aten::relu - calls=1 self_ns=1000 total_ns=10000 max_ns=10000 inferred=0 launches=0\n";
+"op 100 aten::add Tensor calls=4 self_ns=14235 total_ns=14235 max_ns=9000 inferred=3 launches=0 folded=0\n"
+"op 100 aten::convolution - calls=1 self_ns=5500 total_ns=5500 max_ns=5500 inferred=0 launches=0 folded=0\n"
+"op 100 aten::mm - calls=1 self_ns=4000 total_ns=4000 max_ns=4000 inferred=1 launches=1 folded=0\n"
+"op 100 aten::conv2d - calls=1 self_ns=3500 total_ns=9000 max_ns=9000 inferred=0 launches=0 folded=0\n"
+"op 200 aten::mm - calls=1 self_ns=1000 total_ns=1000 max_ns=1000 inferred=0 launches=0 folded=0\n"
+"op 100 aten::relu - calls=1 self_ns=1000 total_ns=10000 max_ns=10000 inferred=0 launches=0 folded=0\n";
 	assert_string_equal(got, want);
 	free(got);
 }
@@ -520,7 +520,7 @@ static void test_no_run_record(void **state)
 	char *got = run(&st, "python3 %s/dump_profile_json.py %s 2>&1", src, out_path("bare.json"));
 	assert_string_equal(got, "run pids=9 duration_ns=250 probes_attached=0 events_dropped=0 "
 			    "exit_mode=incomplete (no end record) mode=- gpu_times=False\n"
-			    "op 9 op#1 - calls=1 self_ns=250 total_ns=250 max_ns=250 inferred=0\n");
+			    "op 9 op#1 - calls=1 self_ns=250 total_ns=250 max_ns=250 inferred=0 folded=0\n");
 	free(got);
 }
 
