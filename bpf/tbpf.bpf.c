@@ -166,6 +166,8 @@ static __always_inline void stat_add(__u32 pid, __u32 op_id, __u64 stack_id,
 		s->inferred++;
 }
 
+#include "hist.bpf.h"
+
 /* Close the top frame at time `now`; flags say how the exit was seen. */
 /* The nearest counted (non-skip) frame below index d, or -1. */
 static __always_inline int counted_parent(struct tbpf_thread *t, __u32 d)
@@ -246,6 +248,9 @@ static __always_inline void pop_frame(struct tbpf_thread *t, __u32 tid, __u64 no
 	if (t->vdepth)
 		t->vdepth--;
 	stat_add(t->pid, op_id, t->pystack_id, self, dur, flags);
+#ifdef HAVE_HIST
+	hist_add(t->pid, op_id, dur);
+#endif
 	emit_op(REC_OP_EXIT, tid, now, t->pid, op_id, t->vdepth,
 		flags | (fflags & OPF_REDISPATCH), (__u32)t->pystack_id);
 	if (flags & OPF_UNWOUND)

@@ -333,6 +333,24 @@ enum tbpf_counter {
 	CNT_MAX
 };
 
+/* Op latency histogram (bpf/hist.bpf.h, map `ophist`): per (pid, op) the
+ * inclusive duration of every counted call in log2 buckets.  Bucket 0
+ * holds calls under 2^TBPF_HIST_MIN_SHIFT ns; bucket i (0 < i < last)
+ * holds [2^(MIN_SHIFT+i-1), 2^(MIN_SHIFT+i)) ns; the last one everything
+ * from 2^(MIN_SHIFT+BUCKETS-2) ns up.  So the upper bound of bucket i
+ * (i < last) is 2^(MIN_SHIFT+i) ns: 1.024 us .. 4.29 s. */
+#define TBPF_HIST_MIN_SHIFT 10
+#define TBPF_HIST_BUCKETS 24
+
+struct tbpf_histkey {
+	__u32 pid;
+	__u32 op_id;
+};
+
+struct tbpf_hist {
+	__u64 buckets[TBPF_HIST_BUCKETS];
+};
+
 /* ==== BEGIN pystack (Python stacks, issue 4) =========================== */
 
 /* How the BPF walker finds frames (struct tbpf_pyproc.kind). */

@@ -12,11 +12,15 @@
 #include "version.h"
 
 int cmd_report(int argc, char **argv);
+int cmd_daemon(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 static const char usage_text[] =
 "Usage: tbpf [--pid PID]... [--duration 10s] [--format FMT] [-o FILE] [options]\n"
 "       tbpf report CAPTURE.tbpf [--format FMT] [-o FILE]\n"
 "       tbpf run [options] -- COMMAND [ARGS...]\n"
+"       tbpf diff A.tbpf B.tbpf [--format table|json]\n"
+"       tbpf daemon [--listen 127.0.0.1:9464] [--window 10s] [--pprof-dir DIR] [--push URL]\n"
 "\n"
 "Profile the PyTorch operators of a running process from outside, with BPF\n"
 "uprobes on libtorch: no code change, no restart.  Prints the operator table\n"
@@ -62,6 +66,8 @@ static const char usage_text[] =
 "  sudo tbpf --pid 1234 --duration 10s -o run.tbpf\n"
 "  tbpf report run.tbpf --format perfetto -o run.perfetto-trace\n"
 "  sudo tbpf run --format tree -- python3 train.py\n"
+"  tbpf diff before.tbpf after.tbpf          # what got slower\n"
+"  sudo tbpf daemon --listen 127.0.0.1:9464  # Prometheus /metrics, every PyTorch job\n"
 "  tbpf report run.tbpf --format folded | flamegraph.pl > ops.svg\n"
 "\n"
 "Exit status: 0 ok; 1 runtime error (no such process, no libtorch, I/O);\n"
@@ -304,7 +310,11 @@ int tbpf_main(int argc, char **argv)
 		return cmd_report(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "run"))
 		return run_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "daemon"))
+		return cmd_daemon(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "diff"))
+		return cmd_diff(argc - 1, argv + 1);
 	if (argc > 1 && argv[1][0] != '-')
-		return usage_error("unknown command '%s' (commands: report, run)", argv[1]);
+		return usage_error("unknown command '%s' (commands: report, run, daemon, diff)", argv[1]);
 	return live_main(argc, argv, NULL, NULL);
 }

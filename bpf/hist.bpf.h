@@ -1,0 +1,57 @@
+/* hist.bpf.h - probe stage: op latency histograms in log2 buckets.
+ *
+ * Included by tbpf.bpf.c after its maps; pop_frame calls hist_add() for
+ * every counted op exit when HAVE_HIST is defined (it is, by including
+ * this file).  Layout and bucket bounds: struct tbpf_hist in tbpf_abi.h.
+ * User space reads and clears the map once per window (daemon).
+ */
+#ifndef TBPF_HIST_BPF_H
+#define TBPF_HIST_BPF_H
+#define HAVE_HIST 1
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct tbpf_histkey);
+	__type(value, struct tbpf_hist);
+} ophist SEC(".maps");
+
+/* Bucket of a duration: 0 below 2^MIN_SHIFT ns, then one per power of 2,
+ * the last one open-ended.  Unrolled binary search on the bit length. */
+static __always_inline __u32 hist_bucket(__u64 ns)
+{
+	__u32 bits = 0;
+	__u64 v = ns >> (TBPF_HIST_MIN_SHIFT - 1);
+
+	if (v >> 32) { bits += 32; v >>= 32; }
+	if (v >> 16) { bits += 16; v >>= 16; }
+	if (v >> 8) { bits += 8; v >>= 8; }
+	if (v >> 4) { bits += 4; v >>= 4; }
+	if (v >> 2) { bits += 2; v >>= 2; }
+	if (v >> 1) { bits += 1; v >>= 1; }
+	bits += (__u32)v;   /* bit length of ns >> (MIN_SHIFT-1) */
+	/* ns < 2^MIN_SHIFT  <=> bit length <= 1 */
+	bits = bits > 1 ? bits - 1 : 0;
+	return bits < TBPF_HIST_BUCKETS - 1 ? bits : TBPF_HIST_BUCKETS - 1;
+}
+
+static __always_inline void hist_add(__u32 pid, __u32 op_id, __u64 dur_ns)
+{
+	struct tbpf_histkey k = { .pid = pid, .op_id = op_id };
+	struct tbpf_hist *h = bpf_map_lookup_elem(&ophist, &k);
+	__u32 b;
+
+	if (!h) {
+		struct tbpf_hist z = {};
+
+		bpf_map_update_elem(&ophist, &k, &z, BPF_NOEXIST);
+		h = bpf_map_lookup_elem(&ophist, &k);
+		if (!h)
+			return;
+	}
+	b = hist_bucket(dur_ns);
+	if (b < TBPF_HIST_BUCKETS)
+		h->buckets[b]++;
+}
+
+#endif /* TBPF_HIST_BPF_H */

@@ -1,0 +1,39 @@
+/* daemon.h - `tbpf daemon`: continuous system-wide collection in rolling
+ * windows -> Prometheus /metrics, rotated pprof files, Pyroscope push. */
+#ifndef TBPF_DAEMON_H
+#define TBPF_DAEMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct daemon_opts {
+	const char *listen;          /* host:port; NULL = 127.0.0.1:9464; "" or "none" = no server */
+	uint64_t window_ns;          /* 10 s */
+	uint64_t duration_ns;        /* stop after (tests, benchmarks); 0 = until a signal */
+	const char *pprof_dir;
+	unsigned keep;               /* pprof files kept (default 10) */
+	const char *push_url;        /* Pyroscope-compatible ingest base URL */
+	const char *app;             /* Pyroscope application name (default "tbpf") */
+	const char *job;             /* --label job=NAME */
+	const char **label_keys, **label_vals;   /* other --label k=v */
+	size_t nlabels;
+	size_t top_n;                /* ops per job (default 20) */
+	double max_overhead;         /* 0 = probes always on */
+	pid_t *pids;
+	size_t npids;
+	const char *comm, *cgroup;
+	int exits;                   /* enum exits_mode; infer when budgeted */
+	int verbose;
+};
+
+/* Parse `tbpf daemon` arguments (argv[0] = "daemon").  0, or
+ * TBPF_EXIT_USAGE with *err (malloc'd) set; 1 when --help was printed.
+ * Arrays in o are malloc'd: daemon_opts_free. */
+int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err);
+void daemon_opts_free(struct daemon_opts *o);
+int daemon_run(const struct daemon_opts *o);
+int cmd_daemon(int argc, char **argv);
+
+#endif /* TBPF_DAEMON_H */
