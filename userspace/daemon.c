@@ -994,6 +994,8 @@ static int do_window(struct wctx *w, uint64_t now_mono, uint64_t now_real)
 		if (!err && nd) {
 			forget_pids(w->opstats_fd, sizeof(struct tbpf_opkey), dead, nd);
 			forget_pids(w->hist_fd, sizeof(struct tbpf_histkey), dead, nd);
+			/* their rows are gone: free what the session kept */
+			session_reap(w->s);
 		}
 		free(dead);
 	}

@@ -811,6 +811,46 @@ int session_layer_tree(struct session *s, const struct profile *p, struct layer_
 	return err;
 }
 
+static void stacks_forget_pid(struct session *s, uint32_t pid)
+{
+	int fd = bpf_map__fd(s->skel->maps.pystacks);
+	size_t k = 0;
+
+	for (size_t i = 0; i < s->stacks.n; i++) {
+		if (s->stacks.v[i].pid == pid) {
+			__u64 id = s->stacks.v[i].id;
+
+			bpf_map_delete_elem(fd, &id);
+			sym_stack_clear(&s->stacks.v[i]);
+			continue;
+		}
+		s->stacks.v[k++] = s->stacks.v[i];
+	}
+	s->stacks.n = k;
+}
+
+size_t session_reap(struct session *s)
+{
+	size_t k = 0, freed = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct tgt *tg = s->v[i];
+
+		if (tg->alive || tg->guard) {
+			s->v[k++] = tg;
+			continue;
+		}
+		stacks_forget_pid(s, (uint32_t)tg->t.pid);
+		target_close(&tg->t);
+		pysym_free(tg->ps);
+		free(tg->py_note);
+		free(tg);
+		freed++;
+	}
+	s->n = k;
+	return freed;
+}
+
 void session_set_capture(struct session *s, struct capture_writer *cw)
 {
 	s->cfg.cw = cw;

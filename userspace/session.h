@@ -72,6 +72,10 @@ void session_close(struct session *s);
  * during the run).  0 or -errno; layers_free(*out). */
 struct layer_tree;
 int session_layer_tree(struct session *s, const struct profile *p, struct layer_tree **out);
+/* Free the targets that exited (their op names and Python stacks go
+ * too): call once their rows have been read and removed.  Returns how
+ * many were freed.  Bounded memory for the daemon. */
+size_t session_reap(struct session *s);
 /* Where records go (cfg.record); set before targets are added. */
 void session_set_capture(struct session *s, struct capture_writer *cw);
 
