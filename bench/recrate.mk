@@ -5,7 +5,7 @@ $(RECRATE):
 	$(Q)mkdir -p $@
 $(RECRATE)/libtorch_cpu-bench.so: bench/recrate/bench_ops.cpp | $(RECRATE)
 	$(call msg,CXX,$@)
-	$(Q)$(CXX) -O2 -fPIC -shared $< -o $@
+	$(Q)$(CXX) -O2 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fPIC -shared $< -o $@
 $(RECRATE)/recrate: bench/recrate/recrate.cpp $(RECRATE)/libtorch_cpu-bench.so
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) -O2 $< -o $@ -L$(RECRATE) -l:libtorch_cpu-bench.so -Wl,-rpath,'$$ORIGIN' -lpthread

@@ -2,6 +2,14 @@
 // points (at::_ops::bench_outer::call -> at::_ops::bench_inner::call) for
 // the recording-rate benchmark: real uprobes, real ring buffer, no torch
 // overhead between events, so tbpf's recording path is the bottleneck.
+// Built with frame pointers so both start with `push %rbp`, like
+// libtorch's entry points (emulated by the uprobe code, not single-stepped).
+extern "C" __attribute__((noinline)) long tbpf_bench_leaf(long x)
+{
+	asm volatile("" ::: "memory");
+	return x * 3 + 1;
+}
+
 namespace at {
 namespace _ops {
 struct bench_inner {
@@ -12,8 +20,7 @@ struct bench_outer {
 };
 __attribute__((noinline)) long bench_inner::call(long x)
 {
-	asm volatile("" ::: "memory");
-	return x * 3 + 1;
+	return tbpf_bench_leaf(x) + 1;   /* not a leaf: starts with push %rbp */
 }
 __attribute__((noinline)) long bench_outer::call(long x)
 {
