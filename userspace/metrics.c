@@ -18,7 +18,10 @@ int metrics_init(struct metrics *m, const struct metrics_config *cfg)
 	if (!m->cfg.max_jobs)
 		m->cfg.max_jobs = 64;
 	m->strings = strintern_new();
-	if (!m->strings)
+	/* all job slots up front: callers keep struct metrics_job pointers
+	 * across job_get calls within a window, so the array never moves */
+	m->jobs = calloc(m->cfg.max_jobs, sizeof(*m->jobs));
+	if (!m->strings || !m->jobs)
 		return -ENOMEM;
 	m->other_job.name = strintern(m->strings, "other");
 	m->other_job.other.op = strintern(m->strings, "other");
@@ -61,10 +64,6 @@ static struct metrics_job *job_get(struct metrics *m, const char *name)
 			return &m->jobs[i];
 	if (in == m->other_job.name || m->njobs >= m->cfg.max_jobs)
 		return &m->other_job;
-	j = realloc(m->jobs, (m->njobs + 1) * sizeof(*j));
-	if (!j)
-		return NULL;
-	m->jobs = j;
 	j = &m->jobs[m->njobs++];
 	memset(j, 0, sizeof(*j));
 	j->name = in;
