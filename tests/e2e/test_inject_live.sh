@@ -1,0 +1,122 @@
+#!/bin/bash
+# test_inject_live.sh - `tbpf --pid P --inject` on real torch 1.13 CPU
+# processes: the CUPTI agent is loaded into the target, its status reaches
+# the JSON's run.gpu_note, the op counts stay exactly torch.profiler's, the
+# target keeps running and prints exactly what an unprofiled run prints,
+# and three inject/detach runs in a row leave it healthy (agent unloaded,
+# no agent thread left).
+# timeout: 600
+. "$(dirname "$0")/lib.sh"
+need_root
+need_tbpf
+need_torch "$PY1"
+AGENT=$ROOT/build/libtbpf_agent.so
+[ -f "$AGENT" ] || fail "$AGENT missing: run make"
+
+# What the agent must report, decided independently of tbpf: can this host
+# load an NVIDIA driver at all?
+if "$PY1" -c 'import ctypes; ctypes.CDLL("libcuda.so.1")' 2>/dev/null; then
+	WANT_STATE=""   # a driver exists: the agent's state depends on the GPU
+else
+	WANT_STATE="no-driver"
+fi
+log "libcuda.so.1 loadable here: $([ -z "$WANT_STATE" ] && echo yes || echo no)"
+
+# gpu_note JSON_FILE: run.gpu_note, after checking the document parses.
+gpu_note() {
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["run"]; assert r["gpu_times"] in (True, False); print(r["gpu_note"])' "$1" ||
+		fail "tbpf's JSON does not parse: $(head -c 200 "$1")"
+}
+check_note() {
+	local note=$1 what=$2
+	case $note in
+	"no CUDA device timings: CUPTI agent reports "*) ;;
+	*) fail "$what: gpu_note does not carry the agent's status: '$note'" ;;
+	esac
+	if [ -n "$WANT_STATE" ]; then
+		case $note in
+		*"reports $WANT_STATE ("*) ;;
+		*) fail "$what: gpu_note '$note', expected the agent to report $WANT_STATE" ;;
+		esac
+	fi
+}
+mapped() { grep -q libtbpf_agent.so "/proc/$1/maps"; }
+
+# --- 1. exact op counts with the agent injected ---------------------------
+ITERS=20
+"$PY1" "$WL/ops_model.py" --profile --iters $ITERS > "$T/prof.json" 2> "$T/prof.err" ||
+	fail "torch.profiler reference run failed: $(tail -n 2 "$T/prof.err" | tr '\n' ' ')"
+start_workload wl "$PY1" ops_model.py --iters $ITERS
+mapped "$wl_pid" && fail "agent mapped before --inject"
+# The run ends when the workload exits (well under a second here); the
+# duration is only an upper bound that a loaded machine must not reach.
+start_tbpf tb --pid "$wl_pid" --inject --format json --duration 20s
+mapped "$wl_pid" || fail "tbpf attached but the agent is not in /proc/$wl_pid/maps"
+go "$wl_pid"
+wait_exit wl 120
+expect_rc wl 0
+wait_exit tb 30
+expect_rc tb 0
+grep -q 'stopped (target exited)' "$tb_err" ||
+	fail "tbpf stopped before the workload finished: $(grep stopped "$tb_err")"
+want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["checksum"])' "$T/prof.json")
+got=$(result_field "$wl_out" checksum)
+[ "$want" = "$got" ] || fail "workload checksum $got with the agent injected, $want under torch.profiler"
+compare_counts "$tb_out" "$T/prof.json" "$wl_pid" "counts with --inject"
+note=$(gpu_note "$tb_out")
+log "gpu_note: $note"
+check_note "$note" "ops_model run"
+grep -q 'warning' "$tb_err" && fail "tbpf warned: $(grep -m1 warning "$tb_err")"
+
+# --- 2. a running process, three inject/detach runs -----------------------
+cat > "$T/loop.py" <<'PYEOF'
+import os, sys, time, torch
+torch.set_num_threads(1)
+torch.manual_seed(0)
+a = torch.randn(128, 128); b = torch.randn(128, 128)
+limit = int(os.environ.get("LIMIT", "0")); stop = os.environ.get("STOP", "")
+print("READY pid=%d" % os.getpid(), flush=True)
+i = 0
+while (limit == 0 or i < limit) and not (stop and os.path.exists(stop)):
+    c = ((a * (i % 7 + 1)) @ b).tanh().sum(dim=0)
+    print(f"{i} {c.sum().item():.6f} {c.max().item():.6f}", flush=True)
+    i += 1
+    time.sleep(0.002)
+PYEOF
+STOP="$T/stop" "$PY1" "$T/loop.py" > "$T/loop.out" 2> "$T/loop.err" &
+lp=$!
+_E2E_PIDS+=("$lp")
+for ((i = 0; i < READY_TIMEOUT * 10; i++)); do
+	grep -q '^READY' "$T/loop.out" && break
+	_alive $lp || fail "loop workload died: $(tail -n 2 "$T/loop.err" | tr '\n' ' ')"
+	sleep 0.1
+done
+for cycle in 1 2 3; do
+	"$TBPF" --pid $lp --inject --duration 3s --format json > "$T/c$cycle.json" 2> "$T/c$cycle.err" ||
+		fail "cycle $cycle: tbpf failed: $(tail -c 300 "$T/c$cycle.err" | tr '\n' ' ')"
+	grep -q 'stopped (duration)' "$T/c$cycle.err" ||
+		fail "cycle $cycle: tbpf did not run its 3 s: $(tail -n 1 "$T/c$cycle.err")"
+	_alive $lp || fail "cycle $cycle: target died: $(tail -c 300 "$T/loop.err" | tr '\n' ' ')"
+	mapped $lp && fail "cycle $cycle: agent still mapped after tbpf detached"
+	grep -q tbpf-agent /proc/$lp/task/*/comm 2>/dev/null && fail "cycle $cycle: agent thread left behind"
+	note=$(gpu_note "$T/c$cycle.json")
+	check_note "$note" "cycle $cycle"
+	# the op table kept working: every iteration is one aten::mm
+	mm=$(python3 -c 'import json,sys; print(sum(o["calls"] for o in json.load(open(sys.argv[1]))["ops"] if o["name"]=="aten::mm"))' "$T/c$cycle.json")
+	[ "$mm" -gt 0 ] || fail "cycle $cycle: no aten::mm counted with --inject"
+	log "cycle $cycle: aten::mm $mm, $note"
+done
+n1=$(wc -l < "$T/loop.out")
+sleep 1
+n2=$(wc -l < "$T/loop.out")
+[ "$n2" -gt "$n1" ] || fail "target stopped making progress after the cycles ($n1 -> $n2 lines)"
+touch "$T/stop"
+rc=0
+wait $lp || rc=$?
+[ $rc -eq 0 ] || fail "target exited $rc: $(tail -c 300 "$T/loop.err")"
+[ -s "$T/loop.err" ] && fail "target wrote to stderr: $(head -c 300 "$T/loop.err")"
+n=$(($(wc -l < "$T/loop.out") - 1))
+LIMIT=$n "$PY1" "$T/loop.py" > "$T/ref.out" 2>&1 || fail "unprofiled reference run failed"
+cmp -s <(tail -n +2 "$T/loop.out") <(tail -n +2 "$T/ref.out") ||
+	fail "target's output differs from an unprofiled run of the same $n iterations"
+log "OK: $n iterations identical to an unprofiled run"
