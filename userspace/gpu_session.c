@@ -318,12 +318,15 @@ int gpu_session_apply(struct gpu_session *gs, struct profile *p,
 		if (err)
 			return err;
 		seen += (int)r.counts.device;
+		t->dev_seen = r.counts.device;
+		t->dev_attributed = 0;
 		for (size_t k = 0; k < r.nops; k++) {
 			const struct gj_opstat *o = &r.ops[k];
 			ssize_t row;
 
 			if (!o->op_id)
 				continue;   /* launched outside any op */
+			t->dev_attributed += o->kernels + o->memcpys + o->memsets;
 			row = find_row(p, (uint32_t)t->pid, o->op_id, o->stack_id);
 			if (row >= 0) {
 				p->ops[row].self_cuda_ns += o->self_cuda_ns;
@@ -345,7 +348,7 @@ int gpu_session_apply(struct gpu_session *gs, struct profile *p,
 				}
 			}
 		}
-		if (r.counts.device)
+		if (t->dev_attributed)
 			p->has_gpu_times = true;
 		gpujoin_free(&r);
 	}
@@ -359,6 +362,10 @@ char *gpu_target_note(const struct gpu_target *t)
 
 	if (t->note)
 		n = asprintf(&s, "%s", t->note);
+	else if (t->dev_seen)
+		n = asprintf(&s, "%llu device records from the CUPTI agent, none launched inside an "
+			     "op tbpf saw (no matching host launch probe)",
+			     (unsigned long long)t->dev_seen);
 	else if (!t->have_status && t->mode == GPU_AGENT_RUN)
 		n = asprintf(&s, "%s", "the CUDA driver never loaded the CUPTI agent (the command "
 			     "did not initialize CUDA: no GPU, or a CPU-only run)");

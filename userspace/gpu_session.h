@@ -52,6 +52,7 @@ struct gpu_target {
 	struct rec_gpu_name *names;
 	size_t nnames, capnames;
 	uint64_t lost;            /* records not kept (memory cap or ENOMEM) */
+	uint64_t dev_seen, dev_attributed;   /* device records, last gpu_session_apply */
 };
 
 struct gpu_session {
@@ -92,7 +93,7 @@ void gpu_session_detach(struct gpu_session *gs);
 /* Join every target's records and add device times to the matching rows
  * of p (pid, op, low 32 bits of the stack id; rows are created, named by
  * op_name, when the op ran only before tbpf attached).  Sets
- * p->has_gpu_times when any device record was attributed.  Returns the
+ * p->has_gpu_times when any device record reached an op.  Returns the
  * number of device records seen, or -errno. */
 int gpu_session_apply(struct gpu_session *gs, struct profile *p,
 		      const char *(*op_name)(void *ctx, uint32_t id, const char **overload),

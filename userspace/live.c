@@ -162,8 +162,10 @@ static void apply_gpu_times(struct session *s, struct profile *prof)
 	n = gpu_session_apply(gs, prof, gpu_op_name, s);
 	if (n < 0)
 		fprintf(stderr, "tbpf: joining CUDA device records failed: %s\n", strerror(-n));
-	if (!prof->has_gpu_times)
+	if (!prof->has_gpu_times) {
 		prof->gpu_note = profile_intern(prof, gpu_session_status(gs));
+		fprintf(stderr, "tbpf: %s\n", prof->gpu_note);   /* the table does not show it */
+	}
 }
 
 struct json_extra_ctx {

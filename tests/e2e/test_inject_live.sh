@@ -4,7 +4,11 @@
 # the JSON's run.gpu_note, the op counts stay exactly torch.profiler's, the
 # target keeps running and prints exactly what an unprofiled run prints,
 # and three inject/detach runs in a row leave it healthy (agent unloaded,
-# no agent thread left).
+# no agent thread left).  A capture taken with --inject still exports to
+# Chrome and Perfetto files the independent readers accept.  `tbpf run`:
+# without a driver the agent is never loaded, and tbpf says so; with the
+# fake driver (tests/native/cupti/fake_cuda.c) the agent's device records
+# reach tbpf's live path.
 # timeout: 600
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -120,3 +124,59 @@ LIMIT=$n "$PY1" "$T/loop.py" > "$T/ref.out" 2>&1 || fail "unprofiled reference r
 cmp -s <(tail -n +2 "$T/loop.out") <(tail -n +2 "$T/ref.out") ||
 	fail "target's output differs from an unprofiled run of the same $n iterations"
 log "OK: $n iterations identical to an unprofiled run"
+
+# --- 3. a capture with --inject: the GPU status records do not upset the
+# capture or the trace exporters (independent readers) ---------------------
+STOP="$T/stop2" "$PY1" "$T/loop.py" > "$T/loop2.out" 2> "$T/loop2.err" &
+lp=$!
+_E2E_PIDS+=("$lp")
+for ((i = 0; i < READY_TIMEOUT * 10; i++)); do
+	grep -q '^READY' "$T/loop2.out" && break
+	_alive $lp || fail "loop workload died: $(tail -n 2 "$T/loop2.err" | tr '\n' ' ')"
+	sleep 0.1
+done
+"$TBPF" --pid $lp --inject --duration 2s -o "$T/inj.tbpf" 2> "$T/cap.err" ||
+	fail "capture with --inject failed: $(tail -c 300 "$T/cap.err" | tr '\n' ' ')"
+touch "$T/stop2"
+wait $lp || fail "loop workload failed after the capture: $(tail -c 300 "$T/loop2.err")"
+"$TBPF" report "$T/inj.tbpf" --format chrome -o "$T/inj.json" 2> "$T/rep.err" ||
+	fail "report chrome: $(cat "$T/rep.err")"
+python3 "$ROOT/tests/formats/check_chrome.py" "$T/inj.json" > "$T/chrome.txt" ||
+	fail "check_chrome rejects the --inject capture's trace"
+"$TBPF" report "$T/inj.tbpf" --format perfetto -o "$T/inj.pftrace" 2> "$T/rep.err" ||
+	fail "report perfetto: $(cat "$T/rep.err")"
+protoc --proto_path="$ROOT/tests/formats" --decode=perfetto.protos.Trace perfetto_trace.proto \
+	< "$T/inj.pftrace" > "$T/inj.pf.txt" 2> "$T/protoc.err" || fail "protoc: $(cat "$T/protoc.err")"
+python3 "$ROOT/tests/formats/check_perfetto.py" "$T/inj.pf.txt" > /dev/null ||
+	fail "check_perfetto rejects the --inject capture's trace"
+"$TBPF" report "$T/inj.tbpf" --format json > "$T/inj.report.json" 2> "$T/rep.err" ||
+	fail "report json: $(cat "$T/rep.err")"
+check_note "$(gpu_note "$T/inj.report.json")" "capture"
+log "capture: $(cat "$T/chrome.txt")"
+
+# --- 4. tbpf run ------------------------------------------------------------
+"$TBPF" run --format json -o "$T/run.json" -- "$PY1" -c 'import torch, time; time.sleep(0.5); (torch.ones(3) + 1).sum().item()' \
+	> "$T/run.out" 2> "$T/run.err" || fail "tbpf run failed: $(tail -c 300 "$T/run.err" | tr '\n' ' ')"
+if [ -n "$WANT_STATE" ]; then
+	note=$(gpu_note "$T/run.json")
+	case $note in
+	*"never loaded the CUPTI agent"*) ;;
+	*) fail "tbpf run without a driver: gpu_note '$note'" ;;
+	esac
+	grep -q "never loaded the CUPTI agent" "$T/run.err" || fail "tbpf run did not say the agent never loaded"
+fi
+FAKE=$ROOT/build/tests/native/cupti/fakecuda
+if [ -e "$FAKE/libcuda.so.1" ]; then
+	# The fake's cuInit loads CUDA_INJECTION64_PATH as the real driver does
+	# and delivers 3 buffers x (4 kernels + 1 memcpy + 1 memset) valid device
+	# records (test_agent_fake.sh checks the agent's side of that).
+	LD_LIBRARY_PATH=$FAKE "$TBPF" run --format json -o "$T/fake.json" -- "$PY1" -c \
+		"import torch, ctypes, time; time.sleep(1); assert ctypes.CDLL('libcuda.so.1').cuInit(0) == 0; time.sleep(1)" \
+		> "$T/fake.out" 2> "$T/fake.err" || fail "tbpf run with the fake driver: $(tail -c 300 "$T/fake.err" | tr '\n' ' ')"
+	note=$(gpu_note "$T/fake.json")
+	case $note in
+	"no CUDA device timings: 18 device records from the CUPTI agent, none launched inside an op"*) ;;
+	*) fail "tbpf run with the fake driver: gpu_note '$note' (expected its 18 device records)" ;;
+	esac
+	log "tbpf run, fake driver: $note"
+fi
