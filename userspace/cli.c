@@ -54,6 +54,8 @@ static const char usage_text[] =
 "      --inject           load tbpf's CUPTI agent into --pid (ptrace + dlopen) for\n"
 "                         GPU device times (Self CUDA, CUDA total); refused when\n"
 "                         another CUPTI user (torch.profiler) is active\n"
+"      --inject-force     --inject even when libcupti is already mapped (the\n"
+"                         agent still reports a conflict if CUPTI refuses it)\n"
 "      --ring-size SIZE   record ring buffer (default 16M); raise it when\n"
 "                         events are reported dropped\n"
 "  -v, --verbose          probe counters and timings on stderr\n"
@@ -103,7 +105,7 @@ static const char *const formats[] = { "table", "tree", "json", "chrome", "perfe
 static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_ctx)
 {
 	enum { O_SORT = 256, O_ROWS, O_EXITS, O_RING, O_NOMULTI, O_RECORD, O_BYOVL, O_COMM, O_CGROUP, O_OPS, O_MINPCT, O_NOPY,
-	       O_INJECT /* issue 6 */ };
+	       O_INJECT /* issue 6 */, O_INJECT_FORCE };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -122,6 +124,7 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 		{ "no-python", no_argument, NULL, O_NOPY },
 		{ "cgroup", required_argument, NULL, O_CGROUP },
 		{ "inject", no_argument, NULL, O_INJECT },
+		{ "inject-force", no_argument, NULL, O_INJECT_FORCE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -220,6 +223,9 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 			break;
 		case O_INJECT:
 			o.inject = true;
+			break;
+		case O_INJECT_FORCE:
+			o.inject = o.inject_force = true;
 			break;
 		case 'v':
 			o.verbose++;

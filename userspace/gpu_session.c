@@ -86,7 +86,8 @@ static int attach_probes(struct gpu_session *gs, struct tbpf_bpf *skel, struct g
 }
 
 int gpu_session_add(struct gpu_session *gs, struct tbpf_bpf *skel, pid_t pid,
-		    enum gpu_agent_mode mode, const char *agent_path, char **why)
+		    enum gpu_agent_mode mode, const char *agent_path, unsigned inject_flags,
+		    char **why)
 {
 	struct gpu_target *t = gpu_session_track(gs, pid);
 	char *iwhy = NULL, *rooted = NULL;
@@ -112,7 +113,7 @@ int gpu_session_add(struct gpu_session *gs, struct tbpf_bpf *skel, pid_t pid,
 					 strerror(-err));
 		return 0;
 	}
-	err = inject_dlopen(pid, agent_path, 0, &t->handle, &iwhy);
+	err = inject_dlopen(pid, agent_path, inject_flags, &t->handle, &iwhy);
 	if (err) {
 		fail_note(t, why, err, "--inject refused: %s", iwhy ? iwhy : strerror(-err));
 		free(iwhy);

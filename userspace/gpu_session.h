@@ -75,11 +75,13 @@ struct gpu_target *gpu_session_find(struct gpu_session *gs, pid_t pid);
  *   user is mapped), agent_locate, attach the three probes, START;
  *   RUN: probes on agent_path (not mapped yet; the driver maps it when the
  *   command initializes CUDA, and the agent starts itself).
+ * inject_flags: enum inject_flags (INJECT_FORCE: --inject-force).
  * Returns 0, or -errno with *why (malloc'd, one line); the target stays
  * tracked either way and gpu_session_status tells what happened.  The op
  * table never depends on this. */
 int gpu_session_add(struct gpu_session *gs, struct tbpf_bpf *skel, pid_t pid,
-		    enum gpu_agent_mode mode, const char *agent_path, char **why);
+		    enum gpu_agent_mode mode, const char *agent_path, unsigned inject_flags,
+		    char **why);
 /* Keep REC_GPU (device, API, names, status) and REC_LAUNCH / REC_MEMOP of
  * tracked pids; other records are ignored.  Returns 1 when kept, else 0. */
 int gpu_session_record(struct gpu_session *gs, const void *data, size_t size);

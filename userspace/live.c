@@ -30,6 +30,7 @@
 #include "profile.h"
 #include "guard.h"
 #include "gpu_session.h"
+#include "inject.h"
 #include "cmd_run.h"
 #include "session.h"
 #include "layers.h"
@@ -211,6 +212,7 @@ int live_run(const struct live_opts *o)
 		.cgroup_filter = o->cgroup,
 		.verbose = o->verbose,
 		.gpu_agent = o->inject ? GPU_AGENT_INJECT : o->gpu_run ? GPU_AGENT_RUN : GPU_AGENT_OFF,
+		.inject_flags = o->inject_force ? INJECT_FORCE : 0,
 	};
 	char *agent_path = cfg.gpu_agent ? run_agent_path() : NULL;   /* issue 6 */
 	struct session *s = NULL;

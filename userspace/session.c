@@ -413,7 +413,7 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 		char *gwhy = NULL;
 
 		if (gpu_session_add(&s->gpu, s->skel, pid, s->cfg.gpu_agent, s->cfg.agent_path,
-				    &gwhy))
+				    s->cfg.inject_flags, &gwhy))
 			fprintf(stderr, "tbpf: warning: pid %d: no CUDA device times: %s; the op "
 					"table is unaffected\n", pid, gwhy ? gwhy : "?");
 		free(gwhy);

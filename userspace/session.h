@@ -36,6 +36,7 @@ struct session_config {
 	 * 0 = off; agent_path: libtbpf_agent.so (run_agent_path()) */
 	int gpu_agent;
 	const char *agent_path;
+	unsigned inject_flags;      /* enum inject_flags (--inject-force) */
 };
 
 struct session_target_info {

@@ -180,3 +180,49 @@ if [ -e "$FAKE/libcuda.so.1" ]; then
 	esac
 	log "tbpf run, fake driver: $note"
 fi
+
+# --- 5. refusal: another CUPTI user is mapped; the op table still works ----
+CUPTI=$(ls /usr/local/cuda/lib64/libcupti.so* 2>/dev/null | head -1)
+if [ -n "$CUPTI" ]; then
+	cat > "$T/cupti_user.py" <<'PYEOF'
+import ctypes, os, sys, time, torch
+ctypes.CDLL(sys.argv[1])      # as torch.profiler's Kineto would hold CUPTI
+stop = os.environ["STOP"]
+a = torch.randn(64, 64)
+print("READY pid=%d" % os.getpid(), flush=True)
+while not os.path.exists(stop):
+    (a @ a).sum()
+    time.sleep(0.002)
+PYEOF
+	STOP="$T/stop3" "$PY1" "$T/cupti_user.py" "$CUPTI" > "$T/cu.out" 2> "$T/cu.err" &
+	cp=$!
+	_E2E_PIDS+=("$cp")
+	for ((i = 0; i < READY_TIMEOUT * 10; i++)); do
+		grep -q '^READY' "$T/cu.out" && break
+		_alive $cp || fail "CUPTI-user workload died: $(tail -n 2 "$T/cu.err" | tr '\n' ' ')"
+		sleep 0.1
+	done
+	"$TBPF" --pid $cp --inject --duration 2s --format json > "$T/cu.json" 2> "$T/cu.tb.err" ||
+		fail "tbpf --inject with libcupti mapped failed instead of only refusing the agent: $(tail -c 300 "$T/cu.tb.err" | tr '\n' ' ')"
+	[ "$(grep -c 'warning: .*--inject refused' "$T/cu.tb.err")" = 1 ] ||
+		fail "no single-line --inject refusal warning: $(head -c 300 "$T/cu.tb.err" | tr '\n' ' ')"
+	grep 'refused' "$T/cu.tb.err" | grep -q libcupti || fail "the refusal does not name libcupti: $(grep refused "$T/cu.tb.err")"
+	mapped $cp && fail "agent loaded although another CUPTI user was mapped"
+	note=$(gpu_note "$T/cu.json")
+	case $note in "no CUDA device timings: --inject refused: "*) ;; *) fail "refusal note: '$note'" ;; esac
+	mm=$(python3 -c 'import json,sys; print(sum(o["calls"] for o in json.load(open(sys.argv[1]))["ops"] if o["name"]=="aten::mm"))' "$T/cu.json")
+	[ "$mm" -gt 0 ] || fail "op table empty after the --inject refusal"
+	# --inject-force loads it anyway; the agent's own START then decides
+	"$TBPF" --pid $cp --inject-force --duration 2s --format json > "$T/cuf.json" 2> "$T/cuf.err" ||
+		fail "tbpf --inject-force failed: $(tail -c 300 "$T/cuf.err" | tr '\n' ' ')"
+	grep -q refused "$T/cuf.err" && fail "--inject-force still refused: $(grep refused "$T/cuf.err")"
+	check_note "$(gpu_note "$T/cuf.json")" "--inject-force"
+	mapped $cp && fail "agent left mapped after --inject-force"
+	touch "$T/stop3"
+	wait $cp || fail "CUPTI-user workload failed: $(tail -c 300 "$T/cu.err")"
+	log "refusal: $(grep -m1 refused "$T/cu.tb.err"); aten::mm $mm"
+fi
+rc=0
+"$TBPF" --inject --duration 1s > /dev/null 2> "$T/usage.err" || rc=$?
+[ $rc = 2 ] || fail "--inject without --pid: exit $rc, expected 2 (usage)"
+log "OK"
