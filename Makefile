@@ -76,7 +76,7 @@ $(OUT)/tests/%: tests/unit/%.c $(OUT)/libtbpf.a $(USER_HDRS) | $(OUT)/tests
 tools:
 -include tests/native/Makefile.inc
 -include agent/Makefile.inc
--include tests/formats/Makefile.inc tests/fuzz/Makefile.inc bench/export_bench.mk
+-include tests/formats/Makefile.inc tests/fuzz/Makefile.inc bench/export_bench.mk bench/recrate.mk
 
 unit: $(UNIT_BINS)
 	$(Q)fail=0; for t in $(UNIT_BINS); do $$t || fail=1; done; exit $$fail

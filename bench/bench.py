@@ -83,8 +83,7 @@ def run_once(py, workload, iters, mode, args, tmp):
             wait_line(r, r"^READY", wl, 300, workload)
         if mode.startswith("tbpf"):
             tcmd = [args.tbpf, "--pid", str(wl.pid), "--format", "json", "--duration", "3600s"]
-            if "--exits=" in mode:
-                tcmd.append(mode.split()[-1])
+            tcmd.extend(mode.split()[1:])   # "--exits=auto", "--no-python" ...
             tb_out = open(os.path.join(tmp, "tb.out"), "w+")
             tb_err = open(os.path.join(tmp, "tb.err"), "w+")
             t0 = time.monotonic()
@@ -177,7 +176,8 @@ def main():
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--python", action="append", help="interpreter(s) to run (default: PY1 and PY2)")
     p.add_argument("--workloads", default="dispatch_bound,compute_bound")
-    p.add_argument("--exits", default="", help="comma list of tbpf --exits modes (auto,return,infer); "
+    p.add_argument("--exits", default="", help="comma list of tbpf --exits modes (auto,return,infer), each optionally followed by "
+                   "more tbpf options (\"auto --no-python\"); "
                                                "default: tbpf's default mode only")
     p.add_argument("--no-profiler", action="store_true", help="skip the torch.profiler rows")
     p.add_argument("--target-seconds", type=float, default=1.5, help="baseline length of one run")

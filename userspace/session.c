@@ -195,8 +195,8 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 	if (cfg->python)
 		mode |= TBPF_MODE_PYSTACK;
 	s->skel->rodata->tbpf_mode = mode;
-	s->skel->rodata->targ_tgid = 0;
-	s->skel->rodata->pid_filter = 1;
+	s->skel->rodata->targ_tgid = cfg->only_pid > 0 ? (__u32)cfg->only_pid : 0;
+	s->skel->rodata->pid_filter = cfg->only_pid > 0 ? 0 : 1;
 	s->skel->rodata->guard_sig = SIGURG;
 	if (cfg->ring_size)
 		bpf_map__set_max_entries(s->skel->maps.events, (uint32_t)ring_size_round(cfg->ring_size));
@@ -360,6 +360,8 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 	*why = NULL;
 	if (is_attached(s, pid))
 		return -EEXIST;
+	if (s->cfg.only_pid > 0 && pid != s->cfg.only_pid)
+		return -EINVAL;   /* the BPF side only sees only_pid */
 	if (kill(pid, 0) && errno == ESRCH) {
 		*why = NULL;
 		if (asprintf(why, "no such process: %d", pid) < 0)

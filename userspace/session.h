@@ -28,6 +28,9 @@ struct session_config {
 	bool system_wide;           /* session_scan attaches every PyTorch process */
 	bool no_multi;
 	uint64_t ring_size;
+	pid_t only_pid;             /* the one target, known before load: the BPF
+				     * pid check is a constant compare (saves a
+				     * hash lookup per probe hit) */
 	const char *comm_filter;    /* system-wide: only processes with this comm */
 	const char *cgroup_filter;  /* system-wide: only processes in this cgroup path */
 	struct capture_writer *cw;  /* where records go when record is set */
