@@ -155,7 +155,11 @@ check_note "$(gpu_note "$T/inj.report.json")" "capture"
 log "capture: $(cat "$T/chrome.txt")"
 
 # --- 4. tbpf run ------------------------------------------------------------
-"$TBPF" run --format json -o "$T/run.json" -- "$PY1" -c 'import torch, time; time.sleep(0.5); (torch.ones(3) + 1).sum().item()' \
+# tbpf run starts the command at once and attaches when it has mapped
+# libtorch, after loading BPF (seconds on a busy machine): the commands
+# wait, so that they are still running (and, with the fake driver, have not
+# initialized CUDA yet) when tbpf is attached.
+"$TBPF" run --format json -o "$T/run.json" -- "$PY1" -c 'import torch, time; time.sleep(4); (torch.ones(3) + 1).sum().item()' \
 	> "$T/run.out" 2> "$T/run.err" || fail "tbpf run failed: $(tail -c 300 "$T/run.err" | tr '\n' ' ')"
 if [ -n "$WANT_STATE" ]; then
 	note=$(gpu_note "$T/run.json")
@@ -171,7 +175,7 @@ if [ -e "$FAKE/libcuda.so.1" ]; then
 	# and delivers 3 buffers x (4 kernels + 1 memcpy + 1 memset) valid device
 	# records (test_agent_fake.sh checks the agent's side of that).
 	LD_LIBRARY_PATH=$FAKE "$TBPF" run --format json -o "$T/fake.json" -- "$PY1" -c \
-		"import torch, ctypes, time; time.sleep(1); assert ctypes.CDLL('libcuda.so.1').cuInit(0) == 0; time.sleep(1)" \
+		"import torch, ctypes, time; time.sleep(5); assert ctypes.CDLL('libcuda.so.1').cuInit(0) == 0; time.sleep(1)" \
 		> "$T/fake.out" 2> "$T/fake.err" || fail "tbpf run with the fake driver: $(tail -c 300 "$T/fake.err" | tr '\n' ' ')"
 	note=$(gpu_note "$T/fake.json")
 	case $note in
