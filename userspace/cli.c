@@ -51,6 +51,11 @@ static const char usage_text[] =
 "                         probes made exception-safe by a ptrace guard, else\n"
 "                         infer), return, infer (entry probes only: exact\n"
 "                         counts, approximate durations, no ptrace)\n"
+"      --inject           load tbpf's CUPTI agent into --pid (ptrace + dlopen) for\n"
+"                         GPU device times (Self CUDA, CUDA total); refused when\n"
+"                         another CUPTI user (torch.profiler) is active\n"
+"      --inject-force     --inject even when libcupti is already mapped (the\n"
+"                         agent still reports a conflict if CUPTI refuses it)\n"
 "      --ring-size SIZE   record ring buffer (default 16M); raise it when\n"
 "                         events are reported dropped\n"
 "  -v, --verbose          probe counters and timings on stderr\n"
@@ -99,7 +104,8 @@ static const char *const formats[] = { "table", "tree", "json", "chrome", "perfe
 
 static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_ctx)
 {
-	enum { O_SORT = 256, O_ROWS, O_EXITS, O_RING, O_NOMULTI, O_RECORD, O_BYOVL, O_COMM, O_CGROUP, O_OPS, O_MINPCT, O_NOPY };
+	enum { O_SORT = 256, O_ROWS, O_EXITS, O_RING, O_NOMULTI, O_RECORD, O_BYOVL, O_COMM, O_CGROUP, O_OPS, O_MINPCT, O_NOPY,
+	       O_INJECT /* issue 6 */, O_INJECT_FORCE };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -117,6 +123,8 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 		{ "min-pct", required_argument, NULL, O_MINPCT },
 		{ "no-python", no_argument, NULL, O_NOPY },
 		{ "cgroup", required_argument, NULL, O_CGROUP },
+		{ "inject", no_argument, NULL, O_INJECT },
+		{ "inject-force", no_argument, NULL, O_INJECT_FORCE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -213,6 +221,12 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 		case O_NOMULTI:
 			o.no_multi = true;
 			break;
+		case O_INJECT:
+			o.inject = true;
+			break;
+		case O_INJECT_FORCE:
+			o.inject = o.inject_force = true;
+			break;
 		case 'v':
 			o.verbose++;
 			break;
@@ -230,6 +244,9 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 	}
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
+	if (o.inject && (start || !o.npids))   /* issue 6 */
+		return usage_error("%s", start ? "tbpf run loads the CUPTI agent itself: no --inject"
+					       : "--inject needs --pid");
 	if (start) {
 		if (o.npids)
 			return usage_error("%s", "tbpf run profiles the command it starts: no --pid");
@@ -238,6 +255,7 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 			return TBPF_EXIT_ERROR;
 		o.npids = 1;
 		o.wait_torch = true;
+		o.gpu_run = true;   /* issue 6: attach to the agent the driver loads */
 	}
 	/* -o x.tbpf without --format: record only */
 	if (o.out && !o.format) {

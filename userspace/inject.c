@@ -198,6 +198,19 @@ static pid_t pick_thread(pid_t pid)
 		pid_t tid = atoi(de->d_name);
 		if (tid <= 0)
 			continue;
+		/* Never the agent's own control thread: a dlclose run on it
+		 * would unmap the code and the condition variable it waits on
+		 * (its futex wait then fails with EFAULT and glibc aborts). */
+		char comm[32] = "";
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
+		FILE *c = fopen(path, "re");
+		if (c) {
+			if (!fgets(comm, sizeof(comm), c))
+				comm[0] = 0;
+			fclose(c);
+		}
+		if (!strncmp(comm, "tbpf-agent", 10))
+			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
 		FILE *f = fopen(path, "re");
 		long nr = -1;

@@ -29,6 +29,9 @@
 #include "live.h"
 #include "profile.h"
 #include "guard.h"
+#include "gpu_session.h"
+#include "inject.h"
+#include "cmd_run.h"
 #include "session.h"
 #include "layers.h"
 #include "layers_json.h"
@@ -144,6 +147,28 @@ static const char *cuda_op_name(void *ctx, uint32_t id)
 	return session_op_name(ctx, id, NULL);
 }
 
+/* issue 6: device times from the CUPTI agents into the rows, else why not */
+static const char *gpu_op_name(void *ctx, uint32_t id, const char **overload)
+{
+	return session_op_name(ctx, id, overload);
+}
+
+static void apply_gpu_times(struct session *s, struct profile *prof)
+{
+	struct gpu_session *gs = session_gpu(s);
+	int n;
+
+	if (!gs)
+		return;
+	n = gpu_session_apply(gs, prof, gpu_op_name, s);
+	if (n < 0)
+		fprintf(stderr, "tbpf: joining CUDA device records failed: %s\n", strerror(-n));
+	if (!prof->has_gpu_times) {
+		prof->gpu_note = profile_intern(prof, gpu_session_status(gs));
+		fprintf(stderr, "tbpf: %s\n", prof->gpu_note);   /* the table does not show it */
+	}
+}
+
 struct json_extra_ctx {
 	struct session *s;
 	const struct layer_tree *tree;
@@ -187,7 +212,10 @@ int live_run(const struct live_opts *o)
 		.comm_filter = o->comm,
 		.cgroup_filter = o->cgroup,
 		.verbose = o->verbose,
+		.gpu_agent = o->inject ? GPU_AGENT_INJECT : o->gpu_run ? GPU_AGENT_RUN : GPU_AGENT_OFF,
+		.inject_flags = o->inject_force ? INJECT_FORCE : 0,
 	};
+	char *agent_path = cfg.gpu_agent ? run_agent_path() : NULL;   /* issue 6 */
 	struct session *s = NULL;
 	struct capture_writer *cw = NULL;
 	char *capture_path = NULL, *why = NULL;
@@ -219,11 +247,13 @@ int live_run(const struct live_opts *o)
 		}
 	}
 	t0 = now_ns(CLOCK_MONOTONIC);
+	cfg.agent_path = agent_path;
 	s = session_open(&cfg, &why, &code);
 	if (!s) {
 		fprintf(stderr, "tbpf: %s\n", why ? why : "cannot start");
 		free(why);
 		free(capture_path);
+		free(agent_path);
 		return code;
 	}
 	t_load = now_ns(CLOCK_MONOTONIC) - t0;
@@ -394,6 +424,7 @@ int live_run(const struct live_opts *o)
 			  : any_ret ? "mixed" : "inferred (entry probes only)";
 	}
 	prof.gpu_note = "no CUDA device timings (CUPTI agent not loaded)";
+	apply_gpu_times(s, &prof);   /* issue 6 */
 	{
 		size_t n = session_ntargets(s);
 		uint32_t *pids = calloc(n + 1, sizeof(*pids));
@@ -515,5 +546,6 @@ out:
 	if (capture_tmp && capture_path)
 		unlink(capture_path);
 	free(capture_path);
+	free(agent_path);
 	return rc;
 }

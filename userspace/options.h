@@ -26,6 +26,9 @@ struct live_opts {
 	bool tree_ops;             /* --format tree: ops under each layer */
 	double min_pct;            /* --format tree: hide smaller rows */
 	bool wait_torch;           /* tbpf run: attach once the pid maps libtorch */
+	bool inject;               /* --inject: load the CUPTI agent (issue 6) */
+	bool inject_force;         /* --inject-force: even with libcupti mapped */
+	bool gpu_run;              /* tbpf run: the driver loads the agent (issue 6) */
 	const char *comm;          /* system-wide filters */
 	const char *cgroup;
 	int verbose;

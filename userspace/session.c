@@ -32,6 +32,7 @@
 #include "target.h"
 #include "uprobe.h"
 #include "cuda_attach.h"
+#include "gpu_session.h"
 
 struct tgt {
 	struct target t;
@@ -59,6 +60,8 @@ struct session {
 	size_t nskip, capskip;
 	uint64_t records, record_errors;
 	struct cuda_session cuda;   /* cfg.cuda: CUDA probes and tables (issue 5) */
+	struct gpu_session gpu;     /* cfg.gpu_agent: CUPTI agents (issue 6) */
+	unsigned gpu_ticks;
 	unsigned cuda_ticks;
 	struct stackstore stacks;   /* Python stacks named while targets live */
 	uint64_t stack_errors;
@@ -127,6 +130,8 @@ static int on_record(void *ctx, void *data, size_t size)
 		s->record_errors++;
 	if (s->cfg.cuda)
 		cuda_session_record(&s->cuda, data, size);
+	if (s->cfg.gpu_agent)   /* issue 6: REC_GPU + host launches for the join */
+		gpu_session_record(&s->gpu, data, size);
 	return 0;
 }
 
@@ -218,8 +223,10 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 	}
 	if (cfg->cuda)
 		cuda_session_init(&s->cuda);
-	/* CUDA records always go through the ring buffer */
-	if (cfg->record || cfg->cuda || cfg->python) {
+	if (cfg->gpu_agent)
+		gpu_session_init(&s->gpu, s->multi);
+	/* CUDA and GPU records always go through the ring buffer */
+	if (cfg->record || cfg->cuda || cfg->python || cfg->gpu_agent) {
 		s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
 		if (!s->rb) {
 			*why = dupf("cannot map the ring buffer: %s", strerror(errno));
@@ -402,6 +409,17 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 		free(pwhy);
 	}
 	bpf_map_update_elem(bpf_map__fd(s->skel->maps.pids), &key, &one, BPF_ANY);
+	/* issue 6: the CUPTI agent.  Before the guard: --inject ptraces one
+	 * thread, which the guard would otherwise hold.  Never fatal. */
+	if (s->cfg.gpu_agent) {
+		char *gwhy = NULL;
+
+		if (gpu_session_add(&s->gpu, s->skel, pid, s->cfg.gpu_agent, s->cfg.agent_path,
+				    s->cfg.inject_flags, &gwhy))
+			fprintf(stderr, "tbpf: warning: pid %d: no CUDA device times: %s; the op "
+					"table is unaffected\n", pid, gwhy ? gwhy : "?");
+		free(gwhy);
+	}
 	tg->info.exits = "infer";
 	if (s->cfg.exits != EXITS_INFER) {
 		char *gwhy = NULL;
@@ -585,6 +603,8 @@ int session_poll(struct session *s, int ms)
 	/* libraries loaded since attach (about once a second) */
 	if (s->cfg.cuda && ++s->cuda_ticks % 10 == 0)
 		cuda_session_rescan(&s->cuda, s->skel);
+	if (s->cfg.gpu_agent && ++s->gpu_ticks % 10 == 0)
+		gpu_session_poll(&s->gpu);   /* issue 6: agent status */
 	for (size_t i = 0; i < s->n; i++) {
 		struct tgt *tg = s->v[i];
 
@@ -777,8 +797,16 @@ void session_detach_all(struct session *s)
 			tgt_detach(s, s->v[i]);
 	if (s->cfg.cuda)
 		cuda_session_detach(&s->cuda);
+	/* issue 6: after the guards (unloading --inject's agent ptraces) */
+	if (s->cfg.gpu_agent)
+		gpu_session_detach(&s->gpu);
 	if (s->rb)
 		ring_buffer__consume(s->rb);
+}
+
+struct gpu_session *session_gpu(struct session *s)
+{
+	return s->cfg.gpu_agent ? &s->gpu : NULL;
 }
 
 const struct cuda_model *session_cuda(struct session *s, size_t *nprobes, size_t *nlibs)
@@ -876,6 +904,8 @@ void session_close(struct session *s)
 		ring_buffer__free(s->rb);
 	if (s->cfg.cuda)
 		cuda_session_free(&s->cuda);
+	if (s->cfg.gpu_agent)
+		gpu_session_free(&s->gpu);
 	tbpf_bpf__destroy(s->skel);
 	free(s);
 }

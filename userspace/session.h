@@ -35,6 +35,11 @@ struct session_config {
 	const char *cgroup_filter;  /* system-wide: only processes in this cgroup path */
 	struct capture_writer *cw;  /* where records go when record is set */
 	int verbose;
+	/* GPU device times (issue 6): enum gpu_agent_mode (gpu_session.h),
+	 * 0 = off; agent_path: libtbpf_agent.so (run_agent_path()) */
+	int gpu_agent;
+	const char *agent_path;
+	unsigned inject_flags;      /* enum inject_flags (--inject-force) */
 };
 
 struct session_target_info {
@@ -97,5 +102,10 @@ uint64_t session_records(struct session *s);
  * probes.  Meant for infer mode; a guarded target is detached safely
  * and re-attached in infer mode.  0 or -errno. */
 int session_set_enabled(struct session *s, pid_t pid, bool on);
+
+/* The CUPTI agents and their records (cfg.gpu_agent); NULL when off.
+ * Valid until session_close. */
+struct gpu_session;
+struct gpu_session *session_gpu(struct session *s);
 
 #endif

@@ -1,0 +1,208 @@
+/* test_gpu_session.c - the live GPU path without a GPU: the recorded CUPTI
+ * fixture (tests/fixtures/cupti/join_mono.bin, made by
+ * tests/native/cupti/gen_fixtures.c from the real CUpti_Activity structs)
+ * is fed record by record through gpu_session_record, as session.c's
+ * on_record does, then gpu_session_apply puts device times into profile
+ * rows and the table shows them.  Expected numbers are worked out by hand
+ * from the scenario in tests/fixtures/cupti/README.md:
+ *   op 7 (addmm, stack 0xA1): gemm 50000 + memcpy 2000 + memset 500 = 52500
+ *   op 9 (relu, stack 0xA1): 3000 + 4000 = 7000
+ *   op 11 (mm, stack 0xB2, thread 1002): sgemm 20000
+ *   op 3 (linear): launched nothing itself, 0
+ * The live path collects no op spans, so CUDA total equals Self CUDA. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export.h"
+#include "gpu_session.h"
+#include "profile.h"
+
+#define PID 4242
+
+static size_t feed(struct gpu_session *gs, const char *name, size_t *total)
+{
+	char path[512];
+	const char *dir = getenv("TBPF_FIXTURES");
+	static char buf[1 << 16];
+	size_t n, kept = 0;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/cupti/%s", dir ? dir : "tests/fixtures", name);
+	fp = fopen(path, "rb");
+	if (!fp)
+		fail_msg("cannot open %s (run from the repository root)", path);
+	n = fread(buf, 1, sizeof(buf), fp);
+	fclose(fp);
+	*total = 0;
+	for (size_t off = 0; off + sizeof(struct rec_hdr) <= n;) {
+		const struct rec_hdr *h = (const void *)(buf + off);
+
+		assert_true(h->size >= sizeof(*h) && off + h->size <= n);
+		kept += (size_t)gpu_session_record(gs, h, h->size);
+		(*total)++;
+		off += h->size;
+	}
+	return kept;
+}
+
+static struct prof_op *row(struct profile *p, uint32_t op)
+{
+	for (size_t i = 0; i < p->nops; i++)
+		if (p->ops[i].op_id == op && p->ops[i].pid == PID)
+			return &p->ops[i];
+	fail_msg("no row for op %u", op);
+	return NULL;
+}
+
+static const char *names(void *ctx, uint32_t id, const char **ovl)
+{
+	(void)ctx;
+	*ovl = "";
+	switch (id) {
+	case 3: return "aten::linear";
+	case 7: return "aten::addmm";
+	case 9: return "aten::relu";
+	case 11: return "aten::mm";
+	}
+	return NULL;
+}
+
+static void add_row(struct profile *p, uint32_t op, uint64_t stack, uint64_t calls)
+{
+	const char *ovl;
+	struct prof_op o = { .pid = PID, .op_id = op, .stack_id = stack,
+			     .name = names(NULL, op, &ovl), .overload = "", .calls = calls,
+			     .self_ns = 1000 * calls, .total_ns = 2000 * calls };
+
+	assert_int_equal(profile_add_op(p, &o), 0);
+}
+
+static void test_fixture_into_profile(void **state)
+{
+	struct gpu_session gs;
+	struct profile p;
+	size_t total, kept;
+
+	(void)state;
+	gpu_session_init(&gs, true);
+	/* an untracked pid keeps nothing */
+	assert_int_equal(feed(&gs, "join_mono.bin", &total), 0);
+	assert_non_null(gpu_session_track(&gs, PID));
+	kept = feed(&gs, "join_mono.bin", &total);
+	/* 7 host records + 16 device/API + 1 name; the 12 op enter/exit are not kept */
+	assert_int_equal(kept, 7 + 16 + 1);
+	assert_int_equal(total, kept + 12);
+	assert_int_equal(gpu_session_find(&gs, PID)->nhost, 7);
+	assert_int_equal(gpu_session_find(&gs, PID)->ngpu, 16);
+	assert_int_equal(gpu_session_find(&gs, PID)->nnames, 1);
+	/* the name record arrives once per start: a repeat is not kept twice */
+	feed(&gs, "join_mono.bin", &total);
+	assert_int_equal(gpu_session_find(&gs, PID)->nnames, 1);
+	gpu_session_free(&gs);
+
+	gpu_session_init(&gs, true);
+	gpu_session_track(&gs, PID);
+	feed(&gs, "join_mono.bin", &total);
+	profile_init(&p);
+	/* rows as session_collect makes them: 64-bit stack ids whose low 32
+	 * bits are what the launch records carry; op 11 ran before attach
+	 * (no row): the join creates it, named by the callback */
+	add_row(&p, 3, 0x5151515100000000ull | 0xA1, 2);
+	add_row(&p, 7, 0x5151515100000000ull | 0xA1, 2);
+	add_row(&p, 9, 0x5151515100000000ull | 0xA1, 2);
+	add_row(&p, 7, 0x77, 1);   /* same op, other stack: untouched */
+	assert_int_equal(gpu_session_apply(&gs, &p, names, NULL), 8);  /* device records */
+	assert_true(p.has_gpu_times);
+	assert_int_equal(row(&p, 3)->self_cuda_ns, 0);
+	assert_int_equal(row(&p, 7)->self_cuda_ns, 52500);
+	assert_int_equal(row(&p, 7)->cuda_total_ns, 52500);
+	assert_int_equal(row(&p, 7)->calls, 2);   /* CPU counters unchanged */
+	assert_int_equal(row(&p, 9)->self_cuda_ns, 7000);
+	assert_int_equal(row(&p, 11)->self_cuda_ns, 20000);
+	assert_int_equal(row(&p, 11)->calls, 0);
+	assert_int_equal(row(&p, 11)->stack_id, 0xB2);
+	assert_string_equal(row(&p, 11)->name, "aten::mm");
+	for (size_t i = 0; i < p.nops; i++)
+		if (p.ops[i].stack_id == 0x77)
+			assert_int_equal(p.ops[i].self_cuda_ns, 0);
+	assert_int_equal(p.nops, 5);
+
+	/* the table shows the columns, with torch.profiler's time format */
+	char *txt = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&txt, &len);
+	struct export_opts eo = { .sort = "self_cuda_time_total", .row_limit = -1 };
+
+	assert_int_equal(export_table(out, &p, &eo), 0);
+	fclose(out);
+	assert_non_null(strstr(txt, "Self CUDA"));
+	assert_non_null(strstr(txt, "CUDA total"));
+	/* sorted by Self CUDA: addmm (52.5 us + 0) first, then mm, relu */
+	char *a = strstr(txt, "aten::addmm"), *m = strstr(txt, "aten::mm"),
+	     *r = strstr(txt, "aten::relu");
+	assert_true(a && m && r && a < m && m < r);
+	assert_non_null(strstr(a, "52.500us"));
+	assert_non_null(strstr(m, "20.000us"));
+	assert_non_null(strstr(r, "7.000us"));
+	free(txt);
+	profile_free(&p);
+	gpu_session_free(&gs);
+}
+
+/* No device records: the note is the agent's own status line. */
+static void test_note_from_status(void **state)
+{
+	struct gpu_session gs;
+	struct profile p;
+	struct rec_gpu_status st = { .h = { .type = REC_GPU, .size = sizeof(st) }, .pid = PID,
+				     .kind = GPU_STATUS, .state = AGENT_NO_DRIVER,
+				     .magic = TBPF_AGENT_MAGIC };
+	struct gpu_target *t;
+
+	(void)state;
+	snprintf(st.detail, sizeof(st.detail), "libcuda.so.1 not found: no NVIDIA driver");
+	gpu_session_init(&gs, true);
+	t = gpu_session_track(&gs, PID);
+	t->mode = GPU_AGENT_INJECT;
+	assert_string_equal(gpu_session_status(&gs),
+			    "no CUDA device timings: CUPTI agent status unknown");
+	assert_int_equal(gpu_session_record(&gs, &st, sizeof(st)), 1);
+	assert_string_equal(gpu_session_status(&gs),
+			    "no CUDA device timings: CUPTI agent reports no-driver "
+			    "(libcuda.so.1 not found: no NVIDIA driver)");
+	profile_init(&p);
+	add_row(&p, 7, 0xA1, 1);
+	assert_int_equal(gpu_session_apply(&gs, &p, names, NULL), 0);
+	assert_false(p.has_gpu_times);
+	profile_free(&p);
+
+	/* tbpf run, the driver never loaded the agent: no status at all */
+	t->mode = GPU_AGENT_RUN;
+	t->have_status = false;
+	assert_non_null(strstr(gpu_session_status(&gs), "never loaded the CUPTI agent"));
+	/* a refusal wins over everything */
+	t->note = strdup("--inject refused: x");
+	assert_string_equal(gpu_session_status(&gs), "no CUDA device timings: --inject refused: x");
+	/* two targets: each named */
+	gpu_session_track(&gs, PID + 1)->mode = GPU_AGENT_INJECT;
+	assert_string_equal(gpu_session_status(&gs),
+			    "no CUDA device timings: pid 4242: --inject refused: x; "
+			    "pid 4243: CUPTI agent status unknown");
+	gpu_session_free(&gs);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fixture_into_profile),
+		cmocka_unit_test(test_note_from_status),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

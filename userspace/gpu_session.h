@@ -1,0 +1,111 @@
+/* gpu_session.h - attach stage, GPU: the CUPTI agent in each target (loaded
+ * by --inject or by the CUDA driver under `tbpf run`), its BPF probes, the
+ * REC_GPU and host launch records it collects, and the join that puts
+ * device times into the profile.
+ *
+ *   gpu_session_init(&gs, multi)
+ *   gpu_session_add(&gs, skel, pid, GPU_AGENT_INJECT, agent, &why)  per target
+ *   on_record(): gpu_session_record(&gs, data, size)
+ *   poll loop: gpu_session_poll(&gs)   (status of agents loaded later)
+ *   at the end: gpu_session_detach(&gs) (stop, probes off, unload what
+ *   --inject loaded), drain the ring buffer, gpu_session_apply(&gs, &prof),
+ *   gpu_session_status(&gs) when the profile got no device times,
+ *   gpu_session_free(&gs).
+ */
+#ifndef TBPF_GPU_SESSION_H
+#define TBPF_GPU_SESSION_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "agent_attach.h"
+#include "gpujoin.h"
+#include "tbpf_abi.h"
+#include "uprobe.h"
+
+struct tbpf_bpf;
+struct profile;
+
+enum gpu_agent_mode {
+	GPU_AGENT_OFF = 0,
+	GPU_AGENT_INJECT = 1,  /* --inject: ptrace + the target's dlopen, then START */
+	GPU_AGENT_RUN = 2,     /* tbpf run: the driver loads it (CUDA_INJECTION64_PATH,
+				* autostart); probes go on the file before it is mapped */
+};
+
+struct gpu_target {
+	pid_t pid;
+	enum gpu_agent_mode mode;
+	bool injected;            /* --inject loaded it: dlclose at detach */
+	uint64_t handle;
+	bool located;             /* loc valid */
+	struct agent_loc loc;
+	struct uprobe_set links;  /* tbpf_agent_batch/name/status */
+	char *note;               /* why no agent (refusal, failure), malloc'd */
+	bool have_status;
+	struct rec_gpu_status status;   /* latest (transport or status word) */
+	/* collected records */
+	struct gj_host *host;
+	size_t nhost, caphost;
+	struct rec_gpu *gpu;
+	size_t ngpu, capgpu;
+	struct rec_gpu_name *names;
+	size_t nnames, capnames;
+	uint64_t lost;            /* records not kept (memory cap or ENOMEM) */
+	uint64_t dev_seen, dev_attributed;   /* device records, last gpu_session_apply */
+};
+
+struct gpu_session {
+	bool multi;               /* uprobe_multi links (the skeleton's attach type) */
+	struct gpu_target **v;
+	size_t n, cap;
+	char *note;               /* gpu_session_note's last answer */
+};
+
+/* Cap on records kept per target (host + device); beyond it they count as lost. */
+#define GPU_SESSION_MAX_RECORDS (4u << 20)
+
+void gpu_session_init(struct gpu_session *gs, bool multi);
+/* Start collecting pid's records, no agent (pure bookkeeping; the unit
+ * tests feed records through this).  NULL on ENOMEM. */
+struct gpu_target *gpu_session_track(struct gpu_session *gs, pid_t pid);
+struct gpu_target *gpu_session_find(struct gpu_session *gs, pid_t pid);
+/* Bring the agent into pid and ask it to start:
+ *   INJECT: inject_dlopen (refused when ptrace is denied or another CUPTI
+ *   user is mapped), agent_locate, attach the three probes, START;
+ *   RUN: probes on agent_path (not mapped yet; the driver maps it when the
+ *   command initializes CUDA, and the agent starts itself).
+ * inject_flags: enum inject_flags (INJECT_FORCE: --inject-force).
+ * Returns 0, or -errno with *why (malloc'd, one line); the target stays
+ * tracked either way and gpu_session_status tells what happened.  The op
+ * table never depends on this. */
+int gpu_session_add(struct gpu_session *gs, struct tbpf_bpf *skel, pid_t pid,
+		    enum gpu_agent_mode mode, const char *agent_path, unsigned inject_flags,
+		    char **why);
+/* Keep REC_GPU (device, API, names, status) and REC_LAUNCH / REC_MEMOP of
+ * tracked pids; other records are ignored.  Returns 1 when kept, else 0. */
+int gpu_session_record(struct gpu_session *gs, const void *data, size_t size);
+/* Refresh the status word of agents that are mapped (cheap; call about
+ * once a second). */
+void gpu_session_poll(struct gpu_session *gs);
+/* Ask every agent to stop, read its last status, detach the probes and
+ * unload what --inject loaded.  Call after the targets' ptrace guards
+ * stopped: the unload ptraces a thread, which a guard may hold. */
+void gpu_session_detach(struct gpu_session *gs);
+/* Join every target's records and add device times to the matching rows
+ * of p (pid, op, low 32 bits of the stack id; rows are created, named by
+ * op_name, when the op ran only before tbpf attached).  Sets
+ * p->has_gpu_times when any device record reached an op.  Returns the
+ * number of device records seen, or -errno. */
+int gpu_session_apply(struct gpu_session *gs, struct profile *p,
+		      const char *(*op_name)(void *ctx, uint32_t id, const char **overload),
+		      void *ctx);
+/* One line for profile.gpu_note: "no CUDA device timings: ..." (the
+ * agent's state and reason, or why it is not there; targets joined by
+ * "; ").  Valid until the next call or gpu_session_free. */
+const char *gpu_session_status(struct gpu_session *gs);
+/* Per target: the same line. malloc'd. */
+char *gpu_target_note(const struct gpu_target *t);
+void gpu_session_free(struct gpu_session *gs);
+
+#endif
