@@ -59,6 +59,8 @@ struct tracee {
 	int pending;   /* signal to deliver at detach */
 };
 
+static FILE *glog;   /* TBPF_GUARD_LOG=FILE: every repair and stop, for debugging */
+
 struct gstate {
 	const struct guard_config *cfg;
 	struct tracee *t;
@@ -134,6 +136,15 @@ static size_t repair_thread(struct gstate *g, pid_t tid)
 			slot[i] = 0;
 	}
 	nfix = guard_plan_repair(th.frames, depth, slot, g->cfg->tramp_page, fix);
+	if (glog) {
+		fprintf(glog, "repair tid %d depth %zu fix %zu:", tid, depth, nfix);
+		for (size_t i = 0; i < depth; i++)
+			fprintf(glog, " [%zu sp=%llx slot=%llx ra=%llx fl=%x]", i,
+				(unsigned long long)th.frames[i].sp, (unsigned long long)slot[i],
+				(unsigned long long)th.frames[i].ra, th.frames[i].flags);
+		fputc('\n', glog);
+		fflush(glog);
+	}
 	for (size_t k = 0; k < nfix; k++) {
 		struct tbpf_frame *f = &th.frames[fix[k]];
 		struct iovec l = { &f->ra, 8 }, r = { (void *)(uintptr_t)f->sp, 8 };
@@ -231,6 +242,8 @@ static void handle_event(struct gstate *g, pid_t tid, int status, bool shutdown)
 	}
 	if (!WIFSTOPPED(status))
 		return;
+	if (glog)
+		fprintf(glog, "event tid %d status %x shutdown %d\n", tid, status, shutdown);
 	if (!t)
 		t = tracee_add(g, tid);   /* auto-attached clone child */
 	if (!t)
@@ -239,10 +252,15 @@ static void handle_event(struct gstate *g, pid_t tid, int status, bool shutdown)
 	if (ev == PTRACE_EVENT_CLONE) {
 		unsigned long child = 0;
 
-		if (!ptrace(PTRACE_GETEVENTMSG, tid, 0, &child) && child)
-			tracee_add(g, (pid_t)child);
-		if (!shutdown || t->state == 0)
-			ptrace(PTRACE_CONT, tid, 0, 0);
+		if (!ptrace(PTRACE_GETEVENTMSG, tid, 0, &child) && child) {
+			tracee_add(g, (pid_t)child);   /* may move g->t */
+			t = tracee_find(g, tid);
+		}
+		if (shutdown && t) {
+			t->state = 1;   /* keep it stopped: it is detached below */
+			return;
+		}
+		ptrace(PTRACE_CONT, tid, 0, 0);
 		return;
 	}
 	if (ev == PTRACE_EVENT_STOP) {
@@ -321,8 +339,8 @@ static void shutdown_all(struct gstate *g)
 		if (tid < 0 && errno == ECHILD)
 			break;
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec - t0.tv_sec >= 3)
-			break;   /* threads in uninterruptible sleep: repair below anyway */
+		if (now.tv_sec - t0.tv_sec >= 30)
+			break;   /* a thread that never stops (uninterruptible sleep) */
 		usleep(200);
 	}
 	/* 3: repair and detach */
@@ -331,9 +349,12 @@ static void shutdown_all(struct gstate *g)
 
 		if (t->state == 2)
 			continue;
-		g->st.detach_restored += repair_thread(g, t->tid);
-		if (t->state == 1)
+		/* only a stopped thread's stack is written: a running one could
+		 * return and reuse the slot between the read and the write */
+		if (t->state == 1) {
+			g->st.detach_restored += repair_thread(g, t->tid);
 			ptrace(PTRACE_DETACH, t->tid, 0, t->pending);
+		}
 		tracee_gone(g, t->tid);
 	}
 	/* 4: entry probes (frames are recorded until no thread can be
@@ -350,6 +371,8 @@ static int run_child(const struct guard_config *cfg, int cmd_fd, int status_fd)
 	int sfd, rc;
 
 	prctl(PR_SET_NAME, "tbpf-guard");
+	if (getenv("TBPF_GUARD_LOG"))
+		glog = fopen(getenv("TBPF_GUARD_LOG"), "a");
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
@@ -411,7 +434,7 @@ static int run_child(const struct guard_config *cfg, int cmd_fd, int status_fd)
 		int status;
 		pid_t tid;
 
-		if (poll(p, 2, 500) < 0 && errno != EINTR)
+		if (poll(p, 2, 20) < 0 && errno != EINTR)
 			break;
 		if (p[0].revents) {
 			struct signalfd_siginfo si;
