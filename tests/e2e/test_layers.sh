@@ -31,6 +31,9 @@ def dotted(path):                 # "Net/blocks/0/conv" -> "blocks.0.conv", "Net
     parts = path.split("/")
     return ".".join(parts[1:])
 mods = {dotted(l["path"]): l for l in layers if l["kind"] == "module"}
+folded = {}
+for o in tb["ops"]:
+    folded[o["name"]] = folded.get(o["name"], 0) + o.get("folded", 0)
 ran = set(ref["ran"])
 ok = True
 if set(mods) != ran:
@@ -53,8 +56,16 @@ for path, want in sorted(ref["layers"].items()):
         # tbpf also sees ops the workload runs outside the profiled region
         # (zero_grad etc. run in both; the script's own exit is not an op)
         pass
+    # torch 1.13's profiler removes an op nested as the only child of a
+    # same-name op (EventList._remove_dup_nodes) only when its timestamps
+    # let it see the nesting, so its counts float between tbpf's calls
+    # (all removed) and calls + folded (none removed); 2.x is exact.
+    def ok_count(op, w, g):
+        if w == g:
+            return True
+        return tag == "torch1" and g <= w <= g + folded.get(op, 0)
     diff = {op: (want.get(op, 0), got.get(op, 0)) for op in set(want) | set(got)
-            if want.get(op, 0) != got.get(op, 0)}
+            if not ok_count(op, want.get(op, 0), got.get(op, 0))}
     if diff:
         print("%s: layer %r: op counts (profiler, tbpf) differ: %s" % (tag, path, diff)); ok = False
     else:
