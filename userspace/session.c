@@ -792,6 +792,13 @@ int session_set_enabled(struct session *s, pid_t pid, bool on)
 
 void session_detach_all(struct session *s)
 {
+	size_t slow = 0;
+
+	for (size_t i = 0; i < s->n; i++)
+		slow += s->v[i]->entry.nlinks;
+	if (slow > 500)
+		fprintf(stderr, "tbpf: removing %zu probes one by one (no uprobe_multi): this "
+				"takes a while\n", slow);
 	for (size_t i = 0; i < s->n; i++)
 		if (s->v[i]->alive || s->v[i]->guard)
 			tgt_detach(s, s->v[i]);

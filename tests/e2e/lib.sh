@@ -202,6 +202,7 @@ get() { local v="${1}_$2"; printf '%s' "${!v}"; }
 # the workload's checksum must equal the profiled run's (same work done).
 counts_case() {
 	local py=$1 threads=$2 iters=$3 label wl=wl_t$2 tb=tb_t$2
+	shift 3   # further arguments go to tbpf (e.g. --no-uprobe-multi)
 	label="torch $(torch_version "$py"), $threads thread(s), $iters iters"
 	log "== $label"
 	"$py" "$WL/ops_model.py" --profile --iters "$iters" --threads "$threads" \
@@ -209,11 +210,11 @@ counts_case() {
 		fail "$label: torch.profiler run failed: $(tail -n 2 "$T/prof_t$threads.err" | tr '\n' ' ')"
 	start_workload $wl "$py" ops_model.py --iters "$iters" --threads "$threads"
 	# --duration far beyond the run: tbpf must stop because the target exits.
-	start_tbpf $tb --pid "$(get $wl pid)" --format json --duration 600s
+	start_tbpf $tb --pid "$(get $wl pid)" --format json --duration 600s "$@"
 	go "$(get $wl pid)"
 	wait_exit $wl 300
 	expect_rc $wl 0
-	wait_exit $tb 30
+	wait_exit $tb "${TB_EXIT_TIMEOUT:-30}"
 	expect_rc $tb 0
 	local want got
 	want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["checksum"])' "$T/prof_t$threads.json")
