@@ -15,8 +15,6 @@ import wl_common  # noqa: F401  (blocks SIGUSR1 before torch starts threads)
 import argparse
 import time
 
-import torch
-
 p = argparse.ArgumentParser(description=__doc__)
 p.add_argument("--comm", default="fleet_ops")
 p.add_argument("--iters", type=int, default=1000)
@@ -27,8 +25,12 @@ p.add_argument("--sleep", type=float, default=0.0)
 p.add_argument("--no-wait", action="store_true")
 wl_common.add_common_args(p)
 args = p.parse_args()
+# the name first, torch second: a daemon scanning for processes that map
+# libtorch must never see this one under its interpreter's name
 with open("/proc/self/comm", "w") as f:
     f.write(args.comm[:15])
+import torch  # noqa: E402
+
 torch.set_num_threads(args.intra_threads)
 a = torch.ones(4)
 b = torch.full((4,), 0.5)
