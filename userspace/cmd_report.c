@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "strf.h"
 #include "calltree.h"
 #include "capture.h"
 #include "cmd_report.h"
@@ -43,17 +44,6 @@ static const char usage[] =
 "\n"
 "Exit status: 0 success, 1 unreadable or corrupt capture or write error,\n"
 "2 usage error.\n";
-
-static char *msgf(const char *fmt, ...)
-{
-	char *s = NULL;
-	va_list ap;
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
-	va_end(ap);
-	return s;
-}
 
 static int run_export(FILE *out, int fmt, struct capture_reader *r, const struct export_opts *o)
 {
@@ -113,23 +103,23 @@ int export_capture_ex(const char *capture_path, const char *format, const char *
 	*errmsg = NULL;
 	int fmt = export_format_parse(format);
 	if (fmt < 0) {
-		*errmsg = msgf("unknown format '%s' (table, json, chrome, perfetto, folded, pprof)", format);
+		*errmsg = strf("unknown format '%s' (table, json, chrome, perfetto, folded, pprof)", format);
 		free(dummy);
 		return -EINVAL;
 	}
 	if (o && o->sort && !profile_sort_key_valid(o->sort)) {
-		*errmsg = msgf("unknown sort key '%s'", o->sort);
+		*errmsg = strf("unknown sort key '%s'", o->sort);
 		free(dummy);
 		return -EINVAL;
 	}
 	struct capture_reader *r = capture_reader_open(capture_path);
 	if (!r) {
-		*errmsg = msgf("%s: out of memory", capture_path);
+		*errmsg = strf("%s: out of memory", capture_path);
 		free(dummy);
 		return -ENOMEM;
 	}
 	if (capture_reader_error(r)) {
-		*errmsg = msgf("%s", capture_reader_error(r));
+		*errmsg = strf("%s", capture_reader_error(r));
 		capture_reader_close(r);
 		free(dummy);
 		return -EINVAL;
@@ -138,7 +128,7 @@ int export_capture_ex(const char *capture_path, const char *format, const char *
 	FILE *out = to_stdout ? stdout : fopen(out_path, export_format_binary(fmt) ? "wb" : "w");
 	if (!out) {
 		int e = errno;
-		*errmsg = msgf("%s: %s", out_path, strerror(e));
+		*errmsg = strf("%s: %s", out_path, strerror(e));
 		capture_reader_close(r);
 		free(dummy);
 		return -e;
@@ -148,17 +138,17 @@ int export_capture_ex(const char *capture_path, const char *format, const char *
 		setvbuf(out, obuf, _IOFBF, sizeof(obuf));
 	int err = run_export(out, fmt, r, o);
 	if (err == -EINVAL && capture_reader_error(r))
-		*errmsg = msgf("%s", capture_reader_error(r));
+		*errmsg = strf("%s", capture_reader_error(r));
 	else if (err)
-		*errmsg = msgf("%s: %s", to_stdout ? "<stdout>" : out_path, strerror(-err));
+		*errmsg = strf("%s: %s", to_stdout ? "<stdout>" : out_path, strerror(-err));
 	if (to_stdout) {
 		if (fflush(stdout) && !err) {
 			err = -errno;
-			*errmsg = msgf("<stdout>: %s", strerror(-err));
+			*errmsg = strf("<stdout>: %s", strerror(-err));
 		}
 	} else if (fclose(out) && !err) {
 		err = -errno;
-		*errmsg = msgf("%s: %s", out_path, strerror(-err));
+		*errmsg = strf("%s: %s", out_path, strerror(-err));
 	}
 	if (err && !to_stdout)
 		unlink(out_path);

@@ -23,6 +23,7 @@
 #include <bpf/libbpf.h>
 #include <curl/curl.h>
 #include <microhttpd.h>
+#include "strf.h"
 #include "tbpf_abi.h"
 #include "budget.h"
 #include "calltree.h"
@@ -75,18 +76,6 @@ static const char usage[] =
 "  sudo tbpf daemon --pprof-dir /var/lib/tbpf --keep 60 --window 60s\n"
 "  sudo tbpf daemon --push http://pyroscope:4040 --max-overhead 1%\n";
 
-static char *msgf(const char *fmt, ...)
-{
-	char *s = NULL;
-	va_list ap;
-
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
-	va_end(ap);
-	return s;
-}
-
 void daemon_opts_free(struct daemon_opts *o)
 {
 	free(o->label_keys);
@@ -129,7 +118,7 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 	o->label_vals = calloc(argc, sizeof(char *));
 	o->pids = calloc(argc, sizeof(pid_t));
 	if (!o->label_keys || !o->label_vals || !o->pids) {
-		*err = msgf("out of memory");
+		*err = strf("out of memory");
 		return TBPF_EXIT_ERROR;
 	}
 	opterr = 0;
@@ -143,14 +132,14 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 			break;
 		case 'w':
 			if (parse_duration(optarg, &o->window_ns) || o->window_ns < 100000000ULL) {
-				*err = msgf("invalid --window '%s' (at least 100ms; examples: 10s, 1m)",
+				*err = strf("invalid --window '%s' (at least 100ms; examples: 10s, 1m)",
 					    optarg);
 				return TBPF_EXIT_USAGE;
 			}
 			break;
 		case 'd':
 			if (parse_duration(optarg, &o->duration_ns) || !o->duration_ns) {
-				*err = msgf("invalid --duration '%s'", optarg);
+				*err = strf("invalid --duration '%s'", optarg);
 				return TBPF_EXIT_USAGE;
 			}
 			break;
@@ -161,7 +150,7 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 			long v = strtol(optarg, &end, 10);
 
 			if (*end || end == optarg || v < 1 || v > 1000000) {
-				*err = msgf("invalid --keep '%s'", optarg);
+				*err = strf("invalid --keep '%s'", optarg);
 				return TBPF_EXIT_USAGE;
 			}
 			o->keep = (unsigned)v;
@@ -184,7 +173,7 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 				     (k[i] >= '0' && k[i] <= '9') || k[i] == '_';
 			if (!ok || (kl == 2 && !strncmp(k, "le", 2)) ||
 			    (kl == 2 && !strncmp(k, "op", 2)) || (kl == 6 && !strncmp(k, "device", 6))) {
-				*err = msgf("invalid --label '%s' (KEY=VALUE, KEY a label name other "
+				*err = strf("invalid --label '%s' (KEY=VALUE, KEY a label name other "
 					    "than op, device, le)", optarg);
 				return TBPF_EXIT_USAGE;
 			}
@@ -201,7 +190,7 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 			long v = strtol(optarg, &end, 10);
 
 			if (*end || end == optarg || v < 1 || v > 10000) {
-				*err = msgf("invalid --top '%s'", optarg);
+				*err = strf("invalid --top '%s'", optarg);
 				return TBPF_EXIT_USAGE;
 			}
 			o->top_n = (size_t)v;
@@ -211,7 +200,7 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 			double v = strtod(optarg, &end);
 
 			if (end == optarg || (*end && strcmp(end, "%")) || v <= 0 || v >= 100) {
-				*err = msgf("invalid --max-overhead '%s' (example: 1%%)", optarg);
+				*err = strf("invalid --max-overhead '%s' (example: 1%%)", optarg);
 				return TBPF_EXIT_USAGE;
 			}
 			o->max_overhead = *end == '%' ? v / 100 : (v < 1 ? v : v / 100);
@@ -221,7 +210,7 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 			long v = strtol(optarg, &end, 10);
 
 			if (*end || end == optarg || v <= 0 || v > 4194304) {
-				*err = msgf("invalid --pid '%s'", optarg);
+				*err = strf("invalid --pid '%s'", optarg);
 				return TBPF_EXIT_USAGE;
 			}
 			o->pids[o->npids++] = (pid_t)v;
@@ -241,7 +230,7 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 			else if (!strcmp(optarg, "infer"))
 				o->exits = EXITS_INFER;
 			else {
-				*err = msgf("invalid --exits '%s' (auto, return, infer)", optarg);
+				*err = strf("invalid --exits '%s' (auto, return, infer)", optarg);
 				return TBPF_EXIT_USAGE;
 			}
 			break;
@@ -252,19 +241,19 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 			fputs(usage, stdout);
 			return 1;
 		case ':':
-			*err = msgf("option '%s' needs a value", argv[optind - 1]);
+			*err = strf("option '%s' needs a value", argv[optind - 1]);
 			return TBPF_EXIT_USAGE;
 		default:
-			*err = msgf("unknown option '%s'", argv[optind - 1]);
+			*err = strf("unknown option '%s'", argv[optind - 1]);
 			return TBPF_EXIT_USAGE;
 		}
 	}
 	if (optind < argc) {
-		*err = msgf("unexpected argument '%s'", argv[optind]);
+		*err = strf("unexpected argument '%s'", argv[optind]);
 		return TBPF_EXIT_USAGE;
 	}
 	if (o->max_overhead > 0 && o->exits != EXITS_INFER) {
-		*err = msgf("--max-overhead duty-cycles probes in infer mode; drop --exits");
+		*err = strf("--max-overhead duty-cycles probes in infer mode; drop --exits");
 		return TBPF_EXIT_USAGE;
 	}
 	return 0;
@@ -586,7 +575,7 @@ static void rotate(const char *dir, unsigned keep)
 	closedir(d);
 	qsort(names, n, sizeof(*names), name_cmp);
 	for (size_t i = 0; i + keep < n; i++) {
-		char *path = msgf("%s/%s", dir, names[i]);
+		char *path = strf("%s/%s", dir, names[i]);
 
 		if (path)
 			unlink(path);
@@ -609,8 +598,8 @@ static int write_pprof_file(const char *dir, unsigned keep, const struct calltre
 
 	gmtime_r(&t, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-	path = msgf("%s/tbpf-%s-%06llu.pb.gz", dir, stamp, (unsigned long long)(seq % 1000000));
-	tmp = msgf("%s/.tbpf-window.tmp", dir);
+	path = strf("%s/tbpf-%s-%06llu.pb.gz", dir, stamp, (unsigned long long)(seq % 1000000));
+	tmp = strf("%s/.tbpf-window.tmp", dir);
 	if (!path || !tmp) {
 		free(path);
 		free(tmp);
@@ -619,7 +608,7 @@ static int write_pprof_file(const char *dir, unsigned keep, const struct calltre
 	f = fopen(tmp, "we");
 	if (!f) {
 		rc = -errno;
-		*err = msgf("cannot write %s: %s", tmp, strerror(errno));
+		*err = strf("cannot write %s: %s", tmp, strerror(errno));
 		goto out;
 	}
 	rc = export_pprof(f, ct, NULL);
@@ -628,7 +617,7 @@ static int write_pprof_file(const char *dir, unsigned keep, const struct calltre
 	if (!rc && rename(tmp, path))
 		rc = -errno;
 	if (rc) {
-		*err = msgf("cannot write %s: %s", path, strerror(-rc));
+		*err = strf("cannot write %s: %s", path, strerror(-rc));
 		unlink(tmp);
 	} else {
 		rotate(dir, keep);
@@ -679,7 +668,7 @@ static int push_pprof(const struct daemon_opts *o, const struct calltree *ct, ch
 	c = curl_easy_init();
 	if (!name || !c || !(ename = curl_easy_escape(c, name, 0)))
 		goto out;
-	url = msgf("%s%singest?name=%s&from=%llu&until=%llu&format=pprof&spyName=tbpf", o->push_url,
+	url = strf("%s%singest?name=%s&from=%llu&until=%llu&format=pprof&spyName=tbpf", o->push_url,
 		   o->push_url[strlen(o->push_url) - 1] == '/' ? "" : "/", ename,
 		   (unsigned long long)(ct->start_real_ns / 1000000000ULL),
 		   (unsigned long long)((ct->start_real_ns + ct->duration_ns) / 1000000000ULL));
@@ -702,14 +691,14 @@ static int push_pprof(const struct daemon_opts *o, const struct calltree *ct, ch
 		CURLcode cc = curl_easy_perform(c);
 
 		if (cc != CURLE_OK) {
-			*err = msgf("push to %s failed: %s", o->push_url, curl_easy_strerror(cc));
+			*err = strf("push to %s failed: %s", o->push_url, curl_easy_strerror(cc));
 			rc = -EIO;
 			goto out;
 		}
 	}
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
 	if (code < 200 || code >= 300) {
-		*err = msgf("push to %s: HTTP %ld", o->push_url, code);
+		*err = strf("push to %s: HTTP %ld", o->push_url, code);
 		rc = -EIO;
 		goto out;
 	}
@@ -784,10 +773,10 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn, const cha
 		pthread_mutex_unlock(&st->lock);
 		fclose(f);
 	} else if (!strcmp(url, "/")) {
-		buf = msgf("tbpf daemon: metrics at /metrics\n");
+		buf = strf("tbpf daemon: metrics at /metrics\n");
 		len = buf ? strlen(buf) : 0;
 	} else {
-		buf = msgf("not found\n");
+		buf = strf("not found\n");
 		len = buf ? strlen(buf) : 0;
 		code = MHD_HTTP_NOT_FOUND;
 	}
@@ -815,7 +804,7 @@ static struct MHD_Daemon *http_start(const char *listen, struct dstate *st, char
 	struct MHD_Daemon *d;
 
 	if (!colon || (size_t)(colon - addr) >= sizeof(host)) {
-		*err = msgf("invalid --listen '%s' (HOST:PORT, e.g. 127.0.0.1:9464)", addr);
+		*err = strf("invalid --listen '%s' (HOST:PORT, e.g. 127.0.0.1:9464)", addr);
 		return NULL;
 	}
 	memcpy(host, addr, colon - addr);
@@ -823,7 +812,7 @@ static struct MHD_Daemon *http_start(const char *listen, struct dstate *st, char
 	port = strtol(colon + 1, &end, 10);
 	if (*end || end == colon + 1 || port < 0 || port > 65535 ||
 	    inet_pton(AF_INET, host[0] ? host : "0.0.0.0", &sin.sin_addr) != 1) {
-		*err = msgf("invalid --listen '%s' (HOST:PORT with an IPv4 address)", addr);
+		*err = strf("invalid --listen '%s' (HOST:PORT with an IPv4 address)", addr);
 		return NULL;
 	}
 	sin.sin_port = htons((uint16_t)port);
@@ -831,7 +820,7 @@ static struct MHD_Daemon *http_start(const char *listen, struct dstate *st, char
 			     st, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
 			     MHD_OPTION_CONNECTION_TIMEOUT, 10U, MHD_OPTION_END);
 	if (!d)
-		*err = msgf("cannot listen on %s: %s", addr, strerror(errno ? errno : EADDRINUSE));
+		*err = strf("cannot listen on %s: %s", addr, strerror(errno ? errno : EADDRINUSE));
 	return d;
 }
 

@@ -18,6 +18,7 @@
 #include <sys/utsname.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "strf.h"
 #include "tbpf.skel.h"
 #include "tbpf_abi.h"
 #include "capture.h"
@@ -135,15 +136,6 @@ static int on_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-static char *dupf(const char *fmt, const char *a)
-{
-	char *r = NULL;
-
-	if (asprintf(&r, fmt, a) < 0)
-		return NULL;
-	return r;
-}
-
 struct session *session_open(const struct session_config *cfg, char **why, int *code)
 {
 	struct session *s;
@@ -154,7 +146,7 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 	*why = NULL;
 	*code = TBPF_EXIT_ERROR;
 	if (geteuid() != 0) {
-		*why = dupf("%s", "permission denied: attaching BPF probes needs root (or CAP_BPF, "
+		*why = strf("%s", "permission denied: attaching BPF probes needs root (or CAP_BPF, "
 			    "CAP_PERFMON and CAP_SYS_PTRACE); run with sudo");
 		*code = TBPF_EXIT_PRIV;
 		return NULL;
@@ -163,13 +155,13 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 		struct utsname u;
 
 		uname(&u);
-		*why = dupf("kernel %s has no BTF (/sys/kernel/btf/vmlinux): tbpf needs "
+		*why = strf("kernel %s has no BTF (/sys/kernel/btf/vmlinux): tbpf needs "
 			    "CONFIG_DEBUG_INFO_BTF=y (Linux 5.8+)", u.release);
 		*code = TBPF_EXIT_KERNEL;
 		return NULL;
 	}
 	if (stat("/sys/bus/event_source/devices/uprobe", &st)) {
-		*why = dupf("%s", "this kernel has no uprobe support (CONFIG_UPROBE_EVENTS)");
+		*why = strf("%s", "this kernel has no uprobe support (CONFIG_UPROBE_EVENTS)");
 		*code = TBPF_EXIT_KERNEL;
 		return NULL;
 	}
@@ -185,7 +177,7 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 				"probes one by one, which is slower\n");
 	s->skel = tbpf_bpf__open();
 	if (!s->skel) {
-		*why = dupf("cannot open the BPF object: %s", strerror(errno));
+		*why = strf("cannot open the BPF object: %s", strerror(errno));
 		goto fail;
 	}
 	if (cfg->exits != EXITS_INFER)
@@ -209,7 +201,7 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 	}
 	err = tbpf_bpf__load(s->skel);
 	if (err) {
-		*why = dupf("cannot load BPF programs: %s (kernel too old? TBPF_DEBUG=1 shows the "
+		*why = strf("cannot load BPF programs: %s (kernel too old? TBPF_DEBUG=1 shows the "
 			    "verifier log)", strerror(-err));
 		*code = TBPF_EXIT_KERNEL;
 		goto fail;
@@ -217,7 +209,7 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 	/* only the thread-exit tracepoint auto-attaches */
 	s->skel->links.tbpf_thread_exit = bpf_program__attach(s->skel->progs.tbpf_thread_exit);
 	if (!s->skel->links.tbpf_thread_exit) {
-		*why = dupf("cannot attach the thread-exit tracepoint: %s", strerror(errno));
+		*why = strf("cannot attach the thread-exit tracepoint: %s", strerror(errno));
 		*code = TBPF_EXIT_KERNEL;
 		goto fail;
 	}
@@ -229,7 +221,7 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 	if (cfg->record || cfg->cuda || cfg->python || cfg->gpu_agent) {
 		s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
 		if (!s->rb) {
-			*why = dupf("cannot map the ring buffer: %s", strerror(errno));
+			*why = strf("cannot map the ring buffer: %s", strerror(errno));
 			goto fail;
 		}
 	}
