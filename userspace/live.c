@@ -186,7 +186,7 @@ static int json_extras(FILE *out, void *ctx)
 	if (!err && cm) {
 		if (x->tree)
 			fputs(",\n", out);
-		err = cuda_json_members(out, cm, cuda_op_name, x->s);
+		err = cuda_json_members_ex(out, cm, cuda_op_name, x->s, x->tree);
 	}
 	return err;
 }
@@ -461,14 +461,19 @@ int live_run(const struct live_opts *o)
 		struct layer_tree *tree = NULL;
 		struct json_extra_ctx jx = { .s = s };
 
-		if (o->python && (!strcmp(fmt, "tree") || !strcmp(fmt, "json"))) {
+		if (o->python && (!strcmp(fmt, "tree") || !strcmp(fmt, "json") ||
+				  (!strcmp(fmt, "table") && cm && !cuda_model_empty(cm)))) {
 			err = session_layer_tree(s, &prof, &tree);
+			/* issue 5: launches, copies and syncs per layer */
+			if (!err && cm && !cuda_model_empty(cm))
+				err = cuda_model_to_layers(cm, tree);
 			if (err) {
 				fprintf(stderr, "tbpf: building the layer tree failed: %s\n",
 					strerror(-err));
+				layers_free(tree);
 				tree = NULL;
 			}
-			jx.tree = tree;
+			jx.tree = !strcmp(fmt, "table") ? NULL : tree;
 		}
 		if (cm || jx.tree) {
 			eo.json_extra = json_extras;
@@ -516,7 +521,7 @@ int live_run(const struct live_opts *o)
 						   : export_table(out, &prof, &eo);
 			if (!err && cm && !cuda_model_empty(cm) && strcmp(fmt, "json")) {
 				fputc('\n', out);
-				err = cuda_tables_print(out, cm, cuda_op_name, s, NULL);
+				err = cuda_tables_print_ex(out, cm, cuda_op_name, s, tree, NULL);
 			}
 			if (out != stdout && fclose(out) && !err)
 				err = -errno;
