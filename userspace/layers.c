@@ -99,6 +99,37 @@ static void sum_up(struct layer_node *n)
 	}
 }
 
+/* Deterministic order whatever order the stats came in: kids by total
+ * time desc, then kind, then name; ops by self time desc, then name. */
+static int kid_cmp(const void *a, const void *b)
+{
+	const struct layer_node *x = *(const struct layer_node *const *)a;
+	const struct layer_node *y = *(const struct layer_node *const *)b;
+
+	if (x->total_ns != y->total_ns)
+		return x->total_ns > y->total_ns ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int op_cmp(const void *a, const void *b)
+{
+	const struct layer_op *x = a, *y = b;
+
+	if (x->self_ns != y->self_ns)
+		return x->self_ns > y->self_ns ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static void sort_tree(struct layer_node *n)
+{
+	qsort(n->kids, n->nkids, sizeof(*n->kids), kid_cmp);
+	qsort(n->ops, n->nops, sizeof(*n->ops), op_cmp);
+	for (size_t i = 0; i < n->nkids; i++)
+		sort_tree(n->kids[i]);
+}
+
 /* ---- stacks kept by the tree ------------------------------------------- */
 
 static int ref_cmp(const void *a, const void *b)
@@ -225,6 +256,7 @@ int layers_build(const struct layer_stack *stacks, size_t nstacks,
 		t->total_ns += s->self_ns;
 	}
 	sum_up(&t->top);
+	sort_tree(&t->top);
 	free(sorted);
 	sorted = NULL;
 	if (keep_stacks(t, stacks, nstacks))
@@ -371,6 +403,7 @@ int layers_add_cuda(struct layer_tree *t, const struct layer_cudastat *rows, siz
 	}
 	sort_kernels(&t->top);
 	sum_up(&t->top);
+	sort_tree(&t->top);
 	return 0;
 }
 

@@ -147,6 +147,18 @@ static const char *cuda_op_name(void *ctx, uint32_t id)
 	return session_op_name(ctx, id, NULL);
 }
 
+/* Kernel names for `tbpf report` (issue 5): the host-stub symbols named
+ * while the targets' libraries could be read, as KERNEL meta records. */
+static void write_kernel_names(struct capture_writer *cw, const struct cuda_model *cm)
+{
+	for (size_t i = 0; cm && i < cm->nkernels; i++) {
+		const struct cuda_kernel *k = &cm->kernels[i];
+
+		if (k->src == CUDA_NAME_SYMBOL)
+			capture_write_kernel(cw, k->pid, k->func, k->name);
+	}
+}
+
 /* issue 6: device times from the CUPTI agents into the rows, else why not */
 static const char *gpu_op_name(void *ctx, uint32_t id, const char **overload)
 {
@@ -444,6 +456,7 @@ int live_run(const struct live_opts *o)
 			.gpu_note = prof.gpu_note,
 		};
 
+		write_kernel_names(cw, session_cuda(s, NULL, NULL));
 		capture_write_end(cw, &ei);
 		err = capture_writer_close(cw);
 		cw = NULL;
