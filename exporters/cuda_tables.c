@@ -154,6 +154,15 @@ static void rule(FILE *f, int w)
 	fputc('\n', f);
 }
 
+static bool any_python_launch(const struct cuda_model *m)
+{
+	for (size_t i = 0; i < m->nkernels; i++)
+		for (size_t j = 0; j < m->kernels[i].nstacks; j++)
+			if (m->kernels[i].stacks[j].stack_id)
+				return true;
+	return false;
+}
+
 static int print_kernels(FILE *f, const struct cuda_model *m, cuda_opname_fn fn, void *ctx,
 			 const struct layer_tree *t)
 {
@@ -168,6 +177,10 @@ static int print_kernels(FILE *f, const struct cuda_model *m, cuda_opname_fn fn,
 		free(lays);
 		return -ENOMEM;
 	}
+	/* no launch under a Python stack (a program without Python): every
+	 * layer would read [no python]; keep the table as it was */
+	if (t && !any_python_launch(m))
+		t = NULL;
 	for (size_t i = 0; i < m->nkernels; i++) {
 		int l = strlen(v[i]->name);
 

@@ -25,7 +25,8 @@ int cuda_json_members(FILE *f, const struct cuda_model *m, cuda_opname_fn opname
 
 /* The same with layers: `layers` (may be NULL: as above) names the Python
  * stack of each launch.  The kernel table gains a "Layers" column (the
- * innermost module paths, top CUDA_LAYERS_SHOWN by launches), and each
+ * innermost module paths, top CUDA_LAYERS_SHOWN by launches; only when
+ * some launch came from a Python stack), and each
  * JSON kernel "layers": [{"layer": path, "launches": n}] (all of them). */
 struct layer_tree;
 #define CUDA_LAYERS_SHOWN 3

@@ -367,6 +367,18 @@ static void test_kernel_table_layers(void **state)
 	free(s);
 	layers_free(t);
 	cuda_model_free(&m);
+	/* a program without Python (every launch has stack 0): no column */
+	cuda_model_init(&m, resolve, NULL);
+	add_launch(&m, 0x1000, 1, 0, 2);
+	add_launch(&m, 0x1100, 0, 0, 1);
+	t = tree_with_cuda(&m);
+	b = (struct both){ &m, t };
+	s = memout(print_tables, &b);
+	assert_null(strstr(s, "Layers"));
+	assert_non_null(strstr(s, "aten::conv2d (2)\n"));
+	free(s);
+	layers_free(t);
+	cuda_model_free(&m);
 }
 
 static void test_json(void **state)
