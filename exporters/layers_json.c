@@ -69,9 +69,13 @@ static int write_node(FILE *out, const struct layer_node *n, bool *first, bool t
 		for (size_t i = 0; i < n->nops; i++) {
 			fprintf(out, "%s{\"name\": ", i ? ", " : "");
 			json_str(out, n->ops[i].name);
-			fprintf(out, ", \"calls\": %llu, \"self_ns\": %llu, \"total_ns\": %llu}",
+			fprintf(out, ", \"calls\": %llu, \"self_ns\": %llu, \"total_ns\": %llu",
 				(unsigned long long)n->ops[i].calls, (unsigned long long)n->ops[i].self_ns,
 				(unsigned long long)n->ops[i].total_ns);
+			if (cuda)
+				fprintf(out, ", \"launches\": %llu",
+					(unsigned long long)n->ops[i].launches);
+			fputc('}', out);
 		}
 		fputc(']', out);
 		if (cuda)

@@ -152,7 +152,7 @@ static int walk(struct rows *rs, const struct layer_node *n, const char *lead,
 		const struct layer_op *op = &n->ops[i];
 
 		it[cnt++] = (struct item){ NULL, op, op->name, op->self_ns,
-					   op->total_ns, op->calls, 0 };
+					   op->total_ns, op->calls, op->launches };
 	}
 	for (i = 0; i < n->nkids; i++) {
 		const struct layer_node *k = n->kids[i];
@@ -177,7 +177,9 @@ static int walk(struct rows *rs, const struct layer_node *n, const char *lead,
 		}
 		if (it[i].op)
 			err = rows_add(rs, prefix, it[i].name, NULL, it[i].self_ns, 0,
-				       it[i].total_ns, it[i].calls, all, NULL);
+				       it[i].total_ns, it[i].calls, all,
+				       has_cuda ? &(struct layer_cuda){ .launches =
+						   it[i].op->launches } : NULL);
 		else
 			err = rows_add(rs, prefix, it[i].name, it[i].node->cls,
 				       it[i].self_ns, 1, it[i].total_ns,

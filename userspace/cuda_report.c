@@ -102,7 +102,8 @@ int layers_from_capture(const struct capture_meta *m, const struct profile *p,
 		ops[i] = (struct layer_opstat){ .stack_id = (uint32_t)p->ops[i].stack_id,
 						.op = p->ops[i].name, .calls = p->ops[i].calls,
 						.self_ns = p->ops[i].self_ns,
-						.total_ns = p->ops[i].total_ns };
+						.total_ns = p->ops[i].total_ns,
+						.launches = p->ops[i].launches };
 	err = capture_layer_stacks(m, &ls, &nls);
 	if (!err)
 		err = layers_build(ls, nls, ops, p->nops, out);

@@ -73,6 +73,7 @@ static int op_add(struct layer_node *n, const struct layer_opstat *s)
 	o->calls += s->calls;
 	o->self_ns += s->self_ns;
 	o->total_ns += s->total_ns;
+	o->launches += s->launches;
 	n->self_ns += s->self_ns;
 	n->self_calls += s->calls;
 	return 0;

@@ -27,6 +27,7 @@ struct layer_opstat {
 	uint64_t stack_id;              /* 0: thread without Python */
 	const char *op;
 	uint64_t calls, self_ns, total_ns;
+	uint64_t launches;              /* CUDA launches with this op on top */
 };
 
 enum layer_kind { LAYER_MODULE, LAYER_NOMODULE, LAYER_NOPYTHON, LAYER_UNRESOLVED, LAYER_NOOP };
@@ -56,6 +57,7 @@ struct layer_kernel {
 struct layer_op {
 	char *name;
 	uint64_t calls, self_ns, total_ns;
+	uint64_t launches;
 };
 
 /* Times are op times: self_ns is the self time of the ops whose innermost

@@ -61,6 +61,12 @@ def subtree(p):
 want_launches = {p: subtree(p) for p in self_launch}
 want_copies = {p: (N, COPY * N) if p in ("Model", "Model/encoder") else (0, 0) for p in self_launch}
 want_syncs = {p: N if p in ("Model", "Model/head") else 0 for p in self_launch}
+# per op in each layer (the ops of the test library; real torch ops launch nothing)
+want_oplaunch = {"Model/encoder/conv": {"aten::lkconv": CONV * N},
+                 "Model/encoder": {"aten::lkcopy": 0},
+                 "Model/encoder/norm": {"aten::lknorm": NORM * N},
+                 "Model/head": {"aten::lkhead": HEAD * N, "aten::lksync": 0},
+                 "Model/head/norm": {"aten::lknorm": NORM * N}}
 errs = []
 def need(cond, what):
     if not cond:
@@ -84,6 +90,10 @@ if kind == "json":
         need((l["copies"], l["copy_bytes"]) == want_copies[p], "%s copies %s" % (p, (l["copies"], l["copy_bytes"])))
         need(l["syncs"] == want_syncs[p], "%s syncs %s != %s" % (p, l["syncs"], want_syncs[p]))
         need((l["sync_ns"] > 0) == (want_syncs[p] > 0), "%s sync_ns %s" % (p, l["sync_ns"]))
+        oplaunch = {o["name"]: o["launches"] for o in l["ops"] if o["name"].startswith("aten::lk")}
+        need(oplaunch == want_oplaunch.get(p, {}), "%s op launches %s != %s" % (p, oplaunch, want_oplaunch.get(p)))
+        need(all(o["launches"] == 0 for o in l["ops"] if not o["name"].startswith("aten::lk")),
+             "%s: real torch ops with launches: %s" % (p, l["ops"]))
         kern = {k["name"]: k["launches"] for k in l["kernels"]}
         wk = {k: v[p] for k, v in want_kernels.items() if p in v}
         need(kern == wk, "%s kernels %s != %s" % (p, kern, wk))

@@ -478,6 +478,54 @@ static void test_tree_columns(void **state)
 	layers_free(t);
 }
 
+/* --ops: op rows carry the launches counted with the op on top */
+static int render_tree_ops(FILE *f, void *arg)
+{
+	struct tree_opts o = { .ops = 1 };
+
+	return tree_render(f, arg, &o);
+}
+
+/* The line of s holding needle (malloc'd). */
+static char *line_of(const char *s, const char *needle)
+{
+	const char *p = strstr(s, needle), *b, *e;
+
+	assert_non_null(p);
+	for (b = p; b > s && b[-1] != '\n'; b--)
+		;
+	e = strchr(p, '\n');
+	return strndup(b, e ? (size_t)(e - b) : strlen(b));
+}
+
+static void test_tree_op_launches(void **state)
+{
+	struct layer_opstat o2[4];
+	struct cuda_model m;
+	struct layer_tree *t = NULL;
+	char *s, *l;
+
+	memcpy(o2, ops, sizeof(o2));
+	o2[0].launches = 5;   /* conv2d: k_1000 under 0x11 and 0x55 */
+	o2[2].launches = 4;   /* mm: k_1100 under 0x33 */
+	fill(&m);
+	assert_int_equal(layers_build(stacks, 5, o2, 4, &t), 0);
+	assert_int_equal(cuda_model_to_layers(&m, t), 0);
+	s = memout(render_tree_ops, t);
+	l = line_of(s, "aten::conv2d");
+	assert_non_null(strstr(l, "|     2 |          5 |           |"));
+	free(l);
+	l = line_of(s, "aten::mm");
+	assert_non_null(strstr(l, "|     1 |          4 |           |"));
+	free(l);
+	l = line_of(s, "aten::relu");
+	assert_non_null(strstr(l, "|     1 |          0 |           |"));
+	free(l);
+	free(s);
+	layers_free(t);
+	cuda_model_free(&m);
+}
+
 /* ---- from a capture's STACK records ---------------------------------------- */
 
 static void test_capture_layer_stacks(void **state)
@@ -526,6 +574,7 @@ int main(void)
 		cmocka_unit_test(test_kernel_table_layers),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_tree_columns),
+		cmocka_unit_test(test_tree_op_launches),
 		cmocka_unit_test(test_capture_layer_stacks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
