@@ -498,7 +498,7 @@ int live_run(const struct live_opts *o)
 
 			if (o->sort && tree_sort_parse(o->sort, &to.sort)) {
 				fprintf(stderr, "tbpf: --sort %s is not a tree column (cpu_time_total, "
-						"self_cpu_time_total, count, name)\n", o->sort);
+						"self_cpu_time_total, count, launches, name)\n", o->sort);
 				rc = TBPF_EXIT_USAGE;
 			} else if (!out) {
 				fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
