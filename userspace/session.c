@@ -876,7 +876,8 @@ int session_layer_tree(struct session *s, const struct profile *p, struct layer_
 	for (size_t i = 0; i < p->nops; i++)
 		ops[i] = (struct layer_opstat){ .stack_id = p->ops[i].stack_id, .op = p->ops[i].name,
 						.calls = p->ops[i].calls, .self_ns = p->ops[i].self_ns,
-						.total_ns = p->ops[i].total_ns };
+						.total_ns = p->ops[i].total_ns,
+						.launches = p->ops[i].launches };
 	err = stackstore_layer_stacks(&s->stacks, &ls, &nls);
 	if (!err)
 		err = layers_build(ls, nls, ops, p->nops, out);
