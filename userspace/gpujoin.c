@@ -436,11 +436,19 @@ int gpujoin_run(const struct gj_input *in, struct gj_result *r)
 	memset(r, 0, sizeof(*r));
 	r->clock_offset_ns = in->clock_offset_ns;
 	if (in->estimate_offset) {
-		err = gj_estimate_offset(in->host, in->nhost, in->gpu, in->ngpu,
-					 &r->clock_offset_ns, &r->counts.offset_pairs);
-		if (err)
+		int64_t est = 0;
+		uint64_t pairs = 0;
+		err = gj_estimate_offset(in->host, in->nhost, in->gpu, in->ngpu, &est, &pairs);
+		if (err == -ENODATA && in->estimate_offset == GJ_OFFSET_AUTO)
+			err = 0;
+		else if (err)
 			return err;
-		r->offset_estimated = 1;
+		else if (in->estimate_offset == GJ_OFFSET_ESTIMATE ||
+			 est >= GJ_SAME_CLOCK_NS || est <= -GJ_SAME_CLOCK_NS) {
+			r->clock_offset_ns = est;
+			r->counts.offset_pairs = pairs;
+			r->offset_estimated = 1;
+		}
 		err = -ENOMEM;
 	}
 	int64_t off = r->clock_offset_ns;
@@ -503,7 +511,12 @@ int gpujoin_run(const struct gj_input *in, struct gj_result *r)
 			r->counts.unattributed_ns += g->end_ns - g->start_ns;
 			continue;
 		}
-		d->tid = in->gpu[a[lo].i].h.tid;
+		const struct rec_gpu *api = &in->gpu[a[lo].i];
+		d->tid = api->h.tid;
+		d->api_start_ns = api->start_ns + off;
+		d->api_end_ns = api->end_ns + off;
+		d->api_kind = api->kind;
+		d->cbid = api->cbid;
 		int32_t hi_ = api_host[a[lo].i];
 		if (hi_ < 0) {
 			r->counts.no_host++;
@@ -515,6 +528,7 @@ int gpujoin_run(const struct gj_input *in, struct gj_result *r)
 		d->op_id = ho->op_id;
 		d->stack_id = ho->stack_id;
 		d->launch_ts_ns = ho->ts_ns;
+		d->host_api = ho->api;
 		d->flow_id = g->correlation;
 		r->counts.attributed++;
 	}
