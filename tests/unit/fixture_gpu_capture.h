@@ -24,8 +24,11 @@
 #define FXG_START_MONO 990000ULL   /* before the first record (999000) */
 enum { FXG_LINEAR = 3, FXG_ADDMM = 7, FXG_RELU = 9, FXG_MM = 11 };
 
-/* Write bin (a record stream) as a capture at path; 0 or -errno. */
-static inline int fxg_write(const char *path, const char *bin)
+/* Write bin (a record stream) as a capture at path, once per pid in pids
+ * (pids[0] = FXG_PID as recorded; copy k gets pid pids[k] and tids + 100 k,
+ * threads being kernel-global); 0 or -errno. */
+static inline int fxg_write_pids(const char *path, const char *bin, const uint32_t *pids,
+				 size_t npids)
 {
 	FILE *f = fopen(bin, "rb");
 	if (!f)
@@ -48,16 +51,17 @@ static inline int fxg_write(const char *path, const char *bin)
 		free(buf);
 		return err;
 	}
-	uint32_t pids[] = { FXG_PID };
 	struct capture_run_info ri = {
 		.start_mono_ns = FXG_START_MONO, .start_real_ns = 1763000000000990000ULL,
 		.mode = TBPF_MODE_RECORD | TBPF_MODE_EXITS, .probes_attached = 4,
-		.pids = pids, .npids = 1, .tbpf_version = "0.1-test", .host = "testhost",
+		.pids = pids, .npids = (uint32_t)npids, .tbpf_version = "0.1-test", .host = "testhost",
 	};
 	err = capture_write_run(w, &ri);
-	err = err ?: capture_write_process(w, FXG_PID, "python3", "python3 train.py");
-	err = err ?: capture_write_thread(w, FXG_PID, 1001, "python3");
-	err = err ?: capture_write_thread(w, FXG_PID, 1002, "backward");
+	for (size_t k = 0; k < npids; k++) {
+		err = err ?: capture_write_process(w, pids[k], "python3", "python3 train.py");
+		err = err ?: capture_write_thread(w, pids[k], 1001 + 100 * k, "python3");
+		err = err ?: capture_write_thread(w, pids[k], 1002 + 100 * k, "backward");
+	}
 	err = err ?: capture_write_op(w, FXG_LINEAR, "aten::linear", "");
 	err = err ?: capture_write_op(w, FXG_ADDMM, "aten::addmm", "");
 	err = err ?: capture_write_op(w, FXG_RELU, "aten::relu", "");
@@ -73,18 +77,28 @@ static inline int fxg_write(const char *path, const char *bin)
 		off += h->size;
 	}
 	for (int pass = 0; pass < 2 && !err; pass++)   /* host records, then REC_GPU */
-		for (size_t off = 0; off + sizeof(struct rec_hdr) <= n && !err;) {
-			struct rec_hdr *h = (void *)(buf + off);
-			if (h->size < sizeof(*h) || off + h->size > n) {
-				err = -EINVAL;
-				break;
+		for (size_t k = 0; k < npids && !err; k++)
+			for (size_t off = 0; off + sizeof(struct rec_hdr) <= n && !err;) {
+				struct rec_hdr *h = (void *)(buf + off);
+				if (h->size < sizeof(*h) + 4 || off + h->size > n || h->size > 1024) {
+					err = -EINVAL;
+					break;
+				}
+				if (h->type == REC_GPU && ((struct rec_gpu *)h)->kind == GPU_NAME &&
+				    !h->ts_ns)
+					h->ts_ns = last;
+				if ((h->type == REC_GPU) == (pass == 1)) {
+					/* every record here has the pid after the header */
+					static char rec[1024];
+					struct rec_hdr *c = (void *)rec;
+					memcpy(rec, h, h->size);
+					memcpy(c + 1, &pids[k], 4);
+					if (c->tid)
+						c->tid += 100 * k;
+					err = capture_write_raw(w, c, h->size);
+				}
+				off += h->size;
 			}
-			if (h->type == REC_GPU && ((struct rec_gpu *)h)->kind == GPU_NAME && !h->ts_ns)
-				h->ts_ns = last;
-			if ((h->type == REC_GPU) == (pass == 1))
-				err = capture_write_raw(w, h, h->size);
-			off += h->size;
-		}
 	uint64_t cnt[CNT_MAX] = { 0 };
 	struct capture_end_info ei = {
 		.duration_ns = 90000, .counters = cnt, .ncounters = CNT_MAX, .exit_mode = "duration",
@@ -94,5 +108,11 @@ static inline int fxg_write(const char *path, const char *bin)
 	int cerr = capture_writer_close(w);
 	free(buf);
 	return err ? err : cerr;
+}
+
+static inline int fxg_write(const char *path, const char *bin)
+{
+	const uint32_t pid = FXG_PID;
+	return fxg_write_pids(path, bin, &pid, 1);
 }
 #endif

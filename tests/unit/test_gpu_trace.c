@@ -322,6 +322,54 @@ static void check_traces(const char *bin, long long shift)
 static void test_traces_mono(void **state) { check_traces("join_mono.bin", 0); }
 static void test_traces_realtime(void **state) { check_traces("join_realtime.bin", -100); }
 
+/* Two processes with the same correlation ids: a device process track per
+ * (process, device) named with the pid, flow ids that carry the pid, and
+ * each flow still one launch -> one device slice (the readers refuse
+ * repeated ids). */
+static void test_two_processes(void **state)
+{
+	char in[512], cap[600], out[700];
+	const uint32_t pids[] = { FXG_PID, 5151 };
+	int st;
+	snprintf(in, sizeof(in), "%s/cupti/join_mono.bin", fixtures);
+	snprintf(cap, sizeof(cap), "%s/two.tbpf", dir);
+	assert_int_equal(fxg_write_pids(cap, in, pids, 2), 0);
+
+	snprintf(out, sizeof(out), "%s.json", cap);
+	export_to(cap, EXPORT_CHROME, out);
+	char *chrome = run(&st, "python3 %s/check_chrome.py --gpu-dump %s 2>&1", src, out);
+	if (st)
+		fail_msg("check_chrome.py: %s", chrome);
+	char *ids = run(&st, "python3 -c 'import json,sys; print(sorted({e[\"id\"] for e in "
+			"json.load(open(sys.argv[1]))[\"traceEvents\"] if e[\"ph\"] == \"s\"})"
+			"[:2])' %s", out);
+	assert_string_equal(ids, "['4242:101', '4242:103']\n");
+	free(ids);
+	snprintf(out, sizeof(out), "%s.pftrace", cap);
+	export_to(cap, EXPORT_PERFETTO, out);
+	char *pf = run(&st, "protoc --proto_path=%s --decode=perfetto.protos.Trace perfetto_trace.proto "
+		       "< %s > %s.txt 2>&1 && python3 %s/check_perfetto.py --gpu-dump %s.txt 2>&1",
+		       src, out, out, src, out);
+	if (st)
+		fail_msg("perfetto: %s", pf);
+	assert_string_equal(chrome, pf);
+	/* 8 device records and 6 flows per process; flows from each pid's own
+	 * threads (tids + 100 in the copy) to its own "GPU N (pid P)" */
+	size_t ngpu = 0, nflow = 0;
+	for (char *l = chrome; *l; l = strchr(l, '\n') + 1) {
+		ngpu += !strncmp(l, "gpu ", 4);
+		nflow += !strncmp(l, "flow ", 5);
+	}
+	assert_int_equal(ngpu, 16);
+	assert_int_equal(nflow, 12);
+	assert_non_null(strstr(chrome, "flow 101 4242 1001 1000000 1005000 -> GPU_0_(pid_4242) stream_7 1006000\n"));
+	assert_non_null(strstr(chrome, "flow 101 5151 1101 1000000 1005000 -> GPU_0_(pid_5151) stream_7 1006000\n"));
+	assert_non_null(strstr(chrome, "flow 105 5151 1102 1015000 1016500 -> GPU_0_(pid_5151) stream_13 1017000\n"));
+	assert_non_null(strstr(chrome, "gpu GPU_1_(pid_5151) stream_21 1052000 1000 108 orphan_kernel\n"));
+	free(chrome);
+	free(pf);
+}
+
 /* The suite's script on the GPU capture: every format read back, and the
  * GPU slices and flows the same in Chrome and Perfetto. */
 static void test_check_all_gpu(void **state)
@@ -349,6 +397,7 @@ int main(void)
 		cmocka_unit_test(test_profile_realtime),
 		cmocka_unit_test(test_traces_mono),
 		cmocka_unit_test(test_traces_realtime),
+		cmocka_unit_test(test_two_processes),
 		cmocka_unit_test(test_check_all_gpu),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
