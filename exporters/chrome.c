@@ -376,34 +376,24 @@ static void meta_events(struct chrome_ctx *c)
 	}
 }
 
-/* Chrome pid of (process, device): GPU_PID_BASE + its rank in (pid, device)
- * order; stable for a capture. */
-static uint32_t gpu_pid(const struct gpucap *g, size_t proc, uint32_t device)
+/* Chrome pid of the n-th (process, device) in (pid, device) order, the
+ * order gpu_meta and gpu_slices walk the devices in: GPU_PID_BASE + n. */
+static bool new_device(const struct gj_result *r, size_t k)
 {
-	uint32_t n = 0;
-	for (size_t i = 0; i < g->n; i++) {
-		const struct gj_result *r = &g->v[i].res;
-		for (size_t k = 0; k < r->ndev; k++) {
-			if (k && r->dev[k - 1].device == r->dev[k].device)
-				continue;
-			if (i == proc && r->dev[k].device == device)
-				return GPU_PID_BASE + n;
-			n++;
-		}
-	}
-	return GPU_PID_BASE + n;
+	return !k || r->dev[k - 1].device != r->dev[k].device;
 }
 
 static void gpu_meta(struct chrome_ctx *c)
 {
 	const struct gpucap *g = &c->gpu;
 	bool multi = gpucap_nprocs_with_devices(g) > 1;
+	uint32_t gp = GPU_PID_BASE - 1;
 	for (size_t i = 0; i < g->n; i++) {
 		const struct gj_result *r = &g->v[i].res;
 		for (size_t k = 0; k < r->ndev; k++) {
 			const struct gj_dev *d = &r->dev[k];
-			uint32_t gp = gpu_pid(g, i, d->device);
-			if (!k || r->dev[k - 1].device != d->device) {
+			if (new_device(r, k)) {
+				gp++;
 				ev_start(c);
 				fprintf(c->out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,"
 					"\"args\":{\"name\":\"GPU %u", gp, d->device);
@@ -414,7 +404,7 @@ static void gpu_meta(struct chrome_ctx *c)
 				fprintf(c->out, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%u,"
 					"\"tid\":0,\"args\":{\"sort_index\":%u}}", gp, gp);
 			}
-			if (!k || r->dev[k - 1].device != d->device || r->dev[k - 1].stream != d->stream) {
+			if (new_device(r, k) || r->dev[k - 1].stream != d->stream) {
 				ev_start(c);
 				fprintf(c->out, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,"
 					"\"args\":{\"name\":\"stream %u\"}}", gp, d->stream, d->stream);
@@ -430,14 +420,13 @@ static void gpu_slices(struct chrome_ctx *c)
 {
 	const struct gpucap *g = &c->gpu;
 	FILE *out = c->out;
+	uint32_t gp = GPU_PID_BASE - 1;
 	for (size_t i = 0; i < g->n; i++) {
 		const struct gpucap_proc *p = &g->v[i];
 		const struct gj_result *r = &p->res;
-		uint32_t gp = 0;
 		for (size_t k = 0; k < r->ndev; k++) {
 			const struct gj_dev *d = &r->dev[k];
-			if (!k || r->dev[k - 1].device != d->device)
-				gp = gpu_pid(g, i, d->device);
+			gp += new_device(r, k);
 			ev_start(c);
 			if (d->kind == GPU_KERNEL) {
 				fputs("{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":", out);

@@ -456,21 +456,11 @@ static void pf_cuda(void *vc, const struct tl_cuda *cu)
 	}
 }
 
-/* Track rank of (process, device), as in the Chrome exporter. */
-static uint32_t gpu_rank(const struct gpucap *g, size_t proc, uint32_t device)
+/* Rank n of a (process, device) in (pid, device) order, the order
+ * gpu_tracks and gpu_slices walk the devices in. */
+static bool new_device(const struct gj_result *r, size_t k)
 {
-	uint32_t n = 0;
-	for (size_t i = 0; i < g->n; i++) {
-		const struct gj_result *r = &g->v[i].res;
-		for (size_t k = 0; k < r->ndev; k++) {
-			if (k && r->dev[k - 1].device == r->dev[k].device)
-				continue;
-			if (i == proc && r->dev[k].device == device)
-				return n;
-			n++;
-		}
-	}
-	return n;
+	return !k || r->dev[k - 1].device != r->dev[k].device;
 }
 
 static void gpu_tracks(struct pf_ctx *c)
@@ -478,12 +468,13 @@ static void gpu_tracks(struct pf_ctx *c)
 	const struct gpucap *g = &c->gpu;
 	bool multi = gpucap_nprocs_with_devices(g) > 1;
 	char name[64];
+	uint32_t n = (uint32_t)-1;
 	for (size_t i = 0; i < g->n; i++) {
 		const struct gj_result *r = &g->v[i].res;
 		for (size_t k = 0; k < r->ndev; k++) {
 			const struct gj_dev *d = &r->dev[k];
-			uint32_t n = gpu_rank(g, i, d->device);
-			bool new_dev = !k || r->dev[k - 1].device != d->device;
+			bool new_dev = new_device(r, k);
+			n += new_dev;
 			if (new_dev) {
 				if (multi)
 					snprintf(name, sizeof(name), "GPU %u (pid %u)", d->device, g->v[i].pid);
@@ -517,14 +508,13 @@ static void gpu_slices(struct pf_ctx *c)
 {
 	const struct gpucap *g = &c->gpu;
 	char name[96], dims[64];
+	uint32_t n = (uint32_t)-1;
 	for (size_t i = 0; i < g->n; i++) {
 		const struct gpucap_proc *p = &g->v[i];
 		const struct gj_result *r = &p->res;
-		uint32_t n = 0;
 		for (size_t k = 0; k < r->ndev; k++) {
 			const struct gj_dev *d = &r->dev[k];
-			if (!k || r->dev[k - 1].device != d->device)
-				n = gpu_rank(g, i, d->device);
+			n += new_device(r, k);
 			uint64_t track = gpu_stream_uuid(n, d->stream);
 			const char *nm = name;
 			if (d->kind == GPU_KERNEL)
