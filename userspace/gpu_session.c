@@ -22,6 +22,13 @@ void gpu_session_init(struct gpu_session *gs, bool multi)
 	gs->multi = multi;
 }
 
+bool gpu_session_wants_ops(enum gpu_agent_mode mode)
+{
+	if (mode == GPU_AGENT_INJECT)
+		return true;
+	return mode == GPU_AGENT_RUN && access("/proc/driver/nvidia/version", F_OK) == 0;
+}
+
 struct gpu_target *gpu_session_find(struct gpu_session *gs, pid_t pid)
 {
 	for (size_t i = gs->n; i-- > 0;)

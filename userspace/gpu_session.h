@@ -69,6 +69,11 @@ struct gpu_session {
 #define GPU_SESSION_MAX_RECORDS (4u << 20)
 
 void gpu_session_init(struct gpu_session *gs, bool multi);
+/* Whether the session should stream op enter/exit records (TBPF_MODE_RECORD)
+ * for CUDA total over child ops: always for --inject (an explicit GPU
+ * request); for `tbpf run` only when an NVIDIA driver is installed
+ * (/proc/driver/nvidia/version), so CPU-only runs pay nothing for it. */
+bool gpu_session_wants_ops(enum gpu_agent_mode mode);
 /* Start collecting pid's records, no agent (pure bookkeeping; the unit
  * tests feed records through this).  NULL on ENOMEM. */
 struct gpu_target *gpu_session_track(struct gpu_session *gs, pid_t pid);
