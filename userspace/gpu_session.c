@@ -239,6 +239,7 @@ int gpu_session_record(struct gpu_session *gs, const void *data, size_t size)
 		if (size < sizeof(struct rec_gpu))
 			return 0;
 		PUSH(t, gpu, ngpu, capgpu, *(const struct rec_gpu *)data);
+		t->gpu[t->ngpu - 1].name[TBPF_GPU_SHORT_NAME - 1] = 0;   /* ends inside */
 		return 1;
 	case GPU_NAME: {
 		const struct rec_gpu_name *nm = data;
@@ -249,6 +250,7 @@ int gpu_session_record(struct gpu_session *gs, const void *data, size_t size)
 			if (t->names[i].name_id == nm->name_id)
 				return 1;
 		PUSH(t, names, nnames, capnames, *nm);
+		t->names[t->nnames - 1].name[TBPF_GPU_NAME_MAX - 1] = 0;
 		return 1;
 	}
 	case GPU_STATUS:

@@ -195,6 +195,7 @@ int gpucap_feed(struct gpucap *g, const struct rec_hdr *h)
 		if (h->size < sizeof(struct rec_gpu) || r->end_ns < r->start_ns)
 			return 0;
 		PUSH(p->gpu, p->ngpu, p->cgpu, *r);
+		p->gpu[p->ngpu - 1].name[TBPF_GPU_SHORT_NAME - 1] = 0;   /* ends inside */
 		return 0;
 	case GPU_NAME: {
 		const struct rec_gpu_name *nm = (const void *)h;
