@@ -182,7 +182,7 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 	}
 	if (cfg->exits != EXITS_INFER)
 		mode |= TBPF_MODE_EXITS;
-	if (cfg->record)
+	if (cfg->record || gpu_session_wants_ops(cfg->gpu_agent))   /* CUDA total */
 		mode |= TBPF_MODE_RECORD;
 	if (cfg->python)
 		mode |= TBPF_MODE_PYSTACK;
