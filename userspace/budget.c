@@ -77,6 +77,97 @@ uint64_t budget_discovery_on(double full_overhead, double share, uint64_t redisc
 	return (uint64_t)(on + 0.5);
 }
 
+struct opcount { uint32_t id; uint64_t calls; };
+
+static int opcount_cmp(const void *a, const void *b)
+{
+	const struct opcount *x = a, *y = b;
+
+	if (x->calls != y->calls)
+		return x->calls < y->calls ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static bool in_set(const uint32_t *v, size_t n, uint32_t id)
+{
+	return n && bsearch(&id, v, n, sizeof(*v), u32_cmp);
+}
+
+int budget_sets(const struct prof_op *d, size_t n, const uint32_t *light, size_t nlight,
+		uint32_t **hot_out, size_t *nhot_out, uint32_t **light_out, size_t *nlight_out)
+{
+	struct opcount *c;
+	uint32_t *hot, *nl_ids;
+	size_t k = 0, nh = 0, nl = 0;
+	uint64_t total = 0, cum = 0;
+	bool keep_light = false;
+
+	for (size_t i = 0; i < n; i++)
+		total += d[i].calls;
+	if (!total)
+		return -ENODATA;
+	total = 0;
+	c = calloc(n + 1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (!d[i].calls && !d[i].self_ns && !d[i].folded)
+			continue;
+		if (k && c[k - 1].id == d[i].op_id)
+			c[k - 1].calls += d[i].calls;
+		else
+			c[k++] = (struct opcount){ d[i].op_id, d[i].calls };
+		total += d[i].calls;
+		if (d[i].calls && in_set(light, nlight, d[i].op_id))
+			keep_light = true;
+	}
+	hot = calloc(k + nlight + 1, sizeof(*hot));
+	nl_ids = calloc(k + nlight + 1, sizeof(*nl_ids));
+	if (!hot || !nl_ids) {
+		free(c);
+		free(hot);
+		free(nl_ids);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < k; i++)
+		hot[nh++] = c[i].id;
+	if (keep_light) {
+		qsort(hot, nh, sizeof(*hot), u32_cmp);
+		for (size_t i = 0; i < nlight; i++) {
+			nl_ids[nl++] = light[i];
+			if (!in_set(hot, nh, light[i])) {
+				hot[nh++] = light[i];
+				qsort(hot, nh, sizeof(*hot), u32_cmp);
+			}
+		}
+	} else {
+		qsort(c, k, sizeof(*c), opcount_cmp);
+		for (size_t i = 0; i < k; i++) {
+			if (c[i].calls < 10 || c[i].calls * 200 < total)
+				continue;
+			if (nl && (cum + c[i].calls) * 20 > total)
+				break;
+			nl_ids[nl++] = c[i].id;
+			cum += c[i].calls;
+		}
+	}
+	qsort(hot, nh, sizeof(*hot), u32_cmp);
+	qsort(nl_ids, nl, sizeof(*nl_ids), u32_cmp);
+	free(c);
+	*hot_out = hot;
+	*nhot_out = nh;
+	*light_out = nl_ids;
+	*nlight_out = nl;
+	return 0;
+}
+
 /* ---- calibration ----------------------------------------------------- */
 
 /* The probed function starts with push %rbp like libtorch's ops, so the
@@ -297,18 +388,6 @@ static int opkey_cmp(const void *a, const void *b)
 	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
 }
 
-static int u32_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static bool in_set(const uint32_t *v, size_t n, uint32_t id)
-{
-	return n && bsearch(&id, v, n, sizeof(*v), u32_cmp);
-}
-
 static const char *const phase_name[] = { "off", "hot set", "light set", "all ops" };
 
 static void debug(const char *fmt, ...)
@@ -379,84 +458,23 @@ static uint64_t read_rows(struct session *s, pid_t pid, struct prof_op **rows, s
 	return t0 + (t1 - t0) / 2;
 }
 
-struct opcount { uint32_t id; uint64_t calls; };
-
-static int opcount_cmp(const void *a, const void *b)
-{
-	const struct opcount *x = a, *y = b;
-
-	if (x->calls != y->calls)
-		return x->calls < y->calls ? -1 : 1;
-	return x->id < y->id ? -1 : x->id > y->id;
-}
-
 /* After a discovery (rows d, sorted by op): the hot set is every op seen;
  * the light set, kept while its ops are still seen, is the rarest ops
  * that still come often (>= 10 calls and >= 0.5% of the calls), up to 5%
  * of the calls, at least one.  The light set stays inside the hot set. */
 static void choose_sets(struct budget_target *t, const struct prof_op *d, size_t n)
 {
-	struct opcount *c = calloc(n + 1, sizeof(*c));
-	uint32_t *hot, *light;
-	size_t k = 0, nh = 0, nl = 0;
-	uint64_t total = 0, cum = 0;
-	bool keep_light = false;
+	uint32_t *hot = NULL, *light = NULL;
+	size_t nh = 0, nl = 0;
 
-	if (!c)
-		return;
-	for (size_t i = 0; i < n; i++)
-		total += d[i].calls;
-	if (!total) {   /* nothing ran: keep the sets */
-		free(c);
-		return;
-	}
-	total = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!d[i].calls && !d[i].self_ns && !d[i].folded)
-			continue;
-		if (k && c[k - 1].id == d[i].op_id)
-			c[k - 1].calls += d[i].calls;
-		else
-			c[k++] = (struct opcount){ d[i].op_id, d[i].calls };
-		total += d[i].calls;
-		if (in_set(t->light, t->nlight, d[i].op_id) && d[i].calls)
-			keep_light = true;
-	}
-	hot = calloc(k + t->nlight + 1, sizeof(*hot));
-	light = calloc(k + 1, sizeof(*light));
-	if (!hot || !light) {
-		free(c);
-		free(hot);
-		free(light);
-		return;
-	}
-	for (size_t i = 0; i < k; i++)
-		hot[nh++] = c[i].id;
-	if (keep_light) {
-		for (size_t i = 0; i < t->nlight; i++)
-			if (!in_set(hot, nh, t->light[i]))
-				hot[nh++] = t->light[i];
-		free(light);
-	} else {
-		qsort(c, k, sizeof(*c), opcount_cmp);
-		for (size_t i = 0; i < k; i++) {
-			if (c[i].calls < 10 || c[i].calls * 200 < total)
-				continue;
-			if (nl && (cum + c[i].calls) * 20 > total)
-				break;
-			light[nl++] = c[i].id;
-			cum += c[i].calls;
-		}
-		qsort(light, nl, sizeof(*light), u32_cmp);
-		free(t->light);
-		t->light = light;
-		t->nlight = nl;
-	}
-	qsort(hot, nh, sizeof(*hot), u32_cmp);
+	if (budget_sets(d, n, t->light, t->nlight, &hot, &nh, &light, &nl))
+		return;   /* nothing ran, or no memory: keep the sets */
 	free(t->hot);
+	free(t->light);
 	t->hot = hot;
 	t->nhot = nh;
-	free(c);
+	t->light = light;
+	t->nlight = nl;
 }
 
 static void acc_add(struct budget_acc *a, double ns, double cpu, double hits, double light)

@@ -38,6 +38,16 @@ int budget_calibrate(double *hit_ns);
 uint64_t budget_discovery_on(double full_overhead, double share, uint64_t rediscover_ns,
 			     uint64_t min_ns, uint64_t max_ns, double *overhead);
 
+/* The sets after a discovery whose op rows are d (sorted by op id): hot
+ * = every op with calls or time; light = the old light set while any of
+ * its ops still has calls (added to hot), else the rarest ops with >= 10
+ * calls and >= 0.5% of all calls, taken while they stay within 5% of the
+ * calls (at least one).  Both sorted, caller frees.  -ENODATA when no op
+ * had calls (keep the old sets), -ENOMEM. */
+struct prof_op;
+int budget_sets(const struct prof_op *d, size_t n, const uint32_t *light, size_t nlight,
+		uint32_t **hot, size_t *nhot, uint32_t **new_light, size_t *nnew_light);
+
 /* ---- driver -------------------------------------------------------- */
 struct session;
 
