@@ -734,6 +734,11 @@ static bool has_hot_phases(const struct budget_target *t)
 	return !t->always_on && t->nhot && t->on_ns[BP_HOT];
 }
 
+static bool has_light_phases(const struct budget_target *t)
+{
+	return !t->always_on && t->nlight && t->on_ns[BP_LIGHT];
+}
+
 /* When t's current phase ends. */
 static uint64_t phase_end(const struct budget *b, const struct budget_target *t)
 {
@@ -753,9 +758,10 @@ static uint64_t phase_end(const struct budget *b, const struct budget_target *t)
 	default:
 		if (t->always_on)
 			return t->since_ns;
-		if (!has_hot_phases(t))
+		if (!has_hot_phases(t) && !(t->light_next && has_light_phases(t)))
 			return t->next_full_ns;
-		end = t->since_ns + t->on_ns[BP_OFF];
+		/* off, hot, off, light: each off phase is half the off time */
+		end = t->since_ns + (has_light_phases(t) ? t->on_ns[BP_OFF] / 2 : t->on_ns[BP_OFF]);
 		return end < t->next_full_ns ? end : t->next_full_ns;
 	}
 }
@@ -808,14 +814,19 @@ void budget_tick(struct budget *b, struct session *s, uint64_t now)
 		}
 		if (was != BP_OFF) {
 			set_off(b, s, t, now);
-			/* a hot phase is followed by a light one; so is a
-			 * discovery while the light set is not measured yet */
-			if (!t->always_on && t->nlight && t->on_ns[BP_LIGHT] &&
-			    (was == BP_HOT || (was == BP_FULL && !t->work_per_light)))
-				set_on(s, t, BP_LIGHT, mono_ns());
+			/* a light phase comes half an off time after a hot phase
+			 * (away from the toggles' after-effects in the target),
+			 * and after a discovery */
+			t->light_next = was == BP_HOT || was == BP_FULL;
 			continue;
 		}
-		if (!has_hot_phases(t) || now >= t->next_full_ns) {
+		if (now >= t->next_full_ns && !t->always_on) {
+			t->next_full_ns = now + b->rediscover_ns;
+			set_on(s, t, BP_FULL, mono_ns());
+		} else if (t->light_next && has_light_phases(t)) {
+			t->light_next = false;
+			set_on(s, t, BP_LIGHT, mono_ns());
+		} else if (!has_hot_phases(t)) {
 			if (!t->always_on)
 				t->next_full_ns = now + b->rediscover_ns;
 			set_on(s, t, BP_FULL, mono_ns());
@@ -903,13 +914,13 @@ void budget_window(struct budget *b, struct session *s, uint64_t now)
 			added += probe_cpu;
 			base_total += cpu_all > probe_cpu ? cpu_all - probe_cpu : cpu_all;
 		}
-		debug("budget: pid %d window %.3f s: probes in %.3f s, %llu hits at %.0f ns; steady "
+		debug("budget: pid %d window %.3f s: probes in %.3f s, %llu hits at %.0f ns, %.0f ns CPU per light call; steady "
 		      "hot %.3f s light %.3f s all %.3f s; light-set calls hot %.0f light %.0f all "
 		      "%.0f (%zu light ops, %zu hot); cpu %.3f s; coverage %.4f (all ops %.4f)%s; "
 		      "plan hot %.1f light %.1f off %.1f ms, all ops %.1f ms every %.0f s; "
 		      "always-on cost %.1f%%, planned %.2f%%\n",
 		      t->pid, life / 1e9, t->on_ns_window / 1e9, (unsigned long long)t->hits_window,
-		      h, t->win[BP_HOT].ns / 1e9, t->win[BP_LIGHT].ns / 1e9,
+		      h, t->work_per_light, t->win[BP_HOT].ns / 1e9, t->win[BP_LIGHT].ns / 1e9,
 		      t->win[BP_FULL].ns / 1e9, t->win[BP_HOT].light, t->win[BP_LIGHT].light,
 		      t->win[BP_FULL].light, t->nlight, t->nhot, cpu_all / 1e9, t->coverage,
 		      t->full_coverage, t->by_time ? " by time" : "", t->on_ns[BP_HOT] / 1e6,

@@ -100,6 +100,7 @@ struct budget_target {
 	double work_per_light;     /* unprobed CPU ns per light-set call, 0 unknown */
 	struct budget_plan plan;   /* always-on cost and the expected overhead */
 	bool always_on;            /* within budget with every op probed */
+	bool light_next;           /* the next on phase is a light one */
 	double coverage;           /* last window: share of its work observed */
 	double full_coverage;      /* ... with all ops in */
 	bool by_time;              /* coverage from time, no light-set measure */
