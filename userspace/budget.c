@@ -771,7 +771,7 @@ uint64_t budget_next_ns(const struct budget *b)
 	uint64_t next = UINT64_MAX;
 
 	for (size_t i = 0; i < b->n; i++) {
-		uint64_t e = phase_end(b, &b->t[i]);
+		uint64_t e = b->t[i].dead ? UINT64_MAX : phase_end(b, &b->t[i]);
 
 		if (e < next)
 			next = e;
@@ -796,8 +796,10 @@ void budget_tick(struct budget *b, struct session *s, uint64_t now)
 		uint64_t cpu = budget_proc_cpu_ns(t->pid);
 		enum budget_phase was = t->phase;
 
-		if (!cpu)
-			continue;   /* gone: budget_window drops it */
+		if (!cpu) {
+			t->dead = true;   /* budget_window drops it */
+			continue;
+		}
 		t->cpu_last = cpu;
 		t->seen_ns = now;
 		if (now < phase_end(b, t))

@@ -101,6 +101,7 @@ struct budget_target {
 	struct budget_plan plan;   /* always-on cost and the expected overhead */
 	bool always_on;            /* within budget with every op probed */
 	bool light_next;           /* the next on phase is a light one */
+	bool dead;                 /* exited: nothing more to schedule */
 	double coverage;           /* last window: share of its work observed */
 	double full_coverage;      /* ... with all ops in */
 	bool by_time;              /* coverage from time, no light-set measure */
