@@ -424,7 +424,8 @@ int BPF_KPROBE(tbpf_unwind_begin)
 	now = bpf_ktime_get_ns();
 	bpf_map_update_elem(&guard_req, &tid, &now, BPF_ANY);
 	cnt_add(CNT_GUARD_SIGNALS, 1);
-	bpf_send_signal_thread(guard_sig);
+	if (bpf_send_signal_thread(guard_sig))
+		cnt_add(CNT_GUARD_UNSAFE, 1);
 	return 0;
 }
 

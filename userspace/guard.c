@@ -16,6 +16,7 @@
 #include <sys/ptrace.h>
 #include <sys/signalfd.h>
 #include <sys/uio.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -116,6 +117,28 @@ static void tracee_gone(struct gstate *g, pid_t tid)
 	bpf_map_delete_elem(g->cfg->guard_req_fd, &key);
 }
 
+/* Debugging (TBPF_GUARD_LOG): words on a stopped thread's stack that
+ * point into the uretprobe trampoline page, from its sp up 256 KiB. */
+static void scan_stack(struct gstate *g, pid_t tid, const char *when)
+{
+	struct user_regs_struct regs;
+	static uint64_t buf[32768];
+	struct iovec l = { buf, sizeof(buf) }, r;
+	ssize_t got;
+
+	if (!glog || ptrace(PTRACE_GETREGS, tid, 0, &regs))
+		return;
+	r.iov_base = (void *)(uintptr_t)regs.rsp;
+	r.iov_len = sizeof(buf);
+	got = process_vm_readv(g->cfg->pid, &l, 1, &r, 1, 0);
+	for (ssize_t i = 0; got > 0 && i < got / 8; i++)
+		if ((buf[i] & ~0xfffULL) == g->cfg->tramp_page)
+			fprintf(glog, "scan %s tid %d: tramp %llx at %llx (sp %llx ip %llx)\n", when, tid,
+				(unsigned long long)buf[i], (unsigned long long)(regs.rsp + 8 * i),
+				(unsigned long long)regs.rsp, (unsigned long long)regs.rip);
+	fflush(glog);
+}
+
 /* Write back every hijacked return address of one (stopped) thread. */
 static size_t repair_thread(struct gstate *g, pid_t tid)
 {
@@ -126,8 +149,13 @@ static size_t repair_thread(struct gstate *g, pid_t tid)
 	pid_t pid = g->cfg->pid;
 	size_t depth;
 
-	if (bpf_map_lookup_elem(g->cfg->threads_map_fd, &key, &th))
+	if (bpf_map_lookup_elem(g->cfg->threads_map_fd, &key, &th)) {
+		if (glog) {
+			fprintf(glog, "repair tid %d: no thread state (%s)\n", tid, strerror(errno));
+			fflush(glog);
+		}
 		return 0;
+	}
 	depth = th.depth > TBPF_MAX_DEPTH ? TBPF_MAX_DEPTH : th.depth;
 	for (size_t i = 0; i < depth; i++) {
 		struct iovec l = { &slot[i], 8 }, r = { (void *)(uintptr_t)th.frames[i].sp, 8 };
@@ -281,9 +309,14 @@ static void handle_event(struct gstate *g, pid_t tid, int status, bool shutdown)
 		return;
 	}
 	/* signal-delivery-stop */
+	if (glog && (sig == SIGABRT || sig == SIGSEGV)) {
+		scan_stack(g, tid, "fatal");
+		repair_thread(g, tid);   /* logs the frames known */
+	}
 	if (sig == g->cfg->sig && !bpf_map_lookup_elem(g->cfg->guard_req_fd, &key, &req)) {
 		bpf_map_delete_elem(g->cfg->guard_req_fd, &key);
 		repair_thread(g, tid);
+		scan_stack(g, tid, "repair");
 		g->st.repairs++;
 		sig = 0;
 	}
@@ -343,9 +376,19 @@ static void shutdown_all(struct gstate *g)
 			break;   /* a thread that never stops (uninterruptible sleep) */
 		usleep(200);
 	}
-	/* 3: repair and detach */
+	/* 3: entry probes out while every thread is stopped: the breakpoints
+	 * leave this process, so no return address can be rewritten any more,
+	 * not even for another tool's return probe on the same file */
+	uprobe_set_close(&g->entry);
+	/* 4: repair and detach */
 	for (size_t i = 0; i < g->n; i++) {
 		struct tracee *t = &g->t[i];
+
+		if (glog) {
+			fprintf(glog, "shutdown tid %d state %d pending %d\n", t->tid, t->state,
+				t->pending);
+			fflush(glog);
+		}
 
 		if (t->state == 2)
 			continue;
@@ -353,14 +396,18 @@ static void shutdown_all(struct gstate *g)
 		 * return and reuse the slot between the read and the write */
 		if (t->state == 1) {
 			g->st.detach_restored += repair_thread(g, t->tid);
-			ptrace(PTRACE_DETACH, t->tid, 0, t->pending);
+			scan_stack(g, t->tid, "detach");
+			if (ptrace(PTRACE_DETACH, t->tid, 0, t->pending) && glog)
+				fprintf(glog, "detach tid %d: %s\n", t->tid, strerror(errno));
 		}
 		tracee_gone(g, t->tid);
 	}
-	/* 4: entry probes (frames are recorded until no thread can be
-	 * hijacked any more), then the unwind hooks */
-	uprobe_set_close(&g->entry);
+	/* 5: the unwind hooks */
 	uprobe_set_close(&g->hooks);
+	if (glog) {
+		fprintf(glog, "shutdown done\n");
+		fflush(glog);
+	}
 }
 
 static int run_child(const struct guard_config *cfg, int cmd_fd, int status_fd)
@@ -387,18 +434,12 @@ static int run_child(const struct guard_config *cfg, int cmd_fd, int status_fd)
 		report(&g, rc, err);
 		return 1;   /* exiting detaches whatever was seized */
 	}
-	/* entry probes before return probes: every hijacked frame is recorded */
-	for (size_t i = 0; i < cfg->nlibs; i++) {
-		rc = uprobe_set_attach(&g.entry, cfg->entry_prog, cfg->libs[i].path, cfg->libs[i].offsets,
-				       cfg->libs[i].cookies, cfg->libs[i].n, false, cfg->pid, cfg->multi);
-		if (rc) {
-			snprintf(err, sizeof(err), "cannot attach op probes in %s: %s", cfg->libs[i].path,
-				 strerror(-rc));
-			uprobe_set_close(&g.entry);
-			report(&g, rc, err);
-			return 1;
-		}
-	}
+	/* Unwind hooks first, then entry probes, then return probes: every
+	 * frame whose return address the kernel rewrites is recorded, and an
+	 * exception thrown through it is held for repair.  The kernel rewrites
+	 * return addresses for any return probe on the file, ours or another
+	 * tool's, wherever an entry breakpoint is hit (probeshare.h), so frames
+	 * are guarded from the first breakpoint on. */
 	for (size_t i = 0; i < cfg->nhooks; i++) {
 		struct bpf_program *p = cfg->hooks[i].is_catch ? cfg->catch_prog : cfg->unwind_prog;
 		uint64_t cookie = 0;
@@ -409,7 +450,18 @@ static int run_child(const struct guard_config *cfg, int cmd_fd, int status_fd)
 			snprintf(err, sizeof(err), "unwind hook in %s: %s", cfg->hooks[i].path,
 				 strerror(-rc));
 			uprobe_set_close(&g.hooks);
+			report(&g, rc, err);
+			return 1;
+		}
+	}
+	for (size_t i = 0; i < cfg->nlibs; i++) {
+		rc = uprobe_set_attach(&g.entry, cfg->entry_prog, cfg->libs[i].path, cfg->libs[i].offsets,
+				       cfg->libs[i].cookies, cfg->libs[i].n, false, cfg->pid, cfg->multi);
+		if (rc) {
+			snprintf(err, sizeof(err), "cannot attach op probes in %s: %s", cfg->libs[i].path,
+				 strerror(-rc));
 			uprobe_set_close(&g.entry);
+			uprobe_set_close(&g.hooks);
 			report(&g, rc, err);
 			return 1;
 		}

@@ -30,6 +30,7 @@
 #include "stacks.h"
 #include "profile.h"
 #include "session.h"
+#include "probeshare.h"
 #include "target.h"
 #include "uprobe.h"
 #include "cuda_attach.h"
@@ -54,6 +55,8 @@ struct session {
 	struct tbpf_bpf *skel;
 	struct ring_buffer *rb;
 	bool multi;
+	uint32_t own_progs[32];  /* our programs' ids: links of theirs are ours */
+	size_t nown;
 	uint32_t next_id;
 	struct tgt **v;
 	size_t n, cap;
@@ -206,6 +209,19 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 		*code = TBPF_EXIT_KERNEL;
 		goto fail;
 	}
+	{
+		struct bpf_program *p;
+
+		bpf_object__for_each_program(p, s->skel->obj) {
+			struct bpf_prog_info pi;
+			uint32_t len = sizeof(pi);
+
+			memset(&pi, 0, sizeof(pi));
+			if (s->nown < sizeof(s->own_progs) / sizeof(s->own_progs[0]) &&
+			    !bpf_obj_get_info_by_fd(bpf_program__fd(p), &pi, &len))
+				s->own_progs[s->nown++] = pi.id;
+		}
+	}
 	/* only the thread-exit tracepoint auto-attaches */
 	s->skel->links.tbpf_thread_exit = bpf_program__attach(s->skel->progs.tbpf_thread_exit);
 	if (!s->skel->links.tbpf_thread_exit) {
@@ -233,6 +249,51 @@ fail:
 	return NULL;
 }
 
+/* Other tools' uprobe_multi links on the target's op libraries
+ * (probeshare.h): the worst verdict over them, with a message naming the
+ * deciding link. */
+static enum probeshare_verdict check_sharing(struct session *s, struct tgt *tg, bool want_returns,
+					     char **msg)
+{
+	enum probeshare_verdict worst = PS_OK;
+
+	*msg = NULL;
+	for (size_t i = 0; i < tg->t.nlibs; i++) {
+		struct target_lib *l = &tg->t.libs[i];
+		struct probeshare_link *v = NULL;
+		size_t n = 0, which = 0;
+		enum probeshare_verdict r;
+
+		if (!l->n)
+			continue;
+		{
+			int e = probeshare_scan(l->host_path, s->own_progs, s->nown, &v, &n);
+
+			if (getenv("TBPF_DEBUG"))
+				fprintf(stderr, "tbpf: probeshare %s: %d, %zu other links\n",
+					l->host_path, e, n);
+			if (e)
+				continue;   /* cannot tell: as before */
+		}
+		r = probeshare_decide(v, n, want_returns, &which);
+		if (r > worst) {
+			char *d = probeshare_describe(&v[which]);
+
+			free(*msg);
+			*msg = r == PS_REFUSE ?
+				strf("another tool's return probes on %s (%s) would also rewrite return "
+				     "addresses in pid %d, where a C++ exception could then not unwind; "
+				     "stop that tool first", l->path, d ? d : "?", tg->t.pid) :
+				strf("another tool probes %s (%s), and return probes on that file would "
+				     "also act in its processes", l->path, d ? d : "?");
+			free(d);
+			worst = r;
+		}
+		free(v);
+	}
+	return worst;
+}
+
 static int u32_cmp(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -245,6 +306,13 @@ static int u32_cmp(const void *a, const void *b)
 static int attach_entries_of(struct session *s, struct tgt *tg, const uint32_t *ids,
 			     size_t nids, char **why)
 {
+	char *msg = NULL;
+
+	if (check_sharing(s, tg, false, &msg) == PS_REFUSE) {
+		*why = msg;
+		return -EBUSY;
+	}
+	free(msg);
 	for (size_t i = 0; i < tg->t.nlibs; i++) {
 		struct target_lib *l = &tg->t.libs[i];
 		uint64_t *offs = l->offsets, *cks = l->cookies;
@@ -386,6 +454,7 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 	struct tgt *tg;
 	__u8 one = 1;
 	__u32 key = pid;
+	bool no_returns = false;
 	int err;
 
 	*why = NULL;
@@ -439,6 +508,28 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 		}
 		free(pwhy);
 	}
+	{
+		char *msg = NULL;
+		enum probeshare_verdict v = check_sharing(s, tg, s->cfg.exits != EXITS_INFER, &msg);
+
+		if (v == PS_REFUSE) {
+			*why = msg;
+			err = -EBUSY;
+			goto fail;
+		}
+		if (v == PS_NO_RETURNS && s->cfg.exits == EXITS_RETURN) {
+			*why = strf("--exits return: %s", msg ? msg : "another tool probes the library");
+			free(msg);
+			err = -EBUSY;
+			goto fail;
+		}
+		if (v == PS_NO_RETURNS) {
+			fprintf(stderr, "tbpf: warning: pid %d: %s: exits inferred from the stack "
+					"pointer instead, counts stay exact\n", pid, msg ? msg : "?");
+			no_returns = true;
+		}
+		free(msg);
+	}
 	bpf_map_update_elem(bpf_map__fd(s->skel->maps.pids), &key, &one, BPF_ANY);
 	/* issue 6: the CUPTI agent.  Before the guard: --inject ptraces one
 	 * thread, which the guard would otherwise hold.  Never fatal. */
@@ -452,7 +543,7 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 		free(gwhy);
 	}
 	tg->info.exits = "infer";
-	if (s->cfg.exits != EXITS_INFER) {
+	if (s->cfg.exits != EXITS_INFER && !no_returns) {
 		char *gwhy = NULL;
 
 		/* the guard attaches entry, unwind-hook and return probes */
