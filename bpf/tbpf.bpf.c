@@ -387,15 +387,23 @@ static __always_inline int op_exit(struct pt_regs *ctx)
 	return 0;
 }
 
+/* TBPF_FLOOR (measurement only, bench/probe_cost.py --floor): empty op
+ * programs, so a run measures what the traps alone cost. */
 SEC("uprobe")
 int BPF_KPROBE(tbpf_op_entry)
 {
+#ifdef TBPF_FLOOR
+	return 0;
+#endif
 	return op_enter(ctx);
 }
 
 SEC("uprobe")
 int BPF_KPROBE(tbpf_op_exit)
 {
+#ifdef TBPF_FLOOR
+	return 0;
+#endif
 	return op_exit(ctx);
 }
 

@@ -374,7 +374,7 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 		return -ENOMEM;
 	tg->pidfd = -1;
 	tg->id_base = s->next_id;
-	err = target_open(pid, tg->id_base, &tg->t, why);
+	err = target_open(pid, tg->id_base, s->cfg.redispatch ? TARGET_REDISPATCH : 0, &tg->t, why);
 	if (err) {
 		free(tg);
 		return err;
