@@ -11,7 +11,9 @@ timed run is done with them off), and stops tbpf.  Baseline and probed runs alte
 allocator, caches and the Python state are the same for both.
 
 Per round: us/iter without and with tbpf, per-op overhead ((with -
-without) / ATen ops per iteration), probe hits per iteration (entry
+without) / ATen ops per iteration), the same from the worker thread's CPU
+time (user + system, which includes the traps and BPF programs but not
+time other processes take the CPU: steadier on a shared machine), probe hits per iteration (entry
 program runs / N), and the mean BPF run time of the entry and exit
 programs.  Prints the medians over rounds as one line of JSON.
 
@@ -43,10 +45,10 @@ for _ in range(200):
 print("READY", flush=True)
 for line in sys.stdin:
     n = int(line)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     for _ in range(n):
         step()
-    print("%%.9f" %% (time.perf_counter() - t0), flush=True)
+    print("%%.9f %%.9f" %% (time.perf_counter() - t0, time.thread_time() - c0), flush=True)
 """ % WL
 
 
@@ -77,7 +79,8 @@ def set_stats(v):
 def timed(worker, n):
     worker.stdin.write("%d\n" % n)
     worker.stdin.flush()
-    return float(worker.stdout.readline())
+    wall, cpu = worker.stdout.readline().split()
+    return float(wall), float(cpu)
 
 
 def main():
@@ -121,9 +124,11 @@ def main():
             set_stats(old)
             tb.send_signal(signal.SIGINT)
             tb.communicate(timeout=60)
-            r = {"base_us": base / a.iters * 1e6, "tbpf_us": probed / a.iters * 1e6,
+            r = {"base_us": base[0] / a.iters * 1e6, "tbpf_us": probed[0] / a.iters * 1e6,
+                 "base_cpu_us": base[1] / a.iters * 1e6, "tbpf_cpu_us": probed[1] / a.iters * 1e6,
                  "attach_ms": float(ms.group(1)) if ms else None}
             r["per_op_us"] = (r["tbpf_us"] - r["base_us"]) / a.ops_per_iter
+            r["per_op_cpu_us"] = (r["tbpf_cpu_us"] - r["base_cpu_us"]) / a.ops_per_iter
             for name, key in (("tbpf_op_entry", "entry"), ("tbpf_op_exit", "exit")):
                 if name in s1:
                     dt = s1[name][0] - s0.get(name, (0, 0))[0]
