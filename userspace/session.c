@@ -192,6 +192,7 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 	s->skel->rodata->guard_sig = SIGURG;
 	/* thread state in task storage unless the guard could not read it */
 	s->skel->rodata->thread_store = cfg->exits == EXITS_INFER || guard_thread_store_ok();
+	s->skel->rodata->hist_on = !cfg->no_hist;
 	if (cfg->ring_size)
 		bpf_map__set_max_entries(s->skel->maps.events, (uint32_t)ring_size_round(cfg->ring_size));
 	if (s->multi) {
