@@ -53,7 +53,7 @@ static const char usage_text[] =
 "                         counts, approximate durations, no ptrace)\n"
 "      --redispatch       also probe at::_ops::*::redispatch: counts ops that\n"
 "                         enter by the boxed path (torch.ops.aten.X,\n"
-"                         TorchScript); ~40%% more probe hits in eager code\n"
+"                         TorchScript); ~70%% more probe hits in eager code\n"
 "      --inject           load tbpf's CUPTI agent into --pid (ptrace + dlopen) for\n"
 "                         GPU device times (Self CUDA, CUDA total); refused when\n"
 "                         another CUPTI user (torch.profiler) is active\n"
