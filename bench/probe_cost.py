@@ -59,16 +59,26 @@ def prog_list():
             for p in json.loads(out.stdout) if p.get("name") in ("tbpf_op_entry", "tbpf_op_exit")]
 
 
-def prog_stats(before):
-    """{name: (run_time_ns, run_cnt)} of the newest op programs not in `before`
-    (this bpftool lists no owning pids; other tbpf runs on the box would
-    load programs too, and ours are the newest when read right after
-    attaching)."""
-    res = {}
-    for pid_, name, t, c in sorted(prog_list(), reverse=True):
-        if pid_ not in before and name not in res:
-            res[name] = (t, c)
-    return res
+def held_prog_ids(pid):
+    """Ids of the BPF programs process pid holds an fd on (/proc/PID/fdinfo)."""
+    ids = set()
+    d = "/proc/%d/fdinfo" % pid
+    for fd in os.listdir(d):
+        try:
+            with open(os.path.join(d, fd)) as f:
+                for line in f:
+                    if line.startswith("prog_id:"):
+                        ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+    return ids
+
+
+def prog_stats(pid):
+    """{name: (run_time_ns, run_cnt)} of tbpf's op programs held by pid
+    (this bpftool lists no owning pids; other tbpf runs may be loaded)."""
+    ids = held_prog_ids(pid)
+    return {name: (t, c) for i, name, t, c in prog_list() if i in ids}
 
 
 def set_stats(v):
@@ -105,7 +115,6 @@ def main():
         timed(worker, a.iters)  # warm
         for _ in range(a.rounds):
             base = timed(worker, a.iters)
-            before = {x[0] for x in prog_list()}
             tb = subprocess.Popen([a.tbpf, "--pid", str(worker.pid), "--format", "json", "-o", "/dev/null"] +
                                   a.tbpf_args, stderr=subprocess.PIPE, text=True, stdout=subprocess.DEVNULL)
             line = ""
@@ -118,9 +127,9 @@ def main():
             # BPF run times in a separate run: the statistics cost two
             # clock reads per program run, which the timed run must not see
             set_stats("1")
-            s0 = prog_stats(before)
+            s0 = prog_stats(tb.pid)
             timed(worker, a.iters)
-            s1 = prog_stats(before)
+            s1 = prog_stats(tb.pid)
             set_stats(old)
             tb.send_signal(signal.SIGINT)
             tb.communicate(timeout=60)
