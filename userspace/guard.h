@@ -75,7 +75,8 @@ size_t guard_entry_probes(const struct guard *g);
 /* true when this kernel opens pidfds of single threads (PIDFD_THREAD,
  * Linux 6.9+), which the guard needs to read a thread's op stack kept in
  * BPF task storage (threads_map_fd of type BPF_MAP_TYPE_TASK_STORAGE);
- * with a tid-keyed hash it needs nothing. */
+ * with a tid-keyed hash it needs nothing.  TBPF_THREAD_HASH=1 in the
+ * environment makes it false (to test that path on new kernels). */
 bool guard_thread_store_ok(void);
 
 /* Pure helper used by the guard and unit-tested: decide which recorded
