@@ -5,6 +5,16 @@
  * to otherData.tbpf_base_ns (CLOCK_MONOTONIC).  Process and thread names as
  * "M" metadata.  CUDA runtime calls on the calling thread: launches and
  * allocations as instant events, copies and synchronizations as "X".
+ *
+ * GPU activity (REC_GPU, joined by gpucap/gpujoin), as Kineto writes it: a
+ * process per device ("GPU 0", pid GPU_PID_BASE + n), a thread per stream
+ * ("stream 7", tid = stream id), one "X" per kernel (cat "kernel"), copy
+ * ("gpu_memcpy") and set ("gpu_memset") at its device start/end on the host
+ * clock.  A host launch or copy that led to device work becomes an "X"
+ * (cat "cuda_runtime"/"cuda_driver") from the probe to the end of its CUDA
+ * API call, and a flow (cat "ac2g", id = correlation id; "<pid>:<id>" when
+ * several processes have GPU records) goes from it ("s") to the device
+ * slice ("f", "bp":"e").
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -13,6 +23,7 @@
 #include "capture.h"
 #include "export.h"
 #include "framespans.h"
+#include "gpucap.h"
 #include "jsonutil.h"
 #include "timeline.h"
 
@@ -29,8 +40,13 @@ struct chrome_ctx {
 	struct op_json *ops;
 	size_t nops;
 	struct fspans *spans;
+	struct gpucap gpu;
+	bool flow_pid;        /* flow ids carry the pid (several GPU processes) */
 	int err;
 };
+
+/* Chrome pids of GPU devices: above every Linux pid (PID_MAX_LIMIT 2^22). */
+#define GPU_PID_BASE (1u << 30)
 
 /* ns as "<us>.<3 digits>" */
 static char *fmt_us(char *end, uint64_t ns)
@@ -233,16 +249,62 @@ static void cuda_common(struct chrome_ctx *c, const struct tl_cuda *cu, const ch
 		fputs(",\"s\":\"t\"", c->out);
 }
 
+static void flow_id(struct chrome_ctx *c, uint32_t pid, uint32_t corr)
+{
+	if (c->flow_pid)
+		fprintf(c->out, ",\"id\":\"%u:%u\"", pid, corr);
+	else
+		fprintf(c->out, ",\"id\":%u", corr);
+}
+
+/* A host launch/copy that led to device work: "X" to the end of its CUDA API
+ * call, then the flow start. */
+static void launch_slice(struct chrome_ctx *c, const struct tl_cuda *cu, uint32_t api,
+			 uint64_t host_end, const struct gj_dev *d)
+{
+	FILE *out = c->out;
+	uint64_t ts = cu->rec->ts_ns, end = host_end > d->api_end_ns ? host_end : d->api_end_ns;
+	ev_start(c);
+	fprintf(out, "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":",
+		gj_api_family(api) == 2 ? "cuda_driver" : "cuda_runtime");
+	json_str(out, capture_cuda_api_name(api));
+	fprintf(out, ",\"pid\":%u,\"tid\":%u", cu->pid, cu->tid);
+	ts_us(out, "ts", ts, c->base);
+	dur_us(out, end - ts);
+	fprintf(out, ",\"args\":{\"correlation\":%u,\"device\":%u,\"stream\":%u", d->correlation,
+		d->device, d->stream);
+}
+
+static void flow_start(struct chrome_ctx *c, const struct tl_cuda *cu, const struct gj_dev *d)
+{
+	ev_start(c);
+	fputs("{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\"", c->out);
+	flow_id(c, cu->pid, d->correlation);
+	fprintf(c->out, ",\"pid\":%u,\"tid\":%u", cu->pid, cu->tid);
+	ts_us(c->out, "ts", cu->rec->ts_ns, c->base);
+	fputc('}', c->out);
+}
+
 static void c_cuda(void *vc, const struct tl_cuda *cu)
 {
 	struct chrome_ctx *c = vc;
 	FILE *out = c->out;
+	const struct gj_dev *d = NULL;
+	if (c->gpu.ndev && (cu->rec->type == REC_LAUNCH || cu->rec->type == REC_MEMOP))
+		d = gpucap_flow_of(&c->gpu, cu->pid, cu->tid, cu->rec->ts_ns,
+				   cu->rec->type == REC_LAUNCH ? ((const struct rec_launch *)cu->rec)->api
+				   : ((const struct rec_memop *)cu->rec)->api);
 	switch (cu->rec->type) {
 	case REC_LAUNCH: {
 		const struct rec_launch *l = (const void *)cu->rec;
 		const char *k = capture_meta_kernel(c->m, l->pid, (uint64_t)l->func);
-		cuda_common(c, cu, "i", l->api);
-		fputs(",\"args\":{\"kernel\":", out);
+		if (d) {
+			launch_slice(c, cu, l->api, l->h.ts_ns, d);
+			fputs(",\"kernel\":", out);
+		} else {
+			cuda_common(c, cu, "i", l->api);
+			fputs(",\"args\":{\"kernel\":", out);
+		}
 		if (k)
 			json_str(out, k);
 		else
@@ -250,15 +312,25 @@ static void c_cuda(void *vc, const struct tl_cuda *cu)
 		fprintf(out, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shmem\":%u,\"stream\":%" PRIu64 "}}",
 			l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
 			l->shmem, (uint64_t)l->stream);
+		if (d)
+			flow_start(c, cu, d);
 		break;
 	}
 	case REC_MEMOP: {
 		const struct rec_memop *mo = (const void *)cu->rec;
 		static const char *const dirs[] = { "unknown", "HtoD", "DtoH", "DtoD", "HtoH", "set" };
-		cuda_common(c, cu, "X", mo->api);
-		dur_us(out, mo->dur_ns);
-		fprintf(out, ",\"args\":{\"bytes\":%" PRIu64 ",\"kind\":\"%s\",\"stream\":%" PRIu64 "}}",
+		if (d) {
+			launch_slice(c, cu, mo->api, mo->h.ts_ns + mo->dur_ns, d);
+			fputs(",", out);
+		} else {
+			cuda_common(c, cu, "X", mo->api);
+			dur_us(out, mo->dur_ns);
+			fputs(",\"args\":{", out);
+		}
+		fprintf(out, "\"bytes\":%" PRIu64 ",\"kind\":\"%s\",\"stream\":%" PRIu64 "}}",
 			(uint64_t)mo->bytes, mo->dir < 6 ? dirs[mo->dir] : "unknown", (uint64_t)mo->stream);
+		if (d)
+			flow_start(c, cu, d);
 		break;
 	}
 	case REC_SYNC: {
@@ -304,6 +376,104 @@ static void meta_events(struct chrome_ctx *c)
 	}
 }
 
+/* Chrome pid of the n-th (process, device) in (pid, device) order, the
+ * order gpu_meta and gpu_slices walk the devices in: GPU_PID_BASE + n. */
+static bool new_device(const struct gj_result *r, size_t k)
+{
+	return !k || r->dev[k - 1].device != r->dev[k].device;
+}
+
+static void gpu_meta(struct chrome_ctx *c)
+{
+	const struct gpucap *g = &c->gpu;
+	bool multi = gpucap_nprocs_with_devices(g) > 1;
+	uint32_t gp = GPU_PID_BASE - 1;
+	for (size_t i = 0; i < g->n; i++) {
+		const struct gj_result *r = &g->v[i].res;
+		for (size_t k = 0; k < r->ndev; k++) {
+			const struct gj_dev *d = &r->dev[k];
+			if (new_device(r, k)) {
+				gp++;
+				ev_start(c);
+				fprintf(c->out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,"
+					"\"args\":{\"name\":\"GPU %u", gp, d->device);
+				if (multi)
+					fprintf(c->out, " (pid %u)", g->v[i].pid);
+				fputs("\"}}", c->out);
+				ev_start(c);
+				fprintf(c->out, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%u,"
+					"\"tid\":0,\"args\":{\"sort_index\":%u}}", gp, gp);
+			}
+			if (new_device(r, k) || r->dev[k - 1].stream != d->stream) {
+				ev_start(c);
+				fprintf(c->out, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,"
+					"\"args\":{\"name\":\"stream %u\"}}", gp, d->stream, d->stream);
+				ev_start(c);
+				fprintf(c->out, "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%u,"
+					"\"tid\":%u,\"args\":{\"sort_index\":%u}}", gp, d->stream, d->stream);
+			}
+		}
+	}
+}
+
+static void gpu_slices(struct chrome_ctx *c)
+{
+	const struct gpucap *g = &c->gpu;
+	FILE *out = c->out;
+	uint32_t gp = GPU_PID_BASE - 1;
+	for (size_t i = 0; i < g->n; i++) {
+		const struct gpucap_proc *p = &g->v[i];
+		const struct gj_result *r = &p->res;
+		for (size_t k = 0; k < r->ndev; k++) {
+			const struct gj_dev *d = &r->dev[k];
+			gp += new_device(r, k);
+			ev_start(c);
+			if (d->kind == GPU_KERNEL) {
+				fputs("{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":", out);
+				json_str(out, d->name ? d->name : "(unnamed kernel)");
+			} else if (d->kind == GPU_MEMCPY) {
+				fprintf(out, "{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"Memcpy %s %" PRIu64
+					" B\"", gpucap_copy_kind_name(d->copy_kind), d->bytes);
+			} else {
+				fprintf(out, "{\"ph\":\"X\",\"cat\":\"gpu_memset\",\"name\":\"Memset %" PRIu64
+					" B\"", d->bytes);
+			}
+			fprintf(out, ",\"pid\":%u,\"tid\":%u", gp, d->stream);
+			ts_us(out, "ts", d->start_ns, c->base);
+			dur_us(out, d->end_ns - d->start_ns);
+			fprintf(out, ",\"args\":{\"correlation\":%u,\"device\":%u,\"stream\":%u,"
+				"\"context\":%u", d->correlation, d->device, d->stream, d->context);
+			if (d->kind == GPU_KERNEL)
+				fprintf(out, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u]", d->grid[0],
+					d->grid[1], d->grid[2], d->block[0], d->block[1], d->block[2]);
+			else
+				fprintf(out, ",\"bytes\":%" PRIu64, d->bytes);
+			if (d->kind == GPU_MEMCPY)
+				fprintf(out, ",\"kind\":\"%s\"", gpucap_copy_kind_name(d->copy_kind));
+			if (d->host_idx >= 0) {
+				fprintf(out, ",\"host_pid\":%u,\"launch_tid\":%u", p->pid, d->tid);
+				if (d->op_id) {
+					const struct capture_op *op = capture_meta_op(c->m, d->op_id);
+					fputs(",\"op\":", out);
+					if (op)
+						json_str(out, op->name);
+					else
+						fprintf(out, "\"op#%u\"", d->op_id);
+				}
+			}
+			fputs("}}", out);
+			if (!p->flow_end[k])
+				continue;
+			ev_start(c);
+			fputs("{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\"", out);
+			flow_id(c, p->pid, d->correlation);
+			fprintf(out, ",\"pid\":%u,\"tid\":%u", gp, d->stream);
+			ts_us(out, "ts", d->start_ns, c->base);
+			fputc('}', out);
+		}
+	}
+}
+
 int export_chrome(FILE *out, struct capture_reader *r, const struct export_opts *o)
 {
 	const struct capture_meta *m = capture_reader_meta(r);
@@ -314,8 +484,18 @@ int export_chrome(FILE *out, struct capture_reader *r, const struct export_opts 
 	const struct rec_hdr *h;
 	int ret = 0;
 
-	if (capture_reader_error(r) || capture_rewind(r))
+	if (capture_reader_error(r))
 		return -EINVAL;
+	ret = gpucap_load(r, false, &c.gpu);
+	if (ret) {
+		gpucap_free(&c.gpu);
+		return ret;
+	}
+	c.flow_pid = gpucap_nprocs_with_devices(&c.gpu) > 1;
+	if (capture_rewind(r)) {
+		gpucap_free(&c.gpu);
+		return -EINVAL;
+	}
 	c.base = st->min_ts;
 	if (m->run.present && m->run.start_mono_ns && m->run.start_mono_ns < c.base)
 		c.base = m->run.start_mono_ns;
@@ -324,16 +504,19 @@ int export_chrome(FILE *out, struct capture_reader *r, const struct export_opts 
 	if (!tl || !c.spans) {
 		timeline_free(tl);
 		fspans_free(c.spans);
+		gpucap_free(&c.gpu);
 		return -ENOMEM;
 	}
 	fputs("{\"traceEvents\":[", out);
 	meta_events(&c);
+	gpu_meta(&c);
 	while ((ret = capture_next(r, &h)) > 0 && !c.err)
 		if ((ret = timeline_feed(tl, h)))
 			break;
 	if (ret == 0 && !c.err) {
 		timeline_finish(tl, 0);
 		fspans_finish(c.spans);
+		gpu_slices(&c);
 	}
 	const struct timeline_stats *ts = timeline_stats(tl);
 	fprintf(out, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"tbpf_base_ns\":\"%" PRIu64
@@ -347,6 +530,7 @@ int export_chrome(FILE *out, struct capture_reader *r, const struct export_opts 
 		free(c.ops[i].args);
 	}
 	free(c.ops);
+	gpucap_free(&c.gpu);
 	if (ret < 0)
 		return ret;
 	if (c.err)

@@ -8,6 +8,7 @@
 #include "tbpf_abi.h"
 #include "cuda_tables.h"
 #include "jsonutil.h"
+#include "layers.h"
 
 static const char *opname_of(cuda_opname_fn fn, void *ctx, uint32_t op_id)
 {
@@ -77,6 +78,75 @@ static char *ops_list(const struct cuda_kernel *k, cuda_opname_fn fn, void *ctx)
 	return s;
 }
 
+static int layercount_cmp(const void *a, const void *b)
+{
+	const struct cuda_layercount *x = a, *y = b;
+
+	if (x->launches != y->launches)
+		return x->launches > y->launches ? -1 : 1;
+	return strcmp(x->layer, y->layer);
+}
+
+int cuda_kernel_layers(const struct cuda_kernel *k, const struct layer_tree *layers,
+		       struct cuda_layercount **out, size_t *n)
+{
+	struct cuda_layercount *v = calloc(k->nstacks + 1, sizeof(*v));
+	size_t cnt = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < k->nstacks; i++) {
+		const struct cuda_stackcount *s = &k->stacks[i];
+		const char *path = layers_stack_path(layers, s->stack_id, s->outside_op);
+		size_t j;
+
+		for (j = 0; j < cnt; j++)
+			if (!strcmp(v[j].layer, path))
+				break;
+		if (j == cnt)
+			v[cnt++] = (struct cuda_layercount){ path, 0 };
+		v[j].launches += s->count;
+	}
+	qsort(v, cnt, sizeof(*v), layercount_cmp);
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+/* "Net/encoder/conv (3), Net/head (2), +1 more": malloc'd. */
+static char *layers_list(const struct cuda_kernel *k, const struct layer_tree *t)
+{
+	struct cuda_layercount *v;
+	size_t n, len = 0;
+	char *s = NULL;
+	FILE *f;
+
+	if (cuda_kernel_layers(k, t, &v, &n))
+		return NULL;
+	f = open_memstream(&s, &len);
+	if (f) {
+		for (size_t i = 0; i < n && i < CUDA_LAYERS_SHOWN; i++)
+			fprintf(f, "%s%s (%" PRIu64 ")", i ? ", " : "", v[i].layer, v[i].launches);
+		if (n > CUDA_LAYERS_SHOWN)
+			fprintf(f, ", +%zu more", n - CUDA_LAYERS_SHOWN);
+		fclose(f);
+	}
+	free(v);
+	return s;
+}
+
+static size_t swidth(const char *s)
+{
+	size_t w = 0;
+
+	for (; s && *s; s++)
+		if (((unsigned char)*s & 0xc0) != 0x80)
+			w++;
+	return w;
+}
+
 static void rule(FILE *f, int w)
 {
 	for (int i = 0; i < w; i++)
@@ -84,30 +154,61 @@ static void rule(FILE *f, int w)
 	fputc('\n', f);
 }
 
-static int print_kernels(FILE *f, const struct cuda_model *m, cuda_opname_fn fn, void *ctx)
+static bool any_python_launch(const struct cuda_model *m)
+{
+	for (size_t i = 0; i < m->nkernels; i++)
+		for (size_t j = 0; j < m->kernels[i].nstacks; j++)
+			if (m->kernels[i].stacks[j].stack_id)
+				return true;
+	return false;
+}
+
+static int print_kernels(FILE *f, const struct cuda_model *m, cuda_opname_fn fn, void *ctx,
+			 const struct layer_tree *t)
 {
 	const struct cuda_kernel **v = cuda_model_kernels(m);
-	int namew = 11;
+	char **ops = calloc(m->nkernels + 1, sizeof(*ops));
+	char **lays = calloc(m->nkernels + 1, sizeof(*lays));
+	int namew = 11, opsw = 11, width;
 
-	if (!v)
+	if (!v || !ops || !lays) {
+		free(v);
+		free(ops);
+		free(lays);
 		return -ENOMEM;
+	}
+	/* no launch under a Python stack (a program without Python): every
+	 * layer would read [no python]; keep the table as it was */
+	if (t && !any_python_launch(m))
+		t = NULL;
 	for (size_t i = 0; i < m->nkernels; i++) {
 		int l = strlen(v[i]->name);
 
 		if (l > namew)
 			namew = l > 80 ? 80 : l;
+		ops[i] = ops_list(v[i], fn, ctx);
+		if (t) {
+			lays[i] = layers_list(v[i], t);
+			if ((int)swidth(ops[i]) > opsw)
+				opsw = swidth(ops[i]) > 60 ? 60 : (int)swidth(ops[i]);
+		}
 	}
+	width = namew + 76 + (t ? opsw + 10 : 0);
 	fprintf(f, "CUDA kernels (host-side launches)\n");
-	rule(f, namew + 76);
-	fprintf(f, "%-*s  %10s  %-18s  %-14s  %7s  %-14s  %s\n", namew, "Name", "# Launches",
-		"Grid", "Block", "Shared", "Stream", "Launched by");
-	rule(f, namew + 76);
+	rule(f, width);
+	fprintf(f, "%-*s  %10s  %-18s  %-14s  %7s  %-14s  ", namew, "Name", "# Launches",
+		"Grid", "Block", "Shared", "Stream");
+	if (t)
+		fprintf(f, "%-*s  Layers\n", opsw, "Launched by");
+	else
+		fprintf(f, "Launched by\n");
+	rule(f, width);
 	for (size_t i = 0; i < m->nkernels; i++) {
 		const struct cuda_kernel *k = v[i];
 		const struct cuda_dims *d = main_dims(k);
 		char grid[48] = "-", block[48] = "-", shm[24] = "-", stream[24] = "-";
-		char *ops = ops_list(k, fn, ctx);
 		size_t more = k->ndims - (d ? 1 : 0);
+		const char *o = ops[i] ? ops[i] : "?";
 
 		if (d) {
 			fmt_dims(grid, sizeof(grid), d->grid);
@@ -116,13 +217,25 @@ static int print_kernels(FILE *f, const struct cuda_model *m, cuda_opname_fn fn,
 			snprintf(stream, sizeof(stream), "0x%" PRIx64, d->stream);
 		}
 		fprintf(f, "%-*.*s  %10" PRIu64 "  %-18s  %-14s  %7s  %-14s  %s", namew, namew,
-			k->name, k->launches, grid, block, shm, stream, ops ? ops : "?");
+			k->name, k->launches, grid, block, shm, stream, o);
+		if (t) {
+			size_t w = swidth(o);
+
+			for (; w < (size_t)opsw; w++)
+				fputc(' ', f);
+			fprintf(f, "  %s", lays[i] ? lays[i] : "?");
+		}
 		if (more || k->other_dims)
 			fprintf(f, "  [+%zu%s more configs]", more, k->other_dims ? "+" : "");
 		fputc('\n', f);
-		free(ops);
 	}
-	rule(f, namew + 76);
+	rule(f, width);
+	for (size_t i = 0; i < m->nkernels; i++) {
+		free(ops[i]);
+		free(lays[i]);
+	}
+	free(ops);
+	free(lays);
 	free(v);
 	return 0;
 }
@@ -202,6 +315,12 @@ static int print_allocs(FILE *f, const struct cuda_model *m)
 int cuda_tables_print(FILE *f, const struct cuda_model *m, cuda_opname_fn opname,
 		      void *ctx, const char *device_note)
 {
+	return cuda_tables_print_ex(f, m, opname, ctx, NULL, device_note);
+}
+
+int cuda_tables_print_ex(FILE *f, const struct cuda_model *m, cuda_opname_fn opname,
+			 void *ctx, const struct layer_tree *layers, const char *device_note)
+{
 	bool copies = false;
 	int err = 0;
 
@@ -209,7 +328,7 @@ int cuda_tables_print(FILE *f, const struct cuda_model *m, cuda_opname_fn opname
 		copies |= m->copies[d].count > 0;
 	if (cuda_model_empty(m))
 		return 0;
-	if (m->nkernels && (err = print_kernels(f, m, opname, ctx)))
+	if (m->nkernels && (err = print_kernels(f, m, opname, ctx, layers)))
 		return err;
 	if (copies) {
 		fputc('\n', f);
@@ -239,6 +358,30 @@ static const char *const src_names[] = {
 };
 
 int cuda_json_members(FILE *f, const struct cuda_model *m, cuda_opname_fn opname, void *ctx)
+{
+	return cuda_json_members_ex(f, m, opname, ctx, NULL);
+}
+
+static int json_kernel_layers(FILE *f, const struct cuda_kernel *k, const struct layer_tree *t)
+{
+	struct cuda_layercount *v;
+	size_t n;
+
+	if (cuda_kernel_layers(k, t, &v, &n))
+		return -ENOMEM;
+	fputs(", \"layers\": [", f);
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "%s{\"layer\": ", i ? ", " : "");
+		json_str(f, v[i].layer);
+		fprintf(f, ", \"launches\": %" PRIu64 "}", v[i].launches);
+	}
+	fputc(']', f);
+	free(v);
+	return 0;
+}
+
+int cuda_json_members_ex(FILE *f, const struct cuda_model *m, cuda_opname_fn opname,
+			 void *ctx, const struct layer_tree *layers)
 {
 	const struct cuda_kernel **kv = cuda_model_kernels(m);
 	const struct cuda_sync **sv = cuda_model_syncs(m);
@@ -277,7 +420,14 @@ int cuda_json_members(FILE *f, const struct cuda_model *m, cuda_opname_fn opname
 				fputs("null", f);
 			fprintf(f, ", \"launches\": %" PRIu64 "}", k->ops[o].count);
 		}
-		fprintf(f, "]}");
+		fputc(']', f);
+		if (layers && json_kernel_layers(f, k, layers)) {
+			free(kv);
+			free(sv);
+			free(av);
+			return -ENOMEM;
+		}
+		fputc('}', f);
 	}
 	fprintf(f, "],\n\"copies\": [");
 	for (int d = 0; d < CUDA_NDIRS; d++) {

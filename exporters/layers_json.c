@@ -13,34 +13,39 @@ static const char *kind_name(enum layer_kind k)
 	case LAYER_MODULE: return "module";
 	case LAYER_NOMODULE: return "no_module";
 	case LAYER_NOPYTHON: return "no_python";
+	case LAYER_NOOP: return "no_op";
 	default: return "unresolved";
 	}
 }
 
-static void node_path(const struct layer_node *n, char *buf, size_t len)
+static void write_cuda(FILE *out, const struct layer_node *n)
 {
-	const struct layer_node *chain[128];
-	size_t k = 0, off = 0;
-
-	for (; n && n->parent && n->name && k < 128; n = n->parent)
-		chain[k++] = n;
-	buf[0] = '\0';
-	while (k-- > 0 && off < len) {
-		int w = snprintf(buf + off, len - off, "%s%s", off ? "/" : "", chain[k]->name);
-
-		if (w < 0)
-			break;
-		off += (size_t)w;
+	fprintf(out, ", \"launches\": %llu, \"self_launches\": %llu, \"copies\": %llu, "
+		     "\"copy_bytes\": %llu, \"syncs\": %llu, \"sync_ns\": %llu, "
+		     "\"self_sync_ns\": %llu, \"kernels\": [",
+		(unsigned long long)n->cuda.launches, (unsigned long long)n->self_cuda.launches,
+		(unsigned long long)n->cuda.copies, (unsigned long long)n->cuda.copy_bytes,
+		(unsigned long long)n->cuda.syncs, (unsigned long long)n->cuda.sync_ns,
+		(unsigned long long)n->self_cuda.sync_ns);
+	for (size_t i = 0; i < n->nkernels; i++) {
+		fprintf(out, "%s{\"name\": ", i ? ", " : "");
+		json_str(out, n->kernels[i].name);
+		fprintf(out, ", \"launches\": %llu}", (unsigned long long)n->kernels[i].launches);
 	}
+	fputc(']', out);
 }
 
-static void write_node(FILE *out, const struct layer_node *n, bool *first, bool top)
+static int write_node(FILE *out, const struct layer_node *n, bool *first, bool top,
+		      bool cuda)
 {
-	char path[2048], parent[2048];
-
 	if (!top && n->name) {
-		node_path(n, path, sizeof(path));
-		node_path(n->parent, parent, sizeof(parent));
+		char *path = layers_node_path(n), *parent = layers_node_path(n->parent);
+
+		if (!path || !parent) {
+			free(path);
+			free(parent);
+			return -ENOMEM;
+		}
 		fprintf(out, "%s\n    {\"path\": ", *first ? "" : ",");
 		*first = false;
 		json_str(out, path);
@@ -56,29 +61,46 @@ static void write_node(FILE *out, const struct layer_node *n, bool *first, bool 
 			json_str(out, parent);
 		else
 			fputs("null", out);
+		free(path);
+		free(parent);
 		fprintf(out, ", \"kind\": \"%s\", \"calls\": %llu, \"self_ns\": %llu, \"total_ns\": %llu, "
 			     "\"ops\": [", kind_name(n->kind), (unsigned long long)n->calls,
 			(unsigned long long)n->self_ns, (unsigned long long)n->total_ns);
 		for (size_t i = 0; i < n->nops; i++) {
 			fprintf(out, "%s{\"name\": ", i ? ", " : "");
 			json_str(out, n->ops[i].name);
-			fprintf(out, ", \"calls\": %llu, \"self_ns\": %llu, \"total_ns\": %llu}",
+			fprintf(out, ", \"calls\": %llu, \"self_ns\": %llu, \"total_ns\": %llu",
 				(unsigned long long)n->ops[i].calls, (unsigned long long)n->ops[i].self_ns,
 				(unsigned long long)n->ops[i].total_ns);
+			if (cuda)
+				fprintf(out, ", \"launches\": %llu",
+					(unsigned long long)n->ops[i].launches);
+			fputc('}', out);
 		}
-		fputs("]}", out);
+		fputc(']', out);
+		if (cuda)
+			write_cuda(out, n);
+		fputc('}', out);
 	}
-	for (size_t i = 0; i < n->nkids; i++)
-		write_node(out, n->kids[i], first, false);
+	for (size_t i = 0; i < n->nkids; i++) {
+		int err = write_node(out, n->kids[i], first, false, cuda);
+
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 int layers_json(FILE *out, const struct layer_tree *t)
 {
 	bool first = true;
+	int err = 0;
 
 	fputs("\"layers\": [", out);
 	if (t)
-		write_node(out, &t->top, &first, true);
+		err = write_node(out, &t->top, &first, true, t->has_cuda);
 	fputs("\n  ]", out);
+	if (err)
+		return err;
 	return ferror(out) ? -EIO : 0;
 }

@@ -6,6 +6,16 @@
  * cleared.  A TrackDescriptor per process and per thread (parented to its
  * process), then TrackEvent slice begin/end with interned names (iid =
  * op_id + 1; CUDA API names from CUDA_IID).  Written as it is read.
+ *
+ * GPU activity (REC_GPU joined by gpucap/gpujoin), Kineto's layout: a
+ * process track per (process, device) named "GPU 0" (pid GPU_PID_BASE + n),
+ * a child track per stream named "stream 7", a slice per kernel, copy and
+ * set at its device start/end on the host clock (category "kernel",
+ * "gpu_memcpy", "gpu_memset").  A host launch or copy that led to device
+ * work becomes a slice from the probe to the end of its CUDA API call with
+ * flow_ids = {id}; the device slice ends the flow (terminating_flow_ids).
+ * id = correlation id, with the pid in the high 32 bits when several
+ * processes have GPU records.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,6 +23,7 @@
 #include "capture.h"
 #include "export.h"
 #include "framespans.h"
+#include "gpucap.h"
 #include "pbwriter.h"
 #include "timeline.h"
 
@@ -24,6 +35,7 @@ enum {
 	DEF_CLOCK_ID = 58,
 	CS_CLOCKS = 1, CS_PRIMARY = 2, CLK_ID = 1, CLK_TS = 2,
 	TE_TYPE = 9, TE_NAME_IID = 10, TE_NAME = 23, TE_TRACK_UUID = 11, TE_DEBUG = 4, TE_CATEGORIES = 22,
+	TE_FLOW_IDS = 47, TE_TERM_FLOW_IDS = 48,
 	DA_NAME = 10, DA_STRING = 6, DA_INT = 4,
 	TD_UUID = 1, TD_NAME = 2, TD_PROCESS = 3, TD_THREAD = 4, TD_PARENT = 5,
 	PD_PID = 1, PD_NAME = 6, THD_PID = 1, THD_TID = 2, THD_NAME = 5,
@@ -51,8 +63,20 @@ struct pf_ctx {
 	/* span names: (kind, name, file) of a frame -> iid (SPAN_IID + n) */
 	struct span_name { uint32_t kind; const char *name, *file; uint64_t iid; } *snames;
 	size_t nsnames, csnames;
+	struct gpucap gpu;
+	bool flow_pid;              /* flow ids carry the pid (several GPU processes) */
 	int err;
 };
+
+/* GPU tracks: a device's process track (pid GPU_PID_BASE + n, above every
+ * Linux pid) and its streams' child tracks; bits 34 and 48 keep the uuids
+ * apart from threads (tid) and processes (bit 32/33). */
+#define GPU_PID_BASE (1u << 30)
+static uint64_t gpu_proc_uuid(uint32_t n) { return 1ULL << 34 | n; }
+static uint64_t gpu_stream_uuid(uint32_t n, uint32_t stream)
+{
+	return 1ULL << 48 | (uint64_t)(n & 0xffff) << 32 | stream;
+}
 
 /* Track uuids: a thread's is its tid (kernel-global, unique while the
  * capture runs, and a short varint in every event); a process's has bit 32
@@ -342,19 +366,78 @@ static void cuda_event(struct pf_ctx *c, const struct tl_cuda *cu, uint32_t api,
 	packet_end(c, mk);
 }
 
+static uint64_t flow_of(const struct pf_ctx *c, uint32_t pid, uint32_t corr)
+{
+	return c->flow_pid ? (uint64_t)pid << 32 | corr : corr;
+}
+
+static void debug_int(struct pf_ctx *c, const char *name, uint64_t v)
+{
+	size_t da = pb_begin(&c->w, TE_DEBUG);
+	pb_string(&c->w, DA_NAME, name);
+	pb_varint(&c->w, DA_INT, v);
+	pb_end(&c->w, da);
+}
+
+static void debug_str(struct pf_ctx *c, const char *name, const char *v)
+{
+	size_t da = pb_begin(&c->w, TE_DEBUG);
+	pb_string(&c->w, DA_NAME, name);
+	pb_string(&c->w, DA_STRING, v);
+	pb_end(&c->w, da);
+}
+
+/* A host launch/copy that led to device work: a slice to the end of its
+ * CUDA API call, starting the flow to the device slice. */
+static void launch_slice(struct pf_ctx *c, const struct tl_cuda *cu, uint32_t api,
+			 uint64_t host_end, const char *ann, uint64_t val, const struct gj_dev *d)
+{
+	uint64_t ts = cu->rec->ts_ns, end = host_end > d->api_end_ns ? host_end : d->api_end_ns;
+	size_t mk = packet_begin(c, ts, true);
+	pb_varint(&c->w, TP_SEQ_FLAGS, SEQ_NEEDS);
+	if (api < CU_API_MAX && !c->cuda_interned[api]) {
+		c->cuda_interned[api] = true;
+		intern_name(c, CUDA_IID + api, capture_cuda_api_name(api));
+	}
+	size_t te = pb_begin(&c->w, TP_TRACK_EVENT);
+	pb_varint(&c->w, TE_TYPE, SLICE_BEGIN);
+	pb_varint(&c->w, TE_TRACK_UUID, thread_uuid(cu->pid, cu->tid));
+	pb_varint(&c->w, TE_NAME_IID, CUDA_IID + (api < CU_API_MAX ? api : 0));
+	pb_string(&c->w, TE_CATEGORIES, gj_api_family(api) == 2 ? "cuda_driver" : "cuda_runtime");
+	debug_int(c, ann, val);
+	debug_int(c, "correlation", d->correlation);
+	debug_int(c, "device", d->device);
+	pb_fixed64(&c->w, TE_FLOW_IDS, flow_of(c, cu->pid, d->correlation));
+	pb_end(&c->w, te);
+	packet_end(c, mk);
+	cuda_event(c, cu, api, SLICE_END, end, NULL, 0);
+}
+
 static void pf_cuda(void *vc, const struct tl_cuda *cu)
 {
 	struct pf_ctx *c = vc;
 	const struct rec_hdr *h = cu->rec;
+	const struct gj_dev *d = NULL;
 	thread_track(c, cu->pid, cu->tid);
+	if (c->gpu.ndev && (h->type == REC_LAUNCH || h->type == REC_MEMOP))
+		d = gpucap_flow_of(&c->gpu, cu->pid, cu->tid, h->ts_ns,
+				   h->type == REC_LAUNCH ? ((const struct rec_launch *)h)->api
+				   : ((const struct rec_memop *)h)->api);
 	switch (h->type) {
 	case REC_LAUNCH: {
 		const struct rec_launch *l = (const void *)h;
-		cuda_event(c, cu, l->api, INSTANT, h->ts_ns, "stream", l->stream);
+		if (d)
+			launch_slice(c, cu, l->api, h->ts_ns, "stream", l->stream, d);
+		else
+			cuda_event(c, cu, l->api, INSTANT, h->ts_ns, "stream", l->stream);
 		break;
 	}
 	case REC_MEMOP: {
 		const struct rec_memop *mo = (const void *)h;
+		if (d) {
+			launch_slice(c, cu, mo->api, h->ts_ns + mo->dur_ns, "bytes", mo->bytes, d);
+			break;
+		}
 		cuda_event(c, cu, mo->api, SLICE_BEGIN, h->ts_ns, "bytes", mo->bytes);
 		cuda_event(c, cu, mo->api, SLICE_END, h->ts_ns + mo->dur_ns, NULL, 0);
 		break;
@@ -373,6 +456,116 @@ static void pf_cuda(void *vc, const struct tl_cuda *cu)
 	}
 }
 
+/* Rank n of a (process, device) in (pid, device) order, the order
+ * gpu_tracks and gpu_slices walk the devices in. */
+static bool new_device(const struct gj_result *r, size_t k)
+{
+	return !k || r->dev[k - 1].device != r->dev[k].device;
+}
+
+static void gpu_tracks(struct pf_ctx *c)
+{
+	const struct gpucap *g = &c->gpu;
+	bool multi = gpucap_nprocs_with_devices(g) > 1;
+	char name[64];
+	uint32_t n = (uint32_t)-1;
+	for (size_t i = 0; i < g->n; i++) {
+		const struct gj_result *r = &g->v[i].res;
+		for (size_t k = 0; k < r->ndev; k++) {
+			const struct gj_dev *d = &r->dev[k];
+			bool new_dev = new_device(r, k);
+			n += new_dev;
+			if (new_dev) {
+				if (multi)
+					snprintf(name, sizeof(name), "GPU %u (pid %u)", d->device, g->v[i].pid);
+				else
+					snprintf(name, sizeof(name), "GPU %u", d->device);
+				size_t mk = packet_begin(c, 0, false);
+				size_t td = pb_begin(&c->w, TP_TRACK_DESC);
+				pb_varint(&c->w, TD_UUID, gpu_proc_uuid(n));
+				size_t pd = pb_begin(&c->w, TD_PROCESS);
+				pb_varint(&c->w, PD_PID, GPU_PID_BASE + n);
+				pb_string(&c->w, PD_NAME, name);
+				pb_end(&c->w, pd);
+				pb_end(&c->w, td);
+				packet_end(c, mk);
+			}
+			if (new_dev || r->dev[k - 1].stream != d->stream) {
+				snprintf(name, sizeof(name), "stream %u", d->stream);
+				size_t mk = packet_begin(c, 0, false);
+				size_t td = pb_begin(&c->w, TP_TRACK_DESC);
+				pb_varint(&c->w, TD_UUID, gpu_stream_uuid(n, d->stream));
+				pb_string(&c->w, TD_NAME, name);
+				pb_varint(&c->w, TD_PARENT, gpu_proc_uuid(n));
+				pb_end(&c->w, td);
+				packet_end(c, mk);
+			}
+		}
+	}
+}
+
+static void gpu_slices(struct pf_ctx *c)
+{
+	const struct gpucap *g = &c->gpu;
+	char name[96], dims[64];
+	uint32_t n = (uint32_t)-1;
+	for (size_t i = 0; i < g->n; i++) {
+		const struct gpucap_proc *p = &g->v[i];
+		const struct gj_result *r = &p->res;
+		for (size_t k = 0; k < r->ndev; k++) {
+			const struct gj_dev *d = &r->dev[k];
+			n += new_device(r, k);
+			uint64_t track = gpu_stream_uuid(n, d->stream);
+			const char *nm = name;
+			if (d->kind == GPU_KERNEL)
+				nm = d->name ? d->name : "(unnamed kernel)";
+			else if (d->kind == GPU_MEMCPY)
+				snprintf(name, sizeof(name), "Memcpy %s %llu B",
+					 gpucap_copy_kind_name(d->copy_kind), (unsigned long long)d->bytes);
+			else
+				snprintf(name, sizeof(name), "Memset %llu B", (unsigned long long)d->bytes);
+			size_t mk = packet_begin(c, d->start_ns, true);
+			pb_varint(&c->w, TP_SEQ_FLAGS, SEQ_NEEDS);
+			size_t te = pb_begin(&c->w, TP_TRACK_EVENT);
+			pb_varint(&c->w, TE_TYPE, SLICE_BEGIN);
+			pb_varint(&c->w, TE_TRACK_UUID, track);
+			pb_string(&c->w, TE_NAME, nm);
+			pb_string(&c->w, TE_CATEGORIES, d->kind == GPU_KERNEL ? "kernel" :
+				  d->kind == GPU_MEMCPY ? "gpu_memcpy" : "gpu_memset");
+			debug_int(c, "correlation", d->correlation);
+			debug_int(c, "device", d->device);
+			debug_int(c, "stream", d->stream);
+			debug_int(c, "context", d->context);
+			if (d->kind == GPU_KERNEL) {
+				snprintf(dims, sizeof(dims), "[%u, %u, %u]", d->grid[0], d->grid[1], d->grid[2]);
+				debug_str(c, "grid", dims);
+				snprintf(dims, sizeof(dims), "[%u, %u, %u]", d->block[0], d->block[1], d->block[2]);
+				debug_str(c, "block", dims);
+			} else {
+				debug_int(c, "bytes", d->bytes);
+			}
+			if (d->kind == GPU_MEMCPY)
+				debug_str(c, "kind", gpucap_copy_kind_name(d->copy_kind));
+			if (d->host_idx >= 0) {
+				debug_int(c, "host_pid", p->pid);
+				debug_int(c, "launch_tid", d->tid);
+			}
+			if (p->flow_end[k])
+				pb_fixed64(&c->w, TE_TERM_FLOW_IDS, flow_of(c, p->pid, d->correlation));
+			pb_end(&c->w, te);
+			packet_end(c, mk);
+
+			mk = packet_begin(c, d->end_ns, true);
+			pb_varint(&c->w, TP_SEQ_FLAGS, SEQ_NEEDS);
+			te = pb_begin(&c->w, TP_TRACK_EVENT);
+			pb_varint(&c->w, TE_TYPE, SLICE_END);
+			pb_varint(&c->w, TE_TRACK_UUID, track);
+			pb_end(&c->w, te);
+			packet_end(c, mk);
+		}
+	}
+}
+
 int export_perfetto(FILE *out, struct capture_reader *r, const struct export_opts *o)
 {
 	const struct capture_meta *m = capture_reader_meta(r);
@@ -382,8 +575,16 @@ int export_perfetto(FILE *out, struct capture_reader *r, const struct export_opt
 	const struct rec_hdr *h;
 	int ret = 0;
 
-	if (capture_reader_error(r) || capture_rewind(r))
+	if (capture_reader_error(r))
 		return -EINVAL;
+	ret = gpucap_load(r, false, &c.gpu);
+	if (!ret && capture_rewind(r))
+		ret = -EINVAL;
+	if (ret) {
+		gpucap_free(&c.gpu);
+		return ret;
+	}
+	c.flow_pid = gpucap_nprocs_with_devices(&c.gpu) > 1;
 	pbw_init(&c.w);
 	struct fspan_ops sops = { .open = pf_span_open, .close = pf_span_close };
 	struct timeline *tl = timeline_new(&ops, &c);
@@ -391,6 +592,8 @@ int export_perfetto(FILE *out, struct capture_reader *r, const struct export_opt
 	if (!tl || !c.spans) {
 		timeline_free(tl);
 		fspans_free(c.spans);
+		gpucap_free(&c.gpu);
+		pbw_free(&c.w);
 		return -ENOMEM;
 	}
 
@@ -420,6 +623,7 @@ int export_perfetto(FILE *out, struct capture_reader *r, const struct export_opt
 		process_track(&c, m->procs[i].pid);
 	for (size_t i = 0; i < m->nthreads; i++)
 		thread_track(&c, m->threads[i].pid, m->threads[i].tid);
+	gpu_tracks(&c);
 
 	while (!c.err && (ret = capture_next(r, &h)) > 0)
 		if ((ret = timeline_feed(tl, h)))
@@ -427,6 +631,7 @@ int export_perfetto(FILE *out, struct capture_reader *r, const struct export_opt
 	if (ret == 0 && !c.err) {
 		timeline_finish(tl, 0);
 		fspans_finish(c.spans);
+		gpu_slices(&c);
 	}
 	flush(&c);
 	timeline_free(tl);
@@ -435,6 +640,7 @@ int export_perfetto(FILE *out, struct capture_reader *r, const struct export_opt
 	free(c.interned);
 	free(c.tracks);
 	free(c.snames);
+	gpucap_free(&c.gpu);
 	if (ret < 0)
 		return ret;
 	if (c.err)

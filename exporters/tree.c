@@ -15,6 +15,7 @@ struct row {
 	char *node;          /* indentation + name */
 	const char *cls;
 	char self[48], total[48], count[24];
+	char launches[24], sync[32];   /* CUDA columns (tree has_cuda) */
 };
 
 struct rows {
@@ -27,7 +28,7 @@ struct item {
 	const struct layer_node *node;
 	const struct layer_op *op;
 	const char *name;
-	uint64_t self_ns, total_ns, calls;
+	uint64_t self_ns, total_ns, calls, launches;
 };
 
 int tree_sort_parse(const char *s, enum tree_sort *out)
@@ -39,6 +40,7 @@ int tree_sort_parse(const char *s, enum tree_sort *out)
 		{ "self_cpu", TREE_SORT_SELF },
 		{ "count", TREE_SORT_COUNT }, { "calls", TREE_SORT_COUNT },
 		{ "name", TREE_SORT_NAME },
+		{ "launches", TREE_SORT_LAUNCHES },
 	};
 	size_t i;
 
@@ -90,6 +92,7 @@ static int cmp_item(const void *a, const void *b, void *arg)
 	case TREE_SORT_TOTAL: kx = x->total_ns; ky = y->total_ns; break;
 	case TREE_SORT_SELF: kx = x->self_ns; ky = y->self_ns; break;
 	case TREE_SORT_COUNT: kx = x->calls; ky = y->calls; break;
+	case TREE_SORT_LAUNCHES: kx = x->launches; ky = y->launches; break;
 	case TREE_SORT_NAME: break;
 	}
 	if (kx != ky)
@@ -99,7 +102,8 @@ static int cmp_item(const void *a, const void *b, void *arg)
 
 static int rows_add(struct rows *rs, const char *prefix, const char *name,
 		    const char *cls, uint64_t self, int blank_zero_self,
-		    uint64_t total, uint64_t calls, uint64_t all)
+		    uint64_t total, uint64_t calls, uint64_t all,
+		    const struct layer_cuda *cuda)
 {
 	struct row *r;
 
@@ -122,13 +126,20 @@ static int rows_add(struct rows *rs, const char *prefix, const char *name,
 		fmt_cell(r->self, sizeof(r->self), self, all);
 	fmt_cell(r->total, sizeof(r->total), total, all);
 	snprintf(r->count, sizeof(r->count), "%llu", (unsigned long long)calls);
+	r->launches[0] = r->sync[0] = 0;
+	if (cuda) {
+		snprintf(r->launches, sizeof(r->launches), "%llu",
+			 (unsigned long long)cuda->launches);
+		if (cuda->syncs)
+			tree_fmt_time(r->sync, sizeof(r->sync), cuda->sync_ns);
+	}
 	rs->n++;
 	return 0;
 }
 
 /* Emit the visible children of n; `lead` is the indentation of n's kids. */
 static int walk(struct rows *rs, const struct layer_node *n, const char *lead,
-		int is_top, const struct tree_opts *o, uint64_t all)
+		int is_top, const struct tree_opts *o, uint64_t all, int has_cuda)
 {
 	struct item *it;
 	size_t cnt = 0, i, nvis = 0;
@@ -141,17 +152,17 @@ static int walk(struct rows *rs, const struct layer_node *n, const char *lead,
 		const struct layer_op *op = &n->ops[i];
 
 		it[cnt++] = (struct item){ NULL, op, op->name, op->self_ns,
-					   op->total_ns, op->calls };
+					   op->total_ns, op->calls, op->launches };
 	}
 	for (i = 0; i < n->nkids; i++) {
 		const struct layer_node *k = n->kids[i];
 
 		it[cnt++] = (struct item){ k, NULL, k->name, k->self_ns,
-					   k->total_ns, k->calls };
+					   k->total_ns, k->calls, k->cuda.launches };
 	}
-	/* hide rows under --min-pct */
+	/* hide rows under --min-pct (layers that launched CUDA work stay) */
 	for (i = 0; i < cnt; i++)
-		if (pct(it[i].total_ns, all) >= o->min_pct)
+		if (pct(it[i].total_ns, all) >= o->min_pct || it[i].launches)
 			it[nvis++] = it[i];
 	qsort_r(it, nvis, sizeof(*it), cmp_item, (void *)&o->sort);
 	for (i = 0; i < nvis && !err; i++) {
@@ -166,13 +177,15 @@ static int walk(struct rows *rs, const struct layer_node *n, const char *lead,
 		}
 		if (it[i].op)
 			err = rows_add(rs, prefix, it[i].name, NULL, it[i].self_ns, 0,
-				       it[i].total_ns, it[i].calls, all);
+				       it[i].total_ns, it[i].calls, all,
+				       has_cuda ? &(struct layer_cuda){ .launches =
+						   it[i].op->launches } : NULL);
 		else
 			err = rows_add(rs, prefix, it[i].name, it[i].node->cls,
 				       it[i].self_ns, 1, it[i].total_ns,
-				       it[i].calls, all);
+				       it[i].calls, all, has_cuda ? &it[i].node->cuda : NULL);
 		if (!err && it[i].node)
-			err = walk(rs, it[i].node, kidlead, 0, o, all);
+			err = walk(rs, it[i].node, kidlead, 0, o, all, has_cuda);
 		free(prefix);
 		free(kidlead);
 	}
@@ -197,33 +210,46 @@ static void pad(FILE *f, size_t n, char c)
 		fputc(c, f);
 }
 
+#define TREE_MAXCOLS 7
+
+static void row_cells(const struct row *r, const char **cells)
+{
+	cells[0] = r->node;
+	cells[1] = r->cls;
+	cells[2] = r->self;
+	cells[3] = r->total;
+	cells[4] = r->count;
+	cells[5] = r->launches;
+	cells[6] = r->sync;
+}
+
 int tree_render(FILE *f, const struct layer_tree *t, const struct tree_opts *o)
 {
-	static const char *hdr[5] = { "Node", "Class", "Self CPU", "CPU total", "Count" };
+	static const char *hdr[TREE_MAXCOLS] = { "Node", "Class", "Self CPU", "CPU total",
+						 "Count", "# Launches", "Host sync" };
 	struct rows rs = { 0 };
-	size_t w[5], i, c;
+	size_t w[TREE_MAXCOLS], i, c, ncols = t->has_cuda ? 7 : 5;
+	const char *cells[TREE_MAXCOLS];
 	int err;
 
-	err = walk(&rs, &t->top, "", 1, o, t->total_ns);
+	err = walk(&rs, &t->top, "", 1, o, t->total_ns, t->has_cuda);
 	if (err)
 		goto out;
-	for (c = 0; c < 5; c++)
+	for (c = 0; c < ncols; c++)
 		w[c] = dwidth(hdr[c]);
 	for (i = 0; i < rs.n; i++) {
-		const char *cells[5] = { rs.r[i].node, rs.r[i].cls, rs.r[i].self,
-					 rs.r[i].total, rs.r[i].count };
-
-		for (c = 0; c < 5; c++)
+		row_cells(&rs.r[i], cells);
+		for (c = 0; c < ncols; c++)
 			if (dwidth(cells[c]) > w[c])
 				w[c] = dwidth(cells[c]);
 	}
 	/* +---+---+ */
-	for (c = 0; c < 5; c++) {
+	for (c = 0; c < ncols; c++) {
 		fputc('+', f);
 		pad(f, w[c] + 2, '-');
 	}
 	fputs("+\n", f);
-	for (c = 0; c < 5; c++) {
+	for (c = 0; c < ncols; c++) {
 		fputs("| ", f);
 		if (c >= 2)
 			pad(f, w[c] - dwidth(hdr[c]), ' ');
@@ -233,16 +259,14 @@ int tree_render(FILE *f, const struct layer_tree *t, const struct tree_opts *o)
 		fputc(' ', f);
 	}
 	fputs("|\n", f);
-	for (c = 0; c < 5; c++) {
+	for (c = 0; c < ncols; c++) {
 		fputc(c ? '+' : '|', f);
 		pad(f, w[c] + 2, '-');
 	}
 	fputs("|\n", f);
 	for (i = 0; i < rs.n; i++) {
-		const char *cells[5] = { rs.r[i].node, rs.r[i].cls, rs.r[i].self,
-					 rs.r[i].total, rs.r[i].count };
-
-		for (c = 0; c < 5; c++) {
+		row_cells(&rs.r[i], cells);
+		for (c = 0; c < ncols; c++) {
 			fputs("| ", f);
 			if (c >= 2)
 				pad(f, w[c] - dwidth(cells[c]), ' ');
@@ -253,7 +277,7 @@ int tree_render(FILE *f, const struct layer_tree *t, const struct tree_opts *o)
 		}
 		fputs("|\n", f);
 	}
-	for (c = 0; c < 5; c++) {
+	for (c = 0; c < ncols; c++) {
 		fputc('+', f);
 		pad(f, w[c] + 2, '-');
 	}

@@ -1,5 +1,8 @@
 /* tree.h - export stage: `--format tree`, the nn.Module layer tree as
- * torchprof prints it (Node | Class | Self CPU | CPU total | Count). */
+ * torchprof prints it (Node | Class | Self CPU | CPU total | Count), plus
+ * "# Launches" and "Host sync" (CUDA launches and host time blocked in
+ * synchronizations, this layer and the ones below it) when the tree has
+ * CUDA activity (layers_add_cuda). */
 #ifndef TBPF_TREE_H
 #define TBPF_TREE_H
 
@@ -11,6 +14,7 @@ enum tree_sort {
 	TREE_SORT_SELF,       /* Self CPU, descending */
 	TREE_SORT_COUNT,      /* Count, descending */
 	TREE_SORT_NAME,       /* name, ascending */
+	TREE_SORT_LAUNCHES,   /* # Launches (CUDA), descending */
 };
 
 struct tree_opts {
@@ -20,7 +24,7 @@ struct tree_opts {
 };
 
 /* "cpu_time_total"/"total", "self_cpu_time_total"/"self", "count",
- * "name" -> 0, else -EINVAL. */
+ * "name", "launches" -> 0, else -EINVAL. */
 int tree_sort_parse(const char *s, enum tree_sort *out);
 
 /* Format ns the way the table shows it: "850ns", "92.1us", "3.0ms",

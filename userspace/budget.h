@@ -31,35 +31,88 @@ int budget_plan(double hit_rate, double hit_ns, double base_cpu, double budget,
  * it.  -errno on failure. */
 int budget_calibrate(double *hit_ns);
 
+/* Discovery (all ops attached) once per rediscover_ns, given the cost
+ * with all probes in (full_overhead, a fraction of the target's CPU) and
+ * the share of the budget it may use: the on time, clamped to
+ * [min_ns, max_ns].  The overhead it adds on average goes to *overhead. */
+uint64_t budget_discovery_on(double full_overhead, double share, uint64_t rediscover_ns,
+			     uint64_t min_ns, uint64_t max_ns, double *overhead);
+
+/* The sets after a discovery whose op rows are d (sorted by op id): hot
+ * = every op with calls or time; light = the old light set while any of
+ * its ops still has calls (added to hot), else the rarest ops with >= 10
+ * calls and >= 0.5% of all calls, taken while they stay within 5% of the
+ * calls (at least one).  Both sorted, caller frees.  -ENODATA when no op
+ * had calls (keep the old sets), -ENOMEM. */
+struct prof_op;
+int budget_sets(const struct prof_op *d, size_t n, const uint32_t *light, size_t nlight,
+		uint32_t **hot, size_t *nhot, uint32_t **new_light, size_t *nnew_light);
+
 /* ---- driver -------------------------------------------------------- */
 struct session;
 
 struct prof_op;
 
+/* A budgeted target cycles through four states (docs/fleet.md):
+ *   off    no op probes;
+ *   hot    entry probes on the ops seen in the last discovery only (tens
+ *          of uprobes, in and out in milliseconds): the counted calls;
+ *   light  entry probes on the light set only, a few of the rarest hot
+ *          ops: nearly free, it measures how many light-set calls the
+ *          target makes per second of its own (unprobed) CPU;
+ *   full   all ops (thousands of uprobes): the discovery of the hot set,
+ *          once per rediscover_ns.
+ * The light-set calls are the yardstick of the target's work: a window's
+ * total is its CPU (probe cost removed) times the light rate, and counts
+ * seen in hot and full phases are scaled by total / light-set calls seen
+ * there.  The per-hit cost in the target follows from the same figures. */
+enum budget_phase { BP_OFF, BP_HOT, BP_LIGHT, BP_FULL };
+
+struct budget_acc {           /* steady intervals of one kind of phase */
+	double ns, cpu, hits, light;   /* time, target CPU, probe hits, light-set calls */
+};
+
 struct budget_target {
 	pid_t pid;
+	enum budget_phase phase;
 	struct prof_op *snap;      /* its op rows when the probes were last fully in */
 	size_t nsnap;
 	bool steady;               /* snap taken: counting from it */
-	uint64_t steady_ns, cpu_steady_ns;   /* this window: time and CPU fully attached */
-	uint64_t steady_start, cpu_steady_start;
-	bool on;
-	uint64_t since_ns;         /* last toggle (attach done) */
-	uint64_t on_ns_window;     /* attached time in the current window */
+	uint64_t steady_start, cpu_steady_start, hits_steady_start;
+	uint64_t since_ns;         /* start of the current phase (its attach) */
+	uint64_t hits_on_start;    /* probe hit counter when the phase's attach began */
 	uint64_t cpu_window_start; /* target CPU ns at window start */
-	uint64_t cpu_at_on;        /* target CPU ns when the on phase began */
-	uint64_t cpu_on_ns;        /* target CPU ns spent in on phases this window */
 	uint64_t cpu_last;         /* last reading (kept when the target exits) */
-	uint64_t hits;             /* last window */
 	uint64_t adopted_ns, seen_ns;    /* first and last time seen alive */
-	uint64_t attach_ns, detach_ns;   /* last attach and detach took */
-	struct budget_plan plan;
+	uint64_t att_ns[4], det_ns[4];   /* last attach and detach time per phase */
+	uint64_t on_mark_ns;       /* probe time counted into on_ns_window up to here */
+	uint64_t next_full_ns;     /* next discovery */
+	uint64_t on_ns[4];         /* planned on time per phase; off: off time */
+	uint32_t *hot, *light;     /* op ids, sorted */
+	size_t nhot, nlight;
+	/* this window */
+	struct budget_acc win[4];
+	uint64_t hits_window;      /* probe hits while any probes were in */
+	uint64_t on_ns_window;     /* time with any probes in */
+	/* decaying over windows: the estimates */
+	struct budget_acc est[4];
+	double hit_ns;             /* per-hit cost measured in this target, 0 unknown */
+	double work_per_light;     /* unprobed CPU ns per light-set call, 0 unknown */
+	struct budget_plan plan;   /* always-on cost and the expected overhead */
+	bool always_on;            /* within budget with every op probed */
+	bool light_next;           /* the next on phase is a light one */
+	bool dead;                 /* exited: nothing more to schedule */
 	double coverage;           /* last window: share of its work observed */
+	double full_coverage;      /* ... with all ops in */
+	bool by_time;              /* coverage from time, no light-set measure */
+	uint64_t discoveries;
 };
 
 struct budget {
 	double limit, hit_ns;
 	uint64_t period_ns, min_on_ns, max_period_ns;
+	uint64_t rediscover_ns, min_full_ns;
+	uint64_t recheck_ns;       /* all ops in and within budget: measure again after */
 	uint64_t window_start_ns;
 	struct budget_target *t;
 	size_t n;
@@ -74,15 +127,20 @@ void budget_free(struct budget *b);
 /* Toggle targets whose on/off phase is over; adopt new session targets
  * (attached, so on).  Call often (every poll). */
 void budget_tick(struct budget *b, struct session *s, uint64_t now_ns);
+/* When budget_tick next has something to do (monotonic ns), UINT64_MAX
+ * when never. */
+uint64_t budget_next_ns(const struct budget *b);
 /* Window end: closes the targets' steady intervals into b->steady (the
  * op rows counted between "all probes in" and "detach begins": calls made
  * while uprobes were going in or out are left out, they would bias the
- * estimate), computes each target's coverage (share of its own CPU work
- * done in steady intervals, probe cost removed; hits_per_call converts
- * calls to probe hits), re-plans it, drops exited targets.  The caller
- * takes the rows of b->steady for the budget's pids (budget_tracks) and
- * then calls budget_steady_reset. */
-void budget_window(struct budget *b, struct session *s, double hits_per_call, uint64_t now_ns);
+ * estimate), computes each target's coverage (share of its lifetime in
+ * the window spent in steady intervals), drops exited targets.  Rows of
+ * ops outside the hot set, observed only in discoveries, are pre-scaled
+ * by coverage / full coverage, so that scaling every row of the target by
+ * 1 / coverage (what the metrics do) scales them by 1 / full coverage.
+ * The caller takes the rows of b->steady for the budget's pids
+ * (budget_tracks) and then calls budget_steady_reset. */
+void budget_window(struct budget *b, struct session *s, uint64_t now_ns);
 bool budget_tracks(const struct budget *b, pid_t pid);
 void budget_steady_reset(struct budget *b);
 /* Coverage of pid computed by the last budget_window (1 when unknown). */

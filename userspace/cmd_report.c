@@ -11,14 +11,22 @@
 #include "calltree.h"
 #include "capture.h"
 #include "cmd_report.h"
+#include "cuda_report.h"
+#include "cuda_tables.h"
+#include "layers_json.h"
 #include "profile.h"
+#include "tree.h"
+
+/* --format tree: the layer tree, not one of export.h's formats */
+#define REPORT_TREE EXPORT_NFORMATS
 
 static const char usage[] =
 "Usage: tbpf report FILE [--format FMT] [-o OUT] [--sort KEY] [--row-limit N]\n"
 "\n"
 "Turn a capture recorded with `tbpf --pid PID -o FILE` into a report.\n"
 "\n"
-"  -f, --format FMT    table (default), json, chrome, perfetto, folded, pprof\n"
+"  -f, --format FMT    table (default), tree, json, chrome, perfetto, folded,\n"
+"                      pprof\n"
 "  -o, --output OUT    write to OUT instead of stdout (required for pprof and\n"
 "                      perfetto when stdout is a terminal)\n"
 "  -s, --sort KEY      table/json order: self_cpu_time_total (default),\n"
@@ -29,8 +37,10 @@ static const char usage[] =
 "  -h, --help          this text\n"
 "\n"
 "Formats:\n"
-"  table     torch.profiler key_averages().table() layout\n"
-"  json      run info and per-op counters (schema tbpf.profile/1)\n"
+"  table     torch.profiler key_averages().table() layout; CUDA kernels (with\n"
+"            the layers that launched them), copies, syncs, allocations\n"
+"  tree      torchprof's nn.Module layer tree (+ # Launches, Host sync)\n"
+"  json      run info, per-op counters, layers, CUDA (schema tbpf.profile/1)\n"
 "  chrome    Trace Event JSON: chrome://tracing, ui.perfetto.dev\n"
 "  perfetto  Perfetto protobuf trace: ui.perfetto.dev, trace_processor\n"
 "  folded    flamegraph.pl / speedscope / inferno input, self time in us\n"
@@ -45,16 +55,102 @@ static const char usage[] =
 "Exit status: 0 success, 1 unreadable or corrupt capture or write error,\n"
 "2 usage error.\n";
 
+/* ---- aggregated formats: ops, layers and CUDA (issue 5) ---------------- */
+
+struct report_extra {
+	const struct capture_meta *m;
+	const struct cuda_model *cm;      /* NULL: no CUDA records */
+	const struct layer_tree *tree;    /* NULL: no Python stacks */
+};
+
+static const char *report_op_name(void *ctx, uint32_t id)
+{
+	const struct capture_op *o = capture_meta_op(ctx, id);
+
+	return o ? o->name : NULL;
+}
+
+/* Members after "ops", as the live run writes them. */
+static int report_json_extra(FILE *out, void *ctx)
+{
+	const struct report_extra *x = ctx;
+	int err = 0;
+
+	if (x->tree)
+		err = layers_json(out, x->tree);
+	if (!err && x->cm) {
+		if (x->tree)
+			fputs(",\n", out);
+		err = cuda_json_members_ex(out, x->cm, report_op_name, (void *)x->m, x->tree);
+	}
+	return err;
+}
+
+static int run_aggregated(FILE *out, int fmt, struct capture_reader *r,
+			  const struct export_opts *o)
+{
+	const struct capture_meta *m = capture_reader_meta(r);
+	struct export_opts eo = o ? *o : (struct export_opts){ 0 };
+	struct report_extra x = { .m = m };
+	struct cuda_model cm;
+	struct layer_tree *tree = NULL;
+	bool cm_init = false;
+	struct profile p;
+	int err;
+
+	profile_init(&p);
+	err = profile_from_capture(r, &p);
+	if (!err) {
+		cm_init = true;
+		err = cuda_model_from_capture(r, &cm);
+		if (!err && !cuda_model_empty(&cm))
+			x.cm = &cm;
+	}
+	if (!err && (fmt != EXPORT_TABLE || x.cm))
+		err = layers_from_capture(m, &p, x.cm, &tree);
+	x.tree = tree;
+	if (err)
+		goto out;
+	if (fmt == REPORT_TREE) {
+		struct tree_opts to = { 0 };
+
+		if (!tree) {
+			err = -ENOENT;
+			goto out;
+		}
+		if (eo.sort && tree_sort_parse(eo.sort, &to.sort)) {
+			err = -EINVAL;
+			goto out;
+		}
+		err = tree_render(out, tree, &to);
+	} else if (fmt == EXPORT_JSON) {
+		if (x.cm || x.tree) {
+			eo.json_extra = report_json_extra;
+			eo.json_extra_ctx = &x;
+		}
+		err = export_json(out, &p, &eo);
+	} else {
+		err = export_table(out, &p, &eo);
+		if (!err && x.cm) {
+			fputc('\n', out);
+			err = cuda_tables_print_ex(out, x.cm, report_op_name, (void *)m, tree, NULL);
+			if (!err && ferror(out))
+				err = -EIO;
+		}
+	}
+out:
+	layers_free(tree);
+	if (cm_init)
+		cuda_model_free(&cm);
+	profile_free(&p);
+	return err;
+}
+
 static int run_export(FILE *out, int fmt, struct capture_reader *r, const struct export_opts *o)
 {
 	int err;
-	if (fmt == EXPORT_TABLE || fmt == EXPORT_JSON) {
-		struct profile p;
-		profile_init(&p);
-		err = profile_from_capture(r, &p);
-		if (!err)
-			err = fmt == EXPORT_TABLE ? export_table(out, &p, o) : export_json(out, &p, o);
-		profile_free(&p);
+	if (fmt == EXPORT_TABLE || fmt == EXPORT_JSON || fmt == REPORT_TREE) {
+		err = run_aggregated(out, fmt, r, o);
 	} else if (fmt == EXPORT_FOLDED || fmt == EXPORT_PPROF) {
 		struct calltree ct;
 		if ((err = calltree_init(&ct)))
@@ -101,13 +197,20 @@ int export_capture_ex(const char *capture_path, const char *format, const char *
 	if (!errmsg)
 		errmsg = &dummy;
 	*errmsg = NULL;
-	int fmt = export_format_parse(format);
+	int fmt = !strcmp(format, "tree") ? REPORT_TREE : export_format_parse(format);
+	enum tree_sort ts;
 	if (fmt < 0) {
-		*errmsg = strf("unknown format '%s' (table, json, chrome, perfetto, folded, pprof)", format);
+		*errmsg = strf("unknown format '%s' (table, tree, json, chrome, perfetto, folded, pprof)", format);
 		free(dummy);
 		return -EINVAL;
 	}
-	if (o && o->sort && !profile_sort_key_valid(o->sort)) {
+	if (fmt == REPORT_TREE && o && o->sort && tree_sort_parse(o->sort, &ts)) {
+		*errmsg = strf("--sort %s is not a tree column (cpu_time_total, self_cpu_time_total, "
+			       "count, launches, name)", o->sort);
+		free(dummy);
+		return -EINVAL;
+	}
+	if (o && o->sort && fmt != REPORT_TREE && !profile_sort_key_valid(o->sort)) {
 		*errmsg = strf("unknown sort key '%s'", o->sort);
 		free(dummy);
 		return -EINVAL;
@@ -139,6 +242,9 @@ int export_capture_ex(const char *capture_path, const char *format, const char *
 	int err = run_export(out, fmt, r, o);
 	if (err == -EINVAL && capture_reader_error(r))
 		*errmsg = strf("%s", capture_reader_error(r));
+	else if (err == -ENOENT && fmt == REPORT_TREE)
+		*errmsg = strf("%s: no layer tree: the capture has no Python stacks "
+			       "(recorded with --no-python?)", capture_path);
 	else if (err)
 		*errmsg = strf("%s: %s", to_stdout ? "<stdout>" : out_path, strerror(-err));
 	if (to_stdout) {
@@ -210,12 +316,18 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "tbpf report: one capture file at a time, got '%s' too\n", argv[optind + 1]);
 		return 2;
 	}
-	int fmt = export_format_parse(format);
+	int fmt = !strcmp(format, "tree") ? REPORT_TREE : export_format_parse(format);
+	enum tree_sort ts;
 	if (fmt < 0) {
-		fprintf(stderr, "tbpf report: unknown format '%s' (table, json, chrome, perfetto, folded, pprof)\n", format);
+		fprintf(stderr, "tbpf report: unknown format '%s' (table, tree, json, chrome, perfetto, folded, pprof)\n", format);
 		return 2;
 	}
-	if (o.sort && !profile_sort_key_valid(o.sort)) {
+	if (fmt == REPORT_TREE && o.sort && tree_sort_parse(o.sort, &ts)) {
+		fprintf(stderr, "tbpf report: --sort %s is not a tree column (cpu_time_total, "
+			"self_cpu_time_total, count, launches, name)\n", o.sort);
+		return 2;
+	}
+	if (o.sort && fmt != REPORT_TREE && !profile_sort_key_valid(o.sort)) {
 		fprintf(stderr, "tbpf report: unknown sort key '%s' (see tbpf report --help)\n", o.sort);
 		return 2;
 	}

@@ -8,6 +8,7 @@
 
 #include "tbpf_abi.h"
 #include "cuda_model.h"
+#include "layers.h"
 
 _Static_assert(sizeof(struct rec_launch) % 8 == 0, "record ABI");
 _Static_assert(sizeof(struct rec_memop) % 8 == 0, "record ABI");
@@ -62,7 +63,10 @@ void cuda_model_free(struct cuda_model *m)
 	for (size_t i = 0; i < m->nkernels; i++) {
 		free(m->kernels[i].name);
 		free(m->kernels[i].ops);
+		free(m->kernels[i].stacks);
 	}
+	free(m->sstats);
+	free(m->sidx);
 	free(m->kernels);
 	free(m->kidx);
 	free(m->syncs);
@@ -187,6 +191,95 @@ static struct cuda_kernel *kernel_get(struct cuda_model *m, uint32_t pid, uint32
 	return k;
 }
 
+/* ---- per Python stack (layers) ------------------------------------------ */
+
+static size_t shash(uint32_t pid, uint32_t stack_id, bool outside, size_t cap)
+{
+	uint64_t h = (((uint64_t)pid << 33) ^ ((uint64_t)stack_id << 1) ^ outside) *
+		     0x9e3779b97f4a7c15ULL;
+
+	return (h >> 20) & (cap - 1);
+}
+
+static int sidx_grow(struct cuda_model *m)
+{
+	size_t cap = m->sidx_cap ? m->sidx_cap * 2 : 256;
+	uint32_t *v = calloc(cap, sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nsstats; i++) {
+		const struct cuda_stackstat *st = &m->sstats[i];
+		size_t h = shash(st->pid, st->stack_id, st->outside_op, cap);
+
+		while (v[h])
+			h = (h + 1) & (cap - 1);
+		v[h] = i + 1;
+	}
+	free(m->sidx);
+	m->sidx = v;
+	m->sidx_cap = cap;
+	return 0;
+}
+
+/* Launches outside any op have no Python stack: stack_id is ignored. */
+static struct cuda_stackstat *stackstat_get(struct cuda_model *m, uint32_t pid,
+					    uint32_t stack_id, uint32_t op_id)
+{
+	bool outside = !op_id;
+	struct cuda_stackstat *st;
+	size_t h;
+
+	if (outside)
+		stack_id = 0;
+	if ((m->nsstats + 1) * 2 > m->sidx_cap && sidx_grow(m))
+		return NULL;
+	h = shash(pid, stack_id, outside, m->sidx_cap);
+	while (m->sidx[h]) {
+		st = &m->sstats[m->sidx[h] - 1];
+		if (st->pid == pid && st->stack_id == stack_id && st->outside_op == outside)
+			return st;
+		h = (h + 1) & (m->sidx_cap - 1);
+	}
+	if (m->nsstats == m->capsstats) {
+		size_t cap = m->capsstats ? m->capsstats * 2 : 64;
+		struct cuda_stackstat *v = realloc(m->sstats, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		m->sstats = v;
+		m->capsstats = cap;
+	}
+	st = &m->sstats[m->nsstats];
+	*st = (struct cuda_stackstat){ .pid = pid, .stack_id = stack_id, .outside_op = outside };
+	m->sidx[h] = ++m->nsstats;
+	return st;
+}
+
+static int kernel_stack_add(struct cuda_kernel *k, uint32_t pid, uint32_t stack_id,
+			    uint32_t op_id)
+{
+	bool outside = !op_id;
+	size_t i;
+
+	if (outside)
+		stack_id = 0;
+	for (i = 0; i < k->nstacks; i++)
+		if (k->stacks[i].pid == pid && k->stacks[i].stack_id == stack_id &&
+		    k->stacks[i].outside_op == outside)
+			break;
+	if (i == k->nstacks) {
+		struct cuda_stackcount *v = realloc(k->stacks, (k->nstacks + 1) * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		k->stacks = v;
+		k->stacks[k->nstacks++] = (struct cuda_stackcount){ pid, stack_id, outside, 0 };
+	}
+	k->stacks[i].count++;
+	return 0;
+}
+
 static int add_launch(struct cuda_model *m, const struct rec_launch *r)
 {
 	struct cuda_kernel *k = kernel_get(m, r->pid, r->api, r->func);
@@ -230,7 +323,14 @@ static int add_launch(struct cuda_model *m, const struct rec_launch *r)
 		k->ops[k->nops++] = (struct cuda_opcount){ r->op_id, 0 };
 	}
 	k->ops[i].count++;
-	return 0;
+	{
+		struct cuda_stackstat *st = stackstat_get(m, r->pid, r->stack_id, r->op_id);
+
+		if (!st)
+			return -ENOMEM;
+		st->launches++;
+	}
+	return kernel_stack_add(k, r->pid, r->stack_id, r->op_id);
 }
 
 /* ---- copies, syncs, allocations ---------------------------------------- */
@@ -238,10 +338,15 @@ static int add_launch(struct cuda_model *m, const struct rec_launch *r)
 static int add_memop(struct cuda_model *m, const struct rec_memop *r)
 {
 	struct cuda_copy *c = &m->copies[r->dir < CUDA_NDIRS ? r->dir : CP_UNKNOWN];
+	struct cuda_stackstat *st = stackstat_get(m, r->pid, r->stack_id, r->op_id);
 
 	c->count++;
 	c->bytes += r->bytes;
 	c->host_ns += r->dur_ns;
+	if (!st)
+		return -ENOMEM;
+	st->copies++;
+	st->copy_bytes += r->bytes;
 	return 0;
 }
 
@@ -265,6 +370,14 @@ static int add_sync(struct cuda_model *m, const struct rec_sync *r)
 	s->total_ns += r->dur_ns;
 	if (r->dur_ns > s->max_ns)
 		s->max_ns = r->dur_ns;
+	{
+		struct cuda_stackstat *st = stackstat_get(m, r->pid, r->stack_id, r->op_id);
+
+		if (!st)
+			return -ENOMEM;
+		st->syncs++;
+		st->sync_ns += r->dur_ns;
+	}
 	return 0;
 }
 
@@ -425,4 +538,74 @@ const struct cuda_alloc **cuda_model_allocs(const struct cuda_model *m)
 {
 	return (const struct cuda_alloc **)sorted(m->allocs, m->nallocs,
 						  sizeof(*m->allocs), alloc_cmp);
+}
+
+static int sstat_cmp(const void *a, const void *b)
+{
+	const struct cuda_stackstat *x = *(const struct cuda_stackstat *const *)a;
+	const struct cuda_stackstat *y = *(const struct cuda_stackstat *const *)b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->stack_id != y->stack_id)
+		return x->stack_id < y->stack_id ? -1 : 1;
+	return (int)x->outside_op - (int)y->outside_op;
+}
+
+const struct cuda_stackstat **cuda_model_stackstats(const struct cuda_model *m, size_t *n)
+{
+	*n = m->nsstats;
+	return (const struct cuda_stackstat **)sorted(m->sstats, m->nsstats,
+						      sizeof(*m->sstats), sstat_cmp);
+}
+
+int cuda_model_layer_rows(const struct cuda_model *m, struct layer_cudastat **rows, size_t *n)
+{
+	size_t cnt = m->nsstats, k = 0;
+	struct layer_cudastat *v;
+
+	for (size_t i = 0; i < m->nkernels; i++)
+		cnt += m->kernels[i].nstacks;
+	*rows = NULL;
+	*n = 0;
+	v = calloc(cnt + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nkernels; i++) {
+		const struct cuda_kernel *kn = &m->kernels[i];
+
+		for (size_t j = 0; j < kn->nstacks; j++)
+			v[k++] = (struct layer_cudastat){
+				.stack_id = kn->stacks[j].stack_id,
+				.outside_op = kn->stacks[j].outside_op,
+				.kernel = kn->name,
+				.launches = kn->stacks[j].count,
+			};
+	}
+	for (size_t i = 0; i < m->nsstats; i++) {
+		const struct cuda_stackstat *st = &m->sstats[i];
+
+		if (!st->copies && !st->syncs)
+			continue;
+		v[k++] = (struct layer_cudastat){
+			.stack_id = st->stack_id, .outside_op = st->outside_op,
+			.copies = st->copies, .copy_bytes = st->copy_bytes,
+			.syncs = st->syncs, .sync_ns = st->sync_ns,
+		};
+	}
+	*rows = v;
+	*n = k;
+	return 0;
+}
+
+int cuda_model_to_layers(const struct cuda_model *m, struct layer_tree *t)
+{
+	struct layer_cudastat *rows;
+	size_t n;
+	int err = cuda_model_layer_rows(m, &rows, &n);
+
+	if (!err)
+		err = layers_add_cuda(t, rows, n);
+	free(rows);
+	return err;
 }

@@ -22,6 +22,25 @@ struct cuda_opcount {
 	uint64_t count;
 };
 
+/* Launches of one kernel under one Python stack (its layer). */
+struct cuda_stackcount {
+	uint32_t pid;
+	uint32_t stack_id;  /* low 32 bits of the Python stack id, 0 = none */
+	bool outside_op;    /* launched outside any op (stack_id is then 0) */
+	uint64_t count;
+};
+
+/* What code under one Python stack launched, copied and waited for: the
+ * per-layer CUDA totals (layers_add_cuda via cuda_model_layer_rows). */
+struct cuda_stackstat {
+	uint32_t pid;
+	uint32_t stack_id;
+	bool outside_op;
+	uint64_t launches;
+	uint64_t copies, copy_bytes;    /* copies and sets */
+	uint64_t syncs, sync_ns;        /* host time blocked in syncs */
+};
+
 enum cuda_name_src {
 	CUDA_NAME_SYMBOL = 0,   /* host stub found in an ELF symbol table */
 	CUDA_NAME_OPAQUE,       /* runtime launch with an opaque cudaKernel_t */
@@ -43,6 +62,8 @@ struct cuda_kernel {
 	uint64_t other_dims;    /* launches with configs beyond CUDA_MAX_DIMS */
 	struct cuda_opcount *ops;
 	size_t nops;
+	struct cuda_stackcount *stacks;  /* by Python stack (layer) */
+	size_t nstacks;
 };
 
 enum { CUDA_NDIRS = 6 };    /* enum tbpf_copy_dir */
@@ -91,6 +112,10 @@ struct cuda_model {
 	size_t nallocs;
 	struct cuda_live *live;
 	size_t nlive, caplive;
+	struct cuda_stackstat *sstats;   /* per (pid, stack, outside_op) */
+	size_t nsstats, capsstats;
+	uint32_t *sidx;                  /* open addressing: index + 1 */
+	size_t sidx_cap;
 	uint64_t live_bytes, peak_bytes;
 	uint64_t records, bad_records;
 };
@@ -107,6 +132,21 @@ int cuda_model_add(struct cuda_model *m, const void *rec, size_t len);
 const struct cuda_kernel **cuda_model_kernels(const struct cuda_model *m);
 const struct cuda_sync **cuda_model_syncs(const struct cuda_model *m);
 const struct cuda_alloc **cuda_model_allocs(const struct cuda_model *m);
+
+/* Per-stack totals sorted by (pid, stack_id, outside_op) (malloc'd
+ * pointer array, *n set). */
+const struct cuda_stackstat **cuda_model_stackstats(const struct cuda_model *m, size_t *n);
+
+/* Rows for layers_add_cuda(): one per (kernel, stack) with its launches
+ * (kernel names point into the model), then one per stack with its copies
+ * and syncs.  Pure; malloc'd array (free it), *n set.  0 or -ENOMEM. */
+struct layer_cudastat;
+int cuda_model_layer_rows(const struct cuda_model *m, struct layer_cudastat **rows, size_t *n);
+
+/* cuda_model_layer_rows() into layers_add_cuda(): the tree's layers gain
+ * their launches, kernels, copies and sync time.  0 or -ENOMEM. */
+struct layer_tree;
+int cuda_model_to_layers(const struct cuda_model *m, struct layer_tree *t);
 
 /* True when no CUDA record was added. */
 bool cuda_model_empty(const struct cuda_model *m);

@@ -59,9 +59,9 @@ static const char usage[] =
 "                        job of every process (default: its command name)\n"
 "      --top N           ops per job with their own series (default 20;\n"
 "                        the rest add up in op=\"other\")\n"
-"      --max-overhead P  budget for the probes' cost, e.g. 1%: calibrate the\n"
-"                        per-hit cost, then attach/detach op probes in\n"
-"                        windows; counts are scaled and marked estimated\n"
+"      --max-overhead P  budget for the probes' cost, e.g. 1%: find the ops a\n"
+"                        process uses, then probe only those in short\n"
+"                        phases; counts are scaled and marked estimated\n"
 "  -p, --pid PID         only these processes (repeatable)\n"
 "      --comm NAME       only processes with this command name\n"
 "      --cgroup PATH     only processes in this cgroup\n"
@@ -926,7 +926,6 @@ static int do_window(struct wctx *w, uint64_t now_mono, uint64_t now_real)
 		/* Budgeted targets: their rows of this window are the calls
 		 * counted with the probes fully in (the budget's steady rows),
 		 * not the window delta, which holds partial toggle periods. */
-		uint64_t calls = 0;
 		struct profile q;
 		size_t ntr = w->budget->n;
 		uint32_t *tracked = calloc(ntr + 1, sizeof(*tracked));
@@ -937,10 +936,7 @@ static int do_window(struct wctx *w, uint64_t now_mono, uint64_t now_real)
 		}
 		for (size_t k = 0; k < ntr; k++)
 			tracked[k] = (uint32_t)w->budget->t[k].pid;
-		for (size_t k = 0; k < p.nops; k++)
-			calls += p.ops[k].calls;
-		budget_window(w->budget, w->s,
-			      calls ? (double)delta[CNT_ENTRIES] / (double)calls : 1, now_mono);
+		budget_window(w->budget, w->s, now_mono);
 		profile_init(&q);
 		q.duration_ns = p.duration_ns;
 		for (size_t k = 0; !err && k < p.nops; k++)
@@ -1174,7 +1170,20 @@ int daemon_run(const struct daemon_opts *o)
 			if (err)
 				fprintf(stderr, "tbpf: window failed: %s\n", strerror(-err));
 		}
-		session_poll(w.s, 100);
+		{
+			/* hot phases last milliseconds: wake for the budget's next toggle */
+			int ms = 100;
+
+			if (w.budget) {
+				uint64_t next = budget_next_ns(w.budget), t1 = now_ns(CLOCK_MONOTONIC);
+
+				if (next <= t1)
+					ms = 0;
+				else if (next - t1 < 100000000ULL)
+					ms = (int)((next - t1 + 999999) / 1000000);
+			}
+			session_poll(w.s, ms);
+		}
 	}
 	/* the last partial window still counts */
 	do_window(&w, now_ns(CLOCK_MONOTONIC), now_ns(CLOCK_REALTIME));

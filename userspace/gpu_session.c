@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "tbpf.skel.h"
 #include "gpu_session.h"
+#include "gpucap.h"
 #include "inject.h"
 #include "profile.h"
 
@@ -19,6 +20,13 @@ void gpu_session_init(struct gpu_session *gs, bool multi)
 {
 	memset(gs, 0, sizeof(*gs));
 	gs->multi = multi;
+}
+
+bool gpu_session_wants_ops(enum gpu_agent_mode mode)
+{
+	if (mode == GPU_AGENT_INJECT)
+		return true;
+	return mode == GPU_AGENT_RUN && access("/proc/driver/nvidia/version", F_OK) == 0;
 }
 
 struct gpu_target *gpu_session_find(struct gpu_session *gs, pid_t pid)
@@ -174,12 +182,25 @@ int gpu_session_record(struct gpu_session *gs, const void *data, size_t size)
 
 	if (size < sizeof(*h) + sizeof(uint32_t) || !gs->n)
 		return 0;
-	if (h->type != REC_GPU && h->type != REC_LAUNCH && h->type != REC_MEMOP)
+	if (h->type != REC_GPU && h->type != REC_LAUNCH && h->type != REC_MEMOP &&
+	    h->type != REC_OP_ENTER && h->type != REC_OP_EXIT)
 		return 0;
 	pid = *(const uint32_t *)(h + 1);   /* every such record: pid after the header */
 	t = gpu_session_find(gs, (pid_t)pid);
 	if (!t)
 		return 0;
+	if (h->type != REC_GPU && !gs->spans_failed &&
+	    ((h->type != REC_OP_ENTER && h->type != REC_OP_EXIT) || size >= sizeof(struct rec_op))) {
+		if (!gs->spans)
+			gs->spans = gj_spans_new();
+		if (!gs->spans || gj_spans_feed(gs->spans, h)) {
+			gj_spans_free(gs->spans);
+			gs->spans = NULL;
+			gs->spans_failed = true;
+		}
+	}
+	if (h->type == REC_OP_ENTER || h->type == REC_OP_EXIT)
+		return 1;
 	if (t->nhost + t->ngpu >= GPU_SESSION_MAX_RECORDS) {
 		t->lost++;
 		return 0;
@@ -218,6 +239,7 @@ int gpu_session_record(struct gpu_session *gs, const void *data, size_t size)
 		if (size < sizeof(struct rec_gpu))
 			return 0;
 		PUSH(t, gpu, ngpu, capgpu, *(const struct rec_gpu *)data);
+		t->gpu[t->ngpu - 1].name[TBPF_GPU_SHORT_NAME - 1] = 0;   /* ends inside */
 		return 1;
 	case GPU_NAME: {
 		const struct rec_gpu_name *nm = data;
@@ -228,6 +250,7 @@ int gpu_session_record(struct gpu_session *gs, const void *data, size_t size)
 			if (t->names[i].name_id == nm->name_id)
 				return 1;
 		PUSH(t, names, nnames, capnames, *nm);
+		t->names[t->nnames - 1].name[TBPF_GPU_NAME_MAX - 1] = 0;
 		return 1;
 	}
 	case GPU_STATUS:
@@ -289,27 +312,21 @@ void gpu_session_detach(struct gpu_session *gs)
 	}
 }
 
-/* Rows of pid whose op id matches and whose stack id's low 32 bits do
- * (launch records carry 32 bits); the first such row, else -1. */
-static ssize_t find_row(const struct profile *p, uint32_t pid, uint32_t op, uint32_t stack)
-{
-	for (size_t i = 0; i < p->nops; i++)
-		if (p->ops[i].pid == pid && p->ops[i].op_id == op &&
-		    (uint32_t)p->ops[i].stack_id == stack)
-			return (ssize_t)i;
-	return -1;
-}
-
 int gpu_session_apply(struct gpu_session *gs, struct profile *p,
 		      const char *(*op_name)(void *ctx, uint32_t id, const char **overload),
 		      void *ctx)
 {
 	int seen = 0;
 
+	if (gs->spans)
+		gj_spans_finish(gs->spans);
 	for (size_t i = 0; i < gs->n; i++) {
 		struct gpu_target *t = gs->v[i];
+		size_t nspans = 0;
+		const struct gj_op_span *spans = gs->spans_failed ? NULL :
+			gj_spans_of(gs->spans, (uint32_t)t->pid, &nspans);
 		struct gj_input in = { t->host, t->nhost, t->gpu, t->ngpu, t->names, t->nnames,
-				       NULL, 0, 0, 0 };
+				       spans, nspans, GJ_OFFSET_AUTO, 0 };
 		struct gj_result r = { 0 };
 		int err;
 
@@ -320,38 +337,13 @@ int gpu_session_apply(struct gpu_session *gs, struct profile *p,
 			return err;
 		seen += (int)r.counts.device;
 		t->dev_seen = r.counts.device;
-		t->dev_attributed = 0;
-		for (size_t k = 0; k < r.nops; k++) {
-			const struct gj_opstat *o = &r.ops[k];
-			ssize_t row;
-
-			if (!o->op_id)
-				continue;   /* launched outside any op */
-			t->dev_attributed += o->kernels + o->memcpys + o->memsets;
-			row = find_row(p, (uint32_t)t->pid, o->op_id, o->stack_id);
-			if (row >= 0) {
-				p->ops[row].self_cuda_ns += o->self_cuda_ns;
-				p->ops[row].cuda_total_ns += o->total_cuda_ns;
-			} else {
-				const char *ovl = "";
-				const char *name = op_name ? op_name(ctx, o->op_id, &ovl) : NULL;
-				struct prof_op add = { .pid = (uint32_t)t->pid, .op_id = o->op_id,
-						       .stack_id = o->stack_id,
-						       .name = name ? name : "?",
-						       .overload = ovl ? ovl : "",
-						       .self_cuda_ns = o->self_cuda_ns,
-						       .cuda_total_ns = o->total_cuda_ns };
-
-				err = profile_add_op(p, &add);
-				if (err) {
-					gpujoin_free(&r);
-					return err;
-				}
-			}
-		}
+		err = gpucap_apply(&r, (uint32_t)t->pid, p, op_name, ctx);
+		gpujoin_free(&r);
+		if (err < 0)
+			return err;
+		t->dev_attributed = (uint64_t)err;
 		if (t->dev_attributed)
 			p->has_gpu_times = true;
-		gpujoin_free(&r);
 	}
 	return seen;
 }
@@ -425,5 +417,6 @@ void gpu_session_free(struct gpu_session *gs)
 	}
 	free(gs->v);
 	free(gs->note);
+	gj_spans_free(gs->spans);
 	memset(gs, 0, sizeof(*gs));
 }

@@ -60,12 +60,20 @@ struct gpu_session {
 	struct gpu_target **v;
 	size_t n, cap;
 	char *note;               /* gpu_session_note's last answer */
+	struct gj_spans *spans;   /* op spans enclosing launches (CUDA total), when
+				   * op records reach the ring buffer */
+	bool spans_failed;        /* out of memory: CUDA total = Self CUDA */
 };
 
 /* Cap on records kept per target (host + device); beyond it they count as lost. */
 #define GPU_SESSION_MAX_RECORDS (4u << 20)
 
 void gpu_session_init(struct gpu_session *gs, bool multi);
+/* Whether the session should stream op enter/exit records (TBPF_MODE_RECORD)
+ * for CUDA total over child ops: always for --inject (an explicit GPU
+ * request); for `tbpf run` only when an NVIDIA driver is installed
+ * (/proc/driver/nvidia/version), so CPU-only runs pay nothing for it. */
+bool gpu_session_wants_ops(enum gpu_agent_mode mode);
 /* Start collecting pid's records, no agent (pure bookkeeping; the unit
  * tests feed records through this).  NULL on ENOMEM. */
 struct gpu_target *gpu_session_track(struct gpu_session *gs, pid_t pid);
@@ -83,7 +91,9 @@ int gpu_session_add(struct gpu_session *gs, struct tbpf_bpf *skel, pid_t pid,
 		    enum gpu_agent_mode mode, const char *agent_path, unsigned inject_flags,
 		    char **why);
 /* Keep REC_GPU (device, API, names, status) and REC_LAUNCH / REC_MEMOP of
- * tracked pids; other records are ignored.  Returns 1 when kept, else 0. */
+ * tracked pids; op enter/exit records of tracked pids feed the op spans
+ * behind CUDA total (an op's and its descendants' device time); other
+ * records are ignored.  Returns 1 when kept, else 0. */
 int gpu_session_record(struct gpu_session *gs, const void *data, size_t size);
 /* Refresh the status word of agents that are mapped (cheap; call about
  * once a second). */
@@ -94,7 +104,9 @@ void gpu_session_poll(struct gpu_session *gs);
 void gpu_session_detach(struct gpu_session *gs);
 /* Join every target's records and add device times to the matching rows
  * of p (pid, op, low 32 bits of the stack id; rows are created, named by
- * op_name, when the op ran only before tbpf attached).  Sets
+ * op_name, when the op ran only before tbpf attached).  CUDA total covers
+ * the ops open on the launching thread when op records were seen, else it
+ * equals Self CUDA.  Sets
  * p->has_gpu_times when any device record reached an op.  Returns the
  * number of device records seen, or -errno. */
 int gpu_session_apply(struct gpu_session *gs, struct profile *p,

@@ -271,12 +271,65 @@ static int cmp_kernel(const void *a, const void *b)
 	return x->name_id < y->name_id ? -1 : x->name_id > y->name_id;
 }
 
-/* Linear find-or-add; op and kernel counts are small (hundreds). */
-static struct gj_opstat *op_get(struct gj_result *r, size_t *cap, uint32_t op, uint32_t stack)
+/* Open-addressing index: slot = row + 1, 0 = empty; 64-bit keys. */
+struct gj_index {
+	uint32_t *slot;
+	size_t cap;     /* power of two */
+};
+
+static size_t gj_hash(uint64_t key, size_t cap)
 {
-	for (size_t i = 0; i < r->nops; i++)
-		if (r->ops[i].op_id == op && r->ops[i].stack_id == stack)
-			return &r->ops[i];
+	key *= 0x9E3779B97F4A7C15ULL;
+	return (size_t)(key ^ key >> 31) & (cap - 1);
+}
+
+/* Room for one more than the n rows indexed (rehashes them when half
+ * full); 0 or -ENOMEM. */
+static int gj_index_fit(struct gj_index *x, size_t n, uint64_t (*key)(const void *rows, size_t i),
+			const void *rows)
+{
+	if (2 * (n + 2) <= x->cap)
+		return 0;
+	size_t cap = x->cap ? x->cap * 2 : 256;
+	while (2 * (n + 2) > cap)
+		cap *= 2;
+	uint32_t *slot = calloc(cap, sizeof(*slot));
+	if (!slot)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		size_t j = gj_hash(key(rows, i), cap);
+		while (slot[j])
+			j = (j + 1) & (cap - 1);
+		slot[j] = (uint32_t)i + 1;
+	}
+	free(x->slot);
+	x->slot = slot;
+	x->cap = cap;
+	return 0;
+}
+
+static uint64_t op_key(const void *rows, size_t i)
+{
+	const struct gj_opstat *o = &((const struct gj_opstat *)rows)[i];
+	return (uint64_t)o->op_id << 32 | o->stack_id;
+}
+
+static uint64_t kernel_key(const void *rows, size_t i)
+{
+	return ((const struct gj_kstat *)rows)[i].name_id;
+}
+
+/* Find-or-add the (op, stack) row. */
+static struct gj_opstat *op_get(struct gj_result *r, size_t *cap, struct gj_index *x, uint32_t op,
+				uint32_t stack)
+{
+	uint64_t key = (uint64_t)op << 32 | stack;
+	if (gj_index_fit(x, r->nops, op_key, r->ops))
+		return NULL;
+	size_t j = gj_hash(key, x->cap);
+	for (; x->slot[j]; j = (j + 1) & (x->cap - 1))
+		if (op_key(r->ops, x->slot[j] - 1) == key)
+			return &r->ops[x->slot[j] - 1];
 	if (r->nops == *cap) {
 		size_t nc = *cap ? *cap * 2 : 64;
 		struct gj_opstat *n = realloc(r->ops, nc * sizeof(*n));
@@ -285,11 +338,38 @@ static struct gj_opstat *op_get(struct gj_result *r, size_t *cap, uint32_t op, u
 		r->ops = n;
 		*cap = nc;
 	}
-	struct gj_opstat *o = &r->ops[r->nops++];
+	struct gj_opstat *o = &r->ops[r->nops];
 	memset(o, 0, sizeof(*o));
 	o->op_id = op;
 	o->stack_id = stack;
+	x->slot[j] = (uint32_t)++r->nops;
 	return o;
+}
+
+/* Find-or-add the kernel row (same name id and name). */
+static struct gj_kstat *kernel_get(struct gj_result *r, size_t *cap, struct gj_index *x,
+				   const struct gj_dev *d)
+{
+	if (gj_index_fit(x, r->nkernels, kernel_key, r->kernels))
+		return NULL;
+	size_t j = gj_hash(d->name_id, x->cap);
+	for (; x->slot[j]; j = (j + 1) & (x->cap - 1)) {
+		struct gj_kstat *k = &r->kernels[x->slot[j] - 1];
+		if (k->name_id == d->name_id && !strcmp(k->name, d->name))
+			return k;
+	}
+	if (r->nkernels == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		struct gj_kstat *n = realloc(r->kernels, nc * sizeof(*n));
+		if (!n)
+			return NULL;
+		r->kernels = n;
+		*cap = nc;
+	}
+	struct gj_kstat *k = &r->kernels[r->nkernels];
+	*k = (struct gj_kstat){ d->name_id, d->name, 0, 0, UINT64_MAX, 0 };
+	x->slot[j] = (uint32_t)++r->nkernels;
+	return k;
 }
 
 struct span_ev { uint64_t ts; uint32_t tid; int32_t span; int32_t dev; };
@@ -309,7 +389,8 @@ static int cmp_span_ev(const void *a, const void *b)
 
 /* CUDA total: every op instance open on the launching thread at launch
  * time gets the device time (ops nest properly per thread). */
-static int add_totals(const struct gj_input *in, struct gj_result *r, size_t *cap)
+static int add_totals(const struct gj_input *in, struct gj_result *r, size_t *cap,
+		      struct gj_index *x)
 {
 	size_t n = 0, nattr = 0;
 	for (size_t i = 0; i < r->ndev; i++)
@@ -343,7 +424,7 @@ static int add_totals(const struct gj_input *in, struct gj_result *r, size_t *ca
 		const struct gj_dev *d = &r->dev[ev[k].dev];
 		for (size_t s = 0; s < depth; s++) {
 			const struct gj_op_span *sp = &in->spans[stack[s]];
-			struct gj_opstat *o = op_get(r, cap, sp->op_id, (uint32_t)sp->stack_id);
+			struct gj_opstat *o = op_get(r, cap, x, sp->op_id, (uint32_t)sp->stack_id);
 			if (!o) {
 				free(ev);
 				free(stack);
@@ -357,17 +438,18 @@ static int add_totals(const struct gj_input *in, struct gj_result *r, size_t *ca
 	return 0;
 }
 
-static int build_stats(const struct gj_input *in, struct gj_result *r,
-		       const struct rec_gpu_name **names, size_t nnames)
+static int build_stats(const struct gj_input *in, struct gj_result *r)
 {
 	size_t ocap = 0, kcap = 0;
+	struct gj_index ox = { 0 }, kx = { 0 };
+	int err = -ENOMEM;
 	for (size_t i = 0; i < r->ndev; i++) {
 		struct gj_dev *d = &r->dev[i];
 		uint64_t dur = d->end_ns - d->start_ns;
 		if (d->host_idx >= 0) {
-			struct gj_opstat *o = op_get(r, &ocap, d->op_id, d->stack_id);
+			struct gj_opstat *o = op_get(r, &ocap, &ox, d->op_id, d->stack_id);
 			if (!o)
-				return -ENOMEM;
+				goto out;
 			o->self_cuda_ns += dur;
 			if (!in->nspans)
 				o->total_cuda_ns += dur;
@@ -377,35 +459,25 @@ static int build_stats(const struct gj_input *in, struct gj_result *r,
 		}
 		if (d->kind != GPU_KERNEL)
 			continue;
-		struct gj_kstat *k = NULL;
-		for (size_t j = 0; j < r->nkernels && !k; j++)
-			if (r->kernels[j].name_id == d->name_id && !strcmp(r->kernels[j].name, d->name))
-				k = &r->kernels[j];
-		if (!k) {
-			if (r->nkernels == kcap) {
-				kcap = kcap ? kcap * 2 : 64;
-				struct gj_kstat *n = realloc(r->kernels, kcap * sizeof(*n));
-				if (!n)
-					return -ENOMEM;
-				r->kernels = n;
-			}
-			k = &r->kernels[r->nkernels++];
-			*k = (struct gj_kstat){ d->name_id, d->name, 0, 0, UINT64_MAX, 0 };
-		}
+		struct gj_kstat *k = kernel_get(r, &kcap, &kx, d);
+		if (!k)
+			goto out;
 		k->count++;
 		k->total_ns += dur;
 		k->min_ns = dur < k->min_ns ? dur : k->min_ns;
 		k->max_ns = dur > k->max_ns ? dur : k->max_ns;
 	}
-	if (in->nspans && add_totals(in, r, &ocap) < 0)
-		return -ENOMEM;
+	if (in->nspans && add_totals(in, r, &ocap, &ox) < 0)
+		goto out;
 	if (r->nops)
 		qsort(r->ops, r->nops, sizeof(*r->ops), cmp_op);
 	if (r->nkernels)
 		qsort(r->kernels, r->nkernels, sizeof(*r->kernels), cmp_kernel);
-	(void)names;
-	(void)nnames;
-	return 0;
+	err = 0;
+out:
+	free(ox.slot);
+	free(kx.slot);
+	return err;
 }
 
 static const char *full_name(const struct rec_gpu *g, const struct rec_gpu_name **names, size_t n)
@@ -436,11 +508,19 @@ int gpujoin_run(const struct gj_input *in, struct gj_result *r)
 	memset(r, 0, sizeof(*r));
 	r->clock_offset_ns = in->clock_offset_ns;
 	if (in->estimate_offset) {
-		err = gj_estimate_offset(in->host, in->nhost, in->gpu, in->ngpu,
-					 &r->clock_offset_ns, &r->counts.offset_pairs);
-		if (err)
+		int64_t est = 0;
+		uint64_t pairs = 0;
+		err = gj_estimate_offset(in->host, in->nhost, in->gpu, in->ngpu, &est, &pairs);
+		if (err == -ENODATA && in->estimate_offset == GJ_OFFSET_AUTO)
+			err = 0;
+		else if (err)
 			return err;
-		r->offset_estimated = 1;
+		else if (in->estimate_offset == GJ_OFFSET_ESTIMATE ||
+			 est >= GJ_SAME_CLOCK_NS || est <= -GJ_SAME_CLOCK_NS) {
+			r->clock_offset_ns = est;
+			r->counts.offset_pairs = pairs;
+			r->offset_estimated = 1;
+		}
 		err = -ENOMEM;
 	}
 	int64_t off = r->clock_offset_ns;
@@ -503,7 +583,12 @@ int gpujoin_run(const struct gj_input *in, struct gj_result *r)
 			r->counts.unattributed_ns += g->end_ns - g->start_ns;
 			continue;
 		}
-		d->tid = in->gpu[a[lo].i].h.tid;
+		const struct rec_gpu *api = &in->gpu[a[lo].i];
+		d->tid = api->h.tid;
+		d->api_start_ns = api->start_ns + off;
+		d->api_end_ns = api->end_ns + off;
+		d->api_kind = api->kind;
+		d->cbid = api->cbid;
 		int32_t hi_ = api_host[a[lo].i];
 		if (hi_ < 0) {
 			r->counts.no_host++;
@@ -515,11 +600,12 @@ int gpujoin_run(const struct gj_input *in, struct gj_result *r)
 		d->op_id = ho->op_id;
 		d->stack_id = ho->stack_id;
 		d->launch_ts_ns = ho->ts_ns;
+		d->host_api = ho->api;
 		d->flow_id = g->correlation;
 		r->counts.attributed++;
 	}
 	qsort(r->dev, r->ndev, sizeof(*r->dev), cmp_dev);
-	err = build_stats(in, r, names, in->nnames);
+	err = build_stats(in, r);
 out:
 	free(h);
 	free(a);

@@ -42,8 +42,8 @@ struct gj_input {
 	size_t nnames;
 	const struct gj_op_span *spans;
 	size_t nspans;
-	int estimate_offset;         /* 1: estimate CUPTI->host clock offset */
-	int64_t clock_offset_ns;     /* else: added to every CUPTI timestamp */
+	int estimate_offset;         /* GJ_OFFSET_*: how CUPTI times reach the host clock */
+	int64_t clock_offset_ns;     /* GJ_OFFSET_GIVEN: added to every CUPTI timestamp */
 };
 
 /* One device activity, placed on the host clock and attributed. */
@@ -61,6 +61,11 @@ struct gj_dev {
 	uint32_t op_id, stack_id;    /* from the host record, 0 = unattributed */
 	int32_t host_idx;            /* index into gj_input.host, -1 = none */
 	uint32_t grid[3], block[3];
+	/* the CUPTI API record of the same correlation (api_kind 0 = none) */
+	uint64_t api_start_ns, api_end_ns;   /* host clock */
+	uint32_t api_kind;           /* GPU_API_RUNTIME or GPU_API_DRIVER */
+	uint32_t cbid;               /* its CUPTI callback id */
+	uint32_t host_api;           /* enum tbpf_cuda_api of the host record (host_idx >= 0) */
 };
 
 struct gj_opstat {
@@ -98,6 +103,16 @@ struct gj_result {
 	size_t nkernels;
 	struct gj_counts counts;
 };
+
+/* gj_input.estimate_offset */
+enum {
+	GJ_OFFSET_GIVEN = 0,     /* use clock_offset_ns (0: the agent's CLOCK_MONOTONIC) */
+	GJ_OFFSET_ESTIMATE = 1,  /* estimate; -ENODATA without a host/API pair */
+	GJ_OFFSET_AUTO = 2,      /* estimate, but keep 0 when no pair exists or the
+				  * estimate is within GJ_SAME_CLOCK_NS (same clock:
+				  * the estimate would only be the launch-to-API gap) */
+};
+#define GJ_SAME_CLOCK_NS 10000000ll
 
 /* Window for the offset estimate and slack for host-before-API matching. */
 #define GJ_OFFSET_WINDOW_NS 2000

@@ -11,6 +11,7 @@
 #define LAYER_NOMODULE_NAME "[no module]"      /* Python, outside modules */
 #define LAYER_NOPYTHON_NAME "[no python]"      /* threads without Python */
 #define LAYER_UNRESOLVED_NAME "[unresolved]"   /* stack id not symbolized */
+#define LAYER_NOOP_NAME "[no op]"              /* CUDA calls outside any op */
 
 /* A symbolized stack's layers, outermost first (pysym_layers()):
  * names[0] is the root module's label, then attribute names. */
@@ -26,13 +27,37 @@ struct layer_opstat {
 	uint64_t stack_id;              /* 0: thread without Python */
 	const char *op;
 	uint64_t calls, self_ns, total_ns;
+	uint64_t launches;              /* CUDA launches with this op on top */
 };
 
-enum layer_kind { LAYER_MODULE, LAYER_NOMODULE, LAYER_NOPYTHON, LAYER_UNRESOLVED };
+enum layer_kind { LAYER_MODULE, LAYER_NOMODULE, LAYER_NOPYTHON, LAYER_UNRESOLVED, LAYER_NOOP };
+
+/* CUDA activity under one Python stack (cuda_model_layer_rows()): a
+ * kernel's launches, or (kernel NULL) the stack's copies and syncs. */
+struct layer_cudastat {
+	uint64_t stack_id;              /* compared on its low 32 bits, which
+					 * CUDA records carry; 0: no Python */
+	int outside_op;                 /* made outside any op: LAYER_NOOP_NAME */
+	const char *kernel;             /* NULL: not a launch row */
+	uint64_t launches;
+	uint64_t copies, copy_bytes;    /* copies and sets */
+	uint64_t syncs, sync_ns;        /* host time blocked in syncs */
+};
+
+struct layer_cuda {
+	uint64_t launches, copies, copy_bytes, syncs, sync_ns;
+};
+
+/* A kernel launched directly in a layer (innermost module). */
+struct layer_kernel {
+	char *name;
+	uint64_t launches;
+};
 
 struct layer_op {
 	char *name;
 	uint64_t calls, self_ns, total_ns;
+	uint64_t launches;
 };
 
 /* Times are op times: self_ns is the self time of the ops whose innermost
@@ -49,11 +74,28 @@ struct layer_node {
 	size_t nops, capops;
 	uint64_t self_ns, total_ns;
 	uint64_t self_calls, calls;
+	/* CUDA (layers_add_cuda): self_cuda is what ran with this layer as
+	 * the innermost module, cuda adds every layer below it. */
+	struct layer_cuda self_cuda, cuda;
+	struct layer_kernel *kernels;   /* self launches by kernel: launches
+					 * desc, then name */
+	size_t nkernels, capkernels;
+};
+
+/* A stack as the tree keeps it, to place CUDA rows and name layers. */
+struct layer_stackref {
+	uint32_t id32;                  /* low 32 bits of the stack id */
+	unsigned depth;
+	char **names, **classes;
+	char *path;                     /* "Net/blocks/0", or a special name */
 };
 
 struct layer_tree {
 	struct layer_node top;          /* unnamed; its kids are the roots */
 	uint64_t total_ns;              /* all op self time: 100% */
+	struct layer_stackref *stacks;  /* sorted by id32 */
+	size_t nstacks;
+	int has_cuda;                   /* layers_add_cuda added something */
 };
 
 /* Build the tree.  Ops whose stack_id is nonzero but missing from
@@ -62,6 +104,19 @@ int layers_build(const struct layer_stack *stacks, size_t nstacks,
 		 const struct layer_opstat *ops, size_t nops,
 		 struct layer_tree **out);
 void layers_free(struct layer_tree *t);
+
+/* Add CUDA rows to the layers of their stacks (placed like ops: stack 0
+ * in LAYER_NOPYTHON_NAME, unknown stacks in LAYER_UNRESOLVED_NAME,
+ * outside_op rows in LAYER_NOOP_NAME) and recompute the sums.  0 or
+ * -ENOMEM. */
+int layers_add_cuda(struct layer_tree *t, const struct layer_cudastat *rows, size_t n);
+
+/* The layer path of a stack ("Net/blocks/0", a special row's name);
+ * valid while t lives.  Matches on the low 32 bits of stack_id. */
+const char *layers_stack_path(const struct layer_tree *t, uint64_t stack_id, int outside_op);
+
+/* Path of a node, names joined by '/' (malloc'd, NULL on -ENOMEM). */
+char *layers_node_path(const struct layer_node *n);
 
 /* The node at a path of names ("Net", "blocks", "0"), or NULL. */
 const struct layer_node *layers_find(const struct layer_tree *t,

@@ -147,6 +147,18 @@ static const char *cuda_op_name(void *ctx, uint32_t id)
 	return session_op_name(ctx, id, NULL);
 }
 
+/* Kernel names for `tbpf report` (issue 5): the host-stub symbols named
+ * while the targets' libraries could be read, as KERNEL meta records. */
+static void write_kernel_names(struct capture_writer *cw, const struct cuda_model *cm)
+{
+	for (size_t i = 0; cm && i < cm->nkernels; i++) {
+		const struct cuda_kernel *k = &cm->kernels[i];
+
+		if (k->src == CUDA_NAME_SYMBOL)
+			capture_write_kernel(cw, k->pid, k->func, k->name);
+	}
+}
+
 /* issue 6: device times from the CUPTI agents into the rows, else why not */
 static const char *gpu_op_name(void *ctx, uint32_t id, const char **overload)
 {
@@ -186,7 +198,7 @@ static int json_extras(FILE *out, void *ctx)
 	if (!err && cm) {
 		if (x->tree)
 			fputs(",\n", out);
-		err = cuda_json_members(out, cm, cuda_op_name, x->s);
+		err = cuda_json_members_ex(out, cm, cuda_op_name, x->s, x->tree);
 	}
 	return err;
 }
@@ -446,6 +458,7 @@ int live_run(const struct live_opts *o)
 			.gpu_note = prof.gpu_note,
 		};
 
+		write_kernel_names(cw, session_cuda(s, NULL, NULL));
 		capture_write_end(cw, &ei);
 		err = capture_writer_close(cw);
 		cw = NULL;
@@ -463,14 +476,19 @@ int live_run(const struct live_opts *o)
 		struct layer_tree *tree = NULL;
 		struct json_extra_ctx jx = { .s = s };
 
-		if (o->python && (!strcmp(fmt, "tree") || !strcmp(fmt, "json"))) {
+		if (o->python && (!strcmp(fmt, "tree") || !strcmp(fmt, "json") ||
+				  (!strcmp(fmt, "table") && cm && !cuda_model_empty(cm)))) {
 			err = session_layer_tree(s, &prof, &tree);
+			/* issue 5: launches, copies and syncs per layer */
+			if (!err && cm && !cuda_model_empty(cm))
+				err = cuda_model_to_layers(cm, tree);
 			if (err) {
 				fprintf(stderr, "tbpf: building the layer tree failed: %s\n",
 					strerror(-err));
+				layers_free(tree);
 				tree = NULL;
 			}
-			jx.tree = tree;
+			jx.tree = !strcmp(fmt, "table") ? NULL : tree;
 		}
 		if (cm || jx.tree) {
 			eo.json_extra = json_extras;
@@ -482,7 +500,7 @@ int live_run(const struct live_opts *o)
 
 			if (o->sort && tree_sort_parse(o->sort, &to.sort)) {
 				fprintf(stderr, "tbpf: --sort %s is not a tree column (cpu_time_total, "
-						"self_cpu_time_total, count, name)\n", o->sort);
+						"self_cpu_time_total, count, launches, name)\n", o->sort);
 				rc = TBPF_EXIT_USAGE;
 			} else if (!out) {
 				fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
@@ -518,7 +536,7 @@ int live_run(const struct live_opts *o)
 						   : export_table(out, &prof, &eo);
 			if (!err && cm && !cuda_model_empty(cm) && strcmp(fmt, "json")) {
 				fputc('\n', out);
-				err = cuda_tables_print(out, cm, cuda_op_name, s, NULL);
+				err = cuda_tables_print_ex(out, cm, cuda_op_name, s, tree, NULL);
 			}
 			if (out != stdout && fclose(out) && !err)
 				err = -errno;

@@ -536,7 +536,7 @@ int metrics_write(const struct metrics *m, FILE *f)
 		fprintf(f, " %u\n", jobs[i]->processes);
 	}
 	head(f, "tbpf_job_coverage_ratio", "gauge",
-	     "Fraction of the last window the job's op probes were attached.");
+	     "Share of the job's work in the last window that the op probes observed (1 = all).");
 	for (size_t i = 0; i < nj; i++) {
 		struct lbl l[1] = { { "job", jobs[i]->name } };
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "capture.h"
+#include "gpucap.h"
 #include "profile.h"
 #include "strintern.h"
 #include "timeline.h"
@@ -419,6 +420,23 @@ int profile_from_capture(struct capture_reader *r, struct profile *p)
 	if (ctx.err)
 		return ctx.err;
 
+	/* device times (REC_GPU): Self CUDA, and CUDA total over the op spans
+	 * open at each launch (the op and its ancestors) */
+	struct gpucap g;
+	uint64_t gpu_reached = 0;
+	ret = gpucap_load(r, true, &g);
+	for (size_t i = 0; !ret && i < g.n; i++) {
+		int n = gpucap_apply(&g.v[i].res, g.v[i].pid, p, NULL, NULL);
+		if (n < 0)
+			ret = n;
+		else
+			gpu_reached += (uint64_t)n;
+	}
+	uint64_t gpu_devices = g.ndev;
+	gpucap_free(&g);
+	if (ret)
+		return ret;
+
 	/* names from the op table */
 	for (size_t i = 0; i < p->nops; i++) {
 		struct prof_op *o = &p->ops[i];
@@ -465,14 +483,17 @@ int profile_from_capture(struct capture_reader *r, struct profile *p)
 			drops += m->end.drops[i];
 		p->events_dropped = drops ? drops : m->end.counters[CNT_DROPS];
 		p->exit_mode = profile_intern(p, m->end.exit_mode);
-		p->has_gpu_times = m->end.flags & CAPTURE_END_GPU_TIMES;
+		p->has_gpu_times = (m->end.flags & CAPTURE_END_GPU_TIMES) || gpu_reached;
 		p->gpu_note = profile_intern(p, p->has_gpu_times ? "" :
 					     (m->end.gpu_note[0] ? m->end.gpu_note
 					      : "no device activity records in the capture"));
 	} else {
 		p->duration_ns = st->max_ts - st->min_ts;
 		p->exit_mode = profile_intern(p, "incomplete (no end record)");
-		p->gpu_note = profile_intern(p, "no device activity records in the capture");
+		p->has_gpu_times = gpu_reached > 0;
+		p->gpu_note = profile_intern(p, gpu_reached ? "" : gpu_devices ?
+					     "device records in the capture, none launched inside an op" :
+					     "no device activity records in the capture");
 	}
 	if (!p->exit_mode || !p->gpu_note)
 		return -ENOMEM;

@@ -182,7 +182,7 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 	}
 	if (cfg->exits != EXITS_INFER)
 		mode |= TBPF_MODE_EXITS;
-	if (cfg->record)
+	if (cfg->record || gpu_session_wants_ops(cfg->gpu_agent))   /* CUDA total */
 		mode |= TBPF_MODE_RECORD;
 	if (cfg->python)
 		mode |= TBPF_MODE_PYSTACK;
@@ -236,16 +236,50 @@ fail:
 	return NULL;
 }
 
-static int attach_entries(struct session *s, struct tgt *tg, char **why)
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Entry probes on the ops whose id is in ids (sorted), or on all of them
+ * when ids is NULL. */
+static int attach_entries_of(struct session *s, struct tgt *tg, const uint32_t *ids,
+			     size_t nids, char **why)
 {
 	for (size_t i = 0; i < tg->t.nlibs; i++) {
 		struct target_lib *l = &tg->t.libs[i];
+		uint64_t *offs = l->offsets, *cks = l->cookies;
+		size_t n = l->n;
 		int err;
 
 		if (!l->n)
 			continue;
-		err = uprobe_set_attach(&tg->entry, s->skel->progs.tbpf_op_entry, l->host_path,
-					l->offsets, l->cookies, l->n, false, tg->t.pid, s->multi);
+		if (ids) {
+			offs = calloc(l->n, sizeof(*offs));
+			cks = calloc(l->n, sizeof(*cks));
+			n = 0;
+			for (size_t k = 0; offs && cks && k < l->n; k++) {
+				uint32_t id = TBPF_COOKIE_OPID(l->cookies[k]);
+
+				if (bsearch(&id, ids, nids, sizeof(*ids), u32_cmp)) {
+					offs[n] = l->offsets[k];
+					cks[n++] = l->cookies[k];
+				}
+			}
+			if (!offs || !cks) {
+				free(offs);
+				free(cks);
+				return -ENOMEM;
+			}
+		}
+		err = n ? uprobe_set_attach(&tg->entry, s->skel->progs.tbpf_op_entry, l->host_path,
+					    offs, cks, n, false, tg->t.pid, s->multi) : 0;
+		if (ids) {
+			free(offs);
+			free(cks);
+		}
 		if (err) {
 			if (asprintf(why, "cannot attach op probes in %s: %s", l->path,
 				     strerror(-err)) < 0)
@@ -254,6 +288,11 @@ static int attach_entries(struct session *s, struct tgt *tg, char **why)
 		}
 	}
 	return 0;
+}
+
+static int attach_entries(struct session *s, struct tgt *tg, char **why)
+{
+	return attach_entries_of(s, tg, NULL, 0, why);
 }
 
 static int attach_catch_hooks(struct session *s, struct tgt *tg)
@@ -761,6 +800,12 @@ uint64_t session_records(struct session *s)
 
 int session_set_enabled(struct session *s, pid_t pid, bool on)
 {
+	return session_set_enabled_ops(s, pid, on, NULL, 0);
+}
+
+int session_set_enabled_ops(struct session *s, pid_t pid, bool on, const uint32_t *ids,
+			    size_t nids)
+{
 	for (size_t i = 0; i < s->n; i++) {
 		struct tgt *tg = s->v[i];
 		char *why = NULL;
@@ -779,7 +824,7 @@ int session_set_enabled(struct session *s, pid_t pid, bool on)
 		}
 		if (tg->entry.nprobes)
 			return 0;
-		err = attach_entries(s, tg, &why);
+		err = attach_entries_of(s, tg, ids, nids, &why);
 		free(why);
 		return err;
 	}
@@ -835,7 +880,8 @@ int session_layer_tree(struct session *s, const struct profile *p, struct layer_
 	for (size_t i = 0; i < p->nops; i++)
 		ops[i] = (struct layer_opstat){ .stack_id = p->ops[i].stack_id, .op = p->ops[i].name,
 						.calls = p->ops[i].calls, .self_ns = p->ops[i].self_ns,
-						.total_ns = p->ops[i].total_ns };
+						.total_ns = p->ops[i].total_ns,
+						.launches = p->ops[i].launches };
 	err = stackstore_layer_stacks(&s->stacks, &ls, &nls);
 	if (!err)
 		err = layers_build(ls, nls, ops, p->nops, out);

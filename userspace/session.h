@@ -104,6 +104,11 @@ uint64_t session_records(struct session *s);
  * probes.  Meant for infer mode; a guarded target is detached safely
  * and re-attached in infer mode.  0 or -errno. */
 int session_set_enabled(struct session *s, pid_t pid, bool on);
+/* The same, attaching only the ops whose ids are in ids (sorted
+ * ascending; both the call and redispatch entry points of each); ids NULL
+ * means all.  Turning on a target that is on changes nothing. */
+int session_set_enabled_ops(struct session *s, pid_t pid, bool on, const uint32_t *ids,
+			    size_t nids);
 
 /* The CUPTI agents and their records (cfg.gpu_agent); NULL when off.
  * Valid until session_close. */

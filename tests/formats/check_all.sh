@@ -70,6 +70,16 @@ grep -q 'primary_trace_clock: BUILTIN_CLOCK_MONOTONIC' "$out/perfetto.txt" || fa
 $py "$here/check_perfetto.py" "$out/perfetto.txt" > "$out/perfetto-check.txt" || fail "perfetto: track/slice/interning checks"
 step perfetto "$(cat "$out/perfetto-check.txt")"
 
+# GPU tracks and flows (REC_GPU captures): Chrome and Perfetto show the same
+# device slices at the same ns and the same launch -> device flows
+$py "$here/check_chrome.py" --gpu-dump "$out/run.json.trace" > "$out/gpu-chrome.txt" || fail "chrome: GPU checks"
+$py "$here/check_perfetto.py" --gpu-dump "$out/perfetto.txt" > "$out/gpu-perfetto.txt" || fail "perfetto: GPU checks"
+cmp -s "$out/gpu-chrome.txt" "$out/gpu-perfetto.txt" ||
+	fail "GPU slices/flows differ between chrome and perfetto: $(diff "$out/gpu-chrome.txt" "$out/gpu-perfetto.txt" | head -3)"
+if [ -s "$out/gpu-chrome.txt" ]; then
+	step gpu "ok ($(grep -c '^gpu ' "$out/gpu-chrome.txt") device slices, $(grep -c '^flow ' "$out/gpu-chrome.txt" || true) flows, same in chrome and perfetto)"
+fi
+
 # folded: flamegraph.pl and speedscope patterns
 $py "$here/check_folded.py" "$out/run.folded" > "$out/folded.txt" || fail "folded lines"
 step folded "ok ($(wc -l < "$out/folded.txt") stacks)"

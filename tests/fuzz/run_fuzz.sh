@@ -15,6 +15,12 @@ make -s fuzz-build OUT="$out"
 seeds=$out/fuzz/seeds corpus=$out/fuzz/corpus
 mkdir -p "$seeds" "$corpus"
 "$out/fuzz/gen_seeds" "$seeds"
+# captures with CUPTI device records (REC_GPU), from the join fixtures
+if [ -x "$out/tests/gen-fixture" ]; then
+	for b in tests/fixtures/cupti/*.bin; do
+		"$out/tests/gen-fixture" --gpu "$b" "$seeds/gpu_$(basename "$b" .bin).tbpf" || true
+	done
+fi
 for f in tests/fixtures/*.tbpf ${TBPF_SEED_DIR:+$TBPF_SEED_DIR/*.tbpf}; do
 	[ -f "$f" ] && [ "$(stat -c %s "$f")" -le 1048576 ] && cp "$f" "$seeds/" || true
 done

@@ -6,7 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdlib.h>
 #include "budget.h"
+#include "profile.h"
 
 #define S 1000000000ULL
 #define MS 1000000ULL
@@ -96,6 +98,99 @@ static void test_invalid(void **state)
 	assert_int_equal(budget_plan(1, 1, 1, 0.01, 2 * S, MS, S, &p), -EINVAL);
 }
 
+/* Discovery: 1% budget, a quarter of it (0.25%) for discoveries every
+ * 60 s = 150 ms of budget; at 300% always-on cost that buys 50 ms on. */
+static void test_discovery_on(void **state)
+{
+	double ov;
+
+	assert_int_equal(budget_discovery_on(3.0, 0.0025, 60 * S, 20 * MS, 15 * S, &ov), 50 * MS);
+	assert_float_equal(ov, 0.0025, 1e-12);
+	/* 3000% always on: 5 ms, below the 20 ms floor, which then costs
+	 * 20 ms x 30 / 60 s = 1% */
+	assert_int_equal(budget_discovery_on(30.0, 0.0025, 60 * S, 20 * MS, 15 * S, &ov), 20 * MS);
+	assert_float_equal(ov, 0.01, 1e-12);
+	/* 1% always on: 15 s allowed, capped at 15 s */
+	assert_int_equal(budget_discovery_on(0.01, 0.0025, 60 * S, 20 * MS, 15 * S, &ov), 15 * S);
+	assert_float_equal(ov, 0.0025, 1e-12);
+}
+
+static struct prof_op row(uint32_t id, uint64_t stack, uint64_t calls)
+{
+	struct prof_op o = { 0 };
+
+	o.op_id = id;
+	o.stack_id = stack;
+	o.calls = calls;
+	o.self_ns = calls * 100;
+	return o;
+}
+
+/* Discovery rows (sorted by op): op 3 in two stacks.  1,000 calls: op 2
+ * (4 calls) is below the 10-call floor, op 5 (40 = 4%) is the rarest
+ * frequent op and fits within 5%; op 7 (60) would make 10%. */
+static void test_sets_choose(void **state)
+{
+	struct prof_op d[] = { row(2, 0, 4), row(3, 1, 300), row(3, 2, 296), row(5, 0, 40),
+			       row(7, 0, 60), row(9, 0, 300) };
+	uint32_t *hot, *light;
+	size_t nh, nl;
+
+	assert_int_equal(budget_sets(d, 6, NULL, 0, &hot, &nh, &light, &nl), 0);
+	assert_int_equal(nh, 5);
+	assert_int_equal(hot[0], 2);
+	assert_int_equal(hot[1], 3);
+	assert_int_equal(hot[2], 5);
+	assert_int_equal(hot[3], 7);
+	assert_int_equal(hot[4], 9);
+	assert_int_equal(nl, 1);
+	assert_int_equal(light[0], 5);
+	free(hot);
+	free(light);
+}
+
+/* A light set still seen is kept (the yardstick must not change between
+ * windows), and stays in the hot set even when a discovery missed one of
+ * its ops; a light set no longer seen is replaced. */
+static void test_sets_keep_light(void **state)
+{
+	struct prof_op d[] = { row(3, 0, 500), row(5, 0, 20), row(9, 0, 480) };
+	uint32_t old[] = { 4, 5 }, gone[] = { 11 };
+	uint32_t *hot, *light;
+	size_t nh, nl;
+
+	assert_int_equal(budget_sets(d, 3, old, 2, &hot, &nh, &light, &nl), 0);
+	assert_int_equal(nl, 2);
+	assert_int_equal(light[0], 4);
+	assert_int_equal(light[1], 5);
+	assert_int_equal(nh, 4);
+	assert_int_equal(hot[0], 3);
+	assert_int_equal(hot[1], 4);
+	assert_int_equal(hot[2], 5);
+	assert_int_equal(hot[3], 9);
+	free(hot);
+	free(light);
+	/* 20 of 1,000 calls (2%) for op 5: the new light set */
+	assert_int_equal(budget_sets(d, 3, gone, 1, &hot, &nh, &light, &nl), 0);
+	assert_int_equal(nl, 1);
+	assert_int_equal(light[0], 5);
+	assert_int_equal(nh, 3);
+	free(hot);
+	free(light);
+}
+
+/* No calls at all (an idle target): keep the old sets. */
+static void test_sets_idle(void **state)
+{
+	struct prof_op d[] = { row(3, 0, 0) };
+	uint32_t *hot = NULL, *light = NULL;
+	size_t nh = 0, nl = 0;
+
+	assert_int_equal(budget_sets(d, 1, NULL, 0, &hot, &nh, &light, &nl), -ENODATA);
+	assert_int_equal(budget_sets(d, 0, NULL, 0, &hot, &nh, &light, &nl), -ENODATA);
+	assert_null(hot);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -105,6 +200,10 @@ int main(void)
 		cmocka_unit_test(test_period_cap),
 		cmocka_unit_test(test_idle_target_floor),
 		cmocka_unit_test(test_invalid),
+		cmocka_unit_test(test_discovery_on),
+		cmocka_unit_test(test_sets_choose),
+		cmocka_unit_test(test_sets_keep_light),
+		cmocka_unit_test(test_sets_idle),
 	};
 
 	return cmocka_run_group_tests_name("budget", tests, NULL, NULL);

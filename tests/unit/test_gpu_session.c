@@ -9,7 +9,10 @@
  *   op 9 (relu, stack 0xA1): 3000 + 4000 = 7000
  *   op 11 (mm, stack 0xB2, thread 1002): sgemm 20000
  *   op 3 (linear): launched nothing itself, 0
- * The live path collects no op spans, so CUDA total equals Self CUDA. */
+ * CUDA total (op enter/exit records reach the session: tbpf streams them
+ * when the agent is on): op 3 [999000, 1015000] on thread 1001 encloses
+ * the launches of the gemm and the memcpy by its child op 7: 50000 + 2000
+ * = 52000; the others launched from no child op: CUDA total = Self CUDA. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -96,9 +99,9 @@ static void test_fixture_into_profile(void **state)
 	assert_int_equal(feed(&gs, "join_mono.bin", &total), 0);
 	assert_non_null(gpu_session_track(&gs, PID));
 	kept = feed(&gs, "join_mono.bin", &total);
-	/* 7 host records + 16 device/API + 1 name; the 12 op enter/exit are not kept */
-	assert_int_equal(kept, 7 + 16 + 1);
-	assert_int_equal(total, kept + 12);
+	/* 7 host records + 16 device/API + 1 name + 12 op enter/exit (spans) */
+	assert_int_equal(kept, 7 + 16 + 1 + 12);
+	assert_int_equal(total, kept);
 	assert_int_equal(gpu_session_find(&gs, PID)->nhost, 7);
 	assert_int_equal(gpu_session_find(&gs, PID)->ngpu, 16);
 	assert_int_equal(gpu_session_find(&gs, PID)->nnames, 1);
@@ -121,11 +124,14 @@ static void test_fixture_into_profile(void **state)
 	assert_int_equal(gpu_session_apply(&gs, &p, names, NULL), 8);  /* device records */
 	assert_true(p.has_gpu_times);
 	assert_int_equal(row(&p, 3)->self_cuda_ns, 0);
+	assert_int_equal(row(&p, 3)->cuda_total_ns, 50000 + 2000);
 	assert_int_equal(row(&p, 7)->self_cuda_ns, 52500);
 	assert_int_equal(row(&p, 7)->cuda_total_ns, 52500);
 	assert_int_equal(row(&p, 7)->calls, 2);   /* CPU counters unchanged */
 	assert_int_equal(row(&p, 9)->self_cuda_ns, 7000);
+	assert_int_equal(row(&p, 9)->cuda_total_ns, 7000);
 	assert_int_equal(row(&p, 11)->self_cuda_ns, 20000);
+	assert_int_equal(row(&p, 11)->cuda_total_ns, 20000);
 	assert_int_equal(row(&p, 11)->calls, 0);
 	assert_int_equal(row(&p, 11)->stack_id, 0xB2);
 	assert_string_equal(row(&p, 11)->name, "aten::mm");

@@ -150,7 +150,7 @@ static void test_two_windows(void **state)
 "# TYPE tbpf_job_processes gauge\n"
 "tbpf_job_processes{job=\"serve\",host=\"box-1\"} 1\n"
 "tbpf_job_processes{job=\"train\",host=\"box-1\"} 1\n"
-"# HELP tbpf_job_coverage_ratio Fraction of the last window the job's op probes were attached.\n"
+"# HELP tbpf_job_coverage_ratio Share of the job's work in the last window that the op probes observed (1 = all).\n"
 "# TYPE tbpf_job_coverage_ratio gauge\n"
 "tbpf_job_coverage_ratio{job=\"serve\",host=\"box-1\"} 1\n"
 "tbpf_job_coverage_ratio{job=\"train\",host=\"box-1\"} 1\n"

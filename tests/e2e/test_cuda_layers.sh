@@ -1,0 +1,159 @@
+#!/bin/bash
+# test_cuda_layers.sh - CUDA launches, copies and syncs attributed to the
+# nn.Module layers that issued them (issue 5), on torch 1.13 and 2.x.
+#
+# tests/workloads/cuda_layers_model.py runs real torch nn.Modules whose
+# forward() calls, through ctypes, at::_ops::lk*::call in
+# build/tests/native/cuda/libtorch_cpu-layers.so (found by tbpf as a
+# libtorch by its name), which launch known kernels, copy and sync through
+# the real /usr/local/cuda libcudart (every call fails without a GPU; the
+# probes fire).  Per iteration: Model/encoder/conv launches
+# layer_conv_kernel CONV times, Model/encoder/norm and Model/head/norm
+# layer_norm_kernel NORM times each, Model/head layer_head_kernel HEAD
+# times and syncs once, Model/encoder copies COPY bytes once.  The expected
+# numbers below are computed here from those parameters; they must come
+# out exactly in the live JSON, tree and table and in `tbpf report` of the
+# recorded capture (json, tree, table).
+# timeout: 900
+source "$(dirname "$0")/lib.sh"
+need_root
+need_tbpf
+LIB=$ROOT/build/tests/native/cuda/libtorch_cpu-layers.so
+[ -f "$LIB" ] || fail "$LIB missing: run make (needs nvcc from /usr/local/cuda)"
+
+ITERS=7 CONV=3 HEAD=2 NORM=1 COPY=4096
+WLARGS=(--lib "$LIB" --iters $ITERS --conv $CONV --head $HEAD --norm $NORM --copy $COPY)
+
+# live run: tbpf ARGS against a fresh workload under PY
+live() {
+	local tag=$1 py=$2
+	shift 2
+	start_workload wl_$tag "$py" cuda_layers_model.py "${WLARGS[@]}"
+	local pid; pid=$(get wl_$tag pid)
+	start_tbpf tb_$tag --pid "$pid" "$@"
+	go "$pid"
+	wait_exit wl_$tag 300
+	wait_exit tb_$tag 60
+	[ "$(get wl_$tag rc)" = 0 ] || fail "$tag: workload exit $(get wl_$tag rc): $(tail -n 2 "$(get wl_$tag err)")"
+	[ "$(get tb_$tag rc)" = 0 ] || fail "$tag: tbpf exit $(get tb_$tag rc): $(tail -n 2 "$(get tb_$tag err)")"
+}
+
+report() {   # report CAPTURE FORMAT OUT
+	"$TBPF" report "$1" --format "$2" -o "$3" 2> "$3.err" || fail "tbpf report --format $2: $(cat "$3.err")"
+}
+
+check() {   # check KIND FILE [LABEL]: KIND = json, tree or table
+	python3 - "$1" "$2" "${3:-$2}" $ITERS $CONV $HEAD $NORM $COPY <<'PY'
+import json, re, sys
+kind, path, label = sys.argv[1:4]
+N, CONV, HEAD, NORM, COPY = map(int, sys.argv[4:9])
+KA, KB, KC = ("layer_conv_kernel(float*, int)", "layer_head_kernel(float*, int)",
+              "layer_norm_kernel(float*, int)")
+# expected, from the workload's parameters
+want_kernels = {KA: {"Model/encoder/conv": CONV * N},
+                KB: {"Model/head": HEAD * N},
+                KC: {"Model/encoder/norm": NORM * N, "Model/head/norm": NORM * N}}
+self_launch = {"Model": 0, "Model/encoder": 0, "Model/encoder/conv": CONV * N,
+               "Model/encoder/norm": NORM * N, "Model/head": HEAD * N,
+               "Model/head/norm": NORM * N}
+def subtree(p):
+    return sum(v for k, v in self_launch.items() if k == p or k.startswith(p + "/"))
+want_launches = {p: subtree(p) for p in self_launch}
+want_copies = {p: (N, COPY * N) if p in ("Model", "Model/encoder") else (0, 0) for p in self_launch}
+want_syncs = {p: N if p in ("Model", "Model/head") else 0 for p in self_launch}
+# per op in each layer (the ops of the test library; real torch ops launch nothing)
+want_oplaunch = {"Model/encoder/conv": {"aten::lkconv": CONV * N},
+                 "Model/encoder": {"aten::lkcopy": 0},
+                 "Model/encoder/norm": {"aten::lknorm": NORM * N},
+                 "Model/head": {"aten::lkhead": HEAD * N, "aten::lksync": 0},
+                 "Model/head/norm": {"aten::lknorm": NORM * N}}
+errs = []
+def need(cond, what):
+    if not cond:
+        errs.append(what)
+
+if kind == "json":
+    j = json.load(open(path))
+    got = {k["name"]: {l["layer"]: l["launches"] for l in k.get("layers", [])}
+           for k in j["kernels"]}
+    need(got == want_kernels, "kernels by layer: %s" % got)
+    for k in j["kernels"]:   # sorted by launches desc, then layer
+        ls = [(-l["launches"], l["layer"]) for l in k.get("layers", [])]
+        need(ls == sorted(ls), "%s: layers not in order: %s" % (k["name"], ls))
+    layers = {l["path"]: l for l in j["layers"]}
+    for p in self_launch:
+        l = layers.get(p)
+        if l is None:
+            errs.append("layer %s missing" % p); continue
+        need(l["launches"] == want_launches[p], "%s launches %s != %s" % (p, l["launches"], want_launches[p]))
+        need(l["self_launches"] == self_launch[p], "%s self_launches %s != %s" % (p, l["self_launches"], self_launch[p]))
+        need((l["copies"], l["copy_bytes"]) == want_copies[p], "%s copies %s" % (p, (l["copies"], l["copy_bytes"])))
+        need(l["syncs"] == want_syncs[p], "%s syncs %s != %s" % (p, l["syncs"], want_syncs[p]))
+        need((l["sync_ns"] > 0) == (want_syncs[p] > 0), "%s sync_ns %s" % (p, l["sync_ns"]))
+        oplaunch = {o["name"]: o["launches"] for o in l["ops"] if o["name"].startswith("aten::lk")}
+        need(oplaunch == want_oplaunch.get(p, {}), "%s op launches %s != %s" % (p, oplaunch, want_oplaunch.get(p)))
+        need(all(o["launches"] == 0 for o in l["ops"] if not o["name"].startswith("aten::lk")),
+             "%s: real torch ops with launches: %s" % (p, l["ops"]))
+        kern = {k["name"]: k["launches"] for k in l["kernels"]}
+        wk = {k: v[p] for k, v in want_kernels.items() if p in v}
+        need(kern == wk, "%s kernels %s != %s" % (p, kern, wk))
+    others = {p: l["launches"] for p, l in layers.items() if p not in self_launch and l["launches"]}
+    need(not others, "launches in other layers: %s" % others)
+    need(j["copies"] == [{"direction": "HtoD", "count": N, "bytes": COPY * N, "host_ns": j["copies"][0]["host_ns"]}]
+         if j["copies"] else False, "copies: %s" % j["copies"])
+elif kind == "tree":
+    rows, stack = {}, []
+    lines = [l for l in open(path) if l.startswith("| ")]
+    head = [c.strip() for c in lines[0].strip().strip("|").split("|")]
+    need(head[-2:] == ["# Launches", "Host sync"], "tree header: %s" % head)
+    for l in lines[1:]:
+        cells = [c.strip() for c in l.rstrip("\n")[2:-2].split(" | ")]
+        node = l[2:].split(" | ")[0].rstrip()
+        m = re.match(r"^((?:│ |  )*)(?:├──|└──)?(.*)$", node)
+        depth = 0 if node == m.group(2) else len(m.group(1)) // 2 + 1
+        stack[depth:] = [m.group(2)]
+        rows["/".join(stack)] = (cells[-2], cells[-1])
+    for p in self_launch:
+        if p not in rows:
+            errs.append("tree row %s missing" % p); continue
+        need(rows[p][0] == str(want_launches[p]), "tree %s # Launches %s != %d" % (p, rows[p][0], want_launches[p]))
+        need((rows[p][1] != "") == (want_syncs[p] > 0), "tree %s Host sync %r" % (p, rows[p][1]))
+    others = {p: r for p, r in rows.items() if p not in self_launch and r[0] not in ("", "0")}
+    need(not others, "tree: launches in other rows: %s" % others)
+else:  # table: the kernel table's Layers column
+    txt = open(path).read()
+    need("Layers" in txt, "no Layers column")
+    got = {}
+    for l in txt.splitlines():
+        for k in want_kernels:
+            if l.startswith(k):
+                got[k] = {m.group(1): int(m.group(2))
+                          for m in re.finditer(r"(Model[^ ,]*|\[[^]]+\]) \((\d+)\)", l)}
+    need(got == want_kernels, "table Layers column: %s" % got)
+if errs:
+    print("%s: %s" % (label, "; ".join(errs)))
+    sys.exit(1)
+print("%s: per-layer launches, copies and syncs as expected" % label)
+PY
+}
+
+run_torch() {
+	local tag=$1 py=$2
+	need_torch "$py"
+	live ${tag}j "$py" --format json -o "$T/$tag.json" --record "$T/$tag.tbpf"
+	check json "$T/$tag.json" "$tag live json" || fail "$tag: live json (see log)"
+	for f in json tree table; do
+		report "$T/$tag.tbpf" $f "$T/$tag.report.$f"
+		check $f "$T/$tag.report.$f" "$tag report $f" || fail "$tag: report $f (see log)"
+	done
+}
+
+run_torch torch1 "$PY1"
+live torch1t "$PY1" --format tree -o "$T/torch1.live.tree"
+check tree "$T/torch1.live.tree" "torch1 live tree" || fail "torch1: live tree (see log)"
+cat "$T/torch1.live.tree"
+live torch1s "$PY1" --format table -o "$T/torch1.live.table"
+check table "$T/torch1.live.table" "torch1 live table" || fail "torch1: live table (see log)"
+grep -A6 '^CUDA kernels' "$T/torch1.live.table"
+run_torch torch2 "$PY2"
+log "CUDA launches, copies and syncs land in their layers on every torch here"

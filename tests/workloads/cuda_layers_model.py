@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""cuda_layers_model.py - real torch nn.Modules whose forward() calls, via
+ctypes, at::_ops-named functions of tests/native/cuda/libtorch_cpu-layers.so
+that launch known CUDA kernels, copy and synchronize through the real
+libcudart (the calls fail without a GPU; tbpf's probes fire all the same).
+
+Per iteration (the test derives its expected numbers from these arguments):
+  Model/encoder/conv  Conv      aten::lkconv: layer_conv_kernel x CONV,
+                                and a real torch op (relu)
+  Model/encoder/norm  Norm      aten::lknorm: layer_norm_kernel x NORM
+  Model/encoder       Encoder   aten::lkcopy: one HtoD copy of COPY bytes
+  Model/head          Head      aten::lkhead: layer_head_kernel x HEAD,
+                                aten::lksync: one cudaStreamSynchronize
+  Model/head/norm     Norm      aten::lknorm: layer_norm_kernel x NORM
+
+  cuda_layers_model.py --lib PATH [--iters N] [--conv 3] [--head 2]
+                       [--norm 1] [--copy 4096]
+Protocol: tests/workloads/wl_common.py (READY, SIGUSR1, RESULT).
+"""
+import argparse
+import ctypes
+import time
+
+import wl_common  # noqa: F401  (blocks SIGUSR1 before torch starts threads)
+import torch
+import torch.nn as nn
+
+p = argparse.ArgumentParser()
+wl_common.add_common_args(p)
+p.add_argument("--lib", required=True)
+p.add_argument("--iters", type=int, default=10)
+p.add_argument("--conv", type=int, default=3)
+p.add_argument("--head", type=int, default=2)
+p.add_argument("--norm", type=int, default=1)
+p.add_argument("--copy", type=int, default=4096)
+args = p.parse_args()
+
+lib = ctypes.CDLL(args.lib)
+
+
+def op(sym, *argtypes):
+    f = getattr(lib, sym)
+    f.argtypes = list(argtypes)
+    f.restype = ctypes.c_int
+    return f
+
+
+lkconv = op("_ZN2at4_ops6lkconv4callEi", ctypes.c_int)
+lkhead = op("_ZN2at4_ops6lkhead4callEi", ctypes.c_int)
+lknorm = op("_ZN2at4_ops6lknorm4callEi", ctypes.c_int)
+lkcopy = op("_ZN2at4_ops6lkcopy4callEl", ctypes.c_long)
+lksync = op("_ZN2at4_ops6lksync4callEv")
+
+
+class Conv(nn.Module):
+    def forward(self, x):
+        lkconv(args.conv)
+        return torch.relu(x)
+
+
+class Norm(nn.Module):
+    def forward(self, x):
+        lknorm(args.norm)
+        return x
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = Conv()
+        self.norm = Norm()
+
+    def forward(self, x):
+        x = self.conv(x)
+        lkcopy(args.copy)
+        return self.norm(x)
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = Norm()
+
+    def forward(self, x):
+        lkhead(args.head)
+        x = self.norm(x)
+        lksync()
+        return x
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = Encoder()
+        self.head = Head()
+
+    def forward(self, x):
+        return self.head(self.encoder(x))
+
+
+torch.set_num_threads(args.intra_threads)
+model = Model()
+x = torch.ones(4)
+wl_common.ready()
+wl_common.wait_go(args)
+with torch.no_grad():
+    for _ in range(args.iters):
+        x = model(x)
+wl_common.result(iters=args.iters)
+# tbpf names Python stacks from the live process (code objects, module
+# dicts): stay a moment so the last ones are named before we exit
+time.sleep(1.5)
