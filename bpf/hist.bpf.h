@@ -9,6 +9,10 @@
 #define TBPF_HIST_BPF_H
 #define HAVE_HIST 1
 
+/* 0: no histograms (user space that reads none, e.g. the live table,
+ * saves a per-CPU hash update per op exit) */
+const volatile __u32 hist_on = 1;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 16384);
@@ -38,9 +42,12 @@ static __always_inline __u32 hist_bucket(__u64 ns)
 static __always_inline void hist_add(__u32 pid, __u32 op_id, __u64 dur_ns)
 {
 	struct tbpf_histkey k = { .pid = pid, .op_id = op_id };
-	struct tbpf_hist *h = bpf_map_lookup_elem(&ophist, &k);
+	struct tbpf_hist *h;
 	__u32 b;
 
+	if (!hist_on)
+		return;
+	h = bpf_map_lookup_elem(&ophist, &k);
 	if (!h) {
 		struct tbpf_hist z = {};
 

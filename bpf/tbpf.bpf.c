@@ -25,6 +25,12 @@ const volatile __u32 targ_tgid = 0;      /* one target; 0 = see pid_filter */
 const volatile __u32 pid_filter = 0;     /* 1: only pids in `pids` */
 const volatile __u32 guard_sig = 23;     /* SIGURG: default action ignore */
 const volatile __u64 tramp_page = 0x7fffffffe000ULL; /* [uprobes] page */
+/* 1: per-thread state in task-local storage (`thread_tls`), found from the
+ * current task without hashing; 0: in the `threads` hash keyed by tid.
+ * User space reads a thread's state by tid (the unwind guard), which for
+ * task storage needs a pidfd of that thread: pidfd_open(PIDFD_THREAD),
+ * Linux 6.9+ (guard_thread_store_ok()). */
+const volatile __u32 thread_store = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -45,6 +51,13 @@ struct {
 	__type(key, __u32);
 	__type(value, struct tbpf_thread);
 } threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct tbpf_thread);
+} thread_tls SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -99,11 +112,21 @@ static __always_inline bool pid_ok(__u32 pid)
 	return true;
 }
 
+/* The calling thread's state (tid must be the current thread's). */
 static __always_inline struct tbpf_thread *thread_get(__u32 tid, __u32 pid, bool create)
 {
-	struct tbpf_thread *t = bpf_map_lookup_elem(&threads, &tid);
+	struct tbpf_thread *t;
 	__u32 zero = 0;
 
+	if (thread_store) {
+		/* created zeroed */
+		t = bpf_task_storage_get(&thread_tls, bpf_get_current_task_btf(), 0,
+					 create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+		if (!t && create)
+			cnt_add(CNT_NO_THREAD_SLOT, 1);
+		return t;
+	}
+	t = bpf_map_lookup_elem(&threads, &tid);
 	if (t || !create)
 		return t;
 	t = bpf_map_lookup_elem(&thread_zero, &zero);
@@ -387,15 +410,23 @@ static __always_inline int op_exit(struct pt_regs *ctx)
 	return 0;
 }
 
+/* TBPF_FLOOR (measurement only, bench/probe_cost.py --floor): empty op
+ * programs, so a run measures what the traps alone cost. */
 SEC("uprobe")
 int BPF_KPROBE(tbpf_op_entry)
 {
+#ifdef TBPF_FLOOR
+	return 0;
+#endif
 	return op_enter(ctx);
 }
 
 SEC("uprobe")
 int BPF_KPROBE(tbpf_op_exit)
 {
+#ifdef TBPF_FLOOR
+	return 0;
+#endif
 	return op_exit(ctx);
 }
 
@@ -452,15 +483,22 @@ int BPF_PROG(tbpf_thread_exit, struct task_struct *task)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid;
-	struct tbpf_thread *t = bpf_map_lookup_elem(&threads, &tid);
+	struct tbpf_thread *t;
 
+	if (thread_store)
+		t = bpf_task_storage_get(&thread_tls, task, 0, 0);
+	else
+		t = bpf_map_lookup_elem(&threads, &tid);
 	if (!t)
 		return 0;
 	/* The thread is gone, so are its frames: count them (infer mode's
 	 * last op ends here; in return mode they were unwound). */
 	pop_below(t, tid, ~0ULL, bpf_ktime_get_ns(),
 		  (tbpf_mode & TBPF_MODE_EXITS) ? OPF_UNWOUND : OPF_INFERRED);
-	bpf_map_delete_elem(&threads, &tid);
+	if (thread_store)
+		bpf_task_storage_delete(&thread_tls, task);
+	else
+		bpf_map_delete_elem(&threads, &tid);
 	bpf_map_delete_elem(&guard_req, &tid);
 	return 0;
 }

@@ -51,6 +51,9 @@ static const char usage_text[] =
 "                         probes made exception-safe by a ptrace guard, else\n"
 "                         infer), return, infer (entry probes only: exact\n"
 "                         counts, approximate durations, no ptrace)\n"
+"      --redispatch       also probe at::_ops::*::redispatch: counts ops that\n"
+"                         enter by the boxed path (torch.ops.aten.X,\n"
+"                         TorchScript); ~70%% more probe hits in eager code\n"
 "      --inject           load tbpf's CUPTI agent into --pid (ptrace + dlopen) for\n"
 "                         GPU device times (Self CUDA, CUDA total); refused when\n"
 "                         another CUPTI user (torch.profiler) is active\n"
@@ -105,7 +108,7 @@ static const char *const formats[] = { "table", "tree", "json", "chrome", "perfe
 static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_ctx)
 {
 	enum { O_SORT = 256, O_ROWS, O_EXITS, O_RING, O_NOMULTI, O_RECORD, O_BYOVL, O_COMM, O_CGROUP, O_OPS, O_MINPCT, O_NOPY,
-	       O_INJECT /* issue 6 */, O_INJECT_FORCE };
+	       O_INJECT /* issue 6 */, O_INJECT_FORCE, O_REDISPATCH };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -118,6 +121,7 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 		{ "exits", required_argument, NULL, O_EXITS },
 		{ "ring-size", required_argument, NULL, O_RING },
 		{ "no-uprobe-multi", no_argument, NULL, O_NOMULTI },
+		{ "redispatch", no_argument, NULL, O_REDISPATCH },
 		{ "comm", required_argument, NULL, O_COMM },
 		{ "ops", no_argument, NULL, O_OPS },
 		{ "min-pct", required_argument, NULL, O_MINPCT },
@@ -220,6 +224,9 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 			break;
 		case O_NOMULTI:
 			o.no_multi = true;
+			break;
+		case O_REDISPATCH:
+			o.redispatch = true;
 			break;
 		case O_INJECT:
 			o.inject = true;

@@ -581,8 +581,51 @@ static int scan_strings(const char *b, size_t n, const char *prefix, size_t plen
 	return 0;
 }
 
+/* Every string containing needle, once each, in order: memmem finds the
+ * needle, the string around it is bounded by NULs (or the section). */
+static int scan_containing(const char *b, size_t n, const char *needle, size_t nlen,
+			   int (*cb)(const char *s, void *ctx), void *ctx)
+{
+	size_t i = 0;
+
+	while (i + nlen <= n) {
+		const char *p = memmem(b + i, n - i, needle, nlen), *start, *end;
+
+		if (!p)
+			break;
+		end = memchr(p, '\0', n - (size_t)(p - b));
+		if (!end)
+			break;
+		start = memrchr(b + i, '\0', (size_t)(p - (b + i)));
+		start = start ? start + 1 : b + i;
+		/* i is a string start (0 or past a NUL), so start >= b + i */
+		int r = cb(start, ctx);
+		if (r)
+			return r;
+		i = (size_t)(end - b) + 1;
+	}
+	return 0;
+}
+
+static int for_each_rostring(struct elf_file *ef, const char *prefix, bool containing,
+			     int (*cb)(const char *s, void *ctx), void *ctx);
+
 int elf_file_for_each_rostring(struct elf_file *ef, const char *prefix,
 			       int (*cb)(const char *s, void *ctx), void *ctx)
+{
+	return for_each_rostring(ef, prefix, false, cb, ctx);
+}
+
+int elf_file_for_each_rostring_with(struct elf_file *ef, const char *needle,
+				    int (*cb)(const char *s, void *ctx), void *ctx)
+{
+	if (!*needle)
+		return -EINVAL;
+	return for_each_rostring(ef, needle, true, cb, ctx);
+}
+
+static int for_each_rostring(struct elf_file *ef, const char *prefix, bool containing,
+			     int (*cb)(const char *s, void *ctx), void *ctx)
 {
 	size_t shstrndx, plen = strlen(prefix);
 	Elf_Scn *scn = NULL;
@@ -600,7 +643,8 @@ int elf_file_for_each_rostring(struct elf_file *ef, const char *prefix,
 		if (sh.sh_offset > ef->image_size || sh.sh_size > ef->image_size - sh.sh_offset)
 			continue;
 		any = true;
-		int r = scan_strings(ef->image + sh.sh_offset, sh.sh_size, prefix, plen, cb, ctx);
+		int r = containing ? scan_containing(ef->image + sh.sh_offset, sh.sh_size, prefix, plen, cb, ctx)
+				   : scan_strings(ef->image + sh.sh_offset, sh.sh_size, prefix, plen, cb, ctx);
 		if (r)
 			return r;
 	}
@@ -612,7 +656,8 @@ int elf_file_for_each_rostring(struct elf_file *ef, const char *prefix,
 		if ((p->p_flags & (PF_W | PF_X)) || p->p_offset > ef->image_size ||
 		    p->p_filesz > ef->image_size - p->p_offset)
 			continue;
-		int r = scan_strings(ef->image + p->p_offset, p->p_filesz, prefix, plen, cb, ctx);
+		int r = containing ? scan_containing(ef->image + p->p_offset, p->p_filesz, prefix, plen, cb, ctx)
+				   : scan_strings(ef->image + p->p_offset, p->p_filesz, prefix, plen, cb, ctx);
 		if (r)
 			return r;
 	}

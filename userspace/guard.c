@@ -15,6 +15,7 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -62,8 +63,27 @@ struct tracee {
 
 static FILE *glog;   /* TBPF_GUARD_LOG=FILE: every repair and stop, for debugging */
 
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL   /* linux/pidfd.h, Linux 6.9 */
+#endif
+
+bool guard_thread_store_ok(void)
+{
+	int fd;
+
+	/* testing aid: take the pre-6.9 path (tid-keyed hash) here too */
+	if (getenv("TBPF_THREAD_HASH"))
+		return false;
+	fd = (int)syscall(SYS_pidfd_open, getpid(), PIDFD_THREAD);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
 struct gstate {
 	const struct guard_config *cfg;
+	bool task_store;   /* threads_map_fd is task storage (keyed by pidfd) */
 	struct tracee *t;
 	size_t n, cap;
 	struct uprobe_set entry, ret, hooks;
@@ -139,19 +159,35 @@ static void scan_stack(struct gstate *g, pid_t tid, const char *when)
 	fflush(glog);
 }
 
+/* A thread's op stack as BPF keeps it: by tid in a hash, or in task
+ * storage, looked up through a pidfd of that very thread. */
+static int thread_state_read(const struct gstate *g, pid_t tid, struct tbpf_thread *th)
+{
+	__u32 key = tid;
+	int pfd, err;
+
+	if (!g->task_store)
+		return bpf_map_lookup_elem(g->cfg->threads_map_fd, &key, th) ? -errno : 0;
+	pfd = (int)syscall(SYS_pidfd_open, tid, tid == g->cfg->pid ? 0 : PIDFD_THREAD);
+	if (pfd < 0)
+		return -errno;
+	err = bpf_map_lookup_elem(g->cfg->threads_map_fd, &pfd, th) ? -errno : 0;
+	close(pfd);
+	return err;
+}
+
 /* Write back every hijacked return address of one (stopped) thread. */
 static size_t repair_thread(struct gstate *g, pid_t tid)
 {
 	struct tbpf_thread th;
 	uint64_t slot[TBPF_MAX_DEPTH];
 	size_t fix[TBPF_MAX_DEPTH], nfix, done = 0;
-	__u32 key = tid;
 	pid_t pid = g->cfg->pid;
 	size_t depth;
 
-	if (bpf_map_lookup_elem(g->cfg->threads_map_fd, &key, &th)) {
+	if (thread_state_read(g, tid, &th)) {
 		if (glog) {
-			fprintf(glog, "repair tid %d: no thread state (%s)\n", tid, strerror(errno));
+			fprintf(glog, "repair tid %d: no thread state\n", tid);
 			fflush(glog);
 		}
 		return 0;
@@ -413,11 +449,15 @@ static void shutdown_all(struct gstate *g)
 static int run_child(const struct guard_config *cfg, int cmd_fd, int status_fd)
 {
 	struct gstate g = { .cfg = cfg, .status_fd = status_fd };
+	struct bpf_map_info minfo = { 0 };
+	__u32 mlen = sizeof(minfo);
 	char err[400] = "";
 	sigset_t mask;
 	int sfd, rc;
 
 	prctl(PR_SET_NAME, "tbpf-guard");
+	g.task_store = !bpf_obj_get_info_by_fd(cfg->threads_map_fd, &minfo, &mlen) &&
+		       minfo.type == BPF_MAP_TYPE_TASK_STORAGE;
 	if (getenv("TBPF_GUARD_LOG"))
 		glog = fopen(getenv("TBPF_GUARD_LOG"), "a");
 	signal(SIGINT, SIG_IGN);

@@ -39,7 +39,9 @@ struct guard_config {
 	pid_t pid;
 	int sig;                  /* signal BPF sends (default SIGURG) */
 	uint64_t tramp_page;
-	int threads_map_fd, guard_tids_fd, guard_req_fd;
+	int threads_map_fd;       /* per-thread op stacks: tid-keyed hash or
+				   * task storage (told apart by map type) */
+	int guard_tids_fd, guard_req_fd;
 	struct bpf_program *entry_prog, *exit_prog, *unwind_prog, *catch_prog;
 	bool multi;               /* uprobe_multi available */
 	const struct guard_lib *libs;
@@ -69,6 +71,13 @@ bool guard_alive(struct guard *g);
 pid_t guard_pid(const struct guard *g);
 /* Op entry probes the guard attached. */
 size_t guard_entry_probes(const struct guard *g);
+
+/* true when this kernel opens pidfds of single threads (PIDFD_THREAD,
+ * Linux 6.9+), which the guard needs to read a thread's op stack kept in
+ * BPF task storage (threads_map_fd of type BPF_MAP_TYPE_TASK_STORAGE);
+ * with a tid-keyed hash it needs nothing.  TBPF_THREAD_HASH=1 in the
+ * environment makes it false (to test that path on new kernels). */
+bool guard_thread_store_ok(void);
 
 /* Pure helper used by the guard and unit-tested: decide which recorded
  * frames need their return address restored, given the slot contents

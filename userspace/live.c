@@ -219,6 +219,8 @@ int live_run(const struct live_opts *o)
 		.cuda = o->cuda,
 		.system_wide = o->npids == 0,
 		.no_multi = o->no_multi,
+		.redispatch = o->redispatch,
+		.no_hist = true,            /* only the daemon reads histograms */
 		.ring_size = o->ring_size,
 		.only_pid = o->npids == 1 ? o->pids[0] : 0,
 		.comm_filter = o->comm,

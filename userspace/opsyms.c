@@ -454,6 +454,15 @@ static int add_rostring(const char *s, void *ctx)
 	return 0;
 }
 
+/* "aten::..." strings that are no schema: those with a '(' were seen by
+ * the ") -> " scan when opname_map_add would keep them */
+static int add_qualified(const char *s, void *ctx)
+{
+	if (!strchr(s, '('))
+		opname_map_add(ctx, s);
+	return 0;
+}
+
 static int opsym_cmp(const void *a, const void *b)
 {
 	const struct opsym *x = a, *y = b;
@@ -501,7 +510,11 @@ int opsyms_discover(const char *path, struct opsym_set *out)
 		err = -ENOMEM;
 		goto out;
 	}
-	elf_file_for_each_rostring(ef, "", add_rostring, map);
+	/* Only two kinds of string name ops (opname_map_add): schemas, which
+	 * contain ") -> ", and "aten::" names.  Visiting just those is ~10x
+	 * faster than every string of a 10 MB .rodata, with the same map. */
+	elf_file_for_each_rostring_with(ef, ") -> ", add_rostring, map);
+	elf_file_for_each_rostring(ef, "aten::", add_qualified, map);
 	for (size_t i = 0; i < out->n; i++) {
 		struct opsym *o = &out->v[i];
 		int src = opname_map_split(map, o->struct_name, &o->name, &o->overload);

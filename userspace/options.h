@@ -22,6 +22,7 @@ struct live_opts {
 	bool python;               /* walk Python stacks */
 	bool cuda;                 /* probe libcudart/libcuda */
 	bool no_multi;             /* force per-probe attach (testing) */
+	bool redispatch;           /* probe ::redispatch too (boxed-path ops) */
 	bool by_overload;          /* table rows per overload */
 	bool tree_ops;             /* --format tree: ops under each layer */
 	double min_pct;            /* --format tree: hide smaller rows */

@@ -193,6 +193,9 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 	s->skel->rodata->targ_tgid = cfg->only_pid > 0 ? (__u32)cfg->only_pid : 0;
 	s->skel->rodata->pid_filter = cfg->only_pid > 0 ? 0 : 1;
 	s->skel->rodata->guard_sig = SIGURG;
+	/* thread state in task storage unless the guard could not read it */
+	s->skel->rodata->thread_store = cfg->exits == EXITS_INFER || guard_thread_store_ok();
+	s->skel->rodata->hist_on = !cfg->no_hist;
 	if (cfg->ring_size)
 		bpf_map__set_max_entries(s->skel->maps.events, (uint32_t)ring_size_round(cfg->ring_size));
 	if (s->multi) {
@@ -385,7 +388,8 @@ static int start_guard(struct session *s, struct tgt *tg, char **why)
 		.pid = tg->t.pid,
 		.sig = SIGURG,
 		.tramp_page = s->skel->rodata->tramp_page,
-		.threads_map_fd = bpf_map__fd(s->skel->maps.threads),
+		.threads_map_fd = s->skel->rodata->thread_store ? bpf_map__fd(s->skel->maps.thread_tls)
+								 : bpf_map__fd(s->skel->maps.threads),
 		.guard_tids_fd = bpf_map__fd(s->skel->maps.guard_tids),
 		.guard_req_fd = bpf_map__fd(s->skel->maps.guard_req),
 		.entry_prog = s->skel->progs.tbpf_op_entry,
@@ -482,7 +486,7 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 		return -ENOMEM;
 	tg->pidfd = -1;
 	tg->id_base = s->next_id;
-	err = target_open(pid, tg->id_base, &tg->t, why);
+	err = target_open(pid, tg->id_base, s->cfg.redispatch ? TARGET_REDISPATCH : 0, &tg->t, why);
 	if (err) {
 		free(tg);
 		return err;

@@ -27,6 +27,8 @@ struct session_config {
 	bool cuda;                  /* probe libcudart/libcuda */
 	bool system_wide;           /* session_scan attaches every PyTorch process */
 	bool no_multi;
+	bool redispatch;            /* probe ::redispatch too (target_open) */
+	bool no_hist;               /* no latency histograms (map ophist) */
 	uint64_t ring_size;
 	pid_t only_pid;             /* the one target, known before load: the BPF
 				     * pid check is a constant compare (saves a

@@ -136,7 +136,7 @@ static int find_hooks(struct target *t, const struct pm_maps *m)
 	return err;
 }
 
-int target_open(pid_t pid, uint32_t id_base, struct target *t, char **why)
+int target_open(pid_t pid, uint32_t id_base, unsigned flags, struct target *t, char **why)
 {
 	struct pm_maps maps = { 0 };
 	char **paths = NULL;
@@ -208,12 +208,13 @@ int target_open(pid_t pid, uint32_t id_base, struct target *t, char **why)
 			/* syms are sorted by name: equal names are adjacent */
 			if (k == 0 || strcmp(s->name, l->syms.v[k - 1].name))
 				name_id++;
-			l->offsets[k] = s->file_off;
-			l->cookies[k] = (uint64_t)(l->id_base + s->op_index + 1) |
-					(s->redispatch ? TBPF_COOKIE_REDISPATCH : 0) |
-					((uint64_t)(name_id & 0xffffff) << TBPF_COOKIE_NAME_SHIFT);
+			if (s->redispatch && !(flags & TARGET_REDISPATCH))
+				continue;
+			l->offsets[l->n] = s->file_off;
+			l->cookies[l->n++] = (uint64_t)(l->id_base + s->op_index + 1) |
+					     (s->redispatch ? TBPF_COOKIE_REDISPATCH : 0) |
+					     ((uint64_t)(name_id & 0xffffff) << TBPF_COOKIE_NAME_SHIFT);
 		}
-		l->n = l->syms.n;
 		t->nprobes += l->n;
 		nops_total += l->syms.n_ops;
 	}

@@ -310,6 +310,22 @@ static void test_rostrings(void **state)
 		assert_string_equal(st.v[1], "tbpfmark:beta(x) -> y");
 		for (int k = 0; k < st.n && k < 8; k++)
 			free(st.v[k]);
+		/* strings containing a needle: whole strings, each once, not
+		 * the writable one */
+		memset(&st, 0, sizeof(st));
+		assert_int_equal(elf_file_for_each_rostring_with(ef, ") -> ", collect_str, &st), 0);
+		assert_int_equal(st.n, 1);
+		assert_string_equal(st.v[0], "tbpfmark:beta(x) -> y");
+		free(st.v[0]);
+		memset(&st, 0, sizeof(st));
+		assert_int_equal(elf_file_for_each_rostring_with(ef, "mark:", collect_str, &st), 0);
+		assert_int_equal(st.n, 2);
+		qsort(st.v, 2, sizeof(char *), strp_cmp);
+		assert_string_equal(st.v[0], "tbpfmark:alpha");
+		assert_string_equal(st.v[1], "tbpfmark:beta(x) -> y");
+		for (int k = 0; k < st.n && k < 8; k++)
+			free(st.v[k]);
+		assert_int_equal(elf_file_for_each_rostring_with(ef, "", collect_str, &st), -EINVAL);
 		/* "" visits every string, the markers among them */
 		memset(&st, 0, sizeof(st));
 		assert_int_equal(elf_file_for_each_rostring(ef, "", collect_str, &st), 0);

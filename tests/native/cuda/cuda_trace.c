@@ -64,7 +64,7 @@ static int attach_ops(struct tbpf_bpf *skel, pid_t pid, struct uprobe_set *set)
 	char *why = NULL;
 	int err;
 
-	err = target_open(pid, 0, &tgt, &why);
+	err = target_open(pid, 0, TARGET_REDISPATCH, &tgt, &why);
 	if (err) {
 		fprintf(stderr, "cuda_trace: %s\n", why ? why : strerror(-err));
 		return err;

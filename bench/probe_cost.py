@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""probe_cost.py - per-op cost of tbpf's probes, measured inside one process.
+
+One worker process runs the dispatch-bound step (tests/workloads/
+dispatch_bound.py) on command.  Each round times N iterations without
+tbpf, attaches `tbpf --pid WORKER ARGS...`, times N iterations again while
+reading the kernel's BPF run-time statistics (kernel.bpf_stats_enabled=1)
+of tbpf's own tbpf_op_entry / tbpf_op_exit programs before and after a second
+probed run (the statistics add two clock reads per program run, so the
+timed run is done with them off), and stops tbpf.  Baseline and probed runs alternate in the same process, so
+allocator, caches and the Python state are the same for both.
+
+Per round: us/iter without and with tbpf, per-op overhead ((with -
+without) / ATen ops per iteration), the same from the worker thread's CPU
+time (user + system, which includes the traps and BPF programs but not
+time other processes take the CPU: steadier on a shared machine), probe hits per iteration (entry
+program runs / N), and the mean BPF run time of the entry and exit
+programs.  Prints the medians over rounds as one line of JSON.
+
+  sudo bench/probe_cost.py --rounds 5 -- --exits=infer --no-python
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WL = os.path.join(ROOT, "tests", "workloads")
+
+WORKER = r"""
+import sys, time
+sys.path.insert(0, %r)
+import wl_common  # noqa
+import torch
+import dispatch_bound
+torch.set_num_threads(1)
+step = dispatch_bound.setup(None)
+for _ in range(200):
+    step()
+print("READY", flush=True)
+for line in sys.stdin:
+    n = int(line)
+    t0, c0 = time.perf_counter(), time.thread_time()
+    for _ in range(n):
+        step()
+    print("%%.9f %%.9f" %% (time.perf_counter() - t0, time.thread_time() - c0), flush=True)
+""" % WL
+
+
+def prog_list():
+    """[(id, name, run_time_ns, run_cnt)] of every tbpf op program loaded."""
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True, check=True)
+    return [(p["id"], p["name"], p.get("run_time_ns", 0), p.get("run_cnt", 0))
+            for p in json.loads(out.stdout) if p.get("name") in ("tbpf_op_entry", "tbpf_op_exit")]
+
+
+def held_prog_ids(pid):
+    """Ids of the BPF programs process pid holds an fd on (/proc/PID/fdinfo)."""
+    ids = set()
+    d = "/proc/%d/fdinfo" % pid
+    for fd in os.listdir(d):
+        try:
+            with open(os.path.join(d, fd)) as f:
+                for line in f:
+                    if line.startswith("prog_id:"):
+                        ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+    return ids
+
+
+def prog_stats(pid):
+    """{name: (run_time_ns, run_cnt)} of tbpf's op programs held by pid
+    (this bpftool lists no owning pids; other tbpf runs may be loaded)."""
+    ids = held_prog_ids(pid)
+    return {name: (t, c) for i, name, t, c in prog_list() if i in ids}
+
+
+def set_stats(v):
+    with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+        f.write(v)
+
+
+def timed(worker, n):
+    worker.stdin.write("%d\n" % n)
+    worker.stdin.flush()
+    wall, cpu = worker.stdout.readline().split()
+    return float(wall), float(cpu)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--python", default="/usr/bin/python3")
+    ap.add_argument("--tbpf", default=os.path.join(ROOT, "build", "tbpf"))
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--iters", type=int, default=3000)
+    ap.add_argument("--ops-per-iter", type=float, default=95.0,
+                    help="ATen ops per iteration as torch.profiler counts them (bench.py --count-ops)")
+    ap.add_argument("tbpf_args", nargs="*")
+    a = ap.parse_args()
+
+    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+        old = f.read().strip()
+    worker = subprocess.Popen([a.python, "-c", WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    rows = []
+    try:
+        if worker.stdout.readline().strip() != "READY":
+            sys.exit("worker failed")
+        timed(worker, a.iters)  # warm
+        for _ in range(a.rounds):
+            base = timed(worker, a.iters)
+            tb = subprocess.Popen([a.tbpf, "--pid", str(worker.pid), "--format", "json", "-o", "/dev/null"] +
+                                  a.tbpf_args, stderr=subprocess.PIPE, text=True, stdout=subprocess.DEVNULL)
+            line = ""
+            while "attached" not in line:
+                line = tb.stderr.readline()
+                if not line:
+                    sys.exit("tbpf exited before attaching")
+            ms = re.search(r"([\d.]+)\s*ms", line)
+            probed = timed(worker, a.iters)
+            # BPF run times in a separate run: the statistics cost two
+            # clock reads per program run, which the timed run must not see
+            set_stats("1")
+            s0 = prog_stats(tb.pid)
+            timed(worker, a.iters)
+            s1 = prog_stats(tb.pid)
+            set_stats(old)
+            tb.send_signal(signal.SIGINT)
+            tb.communicate(timeout=60)
+            r = {"base_us": base[0] / a.iters * 1e6, "tbpf_us": probed[0] / a.iters * 1e6,
+                 "base_cpu_us": base[1] / a.iters * 1e6, "tbpf_cpu_us": probed[1] / a.iters * 1e6,
+                 "attach_ms": float(ms.group(1)) if ms else None}
+            r["per_op_us"] = (r["tbpf_us"] - r["base_us"]) / a.ops_per_iter
+            r["per_op_cpu_us"] = (r["tbpf_cpu_us"] - r["base_cpu_us"]) / a.ops_per_iter
+            for name, key in (("tbpf_op_entry", "entry"), ("tbpf_op_exit", "exit")):
+                if name in s1:
+                    dt = s1[name][0] - s0.get(name, (0, 0))[0]
+                    dc = s1[name][1] - s0.get(name, (0, 0))[1]
+                    r[key + "_hits_per_iter"] = dc / a.iters
+                    r[key + "_ns"] = dt / dc if dc else None
+            rows.append(r)
+            print(json.dumps(r), file=sys.stderr)
+    finally:
+        worker.kill()
+        set_stats(old)
+    keys = sorted({k for r in rows for k in r})
+    print(json.dumps({k: round(statistics.median([r[k] for r in rows if r.get(k) is not None]), 3)
+                      for k in keys if any(r.get(k) is not None for r in rows)}))
+
+
+if __name__ == "__main__":
+    main()
