@@ -101,3 +101,8 @@ for ((r = 1; r <= REPS; r++)); do
 	done
 done
 echo "slowdown = base median iters/s / run iters/s - 1; est: tbpf_op_calls_total{op=aten::add} (scaled by 1/coverage under the budget)"
+for mode in budget full; do
+	m=$(median $(for ((r = 1; r <= REPS; r++)); do echo "${its[$mode.$r]}"; done))
+	me=$(median $(for ((r = 1; r <= REPS; r++)); do echo "${est[$mode.$r]}"; done | grep -v -- '^-$' || echo 0))
+	echo "median $mode: $m iters/s, slowdown $(python3 -c "print('%+.2f%%' % ((float('$base') / float('$m') - 1) * 100))"), add estimate $me ($(python3 -c "print('%+.2f%%' % ((float('$me') - $exact) / $exact * 100))") of exact)"
+done

@@ -448,13 +448,16 @@ static uint64_t probe_hits(struct session *s)
  * the read, so an interval between two readings is not biased by their
  * length (a few ms against hot intervals of a few ms). */
 static uint64_t read_rows(struct session *s, pid_t pid, struct prof_op **rows, size_t *n,
-			  uint64_t *hits, int *err)
+			  uint64_t *hits, uint64_t *cpu, int *err)
 {
-	uint64_t t0 = mono_ns(), t1;
+	uint64_t t0 = mono_ns(), t1, c0 = budget_proc_cpu_ns(pid), c1;
 
 	*err = rows_of(s, pid, rows, n);
 	*hits = probe_hits(s);
+	c1 = budget_proc_cpu_ns(pid);
 	t1 = mono_ns();
+	/* the target's CPU at the same moment: the middle of the read too */
+	*cpu = c0 && c1 ? c0 + (c1 - c0) / 2 : c1;
 	return t0 + (t1 - t0) / 2;
 }
 
@@ -499,8 +502,7 @@ static void steady_cut(struct budget *b, struct session *s, struct budget_target
 
 	if (!t->steady)
 		return;
-	now = read_rows(s, t->pid, &cur, &n, &hits, &err);
-	cpu = budget_proc_cpu_ns(t->pid);
+	now = read_rows(s, t->pid, &cur, &n, &hits, &cpu, &err);
 	if (cpu)
 		t->cpu_last = cpu;
 	else
@@ -555,9 +557,9 @@ static void steady_open(struct session *s, struct budget_target *t)
 	free(t->snap);
 	t->snap = NULL;
 	t->nsnap = 0;
-	t->steady_start = read_rows(s, t->pid, &t->snap, &t->nsnap, &t->hits_steady_start, &err);
+	t->steady_start = read_rows(s, t->pid, &t->snap, &t->nsnap, &t->hits_steady_start,
+				    &t->cpu_steady_start, &err);
 	t->steady = !err;
-	t->cpu_steady_start = budget_proc_cpu_ns(t->pid);
 }
 
 static double hit_cost(const struct budget *b, const struct budget_target *t)
@@ -595,8 +597,14 @@ static void update_estimates(const struct budget *b, struct budget_target *t)
 	t->hit_ns = h;
 }
 
-/* Re-plan from the estimates: the always-on cost; a quarter of the budget
- * for discoveries, a quarter for light phases, the rest for hot phases. */
+/* The share of the budget for light phases: the yardstick's precision
+ * decides the estimates' (hot phases only need a few hundred light-set
+ * calls to fix every op's ratio to them). */
+#define LIGHT_SHARE 0.4
+
+/* Re-plan from the estimates: the always-on cost; up to a quarter of the
+ * budget for discoveries, LIGHT_SHARE for light phases, the rest (at least
+ * a quarter) for hot phases. */
 static void replan(struct budget *b, struct budget_target *t)
 {
 	const struct budget_acc *hp = &t->est[BP_HOT], *fp = &t->est[BP_FULL];
@@ -633,7 +641,7 @@ static void replan(struct budget *b, struct budget_target *t)
 		light_cost = lp->hits / lp->light * h / t->work_per_light;
 	else if (t->nlight)
 		light_cost = full / 10;   /* not measured yet: a guess, corrected next time */
-	hot_budget = b->limit - disc - (t->nlight ? b->limit / 4 : 0);
+	hot_budget = b->limit - disc - (t->nlight ? b->limit * LIGHT_SHARE : 0);
 	if (hot_budget < b->limit / 4)
 		hot_budget = b->limit / 4;
 	/* the detach's wall time is mostly the kernel waiting for a grace
@@ -649,7 +657,7 @@ static void replan(struct budget *b, struct budget_target *t)
 		return;
 	period = plan.on_ns + plan.off_ns;
 	if (light_cost > 0) {
-		double duty = b->limit / 4 / light_cost;
+		double duty = b->limit * LIGHT_SHARE / light_cost;
 		uint64_t min_l = 2 * t->att_ns[BP_LIGHT] + b->min_on_ns;
 
 		light_on = (uint64_t)(duty * (double)period);
