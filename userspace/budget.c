@@ -890,7 +890,11 @@ void budget_window(struct budget *b, struct session *s, uint64_t now)
 		if (t->win[BP_HOT].ns + t->win[BP_FULL].ns <= 0 || life <= 0) {
 			t->coverage = t->full_coverage = 1;   /* nothing counted: nothing to scale */
 		} else if (t->work_per_light > 0 && seen > 0 && cpu_all > probe_cpu) {
-			double total = (cpu_all - probe_cpu) / t->work_per_light;
+			/* this window's own yardstick when it measured enough (the
+			 * target's speed drifts), else the running estimate */
+			const struct budget_acc *lw = &t->win[BP_LIGHT];
+			double w = lw->light >= 500 ? (lw->cpu - lw->hits * h) / lw->light : 0;
+			double total = (cpu_all - probe_cpu) / (w > 0 ? w : t->work_per_light);
 
 			t->coverage = seen < total ? seen / total : 1;
 			t->full_coverage = seen_full < total ? seen_full / total : 1;
