@@ -135,6 +135,25 @@ start_tbpf() {
 	fail "no 'tbpf: attached' line from tbpf after ${ATTACH_TIMEOUT}s: $(head -c 300 "$err" | tr '\n' ' ')"
 }
 
+# start_daemon ARGS...: run `$TBPF daemon --listen 127.0.0.1:0 ARGS` in the
+# background (stdout $T/daemon.out, stderr $T/daemon.err) and wait for its
+# port line.  Sets dpid and PORT.
+start_daemon() {
+	local i
+	log "start daemon: $TBPF daemon --listen 127.0.0.1:0 $*"
+	"$TBPF" daemon --listen 127.0.0.1:0 "$@" > "$T/daemon.out" 2> "$T/daemon.err" &
+	dpid=$!
+	_E2E_PIDS+=("$dpid")
+	for ((i = 0; i < 600; i++)); do
+		grep -q '^tbpf: listening on port' "$T/daemon.err" && break
+		_alive $dpid || fail "daemon exited: $(tail -c 300 "$T/daemon.err" | tr '\n' ' ')"
+		sleep 0.1
+	done
+	PORT=$(sed -n 's/^tbpf: listening on port \([0-9]*\)/\1/p' "$T/daemon.err")
+	[ -n "$PORT" ] && [ "$PORT" != 0 ] || fail "no port line from the daemon"
+	log "daemon pid $dpid on port $PORT"
+}
+
 # go PID: the go signal of the workload protocol (tests/workloads/wl_common.py).
 go() { kill -USR1 "$1"; }
 

@@ -18,17 +18,7 @@ Q="python3 $ROOT/tests/e2e/promquery.py"
 
 start_workload w "$PY1" dispatch_bound.py --iters $N
 wpid=$(get w pid)
-TBPF_BUDGET_DEBUG=1 "$TBPF" daemon --pid "$wpid" --listen 127.0.0.1:0 --window 4s \
-	--max-overhead 1% -v > "$T/daemon.out" 2> "$T/daemon.err" &
-dpid=$!
-_E2E_PIDS+=("$dpid")
-for ((i = 0; i < 600; i++)); do
-	grep -q '^tbpf: listening on port' "$T/daemon.err" && break
-	_alive $dpid || fail "daemon exited: $(tail -c 300 "$T/daemon.err" | tr '\n' ' ')"
-	sleep 0.1
-done
-PORT=$(sed -n 's/^tbpf: listening on port \([0-9]*\)/\1/p' "$T/daemon.err")
-[ -n "$PORT" ] || fail "no port line from the daemon"
+TBPF_BUDGET_DEBUG=1 start_daemon --pid "$wpid" --window 4s --max-overhead 1% -v
 grep -m1 'calibrated' "$T/daemon.err" || fail "no calibration line"
 go "$wpid"
 sleep 9   # two windows with the job running: coverage and overhead gauges

@@ -43,19 +43,7 @@ start_workload wa "$PY1" fleet_ops.py --comm fl_a --iters $NA
 start_workload wb "$PY_B" fleet_ops.py --comm fl_b --iters $NB
 
 mkdir -p "$T/pprof"
-log "start daemon"
-"$TBPF" daemon --listen 127.0.0.1:0 --window 1s --cgroup "$CGNAME" --label host=e2e \
-	--pprof-dir "$T/pprof" --keep 3 -v > "$T/daemon.out" 2> "$T/daemon.err" &
-dpid=$!
-_E2E_PIDS+=("$dpid")
-for ((i = 0; i < 300; i++)); do
-	grep -q '^tbpf: listening on port' "$T/daemon.err" && break
-	_alive $dpid || fail "daemon exited: $(tail -c 300 "$T/daemon.err" | tr '\n' ' ')"
-	sleep 0.1
-done
-PORT=$(sed -n 's/^tbpf: listening on port \([0-9]*\)/\1/p' "$T/daemon.err")
-[ -n "$PORT" ] && [ "$PORT" != 0 ] || fail "no port line from the daemon"
-log "daemon pid $dpid on port $PORT"
+start_daemon --window 1s --cgroup "$CGNAME" --label host=e2e --pprof-dir "$T/pprof" --keep 3 -v
 
 wait_attached() {   # PID: the daemon's verbose "attached to pid" line
 	local i
