@@ -136,16 +136,13 @@ int budget_sets(const struct prof_op *d, size_t n, const uint32_t *light, size_t
 		free(nl_ids);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < k; i++)
+	for (size_t i = 0; i < k; i++)   /* ascending: d is sorted by op */
 		hot[nh++] = c[i].id;
 	if (keep_light) {
-		qsort(hot, nh, sizeof(*hot), u32_cmp);
 		for (size_t i = 0; i < nlight; i++) {
 			nl_ids[nl++] = light[i];
-			if (!in_set(hot, nh, light[i])) {
+			if (!in_set(hot, k, light[i]))
 				hot[nh++] = light[i];
-				qsort(hot, nh, sizeof(*hot), u32_cmp);
-			}
 		}
 	} else {
 		qsort(c, k, sizeof(*c), opcount_cmp);
@@ -686,7 +683,6 @@ static void set_off(struct budget *b, struct session *s, struct budget_target *t
 	done = mono_ns();
 	t->hits_window += probe_hits(s) - t->hits_on_start;
 	t->on_ns_window += done - t->on_mark_ns;
-	t->det_ns[t->phase] = done - now;
 	debug("budget: pid %d %s off in %.2f ms\n", t->pid, phase_name[t->phase],
 	      (done - now) / 1e6);
 	replan(b, t);
@@ -709,8 +705,6 @@ static void set_on(struct session *s, struct budget_target *t, enum budget_phase
 	t->since_ns = t->on_mark_ns = now;
 	t->hits_on_start = hits;
 	t->att_ns[ph] = done - now;
-	if (ph == BP_FULL)
-		t->discoveries++;
 	steady_open(s, t);
 	debug("budget: pid %d %s on in %.2f ms\n", t->pid, phase_name[ph], (done - now) / 1e6);
 }
@@ -732,7 +726,6 @@ static void adopt(struct budget *b, struct session *s, pid_t pid, uint64_t now)
 	t->adopted_ns = t->seen_ns = now;
 	t->on_ns[BP_FULL] = b->min_full_ns;
 	t->next_full_ns = now + b->rediscover_ns;
-	t->discoveries = 1;
 	t->coverage = t->full_coverage = 1;
 	steady_open(s, t);
 }

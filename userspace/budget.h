@@ -84,7 +84,7 @@ struct budget_target {
 	uint64_t cpu_window_start; /* target CPU ns at window start */
 	uint64_t cpu_last;         /* last reading (kept when the target exits) */
 	uint64_t adopted_ns, seen_ns;    /* first and last time seen alive */
-	uint64_t att_ns[4], det_ns[4];   /* last attach and detach time per phase */
+	uint64_t att_ns[4];        /* last attach time per phase */
 	uint64_t on_mark_ns;       /* probe time counted into on_ns_window up to here */
 	uint64_t next_full_ns;     /* next discovery */
 	uint64_t on_ns[4];         /* planned on time per phase; off: off time */
@@ -105,7 +105,6 @@ struct budget_target {
 	double coverage;           /* last window: share of its work observed */
 	double full_coverage;      /* ... with all ops in */
 	bool by_time;              /* coverage from time, no light-set measure */
-	uint64_t discoveries;
 };
 
 struct budget {

@@ -55,33 +55,27 @@ int probeshare_scan(const char *path, const uint32_t *own_prog_ids, size_t nown,
 	uint32_t id = 0;
 	size_t k = 0, cap = 0;
 	struct probeshare_link *v = NULL;
+	char *p;
 
 	*out = NULL;
 	*n = 0;
 	if (stat(path, &want))
 		return -errno;
+	p = malloc(PATH_MAX);
+	if (!p)
+		return -ENOMEM;
 	while (!bpf_link_get_next_id(id, &id)) {
 		struct link_info_um info;
 		uint32_t len = sizeof(info);
-		char *p = malloc(PATH_MAX);
 		int fd = bpf_link_get_fd_by_id(id);
 		bool same;
 
-		if (!p) {
-			if (fd >= 0)
-				close(fd);
-			free(v);
-			return -ENOMEM;
-		}
-		if (fd < 0) {   /* gone meanwhile */
-			free(p);
+		if (fd < 0)   /* gone meanwhile */
 			continue;
-		}
 		/* the type first: other link types read the union differently */
 		memset(&info, 0, sizeof(info));
 		if (bpf_obj_get_info_by_fd(fd, &info, &len) || info.type != LINK_TYPE_UPROBE_MULTI) {
 			close(fd);
-			free(p);
 			continue;
 		}
 		memset(&info, 0, sizeof(info));
@@ -94,7 +88,6 @@ int probeshare_scan(const char *path, const uint32_t *own_prog_ids, size_t nown,
 		p[PATH_MAX - 1] = 0;
 		same = info.path && !stat(p, &st) && st.st_dev == want.st_dev &&
 		       st.st_ino == want.st_ino;
-		free(p);
 		if (!same || own(info.prog_id, own_prog_ids, nown))
 			continue;
 		if (k == cap) {
@@ -102,6 +95,7 @@ int probeshare_scan(const char *path, const uint32_t *own_prog_ids, size_t nown,
 
 			if (!nv) {
 				free(v);
+				free(p);
 				return -ENOMEM;
 			}
 			v = nv;
@@ -110,6 +104,7 @@ int probeshare_scan(const char *path, const uint32_t *own_prog_ids, size_t nown,
 		v[k++] = (struct probeshare_link){ id, info.prog_id, info.pid,
 						   !!(info.flags & UPROBE_MULTI_RETURN) };
 	}
+	free(p);
 	*out = v;
 	*n = k;
 	return 0;

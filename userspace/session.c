@@ -309,13 +309,6 @@ static int u32_cmp(const void *a, const void *b)
 static int attach_entries_of(struct session *s, struct tgt *tg, const uint32_t *ids,
 			     size_t nids, char **why)
 {
-	char *msg = NULL;
-
-	if (check_sharing(s, tg, false, &msg) == PS_REFUSE) {
-		*why = msg;
-		return -EBUSY;
-	}
-	free(msg);
 	for (size_t i = 0; i < tg->t.nlibs; i++) {
 		struct target_lib *l = &tg->t.libs[i];
 		uint64_t *offs = l->offsets, *cks = l->cookies;
@@ -915,6 +908,14 @@ int session_set_enabled_ops(struct session *s, pid_t pid, bool on, const uint32_
 		}
 		if (tg->entry.nprobes)
 			return 0;
+		/* another tool may have put return probes on the file since the
+		 * target was added (session_add_target checked then) */
+		if (check_sharing(s, tg, false, &why) == PS_REFUSE) {
+			free(why);
+			return -EBUSY;
+		}
+		free(why);
+		why = NULL;
 		err = attach_entries_of(s, tg, ids, nids, &why);
 		free(why);
 		return err;
