@@ -32,6 +32,10 @@ const volatile __u64 tramp_page = 0x7fffffffe000ULL; /* [uprobes] page */
  * Linux 6.9+ (guard_thread_store_ok()). */
 const volatile __u32 thread_store = 0;
 
+/* Bumped by user space (the mmapped .bss) when a process's op probes are
+ * re-attached: a thread whose frames are older drops them uncounted. */
+__u32 pid_gen[TBPF_GEN_SLOTS];
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 16 << 20);
@@ -73,11 +77,14 @@ struct {
 	__type(value, struct tbpf_opstat);
 } opstats SEC(".maps");
 
+/* The target processes (pid_filter) and, per CPU, each one's op-probe
+ * hits: the overhead budget estimates every target's probe cost from its
+ * own hits (userspace/budget.c), not from the global CNT_ENTRIES. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
-	__type(value, __u8);
+	__type(value, __u64);
 } pids SEC(".maps");
 
 /* Threads the ptrace guard has seized (tid -> 1) and repairs requested. */
@@ -101,6 +108,22 @@ static __always_inline void cnt_add(__u32 idx, __u64 v)
 
 	if (c)
 		*c += v;
+}
+
+/* pid_ok() for the op entry probe, which also counts the hit per target */
+static __always_inline bool pid_hit(__u32 pid)
+{
+	__u64 *h;
+
+	if (targ_tgid)
+		return pid == targ_tgid;
+	if (!pid_filter)
+		return true;
+	h = bpf_map_lookup_elem(&pids, &pid);
+	if (!h)
+		return false;
+	*h += 1;
+	return true;
 }
 
 static __always_inline bool pid_ok(__u32 pid)
@@ -313,7 +336,7 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	struct tbpf_frame *f;
 	bool exits = tbpf_mode & TBPF_MODE_EXITS;
 
-	if (!pid_ok(pid))
+	if (!pid_hit(pid))
 		return 0;
 	now = bpf_ktime_get_ns();
 	cookie = bpf_get_attach_cookie(ctx);
@@ -324,6 +347,17 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	if (!t)
 		return 0;
 	t->pid = pid;
+	{
+		__u32 g = pid_gen[pid & (TBPF_GEN_SLOTS - 1)];
+
+		if (t->gen != g) {   /* frames from before a re-attach */
+			t->gen = g;
+			t->depth = 0;
+			t->vdepth = 0;
+			t->stack_id = 0;
+			t->pystack_id = 0;
+		}
+	}
 	/* the return address also tells later CUDA probes whether this
 	 * frame is still live (cuda.bpf.h, cuda_top_op) */
 	bpf_probe_read_user(&ra, sizeof(ra), (void *)sp);

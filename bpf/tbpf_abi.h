@@ -294,7 +294,15 @@ struct tbpf_thread {
 	__u32 stack_id;   /* Python stack id of the outermost op */
 	__u64 pystack_id; /* full 64-bit id */
 	struct tbpf_frame frames[TBPF_MAX_DEPTH];
+	__u32 gen;        /* pid_gen of its process when its frames were pushed */
+	__u32 pad;
 };
+
+/* Slots of the per-process attach generation (bpf: pid_gen[pid & mask]).
+ * The overhead budget detaches and re-attaches op probes; frames a thread
+ * left open at a detach (in infer mode, closed only by its next probed
+ * entry) must not be closed and counted inside the next on phase. */
+#define TBPF_GEN_SLOTS 4096
 
 struct tbpf_opkey {
 	__u32 pid;

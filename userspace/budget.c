@@ -277,7 +277,12 @@ out:
 
 /* ---- driver -------------------------------------------------------- */
 
-/* CPU time of every thread of pid in ns (schedstat), 0 when gone. */
+/* CPU time of every thread of pid in ns (schedstat), 0 when gone.
+ * schedstat is brought up to date at ticks and context switches only, so
+ * a running thread's figure lags up to a tick (4 ms at HZ=250).  Task-clock
+ * perf events read up to date were tried (session 3): the estimates came
+ * out no steadier and the planner overspent 2-5x on test_budget, so the
+ * estimator stays as tuned on schedstat. */
 uint64_t budget_proc_cpu_ns(pid_t pid)
 {
 	char path[64];
@@ -331,6 +336,7 @@ void budget_free(struct budget *b)
 		free(b->t[i].snap);
 		free(b->t[i].hot);
 		free(b->t[i].light);
+		free(b->t[i].mix);
 	}
 	free(b->t);
 	free(b->gone);
@@ -365,6 +371,23 @@ double budget_coverage(const struct budget *b, pid_t pid)
 		if (b->gone[i].pid == pid)
 			return b->gone[i].coverage;
 	return 1;
+}
+
+bool budget_cost(const struct budget *b, pid_t pid, double *probe_cpu, double *base_cpu)
+{
+	for (size_t i = 0; i < b->n; i++)
+		if (b->t[i].pid == pid) {
+			*probe_cpu = b->t[i].probe_cpu;
+			*base_cpu = b->t[i].base_cpu;
+			return *base_cpu > 0;
+		}
+	for (size_t i = 0; i < b->ngone; i++)
+		if (b->gone[i].pid == pid) {
+			*probe_cpu = b->gone[i].probe_cpu;
+			*base_cpu = b->gone[i].base_cpu;
+			return *base_cpu > 0;
+		}
+	return false;
 }
 
 #ifdef HAVE_SESSION
@@ -433,25 +456,23 @@ static int rows_of(struct session *s, pid_t pid, struct prof_op **rows, size_t *
 	return err;
 }
 
-static uint64_t probe_hits(struct session *s)
+/* The target's CPU ns, 0 when it is gone. */
+static uint64_t target_cpu_ns(const struct budget_target *t)
 {
-	uint64_t cnt[CNT_MAX];
-
-	session_counters(s, cnt);
-	return cnt[CNT_ENTRIES];
+	return budget_proc_cpu_ns(t->pid);
 }
 
 /* Read the rows and the hit counter; the reading's time is the middle of
  * the read, so an interval between two readings is not biased by their
  * length (a few ms against hot intervals of a few ms). */
-static uint64_t read_rows(struct session *s, pid_t pid, struct prof_op **rows, size_t *n,
+static uint64_t read_rows(struct session *s, const struct budget_target *t, struct prof_op **rows, size_t *n,
 			  uint64_t *hits, uint64_t *cpu, int *err)
 {
-	uint64_t t0 = mono_ns(), t1, c0 = budget_proc_cpu_ns(pid), c1;
+	uint64_t t0 = mono_ns(), t1, c0 = target_cpu_ns(t), c1;
 
-	*err = rows_of(s, pid, rows, n);
-	*hits = probe_hits(s);
-	c1 = budget_proc_cpu_ns(pid);
+	*err = rows_of(s, t->pid, rows, n);
+	*hits = session_target_hits(s, t->pid);
+	c1 = target_cpu_ns(t);
 	t1 = mono_ns();
 	/* the target's CPU at the same moment: the middle of the read too */
 	*cpu = c0 && c1 ? c0 + (c1 - c0) / 2 : c1;
@@ -475,6 +496,15 @@ static void choose_sets(struct budget_target *t, const struct prof_op *d, size_t
 	t->nhot = nh;
 	t->light = light;
 	t->nlight = nl;
+	if (getenv("TBPF_BUDGET_DEBUG")) {
+		char buf[512];
+		size_t k = 0;
+
+		for (size_t i = 0; i < nh && k < sizeof(buf) - 24; i++)
+			k += (size_t)snprintf(buf + k, sizeof(buf) - k, " %u%s", hot[i],
+					      in_set(light, nl, hot[i]) ? "*" : "");
+		debug("budget: pid %d hot set (* light):%s\n", t->pid, buf);
+	}
 }
 
 static void acc_add(struct budget_acc *a, double ns, double cpu, double hits, double light)
@@ -499,7 +529,7 @@ static void steady_cut(struct budget *b, struct session *s, struct budget_target
 
 	if (!t->steady)
 		return;
-	now = read_rows(s, t->pid, &cur, &n, &hits, &cpu, &err);
+	now = read_rows(s, t, &cur, &n, &hits, &cpu, &err);
 	if (cpu)
 		t->cpu_last = cpu;
 	else
@@ -554,7 +584,7 @@ static void steady_open(struct session *s, struct budget_target *t)
 	free(t->snap);
 	t->snap = NULL;
 	t->nsnap = 0;
-	t->steady_start = read_rows(s, t->pid, &t->snap, &t->nsnap, &t->hits_steady_start,
+	t->steady_start = read_rows(s, t, &t->snap, &t->nsnap, &t->hits_steady_start,
 				    &t->cpu_steady_start, &err);
 	t->steady = !err;
 }
@@ -564,34 +594,42 @@ static double hit_cost(const struct budget *b, const struct budget_target *t)
 	return t->hit_ns > 0 ? t->hit_ns : b->hit_ns;
 }
 
-/* The yardstick and the in-target hit cost from the estimates: light
- * phases give the unprobed CPU per light-set call (their few hits taken
- * out at the current hit cost); hot and full phases then give the cost
- * per hit: (CPU - light calls x unprobed CPU per call) / hits. */
+/* The yardstick and the in-target hit cost from the estimates.  Light
+ * and hot (or full) phases give two equations in the unprobed CPU per
+ * light-set call w and the cost per hit h:
+ *   CPU_light = light calls_light x w + hits_light x h
+ *   CPU_hot   = light calls_hot x w   + hits_hot x h
+ * solved together (hits per light-set call differ: 1 in light phases, the
+ * hot set's many in hot phases).  Until the hot phases have enough hits,
+ * or when the two barely differ, h stays at its last value (at first the
+ * calibration) and w follows from the light phases alone.  Sleepy targets
+ * pay several times the calibrated cost per hit (every trap on cold
+ * caches): taking the calibration there overstated w by the difference
+ * and undercounted by 20%. */
 static void update_estimates(const struct budget *b, struct budget_target *t)
 {
 	const struct budget_acc *l = &t->est[BP_LIGHT];
-	double cpu, light, hits, h;
+	double cpu, light, hits, det;
 
 	if (l->light < 20)
 		return;
-	t->work_per_light = (l->cpu - l->hits * hit_cost(b, t)) / l->light;
-	if (t->work_per_light <= 0) {
-		t->work_per_light = 0;
-		return;
-	}
 	cpu = t->est[BP_HOT].cpu + t->est[BP_FULL].cpu;
 	light = t->est[BP_HOT].light + t->est[BP_FULL].light;
 	hits = t->est[BP_HOT].hits + t->est[BP_FULL].hits;
-	if (hits < 1000 || light < 20)
-		return;
-	h = (cpu - light * t->work_per_light) / hits;
-	/* a measurement far from the calibration is noise, not news */
-	if (h < b->hit_ns / 4)
-		h = b->hit_ns / 4;
-	if (h > b->hit_ns * 8)
-		h = b->hit_ns * 8;
-	t->hit_ns = h;
+	det = l->light * hits - light * l->hits;
+	if (hits >= 300 && light >= 20 && det > 0.3 * l->light * hits) {
+		double h = (l->light * cpu - light * l->cpu) / det;
+
+		/* a measurement far from the calibration is noise, not news */
+		if (h < b->hit_ns / 4)
+			h = b->hit_ns / 4;
+		if (h > b->hit_ns * 8)
+			h = b->hit_ns * 8;
+		t->hit_ns = h;
+	}
+	t->work_per_light = (l->cpu - l->hits * hit_cost(b, t)) / l->light;
+	if (t->work_per_light <= 0)
+		t->work_per_light = 0;
 }
 
 /* The share of the budget for light phases: the yardstick's precision
@@ -672,6 +710,18 @@ static void replan(struct budget *b, struct budget_target *t)
 			   (period ? (double)light_on / (double)period * light_cost : 0);
 }
 
+/* Add the hits since hits_on_start to the window.  The per-pid counter
+ * reads 0 once the session dropped an exited target: no new hits then. */
+static void take_hits(struct session *s, struct budget_target *t)
+{
+	uint64_t h = session_target_hits(s, t->pid);
+
+	if (h > t->hits_on_start) {
+		t->hits_window += h - t->hits_on_start;
+		t->hits_on_start = h;
+	}
+}
+
 /* An on phase runs from the start of its attach to the end of its
  * detach; only its steady part, all its probes in, is counted. */
 static void set_off(struct budget *b, struct session *s, struct budget_target *t, uint64_t now)
@@ -681,7 +731,7 @@ static void set_off(struct budget *b, struct session *s, struct budget_target *t
 	steady_cut(b, s, t, false);
 	session_set_enabled(s, t->pid, false);
 	done = mono_ns();
-	t->hits_window += probe_hits(s) - t->hits_on_start;
+	take_hits(s, t);
 	t->on_ns_window += done - t->on_mark_ns;
 	debug("budget: pid %d %s off in %.2f ms\n", t->pid, phase_name[t->phase],
 	      (done - now) / 1e6);
@@ -693,7 +743,7 @@ static void set_off(struct budget *b, struct session *s, struct budget_target *t
 static void set_on(struct session *s, struct budget_target *t, enum budget_phase ph,
 		   uint64_t now)
 {
-	uint64_t done, hits = probe_hits(s);
+	uint64_t done, hits = session_target_hits(s, t->pid);
 	int err = ph == BP_FULL ? session_set_enabled(s, t->pid, true) :
 		  ph == BP_HOT ? session_set_enabled_ops(s, t->pid, true, t->hot, t->nhot) :
 		  session_set_enabled_ops(s, t->pid, true, t->light, t->nlight);
@@ -721,8 +771,8 @@ static void adopt(struct budget *b, struct session *s, pid_t pid, uint64_t now)
 	t->pid = pid;
 	t->phase = BP_FULL;        /* the session attached all of its ops */
 	t->since_ns = t->on_mark_ns = now;
-	t->hits_on_start = probe_hits(s);
-	t->cpu_last = t->cpu_window_start = budget_proc_cpu_ns(pid);
+	t->hits_on_start = session_target_hits(s, pid);
+	t->cpu_last = t->cpu_window_start = target_cpu_ns(t);
 	t->adopted_ns = t->seen_ns = now;
 	t->on_ns[BP_FULL] = b->min_full_ns;
 	t->next_full_ns = now + b->rediscover_ns;
@@ -794,7 +844,7 @@ void budget_tick(struct budget *b, struct session *s, uint64_t now)
 	}
 	for (size_t i = 0; i < b->n; i++) {
 		struct budget_target *t = &b->t[i];
-		uint64_t cpu = budget_proc_cpu_ns(t->pid);
+		uint64_t cpu = target_cpu_ns(t);
 		enum budget_phase was = t->phase;
 
 		if (!cpu) {
@@ -839,6 +889,47 @@ void budget_tick(struct budget *b, struct session *s, uint64_t now)
 	}
 }
 
+/* The op mix of the target's last window with hot or full phases: its
+ * rows as counted, per light-set call seen. */
+static void keep_mix(const struct budget *b, struct budget_target *t, double seen)
+{
+	struct prof_op *v;
+	size_t n = 0;
+
+	if (!b->steady)
+		return;
+	v = calloc(b->steady->nops + 1, sizeof(*v));
+	if (!v)
+		return;
+	for (size_t j = 0; j < b->steady->nops; j++)
+		if (b->steady->ops[j].pid == (uint32_t)t->pid)
+			v[n++] = b->steady->ops[j];
+	free(t->mix);
+	t->mix = v;
+	t->nmix = n;
+	t->mix_light = seen;
+}
+
+/* Rows for `light` light-set calls at the last mix, into b->steady. */
+static void add_from_mix(struct budget *b, struct budget_target *t, double light)
+{
+	double f = t->mix_light > 0 ? light / t->mix_light : 0;
+
+	for (size_t j = 0; b->steady && f > 0 && j < t->nmix; j++) {
+		struct prof_op o = t->mix[j];
+
+		o.calls = (uint64_t)(o.calls * f + 0.5);
+		o.folded = (uint64_t)(o.folded * f + 0.5);
+		o.self_ns = (uint64_t)(o.self_ns * f + 0.5);
+		o.total_ns = (uint64_t)(o.total_ns * f + 0.5);
+		o.max_ns = 0;
+		o.launches = (uint64_t)(o.launches * f + 0.5);
+		o.inferred = (uint64_t)(o.inferred * f + 0.5);
+		if (o.calls || o.self_ns)
+			profile_add_op(b->steady, &o);
+	}
+}
+
 void budget_window(struct budget *b, struct session *s, uint64_t now)
 {
 	double added = 0, base_total = 0;
@@ -849,19 +940,14 @@ void budget_window(struct budget *b, struct session *s, uint64_t now)
 	b->gone = calloc(b->n + 1, sizeof(*b->gone));
 	for (size_t i = 0; i < b->n; i++) {
 		struct budget_target *t = &b->t[i];
-		uint64_t cpu = budget_proc_cpu_ns(t->pid);
+		uint64_t cpu = target_cpu_ns(t);
 		bool gone = !cpu;
 		double life, cpu_all, h, probe_cpu, seen, seen_full;
 
 		if (t->phase != BP_OFF) {
 			t->on_ns_window += now - t->on_mark_ns;
 			t->on_mark_ns = now;
-			{
-				uint64_t hn = probe_hits(s);
-
-				t->hits_window += hn - t->hits_on_start;
-				t->hits_on_start = hn;
-			}
+			take_hits(s, t);
 			steady_cut(b, s, t, !gone);
 		}
 		if (gone)
@@ -880,7 +966,17 @@ void budget_window(struct budget *b, struct session *s, uint64_t now)
 		seen = t->win[BP_HOT].light + t->win[BP_FULL].light;
 		seen_full = t->win[BP_FULL].light;
 		t->by_time = false;
-		if (t->win[BP_HOT].ns + t->win[BP_FULL].ns <= 0 || life <= 0) {
+		if (t->win[BP_HOT].ns + t->win[BP_FULL].ns <= 0 && life > 0 && t->nmix &&
+		    t->win[BP_LIGHT].light > 0 && t->work_per_light > 0 && cpu_all > probe_cpu) {
+			/* only light phases in this window (the target exited, or
+			 * the window was shorter than its off time): its light-set
+			 * calls were counted, the other ops come from the last mix */
+			double l = t->win[BP_LIGHT].light;
+			double total = (cpu_all - probe_cpu) / t->work_per_light;
+
+			add_from_mix(b, t, l);
+			t->coverage = t->full_coverage = l < total ? l / total : 1;
+		} else if (t->win[BP_HOT].ns + t->win[BP_FULL].ns <= 0 || life <= 0) {
 			t->coverage = t->full_coverage = 1;   /* nothing counted: nothing to scale */
 		} else if (t->work_per_light > 0 && seen > 0 && cpu_all > probe_cpu) {
 			/* this window's own yardstick when it measured enough (the
@@ -900,6 +996,8 @@ void budget_window(struct budget *b, struct session *s, uint64_t now)
 		}
 		if (t->coverage <= 0)
 			t->coverage = 1e-3;
+		if (seen > 0)
+			keep_mix(b, t, seen);
 		/* ops outside the hot set were seen in discoveries only */
 		if (t->win[BP_FULL].ns > 0 && t->full_coverage > 0 &&
 		    t->full_coverage < t->coverage && b->steady) {
@@ -917,9 +1015,12 @@ void budget_window(struct budget *b, struct session *s, uint64_t now)
 				o->launches = (uint64_t)(o->launches * f + 0.5);
 			}
 		}
+		t->probe_cpu = t->base_cpu = 0;
 		if (life > 0 && cpu_all > 0) {
-			added += probe_cpu;
-			base_total += cpu_all > probe_cpu ? cpu_all - probe_cpu : cpu_all;
+			t->probe_cpu = probe_cpu;
+			t->base_cpu = cpu_all > probe_cpu ? cpu_all - probe_cpu : cpu_all;
+			added += t->probe_cpu;
+			base_total += t->base_cpu;
 		}
 		debug("budget: pid %d window %.3f s: probes in %.3f s, %llu hits at %.0f ns, %.0f ns CPU per light call; steady "
 		      "hot %.3f s light %.3f s all %.3f s; light-set calls hot %.0f light %.0f all "
@@ -950,8 +1051,11 @@ void budget_window(struct budget *b, struct session *s, uint64_t now)
 			free(t->snap);
 			free(t->hot);
 			free(t->light);
+			free(t->mix);
 			if (b->gone) {
 				b->gone[b->ngone].pid = t->pid;
+				b->gone[b->ngone].probe_cpu = t->probe_cpu;
+				b->gone[b->ngone].base_cpu = t->base_cpu;
 				b->gone[b->ngone++].coverage = t->coverage;
 			}
 		}

@@ -103,6 +103,10 @@ struct budget_target {
 	bool light_next;           /* the next on phase is a light one */
 	bool dead;                 /* exited: nothing more to schedule */
 	double coverage;           /* last window: share of its work observed */
+	double probe_cpu, base_cpu;     /* last window: probe cost and own CPU, ns */
+	struct prof_op *mix;       /* rows of its last window with hot/full phases */
+	size_t nmix;
+	double mix_light;          /* light-set calls seen in those phases */
 	double full_coverage;      /* ... with all ops in */
 	bool by_time;              /* coverage from time, no light-set measure */
 };
@@ -117,7 +121,7 @@ struct budget {
 	size_t n;
 	double overhead;           /* last window's estimate over all targets, < 0 unknown */
 	struct profile *steady;    /* op calls seen with the probes fully in, this window */
-	struct { pid_t pid; double coverage; } *gone;   /* dropped at the last window */
+	struct { pid_t pid; double coverage, probe_cpu, base_cpu; } *gone;   /* dropped at the last window */
 	size_t ngone;
 };
 
@@ -144,6 +148,9 @@ bool budget_tracks(const struct budget *b, pid_t pid);
 void budget_steady_reset(struct budget *b);
 /* Coverage of pid computed by the last budget_window (1 when unknown). */
 double budget_coverage(const struct budget *b, pid_t pid);
+/* pid's probe cost and its own CPU (probe cost removed) in the last
+ * window, ns; false when pid is not budgeted or had no CPU. */
+bool budget_cost(const struct budget *b, pid_t pid, double *probe_cpu, double *base_cpu);
 
 /* CPU time of all threads of a process in ns (schedstat), 0 when gone. */
 uint64_t budget_proc_cpu_ns(pid_t pid);

@@ -387,6 +387,16 @@ void cuda_session_remove(struct cuda_session *cs, pid_t pid)
 		uprobe_set_close(&st->links);
 }
 
+void cuda_session_forget(struct cuda_session *cs, pid_t pid)
+{
+	struct cuda_attach_state *st = session_tgt(cs, pid);
+
+	if (!st)
+		return;
+	cuda_detach(st);
+	*st = cs->tgts[--cs->ntgts];
+}
+
 void cuda_session_detach(struct cuda_session *cs)
 {
 	/* links off; attach states (and their symbolizers) stay for the

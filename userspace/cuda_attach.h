@@ -102,6 +102,9 @@ int cuda_session_rescan(struct cuda_session *cs, struct tbpf_bpf *skel);
 /* Probes off in one target (it exited) or in all. */
 void cuda_session_remove(struct cuda_session *cs, pid_t pid);
 void cuda_session_detach(struct cuda_session *cs);
+/* Free everything kept for pid (a reaped target: its kernel names no
+ * longer resolve; the model keeps what it already named). */
+void cuda_session_forget(struct cuda_session *cs, pid_t pid);
 /* Entry probes attached and libraries, all targets. */
 size_t cuda_session_nprobes(const struct cuda_session *cs, size_t *nlibs);
 void cuda_session_free(struct cuda_session *cs);

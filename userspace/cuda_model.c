@@ -72,7 +72,17 @@ void cuda_model_free(struct cuda_model *m)
 	free(m->syncs);
 	free(m->allocs);
 	free(m->live);
+	free(m->pcopies);
 	memset(m, 0, sizeof(*m));
+}
+
+void cuda_model_reset(struct cuda_model *m)
+{
+	cuda_resolve_fn resolve = m->resolve;
+	void *ctx = m->resolve_ctx;
+
+	cuda_model_free(m);
+	cuda_model_init(m, resolve, ctx);
 }
 
 /* ---- kernels ---------------------------------------------------------- */
@@ -335,15 +345,38 @@ static int add_launch(struct cuda_model *m, const struct rec_launch *r)
 
 /* ---- copies, syncs, allocations ---------------------------------------- */
 
+static struct cuda_pidcopy *pidcopy_get(struct cuda_model *m, uint32_t pid)
+{
+	struct cuda_pidcopy *v;
+
+	for (size_t i = 0; i < m->npcopies; i++)
+		if (m->pcopies[i].pid == pid)
+			return &m->pcopies[i];
+	v = realloc(m->pcopies, (m->npcopies + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	m->pcopies = v;
+	v = &m->pcopies[m->npcopies++];
+	memset(v, 0, sizeof(*v));
+	v->pid = pid;
+	return v;
+}
+
 static int add_memop(struct cuda_model *m, const struct rec_memop *r)
 {
-	struct cuda_copy *c = &m->copies[r->dir < CUDA_NDIRS ? r->dir : CP_UNKNOWN];
+	uint32_t dir = r->dir < CUDA_NDIRS ? r->dir : CP_UNKNOWN;
+	struct cuda_copy *c = &m->copies[dir];
 	struct cuda_stackstat *st = stackstat_get(m, r->pid, r->stack_id, r->op_id);
+	struct cuda_pidcopy *pc = pidcopy_get(m, r->pid);
 
 	c->count++;
 	c->bytes += r->bytes;
 	c->host_ns += r->dur_ns;
-	if (!st)
+	if (pc) {
+		pc->count[dir]++;
+		pc->bytes[dir] += r->bytes;
+	}
+	if (!st || !pc)
 		return -ENOMEM;
 	st->copies++;
 	st->copy_bytes += r->bytes;

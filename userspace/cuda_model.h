@@ -73,6 +73,12 @@ struct cuda_copy {
 	uint64_t host_ns;       /* time inside synchronous copies */
 };
 
+/* Copies and sets of one process by direction (for per-process metrics). */
+struct cuda_pidcopy {
+	uint32_t pid;
+	uint64_t count[CUDA_NDIRS], bytes[CUDA_NDIRS];
+};
+
 struct cuda_sync {
 	uint32_t op_id;
 	uint32_t api;
@@ -106,6 +112,8 @@ struct cuda_model {
 	uint32_t *kidx;           /* open addressing: index + 1, 0 = empty */
 	size_t kidx_cap;
 	struct cuda_copy copies[CUDA_NDIRS];
+	struct cuda_pidcopy *pcopies;    /* per process, in order of first copy */
+	size_t npcopies;
 	struct cuda_sync *syncs;
 	size_t nsyncs;
 	struct cuda_alloc *allocs;
@@ -122,6 +130,8 @@ struct cuda_model {
 
 void cuda_model_init(struct cuda_model *m, cuda_resolve_fn resolve, void *ctx);
 void cuda_model_free(struct cuda_model *m);
+/* Empty the model, keeping its resolver (the daemon: one model a window). */
+void cuda_model_reset(struct cuda_model *m);
 /* Feed one ring-buffer record (any type; non-CUDA records are ignored).
  * Returns 0, or -EINVAL for a short/garbled CUDA record, -ENOMEM. */
 int cuda_model_add(struct cuda_model *m, const void *rec, size_t len);

@@ -26,6 +26,7 @@
 #include "strf.h"
 #include "tbpf_abi.h"
 #include "budget.h"
+#include "cuda_model.h"
 #include "calltree.h"
 #include "daemon.h"
 #include "export.h"
@@ -66,6 +67,7 @@ static const char usage[] =
 "      --comm NAME       only processes with this command name\n"
 "      --cgroup PATH     only processes in this cgroup\n"
 "      --exits MODE      auto, return or infer (default infer: no ptrace)\n"
+"      --no-cuda         no CUDA probes (kernel launch and copy counters)\n"
 "  -d, --duration TIME   stop after TIME (default: until SIGINT/SIGTERM)\n"
 "  -v, --verbose         one line per window on stderr\n"
 "  -h, --help            this text\n"
@@ -87,7 +89,7 @@ void daemon_opts_free(struct daemon_opts *o)
 int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 {
 	enum { O_PPROF = 256, O_KEEP, O_PUSH, O_LABEL, O_TOP, O_BUDGET, O_COMM, O_CGROUP,
-	       O_EXITS, O_APP };
+	       O_EXITS, O_APP, O_NO_CUDA };
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "window", required_argument, NULL, 'w' },
@@ -103,6 +105,7 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 		{ "comm", required_argument, NULL, O_COMM },
 		{ "cgroup", required_argument, NULL, O_CGROUP },
 		{ "exits", required_argument, NULL, O_EXITS },
+		{ "no-cuda", no_argument, NULL, O_NO_CUDA },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -233,6 +236,9 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 				*err = strf("invalid --exits '%s' (auto, return, infer)", optarg);
 				return TBPF_EXIT_USAGE;
 			}
+			break;
+		case O_NO_CUDA:
+			o->no_cuda = true;
 			break;
 		case 'v':
 			o->verbose++;
@@ -736,6 +742,28 @@ static uint64_t self_rss(void)
 	return rss * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
+/* The window's CUDA copies per process and direction (rows malloc'd, count
+ * returned); the session's CUDA model starts over for the next window, so
+ * a daemon keeps no per-kernel state of processes long gone. */
+static size_t window_copies(struct session *s, struct metrics_copy_row **rows)
+{
+	const struct cuda_model *cm = session_cuda(s, NULL, NULL);
+	size_t n = 0;
+
+	*rows = NULL;
+	if (!cm)
+		return 0;
+	*rows = calloc(cm->npcopies * CUDA_NDIRS + 1, sizeof(**rows));
+	for (size_t i = 0; *rows && i < cm->npcopies; i++)
+		for (uint32_t d = 0; d < CUDA_NDIRS; d++)
+			if (cm->pcopies[i].count[d])
+				(*rows)[n++] = (struct metrics_copy_row){
+					.pid = cm->pcopies[i].pid, .dir = d,
+					.count = cm->pcopies[i].count[d], .bytes = cm->pcopies[i].bytes[d] };
+	session_cuda_reset(s);
+	return n;
+}
+
 static void update_self(struct metrics *m, uint32_t targets, double overhead)
 {
 	struct rusage ru;
@@ -964,6 +992,8 @@ static int do_window(struct wctx *w, uint64_t now_mono, uint64_t now_real)
 		procs[np].pid = (uint32_t)ti->pid;
 		procs[np].comm = target_comm(w, comms, &ncomms, ti);
 		procs[np].coverage = w->budget ? budget_coverage(w->budget, ti->pid) : 1;
+		if (w->budget)
+			budget_cost(w->budget, ti->pid, &procs[np].probe_cpu_ns, &procs[np].base_cpu_ns);
 		np++;
 	}
 	{
@@ -987,9 +1017,13 @@ static int do_window(struct wctx *w, uint64_t now_mono, uint64_t now_real)
 	if (!err) {
 		struct metrics_window mw = { .prof = &p, .procs = procs, .nprocs = np, .hist = hist,
 					     .nhist = nhist, .counters = delta };
+		struct metrics_copy_row *copies = NULL;
 
+		mw.ncopies = window_copies(w->s, &copies);
+		mw.copies = copies;
 		pthread_mutex_lock(&w->st->lock);
 		err = metrics_add_window(&w->st->m, &mw);
+		free(copies);
 		update_self(&w->st->m, alive, w->budget ? w->budget->overhead : -1);
 		pthread_mutex_unlock(&w->st->lock);
 	}
@@ -1047,6 +1081,7 @@ int daemon_run(const struct daemon_opts *o)
 	struct session_config cfg = {
 		.exits = (enum exits_mode)o->exits,
 		.system_wide = o->npids == 0,
+		.cuda = !o->no_cuda,
 		.comm_filter = o->comm,
 		.cgroup_filter = o->cgroup,
 		.verbose = o->verbose,

@@ -25,6 +25,7 @@ struct daemon_opts {
 	size_t npids;
 	const char *comm, *cgroup;
 	int exits;                   /* enum exits_mode; infer when budgeted */
+	bool no_cuda;                /* no libcudart/libcuda probes */
 	int verbose;
 };
 

@@ -177,9 +177,11 @@ int metrics_add_window(struct metrics *m, const struct metrics_window *w)
 	for (size_t i = 0; i < m->njobs; i++) {
 		m->jobs[i].processes = 0;
 		m->jobs[i].coverage = 1;
+		m->jobs[i].probe_cpu_ns = m->jobs[i].base_cpu_ns = 0;
 	}
 	m->other_job.processes = 0;
 	m->other_job.coverage = 1;
+	m->other_job.probe_cpu_ns = m->other_job.base_cpu_ns = 0;
 	for (size_t i = 0; i < w->nprocs; i++) {
 		const struct metrics_proc *pr = &w->procs[i];
 		double cov = pr->coverage > 0 && pr->coverage < 1 ? pr->coverage : 1;
@@ -190,6 +192,10 @@ int metrics_add_window(struct metrics *m, const struct metrics_window *w)
 		pv[npv++] = (struct wproc){ pr->pid, j, 1 / cov };
 		j->processes++;
 		j->seen_window = true;
+		if (pr->base_cpu_ns > 0) {
+			j->probe_cpu_ns += pr->probe_cpu_ns;
+			j->base_cpu_ns += pr->base_cpu_ns;
+		}
 		if (cov < j->coverage)
 			j->coverage = cov;
 		if (cov < 1)
@@ -545,6 +551,18 @@ int metrics_write(const struct metrics *m, FILE *f)
 		fputs("tbpf_job_coverage_ratio", f);
 		put_labels(f, m, l, 1);
 		fprintf(f, " %.4g\n", jobs[i]->coverage);
+	}
+	head(f, "tbpf_job_overhead_ratio", "gauge",
+	     "Estimated probe cost added to the job in the last window, as a fraction of its "
+	     "own CPU time (budgeted jobs, --max-overhead).");
+	for (size_t i = 0; i < nj; i++) {
+		struct lbl l[1] = { { "job", jobs[i]->name } };
+
+		if (!jobs[i]->seen_window || jobs[i]->base_cpu_ns <= 0)
+			continue;
+		fputs("tbpf_job_overhead_ratio", f);
+		put_labels(f, m, l, 1);
+		fprintf(f, " %.6g\n", jobs[i]->probe_cpu_ns / jobs[i]->base_cpu_ns);
 	}
 	head(f, "tbpf_job_estimated", "gauge",
 	     "1 when the job's op counts include estimates scaled from partial coverage.");

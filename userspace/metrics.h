@@ -44,6 +44,8 @@ struct metrics_proc {
 	uint32_t pid;
 	const char *comm;
 	double coverage;           /* fraction of the window its op probes were on; 0 = 1 */
+	double probe_cpu_ns;       /* budgeted: estimated probe cost in the window */
+	double base_cpu_ns;        /* budgeted: its own CPU without it; 0 = not budgeted */
 };
 
 struct metrics_hist_row {
@@ -89,6 +91,7 @@ struct metrics_job {
 	uint64_t copies[6], copy_bytes[6];
 	uint32_t processes;        /* in the last window */
 	double coverage;           /* last window's lowest coverage */
+	double probe_cpu_ns, base_cpu_ns;   /* last window, over its budgeted processes */
 	bool estimated;            /* some counts were scaled from partial coverage */
 	bool seen_window;
 };

@@ -449,7 +449,6 @@ static bool is_attached(struct session *s, pid_t pid)
 int session_add_target(struct session *s, pid_t pid, char **why)
 {
 	struct tgt *tg;
-	__u8 one = 1;
 	__u32 key = pid;
 	bool no_returns = false;
 	int err;
@@ -527,7 +526,19 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 		}
 		free(msg);
 	}
-	bpf_map_update_elem(bpf_map__fd(s->skel->maps.pids), &key, &one, BPF_ANY);
+	{
+		/* per-CPU hit counters start at zero (pids is a per-CPU hash) */
+		int ncpu = libbpf_num_possible_cpus();
+		uint64_t *zero = calloc(ncpu > 0 ? ncpu : 1, sizeof(uint64_t));
+
+		if (!zero || bpf_map_update_elem(bpf_map__fd(s->skel->maps.pids), &key, zero, BPF_ANY)) {
+			*why = strf("cannot add the pid to the BPF filter: %s", strerror(zero ? errno : ENOMEM));
+			free(zero);
+			err = -ENOMEM;
+			goto fail;
+		}
+		free(zero);
+	}
 	/* issue 6: the CUPTI agent.  Before the guard: --inject ptraces one
 	 * thread, which the guard would otherwise hold.  Never fatal. */
 	if (s->cfg.gpu_agent) {
@@ -847,6 +858,26 @@ void session_counters(struct session *s, uint64_t *out)
 	free(vals);
 }
 
+uint64_t session_target_hits(struct session *s, pid_t pid)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *vals, sum = 0, cnt[CNT_MAX];
+	__u32 key = (__u32)pid;
+
+	if (s->cfg.only_pid > 0) {   /* one target: the filter is targ_tgid */
+		session_counters(s, cnt);
+		return cnt[CNT_ENTRIES];
+	}
+	vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(uint64_t));
+	if (!vals)
+		return 0;
+	if (!bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.pids), &key, vals))
+		for (int c = 0; c < ncpu; c++)
+			sum += vals[c];
+	free(vals);
+	return sum;
+}
+
 size_t session_ntargets(struct session *s)
 {
 	return s->n;
@@ -916,6 +947,9 @@ int session_set_enabled_ops(struct session *s, pid_t pid, bool on, const uint32_
 		}
 		free(why);
 		why = NULL;
+		/* frames its threads left open at the last detach are dropped,
+		 * not closed and counted in this on phase (tbpf_abi.h) */
+		s->skel->bss->pid_gen[pid & (TBPF_GEN_SLOTS - 1)]++;
 		err = attach_entries_of(s, tg, ids, nids, &why);
 		free(why);
 		return err;
@@ -947,6 +981,12 @@ void session_detach_all(struct session *s)
 struct gpu_session *session_gpu(struct session *s)
 {
 	return s->cfg.gpu_agent ? &s->gpu : NULL;
+}
+
+void session_cuda_reset(struct session *s)
+{
+	if (s->cfg.cuda)
+		cuda_model_reset(&s->cuda.model);
 }
 
 const struct cuda_model *session_cuda(struct session *s, size_t *nprobes, size_t *nlibs)
@@ -1012,6 +1052,8 @@ size_t session_reap(struct session *s)
 			continue;
 		}
 		stacks_forget_pid(s, (uint32_t)tg->t.pid);
+		if (s->cfg.cuda)
+			cuda_session_forget(&s->cuda, tg->t.pid);
 		target_close(&tg->t);
 		pysym_free(tg->ps);
 		free(tg->py_note);

@@ -70,6 +70,8 @@ int session_collect(struct session *s, struct profile *p);
 void session_reset_stats(struct session *s);
 /* Summed BPF counters (enum tbpf_counter). */
 void session_counters(struct session *s, uint64_t *out);
+/* Op-probe hits in target `pid` since it was added (0 if not a target). */
+uint64_t session_target_hits(struct session *s, pid_t pid);
 size_t session_ntargets(struct session *s);
 const struct session_target_info *session_target(struct session *s, size_t i);
 uint32_t session_ring_size(struct session *s);
@@ -93,6 +95,8 @@ void session_set_capture(struct session *s, struct capture_writer *cw);
  * cfg.cuda.  Valid until session_close. */
 struct cuda_model;
 const struct cuda_model *session_cuda(struct session *s, size_t *nprobes, size_t *nlibs);
+/* Empty the CUDA model (records read so far are dropped). */
+void session_cuda_reset(struct session *s);
 /* Op id -> "aten::add" (and overload); NULL when unknown. */
 const char *session_op_name(struct session *s, uint32_t id, const char **overload);
 struct target;

@@ -162,6 +162,32 @@ static void test_many_kernels(void **state)
 	cuda_model_free(&m);
 }
 
+/* The daemon's per-window model: reset empties it and keeps the resolver,
+ * so a kernel seen again is named again, and counts start from zero. */
+static void test_reset(void **state)
+{
+	struct cuda_model m;
+	const struct cuda_kernel **v;
+
+	resolves = 0;
+	cuda_model_init(&m, resolve, NULL);
+	ADD(&m, launch(1, CU_cudaLaunchKernel, 0x1100, 4, 128, 0, 0, 1));
+	ADD(&m, memop(CU_cudaMemcpy, CP_HTOD, 10, 0));
+	cuda_model_reset(&m);
+	assert_true(cuda_model_empty(&m));
+	assert_int_equal(m.nkernels, 0);
+	assert_int_equal(m.npcopies, 0);
+	assert_int_equal(m.copies[CP_HTOD].count, 0);
+	ADD(&m, launch(1, CU_cudaLaunchKernel, 0x1100, 4, 128, 0, 0, 1));
+	assert_int_equal(resolves, 2);
+	v = cuda_model_kernels(&m);
+	assert_non_null(v);
+	assert_string_equal(v[0]->name, "k_1100");
+	assert_int_equal(v[0]->launches, 1);
+	free(v);
+	cuda_model_free(&m);
+}
+
 static void test_copies_syncs(void **state)
 {
 	struct cuda_model m;
@@ -179,6 +205,22 @@ static void test_copies_syncs(void **state)
 	assert_int_equal(m.copies[CP_DTOH].bytes, 7);
 	assert_int_equal(m.copies[CP_SET].bytes, 33);
 	assert_int_equal(m.copies[CP_UNKNOWN].count, 1);
+	/* per process (all pid 1 here), by direction */
+	assert_int_equal(m.npcopies, 1);
+	assert_int_equal(m.pcopies[0].pid, 1);
+	assert_int_equal(m.pcopies[0].count[CP_HTOD], 2);
+	assert_int_equal(m.pcopies[0].bytes[CP_HTOD], 4196);
+	assert_int_equal(m.pcopies[0].count[CP_UNKNOWN], 1);
+	{
+		struct rec_memop r = memop(CU_cudaMemcpy, CP_DTOH, 50, 0);
+
+		r.pid = 2;
+		ADD(&m, r);
+		assert_int_equal(m.npcopies, 2);
+		assert_int_equal(m.pcopies[1].pid, 2);
+		assert_int_equal(m.pcopies[1].bytes[CP_DTOH], 50);
+		assert_int_equal(m.pcopies[0].bytes[CP_DTOH], 7);
+	}
 
 	ADD(&m, sync_rec(CU_cudaStreamSynchronize, 1, 100));
 	ADD(&m, sync_rec(CU_cudaStreamSynchronize, 1, 300));
@@ -379,6 +421,7 @@ int main(void)
 		cmocka_unit_test(test_bad_records),
 		cmocka_unit_test(test_text_tables),
 		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_reset),
 		cmocka_unit_test(test_lib_kind),
 		cmocka_unit_test(test_api_table),
 	};

@@ -32,7 +32,8 @@ static char *render(const struct metrics *m)
 }
 
 /* Two windows, two jobs (two "train" processes, one "serve"), top 2 ops
- * per job, one process at half coverage in window 1. */
+ * per job, one process at half coverage in window 1, train's probe cost
+ * known in window 2 (overhead ratio 2 ms / 400 ms = 0.005). */
 static void test_two_windows(void **state)
 {
 	const char *keys[] = { "host" }, *vals[] = { "box-1" };
@@ -43,7 +44,8 @@ static void test_two_windows(void **state)
 	uint64_t cnt[CNT_MAX] = { 0 };
 	struct metrics_proc procs1[] = { { 100, "train", 1 }, { 200, "train", 0 },
 					  { 300, "serve", 0.5 } };
-	struct metrics_proc procs2[] = { { 100, "train", 1 }, { 300, "serve", 1 } };
+	/* window 2: train budgeted, 2 ms of probe cost on 400 ms of its own CPU */
+	struct metrics_proc procs2[] = { { 100, "train", 1, 2e6, 4e8 }, { 300, "serve", 1 } };
 	struct metrics_hist_row h1 = { .pid = 100, .op_id = 1 }, h2 = { .pid = 100, .op_id = 1 };
 	struct metrics_copy_row cp = { .pid = 100, .dir = 1, .count = 3, .bytes = 4096 };
 	struct metrics_self self = { .user_ns = 1500000000, .sys_ns = 250000000,
@@ -154,6 +156,9 @@ static void test_two_windows(void **state)
 "# TYPE tbpf_job_coverage_ratio gauge\n"
 "tbpf_job_coverage_ratio{job=\"serve\",host=\"box-1\"} 1\n"
 "tbpf_job_coverage_ratio{job=\"train\",host=\"box-1\"} 1\n"
+"# HELP tbpf_job_overhead_ratio Estimated probe cost added to the job in the last window, as a fraction of its own CPU time (budgeted jobs, --max-overhead).\n"
+"# TYPE tbpf_job_overhead_ratio gauge\n"
+"tbpf_job_overhead_ratio{job=\"train\",host=\"box-1\"} 0.005\n"
 "# HELP tbpf_job_estimated 1 when the job's op counts include estimates scaled from partial coverage.\n"
 "# TYPE tbpf_job_estimated gauge\n"
 "tbpf_job_estimated{job=\"serve\",host=\"box-1\"} 1\n"

@@ -8,7 +8,8 @@ call of each --extra op (sigmoid, tanh, exp, neg) per iteration
 (--extra-reps K: K calls).  The
 warm-up runs none of these ops, so a profiler attached before go sees
 exactly N calls of each.  --iters 0 loops until killed (soak); --sleep S
-pauses S seconds after each iteration.  Prints RESULT iters=N seconds=S.
+pauses S seconds after each iteration.  Prints RESULT iters=N seconds=S;
+--linger S then idles S seconds before exiting.
 """
 import wl_common  # noqa: F401  (blocks SIGUSR1 before torch starts threads)
 
@@ -22,6 +23,8 @@ p.add_argument("--extra", action="append", default=[],
                choices=["sigmoid", "tanh", "exp", "neg"])
 p.add_argument("--extra-reps", type=int, default=1, help="calls of each --extra op per iteration")
 p.add_argument("--sleep", type=float, default=0.0)
+p.add_argument("--linger", type=float, default=0.0,
+               help="after RESULT, stay alive this many seconds without running ops")
 p.add_argument("--no-wait", action="store_true")
 wl_common.add_common_args(p)
 args = p.parse_args()
@@ -51,3 +54,5 @@ while args.iters == 0 or n < args.iters:
     if args.sleep:
         time.sleep(args.sleep)
 wl_common.result(iters=n, seconds="%.6f" % (time.perf_counter() - t0))
+if args.linger:
+    time.sleep(args.linger)

@@ -24,6 +24,7 @@ namespace _ops {
 struct fake_add { static int call(); };
 struct fake_conv { static int call(); };
 struct fake_sync { static int call(); };
+struct fake_copy { static int call(); };
 
 __attribute__((noinline)) int fake_add::call()
 {
@@ -44,6 +45,17 @@ __attribute__((noinline)) int fake_conv::call()
 __attribute__((noinline)) int fake_sync::call()
 {
 	errors += cudaStreamSynchronize(0) != cudaSuccess;
+	asm volatile("" ::: "memory");
+	return errors;
+}
+/* one host-to-device copy of 4096 bytes and one device-to-host of 1000
+ * (they fail without a device; the probes see the calls all the same) */
+__attribute__((noinline)) int fake_copy::call()
+{
+	static char host[4096];
+
+	errors += cudaMemcpy((void *)0x1000, host, 4096, cudaMemcpyHostToDevice) != cudaSuccess;
+	errors += cudaMemcpy(host, (void *)0x1000, 1000, cudaMemcpyDeviceToHost) != cudaSuccess;
 	asm volatile("" ::: "memory");
 	return errors;
 }
