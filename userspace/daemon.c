@@ -68,6 +68,8 @@ static const char usage[] =
 "      --cgroup PATH     only processes in this cgroup\n"
 "      --exits MODE      auto, return or infer (default infer: no ptrace)\n"
 "      --no-cuda         no CUDA probes (kernel launch and copy counters)\n"
+"      --ring-size SIZE  ring buffer for CUDA records (default 2M: ~25,000\n"
+"                        records between two reads 100 ms apart)\n"
 "  -d, --duration TIME   stop after TIME (default: until SIGINT/SIGTERM)\n"
 "  -v, --verbose         one line per window on stderr\n"
 "  -h, --help            this text\n"
@@ -89,7 +91,7 @@ void daemon_opts_free(struct daemon_opts *o)
 int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 {
 	enum { O_PPROF = 256, O_KEEP, O_PUSH, O_LABEL, O_TOP, O_BUDGET, O_COMM, O_CGROUP,
-	       O_EXITS, O_APP, O_NO_CUDA };
+	       O_EXITS, O_APP, O_NO_CUDA, O_RING };
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "window", required_argument, NULL, 'w' },
@@ -106,6 +108,7 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 		{ "cgroup", required_argument, NULL, O_CGROUP },
 		{ "exits", required_argument, NULL, O_EXITS },
 		{ "no-cuda", no_argument, NULL, O_NO_CUDA },
+		{ "ring-size", required_argument, NULL, O_RING },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -239,6 +242,12 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 			break;
 		case O_NO_CUDA:
 			o->no_cuda = true;
+			break;
+		case O_RING:
+			if (parse_size(optarg, &o->ring_size) || o->ring_size < 4096) {
+				*err = strf("invalid --ring-size '%s' (example: 8M)", optarg);
+				return TBPF_EXIT_USAGE;
+			}
 			break;
 		case 'v':
 			o->verbose++;
@@ -1049,6 +1058,11 @@ static int do_window(struct wctx *w, uint64_t now_mono, uint64_t now_real)
 		calltree_free(&ct);
 		err = 0;
 	}
+	if (delta[CNT_DROPS])
+		fprintf(stderr, "tbpf: window %llu: %llu CUDA records dropped (ring buffer full); "
+				"restart with a larger --ring-size (now %u bytes)\n",
+			(unsigned long long)w->seq, (unsigned long long)delta[CNT_DROPS],
+			session_ring_size(w->s));
 	if (w->o->verbose) {
 		uint64_t calls = 0;
 
@@ -1082,6 +1096,9 @@ int daemon_run(const struct daemon_opts *o)
 		.exits = (enum exits_mode)o->exits,
 		.system_wide = o->npids == 0,
 		.cuda = !o->no_cuda,
+		/* the daemon streams CUDA records only: the live command's
+		 * 16 MiB ring would be 32 MB of its RSS (mapped twice) */
+		.ring_size = o->ring_size ? o->ring_size : 2 << 20,
 		.comm_filter = o->comm,
 		.cgroup_filter = o->cgroup,
 		.verbose = o->verbose,

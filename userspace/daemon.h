@@ -26,6 +26,7 @@ struct daemon_opts {
 	const char *comm, *cgroup;
 	int exits;                   /* enum exits_mode; infer when budgeted */
 	bool no_cuda;                /* no libcudart/libcuda probes */
+	uint64_t ring_size;          /* CUDA record ring (default 2 MiB) */
 	int verbose;
 };
 
