@@ -8,8 +8,12 @@
 # other unprofiled.  The two swap CPUs from one pair to the next (PAIRS
 # pairs); FULL more pairs have the probes always on (infer mode), for
 # reference, and CONTROL pairs have no tbpf at all (both unprofiled: the
-# noise floor).  The daemon is pinned to the profiled process's CPU, so its
-# cache and scheduling disturbance falls on the measured side.
+# noise floor).  The daemon is pinned to the unprofiled process's CPU
+# (DCPU=other, the default: as on a bigger box, the daemon does not compete
+# with its target, but it takes CPU from the unprofiled side, which CPU time
+# per iteration does not count) or beside the profiled one (DCPU=same: its
+# disturbance falls on the measured side, and the estimates suffer from
+# the contention).
 #
 # Two measures of the slowdown:
 #  timed   the profiled process's CPU time per iteration over the
@@ -29,7 +33,7 @@
 # Counts: the daemon's scaled aten::add against the exact 5 x ITERS.
 # Goal: slowdown <= BUDGET, estimate within 10%.
 #
-# usage: sudo bench/budget.sh   (ITERS=200000 PAIRS=8 FULL=2 CONTROL=2 BUDGET=1% WINDOW=10s)
+# usage: sudo bench/budget.sh   (ITERS=200000 PAIRS=8 FULL=2 CONTROL=2 DCPU=other BUDGET=1% WINDOW=10s)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TBPF=${TBPF:-$ROOT/build/tbpf}
@@ -38,6 +42,7 @@ ITERS=${ITERS:-200000}
 PAIRS=${PAIRS:-8}
 FULL=${FULL:-2}
 CONTROL=${CONTROL:-2}
+DCPU=${DCPU:-other}
 BUDGET=${BUDGET:-1%}
 WINDOW=${WINDOW:-10s}
 T=$(mktemp -d /tmp/tbpf-budget.XXXXXX)
@@ -80,7 +85,9 @@ run_pair() {
 	fi
 	local extra=()
 	[ "$mode" = budget ] && extra=(--max-overhead "$BUDGET")
-	taskset -c "$pc" "$TBPF" daemon --pid "$ppid" --listen 127.0.0.1:0 --window "$WINDOW" \
+	local dc=$bc
+	[ "$DCPU" = same ] && dc=$pc
+	taskset -c "$dc" "$TBPF" daemon --pid "$ppid" --listen 127.0.0.1:0 --window "$WINDOW" \
 		"${extra[@]}" -v 2> "$T/d.$mode.$tag.err" &
 	dpid=$!
 	pids+=("$dpid")
@@ -106,7 +113,7 @@ run_pair() {
 }
 
 echo "dispatch-bound workload: $ITERS iterations; simultaneous pairs: $PAIRS budgeted, $FULL always-on, $CONTROL control; budget $BUDGET; window $WINDOW"
-echo "torch $("$PY" -c 'import torch; print(torch.__version__)'), $NCPU CPUs (pairs on CPUs 0 and 1, tbpf beside the profiled one), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "torch $("$PY" -c 'import torch; print(torch.__version__)'), $NCPU CPUs (pairs on CPUs 0 and 1, tbpf beside the $([ "$DCPU" = same ] && echo profiled || echo unprofiled) one), load $(cut -d' ' -f1-3 /proc/loadavg)"
 grep -m1 'calibrated' < <("$TBPF" daemon --pid $$ --listen none --max-overhead "$BUDGET" --duration 1s 2>&1 || true) || true
 : > "$T/runs"
 [ "$NCPU" -ge 2 ] || { echo "budget.sh: needs 2 CPUs (one per process of a pair)" >&2; exit 1; }
