@@ -330,13 +330,24 @@ void budget_init(struct budget *b, double limit, double hit_ns)
 		profile_init(b->steady);
 }
 
+static void free_mix(struct budget_target *t)
+{
+	for (size_t j = 0; j < t->nmix; j++) {
+		free((char *)t->mix[j].name);
+		free((char *)t->mix[j].overload);
+	}
+	free(t->mix);
+	t->mix = NULL;
+	t->nmix = 0;
+}
+
 void budget_free(struct budget *b)
 {
 	for (size_t i = 0; i < b->n; i++) {
 		free(b->t[i].snap);
 		free(b->t[i].hot);
 		free(b->t[i].light);
-		free(b->t[i].mix);
+		free_mix(&b->t[i]);
 	}
 	free(b->t);
 	free(b->gone);
@@ -890,7 +901,8 @@ void budget_tick(struct budget *b, struct session *s, uint64_t now)
 }
 
 /* The op mix of the target's last window with hot or full phases: its
- * rows as counted, per light-set call seen. */
+ * rows as counted, per light-set call seen.  The names are copied: the
+ * rows' own point into b->steady, emptied every window. */
 static void keep_mix(const struct budget *b, struct budget_target *t, double seen)
 {
 	struct prof_op *v;
@@ -901,10 +913,21 @@ static void keep_mix(const struct budget *b, struct budget_target *t, double see
 	v = calloc(b->steady->nops + 1, sizeof(*v));
 	if (!v)
 		return;
-	for (size_t j = 0; j < b->steady->nops; j++)
-		if (b->steady->ops[j].pid == (uint32_t)t->pid)
-			v[n++] = b->steady->ops[j];
-	free(t->mix);
+	for (size_t j = 0; j < b->steady->nops; j++) {
+		struct prof_op o = b->steady->ops[j];
+
+		if (o.pid != (uint32_t)t->pid)
+			continue;
+		o.name = strdup(o.name ? o.name : "?");
+		o.overload = strdup(o.overload ? o.overload : "");
+		if (!o.name || !o.overload) {
+			free((char *)o.name);
+			free((char *)o.overload);
+			continue;
+		}
+		v[n++] = o;
+	}
+	free_mix(t);
 	t->mix = v;
 	t->nmix = n;
 	t->mix_light = seen;
@@ -1051,7 +1074,7 @@ void budget_window(struct budget *b, struct session *s, uint64_t now)
 			free(t->snap);
 			free(t->hot);
 			free(t->light);
-			free(t->mix);
+			free_mix(t);
 			if (b->gone) {
 				b->gone[b->ngone].pid = t->pid;
 				b->gone[b->ngone].probe_cpu = t->probe_cpu;
