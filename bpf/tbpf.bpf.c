@@ -110,8 +110,9 @@ static __always_inline void cnt_add(__u32 idx, __u64 v)
 		*c += v;
 }
 
-/* pid_ok() for the op entry probe, which also counts the hit per target */
-static __always_inline bool pid_hit(__u32 pid)
+/* Is pid a target?  With `hit` (the op entry probe) also count the hit
+ * in its per-CPU slot of `pids`. */
+static __always_inline bool pid_check(__u32 pid, bool hit)
 {
 	__u64 *h;
 
@@ -122,17 +123,14 @@ static __always_inline bool pid_hit(__u32 pid)
 	h = bpf_map_lookup_elem(&pids, &pid);
 	if (!h)
 		return false;
-	*h += 1;
+	if (hit)
+		*h += 1;
 	return true;
 }
 
 static __always_inline bool pid_ok(__u32 pid)
 {
-	if (targ_tgid)
-		return pid == targ_tgid;
-	if (pid_filter)
-		return bpf_map_lookup_elem(&pids, &pid) != NULL;
-	return true;
+	return pid_check(pid, false);
 }
 
 /* The calling thread's state (tid must be the current thread's). */
@@ -336,7 +334,7 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	struct tbpf_frame *f;
 	bool exits = tbpf_mode & TBPF_MODE_EXITS;
 
-	if (!pid_hit(pid))
+	if (!pid_check(pid, true))
 		return 0;
 	now = bpf_ktime_get_ns();
 	cookie = bpf_get_attach_cookie(ctx);

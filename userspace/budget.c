@@ -467,23 +467,17 @@ static int rows_of(struct session *s, pid_t pid, struct prof_op **rows, size_t *
 	return err;
 }
 
-/* The target's CPU ns, 0 when it is gone. */
-static uint64_t target_cpu_ns(const struct budget_target *t)
-{
-	return budget_proc_cpu_ns(t->pid);
-}
-
 /* Read the rows and the hit counter; the reading's time is the middle of
  * the read, so an interval between two readings is not biased by their
  * length (a few ms against hot intervals of a few ms). */
 static uint64_t read_rows(struct session *s, const struct budget_target *t, struct prof_op **rows, size_t *n,
 			  uint64_t *hits, uint64_t *cpu, int *err)
 {
-	uint64_t t0 = mono_ns(), t1, c0 = target_cpu_ns(t), c1;
+	uint64_t t0 = mono_ns(), t1, c0 = budget_proc_cpu_ns(t->pid), c1;
 
 	*err = rows_of(s, t->pid, rows, n);
 	*hits = session_target_hits(s, t->pid);
-	c1 = target_cpu_ns(t);
+	c1 = budget_proc_cpu_ns(t->pid);
 	t1 = mono_ns();
 	/* the target's CPU at the same moment: the middle of the read too */
 	*cpu = c0 && c1 ? c0 + (c1 - c0) / 2 : c1;
@@ -783,7 +777,7 @@ static void adopt(struct budget *b, struct session *s, pid_t pid, uint64_t now)
 	t->phase = BP_FULL;        /* the session attached all of its ops */
 	t->since_ns = t->on_mark_ns = now;
 	t->hits_on_start = session_target_hits(s, pid);
-	t->cpu_last = t->cpu_window_start = target_cpu_ns(t);
+	t->cpu_last = t->cpu_window_start = budget_proc_cpu_ns(t->pid);
 	t->adopted_ns = t->seen_ns = now;
 	t->on_ns[BP_FULL] = b->min_full_ns;
 	t->next_full_ns = now + b->rediscover_ns;
@@ -855,7 +849,7 @@ void budget_tick(struct budget *b, struct session *s, uint64_t now)
 	}
 	for (size_t i = 0; i < b->n; i++) {
 		struct budget_target *t = &b->t[i];
-		uint64_t cpu = target_cpu_ns(t);
+		uint64_t cpu = budget_proc_cpu_ns(t->pid);
 		enum budget_phase was = t->phase;
 
 		if (!cpu) {
@@ -900,6 +894,16 @@ void budget_tick(struct budget *b, struct session *s, uint64_t now)
 	}
 }
 
+/* Scale a row's counts and times by f (estimates from partial coverage). */
+static void scale_op(struct prof_op *o, double f)
+{
+	o->calls = (uint64_t)(o->calls * f + 0.5);
+	o->folded = (uint64_t)(o->folded * f + 0.5);
+	o->self_ns = (uint64_t)(o->self_ns * f + 0.5);
+	o->total_ns = (uint64_t)(o->total_ns * f + 0.5);
+	o->launches = (uint64_t)(o->launches * f + 0.5);
+}
+
 /* The op mix of the target's last window with hot or full phases: its
  * rows as counted, per light-set call seen.  The names are copied: the
  * rows' own point into b->steady, emptied every window. */
@@ -941,12 +945,8 @@ static void add_from_mix(struct budget *b, struct budget_target *t, double light
 	for (size_t j = 0; b->steady && f > 0 && j < t->nmix; j++) {
 		struct prof_op o = t->mix[j];
 
-		o.calls = (uint64_t)(o.calls * f + 0.5);
-		o.folded = (uint64_t)(o.folded * f + 0.5);
-		o.self_ns = (uint64_t)(o.self_ns * f + 0.5);
-		o.total_ns = (uint64_t)(o.total_ns * f + 0.5);
+		scale_op(&o, f);
 		o.max_ns = 0;
-		o.launches = (uint64_t)(o.launches * f + 0.5);
 		o.inferred = (uint64_t)(o.inferred * f + 0.5);
 		if (o.calls || o.self_ns)
 			profile_add_op(b->steady, &o);
@@ -963,9 +963,10 @@ void budget_window(struct budget *b, struct session *s, uint64_t now)
 	b->gone = calloc(b->n + 1, sizeof(*b->gone));
 	for (size_t i = 0; i < b->n; i++) {
 		struct budget_target *t = &b->t[i];
-		uint64_t cpu = target_cpu_ns(t);
+		uint64_t cpu = budget_proc_cpu_ns(t->pid);
 		bool gone = !cpu;
 		double life, cpu_all, h, probe_cpu, seen, seen_full;
+		bool counted;
 
 		if (t->phase != BP_OFF) {
 			t->on_ns_window += now - t->on_mark_ns;
@@ -989,7 +990,8 @@ void budget_window(struct budget *b, struct session *s, uint64_t now)
 		seen = t->win[BP_HOT].light + t->win[BP_FULL].light;
 		seen_full = t->win[BP_FULL].light;
 		t->by_time = false;
-		if (t->win[BP_HOT].ns + t->win[BP_FULL].ns <= 0 && life > 0 && t->nmix &&
+		counted = t->win[BP_HOT].ns + t->win[BP_FULL].ns > 0;
+		if (!counted && life > 0 && t->nmix &&
 		    t->win[BP_LIGHT].light > 0 && t->work_per_light > 0 && cpu_all > probe_cpu) {
 			/* only light phases in this window (the target exited, or
 			 * the window was shorter than its off time): its light-set
@@ -999,7 +1001,7 @@ void budget_window(struct budget *b, struct session *s, uint64_t now)
 
 			add_from_mix(b, t, l);
 			t->coverage = t->full_coverage = l < total ? l / total : 1;
-		} else if (t->win[BP_HOT].ns + t->win[BP_FULL].ns <= 0 || life <= 0) {
+		} else if (!counted || life <= 0) {
 			t->coverage = t->full_coverage = 1;   /* nothing counted: nothing to scale */
 		} else if (t->work_per_light > 0 && seen > 0 && cpu_all > probe_cpu) {
 			/* this window's own yardstick when it measured enough (the
@@ -1031,11 +1033,7 @@ void budget_window(struct budget *b, struct session *s, uint64_t now)
 
 				if (o->pid != (uint32_t)t->pid || in_set(t->hot, t->nhot, o->op_id))
 					continue;
-				o->calls = (uint64_t)(o->calls * f + 0.5);
-				o->folded = (uint64_t)(o->folded * f + 0.5);
-				o->self_ns = (uint64_t)(o->self_ns * f + 0.5);
-				o->total_ns = (uint64_t)(o->total_ns * f + 0.5);
-				o->launches = (uint64_t)(o->launches * f + 0.5);
+				scale_op(o, f);
 			}
 		}
 		t->probe_cpu = t->base_cpu = 0;

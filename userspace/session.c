@@ -840,6 +840,18 @@ void session_reset_stats(struct session *s)
 	}
 }
 
+/* Sum over CPUs of one u64 entry of a per-CPU map (vals: ncpu scratch
+ * slots); 0 when the key is absent. */
+static uint64_t percpu_sum(int fd, const void *key, uint64_t *vals, int ncpu)
+{
+	uint64_t sum = 0;
+
+	if (!bpf_map_lookup_elem(fd, key, vals))
+		for (int c = 0; c < ncpu; c++)
+			sum += vals[c];
+	return sum;
+}
+
 void session_counters(struct session *s, uint64_t *out)
 {
 	int ncpu = libbpf_num_possible_cpus();
@@ -849,31 +861,22 @@ void session_counters(struct session *s, uint64_t *out)
 	memset(out, 0, sizeof(uint64_t) * CNT_MAX);
 	if (!vals)
 		return;
-	for (__u32 i = 0; i < CNT_MAX; i++) {
-		if (bpf_map_lookup_elem(fd, &i, vals))
-			continue;
-		for (int c = 0; c < ncpu; c++)
-			out[i] += vals[c];
-	}
+	for (__u32 i = 0; i < CNT_MAX; i++)
+		out[i] = percpu_sum(fd, &i, vals, ncpu);
 	free(vals);
 }
 
 uint64_t session_target_hits(struct session *s, pid_t pid)
 {
 	int ncpu = libbpf_num_possible_cpus();
-	uint64_t *vals, sum = 0, cnt[CNT_MAX];
-	__u32 key = (__u32)pid;
+	uint64_t *vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(uint64_t)), sum;
+	__u32 key = (__u32)pid, entries = CNT_ENTRIES;
 
-	if (s->cfg.only_pid > 0) {   /* one target: the filter is targ_tgid */
-		session_counters(s, cnt);
-		return cnt[CNT_ENTRIES];
-	}
-	vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(uint64_t));
 	if (!vals)
 		return 0;
-	if (!bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.pids), &key, vals))
-		for (int c = 0; c < ncpu; c++)
-			sum += vals[c];
+	/* one target: the filter is targ_tgid and every entry hit is its */
+	sum = s->cfg.only_pid > 0 ? percpu_sum(bpf_map__fd(s->skel->maps.counters), &entries, vals, ncpu)
+				  : percpu_sum(bpf_map__fd(s->skel->maps.pids), &key, vals, ncpu);
 	free(vals);
 	return sum;
 }

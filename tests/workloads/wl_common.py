@@ -21,9 +21,9 @@ signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
 
 
 def _early_comm() -> None:
-    """bench_main's --comm NAME: set /proc/self/comm now, before the
-    workload imports torch, so a daemon scanning for processes that map
-    libtorch never sees it under its interpreter's name."""
+    """--comm NAME (bench_main's, fleet_ops.py's): set /proc/self/comm now,
+    before the workload imports torch, so a daemon scanning for processes
+    that map libtorch never sees it under its interpreter's name."""
     argv = sys.argv[1:]
     for i, a in enumerate(argv):
         name = a[len("--comm="):] if a.startswith("--comm=") else (
@@ -33,8 +33,7 @@ def _early_comm() -> None:
                 f.write(name[:15])
 
 
-if os.path.basename(sys.argv[0]) != "fleet_ops.py":   # names itself
-    _early_comm()
+_early_comm()
 
 
 def add_common_args(p: argparse.ArgumentParser) -> None:
@@ -123,8 +122,6 @@ def bench_main(description, setup, default_iters):
                    help="print aten:: op calls per iteration (from torch.profiler) and exit")
     p.add_argument("--no-wait", action="store_true", help="start at once, no go signal")
     p.add_argument("--comm", help="process name (/proc/self/comm), set before torch loads")
-    p.add_argument("--pace-ms", type=float, default=0,
-                   help="sleep this long after every iteration (a lightly loaded job)")
     add_common_args(p)
     args = p.parse_args()
     torch.set_num_threads(args.intra_threads)
@@ -148,13 +145,8 @@ def bench_main(description, setup, default_iters):
     if prof is not None:
         prof.__enter__()
     c0 = time.process_time()
-    if args.pace_ms > 0:
-        for _ in range(args.iters):
-            step()
-            time.sleep(args.pace_ms / 1000)
-    else:
-        for _ in range(args.iters):
-            step()
+    for _ in range(args.iters):
+        step()
     secs = time.perf_counter() - t0
     cpu = time.process_time() - c0
     if prof is not None:
