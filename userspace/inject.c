@@ -19,6 +19,7 @@
 #include <libelf.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,12 +31,19 @@
 #include <sys/wait.h>
 
 #include "inject.h"
+#include "procmaps.h"
 
 #ifndef NT_X86_XSTATE
 #define NT_X86_XSTATE 0x202
 #endif
 #define RED_ZONE 128
 #define CALL_TIMEOUT_MS 10000
+/* Room a call with len bytes of data needs below the stack pointer when
+ * it starts: red zone, slack, the data, the return slot, alignment.  (What
+ * the called function uses beyond that grows the stack as usual: those
+ * are the thread's own faults.) */
+#define CALL_FRAME(len) (RED_ZONE + 256 + (len) + 48)
+#define CALL_DATA_MAX 4096
 #define XSTATE_MAX (64 * 1024)
 
 static int fail(char **why, int err, const char *fmt, ...)
@@ -135,6 +143,20 @@ out:
 	return err;
 }
 
+int inject_stack_room(FILE *maps, uint64_t sp, uint64_t need)
+{
+	struct pm_maps m;
+	const struct pm_entry *e;
+	int ok;
+
+	if (procmaps_parse(maps, &m) < 0)
+		return -EINVAL;
+	e = procmaps_find(&m, sp - 1);
+	ok = e && sp - e->start >= need;
+	procmaps_free(&m);
+	return ok;
+}
+
 int inject_maps_conflict(FILE *maps, const char *agent_path, char **why)
 {
 	char *line = NULL, *cupti = NULL;
@@ -180,23 +202,33 @@ static int mem_rw(pid_t pid, uint64_t addr, void *buf, size_t len, int write)
 /* ---- thread choice ------------------------------------------------------- *
  * A thread blocked in a syscall is not inside malloc or the loader holding
  * their locks, so calling dlopen on it cannot self-deadlock; prefer one. */
-static pid_t pick_thread(pid_t pid)
+static bool tid_in(pid_t tid, const pid_t *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == tid)
+			return true;
+	return false;
+}
+
+/* The thread to run calls on: never one in `skip` (tried already); 0 when
+ * every thread is skipped. */
+static pid_t pick_thread(pid_t pid, const pid_t *skip, size_t nskip)
 {
 	static const long quiet[] = { 0 /* read */, 7 /* poll */, 23 /* select */,
 		34 /* pause */, 35 /* nanosleep */, 61 /* wait4 */, 202 /* futex */,
 		230 /* clock_nanosleep */, 232 /* epoll_wait */, 270 /* pselect6 */,
 		271 /* ppoll */, 281 /* epoll_pwait */ };
 	char path[64];
-	pid_t best = pid;
-	int best_main = 0;
+	pid_t best = tid_in(pid, skip, nskip) ? 0 : pid;
+	int best_quiet = 0;
 	snprintf(path, sizeof(path), "/proc/%d/task", pid);
 	DIR *d = opendir(path);
 	if (!d)
-		return pid;
+		return best;
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		pid_t tid = atoi(de->d_name);
-		if (tid <= 0)
+		if (tid <= 0 || tid_in(tid, skip, nskip))
 			continue;
 		/* Never the agent's own control thread: a dlclose run on it
 		 * would unmap the code and the condition variable it waits on
@@ -211,6 +243,8 @@ static pid_t pick_thread(pid_t pid)
 		}
 		if (!strncmp(comm, "tbpf-agent", 10))
 			continue;
+		if (!best)
+			best = tid;  /* main thread skipped: any other, quiet or not */
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
 		FILE *f = fopen(path, "re");
 		long nr = -1;
@@ -223,9 +257,9 @@ static pid_t pick_thread(pid_t pid)
 			if (nr != quiet[i])
 				continue;
 			/* main thread first, else the first quiet one */
-			if (tid == pid || (!best_main && best == pid)) {
+			if (tid == pid || !best_quiet) {
 				best = tid;
-				best_main = tid == pid;
+				best_quiet = 1;
 			}
 		}
 	}
@@ -341,8 +375,13 @@ static int remote_call(struct tstop *t, uint64_t fn, uint64_t a0, uint64_t a1,
 	uint64_t data_at = (top - len) & ~15ull;
 	uint64_t sp = data_at - 8;  /* return address slot; (sp + 8) % 16 == 0 */
 	size_t span = top - sp;
-	char *saved = malloc(span), *img = calloc(1, span);
+	char *saved = NULL, *img = NULL;
 	int err, status;
+
+	if (len > CALL_DATA_MAX)
+		return fail(why, -ENAMETOOLONG, "call data of %zu bytes is too long", len);
+	saved = malloc(span);
+	img = calloc(1, span);
 
 	if (!saved || !img) {
 		err = fail(why, -ENOMEM, "out of memory");
@@ -440,12 +479,31 @@ static int resolve(pid_t pid, const char *sym, uint64_t *addr)
 	return -ENOENT;
 }
 
+/* 1: the thread at sp has room for a call frame below it; 0: it has not;
+ * -errno: the maps could not be read (then the call goes ahead and a
+ * failure is reported as it happens). */
+static int stack_room(pid_t pid, uint64_t sp, size_t need)
+{
+	char path[64];
+	FILE *f;
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	if (!(f = fopen(path, "re")))
+		return -errno;
+	r = inject_stack_room(f, sp, need);
+	fclose(f);
+	return r;
+}
+
 struct session {
 	struct tstop t;
 	sigset_t old;
 };
 
-static int begin(pid_t pid, struct session *s, char **why)
+/* Stop a thread to run calls on, one with `need` bytes of mapped stack
+ * below its stack pointer. */
+static int begin(pid_t pid, struct session *s, size_t need, char **why)
 {
 	sigset_t block;
 	memset(s, 0, sizeof(*s));
@@ -456,12 +514,38 @@ static int begin(pid_t pid, struct session *s, char **why)
 	sigaddset(&block, SIGQUIT);
 	sigaddset(&block, SIGPIPE);
 	sigprocmask(SIG_BLOCK, &block, &s->old);
-	s->t.tid = pick_thread(pid);
-	int err = seize(pid, &s->t, why);
-	/* a signal raced with our interrupt: it was handed back; try again */
-	for (int tries = 0; err == -EAGAIN && tries < 3; tries++) {
-		usleep(1000);
+	pid_t tried[8];
+	size_t ntried = 0;
+	int err;
+
+	for (;;) {
+		s->t.tid = pick_thread(pid, tried, ntried);
+		if (!s->t.tid) {
+			err = fail(why, -ENOSPC, "no thread of %d has %zu bytes of mapped stack below its "
+				   "stack pointer for the call; try again", pid, need);
+			break;
+		}
 		err = seize(pid, &s->t, why);
+		/* a signal raced with our interrupt: it was handed back; try again */
+		for (int tries = 0; err == -EAGAIN && tries < 3; tries++) {
+			usleep(1000);
+			err = seize(pid, &s->t, why);
+		}
+		if (err || stack_room(pid, s->t.regs.rsp, need) != 0)
+			break;
+		/* Too near the end of a grow-down stack: writing there would
+		 * fail (and the kernel logs "GUP no longer grows the stack").
+		 * Let this one go and take another thread. */
+		if ((err = release(&s->t)) < 0) {
+			fail(why, err, "restoring thread %d: %s", s->t.tid, strerror(-err));
+			break;
+		}
+		if (ntried == sizeof(tried) / sizeof(*tried)) {
+			err = fail(why, -ENOSPC, "no thread of %d has %zu bytes of mapped stack below "
+				   "its stack pointer for the call; try again", pid, need);
+			break;
+		}
+		tried[ntried++] = s->t.tid;
 	}
 	if (err)
 		sigprocmask(SIG_SETMASK, &s->old, NULL);
@@ -516,8 +600,10 @@ int inject_dlopen(pid_t pid, const char *lib_path, unsigned flags, uint64_t *han
 	if ((err = resolve(pid, "dlopen", &fn)) < 0)
 		return fail(why, err, "no dlopen in the libc of %d (glibc < 2.34 without libdl?)", pid);
 
+	if (strlen(lib_path) + 1 > CALL_DATA_MAX)
+		return fail(why, -ENAMETOOLONG, "library path too long: %s", lib_path);
 	struct session s;
-	if ((err = begin(pid, &s, why)))
+	if ((err = begin(pid, &s, CALL_FRAME(strlen(lib_path) + 1), why)))
 		return err;
 	err = remote_call(&s.t, fn, UINT64_MAX, 2 /* RTLD_NOW */, lib_path,
 			  strlen(lib_path) + 1, &h, why);
@@ -543,7 +629,7 @@ int inject_dlclose(pid_t pid, uint64_t handle, int *ret, char **why)
 	if ((err = resolve(pid, "dlclose", &fn)) < 0)
 		return fail(why, err, "no dlclose in the libc of %d", pid);
 	struct session s;
-	if ((err = begin(pid, &s, why)))
+	if ((err = begin(pid, &s, CALL_FRAME(0), why)))
 		return err;
 	err = remote_call(&s.t, fn, handle, 0, "", 0, &r, why);
 	if (!err && (int)r != 0) {

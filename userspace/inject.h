@@ -25,6 +25,14 @@ int inject_dlclose(pid_t pid, uint64_t handle, int *ret, char **why);
  * collide with another CUPTI user.  Returns 1 (conflict, *why set), 0. */
 int inject_maps_conflict(FILE *maps, const char *agent_path, char **why);
 
+/* Pure: whether the `need` bytes below sp lie in the same mapping as sp,
+ * given /proc/PID/maps text.  A main thread's stack is a grow-down
+ * mapping that the kernel extends only on the thread's own faults, never
+ * for another process's accesses (Linux 6.5+), so the call frame tbpf
+ * writes below a thread's stack pointer must fit in what is mapped.
+ * Returns 1 (fits), 0 (does not, or sp is unmapped), -EINVAL (bad text). */
+int inject_stack_room(FILE *maps, uint64_t sp, uint64_t need);
+
 /* Pure: find the address a loaded ELF symbol lands at.  `maps` is
  * /proc/PID/maps text; the library is the first mapping whose file
  * basename starts with lib_prefix ("libc.so.6"); elf_path receives its

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/wait.h>
+#include <pthread.h>
 
 #include "agent_attach.h"
 #include "inject.h"
@@ -173,6 +174,119 @@ static const char maps_plain[] =
 
 static FILE *memf(const char *s) { return fmemopen((void *)s, strlen(s), "r"); }
 
+/* A main thread blocked at the very end of its grow-down stack: the call
+ * frame cannot be written below its stack pointer (the kernel does not
+ * grow another process's stack), so injection must use another thread,
+ * or, when there is none, refuse with a clear message; either way the
+ * target must carry on unharmed (its read still returns the data). */
+static int deep_fd;
+static char deep_c;
+
+/* In the child: grow the stack mapping down to a fresh page L (this
+ * thread's own fault grows it), then block in read() on a stack pointer 64
+ * bytes above L, that is 64 bytes above the end of the mapping. */
+static int read_deep(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[256];
+	uintptr_t lo = 0, hi = 0, l, sp;
+	long ret;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, "[stack]"))
+			sscanf(line, "%lx-%lx", &lo, &hi);
+	if (f)
+		fclose(f);
+	if (!lo)
+		return 40;
+	l = (lo - (256 << 10)) & ~(uintptr_t)4095;
+	*(volatile char *)l = 1;
+	sp = l + 64;
+	__asm__ volatile("mov %%rsp, %%r12\n\t"
+			 "mov %[sp], %%rsp\n\t"
+			 "syscall\n\t"
+			 "mov %%r12, %%rsp"
+			 : "=a"(ret)
+			 : "a"(0L /* read */), "D"((long)deep_fd), "S"(&deep_c), "d"(1L), [sp] "r"(sp)
+			 : "rcx", "r11", "r12", "memory");
+	return ret == 1 && deep_c == 'x' ? 0 : 20;
+}
+
+static void *read_other(void *arg)
+{
+	char c;
+	return (void *)(intptr_t)read(*(int *)arg, &c, 1);
+}
+
+static void deep_case(int threads)
+{
+	int fds[2], other[2];
+	if (access(LIB, R_OK))
+		skip();
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(pipe(other), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pthread_t t;
+		close(fds[1]);
+		deep_fd = fds[0];
+		if (threads > 1 && pthread_create(&t, NULL, read_other, &other[0]))
+			_exit(30);
+		_exit(read_deep());
+	}
+	close(fds[0]);
+	usleep(200000);
+	char *why = NULL;
+	uint64_t h = 0;
+	int err = inject_dlopen(pid, LIB, 0, &h, &why);
+	if (threads > 1) {
+		if (err)
+			fail_msg("inject with a second thread: %s", why);
+		assert_int_equal(lib_mapped(pid, "libbz2.so"), 1);
+		int ret = -1;
+		if (inject_dlclose(pid, h, &ret, &why))
+			fail_msg("dlclose: %s", why);
+		assert_int_equal(ret, 0);
+	} else {
+		assert_int_equal(err, -ENOSPC);
+		assert_non_null(why);
+		assert_non_null(strstr(why, "stack"));
+		assert_int_equal(lib_mapped(pid, "libbz2.so"), 0);
+	}
+	free(why);
+	assert_int_equal(write(fds[1], "x", 1), 1);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	close(fds[1]);
+	close(other[0]);
+	close(other[1]);
+}
+
+static void test_deep_stack_refused(void **state) { deep_case(1); }
+static void test_deep_stack_other_thread(void **state) { deep_case(2); }
+
+static const char maps_stack[] =
+	"7ffc6537b000-7ffc6539e000 rw-p 00000000 00:00 0 [stack]\n";
+
+static void test_stack_room(void **state)
+{
+	FILE *f = memf(maps_stack);
+	assert_int_equal(inject_stack_room(f, 0x7ffc6539d000, 4096), 1);
+	fclose(f);
+	f = memf(maps_stack);  /* 0x100 mapped below sp */
+	assert_int_equal(inject_stack_room(f, 0x7ffc6537b100, 0x101), 0);
+	fclose(f);
+	f = memf(maps_stack);
+	assert_int_equal(inject_stack_room(f, 0x7ffc6537b100, 0x100), 1);
+	fclose(f);
+	f = memf(maps_stack);  /* sp not in any mapping */
+	assert_int_equal(inject_stack_room(f, 0x1000, 16), 0);
+	fclose(f);
+}
+
 static void test_maps_conflict(void **state)
 {
 	char *why = NULL;
@@ -237,6 +351,9 @@ int main(void)
 		cmocka_unit_test(test_refuses_dead_and_relative),
 		cmocka_unit_test(test_registers_survive),
 		cmocka_unit_test(test_blocked_syscall_resumes),
+		cmocka_unit_test(test_stack_room),
+		cmocka_unit_test(test_deep_stack_refused),
+		cmocka_unit_test(test_deep_stack_other_thread),
 	};
 	return cmocka_run_group_tests_name("inject", tests, NULL, NULL);
 }
