@@ -11,7 +11,9 @@ Modes (after warm-up, READY, and the go signal; see wl_common.py):
                       RESULT checksum=... (identical with and without tbpf)
   --until-file PATH   run until PATH exists (for attach/detach cycles);
                       RESULT reports iterations done, mismatches (must be
-                      0) and caught errors (must equal expected_caught)
+                      0), caught errors (must equal expected_caught) and
+                      digest_after, the reference recomputed at the end
+                      (must equal digest, computed before READY)
   --profile           run --iters under torch.profiler (one thread after
                       another, see ops_model.py) and print the aten:: counts
 """
@@ -100,9 +102,9 @@ class Worker:
         self.checksum += float(out.sum())
         self.iters += 1
 
-    def digest(self):
+    def digest(self, refs=None):
         h = hashlib.sha256()
-        for r in self.ref:
+        for r in self.ref if refs is None else refs:
             h.update(struct.pack("<%dd" % r.numel(), *r.tolist()))
         return h.hexdigest()[:16]
 
@@ -184,9 +186,16 @@ def main():
         t.join()
     secs = time.monotonic() - t0
     iters = sum(w.iters for w in workers)
+    # --until-file: the reference recomputed now, after whatever happened to
+    # the process during the run (tbpf attached, detached, killed): equal to
+    # `digest` unless its state was corrupted.  (Not with --iters, whose op
+    # counts are compared with torch.profiler's.)
+    after = "-"
+    if args.until_file:
+        after = ",".join(w.digest([w.compute(k) for k in range(PERIOD)]) for w in workers)
     caught = sum(w.caught for w in workers)
     result(checksum="%.12e" % sum(w.checksum for w in workers) if not args.until_file else "-",
-           digest=",".join(w.ref_digest for w in workers),
+           digest=",".join(w.ref_digest for w in workers), digest_after=after,
            iters=iters, mismatches=sum(w.mismatches for w in workers),
            caught=caught, expected_caught=sum(w.expected for w in workers),
            wrong_kind=sum(w.wrong_kind for w in workers),
