@@ -277,42 +277,6 @@ out:
 
 /* ---- driver -------------------------------------------------------- */
 
-/* CPU time of every thread of pid in ns (schedstat), 0 when gone.
- * schedstat is brought up to date at ticks and context switches only, so
- * a running thread's figure lags up to a tick (4 ms at HZ=250).  Task-clock
- * perf events read up to date were tried (session 3): the estimates came
- * out no steadier and the planner overspent 2-5x on test_budget, so the
- * estimator stays as tuned on schedstat. */
-uint64_t budget_proc_cpu_ns(pid_t pid)
-{
-	char path[64];
-	DIR *d;
-	struct dirent *e;
-	uint64_t sum = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	d = opendir(path);
-	if (!d)
-		return 0;
-	while ((e = readdir(d))) {
-		char sp[384];
-		unsigned long long run = 0;
-		FILE *f;
-
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
-			continue;
-		snprintf(sp, sizeof(sp), "/proc/%d/task/%s/schedstat", pid, e->d_name);
-		f = fopen(sp, "re");
-		if (!f)
-			continue;
-		if (fscanf(f, "%llu", &run) == 1)
-			sum += run;
-		fclose(f);
-	}
-	closedir(d);
-	return sum;
-}
-
 void budget_init(struct budget *b, double limit, double hit_ns)
 {
 	memset(b, 0, sizeof(*b));
@@ -348,6 +312,7 @@ void budget_free(struct budget *b)
 		free(b->t[i].hot);
 		free(b->t[i].light);
 		free_mix(&b->t[i]);
+		cpuclock_close(&b->t[i].clock);
 	}
 	free(b->t);
 	free(b->gone);
@@ -470,17 +435,21 @@ static int rows_of(struct session *s, pid_t pid, struct prof_op **rows, size_t *
 /* Read the rows and the hit counter; the reading's time is the middle of
  * the read, so an interval between two readings is not biased by their
  * length (a few ms against hot intervals of a few ms). */
-static uint64_t read_rows(struct session *s, const struct budget_target *t, struct prof_op **rows, size_t *n,
+static uint64_t read_rows(struct session *s, struct budget_target *t, struct prof_op **rows, size_t *n,
 			  uint64_t *hits, uint64_t *cpu, int *err)
 {
-	uint64_t t0 = mono_ns(), t1, c0 = budget_proc_cpu_ns(t->pid), c1;
+	uint64_t t0 = mono_ns(), t1, c0 = cpuclock_read(&t->clock), c1;
 
 	*err = rows_of(s, t->pid, rows, n);
 	*hits = session_target_hits(s, t->pid);
-	c1 = budget_proc_cpu_ns(t->pid);
+	c1 = cpuclock_read(&t->clock);
 	t1 = mono_ns();
-	/* the target's CPU at the same moment: the middle of the read too */
-	*cpu = c0 && c1 ? c0 + (c1 - c0) / 2 : c1;
+	/* the target's CPU at the same moment: the middle of the read too;
+	 * gone (0): the last reading, never 0 (a 0 start would make the
+	 * next interval's CPU the whole lifetime's) */
+	if (c0 && c1)
+		t->cpu_last = c0 + (c1 - c0) / 2;
+	*cpu = t->cpu_last;
 	return t0 + (t1 - t0) / 2;
 }
 
@@ -535,10 +504,6 @@ static void steady_cut(struct budget *b, struct session *s, struct budget_target
 	if (!t->steady)
 		return;
 	now = read_rows(s, t, &cur, &n, &hits, &cpu, &err);
-	if (cpu)
-		t->cpu_last = cpu;
-	else
-		cpu = t->cpu_last;
 	if (!err)
 		d = calloc(n + 1, sizeof(*d));
 	for (size_t i = 0; d && i < n; i++) {
@@ -641,6 +606,11 @@ static void update_estimates(const struct budget *b, struct budget_target *t)
  * decides the estimates' (hot phases only need a few hundred light-set
  * calls to fix every op's ratio to them). */
 #define LIGHT_SHARE 0.4
+/* The light time of a period is split into up to this many light phases
+ * spread over its off time: the yardstick then samples the target's speed
+ * (which drifts on this VM by several percent within a second) all
+ * through the period rather than once. */
+#define LIGHT_PARTS_MAX 8
 
 /* Re-plan from the estimates: the always-on cost; up to a quarter of the
  * budget for discoveries, LIGHT_SHARE for light phases, the rest (at least
@@ -706,8 +676,15 @@ static void replan(struct budget *b, struct budget_target *t)
 		if (light_on > plan.off_ns / 2)
 			light_on = plan.off_ns / 2;
 	}
+	t->light_parts = 1;
+	if (light_on) {
+		uint64_t min_l = 2 * t->att_ns[BP_LIGHT] + b->min_on_ns;
+		uint64_t parts = light_on / (min_l ? min_l : 1);
+
+		t->light_parts = parts < 1 ? 1 : parts > LIGHT_PARTS_MAX ? LIGHT_PARTS_MAX : (uint32_t)parts;
+	}
 	t->on_ns[BP_HOT] = plan.on_ns;
-	t->on_ns[BP_LIGHT] = light_on;
+	t->on_ns[BP_LIGHT] = light_on / t->light_parts;
 	t->on_ns[BP_OFF] = plan.off_ns - light_on;
 	t->plan = plan;
 	t->plan.full_overhead = full;
@@ -777,7 +754,11 @@ static void adopt(struct budget *b, struct session *s, pid_t pid, uint64_t now)
 	t->phase = BP_FULL;        /* the session attached all of its ops */
 	t->since_ns = t->on_mark_ns = now;
 	t->hits_on_start = session_target_hits(s, pid);
-	t->cpu_last = t->cpu_window_start = budget_proc_cpu_ns(t->pid);
+	if (cpuclock_open(&t->clock, pid)) {
+		b->n--;   /* already gone */
+		return;
+	}
+	t->cpu_last = t->cpu_window_start = cpuclock_read(&t->clock);
 	t->adopted_ns = t->seen_ns = now;
 	t->on_ns[BP_FULL] = b->min_full_ns;
 	t->next_full_ns = now + b->rediscover_ns;
@@ -816,8 +797,10 @@ static uint64_t phase_end(const struct budget *b, const struct budget_target *t)
 			return t->since_ns;
 		if (!has_hot_phases(t) && !(t->light_next && has_light_phases(t)))
 			return t->next_full_ns;
-		/* off, hot, off, light: each off phase is half the off time */
-		end = t->since_ns + (has_light_phases(t) ? t->on_ns[BP_OFF] / 2 : t->on_ns[BP_OFF]);
+		/* hot, then off and light light_parts times, then off: the
+		 * off time in light_parts + 1 equal parts */
+		end = t->since_ns + (has_light_phases(t) ? t->on_ns[BP_OFF] / (t->light_parts + 1)
+							  : t->on_ns[BP_OFF]);
 		return end < t->next_full_ns ? end : t->next_full_ns;
 	}
 }
@@ -849,7 +832,7 @@ void budget_tick(struct budget *b, struct session *s, uint64_t now)
 	}
 	for (size_t i = 0; i < b->n; i++) {
 		struct budget_target *t = &b->t[i];
-		uint64_t cpu = budget_proc_cpu_ns(t->pid);
+		uint64_t cpu = cpuclock_read(&t->clock);
 		enum budget_phase was = t->phase;
 
 		if (!cpu) {
@@ -872,10 +855,15 @@ void budget_tick(struct budget *b, struct session *s, uint64_t now)
 		}
 		if (was != BP_OFF) {
 			set_off(b, s, t, now);
-			/* a light phase comes half an off time after a hot phase
-			 * (away from the toggles' after-effects in the target),
-			 * and after a discovery */
-			t->light_next = was == BP_HOT || was == BP_FULL;
+			/* light phases come an off part after a hot phase (away
+			 * from the toggles' after-effects in the target) and
+			 * after a discovery, light_parts of them with off parts
+			 * between */
+			if (was != BP_LIGHT)
+				t->light_left = t->light_parts;
+			else if (t->light_left)
+				t->light_left--;
+			t->light_next = t->light_left > 0;
 			continue;
 		}
 		if (now >= t->next_full_ns && !t->always_on) {
@@ -953,6 +941,25 @@ static void add_from_mix(struct budget *b, struct budget_target *t, double light
 	}
 }
 
+/* The window's light-set calls: counted in its steady light, hot and full
+ * phases (the light set is probed in all three), and for the rest of the
+ * window (off phases, attaches and detaches) the CPU spent there, its
+ * probe hits' cost removed, over w, the unprobed CPU per light-set call.
+ * Only the uncounted part depends on the CPU yardstick, whose error
+ * follows the vCPU's speed from moment to moment. */
+static double light_total(const struct budget_target *t, double cpu_all, double h, double w)
+{
+	double counted = 0, cpu = 0, hits = 0, rest;
+
+	for (int p = BP_HOT; p <= BP_FULL; p++) {
+		counted += t->win[p].light;
+		cpu += t->win[p].cpu;
+		hits += t->win[p].hits;
+	}
+	rest = cpu_all - cpu - ((double)t->hits_window > hits ? (double)t->hits_window - hits : 0) * h;
+	return counted + (rest > 0 && w > 0 ? rest / w : 0);
+}
+
 void budget_window(struct budget *b, struct session *s, uint64_t now)
 {
 	double added = 0, base_total = 0;
@@ -963,7 +970,7 @@ void budget_window(struct budget *b, struct session *s, uint64_t now)
 	b->gone = calloc(b->n + 1, sizeof(*b->gone));
 	for (size_t i = 0; i < b->n; i++) {
 		struct budget_target *t = &b->t[i];
-		uint64_t cpu = budget_proc_cpu_ns(t->pid);
+		uint64_t cpu = cpuclock_read(&t->clock);
 		bool gone = !cpu;
 		double life, cpu_all, h, probe_cpu, seen, seen_full;
 		bool counted;
@@ -997,7 +1004,7 @@ void budget_window(struct budget *b, struct session *s, uint64_t now)
 			 * the window was shorter than its off time): its light-set
 			 * calls were counted, the other ops come from the last mix */
 			double l = t->win[BP_LIGHT].light;
-			double total = (cpu_all - probe_cpu) / t->work_per_light;
+			double total = light_total(t, cpu_all, h, t->work_per_light);
 
 			add_from_mix(b, t, l);
 			t->coverage = t->full_coverage = l < total ? l / total : 1;
@@ -1008,7 +1015,7 @@ void budget_window(struct budget *b, struct session *s, uint64_t now)
 			 * target's speed drifts), else the running estimate */
 			const struct budget_acc *lw = &t->win[BP_LIGHT];
 			double w = lw->light >= 500 ? (lw->cpu - lw->hits * h) / lw->light : 0;
-			double total = (cpu_all - probe_cpu) / (w > 0 ? w : t->work_per_light);
+			double total = light_total(t, cpu_all, h, w > 0 ? w : t->work_per_light);
 
 			t->coverage = seen < total ? seen / total : 1;
 			t->full_coverage = seen_full < total ? seen_full / total : 1;
@@ -1073,6 +1080,7 @@ void budget_window(struct budget *b, struct session *s, uint64_t now)
 			free(t->hot);
 			free(t->light);
 			free_mix(t);
+			cpuclock_close(&t->clock);
 			if (b->gone) {
 				b->gone[b->ngone].pid = t->pid;
 				b->gone[b->ngone].probe_cpu = t->probe_cpu;

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "cpuclock.h"
 
 struct budget_plan {
 	uint64_t on_ns, off_ns;    /* probes attached for on_ns, then off for off_ns */
@@ -74,6 +75,7 @@ struct budget_acc {           /* steady intervals of one kind of phase */
 
 struct budget_target {
 	pid_t pid;
+	struct cpuclock clock;     /* its CPU time, up to date */
 	enum budget_phase phase;
 	struct prof_op *snap;      /* its op rows when the probes were last fully in */
 	size_t nsnap;
@@ -101,6 +103,8 @@ struct budget_target {
 	struct budget_plan plan;   /* always-on cost and the expected overhead */
 	bool always_on;            /* within budget with every op probed */
 	bool light_next;           /* the next on phase is a light one */
+	uint32_t light_parts;      /* light phases per period (on_ns[BP_LIGHT] each) */
+	uint32_t light_left;       /* ... still to come in this period */
 	bool dead;                 /* exited: nothing more to schedule */
 	double coverage;           /* last window: share of its work observed */
 	double probe_cpu, base_cpu;     /* last window: probe cost and own CPU, ns */
@@ -151,8 +155,5 @@ double budget_coverage(const struct budget *b, pid_t pid);
 /* pid's probe cost and its own CPU (probe cost removed) in the last
  * window, ns; false when pid is not budgeted or had no CPU. */
 bool budget_cost(const struct budget *b, pid_t pid, double *probe_cpu, double *base_cpu);
-
-/* CPU time of all threads of a process in ns (schedstat), 0 when gone. */
-uint64_t budget_proc_cpu_ns(pid_t pid);
 
 #endif /* TBPF_BUDGET_H */

@@ -1,0 +1,212 @@
+/* test_cpuclock.c - another process's CPU time, checked against what the
+ * process reads itself (CLOCK_PROCESS_CPUTIME_ID, exact for the caller and
+ * including its exited threads).  A busy child answers SIGUSR1 with its
+ * own clock; each interval measured by cpuclock between two signals must
+ * match the child's to 1 ms.  schedstat, which lags a busy thread by up
+ * to a 4 ms tick, fails this within a few intervals.  A second case has a
+ * thread that spins and exits between two readings: its time must stay
+ * in the total. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include "cpuclock.h"
+
+static int answer_fd;
+static pid_t child;   /* killed by the teardown, should a check fail */
+
+static void on_usr1(int sig)
+{
+	struct timespec ts;
+	uint64_t ns;
+
+	(void)sig;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (write(answer_fd, &ns, sizeof(ns)) != sizeof(ns))
+		_exit(9);
+}
+
+static void spin_ms(long ms)
+{
+	struct timespec a, b;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+	do
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+	while ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < ms);
+}
+
+static void *spinner(void *arg)
+{
+	spin_ms((long)(intptr_t)arg);
+	return NULL;
+}
+
+/* child: spin forever, answering SIGUSR1; with a thread, also start one
+ * that spins 150 ms and exits, on SIGUSR2 */
+static volatile sig_atomic_t start_thread;
+static void on_usr2(int sig) { (void)sig; start_thread = 1; }
+
+static pid_t start_child(int fds[2])
+{
+	pid_t pid;
+
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		volatile unsigned long x = 0;
+
+		close(fds[0]);
+		answer_fd = fds[1];
+		signal(SIGUSR1, on_usr1);
+		signal(SIGUSR2, on_usr2);
+		for (;;) {
+			x++;
+			if (start_thread) {
+				pthread_t t;
+
+				start_thread = 0;
+				if (pthread_create(&t, NULL, spinner, (void *)(intptr_t)150) == 0)
+					pthread_detach(t);
+			}
+		}
+	}
+	close(fds[1]);
+	child = pid;
+	return pid;
+}
+
+static uint64_t child_clock(pid_t pid, int fd)
+{
+	uint64_t ns = 0;
+
+	kill(pid, SIGUSR1);
+	assert_int_equal(read(fd, &ns, sizeof(ns)), sizeof(ns));
+	return ns;
+}
+
+static void stop_child(pid_t pid, int fd)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(fd);
+	child = 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (child > 0) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		child = 0;
+	}
+	return 0;
+}
+
+static void test_intervals_match_the_process(void **state)
+{
+	int fds[2];
+	pid_t pid = start_child(fds);
+	struct cpuclock c;
+	uint64_t a, ca, b, cb;
+
+	(void)state;
+	usleep(50000);
+	assert_int_equal(cpuclock_open(&c, pid), 0);
+	a = cpuclock_read(&c);
+	ca = child_clock(pid, fds[0]);
+	for (int i = 0; i < 12; i++) {
+		usleep(20000 + 7919 * i % 30000);   /* not in step with the tick */
+		b = cpuclock_read(&c);
+		cb = child_clock(pid, fds[0]);
+		double ours = (double)(b - a) / 1e6, theirs = (double)(cb - ca) / 1e6;
+
+		if (ours - theirs > 1 || theirs - ours > 1)
+			fail_msg("interval %d: cpuclock %.3f ms, the process itself %.3f ms", i, ours,
+				 theirs);
+		a = b;
+		ca = cb;
+	}
+	cpuclock_close(&c);
+	stop_child(pid, fds[0]);
+}
+
+static void test_exited_thread_stays_counted(void **state)
+{
+	int fds[2];
+	pid_t pid = start_child(fds);
+	struct cpuclock c;
+	uint64_t a, ca, b, cb;
+
+	(void)state;
+	usleep(50000);
+	assert_int_equal(cpuclock_open(&c, pid), 0);
+	a = cpuclock_read(&c);
+	ca = child_clock(pid, fds[0]);
+	kill(pid, SIGUSR2);
+	usleep(60000);
+	(void)cpuclock_read(&c);   /* the thread is running: found here */
+	usleep(400000);            /* ... and has exited by now */
+	b = cpuclock_read(&c);
+	cb = child_clock(pid, fds[0]);
+	double ours = (double)(b - a) / 1e6, theirs = (double)(cb - ca) / 1e6;
+
+	/* the thread's first milliseconds before it was found are not
+	 * counted (counting starts when a thread is found) */
+	if (ours > theirs + 1 || ours < theirs - 70)
+		fail_msg("cpuclock %.3f ms, the process itself %.3f ms", ours, theirs);
+	assert_true(theirs > 150);   /* the thread did run */
+	assert_true(ours > 150);
+	cpuclock_close(&c);
+	stop_child(pid, fds[0]);
+}
+
+static void test_gone(void **state)
+{
+	struct cpuclock c;
+	pid_t pid = fork();
+
+	(void)state;
+	if (pid == 0)
+		_exit(0);
+	waitpid(pid, NULL, 0);
+	assert_int_equal(cpuclock_open(&c, pid), -ESRCH);
+	cpuclock_close(&c);
+	pid = fork();
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	usleep(20000);
+	assert_int_equal(cpuclock_open(&c, pid), 0);
+	assert_true(cpuclock_read(&c) > 0);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	assert_int_equal(cpuclock_read(&c), 0);
+	cpuclock_close(&c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_intervals_match_the_process, teardown),
+		cmocka_unit_test_teardown(test_exited_thread_stays_counted, teardown),
+		cmocka_unit_test(test_gone),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
