@@ -338,32 +338,40 @@ bool budget_tracks(const struct budget *b, pid_t pid)
 	return false;
 }
 
-double budget_coverage(const struct budget *b, pid_t pid)
+/* pid's figures from the last window: a target still budgeted, or one
+ * dropped there (exited).  false when pid is neither. */
+static bool last_window(const struct budget *b, pid_t pid, double *coverage,
+			double *probe_cpu, double *base_cpu)
 {
 	for (size_t i = 0; i < b->n; i++)
-		if (b->t[i].pid == pid)
-			return b->t[i].coverage;
+		if (b->t[i].pid == pid) {
+			*coverage = b->t[i].coverage;
+			*probe_cpu = b->t[i].probe_cpu;
+			*base_cpu = b->t[i].base_cpu;
+			return true;
+		}
 	for (size_t i = 0; i < b->ngone; i++)
-		if (b->gone[i].pid == pid)
-			return b->gone[i].coverage;
-	return 1;
+		if (b->gone[i].pid == pid) {
+			*coverage = b->gone[i].coverage;
+			*probe_cpu = b->gone[i].probe_cpu;
+			*base_cpu = b->gone[i].base_cpu;
+			return true;
+		}
+	return false;
+}
+
+double budget_coverage(const struct budget *b, pid_t pid)
+{
+	double coverage, probe_cpu, base_cpu;
+
+	return last_window(b, pid, &coverage, &probe_cpu, &base_cpu) ? coverage : 1;
 }
 
 bool budget_cost(const struct budget *b, pid_t pid, double *probe_cpu, double *base_cpu)
 {
-	for (size_t i = 0; i < b->n; i++)
-		if (b->t[i].pid == pid) {
-			*probe_cpu = b->t[i].probe_cpu;
-			*base_cpu = b->t[i].base_cpu;
-			return *base_cpu > 0;
-		}
-	for (size_t i = 0; i < b->ngone; i++)
-		if (b->gone[i].pid == pid) {
-			*probe_cpu = b->gone[i].probe_cpu;
-			*base_cpu = b->gone[i].base_cpu;
-			return *base_cpu > 0;
-		}
-	return false;
+	double coverage;
+
+	return last_window(b, pid, &coverage, probe_cpu, base_cpu) && *base_cpu > 0;
 }
 
 #ifdef HAVE_SESSION
