@@ -305,15 +305,20 @@ static void free_mix(struct budget_target *t)
 	t->nmix = 0;
 }
 
+/* What a target owns: at budget_free, and when it is dropped (exited). */
+static void target_free(struct budget_target *t)
+{
+	free(t->snap);
+	free(t->hot);
+	free(t->light);
+	free_mix(t);
+	cpuclock_close(&t->clock);
+}
+
 void budget_free(struct budget *b)
 {
-	for (size_t i = 0; i < b->n; i++) {
-		free(b->t[i].snap);
-		free(b->t[i].hot);
-		free(b->t[i].light);
-		free_mix(&b->t[i]);
-		cpuclock_close(&b->t[i].clock);
-	}
+	for (size_t i = 0; i < b->n; i++)
+		target_free(&b->t[i]);
 	free(b->t);
 	free(b->gone);
 	if (b->steady)
@@ -674,21 +679,17 @@ static void replan(struct budget *b, struct budget_target *t)
 			&plan))
 		return;
 	period = plan.on_ns + plan.off_ns;
+	t->light_parts = 1;
 	if (light_cost > 0) {
 		double duty = b->limit * LIGHT_SHARE / light_cost;
-		uint64_t min_l = 2 * t->att_ns[BP_LIGHT] + b->min_on_ns;
+		uint64_t min_l = 2 * t->att_ns[BP_LIGHT] + b->min_on_ns, parts;
 
 		light_on = (uint64_t)(duty * (double)period);
 		if (light_on < min_l)
 			light_on = min_l;
 		if (light_on > plan.off_ns / 2)
 			light_on = plan.off_ns / 2;
-	}
-	t->light_parts = 1;
-	if (light_on) {
-		uint64_t min_l = 2 * t->att_ns[BP_LIGHT] + b->min_on_ns;
-		uint64_t parts = light_on / (min_l ? min_l : 1);
-
+		parts = light_on / (min_l ? min_l : 1);
 		t->light_parts = parts < 1 ? 1 : parts > LIGHT_PARTS_MAX ? LIGHT_PARTS_MAX : (uint32_t)parts;
 	}
 	t->on_ns[BP_HOT] = plan.on_ns;
@@ -1084,11 +1085,7 @@ void budget_window(struct budget *b, struct session *s, uint64_t now)
 		if (!gone) {
 			b->t[k++] = *t;
 		} else {
-			free(t->snap);
-			free(t->hot);
-			free(t->light);
-			free_mix(t);
-			cpuclock_close(&t->clock);
+			target_free(t);
 			if (b->gone) {
 				b->gone[b->ngone].pid = t->pid;
 				b->gone[b->ngone].probe_cpu = t->probe_cpu;

@@ -43,7 +43,7 @@
  * the called function uses beyond that grows the stack as usual: those
  * are the thread's own faults.) */
 #define CALL_FRAME(len) (RED_ZONE + 256 + (len) + 48)
-#define CALL_DATA_MAX 4096
+#define CALL_DATA_MAX 4096   /* checked by the callers, before begin() */
 #define XSTATE_MAX (64 * 1024)
 
 static int fail(char **why, int err, const char *fmt, ...)
@@ -375,13 +375,8 @@ static int remote_call(struct tstop *t, uint64_t fn, uint64_t a0, uint64_t a1,
 	uint64_t data_at = (top - len) & ~15ull;
 	uint64_t sp = data_at - 8;  /* return address slot; (sp + 8) % 16 == 0 */
 	size_t span = top - sp;
-	char *saved = NULL, *img = NULL;
+	char *saved = malloc(span), *img = calloc(1, span);
 	int err, status;
-
-	if (len > CALL_DATA_MAX)
-		return fail(why, -ENAMETOOLONG, "call data of %zu bytes is too long", len);
-	saved = malloc(span);
-	img = calloc(1, span);
 
 	if (!saved || !img) {
 		err = fail(why, -ENOMEM, "out of memory");
@@ -496,6 +491,12 @@ static int stack_room(pid_t pid, uint64_t sp, size_t need)
 	return r;
 }
 
+static int no_room(pid_t pid, size_t need, char **why)
+{
+	return fail(why, -ENOSPC, "no thread of %d has %zu bytes of mapped stack below its "
+		    "stack pointer for the call; try again", pid, need);
+}
+
 struct session {
 	struct tstop t;
 	sigset_t old;
@@ -521,8 +522,7 @@ static int begin(pid_t pid, struct session *s, size_t need, char **why)
 	for (;;) {
 		s->t.tid = pick_thread(pid, tried, ntried);
 		if (!s->t.tid) {
-			err = fail(why, -ENOSPC, "no thread of %d has %zu bytes of mapped stack below its "
-				   "stack pointer for the call; try again", pid, need);
+			err = no_room(pid, need, why);
 			break;
 		}
 		err = seize(pid, &s->t, why);
@@ -541,8 +541,7 @@ static int begin(pid_t pid, struct session *s, size_t need, char **why)
 			break;
 		}
 		if (ntried == sizeof(tried) / sizeof(*tried)) {
-			err = fail(why, -ENOSPC, "no thread of %d has %zu bytes of mapped stack below "
-				   "its stack pointer for the call; try again", pid, need);
+			err = no_room(pid, need, why);
 			break;
 		}
 		tried[ntried++] = s->t.tid;

@@ -73,6 +73,15 @@ static int lib_mapped(pid_t pid, const char *name)
 	return hit;
 }
 
+/* The child exits, with status 0 (its own checks passed). */
+static void expect_exit_0(pid_t pid)
+{
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void five_cycles(pid_t pid)
 {
 	for (int i = 0; i < 5; i++) {
@@ -110,10 +119,7 @@ static void test_registers_survive(void **state)
 	assert_int_equal(lib_mapped(pid, "libbz2.so"), 0);
 	five_cycles(pid);
 	kill(pid, SIGUSR1);
-	int status;
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0); /* 3 = a register changed */
+	expect_exit_0(pid);   /* 3 = a register changed */
 }
 
 /* A child blocked in read(): after injection the read must still return
@@ -136,10 +142,7 @@ static void test_blocked_syscall_resumes(void **state)
 	usleep(100000);
 	five_cycles(pid);
 	assert_int_equal(write(fds[1], "x", 1), 1);
-	int status;
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	expect_exit_0(pid);
 	close(fds[1]);
 }
 
@@ -256,10 +259,7 @@ static void deep_case(int threads)
 	}
 	free(why);
 	assert_int_equal(write(fds[1], "x", 1), 1);
-	int status;
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	expect_exit_0(pid);
 	close(fds[1]);
 	close(other[0]);
 	close(other[1]);
