@@ -295,7 +295,8 @@ struct tbpf_thread {
 	__u64 pystack_id; /* full 64-bit id */
 	struct tbpf_frame frames[TBPF_MAX_DEPTH];
 	__u32 gen;        /* pid_gen of its process when its frames were pushed */
-	__u32 pad;
+	__u32 busy;       /* an op probe is changing the frames: the infer
+			   * sampler, which can interrupt it, keeps off */
 };
 
 /* Slots of the per-process attach generation (bpf: pid_gen[pid & mask]).
@@ -338,6 +339,7 @@ enum tbpf_counter {
 	CNT_PYSTACK_TRUNC,
 	CNT_CUDA_EVENTS,
 	CNT_CUDA_NESTED,      /* driver calls made inside a runtime call, skipped */
+	CNT_SAMPLE_POPS,      /* infer mode: frames closed by a sample or switch-out */
 	CNT_MAX
 };
 

@@ -23,6 +23,7 @@
 #include "tbpf_abi.h"
 #include "capture.h"
 #include "guard.h"
+#include "infer_sampler.h"
 #include "live.h"
 #include "procmaps.h"
 #include "pyoffsets.h"
@@ -70,6 +71,7 @@ struct session {
 	struct stackstore stacks;   /* Python stacks named while targets live */
 	uint64_t stack_errors;
 	unsigned stack_ticks;
+	struct infer_sampler sampler;   /* bounds inferred exits (issue 19) */
 };
 
 static struct tgt *tgt_by_pid(struct session *s, uint32_t pid)
@@ -577,6 +579,14 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 		if (err)
 			goto fail;
 	}
+	if (!tg->guard) {
+		err = infer_sampler_start(&s->sampler, s->skel->progs.tbpf_infer_sample,
+					  s->skel->progs.tbpf_infer_switch, 0);
+		if (err)
+			fprintf(stderr, "tbpf: warning: no CPU-clock samples (%s): an inferred op exit "
+					"is seen at the thread's next op\n", strerror(-err));
+		err = 0;
+	}
 	if (!tg->guard && attach_catch_hooks(s, tg))
 		fprintf(stderr, "tbpf: warning: pid %d: cannot hook __cxa_begin_catch; frames unwound "
 				"by exceptions close at the thread's next op\n", pid);
@@ -964,6 +974,7 @@ void session_detach_all(struct session *s)
 {
 	size_t slow = 0;
 
+	infer_sampler_stop(&s->sampler);
 	for (size_t i = 0; i < s->n; i++)
 		slow += s->v[i]->entry.nlinks;
 	if (slow > 500)
