@@ -203,6 +203,42 @@ static int json_extras(FILE *out, void *ctx)
 	return err;
 }
 
+/* "pid 1234 (python3)" or "the 3 processes": who the window watched. */
+static char *targets_desc(struct session *s)
+{
+	const struct session_target_info *ti = session_target(s, 0);
+	char *d = NULL;
+
+	if (session_ntargets(s) == 1)
+		return asprintf(&d, "pid %d (%s)", ti->pid, ti->comm ? ti->comm : "?") < 0 ? NULL : d;
+	return asprintf(&d, "the %zu processes", session_ntargets(s)) < 0 ? NULL : d;
+}
+
+/* An empty result is never silent (issue 13): one line saying why. */
+static void report_empty(struct session *s, const uint64_t *cnt, uint64_t duration)
+{
+	char *who;
+
+	if (!session_ntargets(s)) {
+		fprintf(stderr, "tbpf: no op seen: no PyTorch process was found during the %.2f s "
+				"window\n", duration / 1e9);
+		return;
+	}
+	who = targets_desc(s);
+	if (!cnt[CNT_ENTRIES])
+		fprintf(stderr, "tbpf: no op ran in %s during the %.2f s window: the op probes saw "
+				"no hit (entries 0, exits %llu)\n", who ? who : "the targets",
+			duration / 1e9, (unsigned long long)cnt[CNT_EXITS]);
+	else
+		fprintf(stderr, "tbpf: no op completed in %s during the %.2f s window although the "
+				"op probes saw %llu entries (exits %llu, overflow %llu, maps full %llu)\n",
+			who ? who : "the targets", duration / 1e9,
+			(unsigned long long)cnt[CNT_ENTRIES], (unsigned long long)cnt[CNT_EXITS],
+			(unsigned long long)cnt[CNT_DEPTH_OVERFLOW],
+			(unsigned long long)cnt[CNT_STAT_FULL]);
+	free(who);
+}
+
 static FILE *open_out(const char *path)
 {
 	if (!path || !strcmp(path, "-"))
@@ -318,6 +354,13 @@ int live_run(const struct live_opts *o)
 	mode = (o->exits != EXITS_INFER ? TBPF_MODE_EXITS : 0) | (cfg.record ? TBPF_MODE_RECORD : 0);
 	for (size_t i = 0; i < session_ntargets(s); i++)
 		probes += session_target(s, i)->nprobes;
+	{
+		size_t cp = 0, cl = 0;
+
+		/* before the `attached` line: that line is the last, all is live */
+		if (session_cuda(s, &cp, &cl) && cl)
+			fprintf(stderr, "tbpf: CUDA: %zu probes in %zu libraries\n", cp, cl);
+	}
 	if (o->npids == 1) {
 		const struct session_target_info *ti = session_target(s, 0);
 
@@ -331,12 +374,6 @@ int live_run(const struct live_opts *o)
 				"Ctrl-C to stop\n",
 			(unsigned long long)probes, session_ntargets(s), (t_mono - t0) / 1e6,
 			cfg.system_wide ? "; watching for new PyTorch processes" : "");
-	}
-	{
-		size_t cp = 0, cl = 0;
-
-		if (session_cuda(s, &cp, &cl) && cl)
-			fprintf(stderr, "tbpf: CUDA: %zu probes in %zu libraries\n", cp, cl);
 	}
 	if (cw) {
 		write_run_meta(cw, s, mode, t_mono, t_real);
@@ -420,6 +457,8 @@ int live_run(const struct live_opts *o)
 			(unsigned long long)counters[CNT_STAT_FULL],
 			(unsigned long long)counters[CNT_NO_THREAD_SLOT]);
 	fprintf(stderr, "tbpf: stopped (%s) after %.2f s\n", stop_reason, duration / 1e9);
+	if (!prof.nops)
+		report_empty(s, counters, duration);
 
 	prof.duration_ns = duration;
 	prof.probes_attached = (uint32_t)probes;

@@ -70,6 +70,7 @@ struct session {
 	struct stackstore stacks;   /* Python stacks named while targets live */
 	uint64_t stack_errors;
 	unsigned stack_ticks;
+	unsigned scans;             /* session_scan calls: later finds are announced */
 };
 
 static struct tgt *tgt_by_pid(struct session *s, uint32_t pid)
@@ -658,6 +659,17 @@ static bool passes_filters(struct session *s, pid_t pid)
 	return true;
 }
 
+/* A process found by a scan after the first: its own line once its probes
+ * are live (the first scan's are in the caller's `attached` line). */
+static void announce_target(struct session *s, const struct tgt *tg)
+{
+	if (!s->scans && !s->cfg.verbose)
+		return;
+	fprintf(stderr, "tbpf: attached to pid %d (%s): %zu probes live, exits: %s%s\n",
+		tg->t.pid, tg->t.comm ? tg->t.comm : "?", tg->info.nprobes, tg->info.exits,
+		s->scans ? "; found during the run" : "");
+}
+
 int session_scan(struct session *s)
 {
 	DIR *d = opendir("/proc");
@@ -689,9 +701,7 @@ int session_scan(struct session *s)
 		procmaps_free_paths(paths, n);
 		if (session_add_target(s, pid, &why) == 0) {
 			added++;
-			if (s->cfg.verbose)
-				fprintf(stderr, "tbpf: attached to pid %d (%s)\n", pid,
-					s->v[s->n - 1]->t.comm ? s->v[s->n - 1]->t.comm : "?");
+			announce_target(s, s->v[s->n - 1]);
 		} else {
 			if (s->cfg.verbose)
 				fprintf(stderr, "tbpf: skipping pid %d: %s\n", pid, why ? why : "?");
@@ -700,6 +710,7 @@ int session_scan(struct session *s)
 		free(why);
 	}
 	closedir(d);
+	s->scans++;
 	return added;
 }
 

@@ -83,6 +83,7 @@ start_workload() {
 	shift 3
 	local out=$T/$name.out err=$T/$name.err
 	log "start $name: $py $script $*"
+	: > "$out"; : > "$err"   # no READY from an earlier run with this name
 	"$py" "$WL/$script" "$@" > "$out" 2> "$err" &
 	pid=$!
 	_E2E_PIDS+=("$pid")
@@ -113,6 +114,10 @@ start_tbpf() {
 	local out=$T/$name.out err=$T/$name.err
 	log "start $name: $TBPF $*"
 	t0=$(date +%s%N)
+	# truncated here, not by the child's redirection: an `attached` line
+	# left by an earlier run with this name would otherwise start the work
+	# before this tbpf has attached
+	: > "$out"; : > "$err"
 	"$TBPF" "$@" > "$out" 2> "$err" &
 	pid=$!
 	_E2E_PIDS+=("$pid")
@@ -141,6 +146,7 @@ start_tbpf() {
 start_daemon() {
 	local i
 	log "start daemon: $TBPF daemon --listen 127.0.0.1:0 $*"
+	: > "$T/daemon.out"; : > "$T/daemon.err"
 	"$TBPF" daemon --listen 127.0.0.1:0 "$@" > "$T/daemon.out" 2> "$T/daemon.err" &
 	dpid=$!
 	_E2E_PIDS+=("$dpid")
