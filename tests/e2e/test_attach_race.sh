@@ -33,7 +33,9 @@ JOB_OPS=$JOB_OPS,aten::native_batch_norm,aten::relu,aten::max_pool2d_with_indice
 JOB_OPS=$JOB_OPS,aten::nll_loss_forward,aten::convolution_backward,aten::threshold_backward
 JOB_OPS=$JOB_OPS,aten::native_batch_norm_backward,aten::zero_,aten::detach
 
-timeout 600 sh -c 'while :; do :; done' &
+# the loop's own pid in _E2E_PIDS (a `timeout` wrapper's child would
+# outlive the cleanup, holding whatever fds the test inherited)
+bash -c 'while [ $SECONDS -lt 600 ]; do :; done' &
 _E2E_PIDS+=($!)
 log "busy loop beside: pid $!"
 
