@@ -40,6 +40,7 @@ _E2E_PIDS+=($!)
 log "busy loop beside: pid $!"
 
 runs=0 bad=0
+declare -A TV=([$PY1]=$(torch_version "$PY1") [$PY2]=$(torch_version "$PY2"))   # once: imports torch
 
 # wait_lines FILE PATTERN N: until FILE has N lines matching PATTERN.
 wait_lines() {
@@ -92,7 +93,7 @@ rounds_case() {
 	[ "$tag" = t1 ] && empty_case "$pid"
 	for ((r = 1; r <= ROUNDS; r++)); do
 		tb=tb_${tag}_auto_$r
-		label="torch $(torch_version "$py") --exits auto round $r/$ROUNDS"
+		label="torch ${TV[$py]} --exits auto round $r/$ROUNDS"
 		wait_lines "$(get "$wl" out)" '^READY' "$r"
 		GO_ON_ATTACH=$pid start_tbpf "$tb" --pid "$pid" --format json -v
 		wait_lines "$(get "$wl" out)" '^RESULT' "$r"
@@ -112,7 +113,7 @@ exit_case() {
 	local py=$1 tag=$2 r wl tb label
 	for ((r = 1; r <= ROUNDS; r++)); do
 		wl=wl_${tag}_infer_$r tb=tb_${tag}_infer_$r
-		label="torch $(torch_version "$py") --exits infer run $r/$ROUNDS"
+		label="torch ${TV[$py]} --exits infer run $r/$ROUNDS"
 		start_workload "$wl" "$py" short_job.py --iters $ITERS
 		GO_ON_ATTACH=$(get "$wl" pid) start_tbpf "$tb" --pid "$(get "$wl" pid)" --format json \
 			--exits infer -v
@@ -141,7 +142,7 @@ run_case() {
 			log "tbpf run round $r: attached without the hold"
 		runs=$((runs + 1))
 		python3 "$E2E_DIR/compare_counts.py" "$T/$name.json" "$T/ref_$tag.json" --pid "$pid" \
-			--only "$JOB_OPS" --label "tbpf run, torch $(torch_version "$py"), round $r/$RUN_ROUNDS" || {
+			--only "$JOB_OPS" --label "tbpf run, torch ${TV[$py]}, round $r/$RUN_ROUNDS" || {
 			bad=$((bad + 1))
 			log "tbpf run round $r: stderr: $(tr '\n' ' ' < "$T/$name.err")"
 		}
