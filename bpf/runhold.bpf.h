@@ -4,10 +4,11 @@
  *
  * The raw sys_enter tracepoint notes an executable mmap of libtorch_cpu by
  * targ_tgid (kprobes and fentry on the mmap path are not available on
- * every kernel: no kprobe PMU, EPERM); the next _dl_debug_state() call (the r_brk notification,
- * RT_CONSISTENT: every object of that dlopen mapped, none relocated or
- * initialized yet) stops the process with SIGSTOP.  User space attaches
- * and sends SIGCONT.  States: RUN_HOLD_* in tbpf_abi.h. */
+ * every kernel: here no kprobe PMU, and EPERM for fentry); the next
+ * _dl_debug_state() call (the r_brk notification, RT_CONSISTENT: every
+ * object of that dlopen mapped, none relocated or initialized yet) stops
+ * the process with SIGSTOP.  User space attaches and sends SIGCONT.
+ * States: RUN_HOLD_* in tbpf_abi.h. */
 
 __u32 run_hold;   /* .bss, set by user space to RUN_HOLD_ARMED */
 
