@@ -613,6 +613,7 @@ int BPF_PROG(tbpf_thread_exit, struct task_struct *task)
 	return 0;
 }
 
+#include "runhold.bpf.h"
 #if __has_include("cuda.bpf.h")
 #include "cuda.bpf.h"
 #endif

@@ -305,6 +305,10 @@ struct tbpf_thread {
  * entry) must not be closed and counted inside the next on phase. */
 #define TBPF_GEN_SLOTS 4096
 
+/* `tbpf run` holds the command once libtorch_cpu is mapped (runhold.bpf.h):
+ * bss run_hold goes ARMED (user space) -> MAPPED -> STOPPED (BPF). */
+enum tbpf_run_hold { RUN_HOLD_OFF, RUN_HOLD_ARMED, RUN_HOLD_MAPPED, RUN_HOLD_STOPPED };
+
 struct tbpf_opkey {
 	__u32 pid;
 	__u32 op_id;

@@ -105,6 +105,8 @@ static int parse_pid(const char *s, pid_t *pid)
 static const char *const formats[] = { "table", "tree", "json", "chrome", "perfetto", "folded",
 				       "pprof", NULL };
 
+static void run_release(void *vctx);
+
 static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_ctx)
 {
 	enum { O_SORT = 256, O_ROWS, O_EXITS, O_RING, O_NOMULTI, O_RECORD, O_BYOVL, O_COMM, O_CGROUP, O_OPS, O_MINPCT, O_NOPY,
@@ -262,6 +264,8 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 			return TBPF_EXIT_ERROR;
 		o.npids = 1;
 		o.wait_torch = true;
+		o.release = run_release;
+		o.release_ctx = start_ctx;
 		o.gpu_run = true;   /* issue 6: attach to the agent the driver loads */
 	}
 	/* -o x.tbpf without --format: record only */
@@ -298,9 +302,15 @@ static pid_t run_start(void *vctx)
 		return -1;
 	}
 	r->started = true;
-	/* exec at once: tbpf attaches when the command has loaded libtorch */
-	run_child_release(&r->child);
+	/* held before exec until live_run can hold it where it loads libtorch */
 	return r->child.pid;
+}
+
+static void run_release(void *vctx)
+{
+	struct run_ctx *r = vctx;
+
+	run_child_release(&r->child);
 }
 
 /* tbpf run [options] -- command args...: start the command with the CUPTI

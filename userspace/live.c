@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "tbpf_abi.h"
@@ -38,6 +39,7 @@
 #include "tree.h"
 #include "target.h"
 #include "version.h"
+#include "strf.h"
 
 static volatile sig_atomic_t stop_signal;
 
@@ -203,11 +205,106 @@ static int json_extras(FILE *out, void *ctx)
 	return err;
 }
 
+/* "pid 1234 (python3)" or "the 3 processes": who the window watched. */
+static char *targets_desc(struct session *s)
+{
+	const struct session_target_info *ti = session_target(s, 0);
+	char *d = NULL;
+
+	if (session_ntargets(s) == 1)
+		return asprintf(&d, "pid %d (%s)", ti->pid, ti->comm ? ti->comm : "?") < 0 ? NULL : d;
+	return asprintf(&d, "the %zu processes", session_ntargets(s)) < 0 ? NULL : d;
+}
+
+/* An empty result is never silent (issue 13): one line saying why. */
+static void report_empty(struct session *s, const uint64_t *cnt, uint64_t duration)
+{
+	char *who;
+
+	if (!session_ntargets(s)) {
+		fprintf(stderr, "tbpf: no op seen: no PyTorch process was found during the %.2f s "
+				"window\n", duration / 1e9);
+		return;
+	}
+	who = targets_desc(s);
+	if (!cnt[CNT_ENTRIES])
+		fprintf(stderr, "tbpf: no op ran in %s during the %.2f s window: the op probes saw "
+				"no hit (entries 0, exits %llu)\n", who ? who : "the targets",
+			duration / 1e9, (unsigned long long)cnt[CNT_EXITS]);
+	else
+		fprintf(stderr, "tbpf: no op completed in %s during the %.2f s window although the "
+				"op probes saw %llu entries (exits %llu, overflow %llu, maps full %llu)\n",
+			who ? who : "the targets", duration / 1e9,
+			(unsigned long long)cnt[CNT_ENTRIES], (unsigned long long)cnt[CNT_EXITS],
+			(unsigned long long)cnt[CNT_DEPTH_OVERFLOW],
+			(unsigned long long)cnt[CNT_STAT_FULL]);
+	free(who);
+}
+
 static FILE *open_out(const char *path)
 {
 	if (!path || !strcmp(path, "-"))
 		return stdout;
 	return fopen(path, "we");
+}
+
+/* Gone, or a zombie of ours (tbpf run's command is our child). */
+static bool proc_gone(pid_t pid)
+{
+	siginfo_t si = { 0 };
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return true;
+	return !waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) && si.si_pid == pid;
+}
+
+/* tbpf run: attach once the command has mapped libtorch.  The hold stops
+ * it right there (session_hold_torch), so its first op is counted; maps
+ * are then read only every 0.5 s (a fallback: attaching mid-dlopen could
+ * miss libraries mapped after libtorch).  Without the hold, /proc/PID/maps
+ * is polled every 20 ms.  *t0: the attach start. */
+static int attach_when_torch(struct session *s, const struct live_opts *o, pid_t pid,
+			     uint64_t *t0, char **why)
+{
+	bool held = !session_hold_torch(s, why);
+	unsigned tick = 0;
+	int err = -EINTR;
+
+	if (!held) {
+		fprintf(stderr, "tbpf: warning: %s; counting starts up to 20 ms after the command "
+				"loads libtorch\n", *why ? *why : "no hold");
+		free(*why);
+		*why = NULL;
+	}
+	if (o->release)
+		o->release(o->release_ctx);
+	while (!stop_signal) {
+		if (!held || session_torch_held(s) || ++tick % 250 == 0) {
+			bool stopped = session_torch_held(s);
+
+			*t0 = now_ns(CLOCK_MONOTONIC);
+			err = session_add_target(s, pid, why);
+			if (!err && stopped && o->verbose)
+				fprintf(stderr, "tbpf: pid %d held where it loaded libtorch while the "
+						"probes attached\n", pid);
+			if (err != -ENOENT)
+				break;
+			free(*why);
+			*why = NULL;
+			if (session_torch_held(s)) {   /* held, yet no ops found: poll */
+				session_hold_release(s);
+				held = false;
+			}
+		}
+		if (proc_gone(pid)) {
+			*why = strf("pid %d exited before it loaded libtorch", pid);
+			err = -ESRCH;
+			break;
+		}
+		usleep(held ? 2000 : 20000);
+	}
+	session_hold_release(s);   /* continues the held command */
+	return err;
 }
 
 int live_run(const struct live_opts *o)
@@ -228,6 +325,7 @@ int live_run(const struct live_opts *o)
 		.verbose = o->verbose,
 		.gpu_agent = o->inject ? GPU_AGENT_INJECT : o->gpu_run ? GPU_AGENT_RUN : GPU_AGENT_OFF,
 		.inject_flags = o->inject_force ? INJECT_FORCE : 0,
+		.run_hold = o->wait_torch,
 	};
 	char *agent_path = cfg.gpu_agent ? run_agent_path() : NULL;   /* issue 6 */
 	struct session *s = NULL;
@@ -286,21 +384,8 @@ int live_run(const struct live_opts *o)
 		session_set_capture(s, cw);
 	}
 	for (size_t i = 0; i < o->npids; i++) {
-		err = session_add_target(s, o->pids[i], &why);
-		while (err == -ENOENT && o->wait_torch && !stop_signal) {
-			/* tbpf run: the command has not imported torch yet */
-			free(why);
-			why = NULL;
-			if (kill(o->pids[i], 0) && errno == ESRCH) {
-				fprintf(stderr, "tbpf: pid %d exited before it loaded libtorch\n",
-					o->pids[i]);
-				rc = TBPF_EXIT_ERROR;
-				goto out;
-			}
-			usleep(20000);
-			t0 = now_ns(CLOCK_MONOTONIC);
-			err = session_add_target(s, o->pids[i], &why);
-		}
+		err = o->wait_torch ? attach_when_torch(s, o, o->pids[i], &t0, &why)
+				    : session_add_target(s, o->pids[i], &why);
 		if (err) {
 			fprintf(stderr, "tbpf: %s\n", why ? why : strerror(-err));
 			free(why);
@@ -318,6 +403,13 @@ int live_run(const struct live_opts *o)
 	mode = (o->exits != EXITS_INFER ? TBPF_MODE_EXITS : 0) | (cfg.record ? TBPF_MODE_RECORD : 0);
 	for (size_t i = 0; i < session_ntargets(s); i++)
 		probes += session_target(s, i)->nprobes;
+	{
+		size_t cp = 0, cl = 0;
+
+		/* before the `attached` line: that line is the last, all is live */
+		if (session_cuda(s, &cp, &cl) && cl)
+			fprintf(stderr, "tbpf: CUDA: %zu probes in %zu libraries\n", cp, cl);
+	}
 	if (o->npids == 1) {
 		const struct session_target_info *ti = session_target(s, 0);
 
@@ -331,12 +423,6 @@ int live_run(const struct live_opts *o)
 				"Ctrl-C to stop\n",
 			(unsigned long long)probes, session_ntargets(s), (t_mono - t0) / 1e6,
 			cfg.system_wide ? "; watching for new PyTorch processes" : "");
-	}
-	{
-		size_t cp = 0, cl = 0;
-
-		if (session_cuda(s, &cp, &cl) && cl)
-			fprintf(stderr, "tbpf: CUDA: %zu probes in %zu libraries\n", cp, cl);
 	}
 	if (cw) {
 		write_run_meta(cw, s, mode, t_mono, t_real);
@@ -424,6 +510,8 @@ int live_run(const struct live_opts *o)
 			(unsigned long long)counters[CNT_STAT_FULL],
 			(unsigned long long)counters[CNT_NO_THREAD_SLOT]);
 	fprintf(stderr, "tbpf: stopped (%s) after %.2f s\n", stop_reason, duration / 1e9);
+	if (!prof.nops)
+		report_empty(s, counters, duration);
 
 	prof.duration_ns = duration;
 	prof.probes_attached = (uint32_t)probes;

@@ -36,6 +36,7 @@
 #include "uprobe.h"
 #include "cuda_attach.h"
 #include "gpu_session.h"
+#include "elfsym.h"
 
 struct tgt {
 	struct target t;
@@ -72,6 +73,9 @@ struct session {
 	uint64_t stack_errors;
 	unsigned stack_ticks;
 	struct infer_sampler sampler;   /* bounds inferred exits (issue 19) */
+	unsigned scans;             /* session_scan calls: later finds are announced */
+	struct uprobe_set hold;     /* tbpf run: _dl_debug_state in the loader */
+	struct bpf_link *hold_mmap; /* tbpf run: tp_btf/sys_enter (mmap) */
 };
 
 static struct tgt *tgt_by_pid(struct session *s, uint32_t pid)
@@ -198,6 +202,8 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 	/* thread state in task storage unless the guard could not read it */
 	s->skel->rodata->thread_store = cfg->exits == EXITS_INFER || guard_thread_store_ok();
 	s->skel->rodata->hist_on = !cfg->no_hist;
+	bpf_program__set_autoload(s->skel->progs.tbpf_run_mmap, cfg->run_hold);
+	bpf_program__set_autoload(s->skel->progs.tbpf_run_dlstate, cfg->run_hold);
 	if (cfg->ring_size)
 		bpf_map__set_max_entries(s->skel->maps.events, (uint32_t)ring_size_round(cfg->ring_size));
 	if (s->multi) {
@@ -617,6 +623,69 @@ fail:
 	return err ? err : -EINVAL;
 }
 
+/* The dynamic linker the command runs under: the x86-64 default (Debian's
+ * python3 and virtual environments built on it). */
+#define RUN_LOADER "/lib64/ld-linux-x86-64.so.2"
+
+/* File offset of _dl_debug_state, the debugger's r_brk, in the loader. */
+static int loader_brk(const char *path, uint64_t *off)
+{
+	struct elf_file *ef;
+	struct elf_sym sym;
+	int err = elf_file_open(path, &ef);
+
+	if (err)
+		return err;
+	err = elf_file_find_sym(ef, "_dl_debug_state", &sym);
+	if (!err && (!sym.defined || !sym.file_off))
+		err = -ENOENT;
+	*off = sym.file_off;
+	elf_file_close(ef);
+	return err;
+}
+
+int session_hold_torch(struct session *s, char **why)
+{
+	uint64_t off = 0, cookie = 0;
+	int err;
+
+	*why = NULL;
+	if (!s->cfg.run_hold || s->cfg.only_pid <= 0)
+		return -EINVAL;
+	err = loader_brk(RUN_LOADER, &off);
+	if (!err)
+		err = uprobe_set_attach(&s->hold, s->skel->progs.tbpf_run_dlstate, RUN_LOADER, &off,
+					&cookie, 1, false, s->cfg.only_pid, s->multi);
+	if (!err) {
+		s->hold_mmap = bpf_program__attach(s->skel->progs.tbpf_run_mmap);
+		err = s->hold_mmap ? 0 : (errno ? -errno : -EINVAL);
+	}
+	if (err) {
+		*why = strf("cannot hold the command where it loads libtorch (%s in %s): %s",
+			    s->hold.nprobes ? "mmap hook" : "_dl_debug_state", RUN_LOADER,
+			    strerror(-err));
+		session_hold_release(s);
+		return err;
+	}
+	s->skel->bss->run_hold = RUN_HOLD_ARMED;
+	return 0;
+}
+
+bool session_torch_held(struct session *s)
+{
+	return s->skel->bss->run_hold == RUN_HOLD_STOPPED;
+}
+
+void session_hold_release(struct session *s)
+{
+	if (s->skel->bss->run_hold == RUN_HOLD_STOPPED)
+		kill(s->cfg.only_pid, SIGCONT);
+	s->skel->bss->run_hold = RUN_HOLD_OFF;
+	uprobe_set_close(&s->hold);
+	bpf_link__destroy(s->hold_mmap);
+	s->hold_mmap = NULL;
+}
+
 static bool skip_known(struct session *s, pid_t pid)
 {
 	for (size_t i = 0; i < s->nskip; i++)
@@ -668,6 +737,17 @@ static bool passes_filters(struct session *s, pid_t pid)
 	return true;
 }
 
+/* A process found by a scan after the first: its own line once its probes
+ * are live (the first scan's are in the caller's `attached` line). */
+static void announce_target(struct session *s, const struct tgt *tg)
+{
+	if (!s->scans && !s->cfg.verbose)
+		return;
+	fprintf(stderr, "tbpf: attached to pid %d (%s): %zu probes live, exits: %s%s\n",
+		tg->t.pid, tg->t.comm ? tg->t.comm : "?", tg->info.nprobes, tg->info.exits,
+		s->scans ? "; found during the run" : "");
+}
+
 int session_scan(struct session *s)
 {
 	DIR *d = opendir("/proc");
@@ -699,9 +779,7 @@ int session_scan(struct session *s)
 		procmaps_free_paths(paths, n);
 		if (session_add_target(s, pid, &why) == 0) {
 			added++;
-			if (s->cfg.verbose)
-				fprintf(stderr, "tbpf: attached to pid %d (%s)\n", pid,
-					s->v[s->n - 1]->t.comm ? s->v[s->n - 1]->t.comm : "?");
+			announce_target(s, s->v[s->n - 1]);
 		} else {
 			if (s->cfg.verbose)
 				fprintf(stderr, "tbpf: skipping pid %d: %s\n", pid, why ? why : "?");
@@ -710,6 +788,7 @@ int session_scan(struct session *s)
 		free(why);
 	}
 	closedir(d);
+	s->scans++;
 	return added;
 }
 
@@ -1087,6 +1166,7 @@ void session_close(struct session *s)
 {
 	if (!s)
 		return;
+	session_hold_release(s);
 	session_detach_all(s);
 	for (size_t i = 0; i < s->n; i++) {
 		target_close(&s->v[i]->t);
