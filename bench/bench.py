@@ -3,7 +3,9 @@
 
 For each torch (PY1 = Debian 1.13, PY2 = the 2.x venv) and each workload
 (tests/workloads/dispatch_bound.py: ~100 tiny ops per iteration;
-compute_bound.py: large matmuls and convolutions), R repetitions of
+compute_bound.py: large matmuls and convolutions; transformer_step.py: a
+small TransformerEncoder language model's training step with AdamW, real
+model code), R repetitions of
   baseline        the workload alone
   tbpf            the same with `tbpf --pid PID` attached (one row per
                   --exits mode asked for; default: tbpf's default mode)
@@ -36,7 +38,7 @@ PY1 = os.environ.get("PY1", "/usr/bin/python3")
 PY2 = os.environ.get("PY2", "/var/cache/tbpf/venv-torch2/bin/python")
 # Per workload: calibration iterations, minimum iterations, cap on ops
 # recorded by torch.profiler per run (its post-processing is slow).
-WORKLOADS = {"dispatch_bound": (300, 500), "compute_bound": (2, 3)}
+WORKLOADS = {"dispatch_bound": (300, 500), "compute_bound": (2, 3), "transformer_step": (5, 10)}
 PROFILER_EVENT_CAP = 150000
 
 
@@ -175,7 +177,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--python", action="append", help="interpreter(s) to run (default: PY1 and PY2)")
-    p.add_argument("--workloads", default="dispatch_bound,compute_bound")
+    p.add_argument("--workloads", default="dispatch_bound,compute_bound,transformer_step")
     p.add_argument("--exits", default="", help="comma list of tbpf --exits modes (auto,return,infer), each optionally followed by "
                    "more tbpf options (\"auto --no-python\"); "
                                                "default: tbpf's default mode only")
