@@ -78,8 +78,11 @@ tools:
 -include agent/Makefile.inc
 -include tests/formats/Makefile.inc tests/fuzz/Makefile.inc bench/export_bench.mk bench/recrate.mk
 
-unit: $(UNIT_BINS)
-	$(Q)fail=0; for t in $(UNIT_BINS); do $$t || fail=1; done; exit $$fail
+# Unit suites, then the golden report outputs of the kept captures
+# (tests/fixtures/golden/check.sh: byte-identical or fail).
+unit: $(UNIT_BINS) $(OUT)/tbpf
+	$(Q)fail=0; for t in $(UNIT_BINS); do $$t || fail=1; done; \
+	tests/fixtures/golden/check.sh $(OUT)/tbpf || fail=1; exit $$fail
 
 test: all unit
 	$(Q)tests/e2e/run.sh
