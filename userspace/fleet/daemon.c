@@ -32,7 +32,7 @@
 #include "export.h"
 #include "live.h"
 #include "metrics.h"
-#include "options.h"
+#include "units.h"
 #include "profile.h"
 #if __has_include("session.h")
 #include "session.h"

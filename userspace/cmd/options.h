@@ -1,12 +1,12 @@
-/* options.h - command-line stage: the live command's options and the pure
- * parsers for durations and sizes (unit-tested). */
+/* options.h - command stage: the live command's options (cli.c fills
+ * them, live.c runs them).  Parsers for durations and sizes: units.h. */
 #ifndef TBPF_OPTIONS_H
 #define TBPF_OPTIONS_H
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
-
-enum exits_mode { EXITS_AUTO = 0, EXITS_RETURN, EXITS_INFER };
+#include "session.h"
+#include "units.h"
 
 struct live_opts {
 	pid_t *pids;
@@ -34,12 +34,5 @@ struct live_opts {
 	const char *cgroup;
 	int verbose;
 };
-
-/* "10s", "500ms", "2m", "1h", "1.5s", bare number = seconds.  0 / -EINVAL. */
-int parse_duration(const char *s, uint64_t *ns);
-/* "64M", "512K", "1G", bare number = bytes.  0 / -EINVAL. */
-int parse_size(const char *s, uint64_t *bytes);
-/* Round up to a power of two of at least one page (ring buffer sizes). */
-uint64_t ring_size_round(uint64_t bytes);
 
 #endif

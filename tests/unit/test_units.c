@@ -1,11 +1,11 @@
-/* test_options.c - duration and size parsing. */
+/* test_units.c - duration and size parsing (units.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <errno.h>
 #include <cmocka.h>
-#include "options.h"
+#include "units.h"
 
 static void durations(void **state)
 {

@@ -1,9 +1,9 @@
-/* options.c - command-line stage: pure parsers for durations and sizes. */
+/* units.c - shared helper: pure parsers for durations and sizes. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "options.h"
+#include "units.h"
 
 int parse_duration(const char *s, uint64_t *ns)
 {

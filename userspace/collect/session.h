@@ -15,7 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "options.h"
+
+/* How op exits are seen (--exits): see README, Exception safety. */
+enum exits_mode { EXITS_AUTO = 0, EXITS_RETURN, EXITS_INFER };
 
 struct profile;
 struct capture_writer;
