@@ -84,10 +84,12 @@ tools:
 -include tests/formats/Makefile.inc tests/fuzz/Makefile.inc bench/export_bench.mk bench/recrate.mk
 
 # Unit suites, then the golden report outputs of the kept captures
-# (tests/fixtures/golden/check.sh: byte-identical or fail).
+# (tests/fixtures/golden/check.sh: byte-identical or fail) and the stage
+# order of the includes (tests/unit/check_stages.sh).
 unit: $(UNIT_BINS) $(OUT)/tbpf
 	$(Q)fail=0; for t in $(UNIT_BINS); do $$t || fail=1; done; \
-	tests/fixtures/golden/check.sh $(OUT)/tbpf || fail=1; exit $$fail
+	tests/fixtures/golden/check.sh $(OUT)/tbpf || fail=1; \
+	tests/unit/check_stages.sh || fail=1; exit $$fail
 
 test: all unit
 	$(Q)tests/e2e/run.sh

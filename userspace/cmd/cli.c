@@ -7,12 +7,12 @@
 #include <string.h>
 #include "cli.h"
 #include "cmd_run.h"
+#include "cmd_daemon.h"
 #include "live.h"
 #include "options.h"
 #include "version.h"
 
 int cmd_report(int argc, char **argv);
-int cmd_daemon(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 
 static const char usage_text[] =

@@ -268,7 +268,7 @@ int live_run(const struct live_opts *o)
 		free(why);
 		free(capture_path);
 		free(agent_path);
-		return code;
+		return tbpf_exit_of(code);
 	}
 	t_load = now_ns(CLOCK_MONOTONIC) - t0;
 	sigaction(SIGINT, &sa, NULL);

@@ -337,7 +337,7 @@ int gpu_session_apply(struct gpu_session *gs, struct profile *p,
 			return err;
 		seen += (int)r.counts.device;
 		t->dev_seen = r.counts.device;
-		err = gpucap_apply(&r, (uint32_t)t->pid, p, op_name, ctx);
+		err = profile_add_gpu(p, &r, (uint32_t)t->pid, op_name, ctx);
 		gpujoin_free(&r);
 		if (err < 0)
 			return err;

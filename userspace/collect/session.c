@@ -23,17 +23,17 @@
 #include "tbpf_abi.h"
 #include "capture.h"
 #include "guard.h"
-#include "live.h"
 #include "procmaps.h"
 #include "pyoffsets.h"
 #include "pysym.h"
 #include "stacks.h"
 #include "profile.h"
 #include "session.h"
+#include "units.h"
 #include "probeshare.h"
 #include "target.h"
 #include "uprobe.h"
-#include "cuda_attach.h"
+#include "cuda_session.h"
 #include "gpu_session.h"
 
 struct tgt {
@@ -139,7 +139,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-struct session *session_open(const struct session_config *cfg, char **why, int *code)
+struct session *session_open(const struct session_config *cfg, char **why, int *err_out)
 {
 	struct session *s;
 	struct stat st;
@@ -147,11 +147,11 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 	int err;
 
 	*why = NULL;
-	*code = TBPF_EXIT_ERROR;
+	*err_out = -EIO;
 	if (geteuid() != 0) {
 		*why = strf("%s", "permission denied: attaching BPF probes needs root (or CAP_BPF, "
 			    "CAP_PERFMON and CAP_SYS_PTRACE); run with sudo");
-		*code = TBPF_EXIT_PRIV;
+		*err_out = -EPERM;
 		return NULL;
 	}
 	if (stat("/sys/kernel/btf/vmlinux", &st)) {
@@ -160,12 +160,12 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 		uname(&u);
 		*why = strf("kernel %s has no BTF (/sys/kernel/btf/vmlinux): tbpf needs "
 			    "CONFIG_DEBUG_INFO_BTF=y (Linux 5.8+)", u.release);
-		*code = TBPF_EXIT_KERNEL;
+		*err_out = -EOPNOTSUPP;
 		return NULL;
 	}
 	if (stat("/sys/bus/event_source/devices/uprobe", &st)) {
 		*why = strf("%s", "this kernel has no uprobe support (CONFIG_UPROBE_EVENTS)");
-		*code = TBPF_EXIT_KERNEL;
+		*err_out = -EOPNOTSUPP;
 		return NULL;
 	}
 	s = calloc(1, sizeof(*s));
@@ -209,7 +209,7 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 	if (err) {
 		*why = strf("cannot load BPF programs: %s (kernel too old? TBPF_DEBUG=1 shows the "
 			    "verifier log)", strerror(-err));
-		*code = TBPF_EXIT_KERNEL;
+		*err_out = -EOPNOTSUPP;
 		goto fail;
 	}
 	{
@@ -229,7 +229,7 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 	s->skel->links.tbpf_thread_exit = bpf_program__attach(s->skel->progs.tbpf_thread_exit);
 	if (!s->skel->links.tbpf_thread_exit) {
 		*why = strf("cannot attach the thread-exit tracepoint: %s", strerror(errno));
-		*code = TBPF_EXIT_KERNEL;
+		*err_out = -EOPNOTSUPP;
 		goto fail;
 	}
 	if (cfg->cuda)

@@ -57,8 +57,9 @@ struct session_target_info {
 
 struct session;
 
-/* NULL with *why (malloc'd one line) and *code (enum tbpf_exit). */
-struct session *session_open(const struct session_config *cfg, char **why, int *code);
+/* NULL with *why (malloc'd one line) and *err: -EPERM missing privileges,
+ * -EOPNOTSUPP the kernel lacks a feature, -EIO anything else. */
+struct session *session_open(const struct session_config *cfg, char **why, int *err);
 /* 0, or -errno with *why. */
 int session_add_target(struct session *s, pid_t pid, char **why);
 /* System-wide: attach every new process that maps libtorch and passes

@@ -1,4 +1,5 @@
-/* daemon.c - `tbpf daemon`: the session system-wide (or on --pid/--comm
+/* daemon.c - fleet stage, main loop of `tbpf daemon` (options:
+ * cmd/cmd_daemon.c): the session system-wide (or on --pid/--comm
  * targets) forever, in rolling windows: collect the window's op rows and
  * histograms, clear them, add them to the metrics state served at
  * /metrics (libmicrohttpd), write a rotated pprof profile and/or push it
@@ -8,7 +9,6 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -30,251 +30,11 @@
 #include "calltree.h"
 #include "daemon.h"
 #include "export.h"
-#include "live.h"
 #include "metrics.h"
 #include "units.h"
 #include "profile.h"
-#if __has_include("session.h")
 #include "session.h"
-#define HAVE_SESSION 1
-#endif
 
-static const char usage[] =
-"Usage: tbpf daemon [--listen 127.0.0.1:9464] [--window 10s] [--pprof-dir DIR\n"
-"                   [--keep N]] [--push URL] [--label k=v] [--top N]\n"
-"                   [--max-overhead 1%] [--pid PID ...|--comm NAME|--cgroup PATH]\n"
-"\n"
-"Profile every PyTorch process on the host (or the ones selected)\n"
-"continuously, in rolling windows, and feed the monitoring you run:\n"
-"Prometheus text at http://LISTEN/metrics, rotated pprof profiles, or a\n"
-"Pyroscope-compatible ingest.\n"
-"\n"
-"  -l, --listen ADDR     host:port of the /metrics server (default\n"
-"                        127.0.0.1:9464; port 0 picks one; none = no server)\n"
-"  -w, --window TIME     aggregation window (default 10s)\n"
-"      --pprof-dir DIR   write one pprof profile per window into DIR\n"
-"      --keep N          pprof files kept in DIR (default 10)\n"
-"      --push URL        POST each window's pprof to URL/ingest (Pyroscope)\n"
-"      --app NAME        Pyroscope application name (default tbpf)\n"
-"      --label k=v       constant label on every series; job=NAME sets the\n"
-"                        job of every process (default: its command name)\n"
-"      --top N           ops per job with their own series (default 20;\n"
-"                        the rest add up in op=\"other\")\n"
-"      --max-overhead P  budget for the probes' cost, e.g. 1%: find the ops a\n"
-"                        process uses, then probe only those in short\n"
-"                        phases; counts are scaled and marked estimated\n"
-"  -p, --pid PID         only these processes (repeatable)\n"
-"      --comm NAME       only processes with this command name\n"
-"      --cgroup PATH     only processes in this cgroup\n"
-"      --exits MODE      auto, return or infer (default infer: no ptrace)\n"
-"      --no-cuda         no CUDA probes (kernel launch and copy counters)\n"
-"      --ring-size SIZE  ring buffer for CUDA records (default 2M: ~25,000\n"
-"                        records between two reads 100 ms apart)\n"
-"  -d, --duration TIME   stop after TIME (default: until SIGINT/SIGTERM)\n"
-"  -v, --verbose         one line per window on stderr\n"
-"  -h, --help            this text\n"
-"\n"
-"Examples:\n"
-"  sudo tbpf daemon\n"
-"  sudo tbpf daemon --listen 0.0.0.0:9464 --label cluster=a --top 30\n"
-"  sudo tbpf daemon --pprof-dir /var/lib/tbpf --keep 60 --window 60s\n"
-"  sudo tbpf daemon --push http://pyroscope:4040 --max-overhead 1%\n";
-
-void daemon_opts_free(struct daemon_opts *o)
-{
-	free(o->label_keys);
-	free(o->label_vals);
-	free(o->pids);
-	memset(o, 0, sizeof(*o));
-}
-
-int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
-{
-	enum { O_PPROF = 256, O_KEEP, O_PUSH, O_LABEL, O_TOP, O_BUDGET, O_COMM, O_CGROUP,
-	       O_EXITS, O_APP, O_NO_CUDA, O_RING };
-	static const struct option longopts[] = {
-		{ "listen", required_argument, NULL, 'l' },
-		{ "window", required_argument, NULL, 'w' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "pprof-dir", required_argument, NULL, O_PPROF },
-		{ "keep", required_argument, NULL, O_KEEP },
-		{ "push", required_argument, NULL, O_PUSH },
-		{ "app", required_argument, NULL, O_APP },
-		{ "label", required_argument, NULL, O_LABEL },
-		{ "top", required_argument, NULL, O_TOP },
-		{ "max-overhead", required_argument, NULL, O_BUDGET },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "comm", required_argument, NULL, O_COMM },
-		{ "cgroup", required_argument, NULL, O_CGROUP },
-		{ "exits", required_argument, NULL, O_EXITS },
-		{ "no-cuda", no_argument, NULL, O_NO_CUDA },
-		{ "ring-size", required_argument, NULL, O_RING },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	int c;
-
-	memset(o, 0, sizeof(*o));
-	o->window_ns = 10000000000ULL;
-	o->keep = 10;
-	o->top_n = 20;
-	o->exits = EXITS_INFER;
-	o->label_keys = calloc(argc, sizeof(char *));
-	o->label_vals = calloc(argc, sizeof(char *));
-	o->pids = calloc(argc, sizeof(pid_t));
-	if (!o->label_keys || !o->label_vals || !o->pids) {
-		*err = strf("out of memory");
-		return TBPF_EXIT_ERROR;
-	}
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":l:w:d:p:vh", longopts, NULL)) != -1) {
-		char *end;
-
-		switch (c) {
-		case 'l':
-			o->listen = optarg;
-			break;
-		case 'w':
-			if (parse_duration(optarg, &o->window_ns) || o->window_ns < 100000000ULL) {
-				*err = strf("invalid --window '%s' (at least 100ms; examples: 10s, 1m)",
-					    optarg);
-				return TBPF_EXIT_USAGE;
-			}
-			break;
-		case 'd':
-			if (parse_duration(optarg, &o->duration_ns) || !o->duration_ns) {
-				*err = strf("invalid --duration '%s'", optarg);
-				return TBPF_EXIT_USAGE;
-			}
-			break;
-		case O_PPROF:
-			o->pprof_dir = optarg;
-			break;
-		case O_KEEP: {
-			long v = strtol(optarg, &end, 10);
-
-			if (*end || end == optarg || v < 1 || v > 1000000) {
-				*err = strf("invalid --keep '%s'", optarg);
-				return TBPF_EXIT_USAGE;
-			}
-			o->keep = (unsigned)v;
-			break;
-		}
-		case O_PUSH:
-			o->push_url = optarg;
-			break;
-		case O_APP:
-			o->app = optarg;
-			break;
-		case O_LABEL: {
-			char *eq = strchr(optarg, '=');
-			const char *k = optarg;
-			size_t kl = eq ? (size_t)(eq - optarg) : 0;
-			bool ok = kl > 0 && (k[0] < '0' || k[0] > '9');
-
-			for (size_t i = 0; ok && i < kl; i++)
-				ok = (k[i] >= 'a' && k[i] <= 'z') || (k[i] >= 'A' && k[i] <= 'Z') ||
-				     (k[i] >= '0' && k[i] <= '9') || k[i] == '_';
-			if (!ok || (kl == 2 && !strncmp(k, "le", 2)) ||
-			    (kl == 2 && !strncmp(k, "op", 2)) || (kl == 6 && !strncmp(k, "device", 6))) {
-				*err = strf("invalid --label '%s' (KEY=VALUE, KEY a label name other "
-					    "than op, device, le)", optarg);
-				return TBPF_EXIT_USAGE;
-			}
-			*eq = '\0';
-			if (!strcmp(optarg, "job")) {
-				o->job = eq + 1;
-			} else {
-				o->label_keys[o->nlabels] = optarg;
-				o->label_vals[o->nlabels++] = eq + 1;
-			}
-			break;
-		}
-		case O_TOP: {
-			long v = strtol(optarg, &end, 10);
-
-			if (*end || end == optarg || v < 1 || v > 10000) {
-				*err = strf("invalid --top '%s'", optarg);
-				return TBPF_EXIT_USAGE;
-			}
-			o->top_n = (size_t)v;
-			break;
-		}
-		case O_BUDGET: {
-			double v = strtod(optarg, &end);
-
-			if (end == optarg || (*end && strcmp(end, "%")) || v <= 0 || v >= 100) {
-				*err = strf("invalid --max-overhead '%s' (example: 1%%)", optarg);
-				return TBPF_EXIT_USAGE;
-			}
-			o->max_overhead = *end == '%' ? v / 100 : (v < 1 ? v : v / 100);
-			break;
-		}
-		case 'p': {
-			long v = strtol(optarg, &end, 10);
-
-			if (*end || end == optarg || v <= 0 || v > 4194304) {
-				*err = strf("invalid --pid '%s'", optarg);
-				return TBPF_EXIT_USAGE;
-			}
-			o->pids[o->npids++] = (pid_t)v;
-			break;
-		}
-		case O_COMM:
-			o->comm = optarg;
-			break;
-		case O_CGROUP:
-			o->cgroup = optarg;
-			break;
-		case O_EXITS:
-			if (!strcmp(optarg, "auto"))
-				o->exits = EXITS_AUTO;
-			else if (!strcmp(optarg, "return"))
-				o->exits = EXITS_RETURN;
-			else if (!strcmp(optarg, "infer"))
-				o->exits = EXITS_INFER;
-			else {
-				*err = strf("invalid --exits '%s' (auto, return, infer)", optarg);
-				return TBPF_EXIT_USAGE;
-			}
-			break;
-		case O_NO_CUDA:
-			o->no_cuda = true;
-			break;
-		case O_RING:
-			if (parse_size(optarg, &o->ring_size) || o->ring_size < 4096) {
-				*err = strf("invalid --ring-size '%s' (example: 8M)", optarg);
-				return TBPF_EXIT_USAGE;
-			}
-			break;
-		case 'v':
-			o->verbose++;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 1;
-		case ':':
-			*err = strf("option '%s' needs a value", argv[optind - 1]);
-			return TBPF_EXIT_USAGE;
-		default:
-			*err = strf("unknown option '%s'", argv[optind - 1]);
-			return TBPF_EXIT_USAGE;
-		}
-	}
-	if (optind < argc) {
-		*err = strf("unexpected argument '%s'", argv[optind]);
-		return TBPF_EXIT_USAGE;
-	}
-	if (o->max_overhead > 0 && o->exits != EXITS_INFER) {
-		*err = strf("--max-overhead duty-cycles probes in infer mode; drop --exits");
-		return TBPF_EXIT_USAGE;
-	}
-	return 0;
-}
-
-#ifdef HAVE_SESSION
 /* ---- window outputs ------------------------------------------------- */
 
 static uint64_t now_ns(clockid_t c)
@@ -1113,25 +873,25 @@ int daemon_run(const struct daemon_opts *o)
 	struct MHD_Daemon *http = NULL;
 	struct sigaction sa = { .sa_handler = on_signal };
 	char *why = NULL;
-	int code = TBPF_EXIT_ERROR, rc = TBPF_EXIT_OK;
+	int err = -EIO, rc = 0;
 	uint64_t t0, last_scan = 0;
 	bool serve = !(o->listen && (!*o->listen || !strcmp(o->listen, "none")));
 
 	if (geteuid() != 0) {
 		fprintf(stderr, "tbpf: permission denied: attaching BPF probes needs root; run with "
 				"sudo\n");
-		return TBPF_EXIT_PRIV;
+		return -EPERM;
 	}
 	if (o->pprof_dir) {
 		struct stat sb;
 
 		if (stat(o->pprof_dir, &sb) || !S_ISDIR(sb.st_mode)) {
 			fprintf(stderr, "tbpf: --pprof-dir %s: not a directory\n", o->pprof_dir);
-			return TBPF_EXIT_ERROR;
+			return -EIO;
 		}
 	}
 	if (metrics_init(&st.m, &mc))
-		return TBPF_EXIT_ERROR;
+		return -EIO;
 	if (o->max_overhead > 0) {
 		double hit_ns = 0;
 		int err = budget_calibrate(&hit_ns);
@@ -1140,7 +900,7 @@ int daemon_run(const struct daemon_opts *o)
 			fprintf(stderr, "tbpf: --max-overhead: cannot calibrate the probe cost: %s\n",
 				strerror(-err));
 			metrics_free(&st.m);
-			return TBPF_EXIT_ERROR;
+			return -EIO;
 		}
 		fprintf(stderr, "tbpf: probe cost calibrated: %.0f ns per hit; budget %.3g%%\n",
 			hit_ns, o->max_overhead * 100);
@@ -1155,11 +915,11 @@ int daemon_run(const struct daemon_opts *o)
 	}
 	if (o->push_url)
 		curl_global_init(CURL_GLOBAL_DEFAULT);
-	w.s = session_open(&cfg, &why, &code);
+	w.s = session_open(&cfg, &why, &err);
 	if (!w.s) {
 		fprintf(stderr, "tbpf: %s\n", why ? why : "cannot start the session");
 		free(why);
-		rc = code ? code : TBPF_EXIT_ERROR;
+		rc = err;
 		goto out;
 	}
 	w.hist_fd = own_map_fd("ophist");
@@ -1171,7 +931,7 @@ int daemon_run(const struct daemon_opts *o)
 			fprintf(stderr, "tbpf: pid %d: %s\n", o->pids[i], why ? why : strerror(-err));
 			free(why);
 			why = NULL;
-			rc = TBPF_EXIT_ERROR;
+			rc = -EIO;
 			goto out;
 		}
 	}
@@ -1180,7 +940,7 @@ int daemon_run(const struct daemon_opts *o)
 		if (!http) {
 			fprintf(stderr, "tbpf: %s\n", why);
 			free(why);
-			rc = TBPF_EXIT_ERROR;
+			rc = -EIO;
 			goto out;
 		}
 	}
@@ -1255,31 +1015,4 @@ out:
 	free(w.hprev);
 	return rc;
 }
-#else
-int daemon_run(const struct daemon_opts *o)
-{
-	fprintf(stderr, "tbpf: daemon: this build has no session engine (userspace/session.c)\n");
-	return TBPF_EXIT_ERROR;
-}
-#endif
 
-int cmd_daemon(int argc, char **argv)
-{
-	struct daemon_opts o;
-	char *err = NULL;
-	int rc = daemon_parse(argc, argv, &o, &err);
-
-	if (rc == 1) {
-		daemon_opts_free(&o);
-		return TBPF_EXIT_OK;
-	}
-	if (rc) {
-		fprintf(stderr, "tbpf daemon: %s (see tbpf daemon --help)\n", err ? err : "bad usage");
-		free(err);
-		daemon_opts_free(&o);
-		return rc;
-	}
-	rc = daemon_run(&o);
-	daemon_opts_free(&o);
-	return rc;
-}

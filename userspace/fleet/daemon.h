@@ -30,12 +30,8 @@ struct daemon_opts {
 	int verbose;
 };
 
-/* Parse `tbpf daemon` arguments (argv[0] = "daemon").  0, or
- * TBPF_EXIT_USAGE with *err (malloc'd) set; 1 when --help was printed.
- * Arrays in o are malloc'd: daemon_opts_free. */
-int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err);
-void daemon_opts_free(struct daemon_opts *o);
+/* Run until a signal or o->duration_ns.  0, or -errno after a message on
+ * stderr: -EPERM without root, session_open's errors, -EIO for the rest. */
 int daemon_run(const struct daemon_opts *o);
-int cmd_daemon(int argc, char **argv);
 
 #endif /* TBPF_DAEMON_H */

@@ -7,7 +7,6 @@
 
 #include "capture.h"
 #include "gpucap.h"
-#include "profile.h"
 #include "timeline.h"
 
 static void *grow(void *v, size_t *cap, size_t n, size_t elem)
@@ -378,40 +377,4 @@ const char *gpucap_copy_kind_name(uint32_t k)
 	static const char *const names[] = { "?", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
 					     "AtoD", "DtoA", "DtoD", "HtoH", "PtoP" };
 	return k < sizeof(names) / sizeof(*names) ? names[k] : "?";
-}
-
-/* ---- into the profile --------------------------------------------------------- */
-static ssize_t find_row(const struct profile *p, uint32_t pid, uint32_t op, uint32_t stack)
-{
-	for (size_t i = 0; i < p->nops; i++)
-		if (p->ops[i].pid == pid && p->ops[i].op_id == op && (uint32_t)p->ops[i].stack_id == stack)
-			return (ssize_t)i;
-	return -1;
-}
-
-int gpucap_apply(const struct gj_result *res, uint32_t pid, struct profile *p,
-		 const char *(*op_name)(void *ctx, uint32_t id, const char **overload), void *ctx)
-{
-	int reached = 0;
-	for (size_t k = 0; k < res->nops; k++) {
-		const struct gj_opstat *o = &res->ops[k];
-		if (!o->op_id)
-			continue;   /* launched outside any op */
-		reached += (int)(o->kernels + o->memcpys + o->memsets);
-		ssize_t row = find_row(p, pid, o->op_id, o->stack_id);
-		if (row >= 0) {
-			p->ops[row].self_cuda_ns += o->self_cuda_ns;
-			p->ops[row].cuda_total_ns += o->total_cuda_ns;
-			continue;
-		}
-		const char *ovl = "";
-		const char *name = op_name ? op_name(ctx, o->op_id, &ovl) : NULL;
-		struct prof_op add = { .pid = pid, .op_id = o->op_id, .stack_id = o->stack_id,
-				       .name = name ? name : op_name ? "?" : "", .overload = ovl ? ovl : "",
-				       .self_cuda_ns = o->self_cuda_ns, .cuda_total_ns = o->total_cuda_ns };
-		int err = profile_add_op(p, &add);
-		if (err)
-			return err;
-	}
-	return reached;
 }

@@ -88,12 +88,4 @@ size_t gpucap_nprocs_with_devices(const struct gpucap *g);
 /* "HtoD", "DtoH", ... for CUpti_ActivityMemcpyKind; "?" when unknown. */
 const char *gpucap_copy_kind_name(uint32_t copy_kind);
 
-/* Add a joined process's device times to profile rows (pid, op, low 32 bits
- * of the stack id), creating rows named by op_name for ops without one
- * (op_name NULL: unnamed rows, "" name, for the caller to name).
- * Returns the number of device records that reached an op. */
-struct profile;
-int gpucap_apply(const struct gj_result *res, uint32_t pid, struct profile *p,
-		 const char *(*op_name)(void *ctx, uint32_t id, const char **overload), void *ctx);
-
 #endif

@@ -426,7 +426,7 @@ int profile_from_capture(struct capture_reader *r, struct profile *p)
 	uint64_t gpu_reached = 0;
 	ret = gpucap_load(r, true, &g);
 	for (size_t i = 0; !ret && i < g.n; i++) {
-		int n = gpucap_apply(&g.v[i].res, g.v[i].pid, p, NULL, NULL);
+		int n = profile_add_gpu(p, &g.v[i].res, g.v[i].pid, NULL, NULL);
 		if (n < 0)
 			ret = n;
 		else
@@ -498,4 +498,40 @@ int profile_from_capture(struct capture_reader *r, struct profile *p)
 	if (!p->exit_mode || !p->gpu_note)
 		return -ENOMEM;
 	return 0;
+}
+
+/* ---- device times (join/gpucap.c) into the rows -------------------------- */
+static ssize_t find_gpu_row(const struct profile *p, uint32_t pid, uint32_t op, uint32_t stack)
+{
+	for (size_t i = 0; i < p->nops; i++)
+		if (p->ops[i].pid == pid && p->ops[i].op_id == op && (uint32_t)p->ops[i].stack_id == stack)
+			return (ssize_t)i;
+	return -1;
+}
+
+int profile_add_gpu(struct profile *p, const struct gj_result *res, uint32_t pid,
+		    const char *(*op_name)(void *ctx, uint32_t id, const char **overload), void *ctx)
+{
+	int reached = 0;
+	for (size_t k = 0; k < res->nops; k++) {
+		const struct gj_opstat *o = &res->ops[k];
+		if (!o->op_id)
+			continue;   /* launched outside any op */
+		reached += (int)(o->kernels + o->memcpys + o->memsets);
+		ssize_t row = find_gpu_row(p, pid, o->op_id, o->stack_id);
+		if (row >= 0) {
+			p->ops[row].self_cuda_ns += o->self_cuda_ns;
+			p->ops[row].cuda_total_ns += o->total_cuda_ns;
+			continue;
+		}
+		const char *ovl = "";
+		const char *name = op_name ? op_name(ctx, o->op_id, &ovl) : NULL;
+		struct prof_op add = { .pid = pid, .op_id = o->op_id, .stack_id = o->stack_id,
+				       .name = name ? name : op_name ? "?" : "", .overload = ovl ? ovl : "",
+				       .self_cuda_ns = o->self_cuda_ns, .cuda_total_ns = o->total_cuda_ns };
+		int err = profile_add_op(p, &add);
+		if (err)
+			return err;
+	}
+	return reached;
 }

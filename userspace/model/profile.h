@@ -83,4 +83,12 @@ extern const char *const profile_sort_keys[];
 struct capture_reader;
 int profile_from_capture(struct capture_reader *r, struct profile *p);
 
+/* Add a joined process's device times to profile rows (pid, op, low 32 bits
+ * of the stack id), creating rows named by op_name for ops without one
+ * (op_name NULL: unnamed rows, "" name, for the caller to name).
+ * Returns the number of device records that reached an op. */
+struct gj_result;
+int profile_add_gpu(struct profile *p, const struct gj_result *res, uint32_t pid,
+		    const char *(*op_name)(void *ctx, uint32_t id, const char **overload), void *ctx);
+
 #endif /* TBPF_PROFILE_H */
