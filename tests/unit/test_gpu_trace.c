@@ -18,6 +18,7 @@
 #include "export.h"
 #include "fixture_gpu_capture.h"
 #include "gpucap.h"
+#include "model.h"
 #include "profile.h"
 
 static char dir[] = "/tmp/tbpf-test-gputrace-XXXXXX";

@@ -11,6 +11,7 @@
 #include "cmd_diff.h"
 #include "jsonutil.h"
 #include "live.h"
+#include "model.h"
 #include "profile.h"
 
 static const char usage[] =

@@ -1,4 +1,5 @@
-/* cmd_report.c - `tbpf report`: capture file -> table, json, chrome, perfetto, folded, pprof. */
+/* cmd_report.c - command stage, `tbpf report`: capture file -> table, tree,
+ * json (model.h, export_model), chrome, perfetto, folded, pprof. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -11,14 +12,11 @@
 #include "calltree.h"
 #include "capture.h"
 #include "cmd_report.h"
-#include "cuda_report.h"
-#include "cuda_tables.h"
-#include "layers_json.h"
+#include "model.h"
 #include "profile.h"
-#include "tree.h"
+#include "report.h"
 
-/* --format tree: the layer tree, not one of export.h's formats */
-#define REPORT_TREE EXPORT_NFORMATS
+#define REPORT_TREE EXPORT_TREE
 
 static const char usage[] =
 "Usage: tbpf report FILE [--format FMT] [-o OUT] [--sort KEY] [--row-limit N]\n"
@@ -57,92 +55,22 @@ static const char usage[] =
 
 /* ---- aggregated formats: ops, layers and CUDA (issue 5) ---------------- */
 
-struct report_extra {
-	const struct capture_meta *m;
-	const struct cuda_model *cm;      /* NULL: no CUDA records */
-	const struct layer_tree *tree;    /* NULL: no Python stacks */
-};
-
-static const char *report_op_name(void *ctx, uint32_t id)
-{
-	const struct capture_op *o = capture_meta_op(ctx, id);
-
-	return o ? o->name : NULL;
-}
-
-/* Members after "ops", as the live run writes them. */
-static int report_json_extra(FILE *out, void *ctx)
-{
-	const struct report_extra *x = ctx;
-	int err = 0;
-
-	if (x->tree)
-		err = layers_json(out, x->tree);
-	if (!err && x->cm) {
-		if (x->tree)
-			fputs(",\n", out);
-		err = cuda_json_members_ex(out, x->cm, report_op_name, (void *)x->m, x->tree);
-	}
-	return err;
-}
-
 static int run_aggregated(FILE *out, int fmt, struct capture_reader *r,
 			  const struct export_opts *o)
 {
-	const struct capture_meta *m = capture_reader_meta(r);
-	struct export_opts eo = o ? *o : (struct export_opts){ 0 };
-	struct report_extra x = { .m = m };
-	struct cuda_model cm;
-	struct layer_tree *tree = NULL;
-	bool cm_init = false;
-	struct profile p;
+	struct tree_opts to = { 0 };
+	struct tbpf_model m;
+	/* the table shows layers only beside CUDA kernels */
+	unsigned parts = MODEL_CUDA | (fmt == EXPORT_TABLE ? MODEL_LAYERS_WITH_CUDA : MODEL_LAYERS);
 	int err;
 
-	profile_init(&p);
-	err = profile_from_capture(r, &p);
-	if (!err) {
-		cm_init = true;
-		err = cuda_model_from_capture(r, &cm);
-		if (!err && !cuda_model_empty(&cm))
-			x.cm = &cm;
-	}
-	if (!err && (fmt != EXPORT_TABLE || x.cm))
-		err = layers_from_capture(m, &p, x.cm, &tree);
-	x.tree = tree;
-	if (err)
-		goto out;
-	if (fmt == REPORT_TREE) {
-		struct tree_opts to = { 0 };
-
-		if (!tree) {
-			err = -ENOENT;
-			goto out;
-		}
-		if (eo.sort && tree_sort_parse(eo.sort, &to.sort)) {
-			err = -EINVAL;
-			goto out;
-		}
-		err = tree_render(out, tree, &to);
-	} else if (fmt == EXPORT_JSON) {
-		if (x.cm || x.tree) {
-			eo.json_extra = report_json_extra;
-			eo.json_extra_ctx = &x;
-		}
-		err = export_json(out, &p, &eo);
-	} else {
-		err = export_table(out, &p, &eo);
-		if (!err && x.cm) {
-			fputc('\n', out);
-			err = cuda_tables_print_ex(out, x.cm, report_op_name, (void *)m, tree, NULL);
-			if (!err && ferror(out))
-				err = -EIO;
-		}
-	}
-out:
-	layers_free(tree);
-	if (cm_init)
-		cuda_model_free(&cm);
-	profile_free(&p);
+	if (fmt == REPORT_TREE && o && o->sort && tree_sort_parse(o->sort, &to.sort))
+		return -EINVAL;
+	model_init(&m);
+	err = model_from_capture(r, parts, &m);
+	if (!err)
+		err = export_model(out, fmt, &m, o, &to);
+	model_free(&m);
 	return err;
 }
 

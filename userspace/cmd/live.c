@@ -22,7 +22,6 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "tbpf_abi.h"
-#include "cuda_tables.h"
 #include "capture.h"
 #include "cmd_report.h"
 #include "export.h"
@@ -34,8 +33,8 @@
 #include "cmd_run.h"
 #include "session.h"
 #include "layers.h"
-#include "layers_json.h"
-#include "tree.h"
+#include "model.h"
+#include "report.h"
 #include "target.h"
 #include "version.h"
 
@@ -181,33 +180,90 @@ static void apply_gpu_times(struct session *s, struct profile *prof)
 	}
 }
 
-struct json_extra_ctx {
-	struct session *s;
-	const struct layer_tree *tree;
-};
-
-/* Members after "ops": the layer tree, then the CUDA tables. */
-static int json_extras(FILE *out, void *ctx)
-{
-	struct json_extra_ctx *x = ctx;
-	const struct cuda_model *cm = session_cuda(x->s, NULL, NULL);
-	int err = 0;
-
-	if (x->tree)
-		err = layers_json(out, x->tree);
-	if (!err && cm) {
-		if (x->tree)
-			fputs(",\n", out);
-		err = cuda_json_members_ex(out, cm, cuda_op_name, x->s, x->tree);
-	}
-	return err;
-}
-
 static FILE *open_out(const char *path)
 {
 	if (!path || !strcmp(path, "-"))
 		return stdout;
 	return fopen(path, "we");
+}
+
+/* The collected model (ops, CUDA tables, layers) as --format asks, through
+ * export_model like `tbpf report`; trace formats from the capture.  0 or
+ * the exit code. */
+static int live_render(const struct live_opts *o, struct session *s, struct tbpf_model *m,
+		       const char *capture_path)
+{
+	struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
+				  .by_overload = o->by_overload };
+	const char *fmt = o->format ? o->format : "table";
+	const struct cuda_model *cm = session_cuda(s, NULL, NULL);
+	bool tree_fmt = !strcmp(fmt, "tree");
+	int rc = 0, err;
+
+	m->cuda = cm;
+	m->op_name = cuda_op_name;
+	m->op_name_ctx = s;
+	if (o->python && (tree_fmt || !strcmp(fmt, "json") ||
+			  (!strcmp(fmt, "table") && cm && !cuda_model_empty(cm)))) {
+		/* issue 5: launches, copies and syncs per layer */
+		err = session_layer_tree(s, &m->prof, cm, &m->tree);
+		if (err)
+			fprintf(stderr, "tbpf: building the layer tree failed: %s\n", strerror(-err));
+	}
+	if (tree_fmt) {
+		FILE *out = open_out(o->out);
+		struct tree_opts to = { .ops = o->tree_ops, .min_pct = o->min_pct };
+
+		if (o->sort && tree_sort_parse(o->sort, &to.sort)) {
+			fprintf(stderr, "tbpf: --sort %s is not a tree column (cpu_time_total, "
+					"self_cpu_time_total, count, launches, name)\n", o->sort);
+			rc = TBPF_EXIT_USAGE;
+		} else if (!out) {
+			fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
+			rc = TBPF_EXIT_ERROR;
+		} else if (!m->tree) {
+			fprintf(stderr, "tbpf: no layer tree: Python stacks were not available\n");
+			rc = TBPF_EXIT_ERROR;
+		} else {
+			err = export_model(out, EXPORT_TREE, m, &eo, &to);
+			if (err) {
+				fprintf(stderr, "tbpf: output failed: %s\n", strerror(-err));
+				rc = TBPF_EXIT_ERROR;
+			}
+		}
+		if (out && out != stdout)
+			fclose(out);
+		return rc;
+	}
+	if (o->record && !o->format) {
+		fprintf(stderr, "tbpf: capture written to %s (%llu records)\n", capture_path,
+			(unsigned long long)session_records(s));
+	} else if (!strcmp(fmt, "table") || !strcmp(fmt, "json")) {
+		FILE *out = open_out(o->out);
+
+		if (!out) {
+			fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
+			return TBPF_EXIT_ERROR;
+		}
+		err = export_model(out, strcmp(fmt, "json") ? EXPORT_TABLE : EXPORT_JSON, m, &eo, NULL);
+		if (out != stdout && fclose(out) && !err)
+			err = -errno;
+		if (err) {
+			fprintf(stderr, "tbpf: output failed: %s\n", strerror(-err));
+			rc = TBPF_EXIT_ERROR;
+		}
+	} else {
+		char *emsg = NULL;
+
+		err = export_capture(capture_path, fmt, o->out, &eo, &emsg);
+		if (err) {
+			fprintf(stderr, "tbpf: export to %s failed: %s\n", fmt,
+				emsg ? emsg : strerror(-err));
+			rc = TBPF_EXIT_ERROR;
+		}
+		free(emsg);
+	}
+	return rc;
 }
 
 int live_run(const struct live_opts *o)
@@ -238,7 +294,7 @@ int live_run(const struct live_opts *o)
 	uint64_t last_scan = 0;
 	const char *stop_reason = NULL;
 	struct sigaction sa = { .sa_handler = on_signal };
-	struct profile prof = { 0 };
+	struct tbpf_model model = { 0 };
 	size_t written = 0;
 	int rc = TBPF_EXIT_OK, err, code;
 	uint32_t mode = 0;
@@ -378,8 +434,8 @@ int live_run(const struct live_opts *o)
 			write_threads(cw, session_target(s, i)->pid);
 	/* The measurement ends now: read the maps before detaching, since
 	 * detaching (guard first, then entry probes) takes a while. */
-	profile_init(&prof);
-	err = session_collect(s, &prof);
+	profile_init(&model.prof);
+	err = session_collect(s, &model.prof);
 	session_counters(s, counters);
 	session_detach_all(s);
 	if (err) {
@@ -421,10 +477,10 @@ int live_run(const struct live_opts *o)
 			(unsigned long long)counters[CNT_NO_THREAD_SLOT]);
 	fprintf(stderr, "tbpf: stopped (%s) after %.2f s\n", stop_reason, duration / 1e9);
 
-	prof.duration_ns = duration;
-	prof.probes_attached = (uint32_t)probes;
-	prof.events_dropped = counters[CNT_DROPS];
-	prof.exit_mode = stop_reason;
+	model.prof.duration_ns = duration;
+	model.prof.probes_attached = (uint32_t)probes;
+	model.prof.events_dropped = counters[CNT_DROPS];
+	model.prof.exit_mode = stop_reason;
 	{
 		bool any_ret = false, any_inf = false;
 
@@ -434,11 +490,11 @@ int live_run(const struct live_opts *o)
 			any_ret |= e && !strcmp(e, "return");
 			any_inf |= !e || strcmp(e, "return");
 		}
-		prof.mode = any_ret && !any_inf ? "return probes"
+		model.prof.mode = any_ret && !any_inf ? "return probes"
 			  : any_ret ? "mixed" : "inferred (entry probes only)";
 	}
-	prof.gpu_note = "no CUDA device timings (CUPTI agent not loaded)";
-	apply_gpu_times(s, &prof);   /* issue 6 */
+	model.prof.gpu_note = "no CUDA device timings (CUPTI agent not loaded)";
+	apply_gpu_times(s, &model.prof);   /* issue 6 */
 	{
 		size_t n = session_ntargets(s);
 		uint32_t *pids = calloc(n + 1, sizeof(*pids));
@@ -446,7 +502,7 @@ int live_run(const struct live_opts *o)
 		for (size_t i = 0; i < n && pids; i++)
 			pids[i] = (uint32_t)session_target(s, i)->pid;
 		if (pids)
-			profile_set_pids(&prof, pids, n);
+			profile_set_pids(&model.prof, pids, n);
 		free(pids);
 	}
 	if (cw) {
@@ -455,7 +511,7 @@ int live_run(const struct live_opts *o)
 			.counters = counters,
 			.ncounters = CNT_MAX,
 			.exit_mode = stop_reason,
-			.gpu_note = prof.gpu_note,
+			.gpu_note = model.prof.gpu_note,
 		};
 
 		write_kernel_names(cw, session_cuda(s, NULL, NULL));
@@ -468,97 +524,11 @@ int live_run(const struct live_opts *o)
 			goto done;
 		}
 	}
-	{
-		struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
-					  .by_overload = o->by_overload };
-		const char *fmt = o->format ? o->format : "table";
-		const struct cuda_model *cm = session_cuda(s, NULL, NULL);
-		struct layer_tree *tree = NULL;
-		struct json_extra_ctx jx = { .s = s };
-
-		if (o->python && (!strcmp(fmt, "tree") || !strcmp(fmt, "json") ||
-				  (!strcmp(fmt, "table") && cm && !cuda_model_empty(cm)))) {
-			err = session_layer_tree(s, &prof, &tree);
-			/* issue 5: launches, copies and syncs per layer */
-			if (!err && cm && !cuda_model_empty(cm))
-				err = cuda_model_to_layers(cm, tree);
-			if (err) {
-				fprintf(stderr, "tbpf: building the layer tree failed: %s\n",
-					strerror(-err));
-				layers_free(tree);
-				tree = NULL;
-			}
-			jx.tree = !strcmp(fmt, "table") ? NULL : tree;
-		}
-		if (cm || jx.tree) {
-			eo.json_extra = json_extras;
-			eo.json_extra_ctx = &jx;
-		}
-		if (!strcmp(fmt, "tree")) {
-			FILE *out = open_out(o->out);
-			struct tree_opts to = { .ops = o->tree_ops, .min_pct = o->min_pct };
-
-			if (o->sort && tree_sort_parse(o->sort, &to.sort)) {
-				fprintf(stderr, "tbpf: --sort %s is not a tree column (cpu_time_total, "
-						"self_cpu_time_total, count, launches, name)\n", o->sort);
-				rc = TBPF_EXIT_USAGE;
-			} else if (!out) {
-				fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
-				rc = TBPF_EXIT_ERROR;
-			} else if (!tree) {
-				fprintf(stderr, "tbpf: no layer tree: Python stacks were not available\n");
-				rc = TBPF_EXIT_ERROR;
-			} else {
-				err = tree_render(out, tree, &to);
-				if (err) {
-					fprintf(stderr, "tbpf: output failed: %s\n", strerror(-err));
-					rc = TBPF_EXIT_ERROR;
-				}
-			}
-			if (out && out != stdout)
-				fclose(out);
-			layers_free(tree);
-			goto done;
-		}
-
-		if (o->record && !o->format) {
-			fprintf(stderr, "tbpf: capture written to %s (%llu records)\n", capture_path,
-				(unsigned long long)session_records(s));
-		} else if (!strcmp(fmt, "table") || !strcmp(fmt, "json")) {
-			FILE *out = open_out(o->out);
-
-			if (!out) {
-				fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
-				rc = TBPF_EXIT_ERROR;
-				goto done;
-			}
-			err = !strcmp(fmt, "json") ? export_json(out, &prof, &eo)
-						   : export_table(out, &prof, &eo);
-			if (!err && cm && !cuda_model_empty(cm) && strcmp(fmt, "json")) {
-				fputc('\n', out);
-				err = cuda_tables_print_ex(out, cm, cuda_op_name, s, tree, NULL);
-			}
-			if (out != stdout && fclose(out) && !err)
-				err = -errno;
-			if (err) {
-				fprintf(stderr, "tbpf: output failed: %s\n", strerror(-err));
-				rc = TBPF_EXIT_ERROR;
-			}
-		} else {
-			char *emsg = NULL;
-
-			err = export_capture(capture_path, fmt, o->out, &eo, &emsg);
-			if (err) {
-				fprintf(stderr, "tbpf: export to %s failed: %s\n", fmt,
-					emsg ? emsg : strerror(-err));
-				rc = TBPF_EXIT_ERROR;
-			}
-			free(emsg);
-		}
-		layers_free(tree);
-	}
+	err = live_render(o, s, &model, capture_path);
+	if (err)
+		rc = err;
 done:
-	profile_free(&prof);
+	model_free(&model);
 out:
 	if (cw)
 		capture_writer_close(cw);

@@ -27,6 +27,7 @@
 #include "pyoffsets.h"
 #include "pysym.h"
 #include "stacks.h"
+#include "model.h"
 #include "profile.h"
 #include "session.h"
 #include "units.h"
@@ -1001,27 +1002,20 @@ const struct cuda_model *session_cuda(struct session *s, size_t *nprobes, size_t
 	return &s->cuda.model;
 }
 
-int session_layer_tree(struct session *s, const struct profile *p, struct layer_tree **out)
+int session_layer_tree(struct session *s, const struct profile *p, const struct cuda_model *cm,
+		       struct layer_tree **out)
 {
 	struct layer_stack *ls = NULL;
-	struct layer_opstat *ops = calloc(p->nops + 1, sizeof(*ops));
 	size_t nls = 0;
 	int err;
 
-	if (!ops)
-		return -ENOMEM;
+	*out = NULL;
 	if (s->cfg.python)
 		sync_stacks(s);
-	for (size_t i = 0; i < p->nops; i++)
-		ops[i] = (struct layer_opstat){ .stack_id = p->ops[i].stack_id, .op = p->ops[i].name,
-						.calls = p->ops[i].calls, .self_ns = p->ops[i].self_ns,
-						.total_ns = p->ops[i].total_ns,
-						.launches = p->ops[i].launches };
 	err = stackstore_layer_stacks(&s->stacks, &ls, &nls);
 	if (!err)
-		err = layers_build(ls, nls, ops, p->nops, out);
+		err = model_layers(p, ls, nls, cm, out);
 	free(ls);
-	free(ops);
 	return err;
 }
 

@@ -84,9 +84,12 @@ int session_pidfd(struct session *s, size_t i);
 void session_detach_all(struct session *s);
 void session_close(struct session *s);
 /* The nn.Module layer tree of a collected profile (Python stacks named
- * during the run).  0 or -errno; layers_free(*out). */
+ * during the run; model_layers), with the CUDA rows of cm when it is not
+ * empty (cm may be NULL).  0 or -errno; layers_free(*out). */
 struct layer_tree;
-int session_layer_tree(struct session *s, const struct profile *p, struct layer_tree **out);
+struct cuda_model;
+int session_layer_tree(struct session *s, const struct profile *p, const struct cuda_model *cm,
+		       struct layer_tree **out);
 /* Free the targets that exited (their op names and Python stacks go
  * too): call once their rows have been read and removed.  Returns how
  * many were freed.  Bounded memory for the daemon. */

@@ -1,9 +1,10 @@
-/* profile.c - aggregation stage: per-op rows, folding, sorting, capture -> profile. */
+/* profile.c - model stage: per-op rows, folding, sorting; op records ->
+ * rows (profile_agg, fed by model.c's replay). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "capture.h"
-#include "gpucap.h"
+#include "gpujoin.h"
 #include "profile.h"
 #include "strintern.h"
 #include "timeline.h"
@@ -392,51 +393,58 @@ static int cmp_pid(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int profile_from_capture(struct capture_reader *r, struct profile *p)
+struct profile_agg {
+	struct agg_ctx ctx;
+	struct timeline *tl;
+};
+
+struct profile_agg *profile_agg_new(struct profile *p, const struct capture_meta *m)
 {
-	const struct capture_meta *m = capture_reader_meta(r);
-	const struct capture_stats *st = capture_reader_stats(r);
-	struct agg_ctx ctx = { .p = p, .m = m };
-	struct timeline_ops ops = { .slice_begin = agg_slice_begin, .slice_end = agg_slice_end };
-	const struct rec_hdr *h;
-	int ret;
+	static const struct timeline_ops ops = { .slice_begin = agg_slice_begin,
+						 .slice_end = agg_slice_end };
+	struct profile_agg *a = calloc(1, sizeof(*a));
 
-	if (capture_reader_error(r) || capture_rewind(r))
-		return -EINVAL;
-	struct timeline *tl = timeline_new(&ops, &ctx);
-	if (!tl)
-		return -ENOMEM;
-	while ((ret = capture_next(r, &h)) > 0 && !ctx.err)
-		if ((ret = timeline_feed(tl, h)))
-			break;
-	if (ret == 0 && !ctx.err)
-		timeline_finish(tl, 0);
-	timeline_free(tl);
-	for (size_t i = 0; i < ctx.nth; i++)
-		free(ctx.th[i].f);
-	free(ctx.th);
-	if (ret < 0)
-		return ret;
-	if (ctx.err)
-		return ctx.err;
-
-	/* device times (REC_GPU): Self CUDA, and CUDA total over the op spans
-	 * open at each launch (the op and its ancestors) */
-	struct gpucap g;
-	uint64_t gpu_reached = 0;
-	ret = gpucap_load(r, true, &g);
-	for (size_t i = 0; !ret && i < g.n; i++) {
-		int n = profile_add_gpu(p, &g.v[i].res, g.v[i].pid, NULL, NULL);
-		if (n < 0)
-			ret = n;
-		else
-			gpu_reached += (uint64_t)n;
+	if (!a)
+		return NULL;
+	a->ctx = (struct agg_ctx){ .p = p, .m = m };
+	a->tl = timeline_new(&ops, &a->ctx);
+	if (!a->tl) {
+		free(a);
+		return NULL;
 	}
-	uint64_t gpu_devices = g.ndev;
-	gpucap_free(&g);
-	if (ret)
-		return ret;
+	return a;
+}
 
+int profile_agg_feed(void *agg, const struct rec_hdr *h)
+{
+	struct profile_agg *a = agg;
+	int ret = timeline_feed(a->tl, h);
+
+	return ret ? ret : a->ctx.err;
+}
+
+int profile_agg_finish(void *agg)
+{
+	struct profile_agg *a = agg;
+
+	timeline_finish(a->tl, 0);
+	return a->ctx.err;
+}
+
+void profile_agg_free(struct profile_agg *a)
+{
+	if (!a)
+		return;
+	timeline_free(a->tl);
+	for (size_t i = 0; i < a->ctx.nth; i++)
+		free(a->ctx.th[i].f);
+	free(a->ctx.th);
+	free(a);
+}
+
+int profile_capture_info(struct profile *p, const struct capture_meta *m,
+			 const struct capture_stats *st, uint64_t gpu_reached, uint64_t gpu_devices)
+{
 	/* names from the op table */
 	for (size_t i = 0; i < p->nops; i++) {
 		struct prof_op *o = &p->ops[i];
@@ -499,6 +507,7 @@ int profile_from_capture(struct capture_reader *r, struct profile *p)
 		return -ENOMEM;
 	return 0;
 }
+
 
 /* ---- device times (join/gpucap.c) into the rows -------------------------- */
 static ssize_t find_gpu_row(const struct profile *p, uint32_t pid, uint32_t op, uint32_t stack)

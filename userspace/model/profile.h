@@ -78,10 +78,23 @@ int profile_sort(struct prof_op *rows, size_t n, const char *key);
 bool profile_sort_key_valid(const char *key);
 extern const char *const profile_sort_keys[];
 
-/* Aggregate a capture: rewinds and reads it through the timeline.  0, or
- * -EINVAL with the reader's error set, or -ENOMEM. */
-struct capture_reader;
-int profile_from_capture(struct capture_reader *r, struct profile *p);
+/* Op records (through the timeline) -> rows, as torch.profiler counts
+ * them (duplicate nested ops folded).  feed takes any record, in ring
+ * order (a replay_sink callback); finish closes what is still open.  0
+ * or -ENOMEM.  Capture as a whole: model_from_capture (model.h). */
+struct capture_meta;
+struct capture_stats;
+struct rec_hdr;
+struct profile_agg;
+struct profile_agg *profile_agg_new(struct profile *p, const struct capture_meta *m);
+int profile_agg_feed(void *agg, const struct rec_hdr *h);
+int profile_agg_finish(void *agg);
+void profile_agg_free(struct profile_agg *a);
+/* After the rows: names from the capture's op table, pids, duration,
+ * drops, exit mode and the GPU note (gpu_reached device records reached an
+ * op, of gpu_devices joined).  0 or -ENOMEM. */
+int profile_capture_info(struct profile *p, const struct capture_meta *m,
+			 const struct capture_stats *st, uint64_t gpu_reached, uint64_t gpu_devices);
 
 /* Add a joined process's device times to profile rows (pid, op, low 32 bits
  * of the stack id), creating rows named by op_name for ops without one
