@@ -26,6 +26,7 @@
 #include "gpucap.h"
 #include "jsonutil.h"
 #include "timeline.h"
+#include "trace.h"
 
 /* Escaped JSON per op, made once: the event head up to the name and the
  * args head up to the overload. */
@@ -39,9 +40,7 @@ struct chrome_ctx {
 	bool first;
 	struct op_json *ops;
 	size_t nops;
-	struct fspans *spans;
-	struct gpucap gpu;
-	bool flow_pid;        /* flow ids carry the pid (several GPU processes) */
+	const struct trace_src *src;   /* GPU join, frame spans (trace.h) */
 	int err;
 };
 
@@ -170,7 +169,7 @@ static void flags_str(FILE *out, uint32_t flags)
 static void c_slice_begin(void *vc, const struct tl_slice *s)
 {
 	struct chrome_ctx *c = vc;
-	if (fspans_slice_begin(c->spans, s) && !c->err)
+	if (fspans_slice_begin(c->src->spans, s) && !c->err)
 		c->err = -ENOMEM;
 }
 
@@ -210,7 +209,7 @@ static void c_span_close(void *vc, const struct fspan *sp)
 static void c_slice_end(void *vc, const struct tl_slice *s)
 {
 	struct chrome_ctx *c = vc;
-	fspans_slice_end(c->spans, s);
+	fspans_slice_end(c->src->spans, s);
 	FILE *out = c->out;
 	struct op_json tmp = { 0 };
 	const struct op_json *j = op_json(c, s->op_id, &tmp);
@@ -251,7 +250,7 @@ static void cuda_common(struct chrome_ctx *c, const struct tl_cuda *cu, const ch
 
 static void flow_id(struct chrome_ctx *c, uint32_t pid, uint32_t corr)
 {
-	if (c->flow_pid)
+	if (c->src->flow_pid)
 		fprintf(c->out, ",\"id\":\"%u:%u\"", pid, corr);
 	else
 		fprintf(c->out, ",\"id\":%u", corr);
@@ -290,8 +289,8 @@ static void c_cuda(void *vc, const struct tl_cuda *cu)
 	struct chrome_ctx *c = vc;
 	FILE *out = c->out;
 	const struct gj_dev *d = NULL;
-	if (c->gpu.ndev && (cu->rec->type == REC_LAUNCH || cu->rec->type == REC_MEMOP))
-		d = gpucap_flow_of(&c->gpu, cu->pid, cu->tid, cu->rec->ts_ns,
+	if (c->src->gpu->ndev && (cu->rec->type == REC_LAUNCH || cu->rec->type == REC_MEMOP))
+		d = gpucap_flow_of(c->src->gpu, cu->pid, cu->tid, cu->rec->ts_ns,
 				   cu->rec->type == REC_LAUNCH ? ((const struct rec_launch *)cu->rec)->api
 				   : ((const struct rec_memop *)cu->rec)->api);
 	switch (cu->rec->type) {
@@ -385,7 +384,7 @@ static bool new_device(const struct gj_result *r, size_t k)
 
 static void gpu_meta(struct chrome_ctx *c)
 {
-	const struct gpucap *g = &c->gpu;
+	const struct gpucap *g = c->src->gpu;
 	bool multi = gpucap_nprocs_with_devices(g) > 1;
 	uint32_t gp = GPU_PID_BASE - 1;
 	for (size_t i = 0; i < g->n; i++) {
@@ -418,7 +417,7 @@ static void gpu_meta(struct chrome_ctx *c)
 
 static void gpu_slices(struct chrome_ctx *c)
 {
-	const struct gpucap *g = &c->gpu;
+	const struct gpucap *g = c->src->gpu;
 	FILE *out = c->out;
 	uint32_t gp = GPU_PID_BASE - 1;
 	for (size_t i = 0; i < g->n; i++) {
@@ -474,66 +473,52 @@ static void gpu_slices(struct chrome_ctx *c)
 	}
 }
 
-int export_chrome(FILE *out, struct capture_reader *r, const struct export_opts *o)
+static void c_begin(void *vc)
 {
-	const struct capture_meta *m = capture_reader_meta(r);
-	const struct capture_stats *st = capture_reader_stats(r);
-	struct chrome_ctx c = { .out = out, .m = m, .first = true };
-	struct timeline_ops ops = { .slice_begin = c_slice_begin, .slice_end = c_slice_end, .cuda = c_cuda };
-	struct fspan_ops sops = { .close = c_span_close };
-	const struct rec_hdr *h;
-	int ret = 0;
+	struct chrome_ctx *c = vc;
+	const struct capture_meta *m = c->src->m;
 
-	if (capture_reader_error(r))
-		return -EINVAL;
-	ret = gpucap_load(r, false, &c.gpu);
-	if (ret) {
-		gpucap_free(&c.gpu);
-		return ret;
-	}
-	c.flow_pid = gpucap_nprocs_with_devices(&c.gpu) > 1;
-	if (capture_rewind(r)) {
-		gpucap_free(&c.gpu);
-		return -EINVAL;
-	}
-	c.base = st->min_ts;
-	if (m->run.present && m->run.start_mono_ns && m->run.start_mono_ns < c.base)
-		c.base = m->run.start_mono_ns;
-	struct timeline *tl = timeline_new(&ops, &c);
-	c.spans = fspans_new(m, &sops, &c);
-	if (!tl || !c.spans) {
-		timeline_free(tl);
-		fspans_free(c.spans);
-		gpucap_free(&c.gpu);
-		return -ENOMEM;
-	}
-	fputs("{\"traceEvents\":[", out);
-	meta_events(&c);
-	gpu_meta(&c);
-	while ((ret = capture_next(r, &h)) > 0 && !c.err)
-		if ((ret = timeline_feed(tl, h)))
-			break;
-	if (ret == 0 && !c.err) {
-		timeline_finish(tl, 0);
-		fspans_finish(c.spans);
-		gpu_slices(&c);
-	}
-	const struct timeline_stats *ts = timeline_stats(tl);
-	fprintf(out, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"tbpf_base_ns\":\"%" PRIu64
+	c->base = c->src->st->min_ts;
+	if (m->run.present && m->run.start_mono_ns && m->run.start_mono_ns < c->base)
+		c->base = m->run.start_mono_ns;
+	fputs("{\"traceEvents\":[", c->out);
+	meta_events(c);
+	gpu_meta(c);
+}
+
+static void c_device(void *vc)
+{
+	gpu_slices(vc);
+}
+
+static void c_end(void *vc)
+{
+	struct chrome_ctx *c = vc;
+	const struct timeline_stats *ts = c->src->tl;
+
+	fprintf(c->out, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"tbpf_base_ns\":\"%" PRIu64
 		"\",\"clock\":\"CLOCK_MONOTONIC\",\"start_realtime_ns\":\"%" PRIu64
 		"\",\"inferred_closes\":%" PRIu64 ",\"orphan_exits\":%" PRIu64 "}}\n",
-		c.base, m->run.start_real_ns, ts->inferred_closes, ts->orphan_exits);
-	timeline_free(tl);
-	fspans_free(c.spans);
+		c->base, c->src->m->run.start_real_ns, ts->inferred_closes, ts->orphan_exits);
+}
+
+int export_chrome(FILE *out, struct capture_reader *r, const struct export_opts *o)
+{
+	static const struct trace_writer w = {
+		.tl = { .slice_begin = c_slice_begin, .slice_end = c_slice_end, .cuda = c_cuda },
+		.spans = { .close = c_span_close },
+		.begin = c_begin, .device = c_device, .end = c_end,
+	};
+	struct trace_src src;
+	struct chrome_ctx c = { .out = out, .m = capture_reader_meta(r), .first = true, .src = &src };
+	int ret = trace_export(r, &w, &c, &c.err, &src);
+
 	for (size_t i = 0; i < c.nops; i++) {
 		free(c.ops[i].head);
 		free(c.ops[i].args);
 	}
 	free(c.ops);
-	gpucap_free(&c.gpu);
-	if (ret < 0)
+	if (ret)
 		return ret;
-	if (c.err)
-		return c.err;
 	return ferror(out) ? -EIO : 0;
 }

@@ -26,6 +26,7 @@
 #include "gpucap.h"
 #include "pbwriter.h"
 #include "timeline.h"
+#include "trace.h"
 
 /* field numbers (shared/reference/formats.md; tests/formats/perfetto_trace.proto) */
 enum {
@@ -58,13 +59,11 @@ struct pf_ctx {
 	bool cuda_interned[CU_API_MAX];
 	uint64_t *tracks;           /* set of emitted track uuids */
 	size_t ntracks, ctracks;
-	struct fspans *spans;
 	uint64_t last_track;        /* thread track described last (cache) */
 	/* span names: (kind, name, file) of a frame -> iid (SPAN_IID + n) */
 	struct span_name { uint32_t kind; const char *name, *file; uint64_t iid; } *snames;
 	size_t nsnames, csnames;
-	struct gpucap gpu;
-	bool flow_pid;              /* flow ids carry the pid (several GPU processes) */
+	const struct trace_src *src;   /* GPU join, frame spans (trace.h) */
 	int err;
 };
 
@@ -301,7 +300,7 @@ static void pf_begin(void *vc, const struct tl_slice *s)
 {
 	struct pf_ctx *c = vc;
 	thread_track(c, s->pid, s->tid);
-	if (fspans_slice_begin(c->spans, s) && !c->err)
+	if (fspans_slice_begin(c->src->spans, s) && !c->err)
 		c->err = -ENOMEM;
 	size_t mk = packet_begin(c, s->begin_ns, true);
 	pb_varint(&c->w, TP_SEQ_FLAGS, SEQ_NEEDS);
@@ -325,7 +324,7 @@ static void pf_begin(void *vc, const struct tl_slice *s)
 static void pf_end(void *vc, const struct tl_slice *s)
 {
 	struct pf_ctx *c = vc;
-	fspans_slice_end(c->spans, s);
+	fspans_slice_end(c->src->spans, s);
 	size_t mk = packet_begin(c, s->end_ns, true);
 	pb_varint(&c->w, TP_SEQ_FLAGS, SEQ_NEEDS);
 	size_t te = pb_begin(&c->w, TP_TRACK_EVENT);
@@ -368,7 +367,7 @@ static void cuda_event(struct pf_ctx *c, const struct tl_cuda *cu, uint32_t api,
 
 static uint64_t flow_of(const struct pf_ctx *c, uint32_t pid, uint32_t corr)
 {
-	return c->flow_pid ? (uint64_t)pid << 32 | corr : corr;
+	return c->src->flow_pid ? (uint64_t)pid << 32 | corr : corr;
 }
 
 static void debug_int(struct pf_ctx *c, const char *name, uint64_t v)
@@ -419,8 +418,8 @@ static void pf_cuda(void *vc, const struct tl_cuda *cu)
 	const struct rec_hdr *h = cu->rec;
 	const struct gj_dev *d = NULL;
 	thread_track(c, cu->pid, cu->tid);
-	if (c->gpu.ndev && (h->type == REC_LAUNCH || h->type == REC_MEMOP))
-		d = gpucap_flow_of(&c->gpu, cu->pid, cu->tid, h->ts_ns,
+	if (c->src->gpu->ndev && (h->type == REC_LAUNCH || h->type == REC_MEMOP))
+		d = gpucap_flow_of(c->src->gpu, cu->pid, cu->tid, h->ts_ns,
 				   h->type == REC_LAUNCH ? ((const struct rec_launch *)h)->api
 				   : ((const struct rec_memop *)h)->api);
 	switch (h->type) {
@@ -465,7 +464,7 @@ static bool new_device(const struct gj_result *r, size_t k)
 
 static void gpu_tracks(struct pf_ctx *c)
 {
-	const struct gpucap *g = &c->gpu;
+	const struct gpucap *g = c->src->gpu;
 	bool multi = gpucap_nprocs_with_devices(g) > 1;
 	char name[64];
 	uint32_t n = (uint32_t)-1;
@@ -506,7 +505,7 @@ static void gpu_tracks(struct pf_ctx *c)
 
 static void gpu_slices(struct pf_ctx *c)
 {
-	const struct gpucap *g = &c->gpu;
+	const struct gpucap *g = c->src->gpu;
 	char name[96], dims[64];
 	uint32_t n = (uint32_t)-1;
 	for (size_t i = 0; i < g->n; i++) {
@@ -566,84 +565,68 @@ static void gpu_slices(struct pf_ctx *c)
 	}
 }
 
-int export_perfetto(FILE *out, struct capture_reader *r, const struct export_opts *o)
+static void pf_trace_begin(void *vc)
 {
-	const struct capture_meta *m = capture_reader_meta(r);
-	const struct capture_stats *st = capture_reader_stats(r);
-	struct pf_ctx c = { .out = out, .m = m };
-	struct timeline_ops ops = { .slice_begin = pf_begin, .slice_end = pf_end, .cuda = pf_cuda };
-	const struct rec_hdr *h;
-	int ret = 0;
-
-	if (capture_reader_error(r))
-		return -EINVAL;
-	ret = gpucap_load(r, false, &c.gpu);
-	if (!ret && capture_rewind(r))
-		ret = -EINVAL;
-	if (ret) {
-		gpucap_free(&c.gpu);
-		return ret;
-	}
-	c.flow_pid = gpucap_nprocs_with_devices(&c.gpu) > 1;
-	pbw_init(&c.w);
-	struct fspan_ops sops = { .open = pf_span_open, .close = pf_span_close };
-	struct timeline *tl = timeline_new(&ops, &c);
-	c.spans = fspans_new(m, &sops, &c);
-	if (!tl || !c.spans) {
-		timeline_free(tl);
-		fspans_free(c.spans);
-		gpucap_free(&c.gpu);
-		pbw_free(&c.w);
-		return -ENOMEM;
-	}
+	struct pf_ctx *c = vc;
+	const struct capture_meta *m = c->src->m;
 
 	/* clocks and defaults; incremental state starts here */
-	size_t mk = pb_begin(&c.w, TRACE_PACKET);
-	pb_varint(&c.w, TP_SEQ_ID, SEQ);
-	pb_varint(&c.w, TP_SEQ_FLAGS, SEQ_CLEARED);
-	size_t cs = pb_begin(&c.w, TP_CLOCK_SNAPSHOT);
-	size_t ck = pb_begin(&c.w, CS_CLOCKS);
-	pb_varint(&c.w, CLK_ID, CLOCK_MONOTONIC_ID);
-	pb_varint(&c.w, CLK_TS, m->run.present ? m->run.start_mono_ns : st->min_ts);
-	pb_end(&c.w, ck);
+	size_t mk = pb_begin(&c->w, TRACE_PACKET);
+	pb_varint(&c->w, TP_SEQ_ID, SEQ);
+	pb_varint(&c->w, TP_SEQ_FLAGS, SEQ_CLEARED);
+	size_t cs = pb_begin(&c->w, TP_CLOCK_SNAPSHOT);
+	size_t ck = pb_begin(&c->w, CS_CLOCKS);
+	pb_varint(&c->w, CLK_ID, CLOCK_MONOTONIC_ID);
+	pb_varint(&c->w, CLK_TS, m->run.present ? m->run.start_mono_ns : c->src->st->min_ts);
+	pb_end(&c->w, ck);
 	if (m->run.present && m->run.start_real_ns) {
-		ck = pb_begin(&c.w, CS_CLOCKS);
-		pb_varint(&c.w, CLK_ID, CLOCK_REALTIME_ID);
-		pb_varint(&c.w, CLK_TS, m->run.start_real_ns);
-		pb_end(&c.w, ck);
+		ck = pb_begin(&c->w, CS_CLOCKS);
+		pb_varint(&c->w, CLK_ID, CLOCK_REALTIME_ID);
+		pb_varint(&c->w, CLK_TS, m->run.start_real_ns);
+		pb_end(&c->w, ck);
 	}
-	pb_varint(&c.w, CS_PRIMARY, CLOCK_MONOTONIC_ID);
-	pb_end(&c.w, cs);
-	size_t df = pb_begin(&c.w, TP_DEFAULTS);
-	pb_varint(&c.w, DEF_CLOCK_ID, CLOCK_MONOTONIC_ID);
-	pb_end(&c.w, df);
-	pb_end(&c.w, mk);
+	pb_varint(&c->w, CS_PRIMARY, CLOCK_MONOTONIC_ID);
+	pb_end(&c->w, cs);
+	size_t df = pb_begin(&c->w, TP_DEFAULTS);
+	pb_varint(&c->w, DEF_CLOCK_ID, CLOCK_MONOTONIC_ID);
+	pb_end(&c->w, df);
+	pb_end(&c->w, mk);
 
 	for (size_t i = 0; i < m->nprocs; i++)
-		process_track(&c, m->procs[i].pid);
+		process_track(c, m->procs[i].pid);
 	for (size_t i = 0; i < m->nthreads; i++)
-		thread_track(&c, m->threads[i].pid, m->threads[i].tid);
-	gpu_tracks(&c);
+		thread_track(c, m->threads[i].pid, m->threads[i].tid);
+	gpu_tracks(c);
+}
 
-	while (!c.err && (ret = capture_next(r, &h)) > 0)
-		if ((ret = timeline_feed(tl, h)))
-			break;
-	if (ret == 0 && !c.err) {
-		timeline_finish(tl, 0);
-		fspans_finish(c.spans);
-		gpu_slices(&c);
-	}
-	flush(&c);
-	timeline_free(tl);
-	fspans_free(c.spans);
+static void pf_device(void *vc)
+{
+	gpu_slices(vc);
+}
+
+static void pf_trace_end(void *vc)
+{
+	flush(vc);
+}
+
+int export_perfetto(FILE *out, struct capture_reader *r, const struct export_opts *o)
+{
+	static const struct trace_writer w = {
+		.tl = { .slice_begin = pf_begin, .slice_end = pf_end, .cuda = pf_cuda },
+		.spans = { .open = pf_span_open, .close = pf_span_close },
+		.begin = pf_trace_begin, .device = pf_device, .end = pf_trace_end,
+	};
+	struct trace_src src;
+	struct pf_ctx c = { .out = out, .m = capture_reader_meta(r), .src = &src };
+	int ret;
+
+	pbw_init(&c.w);
+	ret = trace_export(r, &w, &c, &c.err, &src);
 	pbw_free(&c.w);
 	free(c.interned);
 	free(c.tracks);
 	free(c.snames);
-	gpucap_free(&c.gpu);
-	if (ret < 0)
+	if (ret)
 		return ret;
-	if (c.err)
-		return c.err;
 	return fflush(out) || ferror(out) ? -EIO : 0;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "replay.h"
 #include "gpucap.h"
 #include "timeline.h"
 
@@ -299,24 +300,36 @@ int gpucap_join(struct gpucap *g)
 	return 0;
 }
 
+static int sink_feed(void *g, const struct rec_hdr *h)
+{
+	return gpucap_feed(g, h);
+}
+
+static int sink_join(void *g)
+{
+	return gpucap_join(g);
+}
+
+struct replay_sink gpucap_sink(struct gpucap *g, const struct capture_reader *r)
+{
+	/* nothing to join without device records: the sink stays off */
+	uint64_t types = capture_reader_stats(r)->records[REC_GPU] ? REPLAY_ALL : 0;
+
+	return (struct replay_sink){ types, sink_feed, sink_join, g };
+}
+
 int gpucap_load(struct capture_reader *r, bool spans, struct gpucap *g)
 {
-	const struct rec_hdr *h;
 	int ret = gpucap_init(g, spans);
+	struct replay_sink sink = gpucap_sink(g, r);
+
 	if (ret)
 		return ret;
 	if (capture_reader_error(r))
 		return -EINVAL;
-	if (!capture_reader_stats(r)->records[REC_GPU])
-		return 0;   /* nothing to join: skip the pass */
-	if (capture_rewind(r))
-		return -EINVAL;
-	while ((ret = capture_next(r, &h)) > 0)
-		if ((ret = gpucap_feed(g, h)))
-			return ret;
-	if (ret < 0)
-		return ret;
-	return gpucap_join(g);
+	if (!sink.types)
+		return 0;   /* skip the pass */
+	return capture_replay(r, &sink, 1);
 }
 
 void gpucap_free(struct gpucap *g)

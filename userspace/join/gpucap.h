@@ -71,10 +71,15 @@ int gpucap_init(struct gpucap *g, bool spans);
 int gpucap_feed(struct gpucap *g, const struct rec_hdr *h);
 /* Join every process that has device records.  0 or -errno. */
 int gpucap_join(struct gpucap *g);
-/* init + every record of the capture + join; the reader is left at its end.
- * 0, -EINVAL (reader error), -ENOMEM. */
+/* init + every record of the capture + join (one replay, skipped when the
+ * capture has no REC_GPU records).  0, -EINVAL (reader error), -ENOMEM. */
 struct capture_reader;
 int gpucap_load(struct capture_reader *r, bool spans, struct gpucap *g);
+/* The same as a replay sink (capture/replay.h) for a pass shared with
+ * other consumers: feed, then join at the end; off (types 0) when r has no
+ * REC_GPU records.  g: gpucap_init'ed. */
+struct replay_sink;
+struct replay_sink gpucap_sink(struct gpucap *g, const struct capture_reader *r);
 void gpucap_free(struct gpucap *g);
 
 const struct gpucap_proc *gpucap_proc(const struct gpucap *g, uint32_t pid);

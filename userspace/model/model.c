@@ -43,16 +43,6 @@ static int cuda_sink(void *ctx, const struct rec_hdr *h)
 	return ret == -ENOMEM ? ret : 0;   /* a record it cannot use is skipped */
 }
 
-static int gpu_sink(void *ctx, const struct rec_hdr *h)
-{
-	return gpucap_feed(ctx, h);
-}
-
-static int gpu_sink_finish(void *ctx)
-{
-	return gpucap_join(ctx);
-}
-
 static const char *capture_op_name(void *ctx, uint32_t id)
 {
 	const struct capture_op *o = capture_meta_op(ctx, id);
@@ -90,7 +80,7 @@ static int replay_model(struct capture_reader *r, struct profile *p, struct cuda
 		 * spans open at each launch (the op and its ancestors) */
 		struct replay_sink sinks[] = {
 			{ TIMELINE_RECS, profile_agg_feed, profile_agg_finish, agg },
-			{ st->records[REC_GPU] ? REPLAY_ALL : 0, gpu_sink, gpu_sink_finish, &g },
+			gpucap_sink(&g, r),
 			{ cm ? CUDA_RECS : 0, cuda_sink, NULL, cm },
 		};
 
