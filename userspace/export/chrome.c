@@ -44,8 +44,6 @@ struct chrome_ctx {
 	int err;
 };
 
-/* Chrome pids of GPU devices: above every Linux pid (PID_MAX_LIMIT 2^22). */
-#define GPU_PID_BASE (1u << 30)
 
 /* ns as "<us>.<3 digits>" */
 static char *fmt_us(char *end, uint64_t ns)
@@ -375,102 +373,71 @@ static void meta_events(struct chrome_ctx *c)
 	}
 }
 
-/* Chrome pid of the n-th (process, device) in (pid, device) order, the
- * order gpu_meta and gpu_slices walk the devices in: GPU_PID_BASE + n. */
-static bool new_device(const struct gj_result *r, size_t k)
+static void gpu_meta_one(void *vc, const struct trace_dev *t)
 {
-	return !k || r->dev[k - 1].device != r->dev[k].device;
-}
+	struct chrome_ctx *c = vc;
+	uint32_t gp = GPU_PID_BASE + t->n, stream = t->d->stream;
 
-static void gpu_meta(struct chrome_ctx *c)
-{
-	const struct gpucap *g = c->src->gpu;
-	bool multi = gpucap_nprocs_with_devices(g) > 1;
-	uint32_t gp = GPU_PID_BASE - 1;
-	for (size_t i = 0; i < g->n; i++) {
-		const struct gj_result *r = &g->v[i].res;
-		for (size_t k = 0; k < r->ndev; k++) {
-			const struct gj_dev *d = &r->dev[k];
-			if (new_device(r, k)) {
-				gp++;
-				ev_start(c);
-				fprintf(c->out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,"
-					"\"args\":{\"name\":\"GPU %u", gp, d->device);
-				if (multi)
-					fprintf(c->out, " (pid %u)", g->v[i].pid);
-				fputs("\"}}", c->out);
-				ev_start(c);
-				fprintf(c->out, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%u,"
-					"\"tid\":0,\"args\":{\"sort_index\":%u}}", gp, gp);
-			}
-			if (new_device(r, k) || r->dev[k - 1].stream != d->stream) {
-				ev_start(c);
-				fprintf(c->out, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,"
-					"\"args\":{\"name\":\"stream %u\"}}", gp, d->stream, d->stream);
-				ev_start(c);
-				fprintf(c->out, "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%u,"
-					"\"tid\":%u,\"args\":{\"sort_index\":%u}}", gp, d->stream, d->stream);
-			}
-		}
+	if (t->new_device) {
+		ev_start(c);
+		fprintf(c->out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,"
+			"\"args\":{\"name\":\"%s\"}}", gp, t->device_name);
+		ev_start(c);
+		fprintf(c->out, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%u,"
+			"\"tid\":0,\"args\":{\"sort_index\":%u}}", gp, gp);
+	}
+	if (t->new_stream) {
+		ev_start(c);
+		fprintf(c->out, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,"
+			"\"args\":{\"name\":\"stream %u\"}}", gp, stream, stream);
+		ev_start(c);
+		fprintf(c->out, "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%u,"
+			"\"tid\":%u,\"args\":{\"sort_index\":%u}}", gp, stream, stream);
 	}
 }
 
-static void gpu_slices(struct chrome_ctx *c)
+static void gpu_slice(void *vc, const struct trace_dev *t)
 {
-	const struct gpucap *g = c->src->gpu;
+	struct chrome_ctx *c = vc;
+	const struct gj_dev *d = t->d;
 	FILE *out = c->out;
-	uint32_t gp = GPU_PID_BASE - 1;
-	for (size_t i = 0; i < g->n; i++) {
-		const struct gpucap_proc *p = &g->v[i];
-		const struct gj_result *r = &p->res;
-		for (size_t k = 0; k < r->ndev; k++) {
-			const struct gj_dev *d = &r->dev[k];
-			gp += new_device(r, k);
-			ev_start(c);
-			if (d->kind == GPU_KERNEL) {
-				fputs("{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":", out);
-				json_str(out, d->name ? d->name : "(unnamed kernel)");
-			} else if (d->kind == GPU_MEMCPY) {
-				fprintf(out, "{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"Memcpy %s %" PRIu64
-					" B\"", gpucap_copy_kind_name(d->copy_kind), d->bytes);
-			} else {
-				fprintf(out, "{\"ph\":\"X\",\"cat\":\"gpu_memset\",\"name\":\"Memset %" PRIu64
-					" B\"", d->bytes);
-			}
-			fprintf(out, ",\"pid\":%u,\"tid\":%u", gp, d->stream);
-			ts_us(out, "ts", d->start_ns, c->base);
-			dur_us(out, d->end_ns - d->start_ns);
-			fprintf(out, ",\"args\":{\"correlation\":%u,\"device\":%u,\"stream\":%u,"
-				"\"context\":%u", d->correlation, d->device, d->stream, d->context);
-			if (d->kind == GPU_KERNEL)
-				fprintf(out, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u]", d->grid[0],
-					d->grid[1], d->grid[2], d->block[0], d->block[1], d->block[2]);
+	uint32_t gp = GPU_PID_BASE + t->n;
+
+	ev_start(c);
+	fprintf(out, "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":", t->category);
+	json_str(out, t->name);
+	fprintf(out, ",\"pid\":%u,\"tid\":%u", gp, d->stream);
+	ts_us(out, "ts", d->start_ns, c->base);
+	dur_us(out, d->end_ns - d->start_ns);
+	fprintf(out, ",\"args\":{\"correlation\":%u,\"device\":%u,\"stream\":%u,"
+		"\"context\":%u", d->correlation, d->device, d->stream, d->context);
+	if (d->kind == GPU_KERNEL)
+		fprintf(out, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u]", d->grid[0],
+			d->grid[1], d->grid[2], d->block[0], d->block[1], d->block[2]);
+	else
+		fprintf(out, ",\"bytes\":%" PRIu64, d->bytes);
+	if (d->kind == GPU_MEMCPY)
+		fprintf(out, ",\"kind\":\"%s\"", gpucap_copy_kind_name(d->copy_kind));
+	if (d->host_idx >= 0) {
+		fprintf(out, ",\"host_pid\":%u,\"launch_tid\":%u", t->p->pid, d->tid);
+		if (d->op_id) {
+			const struct capture_op *op = capture_meta_op(c->m, d->op_id);
+			fputs(",\"op\":", out);
+			if (op)
+				json_str(out, op->name);
 			else
-				fprintf(out, ",\"bytes\":%" PRIu64, d->bytes);
-			if (d->kind == GPU_MEMCPY)
-				fprintf(out, ",\"kind\":\"%s\"", gpucap_copy_kind_name(d->copy_kind));
-			if (d->host_idx >= 0) {
-				fprintf(out, ",\"host_pid\":%u,\"launch_tid\":%u", p->pid, d->tid);
-				if (d->op_id) {
-					const struct capture_op *op = capture_meta_op(c->m, d->op_id);
-					fputs(",\"op\":", out);
-					if (op)
-						json_str(out, op->name);
-					else
-						fprintf(out, "\"op#%u\"", d->op_id);
-				}
-			}
-			fputs("}}", out);
-			if (!p->flow_end[k])
-				continue;
-			ev_start(c);
-			fputs("{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\"", out);
-			flow_id(c, p->pid, d->correlation);
-			fprintf(out, ",\"pid\":%u,\"tid\":%u", gp, d->stream);
-			ts_us(out, "ts", d->start_ns, c->base);
-			fputc('}', out);
+				fprintf(out, "\"op#%u\"", d->op_id);
 		}
 	}
+	fputs("}}", out);
+	if (!t->flow_end)
+		return;
+	ev_start(c);
+	fputs("{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"ac2g\",\"name\":\"ac2g\"", out);
+	flow_id(c, t->p->pid, d->correlation);
+	fprintf(out, ",\"pid\":%u,\"tid\":%u", gp, d->stream);
+	ts_us(out, "ts", d->start_ns, c->base);
+	fputc('}', out);
 }
 
 static void c_begin(void *vc)
@@ -483,12 +450,14 @@ static void c_begin(void *vc)
 		c->base = m->run.start_mono_ns;
 	fputs("{\"traceEvents\":[", c->out);
 	meta_events(c);
-	gpu_meta(c);
+	trace_devices(c->src->gpu, gpu_meta_one, c);
 }
 
 static void c_device(void *vc)
 {
-	gpu_slices(vc);
+	struct chrome_ctx *c = vc;
+
+	trace_devices(c->src->gpu, gpu_slice, c);
 }
 
 static void c_end(void *vc)

@@ -70,7 +70,6 @@ struct pf_ctx {
 /* GPU tracks: a device's process track (pid GPU_PID_BASE + n, above every
  * Linux pid) and its streams' child tracks; bits 34 and 48 keep the uuids
  * apart from threads (tid) and processes (bit 32/33). */
-#define GPU_PID_BASE (1u << 30)
 static uint64_t gpu_proc_uuid(uint32_t n) { return 1ULL << 34 | n; }
 static uint64_t gpu_stream_uuid(uint32_t n, uint32_t stream)
 {
@@ -455,114 +454,78 @@ static void pf_cuda(void *vc, const struct tl_cuda *cu)
 	}
 }
 
-/* Rank n of a (process, device) in (pid, device) order, the order
- * gpu_tracks and gpu_slices walk the devices in. */
-static bool new_device(const struct gj_result *r, size_t k)
+static void gpu_track(void *vc, const struct trace_dev *t)
 {
-	return !k || r->dev[k - 1].device != r->dev[k].device;
-}
-
-static void gpu_tracks(struct pf_ctx *c)
-{
-	const struct gpucap *g = c->src->gpu;
-	bool multi = gpucap_nprocs_with_devices(g) > 1;
+	struct pf_ctx *c = vc;
 	char name[64];
-	uint32_t n = (uint32_t)-1;
-	for (size_t i = 0; i < g->n; i++) {
-		const struct gj_result *r = &g->v[i].res;
-		for (size_t k = 0; k < r->ndev; k++) {
-			const struct gj_dev *d = &r->dev[k];
-			bool new_dev = new_device(r, k);
-			n += new_dev;
-			if (new_dev) {
-				if (multi)
-					snprintf(name, sizeof(name), "GPU %u (pid %u)", d->device, g->v[i].pid);
-				else
-					snprintf(name, sizeof(name), "GPU %u", d->device);
-				size_t mk = packet_begin(c, 0, false);
-				size_t td = pb_begin(&c->w, TP_TRACK_DESC);
-				pb_varint(&c->w, TD_UUID, gpu_proc_uuid(n));
-				size_t pd = pb_begin(&c->w, TD_PROCESS);
-				pb_varint(&c->w, PD_PID, GPU_PID_BASE + n);
-				pb_string(&c->w, PD_NAME, name);
-				pb_end(&c->w, pd);
-				pb_end(&c->w, td);
-				packet_end(c, mk);
-			}
-			if (new_dev || r->dev[k - 1].stream != d->stream) {
-				snprintf(name, sizeof(name), "stream %u", d->stream);
-				size_t mk = packet_begin(c, 0, false);
-				size_t td = pb_begin(&c->w, TP_TRACK_DESC);
-				pb_varint(&c->w, TD_UUID, gpu_stream_uuid(n, d->stream));
-				pb_string(&c->w, TD_NAME, name);
-				pb_varint(&c->w, TD_PARENT, gpu_proc_uuid(n));
-				pb_end(&c->w, td);
-				packet_end(c, mk);
-			}
-		}
+
+	if (t->new_device) {
+		size_t mk = packet_begin(c, 0, false);
+		size_t td = pb_begin(&c->w, TP_TRACK_DESC);
+		pb_varint(&c->w, TD_UUID, gpu_proc_uuid(t->n));
+		size_t pd = pb_begin(&c->w, TD_PROCESS);
+		pb_varint(&c->w, PD_PID, GPU_PID_BASE + t->n);
+		pb_string(&c->w, PD_NAME, t->device_name);
+		pb_end(&c->w, pd);
+		pb_end(&c->w, td);
+		packet_end(c, mk);
+	}
+	if (t->new_stream) {
+		snprintf(name, sizeof(name), "stream %u", t->d->stream);
+		size_t mk = packet_begin(c, 0, false);
+		size_t td = pb_begin(&c->w, TP_TRACK_DESC);
+		pb_varint(&c->w, TD_UUID, gpu_stream_uuid(t->n, t->d->stream));
+		pb_string(&c->w, TD_NAME, name);
+		pb_varint(&c->w, TD_PARENT, gpu_proc_uuid(t->n));
+		pb_end(&c->w, td);
+		packet_end(c, mk);
 	}
 }
 
-static void gpu_slices(struct pf_ctx *c)
+static void gpu_slice(void *vc, const struct trace_dev *t)
 {
-	const struct gpucap *g = c->src->gpu;
-	char name[96], dims[64];
-	uint32_t n = (uint32_t)-1;
-	for (size_t i = 0; i < g->n; i++) {
-		const struct gpucap_proc *p = &g->v[i];
-		const struct gj_result *r = &p->res;
-		for (size_t k = 0; k < r->ndev; k++) {
-			const struct gj_dev *d = &r->dev[k];
-			n += new_device(r, k);
-			uint64_t track = gpu_stream_uuid(n, d->stream);
-			const char *nm = name;
-			if (d->kind == GPU_KERNEL)
-				nm = d->name ? d->name : "(unnamed kernel)";
-			else if (d->kind == GPU_MEMCPY)
-				snprintf(name, sizeof(name), "Memcpy %s %llu B",
-					 gpucap_copy_kind_name(d->copy_kind), (unsigned long long)d->bytes);
-			else
-				snprintf(name, sizeof(name), "Memset %llu B", (unsigned long long)d->bytes);
-			size_t mk = packet_begin(c, d->start_ns, true);
-			pb_varint(&c->w, TP_SEQ_FLAGS, SEQ_NEEDS);
-			size_t te = pb_begin(&c->w, TP_TRACK_EVENT);
-			pb_varint(&c->w, TE_TYPE, SLICE_BEGIN);
-			pb_varint(&c->w, TE_TRACK_UUID, track);
-			pb_string(&c->w, TE_NAME, nm);
-			pb_string(&c->w, TE_CATEGORIES, d->kind == GPU_KERNEL ? "kernel" :
-				  d->kind == GPU_MEMCPY ? "gpu_memcpy" : "gpu_memset");
-			debug_int(c, "correlation", d->correlation);
-			debug_int(c, "device", d->device);
-			debug_int(c, "stream", d->stream);
-			debug_int(c, "context", d->context);
-			if (d->kind == GPU_KERNEL) {
-				snprintf(dims, sizeof(dims), "[%u, %u, %u]", d->grid[0], d->grid[1], d->grid[2]);
-				debug_str(c, "grid", dims);
-				snprintf(dims, sizeof(dims), "[%u, %u, %u]", d->block[0], d->block[1], d->block[2]);
-				debug_str(c, "block", dims);
-			} else {
-				debug_int(c, "bytes", d->bytes);
-			}
-			if (d->kind == GPU_MEMCPY)
-				debug_str(c, "kind", gpucap_copy_kind_name(d->copy_kind));
-			if (d->host_idx >= 0) {
-				debug_int(c, "host_pid", p->pid);
-				debug_int(c, "launch_tid", d->tid);
-			}
-			if (p->flow_end[k])
-				pb_fixed64(&c->w, TE_TERM_FLOW_IDS, flow_of(c, p->pid, d->correlation));
-			pb_end(&c->w, te);
-			packet_end(c, mk);
+	struct pf_ctx *c = vc;
+	const struct gj_dev *d = t->d;
+	uint64_t track = gpu_stream_uuid(t->n, d->stream);
+	char dims[64];
 
-			mk = packet_begin(c, d->end_ns, true);
-			pb_varint(&c->w, TP_SEQ_FLAGS, SEQ_NEEDS);
-			te = pb_begin(&c->w, TP_TRACK_EVENT);
-			pb_varint(&c->w, TE_TYPE, SLICE_END);
-			pb_varint(&c->w, TE_TRACK_UUID, track);
-			pb_end(&c->w, te);
-			packet_end(c, mk);
-		}
+	size_t mk = packet_begin(c, d->start_ns, true);
+	pb_varint(&c->w, TP_SEQ_FLAGS, SEQ_NEEDS);
+	size_t te = pb_begin(&c->w, TP_TRACK_EVENT);
+	pb_varint(&c->w, TE_TYPE, SLICE_BEGIN);
+	pb_varint(&c->w, TE_TRACK_UUID, track);
+	pb_string(&c->w, TE_NAME, t->name);
+	pb_string(&c->w, TE_CATEGORIES, t->category);
+	debug_int(c, "correlation", d->correlation);
+	debug_int(c, "device", d->device);
+	debug_int(c, "stream", d->stream);
+	debug_int(c, "context", d->context);
+	if (d->kind == GPU_KERNEL) {
+		snprintf(dims, sizeof(dims), "[%u, %u, %u]", d->grid[0], d->grid[1], d->grid[2]);
+		debug_str(c, "grid", dims);
+		snprintf(dims, sizeof(dims), "[%u, %u, %u]", d->block[0], d->block[1], d->block[2]);
+		debug_str(c, "block", dims);
+	} else {
+		debug_int(c, "bytes", d->bytes);
 	}
+	if (d->kind == GPU_MEMCPY)
+		debug_str(c, "kind", gpucap_copy_kind_name(d->copy_kind));
+	if (d->host_idx >= 0) {
+		debug_int(c, "host_pid", t->p->pid);
+		debug_int(c, "launch_tid", d->tid);
+	}
+	if (t->flow_end)
+		pb_fixed64(&c->w, TE_TERM_FLOW_IDS, flow_of(c, t->p->pid, d->correlation));
+	pb_end(&c->w, te);
+	packet_end(c, mk);
+
+	mk = packet_begin(c, d->end_ns, true);
+	pb_varint(&c->w, TP_SEQ_FLAGS, SEQ_NEEDS);
+	te = pb_begin(&c->w, TP_TRACK_EVENT);
+	pb_varint(&c->w, TE_TYPE, SLICE_END);
+	pb_varint(&c->w, TE_TRACK_UUID, track);
+	pb_end(&c->w, te);
+	packet_end(c, mk);
 }
 
 static void pf_trace_begin(void *vc)
@@ -596,12 +559,14 @@ static void pf_trace_begin(void *vc)
 		process_track(c, m->procs[i].pid);
 	for (size_t i = 0; i < m->nthreads; i++)
 		thread_track(c, m->threads[i].pid, m->threads[i].tid);
-	gpu_tracks(c);
+	trace_devices(c->src->gpu, gpu_track, c);
 }
 
 static void pf_device(void *vc)
 {
-	gpu_slices(vc);
+	struct pf_ctx *c = vc;
+
+	trace_devices(c->src->gpu, gpu_slice, c);
 }
 
 static void pf_trace_end(void *vc)

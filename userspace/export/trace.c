@@ -2,6 +2,7 @@
  * (see trace.h): GPU join, one replay through the timeline and the frame
  * spans, device slices, trailer. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include "replay.h"
 #include "trace.h"
@@ -67,4 +68,45 @@ int trace_export(struct capture_reader *r, const struct trace_writer *w, void *c
 	if (ret < 0 && ret != *err)
 		return ret;
 	return *err;
+}
+
+void trace_devices(const struct gpucap *g, void (*fn)(void *ctx, const struct trace_dev *t),
+		   void *ctx)
+{
+	bool multi = gpucap_nprocs_with_devices(g) > 1;
+	struct trace_dev t = { .n = (uint32_t)-1 };
+
+	for (size_t i = 0; i < g->n; i++) {
+		const struct gj_result *r = &g->v[i].res;
+
+		t.p = &g->v[i];
+		for (size_t k = 0; k < r->ndev; k++) {
+			const struct gj_dev *d = &r->dev[k];
+
+			t.d = d;
+			t.k = k;
+			t.new_device = !k || r->dev[k - 1].device != d->device;
+			t.new_stream = t.new_device || r->dev[k - 1].stream != d->stream;
+			t.n += t.new_device;
+			t.flow_end = t.p->flow_end[k];
+			if (multi)
+				snprintf(t.device_name, sizeof(t.device_name), "GPU %u (pid %u)",
+					 d->device, t.p->pid);
+			else
+				snprintf(t.device_name, sizeof(t.device_name), "GPU %u", d->device);
+			t.name = t.buf;
+			if (d->kind == GPU_KERNEL) {
+				t.category = "kernel";
+				t.name = d->name ? d->name : "(unnamed kernel)";
+			} else if (d->kind == GPU_MEMCPY) {
+				t.category = "gpu_memcpy";
+				snprintf(t.buf, sizeof(t.buf), "Memcpy %s %llu B",
+					 gpucap_copy_kind_name(d->copy_kind), (unsigned long long)d->bytes);
+			} else {
+				t.category = "gpu_memset";
+				snprintf(t.buf, sizeof(t.buf), "Memset %llu B", (unsigned long long)d->bytes);
+			}
+			fn(ctx, &t);
+		}
+	}
 }

@@ -36,6 +36,30 @@ struct trace_writer {
 	void (*end)(void *ctx);
 };
 
+/* GPU tracks: the n-th (process, device), in (pid, device) order, is
+ * process GPU_PID_BASE + n, above every Linux pid (PID_MAX_LIMIT 2^22). */
+#define GPU_PID_BASE (1u << 30)
+
+/* One device record as both formats show it. */
+struct trace_dev {
+	const struct gpucap_proc *p;
+	const struct gj_dev *d;
+	size_t k;                 /* index in p->res.dev */
+	uint32_t n;               /* rank of the (process, device) */
+	bool new_device;          /* first record of its (process, device) */
+	bool new_stream;          /* first record of its stream there */
+	bool flow_end;            /* a host launch -> device flow ends here */
+	const char *category;     /* "kernel", "gpu_memcpy", "gpu_memset" */
+	const char *name;         /* kernel name, "Memcpy HtoD 4096 B", "Memset 64 B" */
+	char device_name[64];     /* "GPU 0"; "GPU 0 (pid 123)" with several processes */
+	char buf[96];
+};
+
+/* Every joined device record of g, process by process (pid order), in
+ * device, stream, start order. */
+void trace_devices(const struct gpucap *g, void (*fn)(void *ctx, const struct trace_dev *t),
+		   void *ctx);
+
 /* Drive w over capture r; src is filled before begin and stays valid until
  * trace_export returns (the writer keeps a pointer to it).  *err is the
  * writer's sticky error: the replay stops at the first one.  0, -EINVAL
