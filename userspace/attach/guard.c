@@ -22,6 +22,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "tbpf_abi.h"
+#include "forkclean.h"
 #include "guard.h"
 #include "uprobe.h"
 
@@ -81,11 +82,29 @@ bool guard_thread_store_ok(void)
 	return true;
 }
 
+/* A process forked by a target thread: held at its first stop until the
+ * forking thread's fork event has been seen too, then cleaned and let go. */
+struct forkee {
+	pid_t pid;
+	pid_t parent;           /* forking thread, 0 until its event */
+	bool stopped;           /* its own first stop was seen */
+	bool shares_mm;         /* vfork, CLONE_VM: the target's own memory */
+	bool have_frames;       /* th: the forking thread's op stack at the fork */
+	int sig;                /* a signal its first stop held, for the detach */
+	struct tbpf_thread th;
+};
+
+#define GUARD_PTRACE_OPTS (PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK)
+
 struct gstate {
 	const struct guard_config *cfg;
 	bool task_store;   /* threads_map_fd is task storage (keyed by pidfd) */
 	struct tracee *t;
 	size_t n, cap;
+	struct forkee *fk;
+	size_t nfk, capfk;
+	struct fc_file *files;   /* the probed libraries (forkclean) */
+	size_t nfiles;
 	struct uprobe_set entry, ret, hooks;
 	struct guard_stats st;
 	int status_fd;
@@ -176,14 +195,47 @@ static int thread_state_read(const struct gstate *g, pid_t tid, struct tbpf_thre
 	return err;
 }
 
+/* Write back the hijacked return addresses of frames `th` in process
+ * `pid` (a stopped thread of the target, or a child that forked with a
+ * copy of that thread's stack). */
+static size_t repair_frames(struct gstate *g, pid_t pid, pid_t tid, struct tbpf_thread *th)
+{
+	uint64_t slot[TBPF_MAX_DEPTH] = { 0 };
+	size_t fix[TBPF_MAX_DEPTH], nfix, done = 0;
+	size_t depth;
+
+	depth = th->depth > TBPF_MAX_DEPTH ? TBPF_MAX_DEPTH : th->depth;
+	for (size_t i = 0; i < depth; i++) {
+		struct iovec l = { &slot[i], 8 }, r = { (void *)(uintptr_t)th->frames[i].sp, 8 };
+
+		if (process_vm_readv(pid, &l, 1, &r, 1, 0) != 8)
+			slot[i] = 0;
+	}
+	nfix = guard_plan_repair(th->frames, depth, slot, g->cfg->tramp_page, fix);
+	if (glog) {
+		fprintf(glog, "repair pid %d tid %d depth %zu fix %zu:", pid, tid, depth, nfix);
+		for (size_t i = 0; i < depth; i++)
+			fprintf(glog, " [%zu sp=%llx slot=%llx ra=%llx fl=%x]", i,
+				(unsigned long long)th->frames[i].sp, (unsigned long long)slot[i],
+				(unsigned long long)th->frames[i].ra, th->frames[i].flags);
+		fputc('\n', glog);
+		fflush(glog);
+	}
+	for (size_t k = 0; k < nfix; k++) {
+		struct tbpf_frame *f = &th->frames[fix[k]];
+		struct iovec l = { &f->ra, 8 }, r = { (void *)(uintptr_t)f->sp, 8 };
+
+		if (process_vm_writev(pid, &l, 1, &r, 1, 0) == 8)
+			done++;
+	}
+	g->st.slots_restored += done;
+	return done;
+}
+
 /* Write back every hijacked return address of one (stopped) thread. */
 static size_t repair_thread(struct gstate *g, pid_t tid)
 {
 	struct tbpf_thread th;
-	uint64_t slot[TBPF_MAX_DEPTH];
-	size_t fix[TBPF_MAX_DEPTH], nfix, done = 0;
-	pid_t pid = g->cfg->pid;
-	size_t depth;
 
 	if (thread_state_read(g, tid, &th)) {
 		if (glog) {
@@ -192,32 +244,152 @@ static size_t repair_thread(struct gstate *g, pid_t tid)
 		}
 		return 0;
 	}
-	depth = th.depth > TBPF_MAX_DEPTH ? TBPF_MAX_DEPTH : th.depth;
-	for (size_t i = 0; i < depth; i++) {
-		struct iovec l = { &slot[i], 8 }, r = { (void *)(uintptr_t)th.frames[i].sp, 8 };
+	return repair_frames(g, g->cfg->pid, tid, &th);
+}
 
-		if (process_vm_readv(pid, &l, 1, &r, 1, 0) != 8)
-			slot[i] = 0;
+/* ---- forked children (forkclean.h) ----------------------------------------- */
+
+static struct forkee *forkee_find(struct gstate *g, pid_t pid)
+{
+	for (size_t i = 0; i < g->nfk; i++)
+		if (g->fk[i].pid == pid)
+			return &g->fk[i];
+	return NULL;
+}
+
+static struct forkee *forkee_get(struct gstate *g, pid_t pid)
+{
+	struct forkee *f = forkee_find(g, pid);
+
+	if (f)
+		return f;
+	if (g->nfk == g->capfk) {
+		size_t cap = g->capfk ? g->capfk * 2 : 8;
+		struct forkee *v = realloc(g->fk, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		g->fk = v;
+		g->capfk = cap;
 	}
-	nfix = guard_plan_repair(th.frames, depth, slot, g->cfg->tramp_page, fix);
+	f = &g->fk[g->nfk++];
+	memset(f, 0, sizeof(*f));
+	f->pid = pid;
+	return f;
+}
+
+static void forkee_drop(struct gstate *g, struct forkee *f)
+{
+	*f = g->fk[--g->nfk];
+}
+
+/* The thread group of tid, 0 when it cannot be read. */
+static pid_t tgid_of(pid_t tid)
+{
+	char path[64], line[128];
+	pid_t tgid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	fclose(f);
+	return tgid;
+}
+
+/* Once a child's first stop and its parent's fork event are both seen:
+ * write back the return addresses it inherited hijacked, drop its copies
+ * of the probed code, and let it go untraced. */
+static void forkee_release(struct gstate *g, struct forkee *f)
+{
+	size_t dropped = 0;
+	char *why = NULL;
+	int err = 0;
+
+	if (!f->stopped || !f->parent)
+		return;
+	if (!f->shares_mm) {
+		if (f->have_frames)
+			g->st.child_restored += repair_frames(g, f->pid, f->parent, &f->th);
+		err = forkclean_child(f->pid, g->files, g->nfiles, &dropped, &why);
+		if (err) {
+			fprintf(stderr, "tbpf: warning: child %d of pid %d keeps tbpf's breakpoints: %s\n",
+				f->pid, g->cfg->pid, why ? why : strerror(-err));
+			g->st.children_failed++;
+		} else {
+			g->st.children_cleaned++;
+		}
+		free(why);
+	}
 	if (glog) {
-		fprintf(glog, "repair tid %d depth %zu fix %zu:", tid, depth, nfix);
-		for (size_t i = 0; i < depth; i++)
-			fprintf(glog, " [%zu sp=%llx slot=%llx ra=%llx fl=%x]", i,
-				(unsigned long long)th.frames[i].sp, (unsigned long long)slot[i],
-				(unsigned long long)th.frames[i].ra, th.frames[i].flags);
-		fputc('\n', glog);
+		fprintf(glog, "forkee %d parent %d shares_mm %d dropped %zu err %d\n", f->pid,
+			f->parent, f->shares_mm, dropped, err);
 		fflush(glog);
 	}
-	for (size_t k = 0; k < nfix; k++) {
-		struct tbpf_frame *f = &th.frames[fix[k]];
-		struct iovec l = { &f->ra, 8 }, r = { (void *)(uintptr_t)f->sp, 8 };
+	ptrace(PTRACE_DETACH, f->pid, 0, f->sig);
+	forkee_drop(g, f);
+}
 
-		if (process_vm_writev(pid, &l, 1, &r, 1, 0) == 8)
-			done++;
+/* A fork, vfork or non-thread clone event of target thread tid. */
+static void forkee_event(struct gstate *g, pid_t child, pid_t tid, bool vfork)
+{
+	struct forkee *f = forkee_get(g, child);
+	int same;
+
+	if (!f)
+		return;
+	same = forkclean_same_mm(child, g->cfg->pid);
+	f->parent = tid;
+	f->shares_mm = vfork || same == 1;
+	f->have_frames = !thread_state_read(g, tid, &f->th);
+	forkee_release(g, f);
+}
+
+/* A stop of a process that is not a target thread: a forked child's
+ * first stop (auto-attached).  Returns false for a target thread. */
+static bool forkee_stop(struct gstate *g, pid_t pid, int status)
+{
+	struct forkee *f = forkee_find(g, pid);
+
+	if (!f && tgid_of(pid) == g->cfg->pid)
+		return false;
+	f = f ? f : forkee_get(g, pid);
+	if (!f)
+		return true;
+	f->stopped = true;
+	if (!(status >> 16))
+		f->sig = WSTOPSIG(status);   /* a real signal: delivered at detach */
+	forkee_release(g, f);
+	return true;
+}
+
+/* At shutdown: children whose stop or parent event is still to come. */
+static void forkees_drain(struct gstate *g)
+{
+	for (int waited = 0; g->nfk && waited < 2000; waited++) {
+		int status;
+		pid_t pid = waitpid(-1, &status, __WALL | WNOHANG);
+		struct forkee *f;
+
+		if (pid > 0 && (f = forkee_find(g, pid))) {
+			if (WIFEXITED(status) || WIFSIGNALED(status))
+				forkee_drop(g, f);
+			else if (WIFSTOPPED(status))
+				forkee_stop(g, pid, status);
+			continue;
+		}
+		for (size_t i = 0; i < g->nfk; i++)
+			if (g->fk[i].stopped && !g->fk[i].parent) {
+				g->fk[i].parent = -1;   /* its parent thread is gone */
+				forkee_release(g, &g->fk[i]);
+				break;
+			}
+		usleep(1000);
 	}
-	g->st.slots_restored += done;
-	return done;
 }
 
 static int list_tasks(pid_t pid, pid_t **out, size_t *n)
@@ -269,7 +441,7 @@ static int seize_all(struct gstate *g, char *err, size_t errlen)
 		for (size_t i = 0; i < n; i++) {
 			if (tracee_find(g, tids[i]))
 				continue;
-			if (ptrace(PTRACE_SEIZE, tids[i], 0, PTRACE_O_TRACECLONE)) {
+			if (ptrace(PTRACE_SEIZE, tids[i], 0, GUARD_PTRACE_OPTS)) {
 				if (errno == ESRCH)
 					continue;
 				rc = -errno;
@@ -301,23 +473,36 @@ static void handle_event(struct gstate *g, pid_t tid, int status, bool shutdown)
 	__u64 req;
 
 	if (WIFEXITED(status) || WIFSIGNALED(status)) {
-		tracee_gone(g, tid);
+		struct forkee *f = forkee_find(g, tid);
+
+		if (f)
+			forkee_drop(g, f);
+		else
+			tracee_gone(g, tid);
 		return;
 	}
 	if (!WIFSTOPPED(status))
 		return;
 	if (glog)
 		fprintf(glog, "event tid %d status %x shutdown %d\n", tid, status, shutdown);
+	if (!t && forkee_stop(g, tid, status))
+		return;
 	if (!t)
 		t = tracee_add(g, tid);   /* auto-attached clone child */
 	if (!t)
 		return;
 	sig = WSTOPSIG(status);
-	if (ev == PTRACE_EVENT_CLONE) {
+	if (ev == PTRACE_EVENT_CLONE || ev == PTRACE_EVENT_FORK || ev == PTRACE_EVENT_VFORK) {
 		unsigned long child = 0;
 
 		if (!ptrace(PTRACE_GETEVENTMSG, tid, 0, &child) && child) {
-			tracee_add(g, (pid_t)child);   /* may move g->t */
+			if (ev == PTRACE_EVENT_CLONE && !forkee_find(g, (pid_t)child) &&
+			    tgid_of((pid_t)child) != g->cfg->pid)
+				ev = PTRACE_EVENT_FORK;   /* clone() of a process, not a thread */
+			if (ev == PTRACE_EVENT_CLONE)
+				tracee_add(g, (pid_t)child);   /* may move g->t */
+			else
+				forkee_event(g, (pid_t)child, tid, ev == PTRACE_EVENT_VFORK);
 			t = tracee_find(g, tid);
 		}
 		if (shutdown && t) {
@@ -438,12 +623,31 @@ static void shutdown_all(struct gstate *g)
 		}
 		tracee_gone(g, t->tid);
 	}
+	/* children forked meanwhile: their breakpoints go before ours do */
+	forkees_drain(g);
 	/* 5: the unwind hooks */
 	uprobe_set_close(&g->hooks);
 	if (glog) {
 		fprintf(glog, "shutdown done\n");
 		fflush(glog);
 	}
+}
+
+/* The libraries this guard probes, as forked children's maps name them. */
+static int probed_files(struct gstate *g)
+{
+	const struct guard_config *cfg = g->cfg;
+
+	g->files = calloc(cfg->nlibs + cfg->nhooks + 1, sizeof(*g->files));
+	if (!g->files)
+		return -ENOMEM;
+	for (size_t i = 0; i < cfg->nlibs + cfg->nhooks; i++) {
+		const char *path = i < cfg->nlibs ? cfg->libs[i].path : cfg->hooks[i - cfg->nlibs].path;
+
+		if (!forkclean_file(path, &g->files[g->nfiles]))
+			g->nfiles++;
+	}
+	return 0;
 }
 
 static int run_child(const struct guard_config *cfg, int cmd_fd, int status_fd)
@@ -469,7 +673,9 @@ static int run_child(const struct guard_config *cfg, int cmd_fd, int status_fd)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
-	rc = seize_all(&g, err, sizeof(err));
+	rc = probed_files(&g);
+	if (!rc)
+		rc = seize_all(&g, err, sizeof(err));
 	if (rc) {
 		report(&g, rc, err);
 		return 1;   /* exiting detaches whatever was seized */
@@ -551,11 +757,14 @@ static int run_child(const struct guard_config *cfg, int cmd_fd, int status_fd)
 	{
 		char buf[256];
 
-		snprintf(buf, sizeof(buf), "%llu %llu %llu %llu %llu",
+		snprintf(buf, sizeof(buf), "%llu %llu %llu %llu %llu %llu %llu %llu",
 			 (unsigned long long)g.st.threads_seized, (unsigned long long)g.st.repairs,
 			 (unsigned long long)g.st.slots_restored,
 			 (unsigned long long)g.st.detach_restored,
-			 (unsigned long long)g.st.return_probes);
+			 (unsigned long long)g.st.return_probes,
+			 (unsigned long long)g.st.children_cleaned,
+			 (unsigned long long)g.st.children_failed,
+			 (unsigned long long)g.st.child_restored);
 		report(&g, 1, buf);
 	}
 	return 0;
@@ -663,14 +872,17 @@ int guard_stop(struct guard *g, struct guard_stats *stats)
 	close(g->cmd_fd);
 	/* the guard repairs and detaches every thread before it answers */
 	if (!read_report(g->status_fd, &code, msg, sizeof(msg), 120000) && stats) {
-		unsigned long long a = 0, b = 0, c = 0, d = 0, e = 0;
+		unsigned long long a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, h = 0, i = 0;
 
-		sscanf(msg, "%llu %llu %llu %llu %llu", &a, &b, &c, &d, &e);
+		sscanf(msg, "%llu %llu %llu %llu %llu %llu %llu %llu", &a, &b, &c, &d, &e, &f, &h, &i);
 		stats->threads_seized = a;
 		stats->repairs = b;
 		stats->slots_restored = c;
 		stats->detach_restored = d;
 		stats->return_probes = e;
+		stats->children_cleaned = f;
+		stats->children_failed = h;
+		stats->child_restored = i;
 	}
 	waitpid(g->child, NULL, 0);
 	close(g->status_fd);

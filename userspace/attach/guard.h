@@ -56,6 +56,9 @@ struct guard_stats {
 	uint64_t slots_restored;   /* return addresses written back */
 	uint64_t detach_restored;  /* written back at detach time */
 	uint64_t return_probes;
+	uint64_t children_cleaned; /* forked children whose breakpoints were dropped */
+	uint64_t children_failed;  /* ... that could not be cleaned (warned) */
+	uint64_t child_restored;   /* return addresses children inherited hijacked */
 };
 
 struct guard;

@@ -445,16 +445,18 @@ int live_run(const struct live_opts *o)
 	}
 
 	if (o->verbose) {
-		uint64_t repairs = 0, restored = 0;
+		uint64_t repairs = 0, restored = 0, children = 0;
 
 		for (size_t i = 0; i < session_ntargets(s); i++) {
 			const struct guard_stats *g = session_guard_stats(s, i);
 
 			repairs += g->repairs;
 			restored += g->slots_restored + g->detach_restored;
+			children += g->children_cleaned;
 		}
 		fprintf(stderr, "tbpf: entries %llu exits %llu stale %llu unwound %llu overflow %llu "
-				"underflow %llu guard signals %llu unsafe %llu repairs %llu restored %llu\n",
+				"underflow %llu guard signals %llu unsafe %llu repairs %llu restored %llu "
+				"children %llu\n",
 			(unsigned long long)counters[CNT_ENTRIES], (unsigned long long)counters[CNT_EXITS],
 			(unsigned long long)counters[CNT_STALE_POPS],
 			(unsigned long long)counters[CNT_UNWIND_POPS],
@@ -462,7 +464,8 @@ int live_run(const struct live_opts *o)
 			(unsigned long long)counters[CNT_STACK_UNDERFLOW],
 			(unsigned long long)counters[CNT_GUARD_SIGNALS],
 			(unsigned long long)counters[CNT_GUARD_UNSAFE],
-			(unsigned long long)repairs, (unsigned long long)restored);
+			(unsigned long long)repairs, (unsigned long long)restored,
+			(unsigned long long)children);
 	}
 	if (counters[CNT_DROPS])
 		fprintf(stderr, "tbpf: %llu events dropped (ring buffer full); rerun with a larger "
