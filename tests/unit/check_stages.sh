@@ -11,6 +11,12 @@ rank() { local i=0 s; for s in $ORDER; do [ "$s" = "$1" ] && { echo $i; return; 
 declare -A where
 for h in */*.h; do where[${h#*/}]=${h%%/*}; done
 bad=0
+# a file left directly in userspace/ would not even be built (STAGES)
+for f in *.[ch]; do
+	[ -e "$f" ] || continue
+	echo "check_stages: userspace/$f is in no stage folder (see docs/architecture.md)"
+	bad=1
+done
 for f in */*.[ch]; do
 	st=${f%%/*}
 	rs=$(rank "$st")
