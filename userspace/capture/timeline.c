@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "replay.h"
 #include "timeline.h"
 
 struct tl_thread {
@@ -281,4 +282,25 @@ void timeline_finish(struct timeline *tl, uint64_t end_ns)
 const struct timeline_stats *timeline_stats(const struct timeline *tl)
 {
 	return &tl->st;
+}
+
+static int sink_feed(void *ctx, const struct rec_hdr *h)
+{
+	struct timeline_sink_ctx *c = ctx;
+	int ret = timeline_feed(c->tl, h);
+
+	return ret ? ret : c->err ? *c->err : 0;
+}
+
+static int sink_finish(void *ctx)
+{
+	struct timeline_sink_ctx *c = ctx;
+
+	timeline_finish(c->tl, 0);
+	return c->err ? *c->err : 0;
+}
+
+struct replay_sink timeline_sink(struct timeline_sink_ctx *c)
+{
+	return (struct replay_sink){ REPLAY_ALL, sink_feed, sink_finish, c };
 }

@@ -83,4 +83,15 @@ void timeline_finish(struct timeline *tl, uint64_t end_ns);
 const struct timeline_stats *timeline_stats(const struct timeline *tl);
 void timeline_free(struct timeline *tl);
 
+/* tl as a replay sink (replay.h): every record into timeline_feed, then
+ * timeline_finish(tl, 0) after the last.  The replay stops at the first
+ * timeline error or once *err (the consumer's sticky error, may be NULL)
+ * is set.  c must outlive the replay. */
+struct replay_sink;
+struct timeline_sink_ctx {
+	struct timeline *tl;
+	const int *err;
+};
+struct replay_sink timeline_sink(struct timeline_sink_ctx *c);
+
 #endif /* TBPF_TIMELINE_H */

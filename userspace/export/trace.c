@@ -7,24 +7,11 @@
 #include "replay.h"
 #include "trace.h"
 
-struct drive {
-	struct timeline *tl;
-	const int *err;
-};
-
-static int feed(void *ctx, const struct rec_hdr *h)
-{
-	struct drive *d = ctx;
-	int ret = timeline_feed(d->tl, h);
-
-	return ret ? ret : *d->err;
-}
-
 int trace_export(struct capture_reader *r, const struct trace_writer *w, void *ctx,
 		 const int *err, struct trace_src *src)
 {
 	struct gpucap gpu;
-	struct drive d = { .err = err };
+	struct timeline_sink_ctx d = { .err = err };
 	int ret;
 
 	memset(src, 0, sizeof(*src));
@@ -49,12 +36,11 @@ int trace_export(struct capture_reader *r, const struct trace_writer *w, void *c
 	}
 	w->begin(ctx);
 	{
-		struct replay_sink sink = { REPLAY_ALL, feed, NULL, &d };
+		struct replay_sink sink = timeline_sink(&d);
 
 		ret = *err ? 0 : capture_replay(r, &sink, 1);
 	}
 	if (!ret && !*err) {
-		timeline_finish(d.tl, 0);
 		fspans_finish(src->spans);
 		w->device(ctx);
 	}

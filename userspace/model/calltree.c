@@ -4,6 +4,7 @@
 #include <string.h>
 #include "calltree.h"
 #include "capture.h"
+#include "replay.h"
 #include "strintern.h"
 #include "timeline.h"
 
@@ -256,26 +257,24 @@ static void b_end(void *vb, const struct tl_slice *s)
 
 int calltree_from_capture(struct capture_reader *r, struct calltree *ct)
 {
+	static const struct timeline_ops ops = { .slice_begin = b_begin, .slice_end = b_end };
 	struct build_ctx b = { .ct = ct, .m = capture_reader_meta(r) };
-	struct timeline_ops ops = { .slice_begin = b_begin, .slice_end = b_end };
-	const struct rec_hdr *h;
+	struct timeline_sink_ctx tc = { .err = &b.err };
+	struct replay_sink sink;
 	int ret;
 
-	if (capture_reader_error(r) || capture_rewind(r))
+	if (capture_reader_error(r))
 		return -EINVAL;
-	struct timeline *tl = timeline_new(&ops, &b);
-	if (!tl)
+	tc.tl = timeline_new(&ops, &b);
+	if (!tc.tl)
 		return -ENOMEM;
-	while ((ret = capture_next(r, &h)) > 0 && !b.err)
-		if ((ret = timeline_feed(tl, h)))
-			break;
-	if (ret == 0 && !b.err)
-		timeline_finish(tl, 0);
-	timeline_free(tl);
+	sink = timeline_sink(&tc);
+	ret = capture_replay(r, &sink, 1);
+	timeline_free(tc.tl);
 	free(b.opframe);
 	free(b.ps);
 	const struct capture_stats *st = capture_reader_stats(r);
 	ct->start_real_ns = b.m->run.start_real_ns;
 	ct->duration_ns = b.m->end.present ? b.m->end.duration_ns : st->max_ts - st->min_ts;
-	return ret < 0 ? ret : b.err;
+	return ret;
 }

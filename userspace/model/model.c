@@ -50,9 +50,6 @@ static const char *capture_op_name(void *ctx, uint32_t id)
 	return o ? o->name : NULL;
 }
 
-#define TIMELINE_RECS (REPLAY_TYPE(REC_OP_ENTER) | REPLAY_TYPE(REC_OP_EXIT) | \
-		       REPLAY_TYPE(REC_LAUNCH) | REPLAY_TYPE(REC_MEMOP) | \
-		       REPLAY_TYPE(REC_SYNC) | REPLAY_TYPE(REC_ALLOC))
 #define CUDA_RECS     (REPLAY_TYPE(REC_LAUNCH) | REPLAY_TYPE(REC_MEMOP) | \
 		       REPLAY_TYPE(REC_SYNC) | REPLAY_TYPE(REC_ALLOC))
 
@@ -79,7 +76,7 @@ static int replay_model(struct capture_reader *r, struct profile *p, struct cuda
 		/* device times (REC_GPU): Self CUDA, and CUDA total over the op
 		 * spans open at each launch (the op and its ancestors) */
 		struct replay_sink sinks[] = {
-			{ TIMELINE_RECS, profile_agg_feed, profile_agg_finish, agg },
+			profile_agg_sink(agg),
 			gpucap_sink(&g, r),
 			{ cm ? CUDA_RECS : 0, cuda_sink, NULL, cm },
 		};

@@ -7,6 +7,7 @@
 #include "gpujoin.h"
 #include "profile.h"
 #include "strintern.h"
+#include "replay.h"
 #include "timeline.h"
 
 void profile_init(struct profile *p)
@@ -395,7 +396,7 @@ static int cmp_pid(const void *a, const void *b)
 
 struct profile_agg {
 	struct agg_ctx ctx;
-	struct timeline *tl;
+	struct timeline_sink_ctx tc;
 };
 
 struct profile_agg *profile_agg_new(struct profile *p, const struct capture_meta *m)
@@ -407,35 +408,25 @@ struct profile_agg *profile_agg_new(struct profile *p, const struct capture_meta
 	if (!a)
 		return NULL;
 	a->ctx = (struct agg_ctx){ .p = p, .m = m };
-	a->tl = timeline_new(&ops, &a->ctx);
-	if (!a->tl) {
+	a->tc.err = &a->ctx.err;
+	a->tc.tl = timeline_new(&ops, &a->ctx);
+	if (!a->tc.tl) {
 		free(a);
 		return NULL;
 	}
 	return a;
 }
 
-int profile_agg_feed(void *agg, const struct rec_hdr *h)
+struct replay_sink profile_agg_sink(struct profile_agg *a)
 {
-	struct profile_agg *a = agg;
-	int ret = timeline_feed(a->tl, h);
-
-	return ret ? ret : a->ctx.err;
-}
-
-int profile_agg_finish(void *agg)
-{
-	struct profile_agg *a = agg;
-
-	timeline_finish(a->tl, 0);
-	return a->ctx.err;
+	return timeline_sink(&a->tc);
 }
 
 void profile_agg_free(struct profile_agg *a)
 {
 	if (!a)
 		return;
-	timeline_free(a->tl);
+	timeline_free(a->tc.tl);
 	for (size_t i = 0; i < a->ctx.nth; i++)
 		free(a->ctx.th[i].f);
 	free(a->ctx.th);

@@ -79,16 +79,15 @@ bool profile_sort_key_valid(const char *key);
 extern const char *const profile_sort_keys[];
 
 /* Op records (through the timeline) -> rows, as torch.profiler counts
- * them (duplicate nested ops folded).  feed takes any record, in ring
- * order (a replay_sink callback); finish closes what is still open.  0
- * or -ENOMEM.  Capture as a whole: model_from_capture (model.h). */
+ * them (duplicate nested ops folded): a replay sink (capture/replay.h)
+ * that takes the records in ring order and closes what is still open
+ * after the last.  Capture as a whole: model_from_capture (model.h). */
 struct capture_meta;
 struct capture_stats;
-struct rec_hdr;
+struct replay_sink;
 struct profile_agg;
 struct profile_agg *profile_agg_new(struct profile *p, const struct capture_meta *m);
-int profile_agg_feed(void *agg, const struct rec_hdr *h);
-int profile_agg_finish(void *agg);
+struct replay_sink profile_agg_sink(struct profile_agg *a);
 void profile_agg_free(struct profile_agg *a);
 /* After the rows: names from the capture's op table, pids, duration,
  * drops, exit mode and the GPU note (gpu_reached device records reached an
