@@ -89,28 +89,15 @@ static int usage_error(const char *fmt, const char *arg)
 	return TBPF_EXIT_USAGE;
 }
 
-static int parse_pid(const char *s, pid_t *pid)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v <= 0 || v > 4194304)
-		return -EINVAL;
-	*pid = (pid_t)v;
-	return 0;
-}
-
 static const char *const formats[] = { "table", "tree", "json", "chrome", "perfetto", "folded",
 				       "pprof", NULL };
 
 static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_ctx)
 {
-	enum { O_SORT = 256, O_ROWS, O_EXITS, O_RING, O_NOMULTI, O_RECORD, O_BYOVL, O_COMM, O_CGROUP, O_OPS, O_MINPCT, O_NOPY,
+	enum { O_SORT = 256, O_ROWS, O_NOMULTI, O_RECORD, O_BYOVL, O_OPS, O_MINPCT, O_NOPY,
 	       O_INJECT /* issue 6 */, O_INJECT_FORCE, O_REDISPATCH };
 	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
+		SELECT_LONGOPTS,
 		{ "duration", required_argument, NULL, 'd' },
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
@@ -118,15 +105,11 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 		{ "sort", required_argument, NULL, O_SORT },
 		{ "row-limit", required_argument, NULL, O_ROWS },
 		{ "by-overload", no_argument, NULL, O_BYOVL },
-		{ "exits", required_argument, NULL, O_EXITS },
-		{ "ring-size", required_argument, NULL, O_RING },
 		{ "no-uprobe-multi", no_argument, NULL, O_NOMULTI },
 		{ "redispatch", no_argument, NULL, O_REDISPATCH },
-		{ "comm", required_argument, NULL, O_COMM },
 		{ "ops", no_argument, NULL, O_OPS },
 		{ "min-pct", required_argument, NULL, O_MINPCT },
 		{ "no-python", no_argument, NULL, O_NOPY },
-		{ "cgroup", required_argument, NULL, O_CGROUP },
 		{ "inject", no_argument, NULL, O_INJECT },
 		{ "inject-force", no_argument, NULL, O_INJECT_FORCE },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -138,16 +121,21 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 	pid_t pids[64];
 	int c, rc;
 
-	o.pids = pids;
+	o.sel.pids = pids;
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":p:d:f:o:vhV", longopts, NULL)) != -1) {
+		char *why = NULL;
+		int taken = select_opt(c, optarg, &o.sel, 64, &why);
+
+		if (taken < 0) {
+			rc = usage_error("%s", why);
+			free(why);
+			return rc;
+		}
+		if (taken)
+			continue;
 		switch (c) {
-		case 'p':
-			if (o.npids >= 64 || parse_pid(optarg, &pids[o.npids]))
-				return usage_error("invalid --pid '%s'", optarg);
-			o.npids++;
-			break;
 		case 'd':
 			if (parse_duration(optarg, &o.duration_ns) || o.duration_ns == 0)
 				return usage_error("invalid --duration '%s' (examples: 10s, 500ms, 2m)",
@@ -186,20 +174,6 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 		case O_BYOVL:
 			o.by_overload = true;
 			break;
-		case O_EXITS:
-			if (!strcmp(optarg, "auto"))
-				o.exits = EXITS_AUTO;
-			else if (!strcmp(optarg, "return"))
-				o.exits = EXITS_RETURN;
-			else if (!strcmp(optarg, "infer"))
-				o.exits = EXITS_INFER;
-			else
-				return usage_error("invalid --exits '%s' (auto, return, infer)", optarg);
-			break;
-		case O_RING:
-			if (parse_size(optarg, &o.ring_size) || o.ring_size < 4096)
-				return usage_error("invalid --ring-size '%s' (example: 64M)", optarg);
-			break;
 		case O_OPS:
 			o.tree_ops = true;
 			break;
@@ -215,12 +189,6 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 		}
 		case O_NOPY:
 			o.python = false;
-			break;
-		case O_COMM:
-			o.comm = optarg;
-			break;
-		case O_CGROUP:
-			o.cgroup = optarg;
 			break;
 		case O_NOMULTI:
 			o.no_multi = true;
@@ -251,16 +219,16 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 	}
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
-	if (o.inject && (start || !o.npids))   /* issue 6 */
+	if (o.inject && (start || !o.sel.npids))   /* issue 6 */
 		return usage_error("%s", start ? "tbpf run loads the CUPTI agent itself: no --inject"
 					       : "--inject needs --pid");
 	if (start) {
-		if (o.npids)
+		if (o.sel.npids)
 			return usage_error("%s", "tbpf run profiles the command it starts: no --pid");
 		pids[0] = start(start_ctx);
 		if (pids[0] <= 0)
 			return TBPF_EXIT_ERROR;
-		o.npids = 1;
+		o.sel.npids = 1;
 		o.wait_torch = true;
 		o.gpu_run = true;   /* issue 6: attach to the agent the driver loads */
 	}

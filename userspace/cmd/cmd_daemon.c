@@ -9,6 +9,7 @@
 #include "cmd_daemon.h"
 #include "exitcode.h"
 #include "session.h"
+#include "options.h"
 #include "units.h"
 
 static const char usage[] =
@@ -56,14 +57,13 @@ void daemon_opts_free(struct daemon_opts *o)
 {
 	free(o->label_keys);
 	free(o->label_vals);
-	free(o->pids);
+	free(o->sel.pids);
 	memset(o, 0, sizeof(*o));
 }
 
 int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 {
-	enum { O_PPROF = 256, O_KEEP, O_PUSH, O_LABEL, O_TOP, O_BUDGET, O_COMM, O_CGROUP,
-	       O_EXITS, O_APP, O_NO_CUDA, O_RING };
+	enum { O_PPROF = 256, O_KEEP, O_PUSH, O_LABEL, O_TOP, O_BUDGET, O_APP, O_NO_CUDA };
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "window", required_argument, NULL, 'w' },
@@ -75,12 +75,8 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 		{ "label", required_argument, NULL, O_LABEL },
 		{ "top", required_argument, NULL, O_TOP },
 		{ "max-overhead", required_argument, NULL, O_BUDGET },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "comm", required_argument, NULL, O_COMM },
-		{ "cgroup", required_argument, NULL, O_CGROUP },
-		{ "exits", required_argument, NULL, O_EXITS },
+		SELECT_LONGOPTS,
 		{ "no-cuda", no_argument, NULL, O_NO_CUDA },
-		{ "ring-size", required_argument, NULL, O_RING },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -91,11 +87,11 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 	o->window_ns = 10000000000ULL;
 	o->keep = 10;
 	o->top_n = 20;
-	o->exits = EXITS_INFER;
+	o->sel.exits = EXITS_INFER;
 	o->label_keys = calloc(argc, sizeof(char *));
 	o->label_vals = calloc(argc, sizeof(char *));
-	o->pids = calloc(argc, sizeof(pid_t));
-	if (!o->label_keys || !o->label_vals || !o->pids) {
+	o->sel.pids = calloc(argc, sizeof(pid_t));
+	if (!o->label_keys || !o->label_vals || !o->sel.pids) {
 		*err = strf("out of memory");
 		return TBPF_EXIT_ERROR;
 	}
@@ -103,7 +99,12 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":l:w:d:p:vh", longopts, NULL)) != -1) {
 		char *end;
+		int taken = select_opt(c, optarg, &o->sel, (size_t)argc, err);
 
+		if (taken < 0)
+			return TBPF_EXIT_USAGE;
+		if (taken)
+			continue;
 		switch (c) {
 		case 'l':
 			o->listen = optarg;
@@ -184,42 +185,8 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 			o->max_overhead = *end == '%' ? v / 100 : (v < 1 ? v : v / 100);
 			break;
 		}
-		case 'p': {
-			long v = strtol(optarg, &end, 10);
-
-			if (*end || end == optarg || v <= 0 || v > 4194304) {
-				*err = strf("invalid --pid '%s'", optarg);
-				return TBPF_EXIT_USAGE;
-			}
-			o->pids[o->npids++] = (pid_t)v;
-			break;
-		}
-		case O_COMM:
-			o->comm = optarg;
-			break;
-		case O_CGROUP:
-			o->cgroup = optarg;
-			break;
-		case O_EXITS:
-			if (!strcmp(optarg, "auto"))
-				o->exits = EXITS_AUTO;
-			else if (!strcmp(optarg, "return"))
-				o->exits = EXITS_RETURN;
-			else if (!strcmp(optarg, "infer"))
-				o->exits = EXITS_INFER;
-			else {
-				*err = strf("invalid --exits '%s' (auto, return, infer)", optarg);
-				return TBPF_EXIT_USAGE;
-			}
-			break;
 		case O_NO_CUDA:
 			o->no_cuda = true;
-			break;
-		case O_RING:
-			if (parse_size(optarg, &o->ring_size) || o->ring_size < 4096) {
-				*err = strf("invalid --ring-size '%s' (example: 8M)", optarg);
-				return TBPF_EXIT_USAGE;
-			}
 			break;
 		case 'v':
 			o->verbose++;
@@ -239,7 +206,7 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 		*err = strf("unexpected argument '%s'", argv[optind]);
 		return TBPF_EXIT_USAGE;
 	}
-	if (o->max_overhead > 0 && o->exits != EXITS_INFER) {
+	if (o->max_overhead > 0 && o->sel.exits != EXITS_INFER) {
 		*err = strf("--max-overhead duty-cycles probes in infer mode; drop --exits");
 		return TBPF_EXIT_USAGE;
 	}

@@ -269,18 +269,18 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 int live_run(const struct live_opts *o)
 {
 	struct session_config cfg = {
-		.exits = o->exits,
+		.exits = o->sel.exits,
 		.record = wants_capture(o),
 		.python = o->python,
 		.cuda = o->cuda,
-		.system_wide = o->npids == 0,
+		.system_wide = o->sel.npids == 0,
 		.no_multi = o->no_multi,
 		.redispatch = o->redispatch,
 		.no_hist = true,            /* only the daemon reads histograms */
-		.ring_size = o->ring_size,
-		.only_pid = o->npids == 1 ? o->pids[0] : 0,
-		.comm_filter = o->comm,
-		.cgroup_filter = o->cgroup,
+		.ring_size = o->sel.ring_size,
+		.only_pid = o->sel.npids == 1 ? o->sel.pids[0] : 0,
+		.comm_filter = o->sel.comm,
+		.cgroup_filter = o->sel.cgroup,
 		.verbose = o->verbose,
 		.gpu_agent = o->inject ? GPU_AGENT_INJECT : o->gpu_run ? GPU_AGENT_RUN : GPU_AGENT_OFF,
 		.inject_flags = o->inject_force ? INJECT_FORCE : 0,
@@ -341,21 +341,21 @@ int live_run(const struct live_opts *o)
 		}
 		session_set_capture(s, cw);
 	}
-	for (size_t i = 0; i < o->npids; i++) {
-		err = session_add_target(s, o->pids[i], &why);
+	for (size_t i = 0; i < o->sel.npids; i++) {
+		err = session_add_target(s, o->sel.pids[i], &why);
 		while (err == -ENOENT && o->wait_torch && !stop_signal) {
 			/* tbpf run: the command has not imported torch yet */
 			free(why);
 			why = NULL;
-			if (kill(o->pids[i], 0) && errno == ESRCH) {
+			if (kill(o->sel.pids[i], 0) && errno == ESRCH) {
 				fprintf(stderr, "tbpf: pid %d exited before it loaded libtorch\n",
-					o->pids[i]);
+					o->sel.pids[i]);
 				rc = TBPF_EXIT_ERROR;
 				goto out;
 			}
 			usleep(20000);
 			t0 = now_ns(CLOCK_MONOTONIC);
-			err = session_add_target(s, o->pids[i], &why);
+			err = session_add_target(s, o->sel.pids[i], &why);
 		}
 		if (err) {
 			fprintf(stderr, "tbpf: %s\n", why ? why : strerror(-err));
@@ -371,10 +371,10 @@ int live_run(const struct live_opts *o)
 	}
 	t_mono = now_ns(CLOCK_MONOTONIC);
 	t_real = now_ns(CLOCK_REALTIME);
-	mode = (o->exits != EXITS_INFER ? TBPF_MODE_EXITS : 0) | (cfg.record ? TBPF_MODE_RECORD : 0);
+	mode = (o->sel.exits != EXITS_INFER ? TBPF_MODE_EXITS : 0) | (cfg.record ? TBPF_MODE_RECORD : 0);
 	for (size_t i = 0; i < session_ntargets(s); i++)
 		probes += session_target(s, i)->nprobes;
-	if (o->npids == 1) {
+	if (o->sel.npids == 1) {
 		const struct session_target_info *ti = session_target(s, 0);
 
 		fprintf(stderr, "tbpf: attached %llu probes to pid %d (%s) in %.1f ms (BPF load %.0f ms); "
@@ -422,7 +422,7 @@ int live_run(const struct live_opts *o)
 			written = session_ntargets(s);
 		}
 		if (live == 0 && !cfg.system_wide) {
-			stop_reason = o->npids > 1 ? "targets exited" : "target exited";
+			stop_reason = o->sel.npids > 1 ? "targets exited" : "target exited";
 			break;
 		}
 	}

@@ -9,16 +9,13 @@
 #include "units.h"
 
 struct live_opts {
-	pid_t *pids;
-	size_t npids;
+	struct session_select sel;  /* --pid, --comm, --cgroup, --exits, --ring-size */
 	uint64_t duration_ns;      /* 0 = until Ctrl-C or the target exits */
 	const char *format;        /* table json tree chrome perfetto folded pprof */
 	const char *out;           /* -o FILE; a .tbpf file records a capture */
 	const char *record;        /* capture path when recording */
 	const char *sort;
 	long row_limit;            /* -1 = all */
-	enum exits_mode exits;
-	uint64_t ring_size;
 	bool python;               /* walk Python stacks */
 	bool cuda;                 /* probe libcudart/libcuda */
 	bool no_multi;             /* force per-probe attach (testing) */
@@ -30,9 +27,22 @@ struct live_opts {
 	bool inject;               /* --inject: load the CUPTI agent (issue 6) */
 	bool inject_force;         /* --inject-force: even with libcupti mapped */
 	bool gpu_run;              /* tbpf run: the driver loads the agent (issue 6) */
-	const char *comm;          /* system-wide filters */
-	const char *cgroup;
 	int verbose;
 };
+
+/* The options the live command and the daemon share (struct
+ * session_select): SELECT_LONGOPTS in their getopt_long tables ('p' for
+ * --pid), select_opt() for each getopt_long result.  Returns 1 when c was
+ * one of them (taken into sel), 0 when not, -EINVAL for a bad value with
+ * *why (malloc'd, "invalid --exits 'x' (auto, return, infer)").  sel->pids
+ * holds max_pids. */
+enum { OPT_SEL_COMM = 0x1000, OPT_SEL_CGROUP, OPT_SEL_EXITS, OPT_SEL_RING };
+#define SELECT_LONGOPTS \
+	{ "pid", required_argument, NULL, 'p' }, \
+	{ "comm", required_argument, NULL, OPT_SEL_COMM }, \
+	{ "cgroup", required_argument, NULL, OPT_SEL_CGROUP }, \
+	{ "exits", required_argument, NULL, OPT_SEL_EXITS }, \
+	{ "ring-size", required_argument, NULL, OPT_SEL_RING }
+int select_opt(int c, const char *arg, struct session_select *sel, size_t max_pids, char **why);
 
 #endif

@@ -22,6 +22,17 @@ enum exits_mode { EXITS_AUTO = 0, EXITS_RETURN, EXITS_INFER };
 struct profile;
 struct capture_writer;
 
+/* Which processes a session profiles and how: the options the live command
+ * and the daemon share (--pid, --comm, --cgroup, --exits, --ring-size;
+ * parsed once, cmd/options.c). */
+struct session_select {
+	pid_t *pids;                /* none: system-wide */
+	size_t npids;
+	const char *comm, *cgroup;  /* system-wide filters */
+	enum exits_mode exits;
+	uint64_t ring_size;         /* 0: the command's default */
+};
+
 struct session_config {
 	enum exits_mode exits;
 	bool record;                /* stream records to the ring buffer */

@@ -853,14 +853,14 @@ done:
 int daemon_run(const struct daemon_opts *o)
 {
 	struct session_config cfg = {
-		.exits = (enum exits_mode)o->exits,
-		.system_wide = o->npids == 0,
+		.exits = o->sel.exits,
+		.system_wide = o->sel.npids == 0,
 		.cuda = !o->no_cuda,
 		/* the daemon streams CUDA records only: the live command's
 		 * 16 MiB ring would be 32 MB of its RSS (mapped twice) */
-		.ring_size = o->ring_size ? o->ring_size : 2 << 20,
-		.comm_filter = o->comm,
-		.cgroup_filter = o->cgroup,
+		.ring_size = o->sel.ring_size ? o->sel.ring_size : 2 << 20,
+		.comm_filter = o->sel.comm,
+		.cgroup_filter = o->sel.cgroup,
 		.verbose = o->verbose,
 	};
 	struct metrics_config mc = {
@@ -924,11 +924,11 @@ int daemon_run(const struct daemon_opts *o)
 	}
 	w.hist_fd = own_map_fd("ophist");
 	w.opstats_fd = own_map_fd("opstats");
-	for (size_t i = 0; i < o->npids; i++) {
-		int err = session_add_target(w.s, o->pids[i], &why);
+	for (size_t i = 0; i < o->sel.npids; i++) {
+		int err = session_add_target(w.s, o->sel.pids[i], &why);
 
 		if (err) {
-			fprintf(stderr, "tbpf: pid %d: %s\n", o->pids[i], why ? why : strerror(-err));
+			fprintf(stderr, "tbpf: pid %d: %s\n", o->sel.pids[i], why ? why : strerror(-err));
 			free(why);
 			why = NULL;
 			rc = -EIO;

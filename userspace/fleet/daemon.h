@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "session.h"
 
 struct daemon_opts {
 	const char *listen;          /* host:port; NULL = 127.0.0.1:9464; "" or "none" = no server */
@@ -21,12 +22,10 @@ struct daemon_opts {
 	size_t nlabels;
 	size_t top_n;                /* ops per job (default 20) */
 	double max_overhead;         /* 0 = probes always on */
-	pid_t *pids;
-	size_t npids;
-	const char *comm, *cgroup;
-	int exits;                   /* enum exits_mode; infer when budgeted */
+	/* --pid/--comm/--cgroup, --exits (default infer: no ptrace; infer
+	 * when budgeted), --ring-size: the CUDA record ring (default 2 MiB) */
+	struct session_select sel;
 	bool no_cuda;                /* no libcudart/libcuda probes */
-	uint64_t ring_size;          /* CUDA record ring (default 2 MiB) */
 	int verbose;
 };
 
