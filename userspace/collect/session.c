@@ -902,6 +902,13 @@ const struct guard_stats *session_guard_stats(struct session *s, size_t i)
 	return i < s->n ? &s->v[i]->gstats : NULL;
 }
 
+int session_map_fd(struct session *s, const char *name)
+{
+	int fd = bpf_object__find_map_fd_by_name(s->skel->obj, name);
+
+	return fd >= 0 ? fd : -ENOENT;
+}
+
 uint32_t session_ring_size(struct session *s)
 {
 	return bpf_map__max_entries(s->skel->maps.events);

@@ -89,6 +89,9 @@ uint64_t session_target_hits(struct session *s, pid_t pid);
 size_t session_ntargets(struct session *s);
 const struct session_target_info *session_target(struct session *s, size_t i);
 uint32_t session_ring_size(struct session *s);
+/* The fd of the session's BPF map `name` (opstats, ophist, ...; the
+ * daemon reads and trims them per window), or -ENOENT. */
+int session_map_fd(struct session *s, const char *name);
 int session_pidfd(struct session *s, size_t i);
 /* Detach from every target (safe order) and drain the ring buffer;
  * maps stay readable until session_close. */
