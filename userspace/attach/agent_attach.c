@@ -12,6 +12,7 @@
 #include <sys/uio.h>
 
 #include "agent_attach.h"
+#include "remote.h"
 
 int agent_find_mapping(FILE *maps, const char *lib_name, char **path, uint64_t *map_start)
 {
@@ -131,19 +132,9 @@ void agent_loc_free(struct agent_loc *loc)
 	loc->path = NULL;
 }
 
-static int rw(pid_t pid, uint64_t addr, void *buf, size_t len, int write)
-{
-	struct iovec l = { buf, len }, r = { (void *)addr, len };
-	ssize_t n = write ? process_vm_writev(pid, &l, 1, &r, 1, 0)
-			  : process_vm_readv(pid, &l, 1, &r, 1, 0);
-	if (n < 0)
-		return -errno;
-	return (size_t)n == len ? 0 : -EIO;
-}
-
 int agent_read_status(pid_t pid, const struct agent_loc *loc, struct rec_gpu_status *st)
 {
-	int err = rw(pid, loc->status_addr, st, sizeof(*st), 0);
+	int err = remote_read(pid, loc->status_addr, st, sizeof(*st));
 	if (err)
 		return err;
 	st->detail[sizeof(st->detail) - 1] = 0;
@@ -154,7 +145,7 @@ int agent_request(pid_t pid, const struct agent_loc *loc, uint32_t req, uint32_t
 		  uint32_t *seq)
 {
 	struct tbpf_agent_ctl c;
-	int err = rw(pid, loc->ctl_addr, &c, sizeof(c), 0);
+	int err = remote_read(pid, loc->ctl_addr, &c, sizeof(c));
 	if (err)
 		return err;
 	if (c.magic != TBPF_AGENT_MAGIC)
@@ -163,15 +154,16 @@ int agent_request(pid_t pid, const struct agent_loc *loc, uint32_t req, uint32_t
 	 * polls, so it never sees a new seq with an old request */
 	c.request = req;
 	c.max_rate = max_rate;
-	if ((err = rw(pid, loc->ctl_addr + offsetof(struct tbpf_agent_ctl, request), &c.request,
-		      sizeof(c.request), 1)) ||
-	    (err = rw(pid, loc->ctl_addr + offsetof(struct tbpf_agent_ctl, max_rate), &c.max_rate,
-		      sizeof(c.max_rate), 1)))
+	if ((err = remote_write(pid, loc->ctl_addr + offsetof(struct tbpf_agent_ctl, request),
+				&c.request, sizeof(c.request))) ||
+	    (err = remote_write(pid, loc->ctl_addr + offsetof(struct tbpf_agent_ctl, max_rate),
+				&c.max_rate, sizeof(c.max_rate))))
 		return err;
 	c.seq++;
 	if (seq)
 		*seq = c.seq;
-	return rw(pid, loc->ctl_addr + offsetof(struct tbpf_agent_ctl, seq), &c.seq, sizeof(c.seq), 1);
+	return remote_write(pid, loc->ctl_addr + offsetof(struct tbpf_agent_ctl, seq), &c.seq,
+			    sizeof(c.seq));
 }
 
 int agent_wait_served(pid_t pid, const struct agent_loc *loc, uint32_t seq, int timeout_ms,

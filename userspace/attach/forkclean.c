@@ -22,6 +22,7 @@
 #include "cuda_attach.h"
 #include "forkclean.h"
 #include "procmaps.h"
+#include "remote.h"
 
 #define MAX_RANGES 64
 
@@ -83,14 +84,6 @@ static int fail(char **why, int err, const char *fmt, ...)
 	return err;
 }
 
-static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
-	ssize_t got = process_vm_readv(pid, &l, 1, &r, 1, 0);
-
-	return got == (ssize_t)len ? 0 : got < 0 ? -errno : -EIO;
-}
-
 /* A `syscall` instruction to run in the child: the one its fork returned
  * from (a child is first stopped right after it), else one in its vDSO. */
 static int syscall_insn(pid_t pid, const struct user_regs_struct *r, const struct pm_maps *m,
@@ -98,7 +91,7 @@ static int syscall_insn(pid_t pid, const struct user_regs_struct *r, const struc
 {
 	uint8_t ins[2], vdso[8192];
 
-	if (!read_mem(pid, r->rip - 2, ins, 2) && forkclean_find_syscall(ins, 2) == 0) {
+	if (!remote_read(pid, r->rip - 2, ins, 2) && forkclean_find_syscall(ins, 2) == 0) {
 		*at = r->rip - 2;
 		return 0;
 	}
@@ -111,7 +104,7 @@ static int syscall_insn(pid_t pid, const struct user_regs_struct *r, const struc
 			continue;
 		if (len > sizeof(vdso))
 			len = sizeof(vdso);
-		if (read_mem(pid, e->start, vdso, len))
+		if (remote_read(pid, e->start, vdso, len))
 			break;
 		off = forkclean_find_syscall(vdso, len);
 		if (off >= 0) {

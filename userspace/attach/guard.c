@@ -25,6 +25,7 @@
 #include "forkclean.h"
 #include "guard.h"
 #include "uprobe.h"
+#include "remote.h"
 
 struct guard {
 	size_t entry_probes;
@@ -205,12 +206,9 @@ static size_t repair_frames(struct gstate *g, pid_t pid, pid_t tid, struct tbpf_
 	size_t depth;
 
 	depth = th->depth > TBPF_MAX_DEPTH ? TBPF_MAX_DEPTH : th->depth;
-	for (size_t i = 0; i < depth; i++) {
-		struct iovec l = { &slot[i], 8 }, r = { (void *)(uintptr_t)th->frames[i].sp, 8 };
-
-		if (process_vm_readv(pid, &l, 1, &r, 1, 0) != 8)
+	for (size_t i = 0; i < depth; i++)
+		if (remote_read(pid, th->frames[i].sp, &slot[i], 8))
 			slot[i] = 0;
-	}
 	nfix = guard_plan_repair(th->frames, depth, slot, g->cfg->tramp_page, fix);
 	if (glog) {
 		fprintf(glog, "repair pid %d tid %d depth %zu fix %zu:", pid, tid, depth, nfix);
@@ -222,10 +220,9 @@ static size_t repair_frames(struct gstate *g, pid_t pid, pid_t tid, struct tbpf_
 		fflush(glog);
 	}
 	for (size_t k = 0; k < nfix; k++) {
-		struct tbpf_frame *f = &th->frames[fix[k]];
-		struct iovec l = { &f->ra, 8 }, r = { (void *)(uintptr_t)f->sp, 8 };
+		const struct tbpf_frame *f = &th->frames[fix[k]];
 
-		if (process_vm_writev(pid, &l, 1, &r, 1, 0) == 8)
+		if (!remote_write(pid, f->sp, &f->ra, 8))
 			done++;
 	}
 	g->st.slots_restored += done;

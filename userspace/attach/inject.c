@@ -32,6 +32,7 @@
 
 #include "inject.h"
 #include "procmaps.h"
+#include "remote.h"
 
 #ifndef NT_X86_XSTATE
 #define NT_X86_XSTATE 0x202
@@ -189,16 +190,6 @@ int inject_maps_conflict(FILE *maps, const char *agent_path, char **why)
 }
 
 /* ---- remote memory ------------------------------------------------------- */
-static int mem_rw(pid_t pid, uint64_t addr, void *buf, size_t len, int write)
-{
-	struct iovec l = { buf, len }, r = { (void *)addr, len };
-	ssize_t n = write ? process_vm_writev(pid, &l, 1, &r, 1, 0)
-			  : process_vm_readv(pid, &l, 1, &r, 1, 0);
-	if (n < 0)
-		return -errno;
-	return (size_t)n == len ? 0 : -EIO;
-}
-
 /* ---- thread choice ------------------------------------------------------- *
  * A thread blocked in a syscall is not inside malloc or the loader holding
  * their locks, so calling dlopen on it cannot self-deadlock; prefer one. */
@@ -382,12 +373,12 @@ static int remote_call(struct tstop *t, uint64_t fn, uint64_t a0, uint64_t a1,
 		err = fail(why, -ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((err = mem_rw(t->tid, sp, saved, span, 0)) < 0) {
+	if ((err = remote_read(t->tid, sp, saved, span)) < 0) {
 		fail(why, err, "reading target stack: %s", strerror(-err));
 		goto out;
 	}
 	memcpy(img + 8, data, len);  /* img[0..8) = return address 0 */
-	if ((err = mem_rw(t->tid, sp, img, span, 1)) < 0) {
+	if ((err = remote_write(t->tid, sp, img, span)) < 0) {
 		fail(why, err, "writing target stack: %s", strerror(-err));
 		goto out;
 	}
@@ -439,7 +430,7 @@ static int remote_call(struct tstop *t, uint64_t fn, uint64_t a0, uint64_t a1,
 		break;
 	}
 restore:
-	if (mem_rw(t->tid, sp, saved, span, 1) < 0 && !err)
+	if (remote_write(t->tid, sp, saved, span) < 0 && !err)
 		err = fail(why, -EIO, "restoring target stack");
 out:
 	free(saved);
@@ -567,7 +558,7 @@ static void remote_dlerror(pid_t pid, struct tstop *t, char **why, const char *w
 	if (!resolve(pid, "dlerror", &fn) &&
 	    !remote_call(t, fn, 0, 0, "", 0, &msg, NULL) && msg) {
 		for (size_t i = 0; i + 1 < sizeof(buf); i++) {
-			if (mem_rw(pid, msg + i, buf + i, 1, 0) < 0 || !buf[i])
+			if (remote_read(pid, msg + i, buf + i, 1) < 0 || !buf[i])
 				break;
 		}
 	}

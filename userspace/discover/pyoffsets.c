@@ -26,6 +26,7 @@
 #include "elfsym.h"
 #include "procmaps.h"
 #include "pyoffsets.h"
+#include "remote.h"
 
 _Static_assert(sizeof(struct tbpf_pyproc) % 8 == 0, "pyproc ABI");
 
@@ -259,16 +260,6 @@ static char *fmt(const char *f, ...)
 	return s;
 }
 
-static int read_target(pid_t pid, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
-	ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
-
-	if (n < 0)
-		return -errno;
-	return (size_t)n == len ? 0 : -EFAULT;
-}
-
 static bool is_python_image(const char *base, void *ctx)
 {
 	unsigned a, b;
@@ -375,7 +366,7 @@ int pyproc_detect(pid_t pid, struct tbpf_pyproc *out, char **why)
 	if (minor >= 13) {
 		unsigned long hex = 0;
 
-		err = read_target(pid, runtime, dbg, sizeof(dbg));
+		err = remote_read(pid, runtime, dbg, sizeof(dbg));
 		if (!err)
 			err = pyoffsets_from_debug(dbg, sizeof(dbg), out, &hex);
 		if (err) {
@@ -392,7 +383,7 @@ int pyproc_detect(pid_t pid, struct tbpf_pyproc *out, char **why)
 	out->runtime = runtime;
 	out->cell_type = cell_type;
 	off = pyoffsets_tss_offset(major, minor);
-	err = read_target(pid, runtime + off, &tss, sizeof(tss));
+	err = remote_read(pid, runtime + off, &tss, sizeof(tss));
 	if (err) {
 		*why = fmt("cannot read process %d memory: %s", (int)pid, strerror(-err));
 		return err;

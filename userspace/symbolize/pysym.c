@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 
 #include "pysym.h"
+#include "remote.h"
 
 #define NONE TBPF_PYOFF_NONE
 #define MAX_STR 4096
@@ -143,13 +144,7 @@ struct pysym {
 
 static int vm_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
-	pid_t pid = (pid_t)(intptr_t)ctx;
-	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
-	ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
-
-	if (n < 0)
-		return -errno;
-	return (size_t)n == len ? 0 : -EFAULT;
+	return remote_read((pid_t)(intptr_t)ctx, addr, buf, len);
 }
 
 static int rd(struct pysym *ps, uint64_t addr, void *buf, size_t len)
