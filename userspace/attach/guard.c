@@ -26,6 +26,7 @@
 #include "guard.h"
 #include "uprobe.h"
 #include "remote.h"
+#include "grow.h"
 
 struct guard {
 	size_t entry_probes;
@@ -129,15 +130,8 @@ static struct tracee *tracee_add(struct gstate *g, pid_t tid)
 		t->state = 0;
 		return t;
 	}
-	if (g->n == g->cap) {
-		size_t cap = g->cap ? g->cap * 2 : 64;
-		struct tracee *v = realloc(g->t, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		g->t = v;
-		g->cap = cap;
-	}
+	if (GROW(g->t, g->n, g->cap, 64))
+		return NULL;
 	t = &g->t[g->n++];
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
@@ -260,15 +254,8 @@ static struct forkee *forkee_get(struct gstate *g, pid_t pid)
 
 	if (f)
 		return f;
-	if (g->nfk == g->capfk) {
-		size_t cap = g->capfk ? g->capfk * 2 : 8;
-		struct forkee *v = realloc(g->fk, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		g->fk = v;
-		g->capfk = cap;
-	}
+	if (GROW(g->fk, g->nfk, g->capfk, 8))
+		return NULL;
 	f = &g->fk[g->nfk++];
 	memset(f, 0, sizeof(*f));
 	f->pid = pid;

@@ -10,6 +10,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "uprobe.h"
+#include "grow.h"
 
 /* link_create.uprobe_multi as in the 6.6+ UAPI; offsets from the start
  * of union bpf_attr (Debian's headers do not have these fields yet). */
@@ -83,30 +84,16 @@ int uprobe_multi_supported(void)
 
 static int push_fd(struct uprobe_set *s, int fd)
 {
-	if (s->nfds == s->capfds) {
-		size_t cap = s->capfds ? s->capfds * 2 : 16;
-		int *v = realloc(s->fds, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		s->fds = v;
-		s->capfds = cap;
-	}
+	if (GROW(s->fds, s->nfds, s->capfds, 16))
+		return -ENOMEM;
 	s->fds[s->nfds++] = fd;
 	return 0;
 }
 
 static int push_link(struct uprobe_set *s, struct bpf_link *l)
 {
-	if (s->nlinks == s->caplinks) {
-		size_t cap = s->caplinks ? s->caplinks * 2 : 64;
-		struct bpf_link **v = realloc(s->links, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		s->links = v;
-		s->caplinks = cap;
-	}
+	if (GROW(s->links, s->nlinks, s->caplinks, 64))
+		return -ENOMEM;
 	s->links[s->nlinks++] = l;
 	return 0;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "capture.h"
 #include "strintern.h"
+#include "grow.h"
 
 /* ================= meta tables ================= */
 
@@ -45,15 +46,7 @@ static const char *mstrn(struct capture_meta *m, const char *s, size_t n)
 
 static void *grow_arr(void **arr, size_t *cap, size_t n, size_t elem)
 {
-	if (n < *cap)
-		return (char *)*arr + n * elem;
-	size_t nc = *cap ? *cap * 2 : 16;
-	void *p = realloc(*arr, nc * elem);
-	if (!p)
-		return NULL;
-	*arr = p;
-	*cap = nc;
-	return (char *)p + n * elem;
+	return grow_array(arr, cap, n, elem, 16) ? NULL : (char *)*arr + n * elem;
 }
 
 #define PUSH(m, arr, n, c) grow_arr((void **)&(m)->arr, &(m)->c, (m)->n, sizeof(*(m)->arr))

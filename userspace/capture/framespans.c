@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "framespans.h"
+#include "grow.h"
 
 struct fs_thread {
 	uint32_t pid, tid;
@@ -66,14 +67,8 @@ static struct fs_thread *thread_of(struct fspans *fs, uint32_t pid, uint32_t tid
 	for (size_t i = 0; i < fs->nth; i++)
 		if (fs->th[i].pid == pid && fs->th[i].tid == tid)
 			return &fs->th[fs->last = i];
-	if (fs->nth == fs->cth) {
-		size_t nc = fs->cth ? fs->cth * 2 : 8;
-		struct fs_thread *nt = realloc(fs->th, nc * sizeof(*nt));
-		if (!nt)
-			return NULL;
-		fs->th = nt;
-		fs->cth = nc;
-	}
+	if (GROW(fs->th, fs->nth, fs->cth, 8))
+		return NULL;
 	struct fs_thread *t = &fs->th[fs->nth];
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;

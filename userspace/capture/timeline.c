@@ -4,10 +4,12 @@
 #include <string.h>
 #include "replay.h"
 #include "timeline.h"
+#include "grow.h"
 
 struct tl_thread {
 	uint32_t pid, tid;
-	uint32_t depth, cap;
+	uint32_t depth;
+	size_t cap;
 	uint32_t overflow;        /* enters ignored beyond TL_MAX_DEPTH */
 	uint64_t stack_id;
 	uint64_t last_ts;
@@ -152,14 +154,8 @@ static int on_enter(struct timeline *tl, struct tl_thread *t, const struct rec_o
 		t->overflow++;
 		return 0;
 	}
-	if (t->depth == t->cap) {
-		uint32_t nc = t->cap ? t->cap * 2 : 16;
-		struct tl_frame *nf = realloc(t->frames, nc * sizeof(*nf));
-		if (!nf)
-			return -ENOMEM;
-		t->frames = nf;
-		t->cap = nc;
-	}
+	if (GROW(t->frames, t->depth, t->cap, 16))
+		return -ENOMEM;
 	if (t->depth == 0)
 		t->stack_id = r->stack_id;
 	struct tl_frame *f = &t->frames[t->depth++];

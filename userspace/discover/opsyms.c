@@ -2,6 +2,7 @@
  * (at::_ops::<op>::call / ::redispatch) and their torch.profiler names. */
 #include "opsyms.h"
 #include "elfsym.h"
+#include "grow.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -180,15 +181,9 @@ static void add_struct(struct opname_map *m, const char *name, size_t nl,
 
 static void add_tail(struct opname_map *m, const char *id, size_t n)
 {
-	if (m->ntails == m->tails_cap) {
-		size_t nc = m->tails_cap ? m->tails_cap * 2 : 1024;
-		char **v = realloc(m->tails, nc * sizeof(*v));
-		if (!v) {
-			m->err = true;
-			return;
-		}
-		m->tails = v;
-		m->tails_cap = nc;
+	if (GROW(m->tails, m->ntails, m->tails_cap, 1024)) {
+		m->err = true;
+		return;
 	}
 	char *r = malloc(n + 1);
 	if (!r) {
@@ -426,15 +421,9 @@ static int collect_sym(const struct elf_sym *s, void *ctx)
 		return 0;
 	if (err)
 		return err;
-	if (c->n == c->cap) {
-		size_t nc = c->cap ? c->cap * 2 : 4096;
-		struct opsym *v = realloc(c->v, nc * sizeof(*v));
-		if (!v) {
-			free(sn);
-			return -ENOMEM;
-		}
-		c->v = v;
-		c->cap = nc;
+	if (GROW(c->v, c->n, c->cap, 4096)) {
+		free(sn);
+		return -ENOMEM;
 	}
 	struct opsym *o = &c->v[c->n];
 	memset(o, 0, sizeof(*o));

@@ -2,6 +2,7 @@
  * a target maps and translate its addresses into ELF addresses. */
 #include "procmaps.h"
 #include "elfsym.h"
+#include "grow.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -106,15 +107,9 @@ int procmaps_parse(FILE *f, struct pm_maps *out)
 	while (getline(&line, &lsz, f) >= 0) {
 		if (line[0] == '\n' || !line[0])
 			continue;
-		if (m.n == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			struct pm_entry *v = realloc(m.v, nc * sizeof(*v));
-			if (!v) {
-				err = -ENOMEM;
-				goto fail;
-			}
-			m.v = v;
-			cap = nc;
+		if (GROW(m.v, m.n, cap, 64)) {
+			err = -ENOMEM;
+			goto fail;
 		}
 		err = parse_line(line, &m.v[m.n]);
 		if (err)

@@ -12,6 +12,7 @@
 #include "calltree.h"
 #include "export.h"
 #include "pbwriter.h"
+#include "grow.h"
 
 enum {
 	P_SAMPLE_TYPE = 1, P_SAMPLE = 2, P_LOCATION = 4, P_FUNCTION = 5, P_STRINGS = 6,
@@ -91,15 +92,9 @@ static uint64_t str_idx(struct strtab *t, const char *s)
 		return 0;
 	}
 	if (is_new) {
-		if (t->n == t->cap) {
-			size_t nc = t->cap ? t->cap * 2 : 64;
-			const char **ns = realloc(t->s, nc * sizeof(*ns));
-			if (!ns) {
-				t->oom = true;
-				return 0;
-			}
-			t->s = ns;
-			t->cap = nc;
+		if (GROW(t->s, t->n, t->cap, 64)) {
+			t->oom = true;
+			return 0;
 		}
 		t->s[t->n++] = s;
 	}

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tree.h"
+#include "grow.h"
 
 struct row {
 	char *node;          /* indentation + name */
@@ -107,15 +108,8 @@ static int rows_add(struct rows *rs, const char *prefix, const char *name,
 {
 	struct row *r;
 
-	if (rs->n == rs->cap) {
-		size_t c = rs->cap ? rs->cap * 2 : 32;
-		struct row *n = realloc(rs->r, c * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		rs->r = n;
-		rs->cap = c;
-	}
+	if (GROW(rs->r, rs->n, rs->cap, 32))
+		return -ENOMEM;
 	r = &rs->r[rs->n];
 	if (asprintf(&r->node, "%s%s", prefix, name) < 0)
 		return -ENOMEM;

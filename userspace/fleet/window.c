@@ -16,6 +16,7 @@
 #include "calltree.h"
 #include "export.h"
 #include "window.h"
+#include "grow.h"
 
 /* Read the histogram map (cumulative): rows summed over CPUs. */
 int read_hist(int fd, struct metrics_hist_row **rows, size_t *nrows)
@@ -39,16 +40,9 @@ int read_hist(int fd, struct metrics_hist_row **rows, size_t *nrows)
 		prev = &key;
 		if (bpf_map_lookup_elem(fd, &key, vals))
 			continue;
-		if (*nrows == cap) {
-			size_t nc = cap ? cap * 2 : 256;
-			struct metrics_hist_row *v = realloc(*rows, nc * sizeof(*v));
-
-			if (!v) {
-				free(vals);
-				return -ENOMEM;
-			}
-			*rows = v;
-			cap = nc;
+		if (GROW(*rows, *nrows, cap, 256)) {
+			free(vals);
+			return -ENOMEM;
 		}
 		r = &(*rows)[(*nrows)++];
 		memset(r, 0, sizeof(*r));

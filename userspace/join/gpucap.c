@@ -9,16 +9,12 @@
 #include "replay.h"
 #include "gpucap.h"
 #include "timeline.h"
+#include "grow.h"
 
+/* v with room for element n (grow_array), NULL when out of memory */
 static void *grow(void *v, size_t *cap, size_t n, size_t elem)
 {
-	if (n < *cap)
-		return v;
-	size_t c = *cap ? *cap * 2 : 64;
-	void *p = realloc(v, c * elem);
-	if (p)
-		*cap = c;
-	return p;
+	return grow_array(&v, cap, n, elem, 64) ? NULL : v;
 }
 
 /* ---- op spans enclosing a launch ----------------------------------------- */

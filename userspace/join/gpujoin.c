@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "gpujoin.h"
+#include "grow.h"
 
 void gj_host_from_launch(struct gj_host *h, const struct rec_launch *r)
 {
@@ -330,14 +331,8 @@ static struct gj_opstat *op_get(struct gj_result *r, size_t *cap, struct gj_inde
 	for (; x->slot[j]; j = (j + 1) & (x->cap - 1))
 		if (op_key(r->ops, x->slot[j] - 1) == key)
 			return &r->ops[x->slot[j] - 1];
-	if (r->nops == *cap) {
-		size_t nc = *cap ? *cap * 2 : 64;
-		struct gj_opstat *n = realloc(r->ops, nc * sizeof(*n));
-		if (!n)
-			return NULL;
-		r->ops = n;
-		*cap = nc;
-	}
+	if (GROW(r->ops, r->nops, *cap, 64))
+		return NULL;
 	struct gj_opstat *o = &r->ops[r->nops];
 	memset(o, 0, sizeof(*o));
 	o->op_id = op;
@@ -358,14 +353,8 @@ static struct gj_kstat *kernel_get(struct gj_result *r, size_t *cap, struct gj_i
 		if (k->name_id == d->name_id && !strcmp(k->name, d->name))
 			return k;
 	}
-	if (r->nkernels == *cap) {
-		size_t nc = *cap ? *cap * 2 : 64;
-		struct gj_kstat *n = realloc(r->kernels, nc * sizeof(*n));
-		if (!n)
-			return NULL;
-		r->kernels = n;
-		*cap = nc;
-	}
+	if (GROW(r->kernels, r->nkernels, *cap, 64))
+		return NULL;
 	struct gj_kstat *k = &r->kernels[r->nkernels];
 	*k = (struct gj_kstat){ d->name_id, d->name, 0, 0, UINT64_MAX, 0 };
 	x->slot[j] = (uint32_t)++r->nkernels;

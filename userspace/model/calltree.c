@@ -7,6 +7,7 @@
 #include "replay.h"
 #include "strintern.h"
 #include "timeline.h"
+#include "grow.h"
 
 #define NONE ((uint32_t)-1)
 
@@ -95,14 +96,8 @@ uint32_t calltree_frame(struct calltree *ct, uint32_t kind, const char *name, co
 		if (f->kind == kind && f->name == name && f->file == file && f->line == line)
 			return ct->fidx[j] - 1;
 	}
-	if (ct->nframes == ct->cframes) {
-		size_t nc = ct->cframes ? ct->cframes * 2 : 64;
-		struct ct_frame *nf = realloc(ct->frames, nc * sizeof(*nf));
-		if (!nf)
-			return NONE;
-		ct->frames = nf;
-		ct->cframes = nc;
-	}
+	if (GROW(ct->frames, ct->nframes, ct->cframes, 64))
+		return NONE;
 	ct->frames[ct->nframes] = (struct ct_frame){ kind, line, name, file };
 	ct->fidx[j] = ++ct->nframes;
 	return ct->nframes - 1;

@@ -9,6 +9,7 @@
 #include "tbpf_abi.h"
 #include "cuda_model.h"
 #include "layers.h"
+#include "grow.h"
 
 _Static_assert(sizeof(struct rec_launch) % 8 == 0, "record ABI");
 _Static_assert(sizeof(struct rec_memop) % 8 == 0, "record ABI");
@@ -181,15 +182,8 @@ static struct cuda_kernel *kernel_get(struct cuda_model *m, uint32_t pid, uint32
 			return k;
 		h = (h + 1) & (m->kidx_cap - 1);
 	}
-	if (m->nkernels == m->capkernels) {
-		size_t cap = m->capkernels ? m->capkernels * 2 : 64;
-		struct cuda_kernel *v = realloc(m->kernels, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		m->kernels = v;
-		m->capkernels = cap;
-	}
+	if (GROW(m->kernels, m->nkernels, m->capkernels, 64))
+		return NULL;
 	k = &m->kernels[m->nkernels];
 	memset(k, 0, sizeof(*k));
 	k->pid = pid;
@@ -251,15 +245,8 @@ static struct cuda_stackstat *stackstat_get(struct cuda_model *m, uint32_t pid,
 			return st;
 		h = (h + 1) & (m->sidx_cap - 1);
 	}
-	if (m->nsstats == m->capsstats) {
-		size_t cap = m->capsstats ? m->capsstats * 2 : 64;
-		struct cuda_stackstat *v = realloc(m->sstats, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		m->sstats = v;
-		m->capsstats = cap;
-	}
+	if (GROW(m->sstats, m->nsstats, m->capsstats, 64))
+		return NULL;
 	st = &m->sstats[m->nsstats];
 	*st = (struct cuda_stackstat){ .pid = pid, .stack_id = stack_id, .outside_op = outside };
 	m->sidx[h] = ++m->nsstats;
@@ -454,15 +441,8 @@ static int add_alloc(struct cuda_model *m, const struct rec_alloc *r)
 		a->failed++;
 		return 0;
 	}
-	if (m->nlive == m->caplive) {
-		size_t cap = m->caplive ? m->caplive * 2 : 64;
-		struct cuda_live *v = realloc(m->live, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		m->live = v;
-		m->caplive = cap;
-	}
+	if (GROW(m->live, m->nlive, m->caplive, 64))
+		return -ENOMEM;
 	m->live[m->nlive++] = (struct cuda_live){ r->pid, r->ptr, r->bytes };
 	m->live_bytes += r->bytes;
 	if (m->live_bytes > m->peak_bytes)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "layers.h"
+#include "grow.h"
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -23,15 +24,8 @@ static struct layer_node *kid_get(struct layer_node *p, const char *name,
 	for (i = 0; i < p->nkids; i++)
 		if (p->kids[i]->kind == kind && !strcmp(p->kids[i]->name, name))
 			return p->kids[i];
-	if (p->nkids == p->capkids) {
-		size_t c = p->capkids ? p->capkids * 2 : 4;
-		struct layer_node **n = realloc(p->kids, c * sizeof(*n));
-
-		if (!n)
-			return NULL;
-		p->kids = n;
-		p->capkids = c;
-	}
+	if (GROW(p->kids, p->nkids, p->capkids, 4))
+		return NULL;
 	k = calloc(1, sizeof(*k));
 	if (!k || !(k->name = strdup(name)) || (cls && !(k->cls = strdup(cls)))) {
 		if (k)
@@ -54,15 +48,8 @@ static int op_add(struct layer_node *n, const struct layer_opstat *s)
 		if (!strcmp(n->ops[i].name, s->op))
 			break;
 	if (i == n->nops) {
-		if (n->nops == n->capops) {
-			size_t c = n->capops ? n->capops * 2 : 4;
-			struct layer_op *a = realloc(n->ops, c * sizeof(*a));
-
-			if (!a)
-				return -ENOMEM;
-			n->ops = a;
-			n->capops = c;
-		}
+		if (GROW(n->ops, n->nops, n->capops, 4))
+			return -ENOMEM;
 		memset(&n->ops[i], 0, sizeof(n->ops[i]));
 		n->ops[i].name = strdup(s->op);
 		if (!n->ops[i].name)
@@ -330,15 +317,8 @@ static int kernel_add(struct layer_node *n, const char *name, uint64_t launches)
 		if (!strcmp(n->kernels[i].name, name))
 			break;
 	if (i == n->nkernels) {
-		if (n->nkernels == n->capkernels) {
-			size_t c = n->capkernels ? n->capkernels * 2 : 4;
-			struct layer_kernel *a = realloc(n->kernels, c * sizeof(*a));
-
-			if (!a)
-				return -ENOMEM;
-			n->kernels = a;
-			n->capkernels = c;
-		}
+		if (GROW(n->kernels, n->nkernels, n->capkernels, 4))
+			return -ENOMEM;
 		n->kernels[i].name = strdup(name);
 		if (!n->kernels[i].name)
 			return -ENOMEM;

@@ -9,6 +9,7 @@
 #include "strintern.h"
 #include "replay.h"
 #include "timeline.h"
+#include "grow.h"
 
 void profile_init(struct profile *p)
 {
@@ -94,14 +95,8 @@ int profile_add_op(struct profile *p, const struct prof_op *o)
 			return 0;
 		}
 	}
-	if (p->nops == p->cap) {
-		size_t nc = p->cap ? p->cap * 2 : 64;
-		struct prof_op *no = realloc(p->ops, nc * sizeof(*no));
-		if (!no)
-			return -ENOMEM;
-		p->ops = no;
-		p->cap = nc;
-	}
+	if (GROW(p->ops, p->nops, p->cap, 64))
+		return -ENOMEM;
 	struct prof_op *e = &p->ops[p->nops];
 	*e = *o;
 	e->name = profile_intern(p, o->name);
@@ -297,14 +292,8 @@ static struct agg_frame *agg_frame_at(struct agg_ctx *c, uint32_t pid, uint32_t 
 			break;
 		}
 	if (!t) {
-		if (c->nth == c->cth) {
-			size_t n = c->cth ? c->cth * 2 : 8;
-			struct agg_thread *v = realloc(c->th, n * sizeof(*v));
-			if (!v)
-				return NULL;
-			c->th = v;
-			c->cth = n;
-		}
+		if (GROW(c->th, c->nth, c->cth, 8))
+			return NULL;
 		t = &c->th[c->nth++];
 		*t = (struct agg_thread){ .pid = pid, .tid = tid };
 	}

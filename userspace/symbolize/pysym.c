@@ -14,6 +14,7 @@
 
 #include "pysym.h"
 #include "remote.h"
+#include "grow.h"
 
 #define NONE TBPF_PYOFF_NONE
 #define MAX_STR 4096
@@ -167,16 +168,9 @@ static char *keep(struct pysym *ps, char *s)
 {
 	if (!s)
 		return NULL;
-	if (ps->nstrs == ps->capstrs) {
-		size_t c = ps->capstrs ? ps->capstrs * 2 : 32;
-		char **n = realloc(ps->strs, c * sizeof(*n));
-
-		if (!n) {
-			free(s);
-			return NULL;
-		}
-		ps->strs = n;
-		ps->capstrs = c;
+	if (GROW(ps->strs, ps->nstrs, ps->capstrs, 32)) {
+		free(s);
+		return NULL;
 	}
 	ps->strs[ps->nstrs++] = s;
 	return s;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "stacks.h"
+#include "grow.h"
 
 static char *dup0(const char *s)
 {
@@ -134,16 +135,9 @@ int stackstore_add(struct stackstore *ss, struct pysym *ps, uint32_t pid,
 	pysym_layers_clear(&l);
 	if (err)
 		return err;
-	if (ss->n == ss->cap) {
-		size_t cap = ss->cap ? ss->cap * 2 : 64;
-		struct sym_stack *v = realloc(ss->v, cap * sizeof(*v));
-
-		if (!v) {
-			sym_stack_clear(&s);
-			return -ENOMEM;
-		}
-		ss->v = v;
-		ss->cap = cap;
+	if (GROW(ss->v, ss->n, ss->cap, 64)) {
+		sym_stack_clear(&s);
+		return -ENOMEM;
 	}
 	ss->v[ss->n] = s;
 	if (out)
