@@ -489,7 +489,7 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 	if (s->cfg.python) {
 		char *pwhy = NULL;
 
-		if (!pyproc_detect(pid, &tg->pp, &pwhy)) {
+		if (!pyproc_detect_maps(pid, &tg->t.maps, &tg->pp, &pwhy)) {
 			tg->ps = pysym_new(pid, &tg->pp, NULL, NULL);
 			if (tg->ps)
 				bpf_map_update_elem(bpf_map__fd(s->skel->maps.py_procs), &key, &tg->pp,

@@ -292,18 +292,14 @@ static int sym_addr(pid_t pid, const struct pm_maps *m, const char *path,
 
 /* The image holding _PyRuntime: libpython3.X.so* first, else the
  * python3.X executable itself. */
-static int find_runtime(pid_t pid, char *img, size_t imglen, uint64_t *runtime,
-			uint64_t *cell_type, unsigned *major, unsigned *minor)
+static int find_runtime(pid_t pid, const struct pm_maps *m, char *img, size_t imglen,
+			uint64_t *runtime, uint64_t *cell_type, unsigned *major, unsigned *minor)
 {
-	struct pm_maps m = { 0 };
 	char **paths = NULL;
 	size_t n = 0, i;
 	int pass, err;
 
-	err = procmaps_read(pid, &m);
-	if (err)
-		return err;
-	err = procmaps_libs(&m, is_python_image, NULL, &paths, &n);
+	err = procmaps_libs(m, is_python_image, NULL, &paths, &n);
 	if (err)
 		goto out;
 	err = n ? -ESRCH : -ENOENT;
@@ -321,10 +317,10 @@ static int find_runtime(pid_t pid, char *img, size_t imglen, uint64_t *runtime,
 				free(host);
 				continue;
 			}
-			if (!sym_addr(pid, &m, paths[i], ef, "_PyRuntime", runtime)) {
+			if (!sym_addr(pid, m, paths[i], ef, "_PyRuntime", runtime)) {
 				snprintf(img, imglen, "%s", paths[i]);
 				pyversion_from_path(paths[i], major, minor);
-				if (sym_addr(pid, &m, paths[i], ef, "PyCell_Type", cell_type))
+				if (sym_addr(pid, m, paths[i], ef, "PyCell_Type", cell_type))
 					*cell_type = 0;
 				err = 0;
 			}
@@ -334,11 +330,25 @@ static int find_runtime(pid_t pid, char *img, size_t imglen, uint64_t *runtime,
 	}
 out:
 	procmaps_free_paths(paths, n);
-	procmaps_free(&m);
 	return err;
 }
 
 int pyproc_detect(pid_t pid, struct tbpf_pyproc *out, char **why)
+{
+	struct pm_maps m = { 0 };
+	int err = procmaps_read(pid, &m);
+
+	if (err) {
+		*why = fmt("cannot locate _PyRuntime in process %d: %s", (int)pid, strerror(-err));
+		return err;
+	}
+	err = pyproc_detect_maps(pid, &m, out, why);
+	procmaps_free(&m);
+	return err;
+}
+
+int pyproc_detect_maps(pid_t pid, const struct pm_maps *maps, struct tbpf_pyproc *out,
+		       char **why)
 {
 	char img[PATH_MAX];
 	uint64_t runtime = 0, cell_type = 0;
@@ -348,7 +358,7 @@ int pyproc_detect(pid_t pid, struct tbpf_pyproc *out, char **why)
 	int err, off, tsd;
 
 	*why = NULL;
-	err = find_runtime(pid, img, sizeof(img), &runtime, &cell_type, &major, &minor);
+	err = find_runtime(pid, maps, img, sizeof(img), &runtime, &cell_type, &major, &minor);
 	if (err == -ENOENT) {
 		*why = fmt("no Python interpreter mapped in process %d", (int)pid);
 		return -ENOTSUP;

@@ -36,5 +36,10 @@ int pyoffsets_glibc_tsd_block(void);
  * Returns 0; -ENOTSUP (unsupported or not Python) or another -errno with
  * *why set to a malloc'd one-line reason. */
 int pyproc_detect(pid_t pid, struct tbpf_pyproc *out, char **why);
+/* The same over the target's maps already read (target.maps): one parse
+ * of /proc/PID/maps per target. */
+struct pm_maps;
+int pyproc_detect_maps(pid_t pid, const struct pm_maps *maps, struct tbpf_pyproc *out,
+		       char **why);
 
 #endif

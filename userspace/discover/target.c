@@ -249,7 +249,7 @@ int target_open(pid_t pid, uint32_t id_base, unsigned flags, struct target *t, c
 		*why = NULL;
 out:
 	procmaps_free_paths(paths, npaths);
-	procmaps_free(&maps);
+	t->maps = maps;   /* kept for the target's other discoveries */
 	if (err)
 		target_close(t);
 	return err;
@@ -271,5 +271,6 @@ void target_close(struct target *t)
 	free(t->ops);
 	free(t->comm);
 	free(t->cmdline);
+	procmaps_free(&t->maps);
 	memset(t, 0, sizeof(*t));
 }

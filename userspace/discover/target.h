@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "opsyms.h"
+#include "procmaps.h"
 
 struct target_lib {
 	char *path;            /* as mapped in the target */
@@ -46,6 +47,8 @@ struct target {
 	size_t nprobes;
 	char *comm;
 	char *cmdline;
+	struct pm_maps maps;   /* /proc/PID/maps at target_open: the one parse
+				* the other discoveries of this target reuse */
 };
 
 /* target_open flags */
