@@ -92,7 +92,10 @@ static int usage_error(const char *fmt, const char *arg)
 static const char *const formats[] = { "table", "tree", "json", "chrome", "perfetto", "folded",
 				       "pprof", NULL };
 
-static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_ctx)
+/* argv -> *o (o->sel.pids holds 64).  LIVE_GO_ON, or the exit code when
+ * parsing ends the program (--help, --version, a usage error). */
+#define LIVE_GO_ON (-1)
+static int live_parse(int argc, char **argv, struct live_opts *o)
 {
 	enum { O_SORT = 256, O_ROWS, O_NOMULTI, O_RECORD, O_BYOVL, O_OPS, O_MINPCT, O_NOPY,
 	       O_INJECT /* issue 6 */, O_INJECT_FORCE, O_REDISPATCH };
@@ -117,16 +120,13 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
-	struct live_opts o = { .row_limit = 0, .python = true, .cuda = true };
-	pid_t pids[64];
 	int c, rc;
 
-	o.sel.pids = pids;
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":p:d:f:o:vhV", longopts, NULL)) != -1) {
 		char *why = NULL;
-		int taken = select_opt(c, optarg, &o.sel, 64, &why);
+		int taken = select_opt(c, optarg, &o->sel, 64, &why);
 
 		if (taken < 0) {
 			rc = usage_error("%s", why);
@@ -137,7 +137,7 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 			continue;
 		switch (c) {
 		case 'd':
-			if (parse_duration(optarg, &o.duration_ns) || o.duration_ns == 0)
+			if (parse_duration(optarg, &o->duration_ns) || o->duration_ns == 0)
 				return usage_error("invalid --duration '%s' (examples: 10s, 500ms, 2m)",
 						   optarg);
 			break;
@@ -149,61 +149,61 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 			if (!ok)
 				return usage_error("unknown --format '%s' (table, tree, json, "
 						   "chrome, perfetto, folded, pprof)", optarg);
-			o.format = optarg;
+			o->format = optarg;
 			break;
 		}
 		case 'o':
-			o.out = optarg;
+			o->out = optarg;
 			break;
 		case O_RECORD:
-			o.record = optarg;
+			o->record = optarg;
 			break;
 		case O_SORT:
-			o.sort = optarg;
+			o->sort = optarg;
 			break;
 		case O_ROWS: {
 			char *end;
 
-			o.row_limit = strtol(optarg, &end, 10);
+			o->row_limit = strtol(optarg, &end, 10);
 			if (*end || end == optarg)
 				return usage_error("invalid --row-limit '%s'", optarg);
-			if (o.row_limit == 0)
-				o.row_limit = -1;
+			if (o->row_limit == 0)
+				o->row_limit = -1;
 			break;
 		}
 		case O_BYOVL:
-			o.by_overload = true;
+			o->by_overload = true;
 			break;
 		case O_OPS:
-			o.tree_ops = true;
+			o->tree_ops = true;
 			break;
 		case O_MINPCT: {
 			char *end;
 
-			o.min_pct = strtod(optarg, &end);
+			o->min_pct = strtod(optarg, &end);
 			if (*end == '%')
 				end++;
-			if (*end || end == optarg || o.min_pct < 0 || o.min_pct > 100)
+			if (*end || end == optarg || o->min_pct < 0 || o->min_pct > 100)
 				return usage_error("invalid --min-pct '%s' (0-100)", optarg);
 			break;
 		}
 		case O_NOPY:
-			o.python = false;
+			o->python = false;
 			break;
 		case O_NOMULTI:
-			o.no_multi = true;
+			o->no_multi = true;
 			break;
 		case O_REDISPATCH:
-			o.redispatch = true;
+			o->redispatch = true;
 			break;
 		case O_INJECT:
-			o.inject = true;
+			o->inject = true;
 			break;
 		case O_INJECT_FORCE:
-			o.inject = o.inject_force = true;
+			o->inject = o->inject_force = true;
 			break;
 		case 'v':
-			o.verbose++;
+			o->verbose++;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
@@ -219,6 +219,19 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 	}
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
+	return LIVE_GO_ON;
+}
+
+static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_ctx)
+{
+	struct live_opts o = { .row_limit = 0, .python = true, .cuda = true };
+	pid_t pids[64];
+	int rc;
+
+	o.sel.pids = pids;
+	rc = live_parse(argc, argv, &o);
+	if (rc != LIVE_GO_ON)
+		return rc;
 	if (o.inject && (start || !o.sel.npids))   /* issue 6 */
 		return usage_error("%s", start ? "tbpf run loads the CUPTI agent itself: no --inject"
 					       : "--inject needs --pid");
