@@ -61,6 +61,44 @@ void daemon_opts_free(struct daemon_opts *o)
 	memset(o, 0, sizeof(*o));
 }
 
+/* A decimal in [lo, hi].  0 or -EINVAL. */
+static int long_in(const char *s, long lo, long hi, long *v)
+{
+	char *end;
+
+	*v = strtol(s, &end, 10);
+	return *end || end == s || *v < lo || *v > hi ? -EINVAL : 0;
+}
+
+/* --label KEY=VALUE: job=NAME names every process's job; other keys are
+ * constant labels (a Prometheus label name, not one tbpf sets itself).
+ * arg is split in place.  0, or -EINVAL with *err. */
+static int label_opt(char *arg, struct daemon_opts *o, char **err)
+{
+	char *eq = strchr(arg, '=');
+	const char *k = arg;
+	size_t kl = eq ? (size_t)(eq - arg) : 0;
+	bool ok = kl > 0 && (k[0] < '0' || k[0] > '9');
+
+	for (size_t i = 0; ok && i < kl; i++)
+		ok = (k[i] >= 'a' && k[i] <= 'z') || (k[i] >= 'A' && k[i] <= 'Z') ||
+		     (k[i] >= '0' && k[i] <= '9') || k[i] == '_';
+	if (!ok || (kl == 2 && !strncmp(k, "le", 2)) ||
+	    (kl == 2 && !strncmp(k, "op", 2)) || (kl == 6 && !strncmp(k, "device", 6))) {
+		*err = strf("invalid --label '%s' (KEY=VALUE, KEY a label name other "
+			    "than op, device, le)", arg);
+		return -EINVAL;
+	}
+	*eq = '\0';
+	if (!strcmp(arg, "job")) {
+		o->job = eq + 1;
+	} else {
+		o->label_keys[o->nlabels] = arg;
+		o->label_vals[o->nlabels++] = eq + 1;
+	}
+	return 0;
+}
+
 int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 {
 	enum { O_PPROF = 256, O_KEEP, O_PUSH, O_LABEL, O_TOP, O_BUDGET, O_APP, O_NO_CUDA };
@@ -126,9 +164,9 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 			o->pprof_dir = optarg;
 			break;
 		case O_KEEP: {
-			long v = strtol(optarg, &end, 10);
+			long v;
 
-			if (*end || end == optarg || v < 1 || v > 1000000) {
+			if (long_in(optarg, 1, 1000000, &v)) {
 				*err = strf("invalid --keep '%s'", optarg);
 				return TBPF_EXIT_USAGE;
 			}
@@ -141,34 +179,14 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 		case O_APP:
 			o->app = optarg;
 			break;
-		case O_LABEL: {
-			char *eq = strchr(optarg, '=');
-			const char *k = optarg;
-			size_t kl = eq ? (size_t)(eq - optarg) : 0;
-			bool ok = kl > 0 && (k[0] < '0' || k[0] > '9');
-
-			for (size_t i = 0; ok && i < kl; i++)
-				ok = (k[i] >= 'a' && k[i] <= 'z') || (k[i] >= 'A' && k[i] <= 'Z') ||
-				     (k[i] >= '0' && k[i] <= '9') || k[i] == '_';
-			if (!ok || (kl == 2 && !strncmp(k, "le", 2)) ||
-			    (kl == 2 && !strncmp(k, "op", 2)) || (kl == 6 && !strncmp(k, "device", 6))) {
-				*err = strf("invalid --label '%s' (KEY=VALUE, KEY a label name other "
-					    "than op, device, le)", optarg);
+		case O_LABEL:
+			if (label_opt(optarg, o, err))
 				return TBPF_EXIT_USAGE;
-			}
-			*eq = '\0';
-			if (!strcmp(optarg, "job")) {
-				o->job = eq + 1;
-			} else {
-				o->label_keys[o->nlabels] = optarg;
-				o->label_vals[o->nlabels++] = eq + 1;
-			}
 			break;
-		}
 		case O_TOP: {
-			long v = strtol(optarg, &end, 10);
+			long v;
 
-			if (*end || end == optarg || v < 1 || v > 10000) {
+			if (long_in(optarg, 1, 10000, &v)) {
 				*err = strf("invalid --top '%s'", optarg);
 				return TBPF_EXIT_USAGE;
 			}
