@@ -470,10 +470,11 @@ static void put_series(FILE *f, const struct metrics *m, const struct metrics_jo
 	}
 }
 
-int metrics_write(const struct metrics *m, FILE *f)
+/* The per-op families (calls, self and total seconds, duration
+ * histogram, launches), jobs in order, each job's series sorted. */
+static int write_op_families(FILE *f, const struct metrics *m, const struct metrics_job **jobs,
+			     size_t nj)
 {
-	size_t nj = m->njobs + 1;
-	const struct metrics_job **jobs = calloc(nj, sizeof(*jobs));
 	static const char *const fam_head[F_NFAM][3] = {
 		{ "tbpf_op_calls_total", "counter", "PyTorch op calls seen by the probes." },
 		{ "tbpf_op_self_seconds_total", "counter",
@@ -484,23 +485,14 @@ int metrics_write(const struct metrics *m, FILE *f)
 		  "CUDA kernel launches issued while the op was on top of the stack." },
 	};
 
-	if (!jobs)
-		return -ENOMEM;
-	for (size_t i = 0; i < m->njobs; i++)
-		jobs[i] = &m->jobs[i];
-	qsort(jobs, m->njobs, sizeof(*jobs), job_cmp);
-	jobs[m->njobs] = &m->other_job;   /* last, and only if used */
-
 	for (int fam = 0; fam < F_NFAM; fam++) {
 		head(f, fam_head[fam][0], fam_head[fam][1], fam_head[fam][2]);
 		for (size_t i = 0; i < nj; i++) {
 			const struct metrics_job *j = jobs[i];
 			const struct metrics_series **sv = calloc(j->nseries + 1, sizeof(*sv));
 
-			if (!sv) {
-				free(jobs);
+			if (!sv)
 				return -ENOMEM;
-			}
 			for (size_t k = 0; k < j->nseries; k++)
 				sv[k] = &j->series[k];
 			qsort(sv, j->nseries, sizeof(*sv), ser_cmp);
@@ -512,6 +504,13 @@ int metrics_write(const struct metrics *m, FILE *f)
 		}
 	}
 
+	return 0;
+}
+
+/* CUDA copies and their bytes per job and direction. */
+static void write_copies(FILE *f, const struct metrics *m, const struct metrics_job **jobs,
+			 size_t nj)
+{
 	head(f, "tbpf_cuda_copies_total", "counter", "CUDA memory copies and sets by direction.");
 	for (int pass = 0; pass < 2; pass++) {
 		if (pass)
@@ -531,52 +530,49 @@ int metrics_write(const struct metrics *m, FILE *f)
 			}
 	}
 
-	head(f, "tbpf_job_processes", "gauge", "Processes of the job seen in the last window.");
-	for (size_t i = 0; i < nj; i++) {
-		struct lbl l[1] = { { "job", jobs[i]->name } };
+}
 
-		if (!jobs[i]->seen_window)
-			continue;
-		fputs("tbpf_job_processes", f);
-		put_labels(f, m, l, 1);
-		fprintf(f, " %u\n", jobs[i]->processes);
+enum job_gauge { G_PROCESSES, G_COVERAGE, G_OVERHEAD, G_ESTIMATED, G_NGAUGES };
+
+/* The per-job gauges of the last window (jobs seen in it only). */
+static void write_job_gauges(FILE *f, const struct metrics *m, const struct metrics_job **jobs,
+			     size_t nj)
+{
+	static const char *const gauge[G_NGAUGES][2] = {
+		{ "tbpf_job_processes", "Processes of the job seen in the last window." },
+		{ "tbpf_job_coverage_ratio",
+		  "Share of the job's work in the last window that the op probes observed (1 = all)." },
+		{ "tbpf_job_overhead_ratio",
+		  "Estimated probe cost added to the job in the last window, as a fraction of its "
+		  "own CPU time (budgeted jobs, --max-overhead)." },
+		{ "tbpf_job_estimated",
+		  "1 when the job's op counts include estimates scaled from partial coverage." },
+	};
+
+	for (int g = 0; g < G_NGAUGES; g++) {
+		head(f, gauge[g][0], "gauge", gauge[g][1]);
+		for (size_t i = 0; i < nj; i++) {
+			const struct metrics_job *j = jobs[i];
+			struct lbl l[1] = { { "job", j->name } };
+
+			if (!j->seen_window || (g == G_OVERHEAD && j->base_cpu_ns <= 0))
+				continue;
+			fputs(gauge[g][0], f);
+			put_labels(f, m, l, 1);
+			switch (g) {
+			case G_PROCESSES: fprintf(f, " %u\n", j->processes); break;
+			case G_COVERAGE: fprintf(f, " %.4g\n", j->coverage); break;
+			case G_OVERHEAD: fprintf(f, " %.6g\n", j->probe_cpu_ns / j->base_cpu_ns); break;
+			default: fprintf(f, " %d\n", j->estimated ? 1 : 0); break;
+			}
+		}
 	}
-	head(f, "tbpf_job_coverage_ratio", "gauge",
-	     "Share of the job's work in the last window that the op probes observed (1 = all).");
-	for (size_t i = 0; i < nj; i++) {
-		struct lbl l[1] = { { "job", jobs[i]->name } };
+}
 
-		if (!jobs[i]->seen_window)
-			continue;
-		fputs("tbpf_job_coverage_ratio", f);
-		put_labels(f, m, l, 1);
-		fprintf(f, " %.4g\n", jobs[i]->coverage);
-	}
-	head(f, "tbpf_job_overhead_ratio", "gauge",
-	     "Estimated probe cost added to the job in the last window, as a fraction of its "
-	     "own CPU time (budgeted jobs, --max-overhead).");
-	for (size_t i = 0; i < nj; i++) {
-		struct lbl l[1] = { { "job", jobs[i]->name } };
-
-		if (!jobs[i]->seen_window || jobs[i]->base_cpu_ns <= 0)
-			continue;
-		fputs("tbpf_job_overhead_ratio", f);
-		put_labels(f, m, l, 1);
-		fprintf(f, " %.6g\n", jobs[i]->probe_cpu_ns / jobs[i]->base_cpu_ns);
-	}
-	head(f, "tbpf_job_estimated", "gauge",
-	     "1 when the job's op counts include estimates scaled from partial coverage.");
-	for (size_t i = 0; i < nj; i++) {
-		struct lbl l[1] = { { "job", jobs[i]->name } };
-
-		if (!jobs[i]->seen_window)
-			continue;
-		fputs("tbpf_job_estimated", f);
-		put_labels(f, m, l, 1);
-		fprintf(f, " %d\n", jobs[i]->estimated ? 1 : 0);
-	}
-	free(jobs);
-
+/* tbpf's own counters and gauges: probe hits, drops, lost ops, windows,
+ * CPU, memory, targets, overhead. */
+static void write_self(FILE *f, const struct metrics *m)
+{
 	head(f, "tbpf_probe_hits_total", "counter", "Op entry probe hits.");
 	fputs("tbpf_probe_hits_total", f);
 	put_labels(f, m, NULL, 0);
@@ -634,5 +630,28 @@ int metrics_write(const struct metrics *m, FILE *f)
 		put_labels(f, m, NULL, 0);
 		fprintf(f, " %.6g\n", m->self.overhead);
 	}
+}
+
+int metrics_write(const struct metrics *m, FILE *f)
+{
+	size_t nj = m->njobs + 1;
+	const struct metrics_job **jobs = calloc(nj, sizeof(*jobs));
+	int err;
+
+	if (!jobs)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->njobs; i++)
+		jobs[i] = &m->jobs[i];
+	qsort(jobs, m->njobs, sizeof(*jobs), job_cmp);
+	jobs[m->njobs] = &m->other_job;   /* last, and only if used */
+	err = write_op_families(f, m, jobs, nj);
+	if (!err) {
+		write_copies(f, m, jobs, nj);
+		write_job_gauges(f, m, jobs, nj);
+	}
+	free(jobs);
+	if (err)
+		return err;
+	write_self(f, m);
 	return ferror(f) ? -EIO : 0;
 }
