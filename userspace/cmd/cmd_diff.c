@@ -264,15 +264,15 @@ static int side_open(const char *path, struct side *s, char **why)
 		*why = strdup(e);
 		return -EINVAL;
 	}
-	err = profile_from_capture(s->r, &s->p);
+	/* ops and layers (the call tree) in one replay; without memory for
+	 * the tree, the ops alone */
+	s->have_ct = !calltree_init(&s->ct);
+	err = s->have_ct ? profile_calltree_from_capture(s->r, &s->p, &s->ct)
+			 : profile_from_capture(s->r, &s->p);
 	if (!err)
 		err = profile_fold(&s->p, PROF_BY_NAME, &s->ops, &s->nops);
-	if (!err && !calltree_init(&s->ct)) {
-		s->have_ct = true;
-		err = calltree_from_capture(s->r, &s->ct);
-		if (!err)
-			err = layer_rows(s);
-	}
+	if (!err && s->have_ct)
+		err = layer_rows(s);
 	if (err == -EINVAL && (e = capture_reader_error(s->r)))
 		*why = strdup(e);
 	return err;

@@ -250,26 +250,61 @@ static void b_end(void *vb, const struct tl_slice *s)
 	calltree_add(b->ct, (uint32_t)(uintptr_t)s->frames[s->depth].user, s->self_ns, 1);
 }
 
-int calltree_from_capture(struct capture_reader *r, struct calltree *ct)
+struct calltree_build {
+	struct build_ctx b;
+	struct timeline_sink_ctx tc;
+};
+
+struct calltree_build *calltree_build_new(struct calltree *ct, const struct capture_meta *m)
 {
 	static const struct timeline_ops ops = { .slice_begin = b_begin, .slice_end = b_end };
-	struct build_ctx b = { .ct = ct, .m = capture_reader_meta(r) };
-	struct timeline_sink_ctx tc = { .err = &b.err };
+	struct calltree_build *cb = calloc(1, sizeof(*cb));
+
+	if (!cb)
+		return NULL;
+	cb->b = (struct build_ctx){ .ct = ct, .m = m };
+	cb->tc.err = &cb->b.err;
+	cb->tc.tl = timeline_new(&ops, &cb->b);
+	if (!cb->tc.tl) {
+		free(cb);
+		return NULL;
+	}
+	return cb;
+}
+
+struct replay_sink calltree_build_sink(struct calltree_build *cb)
+{
+	return timeline_sink(&cb->tc);
+}
+
+void calltree_build_free(struct calltree_build *cb, const struct capture_stats *st)
+{
+	const struct capture_meta *m;
+
+	if (!cb)
+		return;
+	m = cb->b.m;
+	timeline_free(cb->tc.tl);
+	free(cb->b.opframe);
+	free(cb->b.ps);
+	cb->b.ct->start_real_ns = m->run.start_real_ns;
+	cb->b.ct->duration_ns = m->end.present ? m->end.duration_ns : st->max_ts - st->min_ts;
+	free(cb);
+}
+
+int calltree_from_capture(struct capture_reader *r, struct calltree *ct)
+{
+	struct calltree_build *cb;
 	struct replay_sink sink;
 	int ret;
 
 	if (capture_reader_error(r))
 		return -EINVAL;
-	tc.tl = timeline_new(&ops, &b);
-	if (!tc.tl)
+	cb = calltree_build_new(ct, capture_reader_meta(r));
+	if (!cb)
 		return -ENOMEM;
-	sink = timeline_sink(&tc);
+	sink = calltree_build_sink(cb);
 	ret = capture_replay(r, &sink, 1);
-	timeline_free(tc.tl);
-	free(b.opframe);
-	free(b.ps);
-	const struct capture_stats *st = capture_reader_stats(r);
-	ct->start_real_ns = b.m->run.start_real_ns;
-	ct->duration_ns = b.m->end.present ? b.m->end.duration_ns : st->max_ts - st->min_ts;
+	calltree_build_free(cb, capture_reader_stats(r));
 	return ret;
 }

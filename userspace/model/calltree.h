@@ -59,5 +59,15 @@ void calltree_path(const struct calltree *ct, uint32_t node, uint32_t *frames_ou
  * their outermost op.  0, -EINVAL (reader error), -ENOMEM. */
 struct capture_reader;
 int calltree_from_capture(struct capture_reader *r, struct calltree *ct);
+/* The same as a replay sink (capture/replay.h), for a pass shared with
+ * other consumers (model.c); free after the replay: it also sets the
+ * tree's start and duration from the capture. */
+struct capture_meta;
+struct capture_stats;
+struct replay_sink;
+struct calltree_build;
+struct calltree_build *calltree_build_new(struct calltree *ct, const struct capture_meta *m);
+struct replay_sink calltree_build_sink(struct calltree_build *cb);
+void calltree_build_free(struct calltree_build *cb, const struct capture_stats *st);
 
 #endif /* TBPF_CALLTREE_H */

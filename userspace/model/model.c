@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calltree.h"
 #include "gpucap.h"
 #include "model.h"
 #include "replay.h"
@@ -54,12 +55,14 @@ static const char *capture_op_name(void *ctx, uint32_t id)
 		       REPLAY_TYPE(REC_SYNC) | REPLAY_TYPE(REC_ALLOC))
 
 /* Rows (+ device times, run info) into p; with cm, the CUDA records into
- * it (cuda_model_init'ed here). */
-static int replay_model(struct capture_reader *r, struct profile *p, struct cuda_model *cm)
+ * it (cuda_model_init'ed here); with ct (calltree_init'ed), the call tree. */
+static int replay_model(struct capture_reader *r, struct profile *p, struct cuda_model *cm,
+			struct calltree *ct)
 {
 	const struct capture_meta *m = capture_reader_meta(r);
 	const struct capture_stats *st = capture_reader_stats(r);
 	struct profile_agg *agg;
+	struct calltree_build *cb = NULL;
 	struct gpucap g;
 	uint64_t gpu_reached = 0;
 	int ret;
@@ -71,6 +74,10 @@ static int replay_model(struct capture_reader *r, struct profile *p, struct cuda
 	agg = profile_agg_new(p, m);
 	if (!agg)
 		return -ENOMEM;
+	if (ct && !(cb = calltree_build_new(ct, m))) {
+		profile_agg_free(agg);
+		return -ENOMEM;
+	}
 	ret = gpucap_init(&g, true);
 	if (!ret) {
 		/* device times (REC_GPU): Self CUDA, and CUDA total over the op
@@ -79,11 +86,16 @@ static int replay_model(struct capture_reader *r, struct profile *p, struct cuda
 			profile_agg_sink(agg),
 			gpucap_sink(&g, r),
 			{ cm ? CUDA_RECS : 0, cuda_sink, NULL, cm },
+			{ 0 },
 		};
+
+		if (cb)
+			sinks[3] = calltree_build_sink(cb);
 
 		ret = capture_replay(r, sinks, sizeof(sinks) / sizeof(sinks[0]));
 	}
 	profile_agg_free(agg);
+	calltree_build_free(cb, st);
 	for (size_t i = 0; !ret && i < g.n; i++) {
 		int n = profile_add_gpu(p, &g.v[i].res, g.v[i].pid, NULL, NULL);
 
@@ -102,7 +114,13 @@ static int replay_model(struct capture_reader *r, struct profile *p, struct cuda
 
 int profile_from_capture(struct capture_reader *r, struct profile *p)
 {
-	return replay_model(r, p, NULL);
+	return replay_model(r, p, NULL, NULL);
+}
+
+int profile_calltree_from_capture(struct capture_reader *r, struct profile *p,
+				  struct calltree *ct)
+{
+	return replay_model(r, p, NULL, ct);
 }
 
 int model_from_capture(struct capture_reader *r, unsigned parts, struct tbpf_model *m)
@@ -113,7 +131,7 @@ int model_from_capture(struct capture_reader *r, unsigned parts, struct tbpf_mod
 	int err;
 
 	m->cuda_own_init = parts & MODEL_CUDA;
-	err = replay_model(r, &m->prof, m->cuda_own_init ? &m->cuda_own : NULL);
+	err = replay_model(r, &m->prof, m->cuda_own_init ? &m->cuda_own : NULL, NULL);
 	if (err)
 		return err;
 	m->op_name = capture_op_name;

@@ -56,6 +56,11 @@ int model_from_capture(struct capture_reader *r, unsigned parts, struct tbpf_mod
 /* The op rows only (diff, tests): model_from_capture without parts, into
  * an initialized profile. */
 int profile_from_capture(struct capture_reader *r, struct profile *p);
+/* The op rows and the call tree (calltree_init'ed) in the same one replay
+ * (tbpf diff: ops and layers). */
+struct calltree;
+int profile_calltree_from_capture(struct capture_reader *r, struct profile *p,
+				  struct calltree *ct);
 
 /* The layer tree of the rows of p over the layer stacks ls, with the CUDA
  * model's launches, copies and syncs when cm is not empty (cm may be
