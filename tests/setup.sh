@@ -38,8 +38,9 @@ RUNTIME_PKGS=(
 )
 # What the tests need on top.
 TEST_PKGS=(
-	# tests: cmocka units, libFuzzer runtime for the capture decoder fuzzer
-	libcmocka-dev libclang-rt-dev
+	# tests: cmocka units, libFuzzer runtime for the capture decoder fuzzer,
+	# zstd for the golden captures (tests/fixtures/captures/*.tbpf.zst)
+	libcmocka-dev libclang-rt-dev zstd
 	# independent readers of tbpf's outputs: protoc --decode (Perfetto),
 	# go tool pprof, a real Prometheus + promtool
 	protobuf-compiler golang-go prometheus
@@ -55,7 +56,7 @@ PKGS=("${RUNTIME_PKGS[@]}")
 TOOLS=(clang llvm-strip bpftool python3)
 if [ $RUNTIME_ONLY = 0 ]; then
 	PKGS+=("${TEST_PKGS[@]}")
-	TOOLS+=(protoc go prometheus promtool setpriv timeout)
+	TOOLS+=(protoc go prometheus promtool setpriv timeout zstd)
 fi
 
 say() { printf 'setup: %s\n' "$*"; }
