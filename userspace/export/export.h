@@ -2,7 +2,8 @@
  *
  * Aggregated formats take a struct profile (table, json) or a struct
  * calltree (folded, pprof); trace formats stream a capture through the
- * timeline (chrome, perfetto).  All return 0 or -errno (-EIO when writing
+ * one trace driver (trace.h: chrome, perfetto).  The model as a whole
+ * (ops, CUDA tables, layers): report.h.  All return 0 or -errno (-EIO when writing
  * failed, -ENOMEM, -EINVAL with the reader's error set) and print nothing
  * else.
  */

@@ -91,7 +91,6 @@ static int replay_model(struct capture_reader *r, struct profile *p, struct cuda
 
 		if (cb)
 			sinks[3] = calltree_build_sink(cb);
-
 		ret = capture_replay(r, sinks, sizeof(sinks) / sizeof(sinks[0]));
 	}
 	profile_agg_free(agg);
