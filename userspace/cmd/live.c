@@ -266,81 +266,32 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 	return rc;
 }
 
-int live_run(const struct live_opts *o)
+/* Where the capture goes: --record / -o FILE, else a temporary file for
+ * the trace formats (*tmp set).  NULL with a message on failure. */
+static char *capture_path_of(const struct live_opts *o, bool *tmp)
 {
-	struct session_config cfg = {
-		.exits = o->sel.exits,
-		.record = wants_capture(o),
-		.python = o->python,
-		.cuda = o->cuda,
-		.system_wide = o->sel.npids == 0,
-		.no_multi = o->no_multi,
-		.redispatch = o->redispatch,
-		.no_hist = true,            /* only the daemon reads histograms */
-		.ring_size = o->sel.ring_size,
-		.only_pid = o->sel.npids == 1 ? o->sel.pids[0] : 0,
-		.comm_filter = o->sel.comm,
-		.cgroup_filter = o->sel.cgroup,
-		.verbose = o->verbose,
-		.gpu_agent = o->inject ? GPU_AGENT_INJECT : o->gpu_run ? GPU_AGENT_RUN : GPU_AGENT_OFF,
-		.inject_flags = o->inject_force ? INJECT_FORCE : 0,
-	};
-	char *agent_path = cfg.gpu_agent ? run_agent_path() : NULL;   /* issue 6 */
-	struct session *s = NULL;
-	struct capture_writer *cw = NULL;
-	char *capture_path = NULL, *why = NULL;
-	bool capture_tmp = false;
-	uint64_t counters[CNT_MAX], t0, t_load, t_mono, t_real, duration, probes = 0;
-	uint64_t last_scan = 0;
-	const char *stop_reason = NULL;
-	struct sigaction sa = { .sa_handler = on_signal };
-	struct tbpf_model model = { 0 };
-	size_t written = 0;
-	int rc = TBPF_EXIT_OK, err, code;
-	uint32_t mode = 0;
+	char tmpl[] = "/tmp/tbpf-XXXXXX.tbpf";
+	int fd;
 
-	if (cfg.record) {
-		if (o->record) {
-			capture_path = strdup(o->record);
-		} else {
-			char tmpl[] = "/tmp/tbpf-XXXXXX.tbpf";
-			int fd = mkstemps(tmpl, 5);
+	if (o->record)
+		return strdup(o->record);
+	fd = mkstemps(tmpl, 5);
+	if (fd < 0) {
+		fprintf(stderr, "tbpf: cannot create a temporary capture: %s\n", strerror(errno));
+		return NULL;
+	}
+	close(fd);
+	*tmp = true;
+	return strdup(tmpl);
+}
 
-			if (fd < 0) {
-				fprintf(stderr, "tbpf: cannot create a temporary capture: %s\n",
-					strerror(errno));
-				return TBPF_EXIT_ERROR;
-			}
-			close(fd);
-			capture_path = strdup(tmpl);
-			capture_tmp = true;
-		}
-	}
-	t0 = now_ns(CLOCK_MONOTONIC);
-	cfg.agent_path = agent_path;
-	s = session_open(&cfg, &why, &code);
-	if (!s) {
-		fprintf(stderr, "tbpf: %s\n", why ? why : "cannot start");
-		free(why);
-		free(capture_path);
-		free(agent_path);
-		return tbpf_exit_of(code);
-	}
-	t_load = now_ns(CLOCK_MONOTONIC) - t0;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	t0 = now_ns(CLOCK_MONOTONIC);
-	if (capture_path) {
-		cw = capture_writer_open(capture_path, &err);
-		if (!cw) {
-			fprintf(stderr, "tbpf: cannot create capture %s: %s\n", capture_path,
-				strerror(err ? -err : EIO));
-			rc = TBPF_EXIT_ERROR;
-			goto out;
-		}
-		session_set_capture(s, cw);
-	}
+/* Attach to every --pid (tbpf run: wait until the command maps libtorch;
+ * *t0 restarts with each try).  0, or the exit code after a message. */
+static int attach_pids(const struct live_opts *o, struct session *s, uint64_t *t0)
+{
+	char *why = NULL;
+	int err;
+
 	for (size_t i = 0; i < o->sel.npids; i++) {
 		err = session_add_target(s, o->sel.pids[i], &why);
 		while (err == -ENOENT && o->wait_torch && !stop_signal) {
@@ -350,100 +301,83 @@ int live_run(const struct live_opts *o)
 			if (kill(o->sel.pids[i], 0) && errno == ESRCH) {
 				fprintf(stderr, "tbpf: pid %d exited before it loaded libtorch\n",
 					o->sel.pids[i]);
-				rc = TBPF_EXIT_ERROR;
-				goto out;
+				return TBPF_EXIT_ERROR;
 			}
 			usleep(20000);
-			t0 = now_ns(CLOCK_MONOTONIC);
+			*t0 = now_ns(CLOCK_MONOTONIC);
 			err = session_add_target(s, o->sel.pids[i], &why);
 		}
 		if (err) {
 			fprintf(stderr, "tbpf: %s\n", why ? why : strerror(-err));
 			free(why);
-			why = NULL;
-			rc = TBPF_EXIT_ERROR;
-			goto out;
+			return TBPF_EXIT_ERROR;
 		}
 	}
-	if (cfg.system_wide) {
-		session_scan(s);
-		last_scan = now_ns(CLOCK_MONOTONIC);
-	}
-	t_mono = now_ns(CLOCK_MONOTONIC);
-	t_real = now_ns(CLOCK_REALTIME);
-	mode = (o->sel.exits != EXITS_INFER ? TBPF_MODE_EXITS : 0) | (cfg.record ? TBPF_MODE_RECORD : 0);
-	for (size_t i = 0; i < session_ntargets(s); i++)
-		probes += session_target(s, i)->nprobes;
+	return TBPF_EXIT_OK;
+}
+
+/* The "tbpf: attached ..." line (tests wait for it) and the CUDA probes. */
+static void announce(const struct live_opts *o, struct session *s, uint64_t probes,
+		     uint64_t attach_ns, uint64_t load_ns, bool system_wide)
+{
+	size_t cp = 0, cl = 0;
+
 	if (o->sel.npids == 1) {
 		const struct session_target_info *ti = session_target(s, 0);
 
 		fprintf(stderr, "tbpf: attached %llu probes to pid %d (%s) in %.1f ms (BPF load %.0f ms); "
 				"exits: %s%s; Ctrl-C to stop\n",
 			(unsigned long long)probes, ti->pid, ti->comm ? ti->comm : "?",
-			(t_mono - t0) / 1e6, t_load / 1e6, ti->exits,
+			attach_ns / 1e6, load_ns / 1e6, ti->exits,
 			!strcmp(ti->exits, "return") ? " (ptrace unwind guard)" : " (entry probes only)");
 	} else {
 		fprintf(stderr, "tbpf: attached %llu probes to %zu processes in %.1f ms%s; "
 				"Ctrl-C to stop\n",
-			(unsigned long long)probes, session_ntargets(s), (t_mono - t0) / 1e6,
-			cfg.system_wide ? "; watching for new PyTorch processes" : "");
+			(unsigned long long)probes, session_ntargets(s), attach_ns / 1e6,
+			system_wide ? "; watching for new PyTorch processes" : "");
 	}
-	{
-		size_t cp = 0, cl = 0;
+	if (session_cuda(s, &cp, &cl) && cl)
+		fprintf(stderr, "tbpf: CUDA: %zu probes in %zu libraries\n", cp, cl);
+}
 
-		if (session_cuda(s, &cp, &cl) && cl)
-			fprintf(stderr, "tbpf: CUDA: %zu probes in %zu libraries\n", cp, cl);
-	}
-	if (cw) {
-		write_run_meta(cw, s, mode, t_mono, t_real);
-		write_target_meta(cw, s, 0);
-		written = session_ntargets(s);
-	}
-
+/* Poll until --duration, a signal, or (not system-wide) the targets exit;
+ * system-wide, new processes are attached each second.  New targets'
+ * names go to the capture (*written: targets described so far).  Returns
+ * why it stopped. */
+static const char *poll_until_stop(const struct live_opts *o, struct session *s,
+				   struct capture_writer *cw, size_t *written, uint64_t t_mono,
+				   uint64_t last_scan, bool system_wide)
+{
 	while (!stop_signal) {
 		uint64_t now = now_ns(CLOCK_MONOTONIC), el = now - t_mono;
 		int wait_ms = 100, live;
 
 		if (o->duration_ns) {
-			if (el >= o->duration_ns) {
-				stop_reason = "duration";
-				break;
-			}
+			if (el >= o->duration_ns)
+				return "duration";
 			if ((o->duration_ns - el) / 1000000 < (uint64_t)wait_ms)
 				wait_ms = (int)((o->duration_ns - el) / 1000000) + 1;
 		}
 		live = session_poll(s, wait_ms);
-		if (cfg.system_wide && now - last_scan > 1000000000ULL) {
+		if (system_wide && now - last_scan > 1000000000ULL) {
 			session_scan(s);
 			last_scan = now;
 		}
-		if (cw && written < session_ntargets(s)) {
-			write_target_meta(cw, s, written);
-			written = session_ntargets(s);
+		if (cw && *written < session_ntargets(s)) {
+			write_target_meta(cw, s, *written);
+			*written = session_ntargets(s);
 		}
-		if (live == 0 && !cfg.system_wide) {
-			stop_reason = o->sel.npids > 1 ? "targets exited" : "target exited";
-			break;
-		}
+		if (live == 0 && !system_wide)
+			return o->sel.npids > 1 ? "targets exited" : "target exited";
 	}
-	if (!stop_reason)
-		stop_reason = "signal";
-	duration = now_ns(CLOCK_MONOTONIC) - t_mono;
-	if (cw)
-		for (size_t i = 0; i < session_ntargets(s); i++)
-			write_threads(cw, session_target(s, i)->pid);
-	/* The measurement ends now: read the maps before detaching, since
-	 * detaching (guard first, then entry probes) takes a while. */
-	profile_init(&model.prof);
-	err = session_collect(s, &model.prof);
-	session_counters(s, counters);
-	session_detach_all(s);
-	if (err) {
-		fprintf(stderr, "tbpf: reading the BPF maps failed: %s\n", strerror(-err));
-		rc = TBPF_EXIT_ERROR;
-		goto done;
-	}
+	return "signal";
+}
 
+/* What the BPF side counted besides ops: -v totals, and the losses that
+ * change the numbers, each with what to do about it. */
+static void report_counters(const struct live_opts *o, struct session *s, const uint64_t *counters,
+			    const char *stop_reason, uint64_t duration)
+{
 	if (o->verbose) {
 		uint64_t repairs = 0, restored = 0, children = 0;
 
@@ -480,49 +414,166 @@ int live_run(const struct live_opts *o)
 			(unsigned long long)counters[CNT_NO_THREAD_SLOT]);
 	fprintf(stderr, "tbpf: stopped (%s) after %.2f s\n", stop_reason, duration / 1e9);
 
-	model.prof.duration_ns = duration;
-	model.prof.probes_attached = (uint32_t)probes;
-	model.prof.events_dropped = counters[CNT_DROPS];
-	model.prof.exit_mode = stop_reason;
-	{
-		bool any_ret = false, any_inf = false;
+}
 
-		for (size_t i = 0; i < session_ntargets(s); i++) {
-			const char *e = session_target(s, i)->exits;
+/* Run info of the collected rows: duration, probes, drops, how exits
+ * were seen, device times (or why none), the targets. */
+static void live_run_info(struct session *s, struct profile *p, uint64_t duration,
+			  uint64_t probes, const uint64_t *counters, const char *stop_reason)
+{
+	bool any_ret = false, any_inf = false;
+	size_t n = session_ntargets(s);
+	uint32_t *pids;
 
-			any_ret |= e && !strcmp(e, "return");
-			any_inf |= !e || strcmp(e, "return");
+	p->duration_ns = duration;
+	p->probes_attached = (uint32_t)probes;
+	p->events_dropped = counters[CNT_DROPS];
+	p->exit_mode = stop_reason;
+	for (size_t i = 0; i < n; i++) {
+		const char *e = session_target(s, i)->exits;
+
+		any_ret |= e && !strcmp(e, "return");
+		any_inf |= !e || strcmp(e, "return");
+	}
+	p->mode = any_ret && !any_inf ? "return probes"
+		  : any_ret ? "mixed" : "inferred (entry probes only)";
+	p->gpu_note = "no CUDA device timings (CUPTI agent not loaded)";
+	apply_gpu_times(s, p);   /* issue 6 */
+	pids = calloc(n + 1, sizeof(*pids));
+	for (size_t i = 0; i < n && pids; i++)
+		pids[i] = (uint32_t)session_target(s, i)->pid;
+	if (pids)
+		profile_set_pids(p, pids, n);
+	free(pids);
+}
+
+/* The capture's end: kernel names, counters, why it stopped; closed. */
+static int end_capture(struct capture_writer *cw, struct session *s, const uint64_t *counters,
+		       uint64_t duration, const char *stop_reason, const char *gpu_note,
+		       const char *path)
+{
+	struct capture_end_info ei = {
+		.duration_ns = duration,
+		.counters = counters,
+		.ncounters = CNT_MAX,
+		.exit_mode = stop_reason,
+		.gpu_note = gpu_note,
+	};
+	int err;
+
+	write_kernel_names(cw, session_cuda(s, NULL, NULL));
+	capture_write_end(cw, &ei);
+	err = capture_writer_close(cw);
+	if (err)
+		fprintf(stderr, "tbpf: writing %s failed: %s\n", path, strerror(-err));
+	return err;
+}
+
+int live_run(const struct live_opts *o)
+{
+	struct session_config cfg = {
+		.exits = o->sel.exits,
+		.record = wants_capture(o),
+		.python = o->python,
+		.cuda = o->cuda,
+		.system_wide = o->sel.npids == 0,
+		.no_multi = o->no_multi,
+		.redispatch = o->redispatch,
+		.no_hist = true,            /* only the daemon reads histograms */
+		.ring_size = o->sel.ring_size,
+		.only_pid = o->sel.npids == 1 ? o->sel.pids[0] : 0,
+		.comm_filter = o->sel.comm,
+		.cgroup_filter = o->sel.cgroup,
+		.verbose = o->verbose,
+		.gpu_agent = o->inject ? GPU_AGENT_INJECT : o->gpu_run ? GPU_AGENT_RUN : GPU_AGENT_OFF,
+		.inject_flags = o->inject_force ? INJECT_FORCE : 0,
+	};
+	char *agent_path = cfg.gpu_agent ? run_agent_path() : NULL;   /* issue 6 */
+	struct session *s = NULL;
+	struct capture_writer *cw = NULL;
+	char *capture_path = NULL, *why = NULL;
+	bool capture_tmp = false;
+	uint64_t counters[CNT_MAX], t0, t_load, t_mono, t_real, duration, probes = 0;
+	uint64_t last_scan = 0;
+	const char *stop_reason = NULL;
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct tbpf_model model = { 0 };
+	size_t written = 0;
+	int rc = TBPF_EXIT_OK, err, code;
+	uint32_t mode = 0;
+
+	if (cfg.record && !(capture_path = capture_path_of(o, &capture_tmp))) {
+		free(agent_path);
+		return TBPF_EXIT_ERROR;
+	}
+	t0 = now_ns(CLOCK_MONOTONIC);
+	cfg.agent_path = agent_path;
+	s = session_open(&cfg, &why, &code);
+	if (!s) {
+		fprintf(stderr, "tbpf: %s\n", why ? why : "cannot start");
+		free(why);
+		free(capture_path);
+		free(agent_path);
+		return tbpf_exit_of(code);
+	}
+	t_load = now_ns(CLOCK_MONOTONIC) - t0;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	t0 = now_ns(CLOCK_MONOTONIC);
+	if (capture_path) {
+		cw = capture_writer_open(capture_path, &err);
+		if (!cw) {
+			fprintf(stderr, "tbpf: cannot create capture %s: %s\n", capture_path,
+				strerror(err ? -err : EIO));
+			rc = TBPF_EXIT_ERROR;
+			goto out;
 		}
-		model.prof.mode = any_ret && !any_inf ? "return probes"
-			  : any_ret ? "mixed" : "inferred (entry probes only)";
+		session_set_capture(s, cw);
 	}
-	model.prof.gpu_note = "no CUDA device timings (CUPTI agent not loaded)";
-	apply_gpu_times(s, &model.prof);   /* issue 6 */
-	{
-		size_t n = session_ntargets(s);
-		uint32_t *pids = calloc(n + 1, sizeof(*pids));
-
-		for (size_t i = 0; i < n && pids; i++)
-			pids[i] = (uint32_t)session_target(s, i)->pid;
-		if (pids)
-			profile_set_pids(&model.prof, pids, n);
-		free(pids);
+	rc = attach_pids(o, s, &t0);
+	if (rc)
+		goto out;
+	if (cfg.system_wide) {
+		session_scan(s);
+		last_scan = now_ns(CLOCK_MONOTONIC);
 	}
+	t_mono = now_ns(CLOCK_MONOTONIC);
+	t_real = now_ns(CLOCK_REALTIME);
+	mode = (o->sel.exits != EXITS_INFER ? TBPF_MODE_EXITS : 0) | (cfg.record ? TBPF_MODE_RECORD : 0);
+	for (size_t i = 0; i < session_ntargets(s); i++)
+		probes += session_target(s, i)->nprobes;
+	announce(o, s, probes, t_mono - t0, t_load, cfg.system_wide);
 	if (cw) {
-		struct capture_end_info ei = {
-			.duration_ns = duration,
-			.counters = counters,
-			.ncounters = CNT_MAX,
-			.exit_mode = stop_reason,
-			.gpu_note = model.prof.gpu_note,
-		};
+		write_run_meta(cw, s, mode, t_mono, t_real);
+		write_target_meta(cw, s, 0);
+		written = session_ntargets(s);
+	}
 
-		write_kernel_names(cw, session_cuda(s, NULL, NULL));
-		capture_write_end(cw, &ei);
-		err = capture_writer_close(cw);
+	stop_reason = poll_until_stop(o, s, cw, &written, t_mono, last_scan, cfg.system_wide);
+	duration = now_ns(CLOCK_MONOTONIC) - t_mono;
+	if (cw)
+		for (size_t i = 0; i < session_ntargets(s); i++)
+			write_threads(cw, session_target(s, i)->pid);
+	/* The measurement ends now: read the maps before detaching, since
+	 * detaching (guard first, then entry probes) takes a while. */
+	profile_init(&model.prof);
+	err = session_collect(s, &model.prof);
+	session_counters(s, counters);
+	session_detach_all(s);
+	if (err) {
+		fprintf(stderr, "tbpf: reading the BPF maps failed: %s\n", strerror(-err));
+		rc = TBPF_EXIT_ERROR;
+		goto done;
+	}
+
+	report_counters(o, s, counters, stop_reason, duration);
+	live_run_info(s, &model.prof, duration, probes, counters, stop_reason);
+	if (cw) {
+		err = end_capture(cw, s, counters, duration, stop_reason, model.prof.gpu_note,
+				  capture_path);
 		cw = NULL;
 		if (err) {
-			fprintf(stderr, "tbpf: writing %s failed: %s\n", capture_path, strerror(-err));
 			rc = TBPF_EXIT_ERROR;
 			goto done;
 		}
