@@ -319,6 +319,30 @@ static __always_inline void pop_below(struct tbpf_thread *t, __u32 tid, __u64 li
 	}
 }
 
+/* Infer mode (entry probes only): close the innermost frames that have
+ * returned although the stack pointer rule cannot tell - the caller went
+ * on to deeper calls that reuse the returned op's stack.  Such a frame's
+ * return slot no longer holds its return address; a live frame's does,
+ * since nothing rewrites return addresses without return probes.  Frames
+ * whose slot lies below `sp` (the thread's stack pointer now) have
+ * returned too. */
+static __always_inline void pop_returned(struct tbpf_thread *t, __u32 tid, __u64 sp, __u64 now)
+{
+	for (int i = 0; i < TBPF_MAX_DEPTH; i++) {
+		__u32 d = t->depth;
+		struct tbpf_frame *f;
+		__u64 v = 0;
+
+		if (d == 0 || d > TBPF_MAX_DEPTH)
+			break;
+		f = &t->frames[(d - 1) & (TBPF_MAX_DEPTH - 1)];
+		if (f->sp >= sp && ((f->flags & OPF_HIJACKED) ||
+				    bpf_probe_read_user(&v, sizeof(v), (void *)f->sp) || v == f->ra))
+			break;
+		pop_frame(t, tid, now, OPF_INFERRED);
+	}
+}
+
 #if __has_include("pystack.bpf.h")
 #include "pystack.bpf.h"
 #define HAVE_PYSTACK 1
@@ -364,14 +388,18 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	/* Frames at or below this slot are gone.  In return mode a frame
 	 * sharing our slot is alive only if it tail-called us (its return
 	 * address is already the uretprobe trampoline). */
+	t->busy = 1;
 	if (exits && (ra & ~0xfffULL) == tramp_page)
 		pop_below(t, tid, sp - 1, now, OPF_UNWOUND);
+	else if (exits)
+		pop_below(t, tid, sp, now, OPF_UNWOUND);
 	else
-		pop_below(t, tid, sp, now, exits ? OPF_UNWOUND : OPF_INFERRED);
+		pop_returned(t, tid, sp + 1, now);
 
 	d = t->depth;
 	if (d >= TBPF_MAX_DEPTH) {
 		cnt_add(CNT_DEPTH_OVERFLOW, 1);
+		t->busy = 0;
 		return 0;
 	}
 	if (cookie & TBPF_COOKIE_REDISPATCH) {
@@ -412,6 +440,7 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 			flags & OPF_REDISPATCH, (__u32)t->pystack_id);
 		t->vdepth++;
 	}
+	t->busy = 0;
 	return 0;
 }
 
@@ -506,7 +535,56 @@ int BPF_KPROBE(tbpf_unwind_catch)
 	t = thread_get(tid, pid, false);
 	if (!t || t->depth == 0)
 		return 0;
+	t->busy = 1;
 	pop_below(t, tid, PT_REGS_SP(ctx), bpf_ktime_get_ns(), OPF_UNWOUND);
+	t->busy = 0;
+	return 0;
+}
+
+/* Infer mode's bound on an exit it did not see (issue 19): an op frame
+ * whose return slot lies below the thread's user stack pointer, or no
+ * longer holds its return address, has returned.  Checked on a CPU-clock sample of a running target thread and
+ * when a target thread is switched out, such a frame closes then, not at
+ * the thread's next op, which can come after any amount of Python code
+ * (loss.item() at the end of a training step).  In return mode nothing is
+ * left to close: its frames closed at their return. */
+static __always_inline void close_returned(void)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	struct tbpf_thread *t;
+	struct pt_regs *regs;
+	__u32 d0;
+	__u64 sp;
+
+	if (!pid || !pid_ok(pid))
+		return;
+	t = thread_get(tid, pid, false);
+	/* busy: an op probe was interrupted; an old gen: frames from before
+	 * the budget's re-attach, dropped uncounted at the next entry */
+	if (!t || t->depth == 0 || t->busy || t->gen != pid_gen[pid & (TBPF_GEN_SLOTS - 1)])
+		return;
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	sp = BPF_CORE_READ(regs, sp);
+	if (!sp)
+		return;
+	d0 = t->depth;
+	pop_returned(t, tid, sp, bpf_ktime_get_ns());
+	if (t->depth < d0)
+		cnt_add(CNT_SAMPLE_POPS, d0 - t->depth);
+}
+
+SEC("perf_event")
+int tbpf_infer_sample(struct bpf_perf_event_data *ctx)
+{
+	close_returned();
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(tbpf_infer_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	close_returned();   /* current is still prev */
 	return 0;
 }
 
@@ -535,6 +613,7 @@ int BPF_PROG(tbpf_thread_exit, struct task_struct *task)
 	return 0;
 }
 
+#include "runhold.bpf.h"
 #if __has_include("cuda.bpf.h")
 #include "cuda.bpf.h"
 #endif

@@ -295,7 +295,8 @@ struct tbpf_thread {
 	__u64 pystack_id; /* full 64-bit id */
 	struct tbpf_frame frames[TBPF_MAX_DEPTH];
 	__u32 gen;        /* pid_gen of its process when its frames were pushed */
-	__u32 pad;
+	__u32 busy;       /* an op probe is changing the frames: the infer
+			   * sampler, which can interrupt it, keeps off */
 };
 
 /* Slots of the per-process attach generation (bpf: pid_gen[pid & mask]).
@@ -303,6 +304,10 @@ struct tbpf_thread {
  * left open at a detach (in infer mode, closed only by its next probed
  * entry) must not be closed and counted inside the next on phase. */
 #define TBPF_GEN_SLOTS 4096
+
+/* `tbpf run` holds the command once libtorch_cpu is mapped (runhold.bpf.h):
+ * bss run_hold goes ARMED (user space) -> MAPPED -> STOPPED (BPF). */
+enum tbpf_run_hold { RUN_HOLD_OFF, RUN_HOLD_ARMED, RUN_HOLD_MAPPED, RUN_HOLD_STOPPED };
 
 struct tbpf_opkey {
 	__u32 pid;
@@ -338,6 +343,7 @@ enum tbpf_counter {
 	CNT_PYSTACK_TRUNC,
 	CNT_CUDA_EVENTS,
 	CNT_CUDA_NESTED,      /* driver calls made inside a runtime call, skipped */
+	CNT_SAMPLE_POPS,      /* infer mode: frames closed by a sample or switch-out */
 	CNT_MAX
 };
 

@@ -42,7 +42,9 @@ def load_tbpf(path, pid, problems):
         if missing:
             problems.append("ops[%d] lacks %s" % (i, ",".join(missing)))
             continue
-        if not (isinstance(op["calls"], int) and op["calls"] >= 1):
+        # calls 0 is a row whose every call was folded into a same-name
+        # parent (torch.profiler's table drops those): "folded" keeps them
+        if not (isinstance(op["calls"], int) and op["calls"] + op.get("folded", 0) >= 1):
             problems.append("ops[%d] %s: calls = %r" % (i, op["name"], op["calls"]))
         if not (0 <= op["self_ns"] <= op["total_ns"]):
             problems.append("ops[%d] %s: self_ns %s > total_ns %s" % (i, op["name"], op["self_ns"], op["total_ns"]))

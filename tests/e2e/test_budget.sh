@@ -18,7 +18,8 @@ source "$(dirname "$0")/lib.sh"
 need_root
 need_tbpf
 need_torch "$PY1"
-N=${BUDGET_ITERS:-100000}
+# ~12 s on a quiet box: at least two 4 s windows must close while it runs
+N=${BUDGET_ITERS:-250000}
 Q="python3 $ROOT/tests/e2e/promquery.py"
 
 start_workload w "$PY1" dispatch_bound.py --iters $N

@@ -172,6 +172,27 @@ static void test_table_matches_torch(void **state)
 	profile_free(&p);
 }
 
+/* No op seen (issue 13): header and footer, not torch's "". */
+static void test_table_empty(void **state)
+{
+	struct profile p;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+
+	profile_init(&p);
+	assert_int_equal(export_table(m, &p, NULL), 0);
+	fclose(m);
+	assert_string_equal(buf,
+"--------  ------------  ------------  ------------  ------------  ------------  ------------  \n"
+"    Name    Self CPU %      Self CPU   CPU total %     CPU total  CPU time avg    # of Calls  \n"
+"--------  ------------  ------------  ------------  ------------  ------------  ------------  \n"
+"--------  ------------  ------------  ------------  ------------  ------------  ------------  \n"
+"Self CPU time total: 0.000us\n");
+	free(buf);
+	profile_free(&p);
+}
+
 static void test_json(void **state)
 {
 	export_ok("json", "run.json", NULL);
@@ -573,6 +594,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table_golden),
 		cmocka_unit_test(test_table_matches_torch),
+		cmocka_unit_test(test_table_empty),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_json_escapes),
 		cmocka_unit_test(test_chrome),

@@ -101,7 +101,7 @@ def print_json(obj) -> None:
     say(json.dumps(obj, sort_keys=True))
 
 
-def bench_main(description, setup, default_iters):
+def bench_main(description, setup, default_iters, add_args=None):
     """Shared driver of the benchmark workloads.
 
     setup(args) -> step(): one iteration.  After warm-up the workload prints
@@ -123,6 +123,8 @@ def bench_main(description, setup, default_iters):
     p.add_argument("--no-wait", action="store_true", help="start at once, no go signal")
     p.add_argument("--comm", help="process name (/proc/self/comm), set before torch loads")
     add_common_args(p)
+    if add_args:
+        add_args(p)
     args = p.parse_args()
     torch.set_num_threads(args.intra_threads)
     torch.manual_seed(args.seed)

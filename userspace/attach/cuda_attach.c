@@ -2,6 +2,7 @@
  * /proc/PID/maps, API symbol -> file offset, uprobe_multi links with the
  * API id as cookie, and host-stub symbolization for kernel names. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>

@@ -92,6 +92,8 @@ static int usage_error(const char *fmt, const char *arg)
 static const char *const formats[] = { "table", "tree", "json", "chrome", "perfetto", "folded",
 				       "pprof", NULL };
 
+static void run_release(void *vctx);
+
 /* argv -> *o (o->sel.pids holds 64).  LIVE_GO_ON, or the exit code when
  * parsing ends the program (--help, --version, a usage error). */
 #define LIVE_GO_ON (-1)
@@ -243,6 +245,8 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 			return TBPF_EXIT_ERROR;
 		o.sel.npids = 1;
 		o.wait_torch = true;
+		o.release = run_release;
+		o.release_ctx = start_ctx;
 		o.gpu_run = true;   /* issue 6: attach to the agent the driver loads */
 	}
 	/* -o x.tbpf without --format: record only */
@@ -279,9 +283,15 @@ static pid_t run_start(void *vctx)
 		return -1;
 	}
 	r->started = true;
-	/* exec at once: tbpf attaches when the command has loaded libtorch */
-	run_child_release(&r->child);
+	/* held before exec until live_run can hold it where it loads libtorch */
 	return r->child.pid;
+}
+
+static void run_release(void *vctx)
+{
+	struct run_ctx *r = vctx;
+
+	run_child_release(&r->child);
 }
 
 /* tbpf run [options] -- command args...: start the command with the CUPTI

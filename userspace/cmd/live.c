@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "tbpf_abi.h"
@@ -37,6 +38,7 @@
 #include "report.h"
 #include "target.h"
 #include "version.h"
+#include "strf.h"
 
 static volatile sig_atomic_t stop_signal;
 
@@ -180,6 +182,42 @@ static void apply_gpu_times(struct session *s, struct profile *prof)
 	}
 }
 
+/* "pid 1234 (python3)" or "the 3 processes": who the window watched. */
+static char *targets_desc(struct session *s)
+{
+	const struct session_target_info *ti = session_target(s, 0);
+	char *d = NULL;
+
+	if (session_ntargets(s) == 1)
+		return asprintf(&d, "pid %d (%s)", ti->pid, ti->comm ? ti->comm : "?") < 0 ? NULL : d;
+	return asprintf(&d, "the %zu processes", session_ntargets(s)) < 0 ? NULL : d;
+}
+
+/* An empty result is never silent (issue 13): one line saying why. */
+static void report_empty(struct session *s, const uint64_t *cnt, uint64_t duration)
+{
+	char *who;
+
+	if (!session_ntargets(s)) {
+		fprintf(stderr, "tbpf: no op seen: no PyTorch process was found during the %.2f s "
+				"window\n", duration / 1e9);
+		return;
+	}
+	who = targets_desc(s);
+	if (!cnt[CNT_ENTRIES])
+		fprintf(stderr, "tbpf: no op ran in %s during the %.2f s window: the op probes saw "
+				"no hit (entries 0, exits %llu)\n", who ? who : "the targets",
+			duration / 1e9, (unsigned long long)cnt[CNT_EXITS]);
+	else
+		fprintf(stderr, "tbpf: no op completed in %s during the %.2f s window although the "
+				"op probes saw %llu entries (exits %llu, overflow %llu, maps full %llu)\n",
+			who ? who : "the targets", duration / 1e9,
+			(unsigned long long)cnt[CNT_ENTRIES], (unsigned long long)cnt[CNT_EXITS],
+			(unsigned long long)cnt[CNT_DEPTH_OVERFLOW],
+			(unsigned long long)cnt[CNT_STAT_FULL]);
+	free(who);
+}
+
 static FILE *open_out(const char *path)
 {
 	if (!path || !strcmp(path, "-"))
@@ -266,6 +304,65 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 	return rc;
 }
 
+/* Gone, or a zombie of ours (tbpf run's command is our child). */
+static bool proc_gone(pid_t pid)
+{
+	siginfo_t si = { 0 };
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return true;
+	return !waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) && si.si_pid == pid;
+}
+
+/* tbpf run: attach once the command has mapped libtorch.  The hold stops
+ * it right there (session_hold_torch), so its first op is counted; maps
+ * are then read only every 0.5 s (a fallback: attaching mid-dlopen could
+ * miss libraries mapped after libtorch).  Without the hold, /proc/PID/maps
+ * is polled every 20 ms.  *t0: the attach start. */
+static int attach_when_torch(struct session *s, const struct live_opts *o, pid_t pid,
+			     uint64_t *t0, char **why)
+{
+	bool held = !session_hold_torch(s, why);
+	unsigned tick = 0;
+	int err = -EINTR;
+
+	if (!held) {
+		fprintf(stderr, "tbpf: warning: %s; counting starts up to 20 ms after the command "
+				"loads libtorch\n", *why ? *why : "no hold");
+		free(*why);
+		*why = NULL;
+	}
+	if (o->release)
+		o->release(o->release_ctx);
+	while (!stop_signal) {
+		if (!held || session_torch_held(s) || ++tick % 250 == 0) {
+			bool stopped = session_torch_held(s);
+
+			*t0 = now_ns(CLOCK_MONOTONIC);
+			err = session_add_target(s, pid, why);
+			if (!err && stopped && o->verbose)
+				fprintf(stderr, "tbpf: pid %d held where it loaded libtorch while the "
+						"probes attached\n", pid);
+			if (err != -ENOENT)
+				break;
+			free(*why);
+			*why = NULL;
+			if (session_torch_held(s)) {   /* held, yet no ops found: poll */
+				session_hold_release(s);
+				held = false;
+			}
+		}
+		if (proc_gone(pid)) {
+			*why = strf("pid %d exited before it loaded libtorch", pid);
+			err = -ESRCH;
+			break;
+		}
+		usleep(held ? 2000 : 20000);
+	}
+	session_hold_release(s);   /* continues the held command */
+	return err;
+}
+
 /* Where the capture goes: --record / -o FILE, else a temporary file for
  * the trace formats (*tmp set).  NULL with a message on failure. */
 static char *capture_path_of(const struct live_opts *o, bool *tmp)
@@ -285,28 +382,17 @@ static char *capture_path_of(const struct live_opts *o, bool *tmp)
 	return strdup(tmpl);
 }
 
-/* Attach to every --pid (tbpf run: wait until the command maps libtorch;
- * *t0 restarts with each try).  0, or the exit code after a message. */
+/* Attach to every --pid (tbpf run: once the command maps libtorch,
+ * attach_when_torch; *t0: the attach start).  0, or the exit code after a
+ * message. */
 static int attach_pids(const struct live_opts *o, struct session *s, uint64_t *t0)
 {
 	char *why = NULL;
 	int err;
 
 	for (size_t i = 0; i < o->sel.npids; i++) {
-		err = session_add_target(s, o->sel.pids[i], &why);
-		while (err == -ENOENT && o->wait_torch && !stop_signal) {
-			/* tbpf run: the command has not imported torch yet */
-			free(why);
-			why = NULL;
-			if (kill(o->sel.pids[i], 0) && errno == ESRCH) {
-				fprintf(stderr, "tbpf: pid %d exited before it loaded libtorch\n",
-					o->sel.pids[i]);
-				return TBPF_EXIT_ERROR;
-			}
-			usleep(20000);
-			*t0 = now_ns(CLOCK_MONOTONIC);
-			err = session_add_target(s, o->sel.pids[i], &why);
-		}
+		err = o->wait_torch ? attach_when_torch(s, o, o->sel.pids[i], t0, &why)
+				    : session_add_target(s, o->sel.pids[i], &why);
 		if (err) {
 			fprintf(stderr, "tbpf: %s\n", why ? why : strerror(-err));
 			free(why);
@@ -316,12 +402,16 @@ static int attach_pids(const struct live_opts *o, struct session *s, uint64_t *t
 	return TBPF_EXIT_OK;
 }
 
-/* The "tbpf: attached ..." line (tests wait for it) and the CUDA probes. */
+/* The CUDA probes, then the "tbpf: attached ..." line (tests wait for it;
+ * everything is live once it is written). */
 static void announce(const struct live_opts *o, struct session *s, uint64_t probes,
 		     uint64_t attach_ns, uint64_t load_ns, bool system_wide)
 {
 	size_t cp = 0, cl = 0;
 
+	/* before the `attached` line: that line is the last, all is live */
+	if (session_cuda(s, &cp, &cl) && cl)
+		fprintf(stderr, "tbpf: CUDA: %zu probes in %zu libraries\n", cp, cl);
 	if (o->sel.npids == 1) {
 		const struct session_target_info *ti = session_target(s, 0);
 
@@ -336,8 +426,6 @@ static void announce(const struct live_opts *o, struct session *s, uint64_t prob
 			(unsigned long long)probes, session_ntargets(s), attach_ns / 1e6,
 			system_wide ? "; watching for new PyTorch processes" : "");
 	}
-	if (session_cuda(s, &cp, &cl) && cl)
-		fprintf(stderr, "tbpf: CUDA: %zu probes in %zu libraries\n", cp, cl);
 }
 
 /* Poll until --duration, a signal, or (not system-wide) the targets exit;
@@ -390,7 +478,7 @@ static void report_counters(const struct live_opts *o, struct session *s, const 
 		}
 		fprintf(stderr, "tbpf: entries %llu exits %llu stale %llu unwound %llu overflow %llu "
 				"underflow %llu guard signals %llu unsafe %llu repairs %llu restored %llu "
-				"children %llu\n",
+				"children %llu sampled %llu\n",
 			(unsigned long long)counters[CNT_ENTRIES], (unsigned long long)counters[CNT_EXITS],
 			(unsigned long long)counters[CNT_STALE_POPS],
 			(unsigned long long)counters[CNT_UNWIND_POPS],
@@ -399,7 +487,8 @@ static void report_counters(const struct live_opts *o, struct session *s, const 
 			(unsigned long long)counters[CNT_GUARD_SIGNALS],
 			(unsigned long long)counters[CNT_GUARD_UNSAFE],
 			(unsigned long long)repairs, (unsigned long long)restored,
-			(unsigned long long)children);
+			(unsigned long long)children,
+			(unsigned long long)counters[CNT_SAMPLE_POPS]);
 	}
 	if (counters[CNT_DROPS])
 		fprintf(stderr, "tbpf: %llu events dropped (ring buffer full); rerun with a larger "
@@ -487,6 +576,7 @@ int live_run(const struct live_opts *o)
 		.verbose = o->verbose,
 		.gpu_agent = o->inject ? GPU_AGENT_INJECT : o->gpu_run ? GPU_AGENT_RUN : GPU_AGENT_OFF,
 		.inject_flags = o->inject_force ? INJECT_FORCE : 0,
+		.run_hold = o->wait_torch,
 	};
 	char *agent_path = cfg.gpu_agent ? run_agent_path() : NULL;   /* issue 6 */
 	struct session *s = NULL;
@@ -568,6 +658,8 @@ int live_run(const struct live_opts *o)
 	}
 
 	report_counters(o, s, counters, stop_reason, duration);
+	if (!model.prof.nops)
+		report_empty(s, counters, duration);
 	live_run_info(s, &model.prof, duration, probes, counters, stop_reason);
 	if (cw) {
 		err = end_capture(cw, s, counters, duration, stop_reason, model.prof.gpu_note,

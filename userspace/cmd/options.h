@@ -24,6 +24,10 @@ struct live_opts {
 	bool tree_ops;             /* --format tree: ops under each layer */
 	double min_pct;            /* --format tree: hide smaller rows */
 	bool wait_torch;           /* tbpf run: attach once the pid maps libtorch */
+	/* tbpf run: let the held command exec, once tbpf can hold it again
+	 * where it maps libtorch (issue 13) */
+	void (*release)(void *ctx);
+	void *release_ctx;
 	bool inject;               /* --inject: load the CUPTI agent (issue 6) */
 	bool inject_force;         /* --inject-force: even with libcupti mapped */
 	bool gpu_run;              /* tbpf run: the driver loads the agent (issue 6) */

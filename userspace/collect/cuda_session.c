@@ -2,6 +2,7 @@
  * of a session (attach/cuda_attach.c per target) and the records they
  * send, into one cuda_model. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/libbpf.h>
@@ -54,11 +55,22 @@ int cuda_session_record(struct cuda_session *cs, const void *data, size_t size)
 	return cuda_model_add(&cs->model, data, size);
 }
 
+/* One stderr line per library attached after the `attached` line, printed
+ * once its probes are live (issue 13). */
+static void announce_libs(const struct cuda_attach_state *st, size_t from)
+{
+	for (size_t k = from; k < st->nlibs; k++)
+		if (!st->libs[k].err)
+			fprintf(stderr, "tbpf: pid %d: CUDA: %zu probes in %s, loaded after attach\n",
+				(int)st->pid, st->libs[k].nprobes, st->libs[k].path);
+}
+
 int cuda_session_rescan(struct cuda_session *cs, struct tbpf_bpf *skel)
 {
 	int added = 0;
 
 	for (size_t i = 0; i < cs->ntgts; i++) {
+		size_t before = cs->tgts[i].nlibs;
 		char *why = NULL;
 		int n;
 
@@ -66,8 +78,10 @@ int cuda_session_rescan(struct cuda_session *cs, struct tbpf_bpf *skel)
 			continue;
 		n = cuda_rescan(skel, &cs->tgts[i], &why);
 		free(why);
-		if (n > 0)
+		if (n > 0) {
+			announce_libs(&cs->tgts[i], before);
 			added += n;
+		}
 	}
 	return added;
 }

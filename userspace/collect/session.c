@@ -23,6 +23,7 @@
 #include "tbpf_abi.h"
 #include "capture.h"
 #include "guard.h"
+#include "infer_sampler.h"
 #include "procmaps.h"
 #include "pyoffsets.h"
 #include "pysym.h"
@@ -36,6 +37,7 @@
 #include "uprobe.h"
 #include "cuda_session.h"
 #include "gpu_session.h"
+#include "elfsym.h"
 
 struct tgt {
 	struct target t;
@@ -71,6 +73,10 @@ struct session {
 	struct stackstore stacks;   /* Python stacks named while targets live */
 	uint64_t stack_errors;
 	unsigned stack_ticks;
+	struct infer_sampler sampler;   /* bounds inferred exits (issue 19) */
+	unsigned scans;             /* session_scan calls: later finds are announced */
+	struct uprobe_set hold;     /* tbpf run: _dl_debug_state in the loader */
+	struct bpf_link *hold_mmap; /* tbpf run: tp_btf/sys_enter (mmap) */
 };
 
 static struct tgt *tgt_by_pid(struct session *s, uint32_t pid)
@@ -197,6 +203,8 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 	/* thread state in task storage unless the guard could not read it */
 	s->skel->rodata->thread_store = cfg->exits == EXITS_INFER || guard_thread_store_ok();
 	s->skel->rodata->hist_on = !cfg->no_hist;
+	bpf_program__set_autoload(s->skel->progs.tbpf_run_mmap, cfg->run_hold);
+	bpf_program__set_autoload(s->skel->progs.tbpf_run_dlstate, cfg->run_hold);
 	if (cfg->ring_size)
 		bpf_map__set_max_entries(s->skel->maps.events, (uint32_t)ring_size_round(cfg->ring_size));
 	if (s->multi) {
@@ -578,6 +586,14 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 		if (err)
 			goto fail;
 	}
+	if (!tg->guard) {
+		err = infer_sampler_start(&s->sampler, s->skel->progs.tbpf_infer_sample,
+					  s->skel->progs.tbpf_infer_switch, 0);
+		if (err)
+			fprintf(stderr, "tbpf: warning: no CPU-clock samples (%s): an inferred op exit "
+					"is seen at the thread's next op\n", strerror(-err));
+		err = 0;
+	}
 	if (!tg->guard && attach_catch_hooks(s, tg))
 		fprintf(stderr, "tbpf: warning: pid %d: cannot hook __cxa_begin_catch; frames unwound "
 				"by exceptions close at the thread's next op\n", pid);
@@ -606,6 +622,69 @@ fail:
 	free(tg->py_note);
 	free(tg);
 	return err ? err : -EINVAL;
+}
+
+/* The dynamic linker the command runs under: the x86-64 default (Debian's
+ * python3 and virtual environments built on it). */
+#define RUN_LOADER "/lib64/ld-linux-x86-64.so.2"
+
+/* File offset of _dl_debug_state, the debugger's r_brk, in the loader. */
+static int loader_brk(const char *path, uint64_t *off)
+{
+	struct elf_file *ef;
+	struct elf_sym sym;
+	int err = elf_file_open(path, &ef);
+
+	if (err)
+		return err;
+	err = elf_file_find_sym(ef, "_dl_debug_state", &sym);
+	if (!err && (!sym.defined || !sym.file_off))
+		err = -ENOENT;
+	*off = sym.file_off;
+	elf_file_close(ef);
+	return err;
+}
+
+int session_hold_torch(struct session *s, char **why)
+{
+	uint64_t off = 0, cookie = 0;
+	int err;
+
+	*why = NULL;
+	if (!s->cfg.run_hold || s->cfg.only_pid <= 0)
+		return -EINVAL;
+	err = loader_brk(RUN_LOADER, &off);
+	if (!err)
+		err = uprobe_set_attach(&s->hold, s->skel->progs.tbpf_run_dlstate, RUN_LOADER, &off,
+					&cookie, 1, false, s->cfg.only_pid, s->multi);
+	if (!err) {
+		s->hold_mmap = bpf_program__attach(s->skel->progs.tbpf_run_mmap);
+		err = s->hold_mmap ? 0 : (errno ? -errno : -EINVAL);
+	}
+	if (err) {
+		*why = strf("cannot hold the command where it loads libtorch (%s in %s): %s",
+			    s->hold.nprobes ? "mmap hook" : "_dl_debug_state", RUN_LOADER,
+			    strerror(-err));
+		session_hold_release(s);
+		return err;
+	}
+	s->skel->bss->run_hold = RUN_HOLD_ARMED;
+	return 0;
+}
+
+bool session_torch_held(struct session *s)
+{
+	return s->skel->bss->run_hold == RUN_HOLD_STOPPED;
+}
+
+void session_hold_release(struct session *s)
+{
+	if (s->skel->bss->run_hold == RUN_HOLD_STOPPED)
+		kill(s->cfg.only_pid, SIGCONT);
+	s->skel->bss->run_hold = RUN_HOLD_OFF;
+	uprobe_set_close(&s->hold);
+	bpf_link__destroy(s->hold_mmap);
+	s->hold_mmap = NULL;
 }
 
 static bool skip_known(struct session *s, pid_t pid)
@@ -659,6 +738,17 @@ static bool passes_filters(struct session *s, pid_t pid)
 	return true;
 }
 
+/* A process found by a scan after the first: its own line once its probes
+ * are live (the first scan's are in the caller's `attached` line). */
+static void announce_target(struct session *s, const struct tgt *tg)
+{
+	if (!s->scans && !s->cfg.verbose)
+		return;
+	fprintf(stderr, "tbpf: attached to pid %d (%s): %zu probes live, exits: %s%s\n",
+		tg->t.pid, tg->t.comm ? tg->t.comm : "?", tg->info.nprobes, tg->info.exits,
+		s->scans ? "; found during the run" : "");
+}
+
 int session_scan(struct session *s)
 {
 	DIR *d = opendir("/proc");
@@ -690,9 +780,7 @@ int session_scan(struct session *s)
 		procmaps_free_paths(paths, n);
 		if (session_add_target(s, pid, &why) == 0) {
 			added++;
-			if (s->cfg.verbose)
-				fprintf(stderr, "tbpf: attached to pid %d (%s)\n", pid,
-					s->v[s->n - 1]->t.comm ? s->v[s->n - 1]->t.comm : "?");
+			announce_target(s, s->v[s->n - 1]);
 		} else {
 			if (s->cfg.verbose)
 				fprintf(stderr, "tbpf: skipping pid %d: %s\n", pid, why ? why : "?");
@@ -701,6 +789,7 @@ int session_scan(struct session *s)
 		free(why);
 	}
 	closedir(d);
+	s->scans++;
 	return added;
 }
 
@@ -972,6 +1061,7 @@ void session_detach_all(struct session *s)
 {
 	size_t slow = 0;
 
+	infer_sampler_stop(&s->sampler);
 	for (size_t i = 0; i < s->n; i++)
 		slow += s->v[i]->entry.nlinks;
 	if (slow > 500)
@@ -1077,6 +1167,7 @@ void session_close(struct session *s)
 {
 	if (!s)
 		return;
+	session_hold_release(s);
 	session_detach_all(s);
 	for (size_t i = 0; i < s->n; i++) {
 		target_close(&s->v[i]->t);

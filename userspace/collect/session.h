@@ -55,6 +55,7 @@ struct session_config {
 	int gpu_agent;
 	const char *agent_path;
 	unsigned inject_flags;      /* enum inject_flags (--inject-force) */
+	bool run_hold;              /* tbpf run: load the hold (session_hold_torch) */
 };
 
 struct session_target_info {
@@ -73,6 +74,14 @@ struct session;
 struct session *session_open(const struct session_config *cfg, char **why, int *err);
 /* 0, or -errno with *why. */
 int session_add_target(struct session *s, pid_t pid, char **why);
+/* tbpf run (issue 13): stop only_pid where its dynamic linker has mapped
+ * libtorch_cpu, before code in it runs (bpf/runhold.bpf.h).  0 or -errno
+ * with *why. */
+int session_hold_torch(struct session *s, char **why);
+/* Whether the held process has stopped there. */
+bool session_torch_held(struct session *s);
+/* Hold links off; a process stopped by it is continued. */
+void session_hold_release(struct session *s);
 /* System-wide: attach every new process that maps libtorch and passes
  * the filters; returns how many were added. */
 int session_scan(struct session *s);

@@ -75,16 +75,13 @@ int export_table(FILE *out, const struct profile *p, const struct export_opts *o
 		return -EINVAL;
 	if ((err = profile_fold(p, o->by_overload ? PROF_BY_OVERLOAD : PROF_BY_NAME, &rows, &n)))
 		return err;
-	if (n == 0) {  /* torch prints "" for no events */
-		free(rows);
-		return ferror(out) ? -EIO : 0;
-	}
+	/* no op: torch prints "", tbpf the header and the footer (issue 13) */
 	profile_sort(rows, n, o->sort);
 
 	bool has_cuda = false, has_launch = false;
 	uint64_t sum_self = 0, sum_self_cuda = 0;
 	size_t name_w = 0;
-	char **names = calloc(n, sizeof(*names));
+	char **names = calloc(n + 1, sizeof(*names));
 	if (!names) {
 		free(rows);
 		return -ENOMEM;
@@ -108,6 +105,8 @@ int export_table(FILE *out, const struct profile *p, const struct export_opts *o
 			name_w = strlen(names[i]);
 	}
 	has_cuda = has_cuda && p->has_gpu_times;
+	if (name_w < 4)
+		name_w = 4;   /* "Name" */
 	name_w += 4;
 	if (name_w > MAX_NAME_W)
 		name_w = MAX_NAME_W;
