@@ -11,8 +11,13 @@ CUDA_HOME  ?= /usr/local/cuda
 ARCH       := x86
 
 CFLAGS     ?= -O2 -g
+# User space is one folder per pipeline stage (docs/architecture.md):
+# cmd -> fleet | collect -> attach -> discover, capture -> symbolize -> join
+# -> model -> export, base below all.  Each folder is on the include path.
+STAGES     := cmd fleet collect attach discover capture symbolize join model export base
+STAGE_DIRS := $(addprefix userspace/,$(STAGES))
 CFLAGS     += -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-              -std=gnu11 -D_GNU_SOURCE -I$(OUT) -Ibpf -Iuserspace -Iexporters
+              -std=gnu11 -D_GNU_SOURCE -I$(OUT) -Ibpf $(addprefix -I,$(STAGE_DIRS))
 LDLIBS     += -lbpf -lelf -lz -lzstd -lmicrohttpd -lcurl -lstdc++ -lpthread -lm
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUT) -Ibpf -Wall \
               -Wno-unused-function -Wno-compare-distinct-pointer-types
@@ -25,20 +30,20 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-USER_SRCS  := $(wildcard userspace/*.c) $(wildcard exporters/*.c)
+USER_SRCS  := $(foreach d,$(STAGE_DIRS),$(wildcard $(d)/*.c))
 USER_OBJS  := $(patsubst %.c,$(OUT)/obj/%.o,$(USER_SRCS))
-LIB_OBJS   := $(filter-out $(OUT)/obj/userspace/main.o,$(USER_OBJS))
+LIB_OBJS   := $(filter-out $(OUT)/obj/userspace/cmd/main.o,$(USER_OBJS))
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 BPF_HDRS   := $(wildcard bpf/*.h)
 SKELS      := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
-USER_HDRS  := $(wildcard userspace/*.h exporters/*.h)
+USER_HDRS  := $(foreach d,$(STAGE_DIRS),$(wildcard $(d)/*.h))
 
 .PHONY: all clean test unit e2e tools
 all: $(OUT)/tbpf tools
 
-$(OUT) $(OUT)/obj/userspace $(OUT)/obj/exporters $(OUT)/tests:
+$(OUT) $(OUT)/tests:
 	$(Q)mkdir -p $@
 
 $(OUT)/vmlinux.h: | $(OUT)
@@ -54,7 +59,7 @@ $(OUT)/%.skel.h: $(OUT)/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
-$(OUT)/obj/%.o: %.c $(USER_HDRS) $(BPF_HDRS) $(SKELS) | $(OUT)/obj/userspace $(OUT)/obj/exporters
+$(OUT)/obj/%.o: %.c $(USER_HDRS) $(BPF_HDRS) $(SKELS) | $(OUT)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
@@ -63,7 +68,7 @@ $(OUT)/libtbpf.a: $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(OUT)/tbpf: $(OUT)/obj/userspace/main.o $(OUT)/libtbpf.a
+$(OUT)/tbpf: $(OUT)/obj/userspace/cmd/main.o $(OUT)/libtbpf.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
@@ -78,8 +83,13 @@ tools:
 -include agent/Makefile.inc
 -include tests/formats/Makefile.inc tests/fuzz/Makefile.inc bench/export_bench.mk bench/recrate.mk
 
-unit: $(UNIT_BINS)
-	$(Q)fail=0; for t in $(UNIT_BINS); do $$t || fail=1; done; exit $$fail
+# Unit suites, then the golden report outputs of the kept captures
+# (tests/fixtures/golden/check.sh: byte-identical or fail) and the stage
+# order of the includes (tests/unit/check_stages.sh).
+unit: $(UNIT_BINS) $(OUT)/tbpf
+	$(Q)fail=0; for t in $(UNIT_BINS); do $$t || fail=1; done; \
+	tests/fixtures/golden/check.sh $(OUT)/tbpf || fail=1; \
+	tests/unit/check_stages.sh || fail=1; exit $$fail
 
 test: all unit
 	$(Q)tests/e2e/run.sh

@@ -5,7 +5,7 @@
  * Included by bpf/tbpf.bpf.c after it defines `events` (BPF_MAP_TYPE_RINGBUF),
  * `counters` (per-CPU array of __u64 indexed by enum tbpf_counter) and
  * `const volatile __u32 tbpf_mode`.  User space attaches the three programs
- * at the file offsets userspace/agent_attach.c finds:
+ * at the file offsets userspace/attach/agent_attach.c finds:
  *   tbpf_agent_batch  -> tbpf_agent_emit_batch(const struct rec_gpu *, __u32 n)
  *   tbpf_agent_name   -> tbpf_agent_emit_name(const struct rec_gpu_name *)
  *   tbpf_agent_status -> tbpf_agent_emit_status(const struct rec_gpu_status *)

@@ -79,7 +79,7 @@ struct {
 
 /* The target processes (pid_filter) and, per CPU, each one's op-probe
  * hits: the overhead budget estimates every target's probe cost from its
- * own hits (userspace/budget.c), not from the global CNT_ENTRIES. */
+ * own hits (userspace/fleet/budget.c), not from the global CNT_ENTRIES. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 4096);

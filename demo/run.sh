@@ -1,7 +1,8 @@
 #!/bin/bash
 # run.sh - the README's first command: `sudo ./demo/run.sh [tbpf options]`.
-# Prepares the machine if needed (tests/setup.sh: Debian packages; the
-# torch 2.x venv is not needed here), builds tbpf (make), starts the demo
+# Prepares the machine if needed (tests/setup.sh --runtime: the Debian
+# packages tbpf needs to build and run, and torch 1.13; nothing the tests
+# alone need), builds tbpf (make), starts the demo
 # training job (demo/train.py, torch 1.13 from /usr/bin/python3), profiles
 # it from outside with `build/tbpf --pid PID --duration 5s`, prints the
 # operator table, and stops the job.  Extra arguments go to tbpf, e.g.
@@ -15,8 +16,8 @@ PY=${PY:-/usr/bin/python3}
 [ "$(id -u)" -eq 0 ] || { echo "demo: run as root (BPF uprobes need it): sudo $0" >&2; exit 1; }
 if ! command -v clang > /dev/null || ! command -v bpftool > /dev/null || ! [ -e /usr/include/bpf/libbpf.h ] ||
 	! "$PY" -c 'import torch' 2> /dev/null; then
-	echo "demo: preparing this machine (tests/setup.sh)"
-	TBPF_SKIP_VENV=1 tests/setup.sh
+	echo "demo: preparing this machine (tests/setup.sh --runtime)"
+	tests/setup.sh --runtime
 fi
 make -s
 

@@ -1,6 +1,11 @@
 #!/bin/bash
 # setup.sh - make a fresh Debian 12 machine ready to build and test tbpf.
 #
+#   tests/setup.sh             everything: build, run and test (CI, .ci/run)
+#   tests/setup.sh --runtime   only what building and running tbpf needs, and
+#                              torch 1.13 for the demo job (demo/run.sh); no
+#                              test tools, no torch 2.x venv
+#
 # Idempotent and quick when everything is there (CI runs it every time):
 #   1. Debian packages: installs only the missing ones (one apt-get update,
 #      noninteractive, --no-install-recommends);
@@ -11,29 +16,48 @@
 # Needs root.  Any failure stops it with a message saying what failed.
 set -euo pipefail
 
+RUNTIME_ONLY=0
+case "${1:-}" in
+--runtime) RUNTIME_ONLY=1 ;;
+"") ;;
+*) printf 'usage: %s [--runtime]\n' "$0" >&2; exit 2 ;;
+esac
 VENV=${TBPF_VENV:-/var/cache/tbpf/venv-torch2}
 TORCH2_VERSION=${TORCH2_VERSION:-2.8.0}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 
-PKGS=(
+# What building and running tbpf needs (and the demo job's torch 1.13).
+RUNTIME_PKGS=(
 	# build: BPF (clang, llvm-strip), libbpf + bpftool skeletons, ELF, compression
 	clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev
 	make gcc g++ binutils pkg-config
 	# user space libraries: metrics daemon (HTTP server), push (HTTP client)
 	libmicrohttpd-dev libcurl4-openssl-dev
-	# tests: cmocka units, libFuzzer runtime for the capture decoder fuzzer
-	libcmocka-dev libclang-rt-dev
+	# the demo job: torch 1.13 for /usr/bin/python3
+	python3 python3-torch
+)
+# What the tests need on top.
+TEST_PKGS=(
+	# tests: cmocka units, libFuzzer runtime for the capture decoder fuzzer,
+	# zstd for the golden captures (tests/fixtures/captures/*.tbpf.zst)
+	libcmocka-dev libclang-rt-dev zstd
 	# independent readers of tbpf's outputs: protoc --decode (Perfetto),
 	# go tool pprof, a real Prometheus + promtool
 	protobuf-compiler golang-go prometheus
-	# workloads: torch 1.13 for /usr/bin/python3; venv + pip for torch 2.x
-	python3 python3-torch python3-venv python3-pip ca-certificates
+	# workloads: venv + pip for torch 2.x (torch 1.13: RUNTIME_PKGS)
+	python3-venv python3-pip ca-certificates
 	# torch 1.13 C++ headers: the pthread_cancel workload (forced_unwind.cpp)
 	libtorch-dev
 	# process tools the e2e tests use: ps/pgrep, killall/fuser, setpriv/runuser,
 	# timeout, gzip
 	procps psmisc util-linux coreutils gzip
 )
+PKGS=("${RUNTIME_PKGS[@]}")
+TOOLS=(clang llvm-strip bpftool python3)
+if [ $RUNTIME_ONLY = 0 ]; then
+	PKGS+=("${TEST_PKGS[@]}")
+	TOOLS+=(protoc go prometheus promtool setpriv timeout zstd)
+fi
 
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: ERROR: %s\n' "$*" >&2; exit 1; }
@@ -60,14 +84,14 @@ else
 		die "apt-get install failed for: ${missing[*]}"
 fi
 
-for cmd in clang llvm-strip bpftool protoc go prometheus promtool python3 setpriv timeout; do
+for cmd in "${TOOLS[@]}"; do
 	command -v "$cmd" > /dev/null || [ -x "/usr/sbin/$cmd" ] ||
 		die "'$cmd' not found on PATH after installing packages"
 done
 /usr/bin/python3 -c 'import torch' 2> /dev/null ||
 	die "/usr/bin/python3 cannot import torch (python3-torch broken?)"
 
-# 2. torch 2.x venv (TBPF_SKIP_VENV=1 skips it: the demo needs torch 1.13 only)
+# 2. torch 2.x venv (tests only; --runtime or TBPF_SKIP_VENV=1 skip it)
 venv_ok() {
 	"$VENV/bin/python" - "$TORCH2_VERSION" > /dev/null 2>&1 <<'PY'
 import sys, warnings
@@ -103,7 +127,9 @@ setup_venv() {
 	flock -u 9
 }
 
-if [ "${TBPF_SKIP_VENV:-0}" = 1 ]; then
+if [ $RUNTIME_ONLY = 1 ]; then
+	say "--runtime: no torch $TORCH2_VERSION venv (tests only)"
+elif [ "${TBPF_SKIP_VENV:-0}" = 1 ]; then
 	say "TBPF_SKIP_VENV=1: not checking the torch $TORCH2_VERSION venv"
 else
 	setup_venv

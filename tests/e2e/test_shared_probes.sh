@@ -2,7 +2,7 @@
 # test_shared_probes.sh - two profilers on one libtorch.  The kernel
 # rewrites return addresses for every return probe on a file wherever any
 # breakpoint on that file is hit, whatever the probe's pid filter
-# (userspace/probeshare.h): a process profiled by one tbpf would return
+# (userspace/attach/probeshare.h): a process profiled by one tbpf would return
 # through the trampoline of another tbpf's return probes, and die at its
 # next C++ exception.  Two exception-heavy torch 1.13 processes A and B:
 #   1. tbpf (return probes) on B; tbpf on A, in infer and in auto mode,

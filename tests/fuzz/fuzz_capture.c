@@ -10,6 +10,7 @@
 #include "calltree.h"
 #include "capture.h"
 #include "export.h"
+#include "model.h"
 #include "profile.h"
 
 static FILE *devnull;

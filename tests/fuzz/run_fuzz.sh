@@ -24,6 +24,10 @@ fi
 for f in tests/fixtures/*.tbpf ${TBPF_SEED_DIR:+$TBPF_SEED_DIR/*.tbpf}; do
 	[ -f "$f" ] && [ "$(stat -c %s "$f")" -le 1048576 ] && cp "$f" "$seeds/" || true
 done
+# the golden real captures (torch 1.13 / 2.x with layers, CUDA launches)
+for z in tests/fixtures/captures/*.tbpf.zst; do
+	[ -f "$z" ] && zstd -q -d -f "$z" -o "$seeds/$(basename "$z" .zst)" || true
+done
 echo "fuzz_capture: ${secs}s over $(ls "$seeds" | wc -l) seeds (+$(ls "$corpus" | wc -l) corpus)"
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
 "$out/fuzz/fuzz_capture" -max_total_time="$secs" -max_len=262144 -timeout=20 -rss_limit_mb=2048 \

@@ -13,7 +13,7 @@
 #include "tbpf_abi.h"
 #include "capture.h"
 #include "cuda_model.h"
-#include "cuda_report.h"
+#include "model.h"
 #include "cuda_tables.h"
 #include "layers.h"
 #include "layers_json.h"

@@ -9,7 +9,7 @@
 
 #include "libs/testutil.h"
 #include "tbpf_abi.h"
-#include "cuda_attach.h"
+#include "cuda_session.h"
 #include "cuda_model.h"
 #include "cuda_tables.h"
 

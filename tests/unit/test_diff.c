@@ -11,6 +11,7 @@
 #include <cmocka.h>
 #include "capture.h"
 #include "cmd_diff.h"
+#include "model.h"
 #include "profile.h"
 
 enum { ADD = 1, RELU = 2, MM = 3, SIGMOID = 4 };

@@ -18,6 +18,7 @@
 #include "export.h"
 #include "fixture_gpu_capture.h"
 #include "gpucap.h"
+#include "model.h"
 #include "profile.h"
 
 static char dir[] = "/tmp/tbpf-test-gputrace-XXXXXX";
@@ -209,7 +210,7 @@ static void test_cuda_total_rollup(void **state)
 				 .stack_id = 5, .calls = 1 };
 	assert_int_equal(profile_add_op(&p, &parent), 0);
 	assert_int_equal(profile_add_op(&p, &child), 0);
-	assert_int_equal(gpucap_apply(&g.v[0].res, PID, &p, NULL, NULL), 1);
+	assert_int_equal(profile_add_gpu(&p, &g.v[0].res, PID, NULL, NULL), 1);
 	assert_int_equal(p.nops, 2);
 	for (size_t i = 0; i < p.nops; i++) {
 		if (p.ops[i].op_id == PARENT) {

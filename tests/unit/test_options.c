@@ -1,56 +1,69 @@
-/* test_options.c - duration and size parsing. */
+/* test_options.c - the options the live command and the daemon share
+ * (options.c: select_opt). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 #include "options.h"
 
-static void durations(void **state)
+static void takes_shared(void **state)
 {
-	uint64_t ns;
+	pid_t pids[2];
+	struct session_select sel = { .pids = pids };
+	char *why = NULL;
 
-	assert_int_equal(parse_duration("10s", &ns), 0);
-	assert_int_equal(ns, 10000000000ULL);
-	assert_int_equal(parse_duration("500ms", &ns), 0);
-	assert_int_equal(ns, 500000000ULL);
-	assert_int_equal(parse_duration("1.5", &ns), 0);
-	assert_int_equal(ns, 1500000000ULL);
-	assert_int_equal(parse_duration("2m", &ns), 0);
-	assert_int_equal(ns, 120000000000ULL);
-	assert_int_equal(parse_duration("250us", &ns), 0);
-	assert_int_equal(ns, 250000ULL);
-	assert_int_equal(parse_duration("bogus", &ns), -EINVAL);
-	assert_int_equal(parse_duration("10x", &ns), -EINVAL);
-	assert_int_equal(parse_duration("-1s", &ns), -EINVAL);
-	assert_int_equal(parse_duration("", &ns), -EINVAL);
+	assert_int_equal(select_opt('p', "42", &sel, 2, &why), 1);
+	assert_int_equal(sel.npids, 1);
+	assert_int_equal(pids[0], 42);
+	assert_int_equal(select_opt(OPT_SEL_COMM, "python3", &sel, 2, &why), 1);
+	assert_string_equal(sel.comm, "python3");
+	assert_int_equal(select_opt(OPT_SEL_CGROUP, "/sys/fs/cgroup/x", &sel, 2, &why), 1);
+	assert_string_equal(sel.cgroup, "/sys/fs/cgroup/x");
+	assert_int_equal(select_opt(OPT_SEL_EXITS, "infer", &sel, 2, &why), 1);
+	assert_int_equal(sel.exits, EXITS_INFER);
+	assert_int_equal(select_opt(OPT_SEL_EXITS, "return", &sel, 2, &why), 1);
+	assert_int_equal(sel.exits, EXITS_RETURN);
+	assert_int_equal(select_opt(OPT_SEL_RING, "8M", &sel, 2, &why), 1);
+	assert_int_equal(sel.ring_size, 8u << 20);
+	/* not one of them: left to the command */
+	assert_int_equal(select_opt('d', "10s", &sel, 2, &why), 0);
+	assert_null(why);
 }
 
-static void sizes(void **state)
+static void rejects(void **state)
 {
-	uint64_t b;
+	pid_t pids[1];
+	struct session_select sel = { .pids = pids };
+	char *why = NULL;
 
-	assert_int_equal(parse_size("64M", &b), 0);
-	assert_int_equal(b, 64ULL << 20);
-	assert_int_equal(parse_size("512k", &b), 0);
-	assert_int_equal(b, 512ULL << 10);
-	assert_int_equal(parse_size("4096", &b), 0);
-	assert_int_equal(b, 4096);
-	assert_int_equal(parse_size("1G", &b), 0);
-	assert_int_equal(b, 1ULL << 30);
-	assert_int_equal(parse_size("12Q", &b), -EINVAL);
-	assert_int_equal(parse_size("-5M", &b), -EINVAL);
-	assert_int_equal(ring_size_round(5000), 8192);
-	assert_int_equal(ring_size_round(1), 4096);
-	assert_int_equal(ring_size_round(1 << 20), 1 << 20);
+	assert_int_equal(select_opt('p', "0", &sel, 1, &why), -EINVAL);
+	assert_string_equal(why, "invalid --pid '0'");
+	free(why);
+	why = NULL;
+	assert_int_equal(select_opt('p', "12x", &sel, 1, &why), -EINVAL);
+	free(why);
+	why = NULL;
+	assert_int_equal(select_opt('p', "7", &sel, 1, &why), 1);
+	assert_int_equal(select_opt('p', "8", &sel, 1, &why), -EINVAL);   /* full */
+	free(why);
+	why = NULL;
+	assert_int_equal(select_opt(OPT_SEL_EXITS, "sometimes", &sel, 1, &why), -EINVAL);
+	assert_string_equal(why, "invalid --exits 'sometimes' (auto, return, infer)");
+	free(why);
+	why = NULL;
+	assert_int_equal(select_opt(OPT_SEL_RING, "1K", &sel, 1, &why), -EINVAL);
+	free(why);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(durations),
-		cmocka_unit_test(sizes),
+		cmocka_unit_test(takes_shared),
+		cmocka_unit_test(rejects),
 	};
-	return cmocka_run_group_tests_name("options", tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }

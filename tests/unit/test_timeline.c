@@ -11,6 +11,7 @@
 #include "capture.h"
 #include "framespans.h"
 #include "fixture_capture.h"
+#include "model.h"
 #include "profile.h"
 #include "timeline.h"
 

@@ -20,7 +20,7 @@
 
 #include "tbpf_abi.h"
 #include "tbpf.skel.h"
-#include "cuda_attach.h"
+#include "cuda_session.h"
 #include "cuda_model.h"
 #include "cuda_tables.h"
 #include "target.h"

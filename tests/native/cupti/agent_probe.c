@@ -1,6 +1,6 @@
 /* agent_probe.c - end-to-end driver and microbenchmark of the agent
  * transport: the real bpf/agent.bpf.h programs (in agent_test.bpf.c)
- * attached with uprobes at the offsets userspace/agent_attach.c finds.
+ * attached with uprobes at the offsets userspace/attach/agent_attach.c finds.
  *
  *   agent_probe watch PID MS   attach to the agent in PID, ask it to start,
  *                              print the REC_GPU records that arrive for MS

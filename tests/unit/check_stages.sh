@@ -1,0 +1,34 @@
+#!/bin/bash
+# check_stages.sh - the include graph of userspace/ follows the stage order
+# (docs/architecture.md): a file may include headers of its own folder and
+# of folders after it in ORDER, never before.  So there are no include
+# circles between stages, and exit codes (cmd/exitcode.h) stay in cmd/.
+# make unit runs it.
+ORDER="cmd fleet collect attach discover export symbolize model join capture base"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT/userspace" || exit 1
+rank() { local i=0 s; for s in $ORDER; do [ "$s" = "$1" ] && { echo $i; return; }; i=$((i + 1)); done; echo -1; }
+declare -A where
+for h in */*.h; do where[${h#*/}]=${h%%/*}; done
+bad=0
+# a file left directly in userspace/ would not even be built (STAGES)
+for f in *.[ch]; do
+	[ -e "$f" ] || continue
+	echo "check_stages: userspace/$f is in no stage folder (see docs/architecture.md)"
+	bad=1
+done
+for f in */*.[ch]; do
+	st=${f%%/*}
+	rs=$(rank "$st")
+	[ "$rs" -ge 0 ] || { echo "check_stages: $st/ is not in the stage order"; bad=1; continue; }
+	for inc in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f"); do
+		d=${where[$inc]:-}
+		[ -n "$d" ] && [ "$d" != "$st" ] || continue
+		if [ "$(rank "$d")" -lt "$rs" ]; then
+			echo "check_stages: $f includes $d/$inc (a stage before $st/)"
+			bad=1
+		fi
+	done
+done
+[ $bad = 0 ] && echo "check_stages: includes follow the stage order"
+exit $bad

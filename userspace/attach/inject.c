@@ -1,0 +1,633 @@
+/* inject.c - attach stage for --inject: run dlopen/dlclose inside a running
+ * process on one ptrace-stopped thread, then put everything back.
+ *
+ * Sequence: PTRACE_SEIZE one thread (no PTRACE_O_EXITKILL: if tbpf dies the
+ * kernel detaches and the target lives), PTRACE_INTERRUPT, save the general
+ * registers and the whole xstate (FP/SSE/AVX: dlopen clobbers them), write
+ * the library path below the red zone of the thread's stack, set up
+ * `call fn(args)` with return address 0, continue until the SIGSEGV at
+ * address 0, read rax, restore the stack bytes and every register, detach.
+ * Catchable signals are blocked in tbpf meanwhile so ^C cannot abandon the
+ * target inside the call; SIGKILL of tbpf during the call (a few ms) is
+ * the one unhandled case (see agent/README.md).
+ */
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+
+#include "inject.h"
+#include "procmaps.h"
+#include "remote.h"
+
+#ifndef NT_X86_XSTATE
+#define NT_X86_XSTATE 0x202
+#endif
+#define RED_ZONE 128
+#define CALL_TIMEOUT_MS 10000
+/* Room a call with len bytes of data needs below the stack pointer when
+ * it starts: red zone, slack, the data, the return slot, alignment.  (What
+ * the called function uses beyond that grows the stack as usual: those
+ * are the thread's own faults.) */
+#define CALL_FRAME(len) (RED_ZONE + 256 + (len) + 48)
+#define CALL_DATA_MAX 4096   /* checked by the callers, before begin() */
+#define XSTATE_MAX (64 * 1024)
+
+static int fail(char **why, int err, const char *fmt, ...)
+{
+	if (why) {
+		va_list ap;
+		va_start(ap, fmt);
+		free(*why);
+		if (vasprintf(why, fmt, ap) < 0)
+			*why = NULL;
+		va_end(ap);
+	}
+	return err;
+}
+
+/* ---- pure helpers: maps and ELF ---------------------------------------- */
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+int inject_find_lib(FILE *maps, const char *lib_prefix, uint64_t *base, char **elf_path)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	int found = 0;
+
+	while (getline(&line, &cap, maps) > 0) {
+		unsigned long lo, hi, off;
+		int path_at = 0;
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %n", &lo, &hi, &off, &path_at) < 3 ||
+		    !path_at || line[path_at] != '/')
+			continue;
+		char *path = line + path_at;
+		path[strcspn(path, "\n")] = 0;
+		const char *b = base_name(path);
+		if (strncmp(b, lib_prefix, strlen(lib_prefix)) || off != 0)
+			continue;
+		*base = lo;
+		*elf_path = strdup(path);
+		found = *elf_path != NULL;
+		break;
+	}
+	free(line);
+	return found ? 0 : -ENOENT;
+}
+
+int inject_elf_sym(const char *elf_path, const char *name, uint64_t base, uint64_t *addr)
+{
+	int fd = open(elf_path, O_RDONLY | O_CLOEXEC), err = -ENOENT;
+	if (fd < 0)
+		return -errno;
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+	size_t nph = 0;
+	uint64_t first_vaddr = UINT64_MAX;
+	if (!e || elf_getphdrnum(e, &nph)) {
+		err = -EINVAL;
+		goto out;
+	}
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(e, i, &ph) && ph.p_type == PT_LOAD && ph.p_offset == 0) {
+			first_vaddr = ph.p_vaddr;
+			break;
+		}
+	}
+	if (first_vaddr == UINT64_MAX) {
+		err = -EINVAL;
+		goto out;
+	}
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		size_t n = sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
+		for (size_t i = 0; d && i < n; i++) {
+			GElf_Sym s;
+			if (!gelf_getsym(d, i, &s) || s.st_shndx == SHN_UNDEF ||
+			    GELF_ST_TYPE(s.st_info) != STT_FUNC)
+				continue;
+			const char *nm = elf_strptr(e, sh.sh_link, s.st_name);
+			if (nm && !strcmp(nm, name)) {
+				*addr = base + s.st_value - first_vaddr;
+				err = 0;
+				goto out;
+			}
+		}
+	}
+out:
+	if (e)
+		elf_end(e);
+	close(fd);
+	return err;
+}
+
+int inject_stack_room(FILE *maps, uint64_t sp, uint64_t need)
+{
+	struct pm_maps m;
+	const struct pm_entry *e;
+	int ok;
+
+	if (procmaps_parse(maps, &m) < 0)
+		return -EINVAL;
+	e = procmaps_find(&m, sp - 1);
+	ok = e && sp - e->start >= need;
+	procmaps_free(&m);
+	return ok;
+}
+
+int inject_maps_conflict(FILE *maps, const char *agent_path, char **why)
+{
+	char *line = NULL, *cupti = NULL;
+	size_t cap = 0;
+	int agent = 0;
+	const char *ab = agent_path ? base_name(agent_path) : "libtbpf_agent.so";
+
+	while (getline(&line, &cap, maps) > 0) {
+		char *p = strchr(line, '/');
+		if (!p)
+			continue;
+		p[strcspn(p, "\n")] = 0;
+		const char *b = base_name(p);
+		if (!strcmp(b, ab))
+			agent = 1;
+		else if (!strncmp(b, "libcupti", 8) && !cupti)
+			cupti = strdup(p);
+	}
+	free(line);
+	/* Our own agent loads libcupti itself: re-injecting is fine. */
+	if (!cupti || agent) {
+		free(cupti);
+		return 0;
+	}
+	fail(why, 0, "%s is already loaded in the target: torch.profiler/Kineto may hold "
+	     "CUPTI, and before CUDA 13.3 a process has one CUPTI subscriber; stop the "
+	     "profiler or pass --inject-force if none is active", cupti);
+	free(cupti);
+	return 1;
+}
+
+/* ---- remote memory ------------------------------------------------------- */
+/* ---- thread choice ------------------------------------------------------- *
+ * A thread blocked in a syscall is not inside malloc or the loader holding
+ * their locks, so calling dlopen on it cannot self-deadlock; prefer one. */
+static bool tid_in(pid_t tid, const pid_t *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == tid)
+			return true;
+	return false;
+}
+
+/* The thread to run calls on: never one in `skip` (tried already); 0 when
+ * every thread is skipped. */
+static pid_t pick_thread(pid_t pid, const pid_t *skip, size_t nskip)
+{
+	static const long quiet[] = { 0 /* read */, 7 /* poll */, 23 /* select */,
+		34 /* pause */, 35 /* nanosleep */, 61 /* wait4 */, 202 /* futex */,
+		230 /* clock_nanosleep */, 232 /* epoll_wait */, 270 /* pselect6 */,
+		271 /* ppoll */, 281 /* epoll_pwait */ };
+	char path[64];
+	pid_t best = tid_in(pid, skip, nskip) ? 0 : pid;
+	int best_quiet = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return best;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		pid_t tid = atoi(de->d_name);
+		if (tid <= 0 || tid_in(tid, skip, nskip))
+			continue;
+		/* Never the agent's own control thread: a dlclose run on it
+		 * would unmap the code and the condition variable it waits on
+		 * (its futex wait then fails with EFAULT and glibc aborts). */
+		char comm[32] = "";
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
+		FILE *c = fopen(path, "re");
+		if (c) {
+			if (!fgets(comm, sizeof(comm), c))
+				comm[0] = 0;
+			fclose(c);
+		}
+		if (!strncmp(comm, "tbpf-agent", 10))
+			continue;
+		if (!best)
+			best = tid;  /* main thread skipped: any other, quiet or not */
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
+		FILE *f = fopen(path, "re");
+		long nr = -1;
+		if (f) {
+			if (fscanf(f, "%ld", &nr) != 1)
+				nr = -1;
+			fclose(f);
+		}
+		for (size_t i = 0; i < sizeof(quiet) / sizeof(*quiet); i++) {
+			if (nr != quiet[i])
+				continue;
+			/* main thread first, else the first quiet one */
+			if (tid == pid || !best_quiet) {
+				best = tid;
+				best_quiet = 1;
+			}
+		}
+	}
+	closedir(d);
+	return best;
+}
+
+/* ---- the stopped thread ---------------------------------------------------- */
+struct tstop {
+	pid_t tid;
+	struct user_regs_struct regs;
+	void *xstate;
+	size_t xlen;
+};
+
+static int wait_stop(pid_t tid, int *status, int timeout_ms)
+{
+	for (int waited = 0;; waited++) {
+		pid_t r = waitpid(tid, status, __WALL | WNOHANG);
+		if (r == tid)
+			return 0;
+		if (r < 0)
+			return -errno;
+		if (waited >= timeout_ms)
+			return -ETIMEDOUT;
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+static const char *yama_scope(void)
+{
+	static char buf[32];
+	int scope = -1;
+	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+	if (f) {
+		if (fscanf(f, "%d", &scope) != 1)
+			scope = -1;
+		fclose(f);
+	}
+	if (scope < 0)
+		return "no yama";
+	snprintf(buf, sizeof(buf), "yama ptrace_scope=%d", scope);
+	return buf;
+}
+
+static int seize(pid_t pid, struct tstop *t, char **why)
+{
+	int status, err = 0;
+	if (ptrace(PTRACE_SEIZE, t->tid, 0, 0) < 0) {
+		err = -errno;
+		if (err == -EPERM)
+			return fail(why, err, "ptrace of %d not permitted (%s; "
+				    "needs root or CAP_SYS_PTRACE, and no other tracer)", pid,
+				    yama_scope());
+		return fail(why, err, "PTRACE_SEIZE %d: %s", t->tid, strerror(-err));
+	}
+	if (ptrace(PTRACE_INTERRUPT, t->tid, 0, 0) < 0 ||
+	    (err = wait_stop(t->tid, &status, 2000)) < 0) {
+		err = err ? err : -errno;
+		ptrace(PTRACE_DETACH, t->tid, 0, 0);
+		return fail(why, err, "stopping thread %d: %s", t->tid, strerror(-err));
+	}
+	if (!WIFSTOPPED(status)) {
+		return fail(why, -ESRCH, "thread %d exited", t->tid);
+	}
+	/* A real signal may be reported before our interrupt: it stays pending
+	 * in the kernel only if we pass it back at detach; keep it simple and
+	 * refuse (the caller retries). */
+	if (WSTOPSIG(status) != SIGTRAP || (status >> 16) != PTRACE_EVENT_STOP) {
+		ptrace(PTRACE_DETACH, t->tid, 0, WSTOPSIG(status));
+		return fail(why, -EAGAIN, "thread %d stopped by signal %d; retry", t->tid,
+			    WSTOPSIG(status));
+	}
+	if (ptrace(PTRACE_GETREGS, t->tid, 0, &t->regs) < 0)
+		goto regs_fail;
+	t->xstate = calloc(1, XSTATE_MAX);
+	struct iovec iov = { t->xstate, XSTATE_MAX };
+	if (!t->xstate || ptrace(PTRACE_GETREGSET, t->tid, NT_X86_XSTATE, &iov) < 0)
+		goto regs_fail;
+	t->xlen = iov.iov_len;
+	return 0;
+regs_fail:
+	err = -errno;
+	free(t->xstate);
+	t->xstate = NULL;
+	ptrace(PTRACE_DETACH, t->tid, 0, 0);
+	return fail(why, err ? err : -ENOMEM, "saving registers of %d: %s", t->tid, strerror(errno));
+}
+
+static int release(struct tstop *t)
+{
+	struct iovec iov = { t->xstate, t->xlen };
+	int err = 0;
+	if (ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs) < 0)
+		err = -errno;
+	if (ptrace(PTRACE_SETREGSET, t->tid, NT_X86_XSTATE, &iov) < 0 && !err)
+		err = -errno;
+	if (ptrace(PTRACE_DETACH, t->tid, 0, 0) < 0 && !err)
+		err = -errno;
+	free(t->xstate);
+	t->xstate = NULL;
+	return err;
+}
+
+/* Call fn(a0, a1) on the stopped thread; `data` (len bytes) is copied to the
+ * stack first and its address replaces a0 when a0 == UINT64_MAX. */
+static int remote_call(struct tstop *t, uint64_t fn, uint64_t a0, uint64_t a1,
+		       const void *data, size_t len, uint64_t *ret, char **why)
+{
+	struct user_regs_struct r = t->regs;
+	uint64_t top = (t->regs.rsp - RED_ZONE - 256) & ~15ull;
+	uint64_t data_at = (top - len) & ~15ull;
+	uint64_t sp = data_at - 8;  /* return address slot; (sp + 8) % 16 == 0 */
+	size_t span = top - sp;
+	char *saved = malloc(span), *img = calloc(1, span);
+	int err, status;
+
+	if (!saved || !img) {
+		err = fail(why, -ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((err = remote_read(t->tid, sp, saved, span)) < 0) {
+		fail(why, err, "reading target stack: %s", strerror(-err));
+		goto out;
+	}
+	memcpy(img + 8, data, len);  /* img[0..8) = return address 0 */
+	if ((err = remote_write(t->tid, sp, img, span)) < 0) {
+		fail(why, err, "writing target stack: %s", strerror(-err));
+		goto out;
+	}
+	r.rip = fn;
+	r.rsp = sp;
+	r.rdi = a0 == UINT64_MAX ? data_at : a0;
+	r.rsi = a1;
+	r.rax = 0;
+	r.orig_rax = -1;  /* no syscall restart on this resume */
+	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r) < 0) {
+		err = fail(why, -errno, "setting registers: %s", strerror(errno));
+		goto restore;
+	}
+	int sig = 0;
+	for (;;) {
+		if (ptrace(PTRACE_CONT, t->tid, 0, sig) < 0) {
+			err = fail(why, -errno, "resuming %d: %s", t->tid, strerror(errno));
+			goto restore;
+		}
+		if ((err = wait_stop(t->tid, &status, CALL_TIMEOUT_MS)) < 0) {
+			ptrace(PTRACE_INTERRUPT, t->tid, 0, 0);
+			wait_stop(t->tid, &status, 1000);
+			fail(why, err, "call in target did not return within %d ms "
+			     "(target state may be inconsistent)", CALL_TIMEOUT_MS);
+			goto restore;
+		}
+		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			err = fail(why, -ESRCH, "target died during the call");
+			goto out;
+		}
+		sig = WSTOPSIG(status);
+		if ((status >> 16) == PTRACE_EVENT_STOP) {
+			sig = 0;  /* group stop or our interrupt: keep going */
+			continue;
+		}
+		if (sig != SIGSEGV) {
+			continue;  /* deliver unrelated signals to the target */
+		}
+		struct user_regs_struct now;
+		if (ptrace(PTRACE_GETREGS, t->tid, 0, &now) < 0) {
+			err = fail(why, -errno, "reading result: %s", strerror(errno));
+			goto restore;
+		}
+		if (now.rip != 0) {
+			err = fail(why, -EFAULT, "call crashed in target at %#llx", now.rip);
+			goto restore;
+		}
+		*ret = now.rax;
+		break;
+	}
+restore:
+	if (remote_write(t->tid, sp, saved, span) < 0 && !err)
+		err = fail(why, -EIO, "restoring target stack");
+out:
+	free(saved);
+	free(img);
+	return err;
+}
+
+static int resolve(pid_t pid, const char *sym, uint64_t *addr)
+{
+	static const char *const libs[] = { "libc.so.6", "libc-2.", "libdl.so.2" };
+	char path[64];
+	for (size_t i = 0; i < sizeof(libs) / sizeof(*libs); i++) {
+		snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			return -errno;
+		uint64_t base;
+		char *elf = NULL, *rooted = NULL;
+		int err = inject_find_lib(f, libs[i], &base, &elf);
+		fclose(f);
+		if (err)
+			continue;
+		/* read the file the target sees (its mount namespace) */
+		if (asprintf(&rooted, "/proc/%d/root%s", pid, elf) < 0)
+			rooted = NULL;
+		err = rooted ? inject_elf_sym(rooted, sym, base, addr) : -ENOMEM;
+		free(rooted);
+		free(elf);
+		if (!err)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+/* 1: the thread at sp has room for a call frame below it; 0: it has not;
+ * -errno: the maps could not be read (then the call goes ahead and a
+ * failure is reported as it happens). */
+static int stack_room(pid_t pid, uint64_t sp, size_t need)
+{
+	char path[64];
+	FILE *f;
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	if (!(f = fopen(path, "re")))
+		return -errno;
+	r = inject_stack_room(f, sp, need);
+	fclose(f);
+	return r;
+}
+
+static int no_room(pid_t pid, size_t need, char **why)
+{
+	return fail(why, -ENOSPC, "no thread of %d has %zu bytes of mapped stack below its "
+		    "stack pointer for the call; try again", pid, need);
+}
+
+struct session {
+	struct tstop t;
+	sigset_t old;
+};
+
+/* Stop a thread to run calls on, one with `need` bytes of mapped stack
+ * below its stack pointer. */
+static int begin(pid_t pid, struct session *s, size_t need, char **why)
+{
+	sigset_t block;
+	memset(s, 0, sizeof(*s));
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigaddset(&block, SIGQUIT);
+	sigaddset(&block, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &block, &s->old);
+	pid_t tried[8];
+	size_t ntried = 0;
+	int err;
+
+	for (;;) {
+		s->t.tid = pick_thread(pid, tried, ntried);
+		if (!s->t.tid) {
+			err = no_room(pid, need, why);
+			break;
+		}
+		err = seize(pid, &s->t, why);
+		/* a signal raced with our interrupt: it was handed back; try again */
+		for (int tries = 0; err == -EAGAIN && tries < 3; tries++) {
+			usleep(1000);
+			err = seize(pid, &s->t, why);
+		}
+		if (err || stack_room(pid, s->t.regs.rsp, need) != 0)
+			break;
+		/* Too near the end of a grow-down stack: writing there would
+		 * fail (and the kernel logs "GUP no longer grows the stack").
+		 * Let this one go and take another thread. */
+		if ((err = release(&s->t)) < 0) {
+			fail(why, err, "restoring thread %d: %s", s->t.tid, strerror(-err));
+			break;
+		}
+		if (ntried == sizeof(tried) / sizeof(*tried)) {
+			err = no_room(pid, need, why);
+			break;
+		}
+		tried[ntried++] = s->t.tid;
+	}
+	if (err)
+		sigprocmask(SIG_SETMASK, &s->old, NULL);
+	return err;
+}
+
+static int end(struct session *s, int err, char **why)
+{
+	int e2 = release(&s->t);
+	sigprocmask(SIG_SETMASK, &s->old, NULL);
+	if (e2 && !err)
+		return fail(why, e2, "restoring thread %d: %s", s->t.tid, strerror(-e2));
+	return err;
+}
+
+static void remote_dlerror(pid_t pid, struct tstop *t, char **why, const char *what)
+{
+	uint64_t fn, msg = 0;
+	char buf[512] = "";
+	if (!resolve(pid, "dlerror", &fn) &&
+	    !remote_call(t, fn, 0, 0, "", 0, &msg, NULL) && msg) {
+		for (size_t i = 0; i + 1 < sizeof(buf); i++) {
+			if (remote_read(pid, msg + i, buf + i, 1) < 0 || !buf[i])
+				break;
+		}
+	}
+	fail(why, -ELIBBAD, "%s failed in target: %s", what, *buf ? buf : "(no dlerror)");
+}
+
+int inject_dlopen(pid_t pid, const char *lib_path, unsigned flags, uint64_t *handle, char **why)
+{
+	char path[64];
+	uint64_t fn, h = 0;
+	int err;
+
+	if (lib_path[0] != '/')
+		return fail(why, -EINVAL, "library path must be absolute: %s", lib_path);
+	if (access(lib_path, R_OK) < 0)
+		return fail(why, -errno, "%s: %s", lib_path, strerror(errno));
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	FILE *f = fopen(path, "re");
+	if (!f && (errno == EACCES || errno == EPERM))
+		return fail(why, -EPERM, "ptrace of %d not permitted (cannot read %s; needs "
+			    "the same user (%s), root or CAP_SYS_PTRACE)",
+			    pid, path, yama_scope());
+	if (!f)
+		return fail(why, -errno, "%s: %s", path, strerror(errno));
+	int conflict = !(flags & INJECT_FORCE) && inject_maps_conflict(f, lib_path, why);
+	fclose(f);
+	if (conflict)
+		return -EBUSY;
+	if ((err = resolve(pid, "dlopen", &fn)) < 0)
+		return fail(why, err, "no dlopen in the libc of %d (glibc < 2.34 without libdl?)", pid);
+
+	if (strlen(lib_path) + 1 > CALL_DATA_MAX)
+		return fail(why, -ENAMETOOLONG, "library path too long: %s", lib_path);
+	struct session s;
+	if ((err = begin(pid, &s, CALL_FRAME(strlen(lib_path) + 1), why)))
+		return err;
+	err = remote_call(&s.t, fn, UINT64_MAX, 2 /* RTLD_NOW */, lib_path,
+			  strlen(lib_path) + 1, &h, why);
+	if (!err && !h) {
+		remote_dlerror(pid, &s.t, why, "dlopen");
+		err = -ELIBBAD;
+	}
+	err = end(&s, err, why);
+	if (!err && handle)
+		*handle = h;
+	return err;
+}
+
+int inject_library(pid_t pid, const char *lib_path, char **why)
+{
+	return inject_dlopen(pid, lib_path, 0, NULL, why);
+}
+
+int inject_dlclose(pid_t pid, uint64_t handle, int *ret, char **why)
+{
+	uint64_t fn, r = 0;
+	int err;
+	if ((err = resolve(pid, "dlclose", &fn)) < 0)
+		return fail(why, err, "no dlclose in the libc of %d", pid);
+	struct session s;
+	if ((err = begin(pid, &s, CALL_FRAME(0), why)))
+		return err;
+	err = remote_call(&s.t, fn, handle, 0, "", 0, &r, why);
+	if (!err && (int)r != 0) {
+		remote_dlerror(pid, &s.t, why, "dlclose");
+		err = -ELIBBAD;
+	}
+	err = end(&s, err, why);
+	if (ret)
+		*ret = (int)r;
+	return err;
+}

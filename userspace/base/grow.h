@@ -1,0 +1,14 @@
+/* grow.h - shared helper: room for one more element in a growing array. */
+#ifndef TBPF_GROW_H
+#define TBPF_GROW_H
+#include <stddef.h>
+
+/* *v holds n elements in *cap slots: when full, double the slots (first
+ * min).  0, or -ENOMEM with *v and *cap untouched. */
+int grow_array(void **v, size_t *cap, size_t n, size_t elem, size_t min);
+
+/* GROW(p->ops, p->nops, p->cap, 64): arr, count, capacity (size_t), first
+ * capacity.  0 or -ENOMEM. */
+#define GROW(arr, n, cap, min) grow_array((void **)&(arr), &(cap), (n), sizeof(*(arr)), (min))
+
+#endif /* TBPF_GROW_H */

@@ -1,0 +1,1050 @@
+/* capture.c - capture file stage: meta tables, streaming writer, validating reader. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "capture.h"
+#include "strintern.h"
+#include "grow.h"
+
+/* ================= meta tables ================= */
+
+void capture_meta_init(struct capture_meta *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+void capture_meta_free(struct capture_meta *m)
+{
+	for (size_t i = 0; i < m->nstacks; i++)
+		free(m->stacks[i].frames);
+	free(m->procs);
+	free(m->threads);
+	free(m->ops);
+	free(m->stacks);
+	free(m->kernels);
+	free(m->run.pids);
+	free(m->op_index);
+	strintern_free(m->strings);
+	memset(m, 0, sizeof(*m));
+}
+
+static const char *mstr(struct capture_meta *m, const char *s)
+{
+	if (!m->strings && !(m->strings = strintern_new()))
+		return NULL;
+	return strintern(m->strings, s ? s : "");
+}
+
+static const char *mstrn(struct capture_meta *m, const char *s, size_t n)
+{
+	if (!m->strings && !(m->strings = strintern_new()))
+		return NULL;
+	return strintern_n(m->strings, s, n);
+}
+
+static void *grow_arr(void **arr, size_t *cap, size_t n, size_t elem)
+{
+	return grow_array(arr, cap, n, elem, 16) ? NULL : (char *)*arr + n * elem;
+}
+
+#define PUSH(m, arr, n, c) grow_arr((void **)&(m)->arr, &(m)->c, (m)->n, sizeof(*(m)->arr))
+
+int capture_meta_add_process(struct capture_meta *m, uint32_t pid, const char *comm, const char *cmdline)
+{
+	struct capture_process *p = PUSH(m, procs, nprocs, cprocs);
+	if (!p)
+		return -ENOMEM;
+	p->pid = pid;
+	p->comm = mstr(m, comm);
+	p->cmdline = mstr(m, cmdline);
+	if (!p->comm || !p->cmdline)
+		return -ENOMEM;
+	m->nprocs++;
+	m->sorted = false;
+	return 0;
+}
+
+int capture_meta_add_thread(struct capture_meta *m, uint32_t pid, uint32_t tid, const char *name)
+{
+	struct capture_thread *t = PUSH(m, threads, nthreads, cthreads);
+	if (!t)
+		return -ENOMEM;
+	t->pid = pid;
+	t->tid = tid;
+	if (!(t->name = mstr(m, name)))
+		return -ENOMEM;
+	m->nthreads++;
+	m->sorted = false;
+	return 0;
+}
+
+int capture_meta_add_op(struct capture_meta *m, uint32_t op_id, const char *name, const char *overload)
+{
+	struct capture_op *o = PUSH(m, ops, nops, cops);
+	if (!o)
+		return -ENOMEM;
+	o->op_id = op_id;
+	o->name = mstr(m, name);
+	o->overload = mstr(m, overload);
+	if (!o->name || !o->overload)
+		return -ENOMEM;
+	m->nops++;
+	m->sorted = false;
+	return 0;
+}
+
+int capture_meta_add_stack(struct capture_meta *m, uint32_t pid, uint64_t stack_id,
+			   const struct capture_frame *frames, uint32_t nframes)
+{
+	struct capture_stack *s = PUSH(m, stacks, nstacks, cstacks);
+	if (!s)
+		return -ENOMEM;
+	struct capture_frame *f = calloc(nframes ? nframes : 1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < nframes; i++) {
+		f[i].kind = frames[i].kind;
+		f[i].line = frames[i].line;
+		f[i].name = mstr(m, frames[i].name);
+		f[i].file = mstr(m, frames[i].file);
+		f[i].class_name = mstr(m, frames[i].class_name);
+		f[i].module_path = mstr(m, frames[i].module_path);
+		if (!f[i].name || !f[i].file || !f[i].class_name || !f[i].module_path) {
+			free(f);
+			return -ENOMEM;
+		}
+	}
+	s->pid = pid;
+	s->stack_id = stack_id;
+	s->nframes = nframes;
+	s->frames = f;
+	m->nstacks++;
+	m->sorted = false;
+	return 0;
+}
+
+int capture_meta_add_kernel(struct capture_meta *m, uint32_t pid, uint64_t addr, const char *name)
+{
+	struct capture_kernel *k = PUSH(m, kernels, nkernels, ckernels);
+	if (!k)
+		return -ENOMEM;
+	k->pid = pid;
+	k->addr = addr;
+	if (!(k->name = mstr(m, name)))
+		return -ENOMEM;
+	m->nkernels++;
+	m->sorted = false;
+	return 0;
+}
+
+/* Sorting: key, then insertion order, so that de-duplication keeps the
+ * last definition.  Entries carry their index through a side array. */
+struct sortent { uint64_t k1, k2; size_t idx; };
+
+static int cmp_sortent(const void *a, const void *b)
+{
+	const struct sortent *x = a, *y = b;
+	if (x->k1 != y->k1)
+		return x->k1 < y->k1 ? -1 : 1;
+	if (x->k2 != y->k2)
+		return x->k2 < y->k2 ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Sort arr[n] of elem bytes by keys; drop all but the last of equal keys;
+ * free_cb releases dropped entries.  Returns the new count. */
+static size_t sort_dedupe(void *arr, size_t n, size_t elem,
+			  void (*key)(const void *e, uint64_t *k1, uint64_t *k2),
+			  void (*drop)(void *e))
+{
+	if (n < 2)
+		return n;
+	struct sortent *se = malloc(n * sizeof(*se));
+	char *tmp = malloc(n * elem);
+	if (!se || !tmp) {
+		/* out of memory: leave unsorted; lookups fall back to a scan */
+		free(se);
+		free(tmp);
+		return n;
+	}
+	for (size_t i = 0; i < n; i++) {
+		key((char *)arr + i * elem, &se[i].k1, &se[i].k2);
+		se[i].idx = i;
+	}
+	qsort(se, n, sizeof(*se), cmp_sortent);
+	size_t out = 0;
+	for (size_t i = 0; i < n; i++) {
+		char *e = (char *)arr + se[i].idx * elem;
+		if (i + 1 < n && se[i + 1].k1 == se[i].k1 && se[i + 1].k2 == se[i].k2) {
+			if (drop)
+				drop(e);
+			continue;
+		}
+		memcpy(tmp + out++ * elem, e, elem);
+	}
+	memcpy(arr, tmp, out * elem);
+	free(se);
+	free(tmp);
+	return out;
+}
+
+static void key_proc(const void *e, uint64_t *a, uint64_t *b) { *a = ((const struct capture_process *)e)->pid; *b = 0; }
+static void key_thread(const void *e, uint64_t *a, uint64_t *b) { const struct capture_thread *t = e; *a = t->pid; *b = t->tid; }
+static void key_op(const void *e, uint64_t *a, uint64_t *b) { *a = ((const struct capture_op *)e)->op_id; *b = 0; }
+static void key_stack(const void *e, uint64_t *a, uint64_t *b) { const struct capture_stack *s = e; *a = s->pid; *b = (uint32_t)s->stack_id; }
+static void key_kernel(const void *e, uint64_t *a, uint64_t *b) { const struct capture_kernel *k = e; *a = k->pid; *b = k->addr; }
+static void drop_stack(void *e) { free(((struct capture_stack *)e)->frames); }
+
+void capture_meta_finish(struct capture_meta *m)
+{
+	if (m->sorted)
+		return;
+	m->nprocs = sort_dedupe(m->procs, m->nprocs, sizeof(*m->procs), key_proc, NULL);
+	m->nthreads = sort_dedupe(m->threads, m->nthreads, sizeof(*m->threads), key_thread, NULL);
+	m->nops = sort_dedupe(m->ops, m->nops, sizeof(*m->ops), key_op, NULL);
+	m->nstacks = sort_dedupe(m->stacks, m->nstacks, sizeof(*m->stacks), key_stack, drop_stack);
+	m->nkernels = sort_dedupe(m->kernels, m->nkernels, sizeof(*m->kernels), key_kernel, NULL);
+	m->sorted = true;
+	/* direct index for the op ids a recorder hands out (small, dense) */
+	free(m->op_index);
+	m->op_index = NULL;
+	m->nop_index = 0;
+	uint32_t maxid = m->nops ? m->ops[m->nops - 1].op_id : 0;
+	if (m->nops && maxid < (1u << 20) && (m->op_index = calloc(maxid + 1, sizeof(uint32_t)))) {
+		m->nop_index = maxid + 1;
+		for (size_t i = 0; i < m->nops; i++)
+			m->op_index[m->ops[i].op_id] = i + 1;
+	}
+}
+
+static const void *bfind(const void *arr, size_t n, size_t elem, bool sorted,
+			 void (*key)(const void *e, uint64_t *k1, uint64_t *k2),
+			 uint64_t k1, uint64_t k2)
+{
+	if (!sorted) {
+		const void *hit = NULL;
+		for (size_t i = 0; i < n; i++) {
+			uint64_t a, b;
+			key((const char *)arr + i * elem, &a, &b);
+			if (a == k1 && b == k2)
+				hit = (const char *)arr + i * elem;
+		}
+		return hit;
+	}
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t a, b;
+		key((const char *)arr + mid * elem, &a, &b);
+		if (a == k1 && b == k2)
+			return (const char *)arr + mid * elem;
+		if (a < k1 || (a == k1 && b < k2))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+const struct capture_op *capture_meta_op(const struct capture_meta *m, uint32_t op_id)
+{
+	if (m->sorted && m->op_index) {
+		if (op_id >= m->nop_index || !m->op_index[op_id])
+			return NULL;
+		return &m->ops[m->op_index[op_id] - 1];
+	}
+	return bfind(m->ops, m->nops, sizeof(*m->ops), m->sorted, key_op, op_id, 0);
+}
+
+const struct capture_thread *capture_meta_thread(const struct capture_meta *m, uint32_t pid, uint32_t tid)
+{
+	return bfind(m->threads, m->nthreads, sizeof(*m->threads), m->sorted, key_thread, pid, tid);
+}
+
+const struct capture_process *capture_meta_process(const struct capture_meta *m, uint32_t pid)
+{
+	return bfind(m->procs, m->nprocs, sizeof(*m->procs), m->sorted, key_proc, pid, 0);
+}
+
+const struct capture_stack *capture_meta_stack(const struct capture_meta *m, uint32_t pid, uint64_t stack_id)
+{
+	return bfind(m->stacks, m->nstacks, sizeof(*m->stacks), m->sorted, key_stack, pid, (uint32_t)stack_id);
+}
+
+const char *capture_meta_kernel(const struct capture_meta *m, uint32_t pid, uint64_t addr)
+{
+	const struct capture_kernel *k = bfind(m->kernels, m->nkernels, sizeof(*m->kernels),
+					       m->sorted, key_kernel, pid, addr);
+	return k ? k->name : NULL;
+}
+
+static const char *const cuda_api_names[CU_API_MAX] = {
+	[CU_API_NONE] = "none",
+	[CU_cudaLaunchKernel] = "cudaLaunchKernel",
+	[CU_cudaLaunchKernel_ptsz] = "cudaLaunchKernel_ptsz",
+	[CU_cudaLaunchKernelExC] = "cudaLaunchKernelExC",
+	[CU_cudaLaunchKernelExC_ptsz] = "cudaLaunchKernelExC_ptsz",
+	[CU_cudaLaunchCooperativeKernel] = "cudaLaunchCooperativeKernel",
+	[CU_cudaLaunchCooperativeKernel_ptsz] = "cudaLaunchCooperativeKernel_ptsz",
+	[CU_cudaGraphLaunch] = "cudaGraphLaunch",
+	[CU_cudaGraphLaunch_ptsz] = "cudaGraphLaunch_ptsz",
+	[CU_cuLaunchKernel] = "cuLaunchKernel",
+	[CU_cuLaunchKernel_ptsz] = "cuLaunchKernel_ptsz",
+	[CU_cuLaunchKernelEx] = "cuLaunchKernelEx",
+	[CU_cuLaunchKernelEx_ptsz] = "cuLaunchKernelEx_ptsz",
+	[CU_cuGraphLaunch] = "cuGraphLaunch",
+	[CU_cuGraphLaunch_ptsz] = "cuGraphLaunch_ptsz",
+	[CU_cudaMemcpy] = "cudaMemcpy",
+	[CU_cudaMemcpyAsync] = "cudaMemcpyAsync",
+	[CU_cudaMemcpyAsync_ptsz] = "cudaMemcpyAsync_ptsz",
+	[CU_cudaMemsetAsync] = "cudaMemsetAsync",
+	[CU_cudaMemsetAsync_ptsz] = "cudaMemsetAsync_ptsz",
+	[CU_cudaMemset] = "cudaMemset",
+	[CU_cuMemcpyAsync] = "cuMemcpyAsync",
+	[CU_cuMemcpyHtoDAsync] = "cuMemcpyHtoDAsync",
+	[CU_cuMemcpyDtoHAsync] = "cuMemcpyDtoHAsync",
+	[CU_cuMemcpyDtoDAsync] = "cuMemcpyDtoDAsync",
+	[CU_cuMemsetD8Async] = "cuMemsetD8Async",
+	[CU_cuMemsetD16Async] = "cuMemsetD16Async",
+	[CU_cuMemsetD32Async] = "cuMemsetD32Async",
+	[CU_cudaStreamSynchronize] = "cudaStreamSynchronize",
+	[CU_cudaDeviceSynchronize] = "cudaDeviceSynchronize",
+	[CU_cudaEventSynchronize] = "cudaEventSynchronize",
+	[CU_cuStreamSynchronize] = "cuStreamSynchronize",
+	[CU_cuCtxSynchronize] = "cuCtxSynchronize",
+	[CU_cuEventSynchronize] = "cuEventSynchronize",
+	[CU_cudaMalloc] = "cudaMalloc",
+	[CU_cudaFree] = "cudaFree",
+	[CU_cudaMallocAsync] = "cudaMallocAsync",
+	[CU_cudaFreeAsync] = "cudaFreeAsync",
+	[CU_cuMemAlloc] = "cuMemAlloc",
+	[CU_cuMemFree] = "cuMemFree",
+	[CU_cuMemAllocAsync] = "cuMemAllocAsync",
+	[CU_cuMemFreeAsync] = "cuMemFreeAsync",
+};
+
+const char *capture_cuda_api_name(uint32_t api)
+{
+	if (api >= CU_API_MAX || !cuda_api_names[api])
+		return "?";
+	return cuda_api_names[api];
+}
+
+/* ================= record checks ================= */
+
+int capture_check_bpf_record(const struct rec_hdr *h, size_t len)
+{
+	size_t need;
+	if (len < sizeof(*h) || len % 8 || h->size != len)
+		return -EINVAL;
+	switch (h->type) {
+	case REC_OP_ENTER:
+	case REC_OP_EXIT:
+		need = sizeof(struct rec_op);
+		break;
+	case REC_PYSTACK: {
+		const struct rec_pystack *p = (const void *)h;
+		need = offsetof(struct rec_pystack, frames);
+		if (len < need)
+			return -EINVAL;
+		if (p->nframes > TBPF_MAX_PYFRAMES)
+			return -EINVAL;
+		need += (size_t)p->nframes * sizeof(struct tbpf_pyframe);
+		break;
+	}
+	case REC_LAUNCH: need = sizeof(struct rec_launch); break;
+	case REC_MEMOP: need = sizeof(struct rec_memop); break;
+	case REC_SYNC: need = sizeof(struct rec_sync); break;
+	case REC_ALLOC: need = sizeof(struct rec_alloc); break;
+	case REC_UNWIND:
+	case REC_GPU:
+		need = sizeof(*h);  /* layouts not fixed yet: opaque */
+		break;
+	default:
+		return -EINVAL;
+	}
+	return len >= need ? 0 : -EINVAL;
+}
+
+/* ================= writer ================= */
+
+struct capture_writer {
+	FILE *f;
+	bool own;
+	int err;
+	uint64_t bytes;
+	char *vbuf;
+	unsigned char rec[CAPTURE_MAX_REC];  /* meta record being built */
+	size_t len;
+	bool overflow;
+};
+
+static int w_out(struct capture_writer *w, const void *p, size_t n)
+{
+	if (w->err)
+		return w->err;
+	if (fwrite_unlocked(p, 1, n, w->f) != n) {
+		w->err = errno ? -errno : -EIO;
+		return w->err;
+	}
+	w->bytes += n;
+	return 0;
+}
+
+static struct capture_writer *writer_new(FILE *f, bool own, int *err)
+{
+	struct capture_writer *w = calloc(1, sizeof(*w));
+	if (!w) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	w->f = f;
+	w->own = own;
+	if (own) {
+		w->vbuf = malloc(1 << 20);
+		if (w->vbuf)
+			setvbuf(f, w->vbuf, _IOFBF, 1 << 20);
+	}
+	struct capture_file_hdr h = {
+		.magic = CAPTURE_MAGIC,
+		.version = CAPTURE_VERSION,
+		.abi_version = TBPF_ABI_VERSION,
+		.hdr_size = sizeof(h),
+	};
+	if ((*err = w_out(w, &h, sizeof(h)))) {
+		if (own)
+			fclose(f);
+		free(w->vbuf);
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+struct capture_writer *capture_writer_open(const char *path, int *err)
+{
+	int dummy;
+	if (!err)
+		err = &dummy;
+	FILE *f = fopen(path, "wb");
+	if (!f) {
+		*err = -errno;
+		return NULL;
+	}
+	return writer_new(f, true, err);
+}
+
+struct capture_writer *capture_writer_fdopen(FILE *f, int *err)
+{
+	int dummy;
+	return writer_new(f, false, err ? err : &dummy);
+}
+
+int capture_write_raw(struct capture_writer *w, const void *rec, size_t len)
+{
+	if (capture_check_bpf_record(rec, len))
+		return -EINVAL;
+	return w_out(w, rec, len);
+}
+
+static void m_begin(struct capture_writer *w, uint16_t type, uint32_t tid)
+{
+	struct rec_hdr h = { .type = type, .tid = tid };
+	memcpy(w->rec, &h, sizeof(h));
+	w->len = sizeof(h);
+	w->overflow = false;
+}
+
+static void m_put(struct capture_writer *w, const void *p, size_t n)
+{
+	if (w->overflow || w->len + n > CAPTURE_MAX_REC) {
+		w->overflow = true;
+		return;
+	}
+	if (n)
+		memcpy(w->rec + w->len, p, n);
+	w->len += n;
+}
+
+static void m_u32(struct capture_writer *w, uint32_t v) { m_put(w, &v, 4); }
+static void m_u64(struct capture_writer *w, uint64_t v) { m_put(w, &v, 8); }
+
+static void m_str(struct capture_writer *w, const char *s)
+{
+	size_t n = s ? strnlen(s, CAPTURE_MAX_STR) : 0;
+	m_u32(w, (uint32_t)n);
+	m_put(w, s, n);
+}
+
+static int m_end(struct capture_writer *w)
+{
+	if (w->overflow)
+		return -E2BIG;
+	while (w->len % 8)
+		w->rec[w->len++] = 0;
+	uint16_t size = (uint16_t)w->len;
+	memcpy(w->rec + offsetof(struct rec_hdr, size), &size, 2);
+	return w_out(w, w->rec, w->len);
+}
+
+int capture_write_run(struct capture_writer *w, const struct capture_run_info *ri)
+{
+	m_begin(w, REC_META_RUN, 0);
+	m_u64(w, ri->start_mono_ns);
+	m_u64(w, ri->start_real_ns);
+	m_u32(w, ri->mode);
+	m_u32(w, ri->probes_attached);
+	m_u32(w, ri->npids);
+	for (uint32_t i = 0; i < ri->npids; i++)
+		m_u32(w, ri->pids[i]);
+	m_str(w, ri->tbpf_version);
+	m_str(w, ri->host);
+	return m_end(w);
+}
+
+int capture_write_process(struct capture_writer *w, uint32_t pid, const char *comm, const char *cmdline)
+{
+	m_begin(w, REC_META_PROCESS, 0);
+	m_u32(w, pid);
+	m_str(w, comm);
+	m_str(w, cmdline);
+	return m_end(w);
+}
+
+int capture_write_thread(struct capture_writer *w, uint32_t pid, uint32_t tid, const char *name)
+{
+	m_begin(w, REC_META_THREAD, tid);
+	m_u32(w, pid);
+	m_u32(w, tid);
+	m_str(w, name);
+	return m_end(w);
+}
+
+int capture_write_op(struct capture_writer *w, uint32_t op_id, const char *name, const char *overload)
+{
+	m_begin(w, REC_META_OP, 0);
+	m_u32(w, op_id);
+	m_str(w, name);
+	m_str(w, overload);
+	return m_end(w);
+}
+
+int capture_write_stack(struct capture_writer *w, uint32_t pid, uint64_t stack_id,
+			const struct capture_frame *frames, uint32_t nframes)
+{
+	/* Keep the innermost frames when the record would be too big. */
+	for (uint32_t n = nframes;; n--) {
+		m_begin(w, REC_META_STACK, 0);
+		m_u32(w, pid);
+		m_u64(w, stack_id);
+		m_u32(w, n);
+		for (uint32_t i = 0; i < n; i++) {
+			m_u32(w, frames[i].kind);
+			m_u32(w, frames[i].line);
+			m_str(w, frames[i].name);
+			m_str(w, frames[i].file);
+			m_str(w, frames[i].class_name);
+			m_str(w, frames[i].module_path);
+		}
+		if (!w->overflow || n == 0)
+			return m_end(w);
+	}
+}
+
+int capture_write_kernel(struct capture_writer *w, uint32_t pid, uint64_t addr, const char *name)
+{
+	m_begin(w, REC_META_KERNEL, 0);
+	m_u32(w, pid);
+	m_u64(w, addr);
+	m_str(w, name);
+	return m_end(w);
+}
+
+int capture_write_end(struct capture_writer *w, const struct capture_end_info *ei)
+{
+	m_begin(w, REC_META_END, 0);
+	m_u64(w, ei->duration_ns);
+	m_u32(w, ei->flags);
+	m_u32(w, ei->ndrops);
+	for (uint32_t i = 0; i < ei->ndrops; i++)
+		m_u64(w, ei->drops[i]);
+	m_u32(w, ei->ncounters);
+	for (uint32_t i = 0; i < ei->ncounters; i++)
+		m_u64(w, ei->counters[i]);
+	m_str(w, ei->exit_mode);
+	m_str(w, ei->gpu_note);
+	return m_end(w);
+}
+
+uint64_t capture_writer_bytes(const struct capture_writer *w)
+{
+	return w->bytes;
+}
+
+int capture_writer_close(struct capture_writer *w)
+{
+	if (!w)
+		return 0;
+	int err = w->err;
+	if (fflush(w->f) && !err)
+		err = -errno;
+	if (w->own && fclose(w->f) && !err)
+		err = -errno;
+	free(w->vbuf);
+	free(w);
+	return err;
+}
+
+/* ================= reader ================= */
+
+#define RBUF (1u << 20)
+
+struct capture_reader {
+	char *name;
+	FILE *f;                 /* NULL for memory input */
+	const unsigned char *mem;
+	size_t memlen;
+	unsigned char *buf;      /* window for file input */
+	const unsigned char *data;
+	size_t len, pos;         /* window contents */
+	uint64_t off;            /* file offset of data[0] */
+	bool eof;
+	char *err;
+	struct capture_meta meta;
+	struct capture_stats stats;
+};
+
+static int rerr(struct capture_reader *r, uint64_t at, const char *fmt, ...)
+{
+	if (r->err)
+		return -EINVAL;
+	char *msg = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	if (asprintf(&r->err, "%s: %s at byte %" PRIu64, r->name, msg ? msg : "error", at) < 0)
+		r->err = NULL;
+	free(msg);
+	return -EINVAL;
+}
+
+/* Make n bytes available at data + pos; returns how many are. */
+static size_t r_fill(struct capture_reader *r, size_t n)
+{
+	if (r->len - r->pos >= n || !r->f)
+		return r->len - r->pos;
+	size_t keep = r->len - r->pos;
+	memmove(r->buf, r->buf + r->pos, keep);
+	r->off += r->pos;
+	r->pos = 0;
+	r->len = keep;
+	while (r->len < n && !r->eof) {
+		size_t got = fread_unlocked(r->buf + r->len, 1, RBUF - r->len, r->f);
+		if (got == 0) {
+			r->eof = true;
+			break;
+		}
+		r->len += got;
+	}
+	r->data = r->buf;
+	return r->len - r->pos;
+}
+
+static int r_seek_start(struct capture_reader *r)
+{
+	if (r->f) {
+		if (fseek(r->f, sizeof(struct capture_file_hdr), SEEK_SET))
+			return -errno;
+		r->off = sizeof(struct capture_file_hdr);
+		r->len = r->pos = 0;
+		r->eof = false;
+		r->data = r->buf;
+	} else {
+		r->data = r->mem;
+		r->len = r->memlen;
+		r->pos = sizeof(struct capture_file_hdr);
+		r->off = 0;
+	}
+	return 0;
+}
+
+/* Cursor over a meta payload. */
+struct mcur {
+	const unsigned char *p, *end;
+	bool bad;
+};
+
+static uint32_t c_u32(struct mcur *c)
+{
+	uint32_t v = 0;
+	if (c->bad || c->end - c->p < 4) {
+		c->bad = true;
+		return 0;
+	}
+	memcpy(&v, c->p, 4);
+	c->p += 4;
+	return v;
+}
+
+static uint64_t c_u64(struct mcur *c)
+{
+	uint64_t v = 0;
+	if (c->bad || c->end - c->p < 8) {
+		c->bad = true;
+		return 0;
+	}
+	memcpy(&v, c->p, 8);
+	c->p += 8;
+	return v;
+}
+
+static const char *c_str(struct mcur *c, struct capture_meta *m)
+{
+	uint32_t n = c_u32(c);
+	if (c->bad || n > CAPTURE_MAX_STR || (size_t)(c->end - c->p) < n) {
+		c->bad = true;
+		return "";
+	}
+	const char *s = mstrn(m, (const char *)c->p, n);
+	c->p += n;
+	if (!s) {
+		c->bad = true;
+		return "";
+	}
+	return s;
+}
+
+static const char *const meta_names[] = {
+	"run", "process", "thread", "op", "stack", "kernel", "end",
+};
+
+static int load_meta(struct capture_reader *r, const struct rec_hdr *h, uint64_t at)
+{
+	struct capture_meta *m = &r->meta;
+	struct mcur c = { (const unsigned char *)(h + 1), (const unsigned char *)h + h->size, false };
+	int err = 0;
+
+	switch (h->type) {
+	case REC_META_RUN: {
+		struct capture_run *ru = &m->run;
+		ru->start_mono_ns = c_u64(&c);
+		ru->start_real_ns = c_u64(&c);
+		ru->mode = c_u32(&c);
+		ru->probes_attached = c_u32(&c);
+		uint32_t n = c_u32(&c);
+		if (c.bad || n > (size_t)(c.end - c.p) / 4) {
+			c.bad = true;
+			break;
+		}
+		free(ru->pids);
+		ru->pids = calloc(n ? n : 1, 4);
+		if (!ru->pids)
+			return -ENOMEM;
+		ru->npids = n;
+		for (uint32_t i = 0; i < n; i++)
+			ru->pids[i] = c_u32(&c);
+		ru->tbpf_version = c_str(&c, m);
+		ru->host = c_str(&c, m);
+		ru->present = true;
+		break;
+	}
+	case REC_META_PROCESS: {
+		uint32_t pid = c_u32(&c);
+		const char *comm = c_str(&c, m), *cmd = c_str(&c, m);
+		if (!c.bad)
+			err = capture_meta_add_process(m, pid, comm, cmd);
+		break;
+	}
+	case REC_META_THREAD: {
+		uint32_t pid = c_u32(&c), tid = c_u32(&c);
+		const char *name = c_str(&c, m);
+		if (!c.bad)
+			err = capture_meta_add_thread(m, pid, tid, name);
+		break;
+	}
+	case REC_META_OP: {
+		uint32_t id = c_u32(&c);
+		const char *name = c_str(&c, m), *ov = c_str(&c, m);
+		if (!c.bad)
+			err = capture_meta_add_op(m, id, name, ov);
+		break;
+	}
+	case REC_META_STACK: {
+		uint32_t pid = c_u32(&c);
+		uint64_t id = c_u64(&c);
+		uint32_t n = c_u32(&c);
+		/* each frame takes at least 24 bytes */
+		if (c.bad || n > (size_t)(c.end - c.p) / 24) {
+			c.bad = true;
+			break;
+		}
+		struct capture_frame *f = calloc(n ? n : 1, sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < n && !c.bad; i++) {
+			f[i].kind = c_u32(&c);
+			f[i].line = c_u32(&c);
+			f[i].name = c_str(&c, m);
+			f[i].file = c_str(&c, m);
+			f[i].class_name = c_str(&c, m);
+			f[i].module_path = c_str(&c, m);
+			if (f[i].kind < CF_PYTHON || f[i].kind > CF_OTHER)
+				c.bad = true;
+		}
+		if (!c.bad)
+			err = capture_meta_add_stack(m, pid, id, f, n);
+		free(f);
+		break;
+	}
+	case REC_META_KERNEL: {
+		uint32_t pid = c_u32(&c);
+		uint64_t addr = c_u64(&c);
+		const char *name = c_str(&c, m);
+		if (!c.bad)
+			err = capture_meta_add_kernel(m, pid, addr, name);
+		break;
+	}
+	case REC_META_END: {
+		struct capture_end *e = &m->end;
+		memset(e, 0, sizeof(*e));
+		e->duration_ns = c_u64(&c);
+		e->flags = c_u32(&c);
+		uint32_t n = c_u32(&c);
+		for (uint32_t i = 0; i < n && !c.bad; i++) {
+			uint64_t v = c_u64(&c);
+			if (i < REC_TYPE_MAX)
+				e->drops[i] = v;
+		}
+		n = c_u32(&c);
+		for (uint32_t i = 0; i < n && !c.bad; i++) {
+			uint64_t v = c_u64(&c);
+			if (i < CNT_MAX)
+				e->counters[i] = v;
+		}
+		e->exit_mode = c_str(&c, m);
+		e->gpu_note = c_str(&c, m);
+		e->present = !c.bad;
+		break;
+	}
+	}
+	if (err)
+		return err;
+	if (c.bad)
+		return rerr(r, at, "malformed %s record", meta_names[h->type - REC_META_RUN]);
+	/* the rest must be zero padding shorter than 8 bytes */
+	if (c.end - c.p >= 8)
+		return rerr(r, at, "%zu trailing bytes in %s record", (size_t)(c.end - c.p),
+			    meta_names[h->type - REC_META_RUN]);
+	return 0;
+}
+
+/* Read and check the next record.  1 = record, 0 = clean end, <0 error. */
+static int r_record(struct capture_reader *r, const struct rec_hdr **out, uint64_t *at)
+{
+	size_t avail = r_fill(r, sizeof(struct rec_hdr));
+	*at = r->off + r->pos;
+	if (avail == 0) {
+		if (r->f && ferror(r->f))
+			return rerr(r, *at, "read error");
+		return 0;
+	}
+	if (avail < sizeof(struct rec_hdr))
+		return rerr(r, *at, "truncated record header (%zu of 16 bytes)", avail);
+	struct rec_hdr h;
+	memcpy(&h, r->data + r->pos, sizeof(h));
+	if (h.size < sizeof(h) || h.size % 8)
+		return rerr(r, *at, "bad record size %u", h.size);
+	if (r_fill(r, h.size) < h.size)
+		return rerr(r, *at, "truncated record (type %u, %u bytes)", h.type, h.size);
+	const struct rec_hdr *rec = (const void *)(r->data + r->pos);
+	if (((uintptr_t)rec) % 8) {
+		/* memory input at an odd address: not possible for files (the
+		 * window starts 8-aligned and records are multiples of 8) */
+		return rerr(r, *at, "misaligned buffer");
+	}
+	r->pos += h.size;
+	if (h.type >= REC_META_RUN && h.type < REC_META_MAX) {
+		*out = rec;
+		return 1;
+	}
+	if (capture_check_bpf_record(rec, h.size)) {
+		if (h.type == 0 || h.type >= REC_TYPE_MAX)
+			return rerr(r, *at, "unknown record type 0x%x", h.type);
+		return rerr(r, *at, "bad size %u for record type %u", h.size, h.type);
+	}
+	*out = rec;
+	return 1;
+}
+
+static struct capture_reader *reader_new(const char *name)
+{
+	struct capture_reader *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->name = strdup(name ? name : "capture");
+	if (!r->name) {
+		free(r);
+		return NULL;
+	}
+	capture_meta_init(&r->meta);
+	return r;
+}
+
+static void reader_scan(struct capture_reader *r)
+{
+	/* header */
+	struct capture_file_hdr fh;
+	size_t got;
+	if (r->f) {
+		got = fread(&fh, 1, sizeof(fh), r->f);
+		if (ferror(r->f)) {
+			rerr(r, 0, "read error: %s", strerror(errno));
+			return;
+		}
+	} else {
+		got = r->memlen < sizeof(fh) ? r->memlen : sizeof(fh);
+		memcpy(&fh, r->mem, got);
+	}
+	r->stats.bytes = got;
+	if (got == 0) {
+		rerr(r, 0, "empty file, not a tbpf capture");
+		return;
+	}
+	if (got < 8 || memcmp(fh.magic, CAPTURE_MAGIC, 8)) {
+		rerr(r, 0, "not a tbpf capture (bad magic)");
+		return;
+	}
+	if (got < sizeof(fh)) {
+		rerr(r, got, "truncated file header");
+		return;
+	}
+	if (fh.version != CAPTURE_VERSION) {
+		rerr(r, 8, "unsupported capture version %u (this tbpf reads %u)", fh.version, CAPTURE_VERSION);
+		return;
+	}
+	if (fh.abi_version != TBPF_ABI_VERSION) {
+		rerr(r, 12, "capture has record ABI %u, this tbpf reads %u", fh.abi_version, TBPF_ABI_VERSION);
+		return;
+	}
+	if (fh.hdr_size != sizeof(fh)) {
+		rerr(r, 16, "bad header size %u", fh.hdr_size);
+		return;
+	}
+	if (r_seek_start(r)) {
+		rerr(r, 0, "seek: %s", strerror(errno));
+		return;
+	}
+	const struct rec_hdr *h;
+	uint64_t at;
+	int ret;
+	bool have_ts = false;
+	while ((ret = r_record(r, &h, &at)) > 0) {
+		if (h->type >= REC_META_RUN) {
+			r->stats.meta_records++;
+			if ((ret = load_meta(r, h, at)) < 0) {
+				if (ret == -ENOMEM)
+					rerr(r, at, "out of memory");
+				return;
+			}
+			continue;
+		}
+		r->stats.records[h->type]++;
+		if (!have_ts || h->ts_ns < r->stats.min_ts)
+			r->stats.min_ts = h->ts_ns;
+		if (!have_ts || h->ts_ns > r->stats.max_ts)
+			r->stats.max_ts = h->ts_ns;
+		have_ts = true;
+	}
+	if (ret < 0)
+		return;
+	r->stats.bytes = at;
+	capture_meta_finish(&r->meta);
+	if (r_seek_start(r))
+		rerr(r, 0, "seek: %s", strerror(errno));
+}
+
+struct capture_reader *capture_reader_open(const char *path)
+{
+	struct capture_reader *r = reader_new(path);
+	if (!r)
+		return NULL;
+	r->f = fopen(path, "rb");
+	if (!r->f) {
+		int e = errno;
+		asprintf(&r->err, "%s: %s", path, strerror(e));
+		return r;
+	}
+	r->buf = malloc(RBUF);
+	if (!r->buf) {
+		capture_reader_close(r);
+		return NULL;
+	}
+	r->data = r->buf;
+	reader_scan(r);
+	return r;
+}
+
+struct capture_reader *capture_reader_open_mem(const void *buf, size_t len, const char *name)
+{
+	struct capture_reader *r = reader_new(name);
+	if (!r)
+		return NULL;
+	r->mem = buf;
+	r->memlen = len;
+	r->data = buf;
+	reader_scan(r);
+	return r;
+}
+
+const char *capture_reader_error(const struct capture_reader *r)
+{
+	return r->err;
+}
+
+int capture_next(struct capture_reader *r, const struct rec_hdr **rec)
+{
+	if (r->err)
+		return -EINVAL;
+	for (;;) {
+		uint64_t at;
+		int ret = r_record(r, rec, &at);
+		if (ret <= 0)
+			return ret;
+		if ((*rec)->type < REC_META_RUN)
+			return 1;
+	}
+}
+
+int capture_rewind(struct capture_reader *r)
+{
+	if (r->err)
+		return -EINVAL;
+	return r_seek_start(r);
+}
+
+const struct capture_meta *capture_reader_meta(const struct capture_reader *r)
+{
+	return &r->meta;
+}
+
+const struct capture_stats *capture_reader_stats(const struct capture_reader *r)
+{
+	return &r->stats;
+}
+
+void capture_reader_close(struct capture_reader *r)
+{
+	if (!r)
+		return;
+	if (r->f)
+		fclose(r->f);
+	free(r->buf);
+	free(r->err);
+	free(r->name);
+	capture_meta_free(&r->meta);
+	free(r);
+}

@@ -1,0 +1,253 @@
+/* cmd_daemon.c - command stage: `tbpf daemon` options (usage, parser)
+ * and its exit status; the loop itself is fleet/daemon.c. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "strf.h"
+#include "cmd_daemon.h"
+#include "exitcode.h"
+#include "session.h"
+#include "options.h"
+#include "units.h"
+
+static const char usage[] =
+"Usage: tbpf daemon [--listen 127.0.0.1:9464] [--window 10s] [--pprof-dir DIR\n"
+"                   [--keep N]] [--push URL] [--label k=v] [--top N]\n"
+"                   [--max-overhead 1%] [--pid PID ...|--comm NAME|--cgroup PATH]\n"
+"\n"
+"Profile every PyTorch process on the host (or the ones selected)\n"
+"continuously, in rolling windows, and feed the monitoring you run:\n"
+"Prometheus text at http://LISTEN/metrics, rotated pprof profiles, or a\n"
+"Pyroscope-compatible ingest.\n"
+"\n"
+"  -l, --listen ADDR     host:port of the /metrics server (default\n"
+"                        127.0.0.1:9464; port 0 picks one; none = no server)\n"
+"  -w, --window TIME     aggregation window (default 10s)\n"
+"      --pprof-dir DIR   write one pprof profile per window into DIR\n"
+"      --keep N          pprof files kept in DIR (default 10)\n"
+"      --push URL        POST each window's pprof to URL/ingest (Pyroscope)\n"
+"      --app NAME        Pyroscope application name (default tbpf)\n"
+"      --label k=v       constant label on every series; job=NAME sets the\n"
+"                        job of every process (default: its command name)\n"
+"      --top N           ops per job with their own series (default 20;\n"
+"                        the rest add up in op=\"other\")\n"
+"      --max-overhead P  budget for the probes' cost, e.g. 1%: find the ops a\n"
+"                        process uses, then probe only those in short\n"
+"                        phases; counts are scaled and marked estimated\n"
+"  -p, --pid PID         only these processes (repeatable)\n"
+"      --comm NAME       only processes with this command name\n"
+"      --cgroup PATH     only processes in this cgroup\n"
+"      --exits MODE      auto, return or infer (default infer: no ptrace)\n"
+"      --no-cuda         no CUDA probes (kernel launch and copy counters)\n"
+"      --ring-size SIZE  ring buffer for CUDA records (default 2M: ~25,000\n"
+"                        records between two reads 100 ms apart)\n"
+"  -d, --duration TIME   stop after TIME (default: until SIGINT/SIGTERM)\n"
+"  -v, --verbose         one line per window on stderr\n"
+"  -h, --help            this text\n"
+"\n"
+"Examples:\n"
+"  sudo tbpf daemon\n"
+"  sudo tbpf daemon --listen 0.0.0.0:9464 --label cluster=a --top 30\n"
+"  sudo tbpf daemon --pprof-dir /var/lib/tbpf --keep 60 --window 60s\n"
+"  sudo tbpf daemon --push http://pyroscope:4040 --max-overhead 1%\n";
+
+void daemon_opts_free(struct daemon_opts *o)
+{
+	free(o->label_keys);
+	free(o->label_vals);
+	free(o->sel.pids);
+	memset(o, 0, sizeof(*o));
+}
+
+/* A decimal in [lo, hi].  0 or -EINVAL. */
+static int long_in(const char *s, long lo, long hi, long *v)
+{
+	char *end;
+
+	*v = strtol(s, &end, 10);
+	return *end || end == s || *v < lo || *v > hi ? -EINVAL : 0;
+}
+
+/* --label KEY=VALUE: job=NAME names every process's job; other keys are
+ * constant labels (a Prometheus label name, not one tbpf sets itself).
+ * arg is split in place.  0, or -EINVAL with *err. */
+static int label_opt(char *arg, struct daemon_opts *o, char **err)
+{
+	char *eq = strchr(arg, '=');
+	const char *k = arg;
+	size_t kl = eq ? (size_t)(eq - arg) : 0;
+	bool ok = kl > 0 && (k[0] < '0' || k[0] > '9');
+
+	for (size_t i = 0; ok && i < kl; i++)
+		ok = (k[i] >= 'a' && k[i] <= 'z') || (k[i] >= 'A' && k[i] <= 'Z') ||
+		     (k[i] >= '0' && k[i] <= '9') || k[i] == '_';
+	if (!ok || (kl == 2 && !strncmp(k, "le", 2)) ||
+	    (kl == 2 && !strncmp(k, "op", 2)) || (kl == 6 && !strncmp(k, "device", 6))) {
+		*err = strf("invalid --label '%s' (KEY=VALUE, KEY a label name other "
+			    "than op, device, le)", arg);
+		return -EINVAL;
+	}
+	*eq = '\0';
+	if (!strcmp(arg, "job")) {
+		o->job = eq + 1;
+	} else {
+		o->label_keys[o->nlabels] = arg;
+		o->label_vals[o->nlabels++] = eq + 1;
+	}
+	return 0;
+}
+
+int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
+{
+	enum { O_PPROF = 256, O_KEEP, O_PUSH, O_LABEL, O_TOP, O_BUDGET, O_APP, O_NO_CUDA };
+	static const struct option longopts[] = {
+		{ "listen", required_argument, NULL, 'l' },
+		{ "window", required_argument, NULL, 'w' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "pprof-dir", required_argument, NULL, O_PPROF },
+		{ "keep", required_argument, NULL, O_KEEP },
+		{ "push", required_argument, NULL, O_PUSH },
+		{ "app", required_argument, NULL, O_APP },
+		{ "label", required_argument, NULL, O_LABEL },
+		{ "top", required_argument, NULL, O_TOP },
+		{ "max-overhead", required_argument, NULL, O_BUDGET },
+		SELECT_LONGOPTS,
+		{ "no-cuda", no_argument, NULL, O_NO_CUDA },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->window_ns = 10000000000ULL;
+	o->keep = 10;
+	o->top_n = 20;
+	o->sel.exits = EXITS_INFER;
+	o->label_keys = calloc(argc, sizeof(char *));
+	o->label_vals = calloc(argc, sizeof(char *));
+	o->sel.pids = calloc(argc, sizeof(pid_t));
+	if (!o->label_keys || !o->label_vals || !o->sel.pids) {
+		*err = strf("out of memory");
+		return TBPF_EXIT_ERROR;
+	}
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":l:w:d:p:vh", longopts, NULL)) != -1) {
+		char *end;
+		int taken = select_opt(c, optarg, &o->sel, (size_t)argc, err);
+
+		if (taken < 0)
+			return TBPF_EXIT_USAGE;
+		if (taken)
+			continue;
+		switch (c) {
+		case 'l':
+			o->listen = optarg;
+			break;
+		case 'w':
+			if (parse_duration(optarg, &o->window_ns) || o->window_ns < 100000000ULL) {
+				*err = strf("invalid --window '%s' (at least 100ms; examples: 10s, 1m)",
+					    optarg);
+				return TBPF_EXIT_USAGE;
+			}
+			break;
+		case 'd':
+			if (parse_duration(optarg, &o->duration_ns) || !o->duration_ns) {
+				*err = strf("invalid --duration '%s'", optarg);
+				return TBPF_EXIT_USAGE;
+			}
+			break;
+		case O_PPROF:
+			o->pprof_dir = optarg;
+			break;
+		case O_KEEP: {
+			long v;
+
+			if (long_in(optarg, 1, 1000000, &v)) {
+				*err = strf("invalid --keep '%s'", optarg);
+				return TBPF_EXIT_USAGE;
+			}
+			o->keep = (unsigned)v;
+			break;
+		}
+		case O_PUSH:
+			o->push_url = optarg;
+			break;
+		case O_APP:
+			o->app = optarg;
+			break;
+		case O_LABEL:
+			if (label_opt(optarg, o, err))
+				return TBPF_EXIT_USAGE;
+			break;
+		case O_TOP: {
+			long v;
+
+			if (long_in(optarg, 1, 10000, &v)) {
+				*err = strf("invalid --top '%s'", optarg);
+				return TBPF_EXIT_USAGE;
+			}
+			o->top_n = (size_t)v;
+			break;
+		}
+		case O_BUDGET: {
+			double v = strtod(optarg, &end);
+
+			if (end == optarg || (*end && strcmp(end, "%")) || v <= 0 || v >= 100) {
+				*err = strf("invalid --max-overhead '%s' (example: 1%%)", optarg);
+				return TBPF_EXIT_USAGE;
+			}
+			o->max_overhead = *end == '%' ? v / 100 : (v < 1 ? v : v / 100);
+			break;
+		}
+		case O_NO_CUDA:
+			o->no_cuda = true;
+			break;
+		case 'v':
+			o->verbose++;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 1;
+		case ':':
+			*err = strf("option '%s' needs a value", argv[optind - 1]);
+			return TBPF_EXIT_USAGE;
+		default:
+			*err = strf("unknown option '%s'", argv[optind - 1]);
+			return TBPF_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		*err = strf("unexpected argument '%s'", argv[optind]);
+		return TBPF_EXIT_USAGE;
+	}
+	if (o->max_overhead > 0 && o->sel.exits != EXITS_INFER) {
+		*err = strf("--max-overhead duty-cycles probes in infer mode; drop --exits");
+		return TBPF_EXIT_USAGE;
+	}
+	return 0;
+}
+
+int cmd_daemon(int argc, char **argv)
+{
+	struct daemon_opts o;
+	char *err = NULL;
+	int rc = daemon_parse(argc, argv, &o, &err);
+
+	if (rc == 1) {
+		daemon_opts_free(&o);
+		return TBPF_EXIT_OK;
+	}
+	if (rc) {
+		fprintf(stderr, "tbpf daemon: %s (see tbpf daemon --help)\n", err ? err : "bad usage");
+		free(err);
+		daemon_opts_free(&o);
+		return rc;
+	}
+	rc = tbpf_exit_of(daemon_run(&o));
+	daemon_opts_free(&o);
+	return rc;
+}

@@ -1,0 +1,284 @@
+/* cmd_report.c - command stage, `tbpf report`: capture file -> table, tree,
+ * json (model.h, export_model), chrome, perfetto, folded, pprof. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "strf.h"
+#include "calltree.h"
+#include "capture.h"
+#include "cmd_report.h"
+#include "model.h"
+#include "profile.h"
+#include "report.h"
+
+#define REPORT_TREE EXPORT_TREE
+
+static const char usage[] =
+"Usage: tbpf report FILE [--format FMT] [-o OUT] [--sort KEY] [--row-limit N]\n"
+"\n"
+"Turn a capture recorded with `tbpf --pid PID -o FILE` into a report.\n"
+"\n"
+"  -f, --format FMT    table (default), tree, json, chrome, perfetto, folded,\n"
+"                      pprof\n"
+"  -o, --output OUT    write to OUT instead of stdout (required for pprof and\n"
+"                      perfetto when stdout is a terminal)\n"
+"  -s, --sort KEY      table/json order: self_cpu_time_total (default),\n"
+"                      cpu_time_total, cpu_time, count, self_cuda_time_total,\n"
+"                      cuda_time_total, cuda_time, launches, max_cpu_time, name\n"
+"  -n, --row-limit N   table rows (default 100, -1 = all)\n"
+"      --by-overload   table: one row per op overload (aten::add.Tensor)\n"
+"  -h, --help          this text\n"
+"\n"
+"Formats:\n"
+"  table     torch.profiler key_averages().table() layout; CUDA kernels (with\n"
+"            the layers that launched them), copies, syncs, allocations\n"
+"  tree      torchprof's nn.Module layer tree (+ # Launches, Host sync)\n"
+"  json      run info, per-op counters, layers, CUDA (schema tbpf.profile/1)\n"
+"  chrome    Trace Event JSON: chrome://tracing, ui.perfetto.dev\n"
+"  perfetto  Perfetto protobuf trace: ui.perfetto.dev, trace_processor\n"
+"  folded    flamegraph.pl / speedscope / inferno input, self time in us\n"
+"  pprof     gzip'd profile.proto: go tool pprof, Pyroscope, Parca\n"
+"\n"
+"Examples:\n"
+"  tbpf report run.tbpf\n"
+"  tbpf report run.tbpf --format chrome -o run.json\n"
+"  tbpf report run.tbpf --format folded | flamegraph.pl > run.svg\n"
+"  tbpf report run.tbpf --format pprof -o run.pb.gz && go tool pprof -top run.pb.gz\n"
+"\n"
+"Exit status: 0 success, 1 unreadable or corrupt capture or write error,\n"
+"2 usage error.\n";
+
+/* ---- aggregated formats: ops, layers and CUDA (issue 5) ---------------- */
+
+static int run_aggregated(FILE *out, int fmt, struct capture_reader *r,
+			  const struct export_opts *o)
+{
+	struct tree_opts to = { 0 };
+	struct tbpf_model m;
+	/* the table shows layers only beside CUDA kernels */
+	unsigned parts = MODEL_CUDA | (fmt == EXPORT_TABLE ? MODEL_LAYERS_WITH_CUDA : MODEL_LAYERS);
+	int err;
+
+	if (fmt == REPORT_TREE && o && o->sort && tree_sort_parse(o->sort, &to.sort))
+		return -EINVAL;
+	model_init(&m);
+	err = model_from_capture(r, parts, &m);
+	if (!err)
+		err = export_model(out, fmt, &m, o, &to);
+	model_free(&m);
+	return err;
+}
+
+static int run_export(FILE *out, int fmt, struct capture_reader *r, const struct export_opts *o)
+{
+	int err;
+	if (fmt == EXPORT_TABLE || fmt == EXPORT_JSON || fmt == REPORT_TREE) {
+		err = run_aggregated(out, fmt, r, o);
+	} else if (fmt == EXPORT_FOLDED || fmt == EXPORT_PPROF) {
+		struct calltree ct;
+		if ((err = calltree_init(&ct)))
+			return err;
+		err = calltree_from_capture(r, &ct);
+		if (!err)
+			err = fmt == EXPORT_FOLDED ? export_folded(out, &ct, o) : export_pprof(out, &ct, o);
+		calltree_free(&ct);
+	} else if (fmt == EXPORT_CHROME) {
+		err = export_chrome(out, r, o);
+	} else {
+		err = export_perfetto(out, r, o);
+	}
+	return err;
+}
+
+int export_capture(const char *capture_path, const char *format, const char *out_path,
+		   const struct export_opts *o, char **errmsg)
+{
+	return export_capture_ex(capture_path, format, out_path, o, errmsg, NULL);
+}
+
+static void summarize(struct capture_reader *r, const char *out_path, struct export_summary *sum)
+{
+	const struct capture_meta *m = capture_reader_meta(r);
+	const struct capture_stats *st = capture_reader_stats(r);
+	memset(sum, 0, sizeof(*sum));
+	for (int i = 0; i < REC_TYPE_MAX; i++) {
+		sum->records += st->records[i];
+		sum->events_dropped += m->end.drops[i];
+	}
+	if (!sum->events_dropped)
+		sum->events_dropped = m->end.counters[CNT_DROPS];
+	sum->complete = m->end.present;
+	struct stat sb;
+	if (out_path && strcmp(out_path, "-") && !stat(out_path, &sb))
+		sum->out_bytes = sb.st_size;
+}
+
+int export_capture_ex(const char *capture_path, const char *format, const char *out_path,
+		      const struct export_opts *o, char **errmsg, struct export_summary *sum)
+{
+	char *dummy = NULL;
+	if (!errmsg)
+		errmsg = &dummy;
+	*errmsg = NULL;
+	int fmt = !strcmp(format, "tree") ? REPORT_TREE : export_format_parse(format);
+	enum tree_sort ts;
+	if (fmt < 0) {
+		*errmsg = strf("unknown format '%s' (table, tree, json, chrome, perfetto, folded, pprof)", format);
+		free(dummy);
+		return -EINVAL;
+	}
+	if (fmt == REPORT_TREE && o && o->sort && tree_sort_parse(o->sort, &ts)) {
+		*errmsg = strf("--sort %s is not a tree column (cpu_time_total, self_cpu_time_total, "
+			       "count, launches, name)", o->sort);
+		free(dummy);
+		return -EINVAL;
+	}
+	if (o && o->sort && fmt != REPORT_TREE && !profile_sort_key_valid(o->sort)) {
+		*errmsg = strf("unknown sort key '%s'", o->sort);
+		free(dummy);
+		return -EINVAL;
+	}
+	struct capture_reader *r = capture_reader_open(capture_path);
+	if (!r) {
+		*errmsg = strf("%s: out of memory", capture_path);
+		free(dummy);
+		return -ENOMEM;
+	}
+	if (capture_reader_error(r)) {
+		*errmsg = strf("%s", capture_reader_error(r));
+		capture_reader_close(r);
+		free(dummy);
+		return -EINVAL;
+	}
+	bool to_stdout = !out_path || !strcmp(out_path, "-");
+	FILE *out = to_stdout ? stdout : fopen(out_path, export_format_binary(fmt) ? "wb" : "w");
+	if (!out) {
+		int e = errno;
+		*errmsg = strf("%s: %s", out_path, strerror(e));
+		capture_reader_close(r);
+		free(dummy);
+		return -e;
+	}
+	static char obuf[1 << 20];
+	if (!to_stdout)
+		setvbuf(out, obuf, _IOFBF, sizeof(obuf));
+	int err = run_export(out, fmt, r, o);
+	if (err == -EINVAL && capture_reader_error(r))
+		*errmsg = strf("%s", capture_reader_error(r));
+	else if (err == -ENOENT && fmt == REPORT_TREE)
+		*errmsg = strf("%s: no layer tree: the capture has no Python stacks "
+			       "(recorded with --no-python?)", capture_path);
+	else if (err)
+		*errmsg = strf("%s: %s", to_stdout ? "<stdout>" : out_path, strerror(-err));
+	if (to_stdout) {
+		if (fflush(stdout) && !err) {
+			err = -errno;
+			*errmsg = strf("<stdout>: %s", strerror(-err));
+		}
+	} else if (fclose(out) && !err) {
+		err = -errno;
+		*errmsg = strf("%s: %s", out_path, strerror(-err));
+	}
+	if (err && !to_stdout)
+		unlink(out_path);
+	if (!err && sum)
+		summarize(r, out_path, sum);
+	capture_reader_close(r);
+	free(dummy);
+	return err;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "sort", required_argument, NULL, 's' },
+		{ "row-limit", required_argument, NULL, 'n' },
+		{ "by-overload", no_argument, NULL, 'O' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct export_opts o = { 0 };
+	const char *format = "table", *out = NULL;
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "f:o:s:n:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': format = optarg; break;
+		case 'o': out = optarg; break;
+		case 's': o.sort = optarg; break;
+		case 'n': {
+			char *end;
+			errno = 0;
+			long v = strtol(optarg, &end, 10);
+			if (errno || *end || !*optarg || v == 0 || v < -1) {
+				fprintf(stderr, "tbpf report: --row-limit wants a positive number or -1, not '%s'\n", optarg);
+				return 2;
+			}
+			o.row_limit = v;
+			break;
+		}
+		case 'O': o.by_overload = true; break;
+		case 'h': fputs(usage, stdout); return 0;
+		default:
+			if (optopt)
+				fprintf(stderr, "tbpf report: bad or incomplete option '-%c' (see tbpf report --help)\n", optopt);
+			else
+				fprintf(stderr, "tbpf report: unknown option '%s' (see tbpf report --help)\n", argv[optind - 1]);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "tbpf report: no capture file given (see tbpf report --help)\n");
+		return 2;
+	}
+	if (optind + 1 < argc) {
+		fprintf(stderr, "tbpf report: one capture file at a time, got '%s' too\n", argv[optind + 1]);
+		return 2;
+	}
+	int fmt = !strcmp(format, "tree") ? REPORT_TREE : export_format_parse(format);
+	enum tree_sort ts;
+	if (fmt < 0) {
+		fprintf(stderr, "tbpf report: unknown format '%s' (table, tree, json, chrome, perfetto, folded, pprof)\n", format);
+		return 2;
+	}
+	if (fmt == REPORT_TREE && o.sort && tree_sort_parse(o.sort, &ts)) {
+		fprintf(stderr, "tbpf report: --sort %s is not a tree column (cpu_time_total, "
+			"self_cpu_time_total, count, launches, name)\n", o.sort);
+		return 2;
+	}
+	if (o.sort && fmt != REPORT_TREE && !profile_sort_key_valid(o.sort)) {
+		fprintf(stderr, "tbpf report: unknown sort key '%s' (see tbpf report --help)\n", o.sort);
+		return 2;
+	}
+	if (export_format_binary(fmt) && (!out || !strcmp(out, "-")) && isatty(STDOUT_FILENO)) {
+		fprintf(stderr, "tbpf report: %s output is binary; give -o FILE or redirect stdout\n", format);
+		return 2;
+	}
+	char *msg = NULL;
+	struct export_summary sum;
+	int err = export_capture_ex(argv[optind], format, out, &o, &msg, &sum);
+	if (err) {
+		fprintf(stderr, "tbpf report: %s\n", msg ? msg : strerror(-err));
+		free(msg);
+		return 1;
+	}
+	if (sum.events_dropped)
+		fprintf(stderr, "tbpf report: %llu events were dropped while recording (ring buffer full); "
+			"rerun with a larger --ring-size\n", (unsigned long long)sum.events_dropped);
+	if (!sum.complete)
+		fprintf(stderr, "tbpf report: %s has no end record (recording was cut short); "
+			"what was recorded is reported\n", argv[optind]);
+	if (fmt == EXPORT_CHROME && sum.out_bytes > (256ull << 20))
+		fprintf(stderr, "tbpf report: %s is %llu MB; chrome://tracing loads up to ~256 MB, "
+			"use --format perfetto for ui.perfetto.dev\n", out, (unsigned long long)(sum.out_bytes >> 20));
+	return 0;
+}

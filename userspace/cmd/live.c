@@ -1,0 +1,687 @@
+/* live.c - the live command: checks, load, attach, poll, stop, report.
+ *
+ * Lifecycle: check privileges and kernel -> discover the target's ops ->
+ * open the skeleton, set rodata and map sizes -> load -> entry probes ->
+ * (return mode) the ptrace unwind guard seizes threads and owns return
+ * probes -> poll until --duration, a signal, or the target exits -> stop
+ * in the safe order (guard first) -> read maps / capture -> export.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "tbpf_abi.h"
+#include "capture.h"
+#include "cmd_report.h"
+#include "export.h"
+#include "live.h"
+#include "profile.h"
+#include "guard.h"
+#include "gpu_session.h"
+#include "inject.h"
+#include "cmd_run.h"
+#include "session.h"
+#include "layers.h"
+#include "model.h"
+#include "report.h"
+#include "target.h"
+#include "version.h"
+#include "strf.h"
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static uint64_t now_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static bool wants_capture(const struct live_opts *o)
+{
+	const char *f = o->format ? o->format : "table";
+
+	if (o->record)
+		return true;
+	return strcmp(f, "table") && strcmp(f, "json") && strcmp(f, "tree");
+}
+
+static void write_threads(struct capture_writer *cw, pid_t pid)
+{
+	char path[64];
+	DIR *d;
+	struct dirent *e;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char cpath[96], name[64] = "";
+		int tid = atoi(e->d_name);
+		FILE *f;
+
+		if (tid <= 0)
+			continue;
+		snprintf(cpath, sizeof(cpath), "/proc/%d/task/%d/comm", pid, tid);
+		f = fopen(cpath, "re");
+		if (!f)
+			continue;
+		if (fgets(name, sizeof(name), f))
+			name[strcspn(name, "\n")] = '\0';
+		fclose(f);
+		capture_write_thread(cw, (uint32_t)pid, (uint32_t)tid, name);
+	}
+	closedir(d);
+}
+
+/* Process, op and thread names of targets added since `from`. */
+static void write_target_meta(struct capture_writer *cw, struct session *s, size_t from)
+{
+	for (size_t i = from; i < session_ntargets(s); i++) {
+		const struct target *t = session_target_detail(s, i);
+
+		capture_write_process(cw, (uint32_t)t->pid, t->comm ? t->comm : "",
+				      t->cmdline ? t->cmdline : "");
+		for (size_t k = 0; k < t->nlibs; k++) {
+			const struct target_lib *l = &t->libs[k];
+
+			for (size_t j = 0; j < l->syms.n; j++) {
+				const struct opsym *o = &l->syms.v[j];
+
+				if (!o->redispatch)
+					capture_write_op(cw, l->id_base + o->op_index + 1, o->name,
+							 o->overload);
+			}
+		}
+		write_threads(cw, t->pid);
+	}
+}
+
+static void write_run_meta(struct capture_writer *cw, struct session *s, uint32_t mode,
+			   uint64_t mono, uint64_t real)
+{
+	char host[256] = "";
+	size_t n = session_ntargets(s), probes = 0;
+	uint32_t *pids = calloc(n + 1, sizeof(*pids));
+	struct capture_run_info ri = {
+		.start_mono_ns = mono,
+		.start_real_ns = real,
+		.mode = mode,
+		.tbpf_version = TBPF_VERSION,
+		.host = host,
+	};
+
+	gethostname(host, sizeof(host) - 1);
+	for (size_t i = 0; i < n && pids; i++) {
+		pids[i] = (uint32_t)session_target(s, i)->pid;
+		probes += session_target(s, i)->nprobes;
+	}
+	ri.pids = pids;
+	ri.npids = pids ? (uint32_t)n : 0;
+	ri.probes_attached = (uint32_t)probes;
+	capture_write_run(cw, &ri);
+	free(pids);
+}
+
+/* CUDA tables (issue 5): op names and the JSON members */
+static const char *cuda_op_name(void *ctx, uint32_t id)
+{
+	return session_op_name(ctx, id, NULL);
+}
+
+/* Kernel names for `tbpf report` (issue 5): the host-stub symbols named
+ * while the targets' libraries could be read, as KERNEL meta records. */
+static void write_kernel_names(struct capture_writer *cw, const struct cuda_model *cm)
+{
+	for (size_t i = 0; cm && i < cm->nkernels; i++) {
+		const struct cuda_kernel *k = &cm->kernels[i];
+
+		if (k->src == CUDA_NAME_SYMBOL)
+			capture_write_kernel(cw, k->pid, k->func, k->name);
+	}
+}
+
+/* issue 6: device times from the CUPTI agents into the rows, else why not */
+static const char *gpu_op_name(void *ctx, uint32_t id, const char **overload)
+{
+	return session_op_name(ctx, id, overload);
+}
+
+static void apply_gpu_times(struct session *s, struct profile *prof)
+{
+	struct gpu_session *gs = session_gpu(s);
+	int n;
+
+	if (!gs)
+		return;
+	n = gpu_session_apply(gs, prof, gpu_op_name, s);
+	if (n < 0)
+		fprintf(stderr, "tbpf: joining CUDA device records failed: %s\n", strerror(-n));
+	if (!prof->has_gpu_times) {
+		prof->gpu_note = profile_intern(prof, gpu_session_status(gs));
+		fprintf(stderr, "tbpf: %s\n", prof->gpu_note);   /* the table does not show it */
+	}
+}
+
+/* "pid 1234 (python3)" or "the 3 processes": who the window watched. */
+static char *targets_desc(struct session *s)
+{
+	const struct session_target_info *ti = session_target(s, 0);
+	char *d = NULL;
+
+	if (session_ntargets(s) == 1)
+		return asprintf(&d, "pid %d (%s)", ti->pid, ti->comm ? ti->comm : "?") < 0 ? NULL : d;
+	return asprintf(&d, "the %zu processes", session_ntargets(s)) < 0 ? NULL : d;
+}
+
+/* An empty result is never silent (issue 13): one line saying why. */
+static void report_empty(struct session *s, const uint64_t *cnt, uint64_t duration)
+{
+	char *who;
+
+	if (!session_ntargets(s)) {
+		fprintf(stderr, "tbpf: no op seen: no PyTorch process was found during the %.2f s "
+				"window\n", duration / 1e9);
+		return;
+	}
+	who = targets_desc(s);
+	if (!cnt[CNT_ENTRIES])
+		fprintf(stderr, "tbpf: no op ran in %s during the %.2f s window: the op probes saw "
+				"no hit (entries 0, exits %llu)\n", who ? who : "the targets",
+			duration / 1e9, (unsigned long long)cnt[CNT_EXITS]);
+	else
+		fprintf(stderr, "tbpf: no op completed in %s during the %.2f s window although the "
+				"op probes saw %llu entries (exits %llu, overflow %llu, maps full %llu)\n",
+			who ? who : "the targets", duration / 1e9,
+			(unsigned long long)cnt[CNT_ENTRIES], (unsigned long long)cnt[CNT_EXITS],
+			(unsigned long long)cnt[CNT_DEPTH_OVERFLOW],
+			(unsigned long long)cnt[CNT_STAT_FULL]);
+	free(who);
+}
+
+static FILE *open_out(const char *path)
+{
+	if (!path || !strcmp(path, "-"))
+		return stdout;
+	return fopen(path, "we");
+}
+
+/* The collected model (ops, CUDA tables, layers) as --format asks, through
+ * export_model like `tbpf report`; trace formats from the capture.  0 or
+ * the exit code. */
+static int live_render(const struct live_opts *o, struct session *s, struct tbpf_model *m,
+		       const char *capture_path)
+{
+	struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
+				  .by_overload = o->by_overload };
+	const char *fmt = o->format ? o->format : "table";
+	const struct cuda_model *cm = session_cuda(s, NULL, NULL);
+	bool tree_fmt = !strcmp(fmt, "tree");
+	int rc = 0, err;
+
+	m->cuda = cm;
+	m->op_name = cuda_op_name;
+	m->op_name_ctx = s;
+	if (o->python && (tree_fmt || !strcmp(fmt, "json") ||
+			  (!strcmp(fmt, "table") && cm && !cuda_model_empty(cm)))) {
+		/* issue 5: launches, copies and syncs per layer */
+		err = session_layer_tree(s, &m->prof, cm, &m->tree);
+		if (err)
+			fprintf(stderr, "tbpf: building the layer tree failed: %s\n", strerror(-err));
+	}
+	if (tree_fmt) {
+		FILE *out = open_out(o->out);
+		struct tree_opts to = { .ops = o->tree_ops, .min_pct = o->min_pct };
+
+		if (o->sort && tree_sort_parse(o->sort, &to.sort)) {
+			fprintf(stderr, "tbpf: --sort %s is not a tree column (cpu_time_total, "
+					"self_cpu_time_total, count, launches, name)\n", o->sort);
+			rc = TBPF_EXIT_USAGE;
+		} else if (!out) {
+			fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
+			rc = TBPF_EXIT_ERROR;
+		} else if (!m->tree) {
+			fprintf(stderr, "tbpf: no layer tree: Python stacks were not available\n");
+			rc = TBPF_EXIT_ERROR;
+		} else {
+			err = export_model(out, EXPORT_TREE, m, &eo, &to);
+			if (err) {
+				fprintf(stderr, "tbpf: output failed: %s\n", strerror(-err));
+				rc = TBPF_EXIT_ERROR;
+			}
+		}
+		if (out && out != stdout)
+			fclose(out);
+		return rc;
+	}
+	if (o->record && !o->format) {
+		fprintf(stderr, "tbpf: capture written to %s (%llu records)\n", capture_path,
+			(unsigned long long)session_records(s));
+	} else if (!strcmp(fmt, "table") || !strcmp(fmt, "json")) {
+		FILE *out = open_out(o->out);
+
+		if (!out) {
+			fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
+			return TBPF_EXIT_ERROR;
+		}
+		err = export_model(out, strcmp(fmt, "json") ? EXPORT_TABLE : EXPORT_JSON, m, &eo, NULL);
+		if (out != stdout && fclose(out) && !err)
+			err = -errno;
+		if (err) {
+			fprintf(stderr, "tbpf: output failed: %s\n", strerror(-err));
+			rc = TBPF_EXIT_ERROR;
+		}
+	} else {
+		char *emsg = NULL;
+
+		err = export_capture(capture_path, fmt, o->out, &eo, &emsg);
+		if (err) {
+			fprintf(stderr, "tbpf: export to %s failed: %s\n", fmt,
+				emsg ? emsg : strerror(-err));
+			rc = TBPF_EXIT_ERROR;
+		}
+		free(emsg);
+	}
+	return rc;
+}
+
+/* Gone, or a zombie of ours (tbpf run's command is our child). */
+static bool proc_gone(pid_t pid)
+{
+	siginfo_t si = { 0 };
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return true;
+	return !waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) && si.si_pid == pid;
+}
+
+/* tbpf run: attach once the command has mapped libtorch.  The hold stops
+ * it right there (session_hold_torch), so its first op is counted; maps
+ * are then read only every 0.5 s (a fallback: attaching mid-dlopen could
+ * miss libraries mapped after libtorch).  Without the hold, /proc/PID/maps
+ * is polled every 20 ms.  *t0: the attach start. */
+static int attach_when_torch(struct session *s, const struct live_opts *o, pid_t pid,
+			     uint64_t *t0, char **why)
+{
+	bool held = !session_hold_torch(s, why);
+	unsigned tick = 0;
+	int err = -EINTR;
+
+	if (!held) {
+		fprintf(stderr, "tbpf: warning: %s; counting starts up to 20 ms after the command "
+				"loads libtorch\n", *why ? *why : "no hold");
+		free(*why);
+		*why = NULL;
+	}
+	if (o->release)
+		o->release(o->release_ctx);
+	while (!stop_signal) {
+		if (!held || session_torch_held(s) || ++tick % 250 == 0) {
+			bool stopped = session_torch_held(s);
+
+			*t0 = now_ns(CLOCK_MONOTONIC);
+			err = session_add_target(s, pid, why);
+			if (!err && stopped && o->verbose)
+				fprintf(stderr, "tbpf: pid %d held where it loaded libtorch while the "
+						"probes attached\n", pid);
+			if (err != -ENOENT)
+				break;
+			free(*why);
+			*why = NULL;
+			if (session_torch_held(s)) {   /* held, yet no ops found: poll */
+				session_hold_release(s);
+				held = false;
+			}
+		}
+		if (proc_gone(pid)) {
+			*why = strf("pid %d exited before it loaded libtorch", pid);
+			err = -ESRCH;
+			break;
+		}
+		usleep(held ? 2000 : 20000);
+	}
+	session_hold_release(s);   /* continues the held command */
+	return err;
+}
+
+/* Where the capture goes: --record / -o FILE, else a temporary file for
+ * the trace formats (*tmp set).  NULL with a message on failure. */
+static char *capture_path_of(const struct live_opts *o, bool *tmp)
+{
+	char tmpl[] = "/tmp/tbpf-XXXXXX.tbpf";
+	int fd;
+
+	if (o->record)
+		return strdup(o->record);
+	fd = mkstemps(tmpl, 5);
+	if (fd < 0) {
+		fprintf(stderr, "tbpf: cannot create a temporary capture: %s\n", strerror(errno));
+		return NULL;
+	}
+	close(fd);
+	*tmp = true;
+	return strdup(tmpl);
+}
+
+/* Attach to every --pid (tbpf run: once the command maps libtorch,
+ * attach_when_torch; *t0: the attach start).  0, or the exit code after a
+ * message. */
+static int attach_pids(const struct live_opts *o, struct session *s, uint64_t *t0)
+{
+	char *why = NULL;
+	int err;
+
+	for (size_t i = 0; i < o->sel.npids; i++) {
+		err = o->wait_torch ? attach_when_torch(s, o, o->sel.pids[i], t0, &why)
+				    : session_add_target(s, o->sel.pids[i], &why);
+		if (err) {
+			fprintf(stderr, "tbpf: %s\n", why ? why : strerror(-err));
+			free(why);
+			return TBPF_EXIT_ERROR;
+		}
+	}
+	return TBPF_EXIT_OK;
+}
+
+/* The CUDA probes, then the "tbpf: attached ..." line (tests wait for it;
+ * everything is live once it is written). */
+static void announce(const struct live_opts *o, struct session *s, uint64_t probes,
+		     uint64_t attach_ns, uint64_t load_ns, bool system_wide)
+{
+	size_t cp = 0, cl = 0;
+
+	/* before the `attached` line: that line is the last, all is live */
+	if (session_cuda(s, &cp, &cl) && cl)
+		fprintf(stderr, "tbpf: CUDA: %zu probes in %zu libraries\n", cp, cl);
+	if (o->sel.npids == 1) {
+		const struct session_target_info *ti = session_target(s, 0);
+
+		fprintf(stderr, "tbpf: attached %llu probes to pid %d (%s) in %.1f ms (BPF load %.0f ms); "
+				"exits: %s%s; Ctrl-C to stop\n",
+			(unsigned long long)probes, ti->pid, ti->comm ? ti->comm : "?",
+			attach_ns / 1e6, load_ns / 1e6, ti->exits,
+			!strcmp(ti->exits, "return") ? " (ptrace unwind guard)" : " (entry probes only)");
+	} else {
+		fprintf(stderr, "tbpf: attached %llu probes to %zu processes in %.1f ms%s; "
+				"Ctrl-C to stop\n",
+			(unsigned long long)probes, session_ntargets(s), attach_ns / 1e6,
+			system_wide ? "; watching for new PyTorch processes" : "");
+	}
+}
+
+/* Poll until --duration, a signal, or (not system-wide) the targets exit;
+ * system-wide, new processes are attached each second.  New targets'
+ * names go to the capture (*written: targets described so far).  Returns
+ * why it stopped. */
+static const char *poll_until_stop(const struct live_opts *o, struct session *s,
+				   struct capture_writer *cw, size_t *written, uint64_t t_mono,
+				   uint64_t last_scan, bool system_wide)
+{
+	while (!stop_signal) {
+		uint64_t now = now_ns(CLOCK_MONOTONIC), el = now - t_mono;
+		int wait_ms = 100, live;
+
+		if (o->duration_ns) {
+			if (el >= o->duration_ns)
+				return "duration";
+			if ((o->duration_ns - el) / 1000000 < (uint64_t)wait_ms)
+				wait_ms = (int)((o->duration_ns - el) / 1000000) + 1;
+		}
+		live = session_poll(s, wait_ms);
+		if (system_wide && now - last_scan > 1000000000ULL) {
+			session_scan(s);
+			last_scan = now;
+		}
+		if (cw && *written < session_ntargets(s)) {
+			write_target_meta(cw, s, *written);
+			*written = session_ntargets(s);
+		}
+		if (live == 0 && !system_wide)
+			return o->sel.npids > 1 ? "targets exited" : "target exited";
+	}
+	return "signal";
+}
+
+/* What the BPF side counted besides ops: -v totals, and the losses that
+ * change the numbers, each with what to do about it. */
+static void report_counters(const struct live_opts *o, struct session *s, const uint64_t *counters,
+			    const char *stop_reason, uint64_t duration)
+{
+	if (o->verbose) {
+		uint64_t repairs = 0, restored = 0, children = 0;
+
+		for (size_t i = 0; i < session_ntargets(s); i++) {
+			const struct guard_stats *g = session_guard_stats(s, i);
+
+			repairs += g->repairs;
+			restored += g->slots_restored + g->detach_restored;
+			children += g->children_cleaned;
+		}
+		fprintf(stderr, "tbpf: entries %llu exits %llu stale %llu unwound %llu overflow %llu "
+				"underflow %llu guard signals %llu unsafe %llu repairs %llu restored %llu "
+				"children %llu sampled %llu\n",
+			(unsigned long long)counters[CNT_ENTRIES], (unsigned long long)counters[CNT_EXITS],
+			(unsigned long long)counters[CNT_STALE_POPS],
+			(unsigned long long)counters[CNT_UNWIND_POPS],
+			(unsigned long long)counters[CNT_DEPTH_OVERFLOW],
+			(unsigned long long)counters[CNT_STACK_UNDERFLOW],
+			(unsigned long long)counters[CNT_GUARD_SIGNALS],
+			(unsigned long long)counters[CNT_GUARD_UNSAFE],
+			(unsigned long long)repairs, (unsigned long long)restored,
+			(unsigned long long)children,
+			(unsigned long long)counters[CNT_SAMPLE_POPS]);
+	}
+	if (counters[CNT_DROPS])
+		fprintf(stderr, "tbpf: %llu events dropped (ring buffer full); rerun with a larger "
+				"--ring-size (now %u bytes)\n",
+			(unsigned long long)counters[CNT_DROPS], session_ring_size(s));
+	if (counters[CNT_DEPTH_OVERFLOW])
+		fprintf(stderr, "tbpf: %llu ops nested deeper than %d were not counted\n",
+			(unsigned long long)counters[CNT_DEPTH_OVERFLOW], TBPF_MAX_DEPTH);
+	if (counters[CNT_STAT_FULL] || counters[CNT_NO_THREAD_SLOT])
+		fprintf(stderr, "tbpf: BPF maps full: %llu op updates and %llu threads lost\n",
+			(unsigned long long)counters[CNT_STAT_FULL],
+			(unsigned long long)counters[CNT_NO_THREAD_SLOT]);
+	fprintf(stderr, "tbpf: stopped (%s) after %.2f s\n", stop_reason, duration / 1e9);
+
+}
+
+/* Run info of the collected rows: duration, probes, drops, how exits
+ * were seen, device times (or why none), the targets. */
+static void live_run_info(struct session *s, struct profile *p, uint64_t duration,
+			  uint64_t probes, const uint64_t *counters, const char *stop_reason)
+{
+	bool any_ret = false, any_inf = false;
+	size_t n = session_ntargets(s);
+	uint32_t *pids;
+
+	p->duration_ns = duration;
+	p->probes_attached = (uint32_t)probes;
+	p->events_dropped = counters[CNT_DROPS];
+	p->exit_mode = stop_reason;
+	for (size_t i = 0; i < n; i++) {
+		const char *e = session_target(s, i)->exits;
+
+		any_ret |= e && !strcmp(e, "return");
+		any_inf |= !e || strcmp(e, "return");
+	}
+	p->mode = any_ret && !any_inf ? "return probes"
+		  : any_ret ? "mixed" : "inferred (entry probes only)";
+	p->gpu_note = "no CUDA device timings (CUPTI agent not loaded)";
+	apply_gpu_times(s, p);   /* issue 6 */
+	pids = calloc(n + 1, sizeof(*pids));
+	for (size_t i = 0; i < n && pids; i++)
+		pids[i] = (uint32_t)session_target(s, i)->pid;
+	if (pids)
+		profile_set_pids(p, pids, n);
+	free(pids);
+}
+
+/* The capture's end: kernel names, counters, why it stopped; closed. */
+static int end_capture(struct capture_writer *cw, struct session *s, const uint64_t *counters,
+		       uint64_t duration, const char *stop_reason, const char *gpu_note,
+		       const char *path)
+{
+	struct capture_end_info ei = {
+		.duration_ns = duration,
+		.counters = counters,
+		.ncounters = CNT_MAX,
+		.exit_mode = stop_reason,
+		.gpu_note = gpu_note,
+	};
+	int err;
+
+	write_kernel_names(cw, session_cuda(s, NULL, NULL));
+	capture_write_end(cw, &ei);
+	err = capture_writer_close(cw);
+	if (err)
+		fprintf(stderr, "tbpf: writing %s failed: %s\n", path, strerror(-err));
+	return err;
+}
+
+int live_run(const struct live_opts *o)
+{
+	struct session_config cfg = {
+		.exits = o->sel.exits,
+		.record = wants_capture(o),
+		.python = o->python,
+		.cuda = o->cuda,
+		.system_wide = o->sel.npids == 0,
+		.no_multi = o->no_multi,
+		.redispatch = o->redispatch,
+		.no_hist = true,            /* only the daemon reads histograms */
+		.ring_size = o->sel.ring_size,
+		.only_pid = o->sel.npids == 1 ? o->sel.pids[0] : 0,
+		.comm_filter = o->sel.comm,
+		.cgroup_filter = o->sel.cgroup,
+		.verbose = o->verbose,
+		.gpu_agent = o->inject ? GPU_AGENT_INJECT : o->gpu_run ? GPU_AGENT_RUN : GPU_AGENT_OFF,
+		.inject_flags = o->inject_force ? INJECT_FORCE : 0,
+		.run_hold = o->wait_torch,
+	};
+	char *agent_path = cfg.gpu_agent ? run_agent_path() : NULL;   /* issue 6 */
+	struct session *s = NULL;
+	struct capture_writer *cw = NULL;
+	char *capture_path = NULL, *why = NULL;
+	bool capture_tmp = false;
+	uint64_t counters[CNT_MAX], t0, t_load, t_mono, t_real, duration, probes = 0;
+	uint64_t last_scan = 0;
+	const char *stop_reason = NULL;
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct tbpf_model model = { 0 };
+	size_t written = 0;
+	int rc = TBPF_EXIT_OK, err, code;
+	uint32_t mode = 0;
+
+	if (cfg.record && !(capture_path = capture_path_of(o, &capture_tmp))) {
+		free(agent_path);
+		return TBPF_EXIT_ERROR;
+	}
+	t0 = now_ns(CLOCK_MONOTONIC);
+	cfg.agent_path = agent_path;
+	s = session_open(&cfg, &why, &code);
+	if (!s) {
+		fprintf(stderr, "tbpf: %s\n", why ? why : "cannot start");
+		free(why);
+		free(capture_path);
+		free(agent_path);
+		return tbpf_exit_of(code);
+	}
+	t_load = now_ns(CLOCK_MONOTONIC) - t0;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	t0 = now_ns(CLOCK_MONOTONIC);
+	if (capture_path) {
+		cw = capture_writer_open(capture_path, &err);
+		if (!cw) {
+			fprintf(stderr, "tbpf: cannot create capture %s: %s\n", capture_path,
+				strerror(err ? -err : EIO));
+			rc = TBPF_EXIT_ERROR;
+			goto out;
+		}
+		session_set_capture(s, cw);
+	}
+	rc = attach_pids(o, s, &t0);
+	if (rc)
+		goto out;
+	if (cfg.system_wide) {
+		session_scan(s);
+		last_scan = now_ns(CLOCK_MONOTONIC);
+	}
+	t_mono = now_ns(CLOCK_MONOTONIC);
+	t_real = now_ns(CLOCK_REALTIME);
+	mode = (o->sel.exits != EXITS_INFER ? TBPF_MODE_EXITS : 0) | (cfg.record ? TBPF_MODE_RECORD : 0);
+	for (size_t i = 0; i < session_ntargets(s); i++)
+		probes += session_target(s, i)->nprobes;
+	announce(o, s, probes, t_mono - t0, t_load, cfg.system_wide);
+	if (cw) {
+		write_run_meta(cw, s, mode, t_mono, t_real);
+		write_target_meta(cw, s, 0);
+		written = session_ntargets(s);
+	}
+
+	stop_reason = poll_until_stop(o, s, cw, &written, t_mono, last_scan, cfg.system_wide);
+	duration = now_ns(CLOCK_MONOTONIC) - t_mono;
+	if (cw)
+		for (size_t i = 0; i < session_ntargets(s); i++)
+			write_threads(cw, session_target(s, i)->pid);
+	/* The measurement ends now: read the maps before detaching, since
+	 * detaching (guard first, then entry probes) takes a while. */
+	profile_init(&model.prof);
+	err = session_collect(s, &model.prof);
+	session_counters(s, counters);
+	session_detach_all(s);
+	if (err) {
+		fprintf(stderr, "tbpf: reading the BPF maps failed: %s\n", strerror(-err));
+		rc = TBPF_EXIT_ERROR;
+		goto done;
+	}
+
+	report_counters(o, s, counters, stop_reason, duration);
+	if (!model.prof.nops)
+		report_empty(s, counters, duration);
+	live_run_info(s, &model.prof, duration, probes, counters, stop_reason);
+	if (cw) {
+		err = end_capture(cw, s, counters, duration, stop_reason, model.prof.gpu_note,
+				  capture_path);
+		cw = NULL;
+		if (err) {
+			rc = TBPF_EXIT_ERROR;
+			goto done;
+		}
+	}
+	err = live_render(o, s, &model, capture_path);
+	if (err)
+		rc = err;
+done:
+	model_free(&model);
+out:
+	if (cw)
+		capture_writer_close(cw);
+	session_close(s);
+	if (capture_tmp && capture_path)
+		unlink(capture_path);
+	free(capture_path);
+	free(agent_path);
+	return rc;
+}

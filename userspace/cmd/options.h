@@ -1,0 +1,52 @@
+/* options.h - command stage: the live command's options (cli.c fills
+ * them, live.c runs them).  Parsers for durations and sizes: units.h. */
+#ifndef TBPF_OPTIONS_H
+#define TBPF_OPTIONS_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "session.h"
+#include "units.h"
+
+struct live_opts {
+	struct session_select sel;  /* --pid, --comm, --cgroup, --exits, --ring-size */
+	uint64_t duration_ns;      /* 0 = until Ctrl-C or the target exits */
+	const char *format;        /* table json tree chrome perfetto folded pprof */
+	const char *out;           /* -o FILE; a .tbpf file records a capture */
+	const char *record;        /* capture path when recording */
+	const char *sort;
+	long row_limit;            /* -1 = all */
+	bool python;               /* walk Python stacks */
+	bool cuda;                 /* probe libcudart/libcuda */
+	bool no_multi;             /* force per-probe attach (testing) */
+	bool redispatch;           /* probe ::redispatch too (boxed-path ops) */
+	bool by_overload;          /* table rows per overload */
+	bool tree_ops;             /* --format tree: ops under each layer */
+	double min_pct;            /* --format tree: hide smaller rows */
+	bool wait_torch;           /* tbpf run: attach once the pid maps libtorch */
+	/* tbpf run: let the held command exec, once tbpf can hold it again
+	 * where it maps libtorch (issue 13) */
+	void (*release)(void *ctx);
+	void *release_ctx;
+	bool inject;               /* --inject: load the CUPTI agent (issue 6) */
+	bool inject_force;         /* --inject-force: even with libcupti mapped */
+	bool gpu_run;              /* tbpf run: the driver loads the agent (issue 6) */
+	int verbose;
+};
+
+/* The options the live command and the daemon share (struct
+ * session_select): SELECT_LONGOPTS in their getopt_long tables ('p' for
+ * --pid), select_opt() for each getopt_long result.  Returns 1 when c was
+ * one of them (taken into sel), 0 when not, -EINVAL for a bad value with
+ * *why (malloc'd, "invalid --exits 'x' (auto, return, infer)").  sel->pids
+ * holds max_pids. */
+enum { OPT_SEL_COMM = 0x1000, OPT_SEL_CGROUP, OPT_SEL_EXITS, OPT_SEL_RING };
+#define SELECT_LONGOPTS \
+	{ "pid", required_argument, NULL, 'p' }, \
+	{ "comm", required_argument, NULL, OPT_SEL_COMM }, \
+	{ "cgroup", required_argument, NULL, OPT_SEL_CGROUP }, \
+	{ "exits", required_argument, NULL, OPT_SEL_EXITS }, \
+	{ "ring-size", required_argument, NULL, OPT_SEL_RING }
+int select_opt(int c, const char *arg, struct session_select *sel, size_t max_pids, char **why);
+
+#endif

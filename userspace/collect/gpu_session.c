@@ -1,0 +1,422 @@
+/* gpu_session.c - attach stage, GPU: the CUPTI agent per target, its three
+ * BPF probes, the records it sends, and the join into the profile. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "tbpf.skel.h"
+#include "gpu_session.h"
+#include "gpucap.h"
+#include "inject.h"
+#include "profile.h"
+
+#define GPU_START_TIMEOUT_MS 5000   /* START loads libcuda and CUPTI: can be slow */
+#define GPU_STOP_TIMEOUT_MS 2000
+
+void gpu_session_init(struct gpu_session *gs, bool multi)
+{
+	memset(gs, 0, sizeof(*gs));
+	gs->multi = multi;
+}
+
+bool gpu_session_wants_ops(enum gpu_agent_mode mode)
+{
+	if (mode == GPU_AGENT_INJECT)
+		return true;
+	return mode == GPU_AGENT_RUN && access("/proc/driver/nvidia/version", F_OK) == 0;
+}
+
+struct gpu_target *gpu_session_find(struct gpu_session *gs, pid_t pid)
+{
+	for (size_t i = gs->n; i-- > 0;)
+		if (gs->v[i]->pid == pid)
+			return gs->v[i];
+	return NULL;
+}
+
+struct gpu_target *gpu_session_track(struct gpu_session *gs, pid_t pid)
+{
+	struct gpu_target *t = gpu_session_find(gs, pid);
+
+	if (t)
+		return t;
+	if (gs->n == gs->cap) {
+		size_t cap = gs->cap ? gs->cap * 2 : 4;
+		struct gpu_target **v = realloc(gs->v, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		gs->v = v;
+		gs->cap = cap;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->pid = pid;
+	gs->v[gs->n++] = t;
+	return t;
+}
+
+/* Record why the agent is not there (the note) and hand a copy to the caller. */
+__attribute__((format(printf, 4, 5)))
+static int fail_note(struct gpu_target *t, char **why, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	free(t->note);
+	va_start(ap, fmt);
+	if (vasprintf(&t->note, fmt, ap) < 0)
+		t->note = NULL;
+	va_end(ap);
+	*why = t->note ? strdup(t->note) : NULL;
+	return err;
+}
+
+static int attach_probes(struct gpu_session *gs, struct tbpf_bpf *skel, struct gpu_target *t,
+			 const char *path)
+{
+	struct bpf_program *progs[3] = { skel->progs.tbpf_agent_batch, skel->progs.tbpf_agent_name,
+					 skel->progs.tbpf_agent_status };
+	uint64_t offs[3] = { t->loc.off_batch, t->loc.off_name, t->loc.off_status };
+
+	for (int i = 0; i < 3; i++) {
+		int err = uprobe_set_attach(&t->links, progs[i], path, &offs[i], NULL, 1, false, t->pid,
+					    gs->multi);
+		if (err) {
+			uprobe_set_close(&t->links);
+			return err;
+		}
+	}
+	return 0;
+}
+
+int gpu_session_add(struct gpu_session *gs, struct tbpf_bpf *skel, pid_t pid,
+		    enum gpu_agent_mode mode, const char *agent_path, unsigned inject_flags,
+		    char **why)
+{
+	struct gpu_target *t = gpu_session_track(gs, pid);
+	char *iwhy = NULL, *rooted = NULL;
+	int err;
+
+	*why = NULL;
+	if (!t)
+		return -ENOMEM;
+	t->mode = mode;
+	if (!agent_path)
+		return fail_note(t, why, -ENOENT, "libtbpf_agent.so not found (set "
+				 "TBPF_AGENT_PATH or install it next to tbpf)");
+	if (mode == GPU_AGENT_RUN) {
+		/* Not mapped yet: uprobes on the file (per pid) fire once the
+		 * driver maps it; the agent starts itself (TBPF_AGENT_AUTOSTART). */
+		err = agent_elf_locate(agent_path, &t->loc);
+		if (err)
+			return fail_note(t, why, err, "cannot read the CUPTI agent %s: %s",
+					 agent_path, strerror(-err));
+		err = attach_probes(gs, skel, t, agent_path);
+		if (err)
+			return fail_note(t, why, err, "cannot attach the CUPTI agent probes: %s",
+					 strerror(-err));
+		return 0;
+	}
+	err = inject_dlopen(pid, agent_path, inject_flags, &t->handle, &iwhy);
+	if (err) {
+		fail_note(t, why, err, "--inject refused: %s", iwhy ? iwhy : strerror(-err));
+		free(iwhy);
+		return err;
+	}
+	free(iwhy);
+	t->injected = true;
+	err = agent_locate(pid, &t->loc);
+	if (err)
+		return fail_note(t, why, err, "CUPTI agent injected but not found in the maps: %s",
+				 strerror(-err));
+	t->located = true;
+	if (asprintf(&rooted, "/proc/%d/root%s", pid, t->loc.path) < 0)
+		return -ENOMEM;
+	err = attach_probes(gs, skel, t, access(rooted, R_OK) ? t->loc.path : rooted);
+	free(rooted);
+	if (err)
+		return fail_note(t, why, err, "cannot attach the CUPTI agent probes: %s",
+				 strerror(-err));
+	err = agent_request_sync(pid, &t->loc, AGENT_REQ_START, 0, GPU_START_TIMEOUT_MS, &t->status);
+	if (err)
+		return fail_note(t, why, err, "the CUPTI agent did not answer the start request: %s",
+				 strerror(-err));
+	t->have_status = true;
+	return 0;
+}
+
+static void *grow(void *v, size_t *cap, size_t n, size_t elem)
+{
+	size_t c;
+	void *p;
+
+	if (n < *cap)
+		return v;
+	c = *cap ? *cap * 2 : 256;
+	p = realloc(v, c * elem);
+	if (p)
+		*cap = c;
+	return p;
+}
+
+#define PUSH(t, arr, n, cap, val)                                                   \
+	do {                                                                        \
+		void *p_ = grow((t)->arr, &(t)->cap, (t)->n, sizeof(*(t)->arr));   \
+		if (!p_) {                                                          \
+			(t)->lost++;                                                \
+			return 0;                                                   \
+		}                                                                   \
+		(t)->arr = p_;                                                      \
+		(t)->arr[(t)->n++] = (val);                                         \
+	} while (0)
+
+int gpu_session_record(struct gpu_session *gs, const void *data, size_t size)
+{
+	const struct rec_hdr *h = data;
+	struct gpu_target *t;
+	uint32_t pid;
+
+	if (size < sizeof(*h) + sizeof(uint32_t) || !gs->n)
+		return 0;
+	if (h->type != REC_GPU && h->type != REC_LAUNCH && h->type != REC_MEMOP &&
+	    h->type != REC_OP_ENTER && h->type != REC_OP_EXIT)
+		return 0;
+	pid = *(const uint32_t *)(h + 1);   /* every such record: pid after the header */
+	t = gpu_session_find(gs, (pid_t)pid);
+	if (!t)
+		return 0;
+	if (h->type != REC_GPU && !gs->spans_failed &&
+	    ((h->type != REC_OP_ENTER && h->type != REC_OP_EXIT) || size >= sizeof(struct rec_op))) {
+		if (!gs->spans)
+			gs->spans = gj_spans_new();
+		if (!gs->spans || gj_spans_feed(gs->spans, h)) {
+			gj_spans_free(gs->spans);
+			gs->spans = NULL;
+			gs->spans_failed = true;
+		}
+	}
+	if (h->type == REC_OP_ENTER || h->type == REC_OP_EXIT)
+		return 1;
+	if (t->nhost + t->ngpu >= GPU_SESSION_MAX_RECORDS) {
+		t->lost++;
+		return 0;
+	}
+	switch (h->type) {
+	case REC_LAUNCH: {
+		struct gj_host g;
+
+		if (size < sizeof(struct rec_launch))
+			return 0;
+		gj_host_from_launch(&g, data);
+		PUSH(t, host, nhost, caphost, g);
+		return 1;
+	}
+	case REC_MEMOP: {
+		struct gj_host g;
+
+		if (size < sizeof(struct rec_memop))
+			return 0;
+		gj_host_from_memop(&g, data);
+		PUSH(t, host, nhost, caphost, g);
+		return 1;
+	}
+	default:
+		break;
+	}
+	/* REC_GPU: kind sits at the same offset in the three layouts */
+	if (size < offsetof(struct rec_gpu, kind) + sizeof(uint16_t))
+		return 0;
+	switch (((const struct rec_gpu *)data)->kind) {
+	case GPU_KERNEL:
+	case GPU_MEMCPY:
+	case GPU_MEMSET:
+	case GPU_API_RUNTIME:
+	case GPU_API_DRIVER:
+		if (size < sizeof(struct rec_gpu))
+			return 0;
+		PUSH(t, gpu, ngpu, capgpu, *(const struct rec_gpu *)data);
+		t->gpu[t->ngpu - 1].name[TBPF_GPU_SHORT_NAME - 1] = 0;   /* ends inside */
+		return 1;
+	case GPU_NAME: {
+		const struct rec_gpu_name *nm = data;
+
+		if (size < sizeof(*nm))
+			return 0;
+		for (size_t i = 0; i < t->nnames; i++)
+			if (t->names[i].name_id == nm->name_id)
+				return 1;
+		PUSH(t, names, nnames, capnames, *nm);
+		t->names[t->nnames - 1].name[TBPF_GPU_NAME_MAX - 1] = 0;
+		return 1;
+	}
+	case GPU_STATUS:
+		if (size < sizeof(struct rec_gpu_status))
+			return 0;
+		t->status = *(const struct rec_gpu_status *)data;
+		t->have_status = true;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Status word of agents the driver mapped later (tbpf run) or that changed. */
+void gpu_session_poll(struct gpu_session *gs)
+{
+	for (size_t i = 0; i < gs->n; i++) {
+		struct gpu_target *t = gs->v[i];
+		struct rec_gpu_status st;
+
+		if (t->mode == GPU_AGENT_OFF || !t->links.nprobes)
+			continue;
+		if (!t->located) {
+			struct agent_loc loc;
+
+			if (agent_locate(t->pid, &loc))
+				continue;
+			agent_loc_free(&t->loc);
+			t->loc = loc;
+			t->located = true;
+		}
+		if (!agent_read_status(t->pid, &t->loc, &st) && st.magic == TBPF_AGENT_MAGIC) {
+			t->status = st;
+			t->have_status = true;
+		}
+	}
+}
+
+void gpu_session_detach(struct gpu_session *gs)
+{
+	gpu_session_poll(gs);
+	for (size_t i = 0; i < gs->n; i++) {
+		struct gpu_target *t = gs->v[i];
+		struct rec_gpu_status st;
+		char *why = NULL;
+		int ret;
+
+		if (t->located && t->have_status && t->status.state == AGENT_ACTIVE &&
+		    !agent_request_sync(t->pid, &t->loc, AGENT_REQ_STOP, 0, GPU_STOP_TIMEOUT_MS, &st))
+			t->status = st;   /* flushed: its last records are in the ring */
+		uprobe_set_close(&t->links);
+		if (t->injected) {
+			/* the agent pins itself once CUPTI ran: dlclose then only
+			 * drops our reference */
+			inject_dlclose(t->pid, t->handle, &ret, &why);
+			free(why);
+			t->injected = false;
+		}
+	}
+}
+
+int gpu_session_apply(struct gpu_session *gs, struct profile *p,
+		      const char *(*op_name)(void *ctx, uint32_t id, const char **overload),
+		      void *ctx)
+{
+	int seen = 0;
+
+	if (gs->spans)
+		gj_spans_finish(gs->spans);
+	for (size_t i = 0; i < gs->n; i++) {
+		struct gpu_target *t = gs->v[i];
+		size_t nspans = 0;
+		const struct gj_op_span *spans = gs->spans_failed ? NULL :
+			gj_spans_of(gs->spans, (uint32_t)t->pid, &nspans);
+		struct gj_input in = { t->host, t->nhost, t->gpu, t->ngpu, t->names, t->nnames,
+				       spans, nspans, GJ_OFFSET_AUTO, 0 };
+		struct gj_result r = { 0 };
+		int err;
+
+		if (!t->ngpu)
+			continue;
+		err = gpujoin_run(&in, &r);
+		if (err)
+			return err;
+		seen += (int)r.counts.device;
+		t->dev_seen = r.counts.device;
+		err = profile_add_gpu(p, &r, (uint32_t)t->pid, op_name, ctx);
+		gpujoin_free(&r);
+		if (err < 0)
+			return err;
+		t->dev_attributed = (uint64_t)err;
+		if (t->dev_attributed)
+			p->has_gpu_times = true;
+	}
+	return seen;
+}
+
+char *gpu_target_note(const struct gpu_target *t)
+{
+	char *s = NULL;
+	int n;
+
+	if (t->note)
+		n = asprintf(&s, "%s", t->note);
+	else if (t->dev_seen)
+		n = asprintf(&s, "%llu device records from the CUPTI agent, none launched inside an "
+			     "op tbpf saw (no matching host launch probe)",
+			     (unsigned long long)t->dev_seen);
+	else if (!t->have_status && t->mode == GPU_AGENT_RUN)
+		n = asprintf(&s, "%s", "the CUDA driver never loaded the CUPTI agent (the command "
+			     "did not initialize CUDA: no GPU, or a CPU-only run)");
+	else if (!t->have_status)
+		n = asprintf(&s, "%s", "CUPTI agent status unknown");
+	else if (t->status.state == AGENT_ACTIVE || t->status.state == AGENT_STOPPED)
+		n = asprintf(&s, "CUPTI agent %s, %llu records, no device activity attributed",
+			     agent_state_name(t->status.state),
+			     (unsigned long long)t->status.records);
+	else
+		n = asprintf(&s, "CUPTI agent reports %s (%.*s)", agent_state_name(t->status.state),
+			     (int)sizeof(t->status.detail), t->status.detail);
+	return n < 0 ? NULL : s;
+}
+
+const char *gpu_session_status(struct gpu_session *gs)
+{
+	char *acc = NULL;
+
+	free(gs->note);
+	gs->note = NULL;
+	for (size_t i = 0; i < gs->n; i++) {
+		char *one = gpu_target_note(gs->v[i]), *next = NULL;
+		int n;
+
+		if (!one)
+			continue;
+		if (gs->n > 1)
+			n = asprintf(&next, "%s%spid %d: %s", acc ? acc : "", acc ? "; " : "",
+				     gs->v[i]->pid, one);
+		else
+			n = asprintf(&next, "%s", one);
+		free(one);
+		free(acc);
+		acc = n < 0 ? NULL : next;
+	}
+	if (asprintf(&gs->note, "no CUDA device timings: %s",
+		     acc ? acc : "CUPTI agent not loaded") < 0)
+		gs->note = NULL;
+	free(acc);
+	return gs->note ? gs->note : "no CUDA device timings";
+}
+
+void gpu_session_free(struct gpu_session *gs)
+{
+	for (size_t i = 0; i < gs->n; i++) {
+		struct gpu_target *t = gs->v[i];
+
+		uprobe_set_close(&t->links);
+		agent_loc_free(&t->loc);
+		free(t->note);
+		free(t->host);
+		free(t->gpu);
+		free(t->names);
+		free(t);
+	}
+	free(gs->v);
+	free(gs->note);
+	gj_spans_free(gs->spans);
+	memset(gs, 0, sizeof(*gs));
+}

@@ -1,0 +1,1189 @@
+/* session.c - collection engine: one BPF object, many target processes.
+ *
+ * Per target: discover ops (target.c), entry probes on a per-pid
+ * uprobe_multi link per library, and in return mode the ptrace unwind
+ * guard (guard.c), which owns the return probes.  Detach order is always:
+ * guard (no new hijacks, repair, detach) -> entry probes -> hooks.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "strf.h"
+#include "tbpf.skel.h"
+#include "tbpf_abi.h"
+#include "capture.h"
+#include "guard.h"
+#include "infer_sampler.h"
+#include "procmaps.h"
+#include "pyoffsets.h"
+#include "pysym.h"
+#include "stacks.h"
+#include "model.h"
+#include "profile.h"
+#include "session.h"
+#include "units.h"
+#include "probeshare.h"
+#include "target.h"
+#include "uprobe.h"
+#include "cuda_session.h"
+#include "gpu_session.h"
+#include "elfsym.h"
+
+struct tgt {
+	struct target t;
+	uint32_t id_base;
+	struct uprobe_set entry, hooks;
+	struct guard *guard;
+	struct guard_stats gstats;
+	int pidfd;
+	bool alive;
+	struct session_target_info info;
+	struct tbpf_pyproc pp;
+	struct pysym *ps;          /* NULL: no supported Python */
+	char *py_note;
+};
+
+struct session {
+	struct session_config cfg;
+	struct tbpf_bpf *skel;
+	struct ring_buffer *rb;
+	bool multi;
+	uint32_t own_progs[32];  /* our programs' ids: links of theirs are ours */
+	size_t nown;
+	uint32_t next_id;
+	struct tgt **v;
+	size_t n, cap;
+	pid_t *skip;            /* system-wide: pids found not to be targets */
+	size_t nskip, capskip;
+	uint64_t records, record_errors;
+	struct cuda_session cuda;   /* cfg.cuda: CUDA probes and tables (issue 5) */
+	struct gpu_session gpu;     /* cfg.gpu_agent: CUPTI agents (issue 6) */
+	unsigned gpu_ticks;
+	unsigned cuda_ticks;
+	struct stackstore stacks;   /* Python stacks named while targets live */
+	uint64_t stack_errors;
+	unsigned stack_ticks;
+	struct infer_sampler sampler;   /* bounds inferred exits (issue 19) */
+	unsigned scans;             /* session_scan calls: later finds are announced */
+	struct uprobe_set hold;     /* tbpf run: _dl_debug_state in the loader */
+	struct bpf_link *hold_mmap; /* tbpf run: tp_btf/sys_enter (mmap) */
+};
+
+static struct tgt *tgt_by_pid(struct session *s, uint32_t pid)
+{
+	for (size_t i = s->n; i-- > 0;)
+		if ((uint32_t)s->v[i]->t.pid == pid)
+			return s->v[i];
+	return NULL;
+}
+
+/* Symbolize one captured stack now, while the target can be read. */
+static void stack_seen(struct session *s, const struct rec_pystack *r)
+{
+	const struct sym_stack *st = NULL;
+	struct tgt *tg;
+
+	if (stackstore_find(&s->stacks, r->pid, r->stack_id))
+		return;
+	tg = tgt_by_pid(s, r->pid);
+	if (!tg || !tg->ps)
+		return;
+	if (stackstore_add(&s->stacks, tg->ps, r->pid, r, &st)) {
+		s->stack_errors++;
+		return;
+	}
+	if (s->cfg.cw && st)
+		capture_write_stack(s->cfg.cw, st->pid, st->id, st->frames, st->nframes);
+}
+
+/* New stacks in the BPF dedup map (table mode has no records). */
+static void sync_stacks(struct session *s)
+{
+	int fd = bpf_map__fd(s->skel->maps.pystacks);
+	__u64 key, next, *prev = NULL;
+	struct rec_pystack r;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &r))
+			continue;
+		stack_seen(s, &r);
+	}
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG || getenv("TBPF_DEBUG") == NULL)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct session *s = ctx;
+
+	s->records++;
+	if (s->cfg.python && size >= sizeof(struct rec_pystack) &&
+	    ((struct rec_hdr *)data)->type == REC_PYSTACK)
+		stack_seen(s, data);   /* named before the raw record is written */
+	if (s->cfg.cw && capture_write_raw(s->cfg.cw, data, size))
+		s->record_errors++;
+	if (s->cfg.cuda)
+		cuda_session_record(&s->cuda, data, size);
+	if (s->cfg.gpu_agent)   /* issue 6: REC_GPU + host launches for the join */
+		gpu_session_record(&s->gpu, data, size);
+	return 0;
+}
+
+struct session *session_open(const struct session_config *cfg, char **why, int *err_out)
+{
+	struct session *s;
+	struct stat st;
+	uint32_t mode = 0;
+	int err;
+
+	*why = NULL;
+	*err_out = -EIO;
+	if (geteuid() != 0) {
+		*why = strf("%s", "permission denied: attaching BPF probes needs root (or CAP_BPF, "
+			    "CAP_PERFMON and CAP_SYS_PTRACE); run with sudo");
+		*err_out = -EPERM;
+		return NULL;
+	}
+	if (stat("/sys/kernel/btf/vmlinux", &st)) {
+		struct utsname u;
+
+		uname(&u);
+		*why = strf("kernel %s has no BTF (/sys/kernel/btf/vmlinux): tbpf needs "
+			    "CONFIG_DEBUG_INFO_BTF=y (Linux 5.8+)", u.release);
+		*err_out = -EOPNOTSUPP;
+		return NULL;
+	}
+	if (stat("/sys/bus/event_source/devices/uprobe", &st)) {
+		*why = strf("%s", "this kernel has no uprobe support (CONFIG_UPROBE_EVENTS)");
+		*err_out = -EOPNOTSUPP;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->cfg = *cfg;
+	s->next_id = 0;
+	libbpf_set_print(libbpf_quiet);
+	s->multi = !cfg->no_multi && uprobe_multi_supported() == 1;
+	if (!s->multi && !cfg->no_multi)
+		fprintf(stderr, "tbpf: warning: kernel lacks uprobe_multi (Linux 6.6+); attaching "
+				"probes one by one, which is slower\n");
+	s->skel = tbpf_bpf__open();
+	if (!s->skel) {
+		*why = strf("cannot open the BPF object: %s", strerror(errno));
+		goto fail;
+	}
+	if (cfg->exits != EXITS_INFER)
+		mode |= TBPF_MODE_EXITS;
+	if (cfg->record || gpu_session_wants_ops(cfg->gpu_agent))   /* CUDA total */
+		mode |= TBPF_MODE_RECORD;
+	if (cfg->python)
+		mode |= TBPF_MODE_PYSTACK;
+	s->skel->rodata->tbpf_mode = mode;
+	s->skel->rodata->targ_tgid = cfg->only_pid > 0 ? (__u32)cfg->only_pid : 0;
+	s->skel->rodata->pid_filter = cfg->only_pid > 0 ? 0 : 1;
+	s->skel->rodata->guard_sig = SIGURG;
+	/* thread state in task storage unless the guard could not read it */
+	s->skel->rodata->thread_store = cfg->exits == EXITS_INFER || guard_thread_store_ok();
+	s->skel->rodata->hist_on = !cfg->no_hist;
+	bpf_program__set_autoload(s->skel->progs.tbpf_run_mmap, cfg->run_hold);
+	bpf_program__set_autoload(s->skel->progs.tbpf_run_dlstate, cfg->run_hold);
+	if (cfg->ring_size)
+		bpf_map__set_max_entries(s->skel->maps.events, (uint32_t)ring_size_round(cfg->ring_size));
+	if (s->multi) {
+		struct bpf_program *p;
+
+		bpf_object__for_each_program(p, s->skel->obj)
+			if (bpf_program__type(p) == BPF_PROG_TYPE_KPROBE)
+				bpf_program__set_expected_attach_type(p, TBPF_ATTACH_UPROBE_MULTI);
+	}
+	err = tbpf_bpf__load(s->skel);
+	if (err) {
+		*why = strf("cannot load BPF programs: %s (kernel too old? TBPF_DEBUG=1 shows the "
+			    "verifier log)", strerror(-err));
+		*err_out = -EOPNOTSUPP;
+		goto fail;
+	}
+	{
+		struct bpf_program *p;
+
+		bpf_object__for_each_program(p, s->skel->obj) {
+			struct bpf_prog_info pi;
+			uint32_t len = sizeof(pi);
+
+			memset(&pi, 0, sizeof(pi));
+			if (s->nown < sizeof(s->own_progs) / sizeof(s->own_progs[0]) &&
+			    !bpf_obj_get_info_by_fd(bpf_program__fd(p), &pi, &len))
+				s->own_progs[s->nown++] = pi.id;
+		}
+	}
+	/* only the thread-exit tracepoint auto-attaches */
+	s->skel->links.tbpf_thread_exit = bpf_program__attach(s->skel->progs.tbpf_thread_exit);
+	if (!s->skel->links.tbpf_thread_exit) {
+		*why = strf("cannot attach the thread-exit tracepoint: %s", strerror(errno));
+		*err_out = -EOPNOTSUPP;
+		goto fail;
+	}
+	if (cfg->cuda)
+		cuda_session_init(&s->cuda);
+	if (cfg->gpu_agent)
+		gpu_session_init(&s->gpu, s->multi);
+	/* CUDA and GPU records always go through the ring buffer */
+	if (cfg->record || cfg->cuda || cfg->python || cfg->gpu_agent) {
+		s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
+		if (!s->rb) {
+			*why = strf("cannot map the ring buffer: %s", strerror(errno));
+			goto fail;
+		}
+	}
+	return s;
+fail:
+	if (s->skel)
+		tbpf_bpf__destroy(s->skel);
+	free(s);
+	return NULL;
+}
+
+/* Other tools' uprobe_multi links on the target's op libraries
+ * (probeshare.h): the worst verdict over them, with a message naming the
+ * deciding link. */
+static enum probeshare_verdict check_sharing(struct session *s, struct tgt *tg, bool want_returns,
+					     char **msg)
+{
+	enum probeshare_verdict worst = PS_OK;
+
+	*msg = NULL;
+	for (size_t i = 0; i < tg->t.nlibs; i++) {
+		struct target_lib *l = &tg->t.libs[i];
+		struct probeshare_link *v = NULL;
+		size_t n = 0, which = 0;
+		enum probeshare_verdict r;
+
+		if (!l->n)
+			continue;
+		{
+			int e = probeshare_scan(l->host_path, s->own_progs, s->nown, &v, &n);
+
+			if (getenv("TBPF_DEBUG"))
+				fprintf(stderr, "tbpf: probeshare %s: %d, %zu other links\n",
+					l->host_path, e, n);
+			if (e)
+				continue;   /* cannot tell: as before */
+		}
+		r = probeshare_decide(v, n, want_returns, &which);
+		if (r > worst) {
+			char *d = probeshare_describe(&v[which]);
+
+			free(*msg);
+			*msg = r == PS_REFUSE ?
+				strf("another tool's return probes on %s (%s) would also rewrite return "
+				     "addresses in pid %d, where a C++ exception could then not unwind; "
+				     "stop that tool first", l->path, d ? d : "?", tg->t.pid) :
+				strf("another tool probes %s (%s), and return probes on that file would "
+				     "also act in its processes", l->path, d ? d : "?");
+			free(d);
+			worst = r;
+		}
+		free(v);
+	}
+	return worst;
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Entry probes on the ops whose id is in ids (sorted), or on all of them
+ * when ids is NULL. */
+static int attach_entries_of(struct session *s, struct tgt *tg, const uint32_t *ids,
+			     size_t nids, char **why)
+{
+	for (size_t i = 0; i < tg->t.nlibs; i++) {
+		struct target_lib *l = &tg->t.libs[i];
+		uint64_t *offs = l->offsets, *cks = l->cookies;
+		size_t n = l->n;
+		int err;
+
+		if (!l->n)
+			continue;
+		if (ids) {
+			offs = calloc(l->n, sizeof(*offs));
+			cks = calloc(l->n, sizeof(*cks));
+			n = 0;
+			for (size_t k = 0; offs && cks && k < l->n; k++) {
+				uint32_t id = TBPF_COOKIE_OPID(l->cookies[k]);
+
+				if (bsearch(&id, ids, nids, sizeof(*ids), u32_cmp)) {
+					offs[n] = l->offsets[k];
+					cks[n++] = l->cookies[k];
+				}
+			}
+			if (!offs || !cks) {
+				free(offs);
+				free(cks);
+				return -ENOMEM;
+			}
+		}
+		err = n ? uprobe_set_attach(&tg->entry, s->skel->progs.tbpf_op_entry, l->host_path,
+					    offs, cks, n, false, tg->t.pid, s->multi) : 0;
+		if (ids) {
+			free(offs);
+			free(cks);
+		}
+		if (err) {
+			if (asprintf(why, "cannot attach op probes in %s: %s", l->path,
+				     strerror(-err)) < 0)
+				*why = NULL;
+			return err;
+		}
+	}
+	return 0;
+}
+
+static int attach_entries(struct session *s, struct tgt *tg, char **why)
+{
+	return attach_entries_of(s, tg, NULL, 0, why);
+}
+
+static int attach_catch_hooks(struct session *s, struct tgt *tg)
+{
+	for (size_t i = 0; i < tg->t.nhooks; i++) {
+		uint64_t cookie = 0;
+		int err;
+
+		if (!tg->t.hooks[i].is_catch)
+			continue;
+		err = uprobe_set_attach(&tg->hooks, s->skel->progs.tbpf_unwind_catch,
+					tg->t.hooks[i].host_path, &tg->t.hooks[i].offset, &cookie, 1,
+					false, tg->t.pid, s->multi);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int start_guard(struct session *s, struct tgt *tg, char **why)
+{
+	struct guard_lib *libs = calloc(tg->t.nlibs + 1, sizeof(*libs));
+	struct guard_hook *hooks = calloc(tg->t.nhooks + 1, sizeof(*hooks));
+	struct guard_config cfg = {
+		.pid = tg->t.pid,
+		.sig = SIGURG,
+		.tramp_page = s->skel->rodata->tramp_page,
+		.threads_map_fd = s->skel->rodata->thread_store ? bpf_map__fd(s->skel->maps.thread_tls)
+								 : bpf_map__fd(s->skel->maps.threads),
+		.guard_tids_fd = bpf_map__fd(s->skel->maps.guard_tids),
+		.guard_req_fd = bpf_map__fd(s->skel->maps.guard_req),
+		.entry_prog = s->skel->progs.tbpf_op_entry,
+		.exit_prog = s->skel->progs.tbpf_op_exit,
+		.unwind_prog = s->skel->progs.tbpf_unwind_begin,
+		.catch_prog = s->skel->progs.tbpf_unwind_catch,
+		.multi = s->multi,
+	};
+	size_t nl = 0;
+	int err;
+
+	if (!libs || !hooks) {
+		free(libs);
+		free(hooks);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < tg->t.nlibs; i++)
+		if (tg->t.libs[i].n)
+			libs[nl++] = (struct guard_lib){ tg->t.libs[i].host_path, tg->t.libs[i].offsets,
+							 tg->t.libs[i].cookies, tg->t.libs[i].n };
+	for (size_t i = 0; i < tg->t.nhooks; i++)
+		hooks[i] = (struct guard_hook){ tg->t.hooks[i].host_path, tg->t.hooks[i].offset,
+						tg->t.hooks[i].is_catch };
+	cfg.libs = libs;
+	cfg.nlibs = nl;
+	cfg.hooks = hooks;
+	cfg.nhooks = tg->t.nhooks;
+	err = guard_start(&cfg, &tg->guard, why);
+	free(libs);
+	free(hooks);
+	return err;
+}
+
+static void tgt_detach(struct session *s, struct tgt *tg)
+{
+	__u32 key = tg->t.pid;
+
+	if (tg->guard) {
+		guard_stop(tg->guard, &tg->gstats);
+		tg->guard = NULL;
+	}
+	uprobe_set_close(&tg->entry);
+	uprobe_set_close(&tg->hooks);
+	if (tg->pidfd >= 0) {
+		close(tg->pidfd);
+		tg->pidfd = -1;
+	}
+	tg->alive = false;
+	tg->info.alive = false;
+	if (s->cfg.cuda)
+		cuda_session_remove(&s->cuda, tg->t.pid);
+	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.pids), &key);
+	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.py_procs), &key);
+}
+
+static bool is_attached(struct session *s, pid_t pid)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i]->t.pid == pid && s->v[i]->alive)
+			return true;
+	return false;
+}
+
+int session_add_target(struct session *s, pid_t pid, char **why)
+{
+	struct tgt *tg;
+	__u32 key = pid;
+	bool no_returns = false;
+	int err;
+
+	*why = NULL;
+	if (is_attached(s, pid))
+		return -EEXIST;
+	if (s->cfg.only_pid > 0 && pid != s->cfg.only_pid)
+		return -EINVAL;   /* the BPF side only sees only_pid */
+	if (kill(pid, 0) && errno == ESRCH) {
+		*why = NULL;
+		if (asprintf(why, "no such process: %d", pid) < 0)
+			*why = NULL;
+		return -ESRCH;
+	}
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 8;
+		struct tgt **v = realloc(s->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->v = v;
+		s->cap = cap;
+	}
+	tg = calloc(1, sizeof(*tg));
+	if (!tg)
+		return -ENOMEM;
+	tg->pidfd = -1;
+	tg->id_base = s->next_id;
+	err = target_open(pid, tg->id_base, s->cfg.redispatch ? TARGET_REDISPATCH : 0, &tg->t, why);
+	if (err) {
+		free(tg);
+		return err;
+	}
+	s->next_id = tg->id_base + (uint32_t)tg->t.nops - 1;
+	tg->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (s->cfg.python) {
+		char *pwhy = NULL;
+
+		if (!pyproc_detect_maps(pid, &tg->t.maps, &tg->pp, &pwhy)) {
+			tg->ps = pysym_new(pid, &tg->pp, NULL, NULL);
+			if (tg->ps)
+				bpf_map_update_elem(bpf_map__fd(s->skel->maps.py_procs), &key, &tg->pp,
+						    BPF_ANY);
+			if (asprintf(&tg->py_note, "Python %u.%u", tg->pp.version >> 8,
+				     tg->pp.version & 0xff) < 0)
+				tg->py_note = NULL;
+		} else {
+			tg->py_note = pwhy;
+			fprintf(stderr, "tbpf: pid %d: no Python stacks or layers (%s); the op table "
+					"is unaffected\n", pid, pwhy ? pwhy : "unsupported interpreter");
+			pwhy = NULL;
+		}
+		free(pwhy);
+	}
+	{
+		char *msg = NULL;
+		enum probeshare_verdict v = check_sharing(s, tg, s->cfg.exits != EXITS_INFER, &msg);
+
+		if (v == PS_REFUSE) {
+			*why = msg;
+			err = -EBUSY;
+			goto fail;
+		}
+		if (v == PS_NO_RETURNS && s->cfg.exits == EXITS_RETURN) {
+			*why = strf("--exits return: %s", msg ? msg : "another tool probes the library");
+			free(msg);
+			err = -EBUSY;
+			goto fail;
+		}
+		if (v == PS_NO_RETURNS) {
+			fprintf(stderr, "tbpf: warning: pid %d: %s: exits inferred from the stack "
+					"pointer instead, counts stay exact\n", pid, msg ? msg : "?");
+			no_returns = true;
+		}
+		free(msg);
+	}
+	{
+		/* per-CPU hit counters start at zero (pids is a per-CPU hash) */
+		int ncpu = libbpf_num_possible_cpus();
+		uint64_t *zero = calloc(ncpu > 0 ? ncpu : 1, sizeof(uint64_t));
+
+		if (!zero || bpf_map_update_elem(bpf_map__fd(s->skel->maps.pids), &key, zero, BPF_ANY)) {
+			*why = strf("cannot add the pid to the BPF filter: %s", strerror(zero ? errno : ENOMEM));
+			free(zero);
+			err = -ENOMEM;
+			goto fail;
+		}
+		free(zero);
+	}
+	/* issue 6: the CUPTI agent.  Before the guard: --inject ptraces one
+	 * thread, which the guard would otherwise hold.  Never fatal. */
+	if (s->cfg.gpu_agent) {
+		char *gwhy = NULL;
+
+		if (gpu_session_add(&s->gpu, s->skel, pid, s->cfg.gpu_agent, s->cfg.agent_path,
+				    s->cfg.inject_flags, &gwhy))
+			fprintf(stderr, "tbpf: warning: pid %d: no CUDA device times: %s; the op "
+					"table is unaffected\n", pid, gwhy ? gwhy : "?");
+		free(gwhy);
+	}
+	tg->info.exits = "infer";
+	if (s->cfg.exits != EXITS_INFER && !no_returns) {
+		char *gwhy = NULL;
+
+		/* the guard attaches entry, unwind-hook and return probes */
+		err = start_guard(s, tg, &gwhy);
+		if (err) {
+			if (s->cfg.exits == EXITS_RETURN) {
+				if (asprintf(why, "--exits return: %s", gwhy ? gwhy : strerror(-err)) < 0)
+					*why = NULL;
+				free(gwhy);
+				goto fail;
+			}
+			fprintf(stderr, "tbpf: warning: pid %d: exact op durations unavailable (%s); "
+					"exits inferred from the stack pointer, counts stay exact\n",
+				pid, gwhy ? gwhy : strerror(-err));
+			free(gwhy);
+			err = 0;
+		} else {
+			tg->info.exits = "return";
+		}
+	}
+	if (!tg->guard) {
+		err = attach_entries(s, tg, why);
+		if (err)
+			goto fail;
+	}
+	if (!tg->guard) {
+		err = infer_sampler_start(&s->sampler, s->skel->progs.tbpf_infer_sample,
+					  s->skel->progs.tbpf_infer_switch, 0);
+		if (err)
+			fprintf(stderr, "tbpf: warning: no CPU-clock samples (%s): an inferred op exit "
+					"is seen at the thread's next op\n", strerror(-err));
+		err = 0;
+	}
+	if (!tg->guard && attach_catch_hooks(s, tg))
+		fprintf(stderr, "tbpf: warning: pid %d: cannot hook __cxa_begin_catch; frames unwound "
+				"by exceptions close at the thread's next op\n", pid);
+	tg->alive = true;
+	tg->info.pid = pid;
+	tg->info.comm = tg->t.comm;
+	tg->info.cmdline = tg->t.cmdline;
+	tg->info.nprobes = tg->guard ? guard_entry_probes(tg->guard) : tg->entry.nprobes;
+	tg->info.alive = true;
+	tg->info.python = tg->py_note;
+	s->v[s->n++] = tg;
+	if (s->cfg.cuda) {
+		char *cwhy = NULL;
+		int n = cuda_session_add(&s->cuda, s->skel, pid, &cwhy);
+
+		if (n < 0)
+			fprintf(stderr, "tbpf: warning: pid %d: no CUDA probes: %s\n", pid,
+				cwhy ? cwhy : strerror(-n));
+		free(cwhy);
+	}
+	return 0;
+fail:
+	tgt_detach(s, tg);
+	target_close(&tg->t);
+	pysym_free(tg->ps);
+	free(tg->py_note);
+	free(tg);
+	return err ? err : -EINVAL;
+}
+
+/* The dynamic linker the command runs under: the x86-64 default (Debian's
+ * python3 and virtual environments built on it). */
+#define RUN_LOADER "/lib64/ld-linux-x86-64.so.2"
+
+/* File offset of _dl_debug_state, the debugger's r_brk, in the loader. */
+static int loader_brk(const char *path, uint64_t *off)
+{
+	struct elf_file *ef;
+	struct elf_sym sym;
+	int err = elf_file_open(path, &ef);
+
+	if (err)
+		return err;
+	err = elf_file_find_sym(ef, "_dl_debug_state", &sym);
+	if (!err && (!sym.defined || !sym.file_off))
+		err = -ENOENT;
+	*off = sym.file_off;
+	elf_file_close(ef);
+	return err;
+}
+
+int session_hold_torch(struct session *s, char **why)
+{
+	uint64_t off = 0, cookie = 0;
+	int err;
+
+	*why = NULL;
+	if (!s->cfg.run_hold || s->cfg.only_pid <= 0)
+		return -EINVAL;
+	err = loader_brk(RUN_LOADER, &off);
+	if (!err)
+		err = uprobe_set_attach(&s->hold, s->skel->progs.tbpf_run_dlstate, RUN_LOADER, &off,
+					&cookie, 1, false, s->cfg.only_pid, s->multi);
+	if (!err) {
+		s->hold_mmap = bpf_program__attach(s->skel->progs.tbpf_run_mmap);
+		err = s->hold_mmap ? 0 : (errno ? -errno : -EINVAL);
+	}
+	if (err) {
+		*why = strf("cannot hold the command where it loads libtorch (%s in %s): %s",
+			    s->hold.nprobes ? "mmap hook" : "_dl_debug_state", RUN_LOADER,
+			    strerror(-err));
+		session_hold_release(s);
+		return err;
+	}
+	s->skel->bss->run_hold = RUN_HOLD_ARMED;
+	return 0;
+}
+
+bool session_torch_held(struct session *s)
+{
+	return s->skel->bss->run_hold == RUN_HOLD_STOPPED;
+}
+
+void session_hold_release(struct session *s)
+{
+	if (s->skel->bss->run_hold == RUN_HOLD_STOPPED)
+		kill(s->cfg.only_pid, SIGCONT);
+	s->skel->bss->run_hold = RUN_HOLD_OFF;
+	uprobe_set_close(&s->hold);
+	bpf_link__destroy(s->hold_mmap);
+	s->hold_mmap = NULL;
+}
+
+static bool skip_known(struct session *s, pid_t pid)
+{
+	for (size_t i = 0; i < s->nskip; i++)
+		if (s->skip[i] == pid)
+			return true;
+	return false;
+}
+
+static void skip_add(struct session *s, pid_t pid)
+{
+	if (s->nskip == s->capskip) {
+		size_t cap = s->capskip ? s->capskip * 2 : 256;
+		pid_t *v = realloc(s->skip, cap * sizeof(*v));
+
+		if (!v)
+			return;
+		s->skip = v;
+		s->capskip = cap;
+	}
+	s->skip[s->nskip++] = pid;
+}
+
+static bool passes_filters(struct session *s, pid_t pid)
+{
+	if (s->cfg.comm_filter) {
+		char *c = proc_comm(pid);
+		bool ok = c && !strcmp(c, s->cfg.comm_filter);
+
+		free(c);
+		if (!ok)
+			return false;
+	}
+	if (s->cfg.cgroup_filter) {
+		char path[64], line[512];
+		FILE *f;
+		bool ok = false;
+
+		snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+		f = fopen(path, "re");
+		if (!f)
+			return false;
+		while (fgets(line, sizeof(line), f))
+			if (strstr(line, s->cfg.cgroup_filter))
+				ok = true;
+		fclose(f);
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+/* A process found by a scan after the first: its own line once its probes
+ * are live (the first scan's are in the caller's `attached` line). */
+static void announce_target(struct session *s, const struct tgt *tg)
+{
+	if (!s->scans && !s->cfg.verbose)
+		return;
+	fprintf(stderr, "tbpf: attached to pid %d (%s): %zu probes live, exits: %s%s\n",
+		tg->t.pid, tg->t.comm ? tg->t.comm : "?", tg->info.nprobes, tg->info.exits,
+		s->scans ? "; found during the run" : "");
+}
+
+int session_scan(struct session *s)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int added = 0;
+	pid_t self = getpid();
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		pid_t pid = atoi(e->d_name);
+		struct pm_maps m = { 0 };
+		char **paths = NULL;
+		size_t n = 0;
+		char *why = NULL;
+
+		if (pid <= 0 || pid == self || is_attached(s, pid) || skip_known(s, pid))
+			continue;
+		if (!passes_filters(s, pid))
+			continue;
+		if (procmaps_read(pid, &m))
+			continue;
+		if (procmaps_libtorch_libs(pid, &m, &paths, &n) || n == 0) {
+			procmaps_free(&m);
+			procmaps_free_paths(paths, n);
+			continue;   /* may import torch later: scanned again */
+		}
+		procmaps_free(&m);
+		procmaps_free_paths(paths, n);
+		if (session_add_target(s, pid, &why) == 0) {
+			added++;
+			announce_target(s, s->v[s->n - 1]);
+		} else {
+			if (s->cfg.verbose)
+				fprintf(stderr, "tbpf: skipping pid %d: %s\n", pid, why ? why : "?");
+			skip_add(s, pid);
+		}
+		free(why);
+	}
+	closedir(d);
+	s->scans++;
+	return added;
+}
+
+int session_poll(struct session *s, int ms)
+{
+	struct pollfd *p = calloc(s->n + 1, sizeof(*p));
+	size_t np = 0;
+	int live = 0;
+
+	if (!p)
+		return -ENOMEM;
+	p = realloc(p, (s->n + 2) * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i]->alive && s->v[i]->pidfd >= 0)
+			p[np++] = (struct pollfd){ .fd = s->v[i]->pidfd, .events = POLLIN };
+	/* records that want a wakeup (new Python stacks) */
+	if (s->rb)
+		p[np++] = (struct pollfd){ .fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN };
+	if (np)
+		poll(p, np, ms);
+	else if (ms > 0)
+		usleep((useconds_t)ms * 1000);
+	free(p);
+	if (s->rb)
+		ring_buffer__consume(s->rb);
+	/* name new Python stacks while the targets can still be read */
+	if (s->cfg.python && ++s->stack_ticks % 2 == 0)
+		sync_stacks(s);
+	/* libraries loaded since attach (about once a second) */
+	if (s->cfg.cuda && ++s->cuda_ticks % 10 == 0)
+		cuda_session_rescan(&s->cuda, s->skel);
+	if (s->cfg.gpu_agent && ++s->gpu_ticks % 10 == 0)
+		gpu_session_poll(&s->gpu);   /* issue 6: agent status */
+	for (size_t i = 0; i < s->n; i++) {
+		struct tgt *tg = s->v[i];
+
+		if (!tg->alive)
+			continue;
+		if (kill(tg->t.pid, 0) && errno == ESRCH) {
+			tgt_detach(s, tg);
+			continue;
+		}
+		if (tg->pidfd >= 0) {
+			struct pollfd q = { .fd = tg->pidfd, .events = POLLIN };
+
+			if (poll(&q, 1, 0) > 0) {
+				tgt_detach(s, tg);
+				continue;
+			}
+		}
+		if (tg->guard && !guard_alive(tg->guard)) {
+			fprintf(stderr, "tbpf: pid %d: unwind guard exited unexpectedly; detaching\n",
+				tg->t.pid);
+			tg->guard = NULL;
+			tgt_detach(s, tg);
+			continue;
+		}
+		live++;
+	}
+	return live;
+}
+
+static const struct op_def *op_lookup(struct session *s, uint32_t id)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct tgt *tg = s->v[i];
+
+		if (id > tg->id_base && id - tg->id_base < tg->t.nops)
+			return &tg->t.ops[id - tg->id_base];
+	}
+	return NULL;
+}
+
+const char *session_op_name(struct session *s, uint32_t id, const char **overload)
+{
+	const struct op_def *d = op_lookup(s, id);
+
+	if (overload)
+		*overload = d && d->overload ? d->overload : "";
+	return d && d->name ? d->name : NULL;
+}
+
+int session_collect(struct session *s, struct profile *p)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	int fd = bpf_map__fd(s->skel->maps.opstats);
+	struct tbpf_opkey key, next, *prev = NULL;
+	struct tbpf_opstat *vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(*vals));
+	int err = 0;
+
+	if (!vals)
+		return -ENOMEM;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		struct prof_op row = { 0 };
+		const struct op_def *d;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, vals))
+			continue;
+		d = op_lookup(s, key.op_id);
+		row.pid = key.pid;
+		row.op_id = key.op_id;
+		row.stack_id = key.stack_id;
+		row.name = d && d->name ? d->name : "?";
+		row.overload = d && d->overload ? d->overload : "";
+		for (int c = 0; c < ncpu; c++) {
+			row.calls += vals[c].calls;
+			row.self_ns += vals[c].self_ns;
+			row.total_ns += vals[c].total_ns;
+			row.launches += vals[c].launches;
+			row.inferred += vals[c].inferred;
+			row.folded += vals[c].folded;
+			if (vals[c].max_ns > row.max_ns)
+				row.max_ns = vals[c].max_ns;
+		}
+		row.calls -= row.folded;   /* as torch.profiler's table counts */
+		err = profile_add_op(p, &row);
+		if (err)
+			break;
+	}
+	free(vals);
+	return err;
+}
+
+void session_reset_stats(struct session *s)
+{
+	int fd = bpf_map__fd(s->skel->maps.opstats);
+	struct tbpf_opkey key, next;
+
+	/* delete while iterating from the start: get_next_key(NULL) */
+	while (!bpf_map_get_next_key(fd, NULL, &next)) {
+		key = next;
+		if (bpf_map_delete_elem(fd, &key))
+			break;
+	}
+}
+
+/* Sum over CPUs of one u64 entry of a per-CPU map (vals: ncpu scratch
+ * slots); 0 when the key is absent. */
+static uint64_t percpu_sum(int fd, const void *key, uint64_t *vals, int ncpu)
+{
+	uint64_t sum = 0;
+
+	if (!bpf_map_lookup_elem(fd, key, vals))
+		for (int c = 0; c < ncpu; c++)
+			sum += vals[c];
+	return sum;
+}
+
+void session_counters(struct session *s, uint64_t *out)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(uint64_t));
+	int fd = bpf_map__fd(s->skel->maps.counters);
+
+	memset(out, 0, sizeof(uint64_t) * CNT_MAX);
+	if (!vals)
+		return;
+	for (__u32 i = 0; i < CNT_MAX; i++)
+		out[i] = percpu_sum(fd, &i, vals, ncpu);
+	free(vals);
+}
+
+uint64_t session_target_hits(struct session *s, pid_t pid)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(uint64_t)), sum;
+	__u32 key = (__u32)pid, entries = CNT_ENTRIES;
+
+	if (!vals)
+		return 0;
+	/* one target: the filter is targ_tgid and every entry hit is its */
+	sum = s->cfg.only_pid > 0 ? percpu_sum(bpf_map__fd(s->skel->maps.counters), &entries, vals, ncpu)
+				  : percpu_sum(bpf_map__fd(s->skel->maps.pids), &key, vals, ncpu);
+	free(vals);
+	return sum;
+}
+
+size_t session_ntargets(struct session *s)
+{
+	return s->n;
+}
+
+const struct session_target_info *session_target(struct session *s, size_t i)
+{
+	return i < s->n ? &s->v[i]->info : NULL;
+}
+
+const struct target *session_target_detail(struct session *s, size_t i)
+{
+	return i < s->n ? &s->v[i]->t : NULL;
+}
+
+const struct guard_stats *session_guard_stats(struct session *s, size_t i)
+{
+	return i < s->n ? &s->v[i]->gstats : NULL;
+}
+
+int session_map_fd(struct session *s, const char *name)
+{
+	int fd = bpf_object__find_map_fd_by_name(s->skel->obj, name);
+
+	return fd >= 0 ? fd : -ENOENT;
+}
+
+uint32_t session_ring_size(struct session *s)
+{
+	return bpf_map__max_entries(s->skel->maps.events);
+}
+
+int session_pidfd(struct session *s, size_t i)
+{
+	return i < s->n ? s->v[i]->pidfd : -1;
+}
+
+uint64_t session_records(struct session *s)
+{
+	return s->records;
+}
+
+int session_set_enabled(struct session *s, pid_t pid, bool on)
+{
+	return session_set_enabled_ops(s, pid, on, NULL, 0);
+}
+
+int session_set_enabled_ops(struct session *s, pid_t pid, bool on, const uint32_t *ids,
+			    size_t nids)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct tgt *tg = s->v[i];
+		char *why = NULL;
+		int err;
+
+		if (tg->t.pid != pid || !tg->alive)
+			continue;
+		if (!on) {
+			if (tg->guard) {
+				guard_stop(tg->guard, &tg->gstats);
+				tg->guard = NULL;
+				tg->info.exits = "infer";
+			}
+			uprobe_set_close(&tg->entry);
+			return 0;
+		}
+		if (tg->entry.nprobes)
+			return 0;
+		/* another tool may have put return probes on the file since the
+		 * target was added (session_add_target checked then) */
+		if (check_sharing(s, tg, false, &why) == PS_REFUSE) {
+			free(why);
+			return -EBUSY;
+		}
+		free(why);
+		why = NULL;
+		/* frames its threads left open at the last detach are dropped,
+		 * not closed and counted in this on phase (tbpf_abi.h) */
+		s->skel->bss->pid_gen[pid & (TBPF_GEN_SLOTS - 1)]++;
+		err = attach_entries_of(s, tg, ids, nids, &why);
+		free(why);
+		return err;
+	}
+	return -ESRCH;
+}
+
+void session_detach_all(struct session *s)
+{
+	size_t slow = 0;
+
+	infer_sampler_stop(&s->sampler);
+	for (size_t i = 0; i < s->n; i++)
+		slow += s->v[i]->entry.nlinks;
+	if (slow > 500)
+		fprintf(stderr, "tbpf: removing %zu probes one by one (no uprobe_multi): this "
+				"takes a while\n", slow);
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i]->alive || s->v[i]->guard)
+			tgt_detach(s, s->v[i]);
+	if (s->cfg.cuda)
+		cuda_session_detach(&s->cuda);
+	/* issue 6: after the guards (unloading --inject's agent ptraces) */
+	if (s->cfg.gpu_agent)
+		gpu_session_detach(&s->gpu);
+	if (s->rb)
+		ring_buffer__consume(s->rb);
+}
+
+struct gpu_session *session_gpu(struct session *s)
+{
+	return s->cfg.gpu_agent ? &s->gpu : NULL;
+}
+
+void session_cuda_reset(struct session *s)
+{
+	if (s->cfg.cuda)
+		cuda_model_reset(&s->cuda.model);
+}
+
+const struct cuda_model *session_cuda(struct session *s, size_t *nprobes, size_t *nlibs)
+{
+	if (!s->cfg.cuda)
+		return NULL;
+	if (nprobes)
+		*nprobes = cuda_session_nprobes(&s->cuda, nlibs);
+	return &s->cuda.model;
+}
+
+int session_layer_tree(struct session *s, const struct profile *p, const struct cuda_model *cm,
+		       struct layer_tree **out)
+{
+	struct layer_stack *ls = NULL;
+	size_t nls = 0;
+	int err;
+
+	*out = NULL;
+	if (s->cfg.python)
+		sync_stacks(s);
+	err = stackstore_layer_stacks(&s->stacks, &ls, &nls);
+	if (!err)
+		err = model_layers(p, ls, nls, cm, out);
+	free(ls);
+	return err;
+}
+
+static void stacks_forget_pid(struct session *s, uint32_t pid)
+{
+	int fd = bpf_map__fd(s->skel->maps.pystacks);
+	size_t k = 0;
+
+	for (size_t i = 0; i < s->stacks.n; i++) {
+		if (s->stacks.v[i].pid == pid) {
+			__u64 id = s->stacks.v[i].id;
+
+			bpf_map_delete_elem(fd, &id);
+			sym_stack_clear(&s->stacks.v[i]);
+			continue;
+		}
+		s->stacks.v[k++] = s->stacks.v[i];
+	}
+	s->stacks.n = k;
+}
+
+size_t session_reap(struct session *s)
+{
+	size_t k = 0, freed = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct tgt *tg = s->v[i];
+
+		if (tg->alive || tg->guard) {
+			s->v[k++] = tg;
+			continue;
+		}
+		stacks_forget_pid(s, (uint32_t)tg->t.pid);
+		if (s->cfg.cuda)
+			cuda_session_forget(&s->cuda, tg->t.pid);
+		target_close(&tg->t);
+		pysym_free(tg->ps);
+		free(tg->py_note);
+		free(tg);
+		freed++;
+	}
+	s->n = k;
+	return freed;
+}
+
+void session_set_capture(struct session *s, struct capture_writer *cw)
+{
+	s->cfg.cw = cw;
+}
+
+void session_close(struct session *s)
+{
+	if (!s)
+		return;
+	session_hold_release(s);
+	session_detach_all(s);
+	for (size_t i = 0; i < s->n; i++) {
+		target_close(&s->v[i]->t);
+		pysym_free(s->v[i]->ps);
+		free(s->v[i]->py_note);
+		free(s->v[i]);
+	}
+	stackstore_free(&s->stacks);
+	free(s->v);
+	free(s->skip);
+	if (s->rb)
+		ring_buffer__free(s->rb);
+	if (s->cfg.cuda)
+		cuda_session_free(&s->cuda);
+	if (s->cfg.gpu_agent)
+		gpu_session_free(&s->gpu);
+	tbpf_bpf__destroy(s->skel);
+	free(s);
+}

@@ -1,0 +1,151 @@
+/* session.h - collection engine shared by the live command and the
+ * daemon: one BPF object, any number of target processes.
+ *
+ *   s = session_open(&cfg)            load BPF with the mode flags
+ *   session_add_target(s, pid)        discover ops, attach (guard first)
+ *   session_scan(s)                   system-wide: attach new processes
+ *   session_poll(s, ms)               drain records, notice exits
+ *   session_collect(s, &profile)      read the aggregated maps
+ *   session_reset_stats(s)            clear maps (daemon windows)
+ *   session_close(s)                  safe detach of everything
+ */
+#ifndef TBPF_SESSION_H
+#define TBPF_SESSION_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* How op exits are seen (--exits): see README, Exception safety. */
+enum exits_mode { EXITS_AUTO = 0, EXITS_RETURN, EXITS_INFER };
+
+struct profile;
+struct capture_writer;
+
+/* Which processes a session profiles and how: the options the live command
+ * and the daemon share (--pid, --comm, --cgroup, --exits, --ring-size;
+ * parsed once, cmd/options.c). */
+struct session_select {
+	pid_t *pids;                /* none: system-wide */
+	size_t npids;
+	const char *comm, *cgroup;  /* system-wide filters */
+	enum exits_mode exits;
+	uint64_t ring_size;         /* 0: the command's default */
+};
+
+struct session_config {
+	enum exits_mode exits;
+	bool record;                /* stream records to the ring buffer */
+	bool python;                /* walk Python stacks */
+	bool cuda;                  /* probe libcudart/libcuda */
+	bool system_wide;           /* session_scan attaches every PyTorch process */
+	bool no_multi;
+	bool redispatch;            /* probe ::redispatch too (target_open) */
+	bool no_hist;               /* no latency histograms (map ophist) */
+	uint64_t ring_size;
+	pid_t only_pid;             /* the one target, known before load: the BPF
+				     * pid check is a constant compare (saves a
+				     * hash lookup per probe hit) */
+	const char *comm_filter;    /* system-wide: only processes with this comm */
+	const char *cgroup_filter;  /* system-wide: only processes in this cgroup path */
+	struct capture_writer *cw;  /* where records go when record is set */
+	int verbose;
+	/* GPU device times (issue 6): enum gpu_agent_mode (gpu_session.h),
+	 * 0 = off; agent_path: libtbpf_agent.so (run_agent_path()) */
+	int gpu_agent;
+	const char *agent_path;
+	unsigned inject_flags;      /* enum inject_flags (--inject-force) */
+	bool run_hold;              /* tbpf run: load the hold (session_hold_torch) */
+};
+
+struct session_target_info {
+	pid_t pid;
+	const char *comm, *cmdline;
+	size_t nprobes;
+	const char *exits;          /* "return" or "infer" */
+	bool alive;
+	const char *python;         /* detected interpreter or why not */
+};
+
+struct session;
+
+/* NULL with *why (malloc'd one line) and *err: -EPERM missing privileges,
+ * -EOPNOTSUPP the kernel lacks a feature, -EIO anything else. */
+struct session *session_open(const struct session_config *cfg, char **why, int *err);
+/* 0, or -errno with *why. */
+int session_add_target(struct session *s, pid_t pid, char **why);
+/* tbpf run (issue 13): stop only_pid where its dynamic linker has mapped
+ * libtorch_cpu, before code in it runs (bpf/runhold.bpf.h).  0 or -errno
+ * with *why. */
+int session_hold_torch(struct session *s, char **why);
+/* Whether the held process has stopped there. */
+bool session_torch_held(struct session *s);
+/* Hold links off; a process stopped by it is continued. */
+void session_hold_release(struct session *s);
+/* System-wide: attach every new process that maps libtorch and passes
+ * the filters; returns how many were added. */
+int session_scan(struct session *s);
+/* Wait up to ms, drain records, detach from exited targets.  Returns the
+ * number of live targets. */
+int session_poll(struct session *s, int ms);
+/* Add every aggregated row to p (pids, names, counters). */
+int session_collect(struct session *s, struct profile *p);
+void session_reset_stats(struct session *s);
+/* Summed BPF counters (enum tbpf_counter). */
+void session_counters(struct session *s, uint64_t *out);
+/* Op-probe hits in target `pid` since it was added (0 if not a target). */
+uint64_t session_target_hits(struct session *s, pid_t pid);
+size_t session_ntargets(struct session *s);
+const struct session_target_info *session_target(struct session *s, size_t i);
+uint32_t session_ring_size(struct session *s);
+/* The fd of the session's BPF map `name` (opstats, ophist, ...; the
+ * daemon reads and trims them per window), or -ENOENT. */
+int session_map_fd(struct session *s, const char *name);
+int session_pidfd(struct session *s, size_t i);
+/* Detach from every target (safe order) and drain the ring buffer;
+ * maps stay readable until session_close. */
+void session_detach_all(struct session *s);
+void session_close(struct session *s);
+/* The nn.Module layer tree of a collected profile (Python stacks named
+ * during the run; model_layers), with the CUDA rows of cm when it is not
+ * empty (cm may be NULL).  0 or -errno; layers_free(*out). */
+struct layer_tree;
+struct cuda_model;
+int session_layer_tree(struct session *s, const struct profile *p, const struct cuda_model *cm,
+		       struct layer_tree **out);
+/* Free the targets that exited (their op names and Python stacks go
+ * too): call once their rows have been read and removed.  Returns how
+ * many were freed.  Bounded memory for the daemon. */
+size_t session_reap(struct session *s);
+/* Where records go (cfg.record); set before targets are added. */
+void session_set_capture(struct session *s, struct capture_writer *cw);
+
+/* The CUDA tables (all targets) and the CUDA probes attached; NULL unless
+ * cfg.cuda.  Valid until session_close. */
+struct cuda_model;
+const struct cuda_model *session_cuda(struct session *s, size_t *nprobes, size_t *nlibs);
+/* Empty the CUDA model (records read so far are dropped). */
+void session_cuda_reset(struct session *s);
+/* Op id -> "aten::add" (and overload); NULL when unknown. */
+const char *session_op_name(struct session *s, uint32_t id, const char **overload);
+struct target;
+struct guard_stats;
+const struct target *session_target_detail(struct session *s, size_t i);
+const struct guard_stats *session_guard_stats(struct session *s, size_t i);
+uint64_t session_records(struct session *s);
+/* Duty cycling (--max-overhead): detach or re-attach a target's op
+ * probes.  Meant for infer mode; a guarded target is detached safely
+ * and re-attached in infer mode.  0 or -errno. */
+int session_set_enabled(struct session *s, pid_t pid, bool on);
+/* The same, attaching only the ops whose ids are in ids (sorted
+ * ascending; both the call and redispatch entry points of each); ids NULL
+ * means all.  Turning on a target that is on changes nothing. */
+int session_set_enabled_ops(struct session *s, pid_t pid, bool on, const uint32_t *ids,
+			    size_t nids);
+
+/* The CUPTI agents and their records (cfg.gpu_agent); NULL when off.
+ * Valid until session_close. */
+struct gpu_session;
+struct gpu_session *session_gpu(struct session *s);
+
+#endif

@@ -1,0 +1,276 @@
+/* target.c - discovery stage: libtorch libraries, op entry points and
+ * unwinder hooks of one target process. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "tbpf_abi.h"
+#include "elfsym.h"
+#include "procmaps.h"
+#include "target.h"
+
+static char *read_small_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "re");
+	char *buf = NULL;
+	size_t cap = 0, n = 0;
+
+	if (!f)
+		return NULL;
+	for (;;) {
+		size_t r;
+
+		if (n + 4096 + 1 > cap) {
+			char *v = realloc(buf, cap = n + 8192);
+
+			if (!v) {
+				free(buf);
+				fclose(f);
+				return NULL;
+			}
+			buf = v;
+		}
+		r = fread(buf + n, 1, cap - n - 1, f);
+		n += r;
+		if (r == 0)
+			break;
+	}
+	fclose(f);
+	if (!buf)
+		return NULL;
+	buf[n] = '\0';
+	if (len)
+		*len = n;
+	return buf;
+}
+
+char *proc_comm(pid_t pid)
+{
+	char path[64], *s;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	s = read_small_file(path, NULL);
+	if (s)
+		s[strcspn(s, "\n")] = '\0';
+	return s;
+}
+
+char *proc_cmdline(pid_t pid)
+{
+	char path[64], *s;
+	size_t n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	s = read_small_file(path, &n);
+	if (!s)
+		return NULL;
+	while (n > 0 && s[n - 1] == '\0')
+		n--;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '\0')
+			s[i] = ' ';
+	s[n] = '\0';
+	return s;
+}
+
+static bool is_unwinder_lib(const char *base, void *ctx)
+{
+	(void)ctx;
+	return !strncmp(base, "libgcc_s", 8) || !strncmp(base, "libunwind", 9) ||
+	       !strncmp(base, "libstdc++", 9) || !strncmp(base, "libc++abi", 9);
+}
+
+static const char *const unwind_syms[] = {
+	"_Unwind_RaiseException", "_Unwind_Resume_or_Rethrow",
+	"_Unwind_ForcedUnwind", "_Unwind_Backtrace",
+};
+
+static int add_hook(struct target *t, const char *host_path, uint64_t off, bool is_catch,
+		    const char *sym)
+{
+	struct target_hook *v = realloc(t->hooks, (t->nhooks + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	t->hooks = v;
+	v[t->nhooks].host_path = strdup(host_path);
+	v[t->nhooks].offset = off;
+	v[t->nhooks].is_catch = is_catch;
+	v[t->nhooks].sym = sym;
+	if (!v[t->nhooks].host_path)
+		return -ENOMEM;
+	t->nhooks++;
+	return 0;
+}
+
+static int find_hooks(struct target *t, const struct pm_maps *m)
+{
+	char **paths = NULL;
+	size_t n = 0;
+	int err = procmaps_libs(m, is_unwinder_lib, NULL, &paths, &n);
+
+	if (err)
+		return err;
+	for (size_t i = 0; i < n && !err; i++) {
+		char *host = procmaps_host_path(t->pid, paths[i]);
+		struct elf_file *ef = NULL;
+		struct elf_sym s;
+		uint64_t off;
+
+		if (!host || elf_file_open(host, &ef)) {
+			free(host);
+			continue;
+		}
+		for (size_t k = 0; k < sizeof(unwind_syms) / sizeof(unwind_syms[0]) && !err; k++)
+			if (!elf_file_find_sym(ef, unwind_syms[k], &s) && s.value &&
+			    !elf_file_vaddr_to_off(ef, s.value, &off))
+				err = add_hook(t, host, off, false, unwind_syms[k]);
+		if (!err && !elf_file_find_sym(ef, "__cxa_begin_catch", &s) && s.value &&
+		    !elf_file_vaddr_to_off(ef, s.value, &off))
+			err = add_hook(t, host, off, true, "__cxa_begin_catch");
+		elf_file_close(ef);
+		free(host);
+	}
+	procmaps_free_paths(paths, n);
+	return err;
+}
+
+int target_open(pid_t pid, uint32_t id_base, unsigned flags, struct target *t, char **why)
+{
+	struct pm_maps maps = { 0 };
+	char **paths = NULL;
+	size_t npaths = 0, nops_total = 1;
+	uint32_t name_id = 0;
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	*why = NULL;
+	t->pid = pid;
+	err = procmaps_read(pid, &maps);
+	if (err) {
+		if (err == -ENOENT || err == -ESRCH)
+			err = asprintf(why, "no such process: %d", pid) < 0 ? -ENOMEM : -ESRCH;
+		else if (asprintf(why, "cannot read /proc/%d/maps: %s", pid, strerror(-err)) < 0)
+			*why = NULL;
+		return err;
+	}
+	t->comm = proc_comm(pid);
+	t->cmdline = proc_cmdline(pid);
+	err = procmaps_libtorch_libs(pid, &maps, &paths, &npaths);
+	if (err) {
+		if (asprintf(why, "cannot inspect the libraries of process %d: %s", pid,
+			     strerror(-err)) < 0)
+			*why = NULL;
+		goto out;
+	}
+	if (npaths == 0) {
+		err = -ENOENT;
+		if (asprintf(why, "process %d (%s) does not map libtorch: is it a PyTorch process "
+			     "(has it imported torch yet)?", pid, t->comm ? t->comm : "?") < 0)
+			*why = NULL;
+		goto out;
+	}
+	t->libs = calloc(npaths, sizeof(*t->libs));
+	if (!t->libs) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < npaths; i++) {
+		struct target_lib *l = &t->libs[t->nlibs];
+
+		l->path = strdup(paths[i]);
+		l->host_path = procmaps_host_path(pid, paths[i]);
+		if (!l->path || !l->host_path) {
+			err = -ENOMEM;
+			goto out;
+		}
+		err = opsyms_discover(l->host_path, &l->syms);
+		if (err) {
+			if (asprintf(why, "cannot read symbols of %s: %s", l->host_path,
+				     strerror(-err)) < 0)
+				*why = NULL;
+			goto out;
+		}
+		t->nlibs++;
+		if (l->syms.n == 0)
+			continue;
+		l->offsets = calloc(l->syms.n, sizeof(*l->offsets));
+		l->cookies = calloc(l->syms.n, sizeof(*l->cookies));
+		if (!l->offsets || !l->cookies) {
+			err = -ENOMEM;
+			goto out;
+		}
+		l->id_base = id_base + (uint32_t)nops_total - 1;
+		for (size_t k = 0; k < l->syms.n; k++) {
+			const struct opsym *s = &l->syms.v[k];
+
+			/* syms are sorted by name: equal names are adjacent */
+			if (k == 0 || strcmp(s->name, l->syms.v[k - 1].name))
+				name_id++;
+			if (s->redispatch && !(flags & TARGET_REDISPATCH))
+				continue;
+			l->offsets[l->n] = s->file_off;
+			l->cookies[l->n++] = (uint64_t)(l->id_base + s->op_index + 1) |
+					     (s->redispatch ? TBPF_COOKIE_REDISPATCH : 0) |
+					     ((uint64_t)(name_id & 0xffffff) << TBPF_COOKIE_NAME_SHIFT);
+		}
+		t->nprobes += l->n;
+		nops_total += l->syms.n_ops;
+	}
+	if (t->nprobes == 0) {
+		err = -ENOENT;
+		if (asprintf(why, "libtorch in process %d has no at::_ops entry points "
+			     "(unsupported torch build?)", pid) < 0)
+			*why = NULL;
+		goto out;
+	}
+	t->nops = nops_total;
+	t->ops = calloc(t->nops, sizeof(*t->ops));
+	if (!t->ops) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < t->nlibs; i++) {
+		struct target_lib *l = &t->libs[i];
+
+		for (size_t k = 0; k < l->syms.n; k++) {
+			const struct opsym *s = &l->syms.v[k];
+			size_t id = l->id_base - id_base + s->op_index + 1;
+
+			if (id < t->nops && !t->ops[id].name) {
+				t->ops[id].name = s->name;
+				t->ops[id].overload = s->overload;
+			}
+		}
+	}
+	err = find_hooks(t, &maps);
+	if (err && asprintf(why, "cannot inspect unwinder libraries: %s", strerror(-err)) < 0)
+		*why = NULL;
+out:
+	procmaps_free_paths(paths, npaths);
+	t->maps = maps;   /* kept for the target's other discoveries */
+	if (err)
+		target_close(t);
+	return err;
+}
+
+void target_close(struct target *t)
+{
+	for (size_t i = 0; i < t->nlibs; i++) {
+		free(t->libs[i].path);
+		free(t->libs[i].host_path);
+		free(t->libs[i].offsets);
+		free(t->libs[i].cookies);
+		opsyms_free(&t->libs[i].syms);
+	}
+	for (size_t i = 0; i < t->nhooks; i++)
+		free(t->hooks[i].host_path);
+	free(t->libs);
+	free(t->hooks);
+	free(t->ops);
+	free(t->comm);
+	free(t->cmdline);
+	procmaps_free(&t->maps);
+	memset(t, 0, sizeof(*t));
+}

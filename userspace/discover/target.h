@@ -1,0 +1,75 @@
+/* target.h - discovery stage: what to probe in one target process.
+ *
+ * Reads the target's maps, finds every libtorch it maps, discovers the
+ * op entry points of each, assigns global op ids (1-based; 0 = none) and
+ * finds the unwinder entry points for the exception hooks.
+ */
+#ifndef TBPF_TARGET_H
+#define TBPF_TARGET_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "opsyms.h"
+#include "procmaps.h"
+
+struct target_lib {
+	char *path;            /* as mapped in the target */
+	char *host_path;       /* through /proc/PID/root */
+	struct opsym_set syms;
+	uint64_t *offsets;     /* op entry points probed (::call, and
+				* ::redispatch with TARGET_REDISPATCH) */
+	uint64_t *cookies;     /* op id | TBPF_COOKIE_REDISPATCH */
+	size_t n;              /* offsets[] / cookies[] in use */
+	uint32_t id_base;      /* op id = id_base + op_index + 1 */
+};
+
+struct target_hook {
+	char *host_path;
+	uint64_t offset;
+	bool is_catch;
+	const char *sym;
+};
+
+struct op_def {
+	const char *name;      /* "aten::add" (owned by a target_lib) */
+	const char *overload;  /* "Tensor" */
+};
+
+struct target {
+	pid_t pid;
+	struct target_lib *libs;
+	size_t nlibs;
+	struct target_hook *hooks;
+	size_t nhooks;
+	struct op_def *ops;    /* index = op id; ops[0] unused */
+	size_t nops;           /* including the unused slot 0 */
+	size_t nprobes;
+	char *comm;
+	char *cmdline;
+	struct pm_maps maps;   /* /proc/PID/maps at target_open: the one parse
+				* the other discoveries of this target reuse */
+};
+
+/* target_open flags */
+enum target_flags {
+	/* probe at::_ops::<op>::redispatch as well as ::call.  Without it
+	 * only ::call is probed: every op torch.profiler sees through the
+	 * unboxed API (all eager Python code), at about 60% of the probe
+	 * hits; ops entered by the boxed path (torch.ops.aten.X,
+	 * TorchScript), whose first probed function is a ::redispatch, are
+	 * missed.  See README, "Counting like torch.profiler". */
+	TARGET_REDISPATCH = 1 << 0,
+};
+
+/* 0, or -errno with *why (malloc'd) a one-line reason such as
+ * "process 1234 does not map libtorch (is it a PyTorch process?)".
+ * flags: enum target_flags. */
+int target_open(pid_t pid, uint32_t id_base, unsigned flags, struct target *t, char **why);
+void target_close(struct target *t);
+
+/* Read /proc/PID/comm and cmdline (spaces for NULs); malloc'd or NULL. */
+char *proc_comm(pid_t pid);
+char *proc_cmdline(pid_t pid);
+
+#endif

@@ -1,0 +1,286 @@
+/* tree.c - export stage: `--format tree`, the nn.Module layer tree as
+ * torchprof prints it, box-drawing indentation and all:
+ *
+ *   | Net          | Net        | 92.1us (3%) | 3.0ms (99%) |  12 |
+ *   | ├──blocks    | Sequential |             | 2.1ms (69%) |   8 |
+ *   | │ └──0       | Block      | ...
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tree.h"
+#include "grow.h"
+
+struct row {
+	char *node;          /* indentation + name */
+	const char *cls;
+	char self[48], total[48], count[24];
+	char launches[24], sync[32];   /* CUDA columns (tree has_cuda) */
+};
+
+struct rows {
+	struct row *r;
+	size_t n, cap;
+};
+
+/* One sibling: an op row or a layer. */
+struct item {
+	const struct layer_node *node;
+	const struct layer_op *op;
+	const char *name;
+	uint64_t self_ns, total_ns, calls, launches;
+};
+
+int tree_sort_parse(const char *s, enum tree_sort *out)
+{
+	static const struct { const char *name; enum tree_sort v; } keys[] = {
+		{ "cpu_time_total", TREE_SORT_TOTAL }, { "total", TREE_SORT_TOTAL },
+		{ "cpu_total", TREE_SORT_TOTAL },
+		{ "self_cpu_time_total", TREE_SORT_SELF }, { "self", TREE_SORT_SELF },
+		{ "self_cpu", TREE_SORT_SELF },
+		{ "count", TREE_SORT_COUNT }, { "calls", TREE_SORT_COUNT },
+		{ "name", TREE_SORT_NAME },
+		{ "launches", TREE_SORT_LAUNCHES },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (!strcmp(s, keys[i].name)) {
+			*out = keys[i].v;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+char *tree_fmt_time(char *buf, size_t len, uint64_t ns)
+{
+	if (ns < 1000)
+		snprintf(buf, len, "%lluns", (unsigned long long)ns);
+	else if (ns < 1000000)
+		snprintf(buf, len, "%.1fus", ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, len, "%.1fms", ns / 1e6);
+	else
+		snprintf(buf, len, "%.1fs", ns / 1e9);
+	return buf;
+}
+
+static double pct(uint64_t v, uint64_t total)
+{
+	return total ? 100.0 * (double)v / (double)total : 0;
+}
+
+static void fmt_cell(char *buf, size_t len, uint64_t ns, uint64_t total)
+{
+	char t[32];
+
+	snprintf(buf, len, "%s (%.0f%%)", tree_fmt_time(t, sizeof(t), ns), pct(ns, total));
+}
+
+/* qsort_r context: the sort key */
+
+static int cmp_item(const void *a, const void *b, void *arg)
+{
+	const struct item *x = a, *y = b;
+	uint64_t kx = 0, ky = 0;
+
+	/* ops before layers */
+	if (!x->op != !y->op)
+		return x->op ? -1 : 1;
+	switch (*(const enum tree_sort *)arg) {
+	case TREE_SORT_TOTAL: kx = x->total_ns; ky = y->total_ns; break;
+	case TREE_SORT_SELF: kx = x->self_ns; ky = y->self_ns; break;
+	case TREE_SORT_COUNT: kx = x->calls; ky = y->calls; break;
+	case TREE_SORT_LAUNCHES: kx = x->launches; ky = y->launches; break;
+	case TREE_SORT_NAME: break;
+	}
+	if (kx != ky)
+		return kx > ky ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int rows_add(struct rows *rs, const char *prefix, const char *name,
+		    const char *cls, uint64_t self, int blank_zero_self,
+		    uint64_t total, uint64_t calls, uint64_t all,
+		    const struct layer_cuda *cuda)
+{
+	struct row *r;
+
+	if (GROW(rs->r, rs->n, rs->cap, 32))
+		return -ENOMEM;
+	r = &rs->r[rs->n];
+	if (asprintf(&r->node, "%s%s", prefix, name) < 0)
+		return -ENOMEM;
+	r->cls = cls ? cls : "";
+	if (blank_zero_self && !self)
+		r->self[0] = 0;
+	else
+		fmt_cell(r->self, sizeof(r->self), self, all);
+	fmt_cell(r->total, sizeof(r->total), total, all);
+	snprintf(r->count, sizeof(r->count), "%llu", (unsigned long long)calls);
+	r->launches[0] = r->sync[0] = 0;
+	if (cuda) {
+		snprintf(r->launches, sizeof(r->launches), "%llu",
+			 (unsigned long long)cuda->launches);
+		if (cuda->syncs)
+			tree_fmt_time(r->sync, sizeof(r->sync), cuda->sync_ns);
+	}
+	rs->n++;
+	return 0;
+}
+
+/* Emit the visible children of n; `lead` is the indentation of n's kids. */
+static int walk(struct rows *rs, const struct layer_node *n, const char *lead,
+		int is_top, const struct tree_opts *o, uint64_t all, int has_cuda)
+{
+	struct item *it;
+	size_t cnt = 0, i, nvis = 0;
+	int err = 0;
+
+	it = calloc(n->nkids + (o->ops ? n->nops : 0) + 1, sizeof(*it));
+	if (!it)
+		return -ENOMEM;
+	for (i = 0; o->ops && i < n->nops; i++) {
+		const struct layer_op *op = &n->ops[i];
+
+		it[cnt++] = (struct item){ NULL, op, op->name, op->self_ns,
+					   op->total_ns, op->calls, op->launches };
+	}
+	for (i = 0; i < n->nkids; i++) {
+		const struct layer_node *k = n->kids[i];
+
+		it[cnt++] = (struct item){ k, NULL, k->name, k->self_ns,
+					   k->total_ns, k->calls, k->cuda.launches };
+	}
+	/* hide rows under --min-pct (layers that launched CUDA work stay) */
+	for (i = 0; i < cnt; i++)
+		if (pct(it[i].total_ns, all) >= o->min_pct || it[i].launches)
+			it[nvis++] = it[i];
+	qsort_r(it, nvis, sizeof(*it), cmp_item, (void *)&o->sort);
+	for (i = 0; i < nvis && !err; i++) {
+		int last = i + 1 == nvis;
+		char *prefix = NULL, *kidlead = NULL;
+
+		if (asprintf(&prefix, "%s%s", lead, is_top ? "" : last ? "└──" : "├──") < 0 ||
+		    asprintf(&kidlead, "%s%s", lead, is_top ? "" : last ? "  " : "│ ") < 0) {
+			free(prefix);
+			err = -ENOMEM;
+			break;
+		}
+		if (it[i].op)
+			err = rows_add(rs, prefix, it[i].name, NULL, it[i].self_ns, 0,
+				       it[i].total_ns, it[i].calls, all,
+				       has_cuda ? &(struct layer_cuda){ .launches =
+						   it[i].op->launches } : NULL);
+		else
+			err = rows_add(rs, prefix, it[i].name, it[i].node->cls,
+				       it[i].self_ns, 1, it[i].total_ns,
+				       it[i].calls, all, has_cuda ? &it[i].node->cuda : NULL);
+		if (!err && it[i].node)
+			err = walk(rs, it[i].node, kidlead, 0, o, all, has_cuda);
+		free(prefix);
+		free(kidlead);
+	}
+	free(it);
+	return err;
+}
+
+/* Display columns of a UTF-8 string (box-drawing chars are one column). */
+static size_t dwidth(const char *s)
+{
+	size_t w = 0;
+
+	for (; *s; s++)
+		if (((unsigned char)*s & 0xc0) != 0x80)
+			w++;
+	return w;
+}
+
+static void pad(FILE *f, size_t n, char c)
+{
+	while (n--)
+		fputc(c, f);
+}
+
+#define TREE_MAXCOLS 7
+
+static void row_cells(const struct row *r, const char **cells)
+{
+	cells[0] = r->node;
+	cells[1] = r->cls;
+	cells[2] = r->self;
+	cells[3] = r->total;
+	cells[4] = r->count;
+	cells[5] = r->launches;
+	cells[6] = r->sync;
+}
+
+int tree_render(FILE *f, const struct layer_tree *t, const struct tree_opts *o)
+{
+	static const char *hdr[TREE_MAXCOLS] = { "Node", "Class", "Self CPU", "CPU total",
+						 "Count", "# Launches", "Host sync" };
+	struct rows rs = { 0 };
+	size_t w[TREE_MAXCOLS], i, c, ncols = t->has_cuda ? 7 : 5;
+	const char *cells[TREE_MAXCOLS];
+	int err;
+
+	err = walk(&rs, &t->top, "", 1, o, t->total_ns, t->has_cuda);
+	if (err)
+		goto out;
+	for (c = 0; c < ncols; c++)
+		w[c] = dwidth(hdr[c]);
+	for (i = 0; i < rs.n; i++) {
+		row_cells(&rs.r[i], cells);
+		for (c = 0; c < ncols; c++)
+			if (dwidth(cells[c]) > w[c])
+				w[c] = dwidth(cells[c]);
+	}
+	/* +---+---+ */
+	for (c = 0; c < ncols; c++) {
+		fputc('+', f);
+		pad(f, w[c] + 2, '-');
+	}
+	fputs("+\n", f);
+	for (c = 0; c < ncols; c++) {
+		fputs("| ", f);
+		if (c >= 2)
+			pad(f, w[c] - dwidth(hdr[c]), ' ');
+		fputs(hdr[c], f);
+		if (c < 2)
+			pad(f, w[c] - dwidth(hdr[c]), ' ');
+		fputc(' ', f);
+	}
+	fputs("|\n", f);
+	for (c = 0; c < ncols; c++) {
+		fputc(c ? '+' : '|', f);
+		pad(f, w[c] + 2, '-');
+	}
+	fputs("|\n", f);
+	for (i = 0; i < rs.n; i++) {
+		row_cells(&rs.r[i], cells);
+		for (c = 0; c < ncols; c++) {
+			fputs("| ", f);
+			if (c >= 2)
+				pad(f, w[c] - dwidth(cells[c]), ' ');
+			fputs(cells[c], f);
+			if (c < 2)
+				pad(f, w[c] - dwidth(cells[c]), ' ');
+			fputc(' ', f);
+		}
+		fputs("|\n", f);
+	}
+	for (c = 0; c < ncols; c++) {
+		fputc('+', f);
+		pad(f, w[c] + 2, '-');
+	}
+	fputs("+\n", f);
+	if (ferror(f))
+		err = -EIO;
+out:
+	for (i = 0; i < rs.n; i++)
+		free(rs.r[i].node);
+	free(rs.r);
+	return err;
+}

@@ -1,0 +1,36 @@
+/* daemon.h - `tbpf daemon`: continuous system-wide collection in rolling
+ * windows -> Prometheus /metrics, rotated pprof files, Pyroscope push. */
+#ifndef TBPF_DAEMON_H
+#define TBPF_DAEMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "session.h"
+
+struct daemon_opts {
+	const char *listen;          /* host:port; NULL = 127.0.0.1:9464; "" or "none" = no server */
+	uint64_t window_ns;          /* 10 s */
+	uint64_t duration_ns;        /* stop after (tests, benchmarks); 0 = until a signal */
+	const char *pprof_dir;
+	unsigned keep;               /* pprof files kept (default 10) */
+	const char *push_url;        /* Pyroscope-compatible ingest base URL */
+	const char *app;             /* Pyroscope application name (default "tbpf") */
+	const char *job;             /* --label job=NAME */
+	const char **label_keys, **label_vals;   /* other --label k=v */
+	size_t nlabels;
+	size_t top_n;                /* ops per job (default 20) */
+	double max_overhead;         /* 0 = probes always on */
+	/* --pid/--comm/--cgroup, --exits (default infer: no ptrace; infer
+	 * when budgeted), --ring-size: the CUDA record ring (default 2 MiB) */
+	struct session_select sel;
+	bool no_cuda;                /* no libcudart/libcuda probes */
+	int verbose;
+};
+
+/* Run until a signal or o->duration_ns.  0, or -errno after a message on
+ * stderr: -EPERM without root, session_open's errors, -EIO for the rest. */
+int daemon_run(const struct daemon_opts *o);
+
+#endif /* TBPF_DAEMON_H */

@@ -1,0 +1,96 @@
+/* gpucap.h - join stage, records: the REC_GPU and host launch records of a
+ * capture (or of a live ring buffer) collected per process, with the op
+ * spans that enclose a CUDA launch, joined by gpujoin so reports get Self
+ * CUDA and CUDA total and traces get GPU tracks and launch->kernel flows.
+ *
+ *   gpucap_load(reader, &g)       read a capture (rewinds it first)
+ *   g.v[i].res                    per process: the gj_result (devices in
+ *                                 device, stream, start order)
+ *   gpucap_flow_of(&g, ...)       the device record a host launch leads to
+ *   gpucap_free(&g)
+ *
+ * Clocks: the agent stamps CLOCK_MONOTONIC (offset 0); records stamped with
+ * another clock are aligned with gpujoin's estimate (GJ_OFFSET_AUTO).
+ */
+#ifndef TBPF_GPUCAP_H
+#define TBPF_GPUCAP_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "gpujoin.h"
+#include "tbpf_abi.h"
+
+/* ---- op spans that enclose a CUDA launch (for CUDA total) ---------------- */
+struct gj_spans;
+struct gj_spans *gj_spans_new(void);
+/* Feed records in ring order: op enter/exit, REC_LAUNCH, REC_MEMOP (others
+ * are ignored).  A span is kept when a launch or copy happened while it was
+ * open on its thread.  0 or -ENOMEM. */
+int gj_spans_feed(struct gj_spans *s, const struct rec_hdr *h);
+/* Close what is still open (at each thread's last timestamp). */
+void gj_spans_finish(struct gj_spans *s);
+/* The kept spans of pid (after finish; valid until the next feed or free). */
+const struct gj_op_span *gj_spans_of(const struct gj_spans *s, uint32_t pid, size_t *n);
+void gj_spans_free(struct gj_spans *s);
+
+/* ---- per-process collection and join ----------------------------------- */
+struct gpucap_flow {
+	uint32_t tid, api;
+	uint64_t ts_ns;          /* host launch record */
+	uint32_t dev;            /* index into res.dev */
+};
+
+struct gpucap_proc {
+	uint32_t pid;
+	struct gj_host *host;
+	size_t nhost, chost;
+	struct rec_gpu *gpu;
+	size_t ngpu, cgpu;
+	struct rec_gpu_name *names;
+	size_t nnames, cnames;
+	struct gj_result res;    /* after gpucap_join */
+	/* one flow per host record that led to device work: to its first
+	 * device record (a graph launch leads to many); sorted by tid, ts, api */
+	struct gpucap_flow *flows;
+	size_t nflows;
+	uint8_t *flow_end;       /* per res.dev: 1 when it ends a flow */
+};
+
+struct gpucap {
+	struct gpucap_proc *v;   /* sorted by pid after gpucap_join */
+	size_t n, cap;
+	struct gj_spans *spans;  /* NULL: no CUDA totals beyond self */
+	uint64_t ndev;           /* device records joined */
+	uint64_t attributed;     /* of them, reaching a host launch inside an op */
+};
+
+/* spans: also collect op spans (CUDA total).  0 or -ENOMEM. */
+int gpucap_init(struct gpucap *g, bool spans);
+/* Keep one record (REC_GPU device/API/name, REC_LAUNCH, REC_MEMOP; op
+ * records go to the spans).  0 or -ENOMEM. */
+int gpucap_feed(struct gpucap *g, const struct rec_hdr *h);
+/* Join every process that has device records.  0 or -errno. */
+int gpucap_join(struct gpucap *g);
+/* init + every record of the capture + join (one replay, skipped when the
+ * capture has no REC_GPU records).  0, -EINVAL (reader error), -ENOMEM. */
+struct capture_reader;
+int gpucap_load(struct capture_reader *r, bool spans, struct gpucap *g);
+/* The same as a replay sink (capture/replay.h) for a pass shared with
+ * other consumers: feed, then join at the end; off (types 0) when r has no
+ * REC_GPU records.  g: gpucap_init'ed. */
+struct replay_sink;
+struct replay_sink gpucap_sink(struct gpucap *g, const struct capture_reader *r);
+void gpucap_free(struct gpucap *g);
+
+const struct gpucap_proc *gpucap_proc(const struct gpucap *g, uint32_t pid);
+/* The device record the host record (pid, tid, ts, api) leads to by a flow,
+ * or NULL. */
+const struct gj_dev *gpucap_flow_of(const struct gpucap *g, uint32_t pid, uint32_t tid,
+				    uint64_t ts_ns, uint32_t api);
+/* Number of processes with device records (flow ids need the pid when > 1). */
+size_t gpucap_nprocs_with_devices(const struct gpucap *g);
+
+/* "HtoD", "DtoH", ... for CUpti_ActivityMemcpyKind; "?" when unknown. */
+const char *gpucap_copy_kind_name(uint32_t copy_kind);
+
+#endif

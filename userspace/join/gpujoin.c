@@ -1,0 +1,615 @@
+/* gpujoin.c - join stage: CUPTI device records -> API records (correlation
+ * id) -> host launch records (thread + time) -> ops, stacks, kernels.
+ *
+ * Clock alignment.  The agent makes CUPTI stamp CLOCK_MONOTONIC, the clock
+ * of bpf_ktime_get_ns, so the offset is 0.  For records stamped with another
+ * clock (CUPTI's default CLOCK_REALTIME, or a recording from elsewhere) the
+ * offset is estimated from the API records themselves: a host probe fires on
+ * entry of cudaLaunchKernel a little before CUPTI's API callback takes its
+ * start time, so for the true pair d = host.ts - api.start = offset - delta
+ * with a small delta >= 0.  Over every same-thread, same-family (runtime or
+ * driver) host/API pair, the densest GJ_OFFSET_WINDOW_NS window of d holds
+ * the true pairs; the estimate is the largest d in it (offset minus the
+ * smallest delta).  Durations are exact either way; start times carry at
+ * most the window's error.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpujoin.h"
+#include "grow.h"
+
+void gj_host_from_launch(struct gj_host *h, const struct rec_launch *r)
+{
+	h->ts_ns = r->h.ts_ns;
+	h->tid = r->h.tid;
+	h->api = r->api;
+	h->op_id = r->op_id;
+	h->stack_id = r->stack_id;
+}
+
+void gj_host_from_memop(struct gj_host *h, const struct rec_memop *r)
+{
+	h->ts_ns = r->h.ts_ns;
+	h->tid = r->h.tid;
+	h->api = r->api;
+	h->op_id = r->op_id;
+	h->stack_id = r->stack_id;
+}
+
+int gj_api_family(uint32_t api)
+{
+	switch (api) {
+	case CU_cuLaunchKernel: case CU_cuLaunchKernel_ptsz: case CU_cuLaunchKernelEx:
+	case CU_cuLaunchKernelEx_ptsz: case CU_cuGraphLaunch: case CU_cuGraphLaunch_ptsz:
+	case CU_cuMemcpyAsync: case CU_cuMemcpyHtoDAsync: case CU_cuMemcpyDtoHAsync:
+	case CU_cuMemcpyDtoDAsync: case CU_cuMemsetD8Async: case CU_cuMemsetD16Async:
+	case CU_cuMemsetD32Async: case CU_cuStreamSynchronize: case CU_cuCtxSynchronize:
+	case CU_cuEventSynchronize: case CU_cuMemAlloc: case CU_cuMemFree:
+	case CU_cuMemAllocAsync: case CU_cuMemFreeAsync:
+		return 2;
+	case CU_API_NONE:
+		return 0;
+	default:
+		return api < CU_API_MAX ? 1 : 0;
+	}
+}
+
+static int gpu_family(const struct rec_gpu *g)
+{
+	return g->kind == GPU_API_RUNTIME ? 1 : g->kind == GPU_API_DRIVER ? 2 : 0;
+}
+
+static int is_device(const struct rec_gpu *g)
+{
+	return g->kind == GPU_KERNEL || g->kind == GPU_MEMCPY || g->kind == GPU_MEMSET;
+}
+
+/* ---- sorting helpers (qsort has no context argument) ---------------- */
+struct hidx { uint64_t ts; uint32_t tid; int32_t i; };
+struct aidx { uint64_t start; uint32_t tid; uint32_t corr; int32_t i; int32_t fam; };
+
+static int cmp_hidx(const void *a, const void *b)
+{
+	const struct hidx *x = a, *y = b;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->i - y->i;
+}
+
+static int cmp_aidx_tid(const void *a, const void *b)
+{
+	const struct aidx *x = a, *y = b;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->i - y->i;
+}
+
+static int cmp_aidx_corr(const void *a, const void *b)
+{
+	const struct aidx *x = a, *y = b;
+	if (x->corr != y->corr)
+		return x->corr < y->corr ? -1 : 1;
+	if (x->fam != y->fam)  /* runtime before driver for a shared id */
+		return x->fam - y->fam;
+	return x->i - y->i;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static struct hidx *host_index(const struct gj_host *host, size_t n)
+{
+	struct hidx *h = calloc(n ? n : 1, sizeof(*h));
+	if (!h)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		h[i] = (struct hidx){ host[i].ts_ns, host[i].tid, (int32_t)i };
+	qsort(h, n, sizeof(*h), cmp_hidx);
+	return h;
+}
+
+static struct aidx *api_index(const struct rec_gpu *gpu, size_t n, size_t *na)
+{
+	struct aidx *a = calloc(n ? n : 1, sizeof(*a));
+	if (!a)
+		return NULL;
+	*na = 0;
+	for (size_t i = 0; i < n; i++)
+		if (gpu_family(&gpu[i]))
+			a[(*na)++] = (struct aidx){ gpu[i].start_ns, gpu[i].h.tid, gpu[i].correlation,
+						    (int32_t)i, gpu_family(&gpu[i]) };
+	return a;
+}
+
+/* ---- clock offset ------------------------------------------------------ */
+#define OFFSET_PER_TID 512
+
+int gj_estimate_offset(const struct gj_host *host, size_t nhost, const struct rec_gpu *gpu,
+		       size_t ngpu, int64_t *offset, uint64_t *pairs)
+{
+	size_t na = 0, nd = 0, cap = 0;
+	int64_t *d = NULL;
+	int err = -ENOMEM;
+	struct hidx *h = host_index(host, nhost);
+	struct aidx *a = api_index(gpu, ngpu, &na);
+	if (!h || !a)
+		goto out;
+	qsort(a, na, sizeof(*a), cmp_aidx_tid);
+	for (size_t hi = 0, ai = 0; hi < nhost && ai < na;) {
+		uint32_t tid = h[hi].tid < a[ai].tid ? h[hi].tid : a[ai].tid;
+		size_t h0 = hi, a0 = ai;
+		while (hi < nhost && h[hi].tid == tid)
+			hi++;
+		while (ai < na && a[ai].tid == tid)
+			ai++;
+		size_t hn = hi - h0 < OFFSET_PER_TID ? hi - h0 : OFFSET_PER_TID;
+		size_t an = ai - a0 < OFFSET_PER_TID ? ai - a0 : OFFSET_PER_TID;
+		for (size_t x = h0; x < h0 + hn; x++) {
+			int hf = gj_api_family(host[h[x].i].api);
+			for (size_t y = a0; y < a0 + an; y++) {
+				if (hf != a[y].fam)
+					continue;
+				if (nd == cap) {
+					cap = cap ? cap * 2 : 1024;
+					int64_t *nw = realloc(d, cap * sizeof(*d));
+					if (!nw)
+						goto out;
+					d = nw;
+				}
+				d[nd++] = (int64_t)(h[x].ts - a[y].start);
+			}
+		}
+	}
+	if (!nd) {
+		err = -ENODATA;
+		goto out;
+	}
+	qsort(d, nd, sizeof(*d), cmp_i64);
+	size_t best = 0, best_lo = 0, best_hi = 0;
+	for (size_t lo = 0, hi2 = 0; lo < nd; lo++) {
+		while (hi2 < nd && d[hi2] - d[lo] <= GJ_OFFSET_WINDOW_NS)
+			hi2++;
+		if (hi2 - lo > best) {
+			best = hi2 - lo;
+			best_lo = lo;
+			best_hi = hi2;
+		}
+	}
+	*offset = d[best_hi - 1];
+	if (pairs)
+		*pairs = best_hi - best_lo;
+	err = 0;
+out:
+	free(d);
+	free(h);
+	free(a);
+	return err;
+}
+
+/* ---- API record -> host record ------------------------------------------ */
+static int32_t match_host(const struct gj_host *host, struct hidx *h, size_t nh, char *used,
+			  uint32_t tid, uint64_t s, uint64_t e, int fam)
+{
+	/* first index with (tid, ts >= s - slack) */
+	uint64_t from = s > GJ_MATCH_SLACK_NS ? s - GJ_MATCH_SLACK_NS : 0;
+	size_t lo = 0, hi = nh;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (h[mid].tid < tid || (h[mid].tid == tid && h[mid].ts < from))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		int32_t before = -1, after = -1;
+		for (size_t k = lo; k < nh && h[k].tid == tid && h[k].ts <= e; k++) {
+			int32_t i = h[k].i;
+			if (used[i] || (pass == 0 && gj_api_family(host[i].api) != fam))
+				continue;
+			if (h[k].ts <= s)
+				before = i;         /* latest at or before the API start */
+			else if (after < 0)
+				after = i;          /* earliest inside the API call */
+		}
+		int32_t pick = before >= 0 ? before : after;
+		if (pick >= 0) {
+			used[pick] = 1;
+			return pick;
+		}
+	}
+	return -1;
+}
+
+/* ---- outputs --------------------------------------------------------- */
+static int cmp_dev(const void *a, const void *b)
+{
+	const struct gj_dev *x = a, *y = b;
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
+	if (x->stream != y->stream)
+		return x->stream < y->stream ? -1 : 1;
+	if (x->start_ns != y->start_ns)
+		return x->start_ns < y->start_ns ? -1 : 1;
+	return x->correlation < y->correlation ? -1 : x->correlation > y->correlation;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	const struct rec_gpu_name *x = *(const struct rec_gpu_name *const *)a;
+	const struct rec_gpu_name *y = *(const struct rec_gpu_name *const *)b;
+	return x->name_id < y->name_id ? -1 : x->name_id > y->name_id;
+}
+
+static int cmp_op(const void *a, const void *b)
+{
+	const struct gj_opstat *x = a, *y = b;
+	if (x->self_cuda_ns != y->self_cuda_ns)
+		return x->self_cuda_ns > y->self_cuda_ns ? -1 : 1;
+	if (x->total_cuda_ns != y->total_cuda_ns)
+		return x->total_cuda_ns > y->total_cuda_ns ? -1 : 1;
+	if (x->op_id != y->op_id)
+		return x->op_id < y->op_id ? -1 : 1;
+	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
+static int cmp_kernel(const void *a, const void *b)
+{
+	const struct gj_kstat *x = a, *y = b;
+	if (x->total_ns != y->total_ns)
+		return x->total_ns > y->total_ns ? -1 : 1;
+	int c = strcmp(x->name, y->name);
+	if (c)
+		return c;
+	return x->name_id < y->name_id ? -1 : x->name_id > y->name_id;
+}
+
+/* Open-addressing index: slot = row + 1, 0 = empty; 64-bit keys. */
+struct gj_index {
+	uint32_t *slot;
+	size_t cap;     /* power of two */
+};
+
+static size_t gj_hash(uint64_t key, size_t cap)
+{
+	key *= 0x9E3779B97F4A7C15ULL;
+	return (size_t)(key ^ key >> 31) & (cap - 1);
+}
+
+/* Room for one more than the n rows indexed (rehashes them when half
+ * full); 0 or -ENOMEM. */
+static int gj_index_fit(struct gj_index *x, size_t n, uint64_t (*key)(const void *rows, size_t i),
+			const void *rows)
+{
+	if (2 * (n + 2) <= x->cap)
+		return 0;
+	size_t cap = x->cap ? x->cap * 2 : 256;
+	while (2 * (n + 2) > cap)
+		cap *= 2;
+	uint32_t *slot = calloc(cap, sizeof(*slot));
+	if (!slot)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		size_t j = gj_hash(key(rows, i), cap);
+		while (slot[j])
+			j = (j + 1) & (cap - 1);
+		slot[j] = (uint32_t)i + 1;
+	}
+	free(x->slot);
+	x->slot = slot;
+	x->cap = cap;
+	return 0;
+}
+
+static uint64_t op_key(const void *rows, size_t i)
+{
+	const struct gj_opstat *o = &((const struct gj_opstat *)rows)[i];
+	return (uint64_t)o->op_id << 32 | o->stack_id;
+}
+
+static uint64_t kernel_key(const void *rows, size_t i)
+{
+	return ((const struct gj_kstat *)rows)[i].name_id;
+}
+
+/* Find-or-add the (op, stack) row. */
+static struct gj_opstat *op_get(struct gj_result *r, size_t *cap, struct gj_index *x, uint32_t op,
+				uint32_t stack)
+{
+	uint64_t key = (uint64_t)op << 32 | stack;
+	if (gj_index_fit(x, r->nops, op_key, r->ops))
+		return NULL;
+	size_t j = gj_hash(key, x->cap);
+	for (; x->slot[j]; j = (j + 1) & (x->cap - 1))
+		if (op_key(r->ops, x->slot[j] - 1) == key)
+			return &r->ops[x->slot[j] - 1];
+	if (GROW(r->ops, r->nops, *cap, 64))
+		return NULL;
+	struct gj_opstat *o = &r->ops[r->nops];
+	memset(o, 0, sizeof(*o));
+	o->op_id = op;
+	o->stack_id = stack;
+	x->slot[j] = (uint32_t)++r->nops;
+	return o;
+}
+
+/* Find-or-add the kernel row (same name id and name). */
+static struct gj_kstat *kernel_get(struct gj_result *r, size_t *cap, struct gj_index *x,
+				   const struct gj_dev *d)
+{
+	if (gj_index_fit(x, r->nkernels, kernel_key, r->kernels))
+		return NULL;
+	size_t j = gj_hash(d->name_id, x->cap);
+	for (; x->slot[j]; j = (j + 1) & (x->cap - 1)) {
+		struct gj_kstat *k = &r->kernels[x->slot[j] - 1];
+		if (k->name_id == d->name_id && !strcmp(k->name, d->name))
+			return k;
+	}
+	if (GROW(r->kernels, r->nkernels, *cap, 64))
+		return NULL;
+	struct gj_kstat *k = &r->kernels[r->nkernels];
+	*k = (struct gj_kstat){ d->name_id, d->name, 0, 0, UINT64_MAX, 0 };
+	x->slot[j] = (uint32_t)++r->nkernels;
+	return k;
+}
+
+struct span_ev { uint64_t ts; uint32_t tid; int32_t span; int32_t dev; };
+
+static int cmp_span_ev(const void *a, const void *b)
+{
+	const struct span_ev *x = a, *y = b;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	/* spans open before a launch at the same instant; outer spans first */
+	if ((x->span >= 0) != (y->span >= 0))
+		return x->span >= 0 ? -1 : 1;
+	return x->span != y->span ? x->span - y->span : x->dev - y->dev;
+}
+
+/* CUDA total: every op instance open on the launching thread at launch
+ * time gets the device time (ops nest properly per thread). */
+static int add_totals(const struct gj_input *in, struct gj_result *r, size_t *cap,
+		      struct gj_index *x)
+{
+	size_t n = 0, nattr = 0;
+	for (size_t i = 0; i < r->ndev; i++)
+		nattr += r->dev[i].host_idx >= 0;
+	struct span_ev *ev = calloc(in->nspans + nattr + 1, sizeof(*ev));
+	int32_t *stack = calloc(in->nspans + 1, sizeof(*stack));
+	if (!ev || !stack) {
+		free(ev);
+		free(stack);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < in->nspans; i++)
+		ev[n++] = (struct span_ev){ in->spans[i].start_ns, in->spans[i].tid, (int32_t)i, -1 };
+	for (size_t i = 0; i < r->ndev; i++)
+		if (r->dev[i].host_idx >= 0)
+			ev[n++] = (struct span_ev){ r->dev[i].launch_ts_ns, r->dev[i].tid, -1, (int32_t)i };
+	qsort(ev, n, sizeof(*ev), cmp_span_ev);
+	size_t depth = 0;
+	uint32_t tid = 0;
+	for (size_t k = 0; k < n; k++) {
+		if (k == 0 || ev[k].tid != tid) {
+			depth = 0;
+			tid = ev[k].tid;
+		}
+		while (depth && in->spans[stack[depth - 1]].end_ns < ev[k].ts)
+			depth--;
+		if (ev[k].span >= 0) {
+			stack[depth++] = ev[k].span;
+			continue;
+		}
+		const struct gj_dev *d = &r->dev[ev[k].dev];
+		for (size_t s = 0; s < depth; s++) {
+			const struct gj_op_span *sp = &in->spans[stack[s]];
+			struct gj_opstat *o = op_get(r, cap, x, sp->op_id, (uint32_t)sp->stack_id);
+			if (!o) {
+				free(ev);
+				free(stack);
+				return -ENOMEM;
+			}
+			o->total_cuda_ns += d->end_ns - d->start_ns;
+		}
+	}
+	free(ev);
+	free(stack);
+	return 0;
+}
+
+static int build_stats(const struct gj_input *in, struct gj_result *r)
+{
+	size_t ocap = 0, kcap = 0;
+	struct gj_index ox = { 0 }, kx = { 0 };
+	int err = -ENOMEM;
+	for (size_t i = 0; i < r->ndev; i++) {
+		struct gj_dev *d = &r->dev[i];
+		uint64_t dur = d->end_ns - d->start_ns;
+		if (d->host_idx >= 0) {
+			struct gj_opstat *o = op_get(r, &ocap, &ox, d->op_id, d->stack_id);
+			if (!o)
+				goto out;
+			o->self_cuda_ns += dur;
+			if (!in->nspans)
+				o->total_cuda_ns += dur;
+			o->kernels += d->kind == GPU_KERNEL;
+			o->memcpys += d->kind == GPU_MEMCPY;
+			o->memsets += d->kind == GPU_MEMSET;
+		}
+		if (d->kind != GPU_KERNEL)
+			continue;
+		struct gj_kstat *k = kernel_get(r, &kcap, &kx, d);
+		if (!k)
+			goto out;
+		k->count++;
+		k->total_ns += dur;
+		k->min_ns = dur < k->min_ns ? dur : k->min_ns;
+		k->max_ns = dur > k->max_ns ? dur : k->max_ns;
+	}
+	if (in->nspans && add_totals(in, r, &ocap, &ox) < 0)
+		goto out;
+	if (r->nops)
+		qsort(r->ops, r->nops, sizeof(*r->ops), cmp_op);
+	if (r->nkernels)
+		qsort(r->kernels, r->nkernels, sizeof(*r->kernels), cmp_kernel);
+	err = 0;
+out:
+	free(ox.slot);
+	free(kx.slot);
+	return err;
+}
+
+static const char *full_name(const struct rec_gpu *g, const struct rec_gpu_name **names, size_t n)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (names[mid]->name_id < g->name_id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < n && names[lo]->name_id == g->name_id)
+		return names[lo]->name;
+	return g->name;  /* inline prefix (complete unless GPUF_NAME_TRUNC) */
+}
+
+int gpujoin_run(const struct gj_input *in, struct gj_result *r)
+{
+	size_t na = 0;
+	int err = -ENOMEM;
+	struct hidx *h = NULL;
+	struct aidx *a = NULL;
+	char *used = NULL;
+	int32_t *api_host = NULL;
+	const struct rec_gpu_name **names = NULL;
+
+	memset(r, 0, sizeof(*r));
+	r->clock_offset_ns = in->clock_offset_ns;
+	if (in->estimate_offset) {
+		int64_t est = 0;
+		uint64_t pairs = 0;
+		err = gj_estimate_offset(in->host, in->nhost, in->gpu, in->ngpu, &est, &pairs);
+		if (err == -ENODATA && in->estimate_offset == GJ_OFFSET_AUTO)
+			err = 0;
+		else if (err)
+			return err;
+		else if (in->estimate_offset == GJ_OFFSET_ESTIMATE ||
+			 est >= GJ_SAME_CLOCK_NS || est <= -GJ_SAME_CLOCK_NS) {
+			r->clock_offset_ns = est;
+			r->counts.offset_pairs = pairs;
+			r->offset_estimated = 1;
+		}
+		err = -ENOMEM;
+	}
+	int64_t off = r->clock_offset_ns;
+
+	h = host_index(in->host, in->nhost);
+	a = api_index(in->gpu, in->ngpu, &na);
+	used = calloc(in->nhost + 1, 1);
+	names = calloc(in->nnames + 1, sizeof(*names));
+	r->dev = calloc(in->ngpu + 1, sizeof(*r->dev));
+	if (!h || !a || !used || !names || !r->dev)
+		goto out;
+	for (size_t i = 0; i < in->nnames; i++)
+		names[i] = &in->names[i];
+	qsort(names, in->nnames, sizeof(*names), cmp_name);
+	r->counts.api = na;
+
+	/* Match API records to host records in (thread, time) order so the
+	 * greedy one-to-one choice does not depend on record order. */
+	qsort(a, na, sizeof(*a), cmp_aidx_tid);
+	api_host = malloc((in->ngpu + 1) * sizeof(*api_host));
+	if (!api_host)
+		goto out;
+	for (size_t i = 0; i < in->ngpu; i++)
+		api_host[i] = -1;
+	for (size_t k = 0; k < na; k++) {
+		const struct rec_gpu *g = &in->gpu[a[k].i];
+		api_host[a[k].i] = match_host(in->host, h, in->nhost, used, g->h.tid,
+					      g->start_ns + off, g->end_ns + off, a[k].fam);
+	}
+	qsort(a, na, sizeof(*a), cmp_aidx_corr);
+
+	for (size_t i = 0; i < in->ngpu; i++) {
+		const struct rec_gpu *g = &in->gpu[i];
+		if (!is_device(g))
+			continue;
+		struct gj_dev *d = &r->dev[r->ndev++];
+		*d = (struct gj_dev){
+			.start_ns = g->start_ns + off, .end_ns = g->end_ns + off,
+			.bytes = g->bytes, .name_id = g->name_id, .kind = g->kind,
+			.copy_kind = g->copy_kind, .device = g->device, .context = g->context,
+			.stream = g->stream, .correlation = g->correlation, .host_idx = -1,
+		};
+		memcpy(d->grid, g->grid, sizeof(d->grid));
+		memcpy(d->block, g->block, sizeof(d->block));
+		d->name = g->kind == GPU_KERNEL ? full_name(g, names, in->nnames) : NULL;
+		if (d->name && !*d->name)
+			d->name = "(unnamed kernel)";
+		r->counts.device++;
+
+		size_t lo = 0, hi = na;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (a[mid].corr < g->correlation)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo >= na || a[lo].corr != g->correlation) {
+			r->counts.no_api++;
+			r->counts.unattributed_ns += g->end_ns - g->start_ns;
+			continue;
+		}
+		const struct rec_gpu *api = &in->gpu[a[lo].i];
+		d->tid = api->h.tid;
+		d->api_start_ns = api->start_ns + off;
+		d->api_end_ns = api->end_ns + off;
+		d->api_kind = api->kind;
+		d->cbid = api->cbid;
+		int32_t hi_ = api_host[a[lo].i];
+		if (hi_ < 0) {
+			r->counts.no_host++;
+			r->counts.unattributed_ns += g->end_ns - g->start_ns;
+			continue;
+		}
+		const struct gj_host *ho = &in->host[hi_];
+		d->host_idx = hi_;
+		d->op_id = ho->op_id;
+		d->stack_id = ho->stack_id;
+		d->launch_ts_ns = ho->ts_ns;
+		d->host_api = ho->api;
+		d->flow_id = g->correlation;
+		r->counts.attributed++;
+	}
+	qsort(r->dev, r->ndev, sizeof(*r->dev), cmp_dev);
+	err = build_stats(in, r);
+out:
+	free(h);
+	free(a);
+	free(used);
+	free(api_host);
+	free(names);
+	if (err)
+		gpujoin_free(r);
+	return err;
+}
+
+void gpujoin_free(struct gj_result *r)
+{
+	free(r->dev);
+	free(r->ops);
+	free(r->kernels);
+	memset(r, 0, sizeof(*r));
+}

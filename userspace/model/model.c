@@ -1,0 +1,224 @@
+/* model.c - model stage: the one events -> op / layer / kernel model
+ * (see model.h): one replay of a capture into profile rows, device times,
+ * CUDA tables and the layer tree; the layer tree for live sessions too. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calltree.h"
+#include "gpucap.h"
+#include "model.h"
+#include "replay.h"
+
+void model_init(struct tbpf_model *m)
+{
+	memset(m, 0, sizeof(*m));
+	profile_init(&m->prof);
+}
+
+void model_free(struct tbpf_model *m)
+{
+	layers_free(m->tree);
+	if (m->cuda_own_init)
+		cuda_model_free(&m->cuda_own);
+	profile_free(&m->prof);
+	memset(m, 0, sizeof(*m));
+}
+
+/* ---- one replay: the sinks ------------------------------------------------ */
+
+/* Kernel names were written as KERNEL meta records by the recorder;
+ * without one the address stays unnamed, as an opaque handle would. */
+static char *capture_resolve(void *ctx, uint32_t pid, uint64_t addr, int *where)
+{
+	const char *n = capture_meta_kernel(ctx, pid, addr);
+
+	*where = CUDA_ADDR_NOFILE;
+	return n ? strdup(n) : NULL;
+}
+
+static int cuda_sink(void *ctx, const struct rec_hdr *h)
+{
+	int ret = cuda_model_add(ctx, h, h->size);
+
+	return ret == -ENOMEM ? ret : 0;   /* a record it cannot use is skipped */
+}
+
+static const char *capture_op_name(void *ctx, uint32_t id)
+{
+	const struct capture_op *o = capture_meta_op(ctx, id);
+
+	return o ? o->name : NULL;
+}
+
+#define CUDA_RECS     (REPLAY_TYPE(REC_LAUNCH) | REPLAY_TYPE(REC_MEMOP) | \
+		       REPLAY_TYPE(REC_SYNC) | REPLAY_TYPE(REC_ALLOC))
+
+/* Rows (+ device times, run info) into p; with cm, the CUDA records into
+ * it (cuda_model_init'ed here); with ct (calltree_init'ed), the call tree. */
+static int replay_model(struct capture_reader *r, struct profile *p, struct cuda_model *cm,
+			struct calltree *ct)
+{
+	const struct capture_meta *m = capture_reader_meta(r);
+	const struct capture_stats *st = capture_reader_stats(r);
+	struct profile_agg *agg;
+	struct calltree_build *cb = NULL;
+	struct gpucap g;
+	uint64_t gpu_reached = 0;
+	int ret;
+
+	if (cm)
+		cuda_model_init(cm, capture_resolve, (void *)m);
+	if (capture_reader_error(r))
+		return -EINVAL;
+	agg = profile_agg_new(p, m);
+	if (!agg)
+		return -ENOMEM;
+	if (ct && !(cb = calltree_build_new(ct, m))) {
+		profile_agg_free(agg);
+		return -ENOMEM;
+	}
+	ret = gpucap_init(&g, true);
+	if (!ret) {
+		/* device times (REC_GPU): Self CUDA, and CUDA total over the op
+		 * spans open at each launch (the op and its ancestors) */
+		struct replay_sink sinks[] = {
+			profile_agg_sink(agg),
+			gpucap_sink(&g, r),
+			{ cm ? CUDA_RECS : 0, cuda_sink, NULL, cm },
+			{ 0 },
+		};
+
+		if (cb)
+			sinks[3] = calltree_build_sink(cb);
+		ret = capture_replay(r, sinks, sizeof(sinks) / sizeof(sinks[0]));
+	}
+	profile_agg_free(agg);
+	calltree_build_free(cb, st);
+	for (size_t i = 0; !ret && i < g.n; i++) {
+		int n = profile_add_gpu(p, &g.v[i].res, g.v[i].pid, NULL, NULL);
+
+		if (n < 0)
+			ret = n;
+		else
+			gpu_reached += (uint64_t)n;
+	}
+	uint64_t gpu_devices = g.ndev;
+
+	gpucap_free(&g);
+	if (ret)
+		return ret;
+	return profile_capture_info(p, m, st, gpu_reached, gpu_devices);
+}
+
+int profile_from_capture(struct capture_reader *r, struct profile *p)
+{
+	return replay_model(r, p, NULL, NULL);
+}
+
+int profile_calltree_from_capture(struct capture_reader *r, struct profile *p,
+				  struct calltree *ct)
+{
+	return replay_model(r, p, NULL, ct);
+}
+
+int model_from_capture(struct capture_reader *r, unsigned parts, struct tbpf_model *m)
+{
+	const struct capture_meta *meta = capture_reader_meta(r);
+	struct layer_stack *ls = NULL;
+	size_t nls = 0;
+	int err;
+
+	m->cuda_own_init = parts & MODEL_CUDA;
+	err = replay_model(r, &m->prof, m->cuda_own_init ? &m->cuda_own : NULL, NULL);
+	if (err)
+		return err;
+	m->op_name = capture_op_name;
+	m->op_name_ctx = (void *)meta;
+	if (m->cuda_own_init && !cuda_model_empty(&m->cuda_own))
+		m->cuda = &m->cuda_own;
+	if (!meta->nstacks || !((parts & MODEL_LAYERS) ||
+				 ((parts & MODEL_LAYERS_WITH_CUDA) && m->cuda)))
+		return 0;
+	err = capture_layer_stacks(meta, &ls, &nls);
+	if (!err)
+		err = model_layers(&m->prof, ls, nls, m->cuda, &m->tree);
+	capture_layer_stacks_free(ls, nls);
+	return err;
+}
+
+/* ---- layers ---------------------------------------------------------------- */
+
+int model_layers(const struct profile *p, const struct layer_stack *ls, size_t nls,
+		 const struct cuda_model *cm, struct layer_tree **out)
+{
+	struct layer_opstat *ops = calloc(p->nops + 1, sizeof(*ops));
+	int err;
+
+	*out = NULL;
+	if (!ops)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nops; i++)
+		ops[i] = (struct layer_opstat){ .stack_id = p->ops[i].stack_id,
+						.op = p->ops[i].name, .calls = p->ops[i].calls,
+						.self_ns = p->ops[i].self_ns,
+						.total_ns = p->ops[i].total_ns,
+						.launches = p->ops[i].launches };
+	err = layers_build(ls, nls, ops, p->nops, out);
+	if (!err && cm && !cuda_model_empty(cm))
+		err = cuda_model_to_layers(cm, *out);
+	if (err) {
+		layers_free(*out);
+		*out = NULL;
+	}
+	free(ops);
+	return err;
+}
+
+void capture_layer_stacks_free(struct layer_stack *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++) {
+		free((void *)v[i].names);
+		free((void *)v[i].classes);
+	}
+	free(v);
+}
+
+int capture_layer_stacks(const struct capture_meta *m, struct layer_stack **v, size_t *n)
+{
+	struct layer_stack *out = calloc(m->nstacks + 1, sizeof(*out));
+
+	*v = NULL;
+	*n = 0;
+	if (!out)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nstacks; i++) {
+		const struct capture_stack *cs = &m->stacks[i];
+		unsigned depth = 0;
+		const char **names, **classes;
+
+		while (depth < cs->nframes && cs->frames[depth].kind == CF_LAYER)
+			depth++;
+		names = calloc(depth + 1, sizeof(*names));
+		classes = calloc(depth + 1, sizeof(*classes));
+		if (!names || !classes) {
+			free(names);
+			free(classes);
+			capture_layer_stacks_free(out, i);
+			return -ENOMEM;
+		}
+		for (unsigned d = 0; d < depth; d++) {
+			names[d] = cs->frames[depth - 1 - d].name;
+			classes[d] = cs->frames[depth - 1 - d].class_name;
+		}
+		out[i] = (struct layer_stack){
+			.stack_id = (uint32_t)cs->stack_id,
+			.depth = depth,
+			.names = names,
+			.classes = classes,
+		};
+	}
+	*v = out;
+	*n = m->nstacks;
+	return 0;
+}

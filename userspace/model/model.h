@@ -1,0 +1,79 @@
+/* model.h - model stage: the one events -> op / layer / kernel model that
+ * every command renders (export/report.h).
+ *
+ * Two feeds, one model:
+ *   capture  model_from_capture(r, parts, &m): ONE replay of the capture
+ *            (capture/replay.h): op records -> profile rows (profile_agg),
+ *            REC_GPU + launches -> device times (join/gpucap), CUDA records
+ *            -> cuda_model; then names and run info from the meta tables
+ *            and the layer tree from the STACK records.
+ *   live     the session (collect/) fills m.prof from the BPF maps, points
+ *            m.cuda at its CUDA model, and builds m.tree with model_layers
+ *            from the stacks it symbolized.
+ * A new event kind: its record -> one more replay sink here (and the
+ * session's record callback for live), one more part of struct tbpf_model,
+ * and the exporters that show it.
+ */
+#ifndef TBPF_MODEL_H
+#define TBPF_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "capture.h"
+#include "cuda_model.h"
+#include "layers.h"
+#include "profile.h"
+
+enum model_part {
+	MODEL_CUDA = 1 << 0,      /* kernels, copies, syncs, allocations */
+	MODEL_LAYERS = 1 << 1,    /* the nn.Module layer tree */
+	MODEL_LAYERS_WITH_CUDA = 1 << 2,   /* the tree only beside CUDA tables */
+};
+
+struct tbpf_model {
+	struct profile prof;                /* op rows, run info, device times */
+	const struct cuda_model *cuda;      /* NULL: no CUDA tables */
+	struct layer_tree *tree;            /* NULL: no Python stacks (or not asked) */
+	/* op id -> name, for the CUDA tables */
+	const char *(*op_name)(void *ctx, uint32_t id);
+	void *op_name_ctx;
+	struct cuda_model cuda_own;         /* the capture's (cuda points here) */
+	bool cuda_own_init;
+};
+
+void model_init(struct tbpf_model *m);
+/* Frees what the model owns (prof, tree, cuda_own); a live m.cuda is the
+ * session's. */
+void model_free(struct tbpf_model *m);
+
+/* One replay of the capture r -> m (model_init first): always the op rows
+ * with device times and run info; parts adds the CUDA tables (m->cuda set
+ * when the capture has CUDA records) and the layer tree (m->tree set when
+ * it has Python stacks; with the CUDA rows when both).  0, -EINVAL
+ * (corrupt capture: capture_reader_error) or -ENOMEM. */
+int model_from_capture(struct capture_reader *r, unsigned parts, struct tbpf_model *m);
+/* The op rows only (diff, tests): model_from_capture without parts, into
+ * an initialized profile. */
+int profile_from_capture(struct capture_reader *r, struct profile *p);
+/* The op rows and the call tree (calltree_init'ed) in the same one replay
+ * (tbpf diff: ops and layers). */
+struct calltree;
+int profile_calltree_from_capture(struct capture_reader *r, struct profile *p,
+				  struct calltree *ct);
+
+/* The layer tree of the rows of p over the layer stacks ls, with the CUDA
+ * model's launches, copies and syncs when cm is not empty (cm may be
+ * NULL).  Live and capture alike.  0 or -ENOMEM; *out NULL on error. */
+int model_layers(const struct profile *p, const struct layer_stack *ls, size_t nls,
+		 const struct cuda_model *cm, struct layer_tree **out);
+
+/* Pure: layer_stack views of the capture's stacks: the CF_LAYER frames
+ * (innermost first in the capture) outermost first; stack ids cut to the
+ * low 32 bits, as op and CUDA records carry them.  *v and each names /
+ * classes array are malloc'd: free with capture_layer_stacks_free.
+ * 0 or -ENOMEM. */
+int capture_layer_stacks(const struct capture_meta *m, struct layer_stack **v, size_t *n);
+void capture_layer_stacks_free(struct layer_stack *v, size_t n);
+
+#endif /* TBPF_MODEL_H */

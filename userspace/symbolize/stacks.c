@@ -1,0 +1,163 @@
+/* stacks.c - symbolize stage: captured Python stacks -> frames and layers. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "stacks.h"
+#include "grow.h"
+
+static char *dup0(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+void sym_stack_clear(struct sym_stack *s)
+{
+	for (uint32_t i = 0; i < s->nframes; i++) {
+		free((char *)s->frames[i].name);
+		free((char *)s->frames[i].file);
+		free((char *)s->frames[i].class_name);
+		free((char *)s->frames[i].module_path);
+	}
+	for (unsigned i = 0; i < s->depth; i++) {
+		free(s->names[i]);
+		free(s->classes[i]);
+	}
+	free(s->frames);
+	free(s->names);
+	free(s->classes);
+	s->frames = NULL;
+	s->names = s->classes = NULL;
+	s->nframes = s->depth = 0;
+}
+
+int stack_frames_build(const struct pysym_frame *pf, unsigned n, const struct pysym_layers *l,
+		       struct sym_stack *out)
+{
+	unsigned depth = l ? l->depth : 0, outer = n, k = 0;
+	size_t pathlen = 1;
+	char *path;
+
+	/* Python frames outside the outermost module: the frames after the
+	 * last (outermost) one whose self is a module. */
+	if (depth) {
+		for (unsigned i = 0; i < n; i++)
+			if (pf[i].cls)
+				outer = i + 1;
+	} else {
+		outer = 0;
+	}
+	out->nframes = depth + (n - outer);
+	out->frames = calloc(out->nframes + 1, sizeof(*out->frames));
+	out->names = calloc(depth + 1, sizeof(char *));
+	out->classes = calloc(depth + 1, sizeof(char *));
+	for (unsigned i = 0; i < depth; i++)
+		pathlen += strlen(l->names[i] ? l->names[i] : "") + 1;
+	path = calloc(1, pathlen);
+	if (!out->frames || !out->names || !out->classes || !path) {
+		free(path);
+		sym_stack_clear(out);
+		return -ENOMEM;
+	}
+	out->depth = depth;
+	for (unsigned i = 0; i < depth; i++) {
+		out->names[i] = dup0(l->names[i]);
+		out->classes[i] = dup0(l->classes[i]);
+	}
+	/* layers, innermost first; module_path is the dotted attribute path
+	 * below the root ("blocks.0.conv"), the root's own is "" */
+	for (unsigned i = depth; i-- > 0;) {
+		struct capture_frame *f = &out->frames[k++];
+
+		path[0] = '\0';
+		for (unsigned j = 1; j <= i; j++) {
+			if (j > 1)
+				strcat(path, ".");
+			strcat(path, l->names[j] ? l->names[j] : "");
+		}
+		f->kind = CF_LAYER;
+		f->name = dup0(l->names[i]);
+		f->file = dup0("");
+		f->class_name = dup0(l->classes[i]);
+		f->module_path = dup0(path);
+	}
+	for (unsigned i = outer; i < n; i++) {
+		struct capture_frame *f = &out->frames[k++];
+
+		f->kind = CF_PYTHON;
+		f->line = pf[i].line > 0 ? (uint32_t)pf[i].line : 0;
+		f->name = dup0(pf[i].func);
+		f->file = dup0(pf[i].file);
+		f->class_name = dup0(pf[i].cls);
+		f->module_path = dup0("");
+	}
+	free(path);
+	for (uint32_t i = 0; i < out->nframes; i++)
+		if (!out->frames[i].name || !out->frames[i].file || !out->frames[i].class_name ||
+		    !out->frames[i].module_path) {
+			sym_stack_clear(out);
+			return -ENOMEM;
+		}
+	return 0;
+}
+
+void stackstore_free(struct stackstore *ss)
+{
+	for (size_t i = 0; i < ss->n; i++)
+		sym_stack_clear(&ss->v[i]);
+	free(ss->v);
+	memset(ss, 0, sizeof(*ss));
+}
+
+const struct sym_stack *stackstore_find(const struct stackstore *ss, uint32_t pid, uint64_t id)
+{
+	for (size_t i = 0; i < ss->n; i++)
+		if (ss->v[i].id == id && ss->v[i].pid == pid)
+			return &ss->v[i];
+	return NULL;
+}
+
+int stackstore_add(struct stackstore *ss, struct pysym *ps, uint32_t pid,
+		   const struct rec_pystack *r, const struct sym_stack **out)
+{
+	unsigned n = r->nframes > TBPF_MAX_PYFRAMES ? TBPF_MAX_PYFRAMES : r->nframes;
+	struct pysym_frame pf[TBPF_MAX_PYFRAMES];
+	struct pysym_layers l = { 0 };
+	struct sym_stack s = { .pid = pid, .id = r->stack_id };
+	int err;
+
+	for (unsigned i = 0; i < n; i++)
+		if (pysym_frame(ps, &r->frames[i], &pf[i]))
+			pf[i] = (struct pysym_frame){ .func = "?", .file = "", .line = -1 };
+	err = pysym_layers(ps, r->frames, n, &l);
+	if (err)
+		memset(&l, 0, sizeof(l));
+	err = stack_frames_build(pf, n, &l, &s);
+	pysym_layers_clear(&l);
+	if (err)
+		return err;
+	if (GROW(ss->v, ss->n, ss->cap, 64)) {
+		sym_stack_clear(&s);
+		return -ENOMEM;
+	}
+	ss->v[ss->n] = s;
+	if (out)
+		*out = &ss->v[ss->n];
+	ss->n++;
+	return 0;
+}
+
+int stackstore_layer_stacks(const struct stackstore *ss, struct layer_stack **v, size_t *n)
+{
+	*v = calloc(ss->n + 1, sizeof(**v));
+	*n = 0;
+	if (!*v)
+		return -ENOMEM;
+	for (size_t i = 0; i < ss->n; i++)
+		(*v)[(*n)++] = (struct layer_stack){
+			.stack_id = ss->v[i].id,
+			.depth = ss->v[i].depth,
+			.names = (const char *const *)ss->v[i].names,
+			.classes = (const char *const *)ss->v[i].classes,
+		};
+	return 0;
+}
