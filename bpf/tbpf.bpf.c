@@ -541,6 +541,9 @@ int BPF_KPROBE(tbpf_scope_new)
 	struct tbpf_frame *f;
 	__u64 now, sp;
 
+	if (!pid_ok(pid))
+		return 0;
+	cnt_add(CNT_SCOPE_HITS, 1);
 	if ((__u32)PT_REGS_PARM2(ctx) != TBPF_RECORD_SCOPE_USER || !pid_check(pid, true))
 		return 0;
 	now = bpf_ktime_get_ns();
@@ -625,6 +628,7 @@ int BPF_KPROBE(tbpf_scope_end)
 
 	if (!pid_ok(pid))
 		return 0;
+	cnt_add(CNT_SCOPE_HITS, 1);
 	t = thread_get(tid, pid, false);
 	if (!t || t->depth == 0 || t->depth > TBPF_MAX_DEPTH)
 		return 0;

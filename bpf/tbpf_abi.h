@@ -382,6 +382,7 @@ enum tbpf_counter {
 	CNT_PYSTACK_TRUNC,
 	CNT_CUDA_EVENTS,
 	CNT_CUDA_NESTED,      /* driver calls made inside a runtime call, skipped */
+	CNT_SCOPE_HITS,       /* RecordFunction constructor / end() probe hits */
 	CNT_MAX
 };
 

@@ -456,7 +456,7 @@ int live_run(const struct live_opts *o)
 		}
 		fprintf(stderr, "tbpf: entries %llu exits %llu stale %llu unwound %llu overflow %llu "
 				"underflow %llu guard signals %llu unsafe %llu repairs %llu restored %llu "
-				"children %llu\n",
+				"children %llu scope-probe hits %llu\n",
 			(unsigned long long)counters[CNT_ENTRIES], (unsigned long long)counters[CNT_EXITS],
 			(unsigned long long)counters[CNT_STALE_POPS],
 			(unsigned long long)counters[CNT_UNWIND_POPS],
@@ -465,7 +465,8 @@ int live_run(const struct live_opts *o)
 			(unsigned long long)counters[CNT_GUARD_SIGNALS],
 			(unsigned long long)counters[CNT_GUARD_UNSAFE],
 			(unsigned long long)repairs, (unsigned long long)restored,
-			(unsigned long long)children);
+			(unsigned long long)children,
+			(unsigned long long)counters[CNT_SCOPE_HITS]);
 	}
 	if (counters[CNT_DROPS])
 		fprintf(stderr, "tbpf: %llu events dropped (ring buffer full); rerun with a larger "
