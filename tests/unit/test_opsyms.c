@@ -371,6 +371,41 @@ static void check_autograd(const char *lib, struct opsym_set *s)
 	s->n_ops -= 2 * nodes + eng;
 }
 
+/* issue 15: autograd node applies -> torch.profiler's node names, vtables */
+static void test_parse_node(void **state)
+{
+	static const struct {
+		const char *mangled, *name, *vt;
+	} ok[] = {
+		{ "_ZN5torch8autograd9generated14AddmmBackward05applyEOSt6vectorIN2at6TensorESaIS5_EE",
+		  "AddmmBackward0", "_ZTVN5torch8autograd9generated14AddmmBackward0E" },
+		{ "_ZN5torch8autograd14AccumulateGrad5applyEOSt6vectorIN2at6TensorESaIS4_EE",
+		  "torch::autograd::AccumulateGrad", "_ZTVN5torch8autograd14AccumulateGradE" },
+		{ "_ZN5torch8autograd10CopySlices5applyEOSt6vectorIN2at6TensorESaIS4_EE",
+		  "torch::autograd::CopySlices", "_ZTVN5torch8autograd10CopySlicesE" },
+	};
+	static const char *const bad[] = {
+		"_ZN5torch8autograd6Engine17evaluate_functionERSt10shared_ptrINS0_9GraphTaskEE",
+		"_ZN5torch8autograd9generated14AddmmBackward012release_variablesEv",
+		"_ZN5torch8autograd9generated14AddmmBackward05applyERKSt6vector",  /* not && */
+		"_ZN2at4_ops10add_Tensor4callERKNS_6TensorES4_RKN3c106ScalarE",
+		"_ZN5torch8autograd",
+		"_ZN5torch8autograd9generated99Short5applyEOSt6vectorIN2at6TensorE",
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		char *name = NULL, *vt = NULL;
+		assert_int_equal(opsym_parse_node(ok[i].mangled, &name, &vt), 0);
+		assert_string_equal(name, ok[i].name);
+		assert_string_equal(vt, ok[i].vt);
+		free(name);
+		free(vt);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *name = NULL, *vt = NULL;
+		assert_int_equal(opsym_parse_node(bad[i], &name, &vt), -EINVAL);
+	}
+}
+
 static void check_libtorch(const char *lib, const char *python, size_t want_each)
 {
 	if (!tu_exists(lib)) {
@@ -465,6 +500,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_mangled),
+		cmocka_unit_test(test_parse_node),
 		cmocka_unit_test(test_name_map),
 		cmocka_unit_test(test_name_map_ranks),
 		cmocka_unit_test(test_fake_library),
