@@ -15,9 +15,10 @@ lacks.  --unseen lists the keys the uprobe mode cannot see (README,
 missing ones, so a row that goes missing, or one that appears, fails.
 --renamed T=R: tbpf's row T is compared as torch.profiler's R (a row tbpf
 cannot name exactly, e.g. a Python autograd node's evaluate_function).
---nest P=C1+C2: P's rows contain nothing but C1, C2 (record_function
-scopes, whose self time the test knows): self(P) must equal
-total(P) - total(C1) - total(C2) to 1 us per call, summed over the names.
+--nest P=C1+C2: P's rows contain only C1, C2 (record_function scopes,
+whose self time the test knows) and at most a small op: self(P) must be
+total(P) - total(C1) - total(C2), less at most 20 us per call, summed over
+the names.
 Exit 0 when all hold, 1 otherwise, with the differences.
 """
 import argparse
@@ -91,11 +92,15 @@ def main():
         total = sum(tb[k]["total_ns"] for k in pn)
         kids_total = sum(tb[k]["total_ns"] for k in kn)
         calls = sum(tb[k]["calls"] for k in pn)
-        if abs(self_ns - (total - kids_total)) > 1000 * calls:
+        # what is neither P's self time nor a listed child is an op run
+        # directly in P: on torch 1.13 the aten::empty that makes the
+        # label's own handle (record_function_enter); allow 20 us a call
+        rest = total - kids_total - self_ns
+        if not -1000 * calls <= rest <= 20000 * calls:
             problems.append("--nest %s: self %d ns != total %d - children %d ns" % (spec, self_ns, total, kids_total))
         else:
-            print("nest %s: self %.3f ms = total %.3f - children %.3f ms" %
-                  (spec, self_ns / 1e6, total / 1e6, kids_total / 1e6))
+            print("nest %s: self %.3f ms = total %.3f - children %.3f ms - %.1f us/call in ops" %
+                  (spec, self_ns / 1e6, total / 1e6, kids_total / 1e6, rest / 1e3 / calls))
     print("rows: %d of torch.profiler's %d equal in tbpf (count), %d unseen as documented: %s" %
           (ok, len(keys), len(unseen & set(missing)), ", ".join(sorted(unseen & set(missing)))))
     for pr in problems:
