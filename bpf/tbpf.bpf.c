@@ -247,7 +247,7 @@ static __always_inline void pop_frame(struct tbpf_thread *t, __u32 tid, __u64 no
 {
 	__u32 d = t->depth, pi, fi;
 	struct tbpf_frame *f;
-	__u64 dur, self, child;
+	__u64 dur, self, child, pystack;
 	__u32 op_id, fflags;
 	int cp;
 
@@ -270,10 +270,11 @@ static __always_inline void pop_frame(struct tbpf_thread *t, __u32 tid, __u64 no
 		return;
 	}
 	self = dur > child ? dur - child : 0;
+	pystack = f->pystack;
 	/* torch.profiler drops a child that has its parent's name and is
 	 * its only child (EventList._remove_dup_nodes): fold it back in */
 	if (f->nchild == 1 && f->dup_op) {
-		stat_undo(t->pid, f->dup_op, t->pystack_id, f->dup_self, f->dup_total);
+		stat_undo(t->pid, f->dup_op, pystack, f->dup_self, f->dup_total);
 		self += f->dup_self;
 	}
 	if (d > 0)
@@ -291,12 +292,15 @@ static __always_inline void pop_frame(struct tbpf_thread *t, __u32 tid, __u64 no
 	}
 	if (t->vdepth)
 		t->vdepth--;
-	stat_add(t->pid, op_id, t->pystack_id, self, dur, flags);
+	stat_add(t->pid, op_id, pystack, self, dur, flags);
 #ifdef HAVE_HIST
 	hist_add(t->pid, op_id, dur);
 #endif
 	emit_op(REC_OP_EXIT, tid, now, t->pid, op_id, t->vdepth,
-		flags | (fflags & OPF_REDISPATCH), (__u32)t->pystack_id);
+		flags | (fflags & (OPF_REDISPATCH | OPF_SCOPE)), (__u32)pystack);
+	/* back to the enclosing frame's stack (a scope's ops have their own) */
+	if (d > 0)
+		t->pystack_id = t->frames[pi].pystack;
 	if (flags & OPF_UNWOUND)
 		cnt_add(CNT_UNWIND_POPS, 1);
 	else if (flags & OPF_INFERRED)
@@ -348,6 +352,48 @@ static __always_inline void pop_returned(struct tbpf_thread *t, __u32 tid, __u64
 #define HAVE_PYSTACK 1
 #endif
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct tbpf_vtkey);
+	__type(value, __u32);
+} node_evals SEC(".maps");
+
+/* The evaluate_function row of the node `node` (its class, from its
+ * vtable pointer), else `dflt`. */
+static __always_inline __u32 node_eval_id(__u32 pid, __u64 node, __u32 dflt)
+{
+	struct tbpf_vtkey k = { .pid = pid };
+	__u32 *id;
+
+	if (!node || bpf_probe_read_user(&k.vtable, sizeof(k.vtable), (void *)node))
+		return dflt;
+	id = bpf_map_lookup_elem(&node_evals, &k);
+	return id ? *id : dflt;
+}
+
+/* An op or scope entered at depth d gets its own Python stack when it is
+ * the outermost counted frame or sits directly in a scope: the ops of a
+ * record_function block keep their own module paths. */
+static __always_inline bool new_pystack(struct tbpf_thread *t, __u32 d)
+{
+	int cp;
+
+	if (t->vdepth == 0)
+		return true;
+	cp = counted_parent(t, d);
+	return cp >= 0 && (t->frames[cp & (TBPF_MAX_DEPTH - 1)].flags & OPF_SCOPE);
+}
+
+static __always_inline void take_pystack(struct tbpf_thread *t, __u32 pid)
+{
+	t->pystack_id = 0;
+#ifdef HAVE_PYSTACK
+	if (tbpf_mode & TBPF_MODE_PYSTACK)
+		t->pystack_id = pystack_capture((struct task_struct *)bpf_get_current_task(), pid);
+#endif
+}
+
 static __always_inline int op_enter(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -363,6 +409,8 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	now = bpf_ktime_get_ns();
 	cookie = bpf_get_attach_cookie(ctx);
 	op_id = TBPF_COOKIE_OPID(cookie);
+	if (cookie & TBPF_COOKIE_NODE_EVAL)
+		op_id = node_eval_id(pid, PT_REGS_PARM3(ctx), op_id);
 	sp = PT_REGS_SP(ctx);
 	cnt_add(CNT_ENTRIES, 1);
 	t = thread_get(tid, pid, true);
@@ -417,14 +465,11 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	if (exits && (ra & ~0xfffULL) == tramp_page && d > 0)
 		ra = t->frames[(d - 1) & (TBPF_MAX_DEPTH - 1)].ra; /* chained */
 
-	if (!(flags & OPF_SKIP) && t->vdepth == 0) {
-		t->pystack_id = 0;
-#ifdef HAVE_PYSTACK
-		if (tbpf_mode & TBPF_MODE_PYSTACK)
-			t->pystack_id = pystack_capture((struct task_struct *)bpf_get_current_task(), pid);
-#endif
-	}
+	if (!(flags & OPF_SKIP) && new_pystack(t, d))
+		take_pystack(t, pid);
 	f = &t->frames[d & (TBPF_MAX_DEPTH - 1)];
+	f->pystack = t->pystack_id;
+	f->scope = 0;
 	f->start_ns = now;
 	f->child_ns = 0;
 	f->sp = sp;
@@ -468,6 +513,175 @@ static __always_inline int op_exit(struct pt_regs *ctx)
 		return 0;
 	}
 	pop_frame(t, tid, now, 0);
+	return 0;
+}
+
+/* ==== scopes (record_function, issue 15; see tbpf_abi.h) ============== */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct tbpf_scope_name);
+} scope_names SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tbpf_scope_name);
+} scope_scratch SEC(".maps");
+
+/* The scope's name: the std::string the record_function entry points
+ * (record_function_enter / _new, torch 1.13 .. 2.8) keep in r12 while
+ * they construct the RecordFunction.  Accepted only when it reads as a
+ * libstdc++ string: length 1.., the NUL exactly at its end.  Returns the
+ * scope id, 0 when it is no such string. */
+static __always_inline __u32 scope_read_name(struct pt_regs *ctx, struct tbpf_scope_name *n)
+{
+	__u64 str[2] = {};
+	__u32 h = 2166136261u;
+	long len, got;
+
+	if (bpf_probe_read_user(str, sizeof(str), (void *)ctx->r12))
+		return 0;
+	len = (long)str[1];
+	if (len < 1 || len > 1 << 20)
+		return 0;
+	got = bpf_probe_read_user_str(n->name, sizeof(n->name), (void *)str[0]);
+	if (len < TBPF_SCOPE_NAME_MAX - 1 ? got != len + 1 : got != TBPF_SCOPE_NAME_MAX)
+		return 0;
+	for (int i = 0; i < TBPF_SCOPE_NAME_MAX; i++) {
+		if (i >= got - 1)
+			break;
+		h = (h ^ (__u8)n->name[i]) * 16777619u;
+	}
+	return TBPF_SCOPE_ID_BASE | (h & TBPF_SCOPE_ID_MASK);
+}
+
+/* at::RecordFunction::RecordFunction(RecordScope): rdi = this, esi = scope */
+SEC("uprobe")
+int BPF_KPROBE(tbpf_scope_new)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid, zero = 0, id, d;
+	struct tbpf_scope_name *n;
+	struct tbpf_thread *t;
+	struct tbpf_frame *f;
+	__u64 now, sp;
+
+	if (!pid_ok(pid))
+		return 0;
+	cnt_add(CNT_SCOPE_HITS, 1);
+	if ((__u32)PT_REGS_PARM2(ctx) != TBPF_RECORD_SCOPE_USER || !pid_check(pid, true))
+		return 0;
+	now = bpf_ktime_get_ns();
+	n = bpf_map_lookup_elem(&scope_scratch, &zero);
+	if (!n)
+		return 0;
+	id = scope_read_name(ctx, n);
+	if (!id)
+		return 0;
+	cnt_add(CNT_ENTRIES, 1);
+	if (!bpf_map_update_elem(&scope_names, &id, n, BPF_NOEXIST) &&
+	    (tbpf_mode & TBPF_MODE_RECORD)) {
+		struct rec_scope_name *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+
+		if (r) {
+			r->h.type = REC_SCOPE_NAME;
+			r->h.size = sizeof(*r);
+			r->h.tid = tid;
+			r->h.ts_ns = now;
+			r->pid = pid;
+			r->scope_id = id;
+			__builtin_memcpy(r->name, n->name, sizeof(r->name));
+			bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+		} else {
+			cnt_add(CNT_DROPS, 1);
+		}
+	}
+	t = thread_get(tid, pid, true);
+	if (!t)
+		return 0;
+	t->pid = pid;
+	{
+		__u32 g = pid_gen[pid & (TBPF_GEN_SLOTS - 1)];
+
+		if (t->gen != g) {
+			t->gen = g;
+			t->depth = 0;
+			t->vdepth = 0;
+			t->stack_id = 0;
+			t->pystack_id = 0;
+		}
+	}
+	sp = PT_REGS_SP(ctx);
+	/* op frames at or below this slot have returned (infer mode) */
+	pop_below(t, tid, sp, now, (tbpf_mode & TBPF_MODE_EXITS) ? OPF_UNWOUND : OPF_INFERRED);
+	d = t->depth;
+	if (d >= TBPF_MAX_DEPTH) {
+		cnt_add(CNT_DEPTH_OVERFLOW, 1);
+		return 0;
+	}
+	if (new_pystack(t, d))
+		take_pystack(t, pid);
+	f = &t->frames[d & (TBPF_MAX_DEPTH - 1)];
+	f->start_ns = now;
+	f->child_ns = 0;
+	f->sp = ~0ULL;   /* no return slot: only its end() closes it */
+	f->ra = 0;
+	f->op_id = id;
+	f->flags = OPF_SCOPE;
+	f->name_id = 0;
+	f->nchild = 0;
+	f->dup_op = 0;
+	f->pystack = t->pystack_id;
+	f->scope = PT_REGS_PARM1(ctx);
+	t->depth = d + 1;
+	emit_op(REC_OP_ENTER, tid, now, pid, id, t->vdepth, OPF_SCOPE, (__u32)t->pystack_id);
+	t->vdepth++;
+	return 0;
+}
+
+/* at::RecordFunction::end(): rdi = this.  Closes the scope opened by that
+ * RecordFunction (and any op frame left above it); the end() calls of every
+ * other RecordFunction find no such frame. */
+SEC("uprobe")
+int BPF_KPROBE(tbpf_scope_end)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	__u64 rf = PT_REGS_PARM1(ctx), now;
+	struct tbpf_thread *t;
+	int k = -1;
+
+	if (!pid_ok(pid))
+		return 0;
+	cnt_add(CNT_SCOPE_HITS, 1);
+	t = thread_get(tid, pid, false);
+	if (!t || t->depth == 0 || t->depth > TBPF_MAX_DEPTH)
+		return 0;
+	for (int i = 0; i < 8; i++) {
+		__u32 d = t->depth;
+		struct tbpf_frame *f;
+
+		if ((__u32)i >= d)
+			break;
+		f = &t->frames[(d - 1 - i) & (TBPF_MAX_DEPTH - 1)];
+		if ((f->flags & OPF_SCOPE) && f->scope == rf) {
+			k = i;
+			break;
+		}
+	}
+	if (k < 0)
+		return 0;
+	now = bpf_ktime_get_ns();
+	cnt_add(CNT_EXITS, 1);
+	for (int i = 0; i < 8; i++) {
+		if (i > k)
+			break;
+		pop_frame(t, tid, now, i < k ? OPF_INFERRED : 0);
+	}
 	return 0;
 }
 

@@ -28,6 +28,9 @@
 /* The attach cookie of an op probe: op id in the low 32 bits, flags above. */
 #define TBPF_COOKIE_REDISPATCH (1ULL << 32)
 #define TBPF_COOKIE_OPID(c) ((__u32)(c))
+/* Engine::evaluate_function (issue 15): the row's op id is the node
+ * class's, from `node_evals` (vtable of the Node* in rdx) */
+#define TBPF_COOKIE_NODE_EVAL (1ULL << 33)
 /* bits 40..63: the op's name id (same for every overload of a name), for
  * torch.profiler's rule that an op whose only child has its own name is
  * shown as one op (aten::sum -> aten::sum.dim_IntList) */
@@ -53,6 +56,7 @@ enum tbpf_rec_type {
 	REC_ALLOC = 7,      /* CUDA allocation or free */
 	REC_UNWIND = 8,     /* frames closed by an exception unwind */
 	REC_GPU = 9,        /* CUPTI device activity (kernel/memcpy/memset) */
+	REC_SCOPE_NAME = 10,/* a record_function scope's name, once per name */
 	REC_TYPE_MAX
 };
 
@@ -63,7 +67,9 @@ enum tbpf_op_flags {
 	OPF_SKIP = 1 << 2,      /* redispatch nested directly in its own call */
 	OPF_REDISPATCH = 1 << 3,/* entered through ::redispatch */
 	OPF_HIJACKED = 1 << 4,  /* return address replaced by uretprobe */
+	OPF_SCOPE = 1 << 5,     /* a record_function scope, not an op call */
 };
+
 
 struct rec_hdr {
 	__u16 type;
@@ -95,6 +101,42 @@ struct rec_pystack {
 	__u64 stack_id;
 	struct tbpf_pyframe frames[TBPF_MAX_PYFRAMES]; /* innermost first */
 };
+
+/* ==== BEGIN scopes (record_function, issue 15) ==========================
+ * A `record_function` scope (Python torch.profiler.record_function, and the
+ * ones PyTorch opens itself: Optimizer.step#..., enumerate(DataLoader)#...)
+ * is an at::RecordFunction constructed with RecordScope::USER_SCOPE.  The
+ * BPF side opens it as a frame on the thread's op stack (flag OPF_SCOPE,
+ * no return slot) at the constructor and closes it at RecordFunction::end
+ * of the same object, so ops run inside it are its children, and its rows
+ * and records are op rows and REC_OP_ENTER/EXIT records whose op id is in
+ * the scope range: TBPF_SCOPE_ID_BASE | (FNV-1a 32 of the name & MASK).
+ * The name reaches user space through the `scope_names` map (live) and a
+ * REC_SCOPE_NAME record the first time the name is seen (captures). */
+#define TBPF_SCOPE_ID_BASE 0x80000000u
+#define TBPF_SCOPE_ID_MASK 0x7fffffffu
+#define TBPF_IS_SCOPE_ID(id) (((__u32)(id) & TBPF_SCOPE_ID_BASE) != 0)
+#define TBPF_SCOPE_NAME_MAX 128   /* bytes with the NUL; longer names are cut */
+#define TBPF_RECORD_SCOPE_USER 7  /* at::RecordScope::USER_SCOPE (1.13 .. 2.8) */
+
+struct tbpf_scope_name {
+	char name[TBPF_SCOPE_NAME_MAX];
+};
+
+struct rec_scope_name {
+	struct rec_hdr h;
+	__u32 pid;
+	__u32 scope_id;   /* op id of the scope's rows and records */
+	char name[TBPF_SCOPE_NAME_MAX];
+};
+/* node_evals map: a node class's vtable address in a process -> the op id
+ * of its "autograd::engine::evaluate_function: <Node>" row */
+struct tbpf_vtkey {
+	__u32 pid;
+	__u32 pad;
+	__u64 vtable;
+};
+/* ==== END scopes ======================================================== */
 
 /* CUDA API ids (rec_launch.api, rec_memop.api, ...). */
 enum tbpf_cuda_api {
@@ -285,6 +327,8 @@ struct tbpf_frame {
 	__u32 dup_op;    /* the first such child when it has this op's name */
 	__u32 pad;
 	__u64 dup_self, dup_total;
+	__u64 pystack;   /* Python stack id its row is keyed by */
+	__u64 scope;     /* OPF_SCOPE: the at::RecordFunction's address */
 };
 
 struct tbpf_thread {
@@ -344,6 +388,7 @@ enum tbpf_counter {
 	CNT_CUDA_EVENTS,
 	CNT_CUDA_NESTED,      /* driver calls made inside a runtime call, skipped */
 	CNT_SAMPLE_POPS,      /* infer mode: frames closed by a sample or switch-out */
+	CNT_SCOPE_HITS,       /* RecordFunction constructor / end() probe hits */
 	CNT_MAX
 };
 

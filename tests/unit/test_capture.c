@@ -171,6 +171,42 @@ static void test_long_strings_and_stacks(void **state)
 	free(big);
 }
 
+/* issue 15: a record_function scope's name record names its op id, as a
+ * meta op record would, wherever it sits in the file. */
+static void test_scope_names(void **state)
+{
+	char p[300];
+	int err;
+	snprintf(p, sizeof(p), "%s/scopes.tbpf", dir);
+	struct capture_writer *w = capture_writer_open(p, &err);
+	assert_non_null(w);
+	uint32_t id = TBPF_SCOPE_ID_BASE | 12345;
+	struct rec_op e = fx_op(REC_OP_ENTER, 1, 1, 0, id, 0, OPF_SCOPE, 0);
+	struct rec_op x = fx_op(REC_OP_EXIT, 1, 1, 500, id, 0, OPF_SCOPE, 0);
+	struct rec_scope_name sn;
+	memset(&sn, 0, sizeof(sn));
+	sn.h = (struct rec_hdr){ REC_SCOPE_NAME, sizeof(sn), 1, T0 + 1 };
+	sn.pid = 1;
+	sn.scope_id = id;
+	memset(sn.name, 'y', sizeof(sn.name));   /* no NUL: cut by the reader */
+	memcpy(sn.name, "Optimizer.step#AdamW.step", 25);
+	assert_int_equal(capture_write_raw(w, &e, sizeof(e)), 0);
+	assert_int_equal(capture_write_raw(w, &x, sizeof(x)), 0);
+	assert_int_equal(capture_write_raw(w, &sn, sizeof(sn) - 8), -EINVAL);
+	assert_int_equal(capture_write_raw(w, &sn, sizeof(sn)), 0);
+	assert_int_equal(capture_writer_close(w), 0);
+
+	struct capture_reader *r = capture_reader_open(p);
+	assert_null(capture_reader_error(r));
+	const struct capture_op *op = capture_meta_op(capture_reader_meta(r), id);
+	assert_non_null(op);
+	assert_int_equal(strlen(op->name), TBPF_SCOPE_NAME_MAX - 1);
+	assert_memory_equal(op->name, "Optimizer.step#AdamW.stepyyy", 28);
+	assert_string_equal(op->overload, "");
+	assert_true(TBPF_IS_SCOPE_ID(id) && !TBPF_IS_SCOPE_ID(OP_ADD));
+	capture_reader_close(r);
+}
+
 static struct capture_reader *open_bytes(const unsigned char *b, size_t len)
 {
 	/* through a file, like a user would */
@@ -335,6 +371,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_write_raw_rejects),
 		cmocka_unit_test(test_long_strings_and_stacks),
+		cmocka_unit_test(test_scope_names),
 		cmocka_unit_test(test_truncated_everywhere),
 		cmocka_unit_test(test_corrupt),
 		cmocka_unit_test(test_memory_reader_matches_file),

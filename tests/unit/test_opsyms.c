@@ -323,6 +323,89 @@ static void check_heuristic(const char *lib, const struct opsym_set *s)
 	elf_file_close(ef);
 }
 
+/* issue 15: one node row and one evaluate_function row per autograd node
+ * class with an apply (as nm counts them), each with its vtable; one
+ * Engine::evaluate_function probe.  Then s keeps the operators only, for
+ * the checks that follow. */
+static void check_autograd(const char *lib, struct opsym_set *s)
+{
+	char *nm = tu_capture("nm -D --defined-only '%s' | awk '$2==\"T\" && $3 ~ /^_ZN5torch8autograd(9generated)?[0-9]+[A-Za-z0-9_]+5applyEOSt6vectorIN2at6TensorE/ && $3 !~ /^_ZN5torch8autograd6Engine/' | wc -l", lib);
+	size_t want = nm ? strtoul(nm, NULL, 10) : 0, nodes = 0, evals = 0, eng = 0, k = 0;
+	size_t vt = 0;
+	bool accum = false;
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct opsym *o = &s->v[i];
+
+		nodes += o->kind == OPSYM_NODE;
+		evals += o->kind == OPSYM_NODE_EVAL;
+		eng += o->kind == OPSYM_EVAL;
+		vt += o->kind == OPSYM_NODE_EVAL && o->vtable;
+		if (o->kind == OPSYM_NODE && !strcmp(o->name, "torch::autograd::AccumulateGrad"))
+			accum = true;
+		if (o->kind == OPSYM_NODE_EVAL &&
+		    !strcmp(o->name, "autograd::engine::evaluate_function: AddmmBackward0"))
+			assert_true(o->vtable != 0);
+	}
+	fprintf(stderr, "  autograd: %zu node applies (nm: %zu), %zu with vtables, %zu evaluate_function\n",
+		nodes, want, vt, eng);
+	assert_true(want > 400);
+	assert_int_equal(nodes, want);
+	assert_int_equal(s->n_nodes, want);
+	assert_int_equal(evals, want);
+	assert_true(vt * 100 >= want * 95);
+	assert_int_equal(eng, 1);
+	assert_true(accum);
+	free(nm);
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->v[i].kind == OPSYM_OP) {
+			s->v[k++] = s->v[i];
+			continue;
+		}
+		free(s->v[i].mangled);
+		free(s->v[i].struct_name);
+		free(s->v[i].name);
+		free(s->v[i].overload);
+	}
+	s->n = k;
+	s->n_ops -= 2 * nodes + eng;
+}
+
+/* issue 15: autograd node applies -> torch.profiler's node names, vtables */
+static void test_parse_node(void **state)
+{
+	static const struct {
+		const char *mangled, *name, *vt;
+	} ok[] = {
+		{ "_ZN5torch8autograd9generated14AddmmBackward05applyEOSt6vectorIN2at6TensorESaIS5_EE",
+		  "AddmmBackward0", "_ZTVN5torch8autograd9generated14AddmmBackward0E" },
+		{ "_ZN5torch8autograd14AccumulateGrad5applyEOSt6vectorIN2at6TensorESaIS4_EE",
+		  "torch::autograd::AccumulateGrad", "_ZTVN5torch8autograd14AccumulateGradE" },
+		{ "_ZN5torch8autograd10CopySlices5applyEOSt6vectorIN2at6TensorESaIS4_EE",
+		  "torch::autograd::CopySlices", "_ZTVN5torch8autograd10CopySlicesE" },
+	};
+	static const char *const bad[] = {
+		"_ZN5torch8autograd6Engine17evaluate_functionERSt10shared_ptrINS0_9GraphTaskEE",
+		"_ZN5torch8autograd9generated14AddmmBackward012release_variablesEv",
+		"_ZN5torch8autograd9generated14AddmmBackward05applyERKSt6vector",  /* not && */
+		"_ZN2at4_ops10add_Tensor4callERKNS_6TensorES4_RKN3c106ScalarE",
+		"_ZN5torch8autograd",
+		"_ZN5torch8autograd9generated99Short5applyEOSt6vectorIN2at6TensorE",
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		char *name = NULL, *vt = NULL;
+		assert_int_equal(opsym_parse_node(ok[i].mangled, &name, &vt), 0);
+		assert_string_equal(name, ok[i].name);
+		assert_string_equal(vt, ok[i].vt);
+		free(name);
+		free(vt);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *name = NULL, *vt = NULL;
+		assert_int_equal(opsym_parse_node(bad[i], &name, &vt), -EINVAL);
+	}
+}
+
 static void check_libtorch(const char *lib, const char *python, size_t want_each)
 {
 	if (!tu_exists(lib)) {
@@ -342,6 +425,7 @@ static void check_libtorch(const char *lib, const char *python, size_t want_each
 	double ms = tu_now_ms() - t0;
 	fprintf(stderr, "  %s: %zu ::call, %zu ::redispatch, %zu ops in %.1f ms\n", lib,
 		s.n_call, s.n_redispatch, s.n_ops, ms);
+	check_autograd(lib, &s);
 	if (want_each) {
 		assert_int_equal(s.n_call, want_each);
 		assert_int_equal(s.n_redispatch, want_each);
@@ -416,6 +500,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_mangled),
+		cmocka_unit_test(test_parse_node),
 		cmocka_unit_test(test_name_map),
 		cmocka_unit_test(test_name_map_ranks),
 		cmocka_unit_test(test_fake_library),

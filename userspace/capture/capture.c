@@ -358,6 +358,7 @@ int capture_check_bpf_record(const struct rec_hdr *h, size_t len)
 	case REC_MEMOP: need = sizeof(struct rec_memop); break;
 	case REC_SYNC: need = sizeof(struct rec_sync); break;
 	case REC_ALLOC: need = sizeof(struct rec_alloc); break;
+	case REC_SCOPE_NAME: need = sizeof(struct rec_scope_name); break;
 	case REC_UNWIND:
 	case REC_GPU:
 		need = sizeof(*h);  /* layouts not fixed yet: opaque */
@@ -953,6 +954,19 @@ static void reader_scan(struct capture_reader *r)
 			continue;
 		}
 		r->stats.records[h->type]++;
+		if (h->type == REC_SCOPE_NAME) {
+			/* a record_function scope's name: an op name like the
+			 * ones the meta tables give */
+			const struct rec_scope_name *sn = (const void *)h;
+			char name[TBPF_SCOPE_NAME_MAX];
+
+			memcpy(name, sn->name, sizeof(name));
+			name[sizeof(name) - 1] = '\0';
+			if (capture_meta_add_op(&r->meta, sn->scope_id, name, "")) {
+				rerr(r, at, "out of memory");
+				return;
+			}
+		}
 		if (!have_ts || h->ts_ns < r->stats.min_ts)
 			r->stats.min_ts = h->ts_ns;
 		if (!have_ts || h->ts_ns > r->stats.max_ts)

@@ -115,7 +115,7 @@ static void fill_slice(struct tl_slice *s, struct tl_thread *t, uint32_t i)
 	s->end_ns = 0;
 	s->self_ns = 0;
 	s->launches = f->launches;
-	s->stack_id = t->stack_id;
+	s->stack_id = f->stack_id ? f->stack_id : t->stack_id;
 	s->frames = t->frames;
 }
 
@@ -164,6 +164,7 @@ static int on_enter(struct timeline *tl, struct tl_thread *t, const struct rec_o
 	f->depth_rec = r->depth;
 	f->flags = r->flags;
 	f->begin_ns = ts;
+	f->stack_id = r->stack_id;
 	if (tl->ops.slice_begin) {
 		struct tl_slice s;
 		fill_slice(&s, t, t->depth - 1);

@@ -35,6 +35,9 @@ struct tl_frame {
 	uint64_t child_ns;     /* total of the closed children */
 	uint64_t launches;     /* CUDA launches while this frame was on top */
 	void *user;            /* for the consumer: set in slice_begin */
+	uint32_t stack_id;     /* the enter record's Python stack: the
+				* outermost op's, or its own inside a
+				* record_function scope (issue 15) */
 };
 
 struct tl_slice {

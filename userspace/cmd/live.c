@@ -478,7 +478,7 @@ static void report_counters(const struct live_opts *o, struct session *s, const 
 		}
 		fprintf(stderr, "tbpf: entries %llu exits %llu stale %llu unwound %llu overflow %llu "
 				"underflow %llu guard signals %llu unsafe %llu repairs %llu restored %llu "
-				"children %llu sampled %llu\n",
+				"scope-probe hits %llu children %llu sampled %llu\n",
 			(unsigned long long)counters[CNT_ENTRIES], (unsigned long long)counters[CNT_EXITS],
 			(unsigned long long)counters[CNT_STALE_POPS],
 			(unsigned long long)counters[CNT_UNWIND_POPS],
@@ -487,7 +487,7 @@ static void report_counters(const struct live_opts *o, struct session *s, const 
 			(unsigned long long)counters[CNT_GUARD_SIGNALS],
 			(unsigned long long)counters[CNT_GUARD_UNSAFE],
 			(unsigned long long)repairs, (unsigned long long)restored,
-			(unsigned long long)children,
+			(unsigned long long)counters[CNT_SCOPE_HITS], (unsigned long long)children,
 			(unsigned long long)counters[CNT_SAMPLE_POPS]);
 	}
 	if (counters[CNT_DROPS])

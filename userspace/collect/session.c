@@ -43,6 +43,7 @@ struct tgt {
 	struct target t;
 	uint32_t id_base;
 	struct uprobe_set entry, hooks;
+	struct uprobe_set scopes;  /* record_function scopes (issue 15) */
 	struct guard *guard;
 	struct guard_stats gstats;
 	int pidfd;
@@ -70,6 +71,9 @@ struct session {
 	struct gpu_session gpu;     /* cfg.gpu_agent: CUPTI agents (issue 6) */
 	unsigned gpu_ticks;
 	unsigned cuda_ticks;
+	struct op_def *scope_defs;  /* scope id -> name, read from `scope_names` */
+	uint32_t *scope_ids;
+	size_t nscopes, capscopes;
 	struct stackstore stacks;   /* Python stacks named while targets live */
 	uint64_t stack_errors;
 	unsigned stack_ticks;
@@ -365,6 +369,54 @@ static int attach_entries(struct session *s, struct tgt *tg, char **why)
 	return attach_entries_of(s, tg, NULL, 0, why);
 }
 
+/* Node class vtable -> its evaluate_function row, for the BPF side
+ * (issue 15).  Returns how many entries were written. */
+static size_t node_evals_set(struct session *s, struct tgt *tg, bool add)
+{
+	int fd = bpf_map__fd(s->skel->maps.node_evals);
+	size_t n = 0;
+
+	for (size_t i = 0; i < tg->t.nlibs; i++) {
+		const struct target_lib *l = &tg->t.libs[i];
+
+		if (!l->have_bias)
+			continue;
+		for (size_t k = 0; k < l->syms.n; k++) {
+			const struct opsym *o = &l->syms.v[k];
+			struct tbpf_vtkey key = { .pid = (uint32_t)tg->t.pid };
+			uint32_t id = l->id_base + o->op_index + 1;
+
+			if (o->kind != OPSYM_NODE_EVAL || !o->vtable)
+				continue;
+			key.vtable = o->vtable + l->load_bias;
+			if (add ? !bpf_map_update_elem(fd, &key, &id, BPF_ANY)
+				: !bpf_map_delete_elem(fd, &key))
+				n++;
+		}
+	}
+	return n;
+}
+
+/* record_function scopes (issue 15): entry probes on the RecordFunction
+ * constructor and end(); no return probes, so nothing for the guard. */
+static int attach_scope_hooks(struct session *s, struct tgt *tg)
+{
+	const struct target_scope_hooks *h = &tg->t.scope;
+	uint64_t zero = 0;
+	int err;
+
+	if (!h->host_path)
+		return -ENOENT;
+	err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_scope_new, h->host_path,
+				&h->new_off, &zero, 1, false, tg->t.pid, s->multi);
+	if (!err)
+		err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_scope_end, h->host_path,
+					&h->end_off, &zero, 1, false, tg->t.pid, s->multi);
+	if (err)
+		uprobe_set_close(&tg->scopes);
+	return err;
+}
+
 static int attach_catch_hooks(struct session *s, struct tgt *tg)
 {
 	for (size_t i = 0; i < tg->t.nhooks; i++) {
@@ -435,6 +487,7 @@ static void tgt_detach(struct session *s, struct tgt *tg)
 	}
 	uprobe_set_close(&tg->entry);
 	uprobe_set_close(&tg->hooks);
+	uprobe_set_close(&tg->scopes);
 	if (tg->pidfd >= 0) {
 		close(tg->pidfd);
 		tg->pidfd = -1;
@@ -445,6 +498,7 @@ static void tgt_detach(struct session *s, struct tgt *tg)
 		cuda_session_remove(&s->cuda, tg->t.pid);
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.pids), &key);
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.py_procs), &key);
+	node_evals_set(s, tg, false);
 }
 
 static bool is_attached(struct session *s, pid_t pid)
@@ -594,6 +648,10 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 					"is seen at the thread's next op\n", strerror(-err));
 		err = 0;
 	}
+	node_evals_set(s, tg, true);
+	if (attach_scope_hooks(s, tg))
+		fprintf(stderr, "tbpf: warning: pid %d: no record_function scope rows (no "
+				"at::RecordFunction entry points found or attachable)\n", pid);
 	if (!tg->guard && attach_catch_hooks(s, tg))
 		fprintf(stderr, "tbpf: warning: pid %d: cannot hook __cxa_begin_catch; frames unwound "
 				"by exceptions close at the thread's next op\n", pid);
@@ -854,8 +912,45 @@ int session_poll(struct session *s, int ms)
 	return live;
 }
 
+/* A scope id's name from the BPF map, kept for the session's life. */
+static const struct op_def *scope_lookup(struct session *s, uint32_t id)
+{
+	struct tbpf_scope_name n;
+	char *name;
+
+	for (size_t i = 0; i < s->nscopes; i++)
+		if (s->scope_ids[i] == id)
+			return &s->scope_defs[i];
+	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.scope_names), &id, &n))
+		return NULL;
+	if (s->nscopes == s->capscopes) {
+		size_t cap = s->capscopes ? s->capscopes * 2 : 16;
+		struct op_def *d = realloc(s->scope_defs, cap * sizeof(*d));
+		uint32_t *ids;
+
+		if (!d)
+			return NULL;
+		s->scope_defs = d;
+		ids = realloc(s->scope_ids, cap * sizeof(*ids));
+		if (!ids)
+			return NULL;
+		s->scope_ids = ids;
+		s->capscopes = cap;
+	}
+	n.name[sizeof(n.name) - 1] = '\0';
+	name = strdup(n.name);
+	if (!name)
+		return NULL;
+	s->scope_ids[s->nscopes] = id;
+	s->scope_defs[s->nscopes].name = name;
+	s->scope_defs[s->nscopes].overload = "";
+	return &s->scope_defs[s->nscopes++];
+}
+
 static const struct op_def *op_lookup(struct session *s, uint32_t id)
 {
+	if (TBPF_IS_SCOPE_ID(id))
+		return scope_lookup(s, id);
 	for (size_t i = 0; i < s->n; i++) {
 		struct tgt *tg = s->v[i];
 
@@ -1176,6 +1271,10 @@ void session_close(struct session *s)
 		free(s->v[i]);
 	}
 	stackstore_free(&s->stacks);
+	for (size_t i = 0; i < s->nscopes; i++)
+		free((char *)s->scope_defs[i].name);
+	free(s->scope_defs);
+	free(s->scope_ids);
 	free(s->v);
 	free(s->skip);
 	if (s->rb)

@@ -3,6 +3,7 @@
 #include "opsyms.h"
 #include "elfsym.h"
 #include "grow.h"
+#include "strf.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -401,11 +402,131 @@ int opsym_parse_mangled(const char *mangled, char **struct_name, bool *redispatc
 	return 0;
 }
 
+int opsym_parse_node(const char *mangled, char **name, char **vtable_sym)
+{
+	static const char pfx[] = "_ZN5torch8autograd", gen[] = "9generated",
+			  tail[] = "5applyEOSt6vectorIN2at6TensorE";
+	const char *p = mangled, *cls, *nest;
+	bool generated = false;
+	size_t n;
+
+	if (strncmp(p, pfx, sizeof(pfx) - 1))
+		return -EINVAL;
+	p += sizeof(pfx) - 1;
+	nest = p;
+	if (!strncmp(p, gen, sizeof(gen) - 1)) {
+		generated = true;
+		p += sizeof(gen) - 1;
+	}
+	if (!parse_len(&p, &n) || strnlen(p, n) < n)
+		return -EINVAL;
+	cls = p;
+	for (size_t i = 0; i < n; i++)
+		if (!id_char(cls[i]))
+			return -EINVAL;
+	p += n;
+	if (strncmp(p, tail, sizeof(tail) - 1))
+		return -EINVAL;
+	if (!generated && n == 6 && !strncmp(cls, "Engine", 6))
+		return -EINVAL;
+	*name = generated ? strndup(cls, n) : strf("torch::autograd::%.*s", (int)n, cls);
+	*vtable_sym = strf("_ZTVN5torch8autograd%.*sE", (int)(p - nest), nest);
+	if (!*name || !*vtable_sym) {
+		free(*name);
+		free(*vtable_sym);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+struct vtsym {
+	char *name;
+	uint64_t vaddr;
+};
+
 struct collect {
 	struct opsym *v;
 	size_t n, cap;
 	int err;
+	struct vtsym *vt;    /* _ZTVN5torch8autograd... */
+	size_t nvt, capvt;
 };
+
+static struct opsym *collect_new(struct collect *c)
+{
+	if (GROW(c->v, c->n, c->cap, 4096))
+		return NULL;
+	memset(&c->v[c->n], 0, sizeof(c->v[0]));
+	return &c->v[c->n++];
+}
+
+/* Autograd symbols (issue 15): node applies (two entries each: the node's
+ * row and its evaluate_function row), Engine::evaluate_function, vtables. */
+static int collect_autograd(struct collect *c, const struct elf_sym *s)
+{
+	static const char eval[] = "_ZN5torch8autograd6Engine17evaluate_functionE";
+	char *name = NULL, *vts = NULL;
+	struct opsym *o;
+
+	if (!strncmp(s->name, "_ZTVN5torch8autograd", 20)) {
+		if (c->nvt == c->capvt) {
+			size_t nc = c->capvt ? c->capvt * 2 : 1024;
+			struct vtsym *v = realloc(c->vt, nc * sizeof(*v));
+
+			if (!v)
+				return -ENOMEM;
+			c->vt = v;
+			c->capvt = nc;
+		}
+		c->vt[c->nvt].name = strdup(s->name);
+		c->vt[c->nvt].vaddr = s->value;
+		return c->vt[c->nvt++].name ? 0 : -ENOMEM;
+	}
+	if (s->type != STT_FUNC)
+		return 0;
+	if (!strncmp(s->name, eval, sizeof(eval) - 1)) {
+		if (!(o = collect_new(c)))
+			return -ENOMEM;
+		o->kind = OPSYM_EVAL;
+		o->struct_name = strdup("~evaluate_function");
+		o->name = strdup("autograd::engine::evaluate_function");
+		goto sym;
+	}
+	int err = opsym_parse_node(s->name, &name, &vts);
+	if (err == -EINVAL)
+		return 0;
+	if (err)
+		return err;
+	if (!(o = collect_new(c)))
+		goto nomem;
+	o->kind = OPSYM_NODE_EVAL;
+	o->struct_name = strf("~eval %s", name);
+	o->name = strf("autograd::engine::evaluate_function: %s", name);
+	o->mangled = vts;
+	o->overload = strdup("");
+	vts = NULL;
+	if (!o->struct_name || !o->name || !o->overload)
+		goto nomem;
+	if (!(o = collect_new(c)))
+		goto nomem;
+	o->kind = OPSYM_NODE;
+	o->struct_name = strf("~node %s", name);
+	o->name = name;
+	name = NULL;
+sym:
+	o->overload = strdup("");
+	o->vaddr = s->value;
+	o->size = s->size;
+	o->file_off = s->file_off;
+	o->mangled = strdup(s->name);
+	if (!o->struct_name || !o->name || !o->overload || !o->mangled)
+		return -ENOMEM;
+	return 0;
+nomem:
+	free(name);
+	free(vts);
+	return -ENOMEM;
+}
 
 static int collect_sym(const struct elf_sym *s, void *ctx)
 {
@@ -413,27 +534,29 @@ static int collect_sym(const struct elf_sym *s, void *ctx)
 	char *sn;
 	bool rd;
 
-	if (!s->defined || s->type != STT_FUNC || s->name[0] != '_' ||
-	    strncmp(s->name, "_ZN2at4_ops", 11))
+	if (!s->defined || s->name[0] != '_')
+		return 0;
+	if (!strncmp(s->name, "_ZN5torch8autograd", 18) ||
+	    !strncmp(s->name, "_ZTVN5torch8autograd", 20))
+		return collect_autograd(c, s);
+	if (s->type != STT_FUNC || strncmp(s->name, "_ZN2at4_ops", 11))
 		return 0;
 	int err = opsym_parse_mangled(s->name, &sn, &rd);
 	if (err == -EINVAL)
 		return 0;
 	if (err)
 		return err;
-	if (GROW(c->v, c->n, c->cap, 4096)) {
+	struct opsym *o = collect_new(c);
+	if (!o) {
 		free(sn);
 		return -ENOMEM;
 	}
-	struct opsym *o = &c->v[c->n];
-	memset(o, 0, sizeof(*o));
 	o->struct_name = sn;
 	o->redispatch = rd;
 	o->vaddr = s->value;
 	o->size = s->size;
 	o->file_off = s->file_off;
 	o->mangled = strdup(s->name);
-	c->n++;
 	return o->mangled ? 0 : -ENOMEM;
 }
 
@@ -450,6 +573,11 @@ static int add_qualified(const char *s, void *ctx)
 	if (!strchr(s, '('))
 		opname_map_add(ctx, s);
 	return 0;
+}
+
+static int vtsym_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct vtsym *)a)->name, ((const struct vtsym *)b)->name);
 }
 
 static int opsym_cmp(const void *a, const void *b)
@@ -504,9 +632,24 @@ int opsyms_discover(const char *path, struct opsym_set *out)
 	 * faster than every string of a 10 MB .rodata, with the same map. */
 	elf_file_for_each_rostring_with(ef, ") -> ", add_rostring, map);
 	elf_file_for_each_rostring(ef, "aten::", add_qualified, map);
+	if (c.nvt)
+		qsort(c.vt, c.nvt, sizeof(*c.vt), vtsym_cmp);
 	for (size_t i = 0; i < out->n; i++) {
 		struct opsym *o = &out->v[i];
-		int src = opname_map_split(map, o->struct_name, &o->name, &o->overload);
+		int src;
+
+		if (o->kind != OPSYM_OP) {
+			struct vtsym key = { o->mangled, 0 }, *vt;
+
+			if (o->kind == OPSYM_NODE)
+				out->n_nodes++;
+			vt = o->kind == OPSYM_NODE_EVAL && c.nvt ?
+			     bsearch(&key, c.vt, c.nvt, sizeof(*c.vt), vtsym_cmp) : NULL;
+			if (vt)
+				o->vtable = vt->vaddr + 16;   /* past offset-to-top, typeinfo */
+			continue;
+		}
+		src = opname_map_split(map, o->struct_name, &o->name, &o->overload);
 		if (src < 0) {
 			err = src;
 			goto out;
@@ -531,6 +674,9 @@ out:
 		free(c.v[i].mangled);
 	}
 	free(c.v);
+	for (size_t i = 0; i < c.nvt; i++)
+		free(c.vt[i].name);
+	free(c.vt);
 	elf_file_close(ef);
 	if (err)
 		opsyms_free(out);

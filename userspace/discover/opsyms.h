@@ -18,6 +18,21 @@ struct opsym {
 	uint32_t op_index;   /* same for the call and redispatch of one op:
 			      * 0..n_ops-1 in the sorted order below */
 	int name_source;     /* enum opname_source that named it */
+	int kind;            /* enum opsym_kind */
+	uint64_t vtable;     /* OPSYM_NODE_EVAL: ELF vaddr the node class's
+			      * objects point to (_ZTV... + 16), 0 = unknown */
+};
+
+/* Besides the operators (issue 15): autograd nodes, as torch.profiler
+ * names their RecordFunction scopes. */
+enum opsym_kind {
+	OPSYM_OP = 0,        /* at::_ops::<op>::call / ::redispatch */
+	OPSYM_NODE,          /* <Node>::apply: "AddmmBackward0",
+			      * "torch::autograd::AccumulateGrad" */
+	OPSYM_NODE_EVAL,     /* no probe: the name "autograd::engine::
+			      * evaluate_function: <Node>" of one node class */
+	OPSYM_EVAL,          /* Engine::evaluate_function (Node* in rdx): its
+			      * rows take the NODE_EVAL id of the node's class */
 };
 
 struct opsym_set {
@@ -25,6 +40,7 @@ struct opsym_set {
 	size_t n;
 	size_t n_ops;     /* distinct operators (op_index values) */
 	size_t n_call, n_redispatch;
+	size_t n_nodes;   /* OPSYM_NODE entries */
 	char *lib_path;
 };
 
@@ -37,6 +53,15 @@ void opsyms_free(struct opsym_set *s);
 /* Pure: "_ZN2at4_ops10add_Tensor4callE..." -> "add_Tensor", false.
  * 0, or -EINVAL when mangled is no op entry point. */
 int opsym_parse_mangled(const char *mangled, char **struct_name, bool *redispatch);
+
+/* Pure: an autograd node's apply -> its torch.profiler name and the
+ * mangled name of its vtable:
+ *   "_ZN5torch8autograd9generated14AddmmBackward05applyEOSt6vector..." ->
+ *   "AddmmBackward0", "_ZTVN5torch8autograd9generated14AddmmBackward0E";
+ *   "_ZN5torch8autograd14AccumulateGrad5applyEOSt6vector..." ->
+ *   "torch::autograd::AccumulateGrad", "_ZTVN5torch8autograd14AccumulateGradE".
+ * 0, or -EINVAL when mangled is no node's apply(variable_list&&). */
+int opsym_parse_node(const char *mangled, char **name, char **vtable_sym);
 
 /* ---- op struct name -> (name, overload) ------------------------------
  * The struct name is name + "_" + overload (overload may be empty), which

@@ -136,6 +136,56 @@ static int find_hooks(struct target *t, const struct pm_maps *m)
 	return err;
 }
 
+/* l's load bias from the mapping of its first probe's code (issue 15:
+ * node vtable addresses). */
+static void lib_bias(struct target_lib *l, const struct pm_maps *m)
+{
+	const struct opsym *o = l->syms.n ? &l->syms.v[0] : NULL;
+
+	for (size_t i = 0; o && i < l->syms.n && !o->file_off; i++)
+		o = &l->syms.v[i];
+	for (size_t i = 0; o && o->file_off && i < m->n; i++) {
+		const struct pm_entry *e = &m->v[i];
+		uint64_t addr;
+
+		if (!e->path || strcmp(e->path, l->path) ||
+		    procmaps_file_off_to_addr(e, o->file_off, &addr))
+			continue;
+		l->load_bias = addr - o->vaddr;
+		l->have_bias = true;
+		return;
+	}
+}
+
+/* The scope entry points of issue 15 in the first libtorch that exports
+ * both; none found is no error (no scope rows). */
+static int find_scope_hooks(struct target *t)
+{
+	for (size_t i = 0; i < t->nlibs; i++) {
+		struct elf_file *ef = NULL;
+		struct elf_sym s;
+		uint64_t a = 0, b = 0;
+		bool ok;
+
+		if (elf_file_open(t->libs[i].host_path, &ef))
+			continue;
+		ok = !elf_file_find_sym(ef, "_ZN2at14RecordFunctionC1ENS_11RecordScopeE", &s) &&
+		     s.value && !elf_file_vaddr_to_off(ef, s.value, &a) &&
+		     !elf_file_find_sym(ef, "_ZN2at14RecordFunction3endEv", &s) && s.value &&
+		     !elf_file_vaddr_to_off(ef, s.value, &b);
+		elf_file_close(ef);
+		if (!ok)
+			continue;
+		t->scope.host_path = strdup(t->libs[i].host_path);
+		if (!t->scope.host_path)
+			return -ENOMEM;
+		t->scope.new_off = a;
+		t->scope.end_off = b;
+		return 0;
+	}
+	return 0;
+}
+
 int target_open(pid_t pid, uint32_t id_base, unsigned flags, struct target *t, char **why)
 {
 	struct pm_maps maps = { 0 };
@@ -210,13 +260,17 @@ int target_open(pid_t pid, uint32_t id_base, unsigned flags, struct target *t, c
 				name_id++;
 			if (s->redispatch && !(flags & TARGET_REDISPATCH))
 				continue;
+			if (s->kind == OPSYM_NODE_EVAL)   /* a name, no probe */
+				continue;
 			l->offsets[l->n] = s->file_off;
 			l->cookies[l->n++] = (uint64_t)(l->id_base + s->op_index + 1) |
 					     (s->redispatch ? TBPF_COOKIE_REDISPATCH : 0) |
+					     (s->kind == OPSYM_EVAL ? TBPF_COOKIE_NODE_EVAL : 0) |
 					     ((uint64_t)(name_id & 0xffffff) << TBPF_COOKIE_NAME_SHIFT);
 		}
 		t->nprobes += l->n;
 		nops_total += l->syms.n_ops;
+		lib_bias(l, &maps);
 	}
 	if (t->nprobes == 0) {
 		err = -ENOENT;
@@ -244,7 +298,9 @@ int target_open(pid_t pid, uint32_t id_base, unsigned flags, struct target *t, c
 			}
 		}
 	}
-	err = find_hooks(t, &maps);
+	err = find_scope_hooks(t);
+	if (!err)
+		err = find_hooks(t, &maps);
 	if (err && asprintf(why, "cannot inspect unwinder libraries: %s", strerror(-err)) < 0)
 		*why = NULL;
 out:
@@ -268,6 +324,7 @@ void target_close(struct target *t)
 		free(t->hooks[i].host_path);
 	free(t->libs);
 	free(t->hooks);
+	free(t->scope.host_path);
 	free(t->ops);
 	free(t->comm);
 	free(t->cmdline);

@@ -22,6 +22,8 @@ struct target_lib {
 	uint64_t *cookies;     /* op id | TBPF_COOKIE_REDISPATCH */
 	size_t n;              /* offsets[] / cookies[] in use */
 	uint32_t id_base;      /* op id = id_base + op_index + 1 */
+	uint64_t load_bias;    /* address in the target = ELF vaddr + this */
+	bool have_bias;
 };
 
 struct target_hook {
@@ -29,6 +31,15 @@ struct target_hook {
 	uint64_t offset;
 	bool is_catch;
 	const char *sym;
+};
+
+/* record_function scopes (issue 15): where at::RecordFunction is
+ * constructed and ended, in the libtorch that defines them.  host_path NULL
+ * when no library exports both. */
+struct target_scope_hooks {
+	char *host_path;
+	uint64_t new_off;   /* RecordFunction::RecordFunction(RecordScope) */
+	uint64_t end_off;   /* RecordFunction::end() */
 };
 
 struct op_def {
@@ -42,6 +53,7 @@ struct target {
 	size_t nlibs;
 	struct target_hook *hooks;
 	size_t nhooks;
+	struct target_scope_hooks scope;
 	struct op_def *ops;    /* index = op id; ops[0] unused */
 	size_t nops;           /* including the unused slot 0 */
 	size_t nprobes;

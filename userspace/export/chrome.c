@@ -134,7 +134,9 @@ static const struct op_json *op_json(struct chrome_ctx *c, uint32_t op_id, struc
 		if (op_id < c->nops)
 			j = &c->ops[op_id];
 	}
-	j->head = json_of("{\"ph\":\"X\",\"cat\":\"op\",\"name\":", name, NULL);
+	/* record_function scopes (issue 15) in Kineto's category */
+	j->head = json_of(TBPF_IS_SCOPE_ID(op_id) ? "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":"
+						   : "{\"ph\":\"X\",\"cat\":\"op\",\"name\":", name, NULL);
 	j->args = json_of(",\"args\":{\"op\":", name, op ? op->overload : "");
 	if (!j->head || !j->args) {
 		free(j->head);
@@ -153,10 +155,11 @@ static void ev_start(struct chrome_ctx *c)
 
 static void flags_str(FILE *out, uint32_t flags)
 {
-	static const char *const fl[] = { "inferred", "unwound", "skip", "redispatch", "hijacked" };
+	static const char *const fl[] = { "inferred", "unwound", "skip", "redispatch", "hijacked",
+					  "scope" };
 	bool any = false;
 	fputs(",\"flags\":\"", out);
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		if (flags & (1u << i)) {
 			fprintf(out, "%s%s", any ? "|" : "", fl[i]);
 			any = true;

@@ -47,6 +47,7 @@ enum { SLICE_BEGIN = 1, SLICE_END = 2, INSTANT = 3 };
 enum { SEQ_CLEARED = 1, SEQ_NEEDS = 2 };
 #define SEQ 1
 #define CUDA_IID (1u << 30)
+#define SCOPE_IID (1ull << 36)   /* + scope op id (TBPF_SCOPE_ID_BASE range) */
 #define SPAN_IID (1ull << 32)
 #define FLUSH_AT (1u << 20)
 
@@ -303,13 +304,22 @@ static void pf_begin(void *vc, const struct tl_slice *s)
 		c->err = -ENOMEM;
 	size_t mk = packet_begin(c, s->begin_ns, true);
 	pb_varint(&c->w, TP_SEQ_FLAGS, SEQ_NEEDS);
-	if (s->op_id < CUDA_IID - 1)
+	const struct capture_op *o = capture_meta_op(c->m, s->op_id);
+	uint64_t iid = (uint64_t)s->op_id + 1;
+	if (TBPF_IS_SCOPE_ID(s->op_id)) {
+		/* record_function scopes (issue 15): ids above CUDA_IID, so
+		 * their own iid range, the name re-sent with each slice */
+		iid = SCOPE_IID + s->op_id;
+		intern_name(c, iid, o ? o->name : "record_function");
+	} else if (s->op_id < CUDA_IID - 1) {
 		op_iid(c, s->op_id);
+	}
 	size_t te = pb_begin(&c->w, TP_TRACK_EVENT);
 	pb_varint(&c->w, TE_TYPE, SLICE_BEGIN);
 	pb_varint(&c->w, TE_TRACK_UUID, thread_uuid(s->pid, s->tid));
-	pb_varint(&c->w, TE_NAME_IID, (uint64_t)s->op_id + 1);
-	const struct capture_op *o = capture_meta_op(c->m, s->op_id);
+	pb_varint(&c->w, TE_NAME_IID, iid);
+	if (TBPF_IS_SCOPE_ID(s->op_id))
+		pb_string(&c->w, TE_CATEGORIES, "user_annotation");
 	if (o && o->overload[0]) {
 		size_t da = pb_begin(&c->w, TE_DEBUG);
 		pb_string(&c->w, DA_NAME, "overload");

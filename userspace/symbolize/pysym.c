@@ -3,7 +3,8 @@
  *
  * Caches: code object -> (name, file, first line, line table); type ->
  * (class name, is nn.Module); root module -> (module address -> attribute
- * path, class), rebuilt once when an unknown module shows up under it.
+ * path, class), walked again (once per stack) when an unknown module
+ * shows up under it.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -125,7 +126,7 @@ struct root_info {
 	char *label;         /* "Net", "Net#2" */
 	const char *cls;
 	struct umap mods;    /* module address -> struct mod_info */
-	int rebuilt;
+	unsigned walk_gen;   /* pysym.gen of its last walk */
 };
 
 struct orphan {
@@ -141,6 +142,7 @@ struct pysym {
 	struct umap objs;    /* object -> struct type_info (not owned) */
 	char **strs;         /* misc strings owned here */
 	size_t nstrs, capstrs;
+	unsigned gen;        /* bumped by every pysym_layers call */
 };
 
 static int vm_read(void *ctx, uint64_t addr, void *buf, size_t len)
@@ -729,6 +731,7 @@ static struct root_info *root_get(struct pysym *ps, uint64_t mod)
 		root_free(r);
 		return NULL;
 	}
+	r->walk_gen = ps->gen;
 	add_module(ps, r, mod, "", 0);
 	return r;
 }
@@ -784,9 +787,12 @@ static struct mod_info *root_lookup(struct pysym *ps, struct root_info *r, uint6
 {
 	struct mod_info *m = umap_get(&r->mods, mod);
 
-	if (!m && !r->rebuilt) {
-		/* modules added after the first walk: walk once more */
-		r->rebuilt = 1;
+	if (!m && r->walk_gen != ps->gen) {
+		/* modules added after the last walk (a model first seen while
+		 * it was being built, as `tbpf run` sees it): walk again, at
+		 * most once per stack symbolized, so paths do not depend on
+		 * when tbpf attached */
+		r->walk_gen = ps->gen;
 		umap_free(&r->mods, mod_free);
 		add_module(ps, r, r->addr, "", 0);
 		m = umap_get(&r->mods, mod);
@@ -868,6 +874,7 @@ int pysym_layers(struct pysym *ps, const struct tbpf_pyframe *frames,
 	int err;
 
 	memset(out, 0, sizeof(*out));
+	ps->gen++;
 	/* frames are innermost first: the last module frame is the root */
 	for (i = 0; i < nframes; i++) {
 		if (pysym_frame(ps, &frames[i], &fr) || !fr.module)

@@ -1,0 +1,165 @@
+"""scopes_model.py - training workload for torch.profiler's non-op rows (issue 15).
+
+Each thread trains its own small MLP for exactly --iters batches drawn from
+a DataLoader (num_workers=0), inside nested record_function labels
+(torch.profiler.record_function and torch.autograd.profiler.record_function),
+through a custom autograd.Function, with backward and an optimizer step:
+SGD on thread 0, AdamW on thread 1.  So torch.profiler's key_averages() has,
+beside the aten:: ops, the user labels, Optimizer.step#SGD.step,
+Optimizer.step#AdamW.step, Optimizer.zero_grad#..., enumerate(DataLoader)#...,
+the autograd engine's and nodes' rows and the custom Function's.
+
+--profile runs the very same work (warm-up, then the counted part, one
+thread after the other) under torch.profiler instead of waiting and prints
+{"rows": {key: {"count", "self_us", "total_us"}}, "events": {name: calls},
+ "checksum": ..., "iters": N, "threads": T}
+where "rows" is key_averages() (every key) and "events" counts the raw
+records by name (key_averages() drops a same-name only child; see
+wl_common.profiler_op_counts).  Otherwise the wl_common protocol.
+"""
+import argparse
+import threading
+
+import wl_common  # noqa: F401  (blocks SIGUSR1 before torch starts threads)
+from wl_common import add_common_args, print_json, profile_cpu, ready, result, wait_go
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class MyFn(torch.autograd.Function):
+    """A custom autograd Function: its backward node is named MyFnBackward."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2.0
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2.0
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.fc2(MyFn.apply(F.relu(self.fc1(x))))
+
+
+_init_lock = threading.Lock()
+
+
+class Worker:
+    def __init__(self, idx, seed, iters, batch=8):
+        with _init_lock:
+            torch.manual_seed(seed)
+            self.model = Net()
+            g = torch.Generator().manual_seed(seed)
+            xs = torch.randn(iters * batch, 16, generator=g)
+            ys = torch.randint(0, 4, (iters * batch,), generator=g)
+        self.loader = DataLoader(TensorDataset(xs, ys), batch_size=batch, num_workers=0)
+        params = self.model.parameters()
+        if idx % 2 == 0:
+            self.opt = torch.optim.SGD(params, lr=0.01, momentum=0.9)
+        else:
+            self.opt = torch.optim.AdamW(params, lr=0.001)
+        self.idx = idx
+        self.checksum = None
+
+    def run(self):
+        rf, arf = torch.profiler.record_function, torch.autograd.profiler.record_function
+        for x, y in self.loader:
+            # made before the step's label: torch 1.13's record_function()
+            # runs torch.zeros(1), which must not count as the label's own
+            step, fwd, bwd, opt = (rf("train_step#%d" % self.idx), arf("forward"),
+                                   rf("backward"), rf("optimizer"))
+            with step:
+                with fwd:
+                    loss = F.cross_entropy(self.model(x), y)
+                with bwd:
+                    loss.backward()
+                with opt:
+                    self.opt.step()
+                    self.opt.zero_grad()
+        with torch.no_grad():
+            self.checksum = float(sum(p.double().sum() for p in self.model.parameters()))
+
+
+def rows_of(prof):
+    rows = {}
+    for e in prof.key_averages():
+        r = rows.setdefault(e.key, {"count": 0, "self_us": 0.0, "total_us": 0.0})
+        r["count"] += int(e.count)
+        r["self_us"] += float(e.self_cpu_time_total)
+        r["total_us"] += float(e.cpu_time_total)
+    events = {}
+    try:
+        names = [e.name() for e in prof.profiler.kineto_results.events()]
+    except AttributeError:
+        names = []
+    for n in names:
+        events[n] = events.get(n, 0) + 1
+    return rows, events
+
+
+def merge(a, b):
+    for k, v in b.items():
+        if isinstance(v, dict):
+            r = a.setdefault(k, {"count": 0, "self_us": 0.0, "total_us": 0.0})
+            for f in r:
+                r[f] += v[f]
+        else:
+            a[k] = a.get(k, 0) + v
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--iters", type=int, default=10)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--profile", action="store_true",
+                   help="run the counted iterations under torch.profiler, print JSON")
+    add_common_args(p)
+    args = p.parse_args()
+    torch.set_num_threads(args.intra_threads)
+
+    n = args.threads
+    workers = [Worker(i, args.seed + i, args.iters) for i in range(n)]
+    warm = [Worker(i, args.seed + 100 + i, 2) for i in range(n)]
+    for w in warm:   # warm-up: the same code paths, other objects
+        w.run()
+    rows, events = {}, {}
+    if args.profile:
+        for w in workers:   # one thread at a time, each under its own profiler
+            out = {}
+
+            def body(w=w, out=out):
+                with profile_cpu() as prof:
+                    w.run()
+                out["r"] = rows_of(prof)
+
+            t = threading.Thread(target=body, name="model%d" % w.idx)
+            t.start()
+            t.join()
+            merge(rows, out["r"][0])
+            merge(events, out["r"][1])
+        print_json({"rows": rows, "events": events, "iters": args.iters, "threads": n,
+                    "checksum": ",".join("%.12e" % w.checksum for w in workers)})
+        return
+    ready()
+    wait_go(args)
+    threads = [threading.Thread(target=w.run, name="model%d" % w.idx) for w in workers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    result(checksum=",".join("%.12e" % w.checksum for w in workers), iters=args.iters,
+           threads=n)
+
+
+if __name__ == "__main__":
+    main()
