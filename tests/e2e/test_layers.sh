@@ -54,10 +54,14 @@ for path, want in sorted(ref["layers"].items()):
         got = {o["name"]: o["calls"] for o in mods[path]["ops"] if o["name"].startswith("aten::")}
     else:
         print("%s: layer %r missing in tbpf" % (tag, path)); ok = False; continue
-    if path == "[no module]":
-        # tbpf also sees ops the workload runs outside the profiled region
-        # (zero_grad etc. run in both; the script's own exit is not an op)
-        pass
+    if path == "[no module]" and tag == "torch1":
+        # torch 1.13's profiler places record_function's own aten::empty
+        # (the handle tensor) inside or outside the region by microsecond
+        # timestamps: the reference's count here floats by a few with no
+        # tbpf anywhere (layers_model.py's calibration notes it), so this
+        # one op of this one row is not compared
+        want = {op: n for op, n in want.items() if op != "aten::empty"}
+        got = {op: n for op, n in got.items() if op != "aten::empty"}
     # torch 1.13's profiler removes an op nested as the only child of a
     # same-name op (EventList._remove_dup_nodes) only when its timestamps
     # let it see the nesting, so its counts float between tbpf's calls

@@ -111,12 +111,17 @@ def marker_cost(record_function, profile, activities, k=8):
     got = aten_counts(prof)
     inside = got.get("__calib__", {})
     outside = got.get("[no module]", {})
+    # torch 1.13 places the handle's aten::empty inside or just outside
+    # the region by microsecond timestamps, so on a fast box some of the k
+    # land on the other side (7/8, 5/8 seen here with no tbpf anywhere):
+    # the op's count in [no module] is then uncertain by that much
+    # (test_layers.sh leaves torch 1.13's [no module] aten::empty out)
     for d in (inside, outside):
         for op, n in d.items():
             if n % k:
-                raise SystemExit("record_function cost is not per call: %s %d/%d"
+                sys.stderr.write("note: record_function cost is not per call: %s %d/%d\n"
                                  % (op, n, k))
-            d[op] = n // k
+            d[op] = (n + k // 2) // k
     return inside, outside
 
 
