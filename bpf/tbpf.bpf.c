@@ -161,6 +161,27 @@ static __always_inline struct tbpf_thread *thread_get(__u32 tid, __u32 pid, bool
 	return t;
 }
 
+/* The calling thread's state at a probe that pushes a frame: created if
+ * new; frames left from before a re-attach of its process (the budget's
+ * duty cycle, pid_gen) are dropped uncounted. */
+static __always_inline struct tbpf_thread *thread_enter(__u32 tid, __u32 pid)
+{
+	struct tbpf_thread *t = thread_get(tid, pid, true);
+	__u32 g = pid_gen[pid & (TBPF_GEN_SLOTS - 1)];
+
+	if (!t)
+		return NULL;
+	t->pid = pid;
+	if (t->gen != g) {
+		t->gen = g;
+		t->depth = 0;
+		t->vdepth = 0;
+		t->stack_id = 0;
+		t->pystack_id = 0;
+	}
+	return t;
+}
+
 static __always_inline void emit_op(__u16 type, __u32 tid, __u64 ts, __u32 pid,
 				    __u32 op_id, __u32 depth, __u32 flags, __u32 stack_id)
 {
@@ -413,21 +434,9 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 		op_id = node_eval_id(pid, PT_REGS_PARM3(ctx), op_id);
 	sp = PT_REGS_SP(ctx);
 	cnt_add(CNT_ENTRIES, 1);
-	t = thread_get(tid, pid, true);
+	t = thread_enter(tid, pid);
 	if (!t)
 		return 0;
-	t->pid = pid;
-	{
-		__u32 g = pid_gen[pid & (TBPF_GEN_SLOTS - 1)];
-
-		if (t->gen != g) {   /* frames from before a re-attach */
-			t->gen = g;
-			t->depth = 0;
-			t->vdepth = 0;
-			t->stack_id = 0;
-			t->pystack_id = 0;
-		}
-	}
 	/* the return address also tells later CUDA probes whether this
 	 * frame is still live (cuda.bpf.h, cuda_top_op) */
 	bpf_probe_read_user(&ra, sizeof(ra), (void *)sp);
@@ -600,21 +609,9 @@ int BPF_KPROBE(tbpf_scope_new)
 			cnt_add(CNT_DROPS, 1);
 		}
 	}
-	t = thread_get(tid, pid, true);
+	t = thread_enter(tid, pid);
 	if (!t)
 		return 0;
-	t->pid = pid;
-	{
-		__u32 g = pid_gen[pid & (TBPF_GEN_SLOTS - 1)];
-
-		if (t->gen != g) {
-			t->gen = g;
-			t->depth = 0;
-			t->vdepth = 0;
-			t->stack_id = 0;
-			t->pystack_id = 0;
-		}
-	}
 	sp = PT_REGS_SP(ctx);
 	/* op frames at or below this slot have returned (infer mode) */
 	pop_below(t, tid, sp, now, (tbpf_mode & TBPF_MODE_EXITS) ? OPF_UNWOUND : OPF_INFERRED);
