@@ -653,10 +653,11 @@ static void add_gpu_agent(struct session *s, pid_t pid)
 	free(gwhy);
 }
 
-static void add_cuda_probes(struct session *s, pid_t pid)
+static void add_cuda_probes(struct session *s, struct tgt *tg)
 {
+	pid_t pid = tg->t.pid;
 	char *cwhy = NULL;
-	int n = cuda_session_add(&s->cuda, s->skel, pid, &cwhy);
+	int n = cuda_session_add(&s->cuda, s->skel, pid, &tg->t.maps, &cwhy);
 
 	if (n < 0)
 		fprintf(stderr, "tbpf: warning: pid %d: no CUDA probes: %s\n", pid,
@@ -725,7 +726,7 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 	attach_extras(s, tg);
 	tgt_publish(s, tg);
 	if (s->cfg.cuda)
-		add_cuda_probes(s, pid);
+		add_cuda_probes(s, tg);
 	return 0;
 }
 
