@@ -199,20 +199,11 @@ static long pystack_step(__u32 i, void *ctx)
 }
 
 /* Returns the thread's stack id, 0 when there is no Python stack. */
-static __always_inline __u64 pystack_capture(struct task_struct *task, __u32 pid)
+/* The thread's innermost Python frame (0: not a Python thread). */
+static __always_inline __u64 pystack_top_frame(const struct tbpf_pyproc *pp,
+					       struct task_struct *task)
 {
-	struct tbpf_pyproc *pp;
-	struct pystack_scratch *s;
-	struct rec_pystack *r;
-	__u32 zero = 0, n;
-	__u64 fsbase, tstate, frame, id, slot;
-
-	pp = bpf_map_lookup_elem(&py_procs, &pid);
-	if (!pp || pp->kind == PYK_NONE)
-		return 0;
-	s = bpf_map_lookup_elem(&pystack_scratch_map, &zero);
-	if (!s)
-		return 0;
+	__u64 fsbase, tstate, frame, slot;
 
 	fsbase = BPF_CORE_READ(task, thread.fsbase);
 	if (!fsbase)
@@ -233,6 +224,52 @@ static __always_inline __u64 pystack_capture(struct task_struct *task, __u32 pid
 	frame = pystack_rd(tstate + pp->ts_frame);
 	if (frame && pp->cf_frame != TBPF_PYOFF_NONE)
 		frame = pystack_rd(frame + pp->cf_frame);
+	return frame;
+}
+
+/* Does the innermost Python frame run nn.Module._call_impl?  Its code
+ * object's co_name, an ASCII str, is compared with TBPF_MODCALL_FUNC. */
+static __always_inline bool pystack_top_is_call_impl(struct task_struct *task, __u32 pid)
+{
+	static const char want[] = TBPF_MODCALL_FUNC;
+	struct tbpf_pyproc *pp = bpf_map_lookup_elem(&py_procs, &pid);
+	char name[sizeof(want)];
+	__u64 frame, code, str;
+	__u8 owner = 0;
+
+	if (!pp || pp->kind == PYK_NONE || pp->co_name == TBPF_PYOFF_NONE)
+		return false;
+	frame = pystack_top_frame(pp, task);
+	if (!frame)
+		return false;
+	if (pp->fr_owner != TBPF_PYOFF_NONE &&
+	    (bpf_probe_read_user(&owner, 1, (const void *)(frame + pp->fr_owner)) || owner == 3))
+		return false;   /* a C-stack shim, not Python code */
+	code = pystack_rd(frame + pp->fr_code);
+	str = code ? pystack_rd(code + pp->co_name) : 0;
+	if (!str || bpf_probe_read_user(name, sizeof(name), (const void *)(str + pp->str_ascii_data)))
+		return false;
+	for (int i = 0; i < (int)sizeof(want); i++)
+		if (name[i] != want[i])
+			return false;
+	return true;
+}
+
+static __always_inline __u64 pystack_capture(struct task_struct *task, __u32 pid)
+{
+	struct tbpf_pyproc *pp;
+	struct pystack_scratch *s;
+	struct rec_pystack *r;
+	__u32 zero = 0, n;
+	__u64 frame, id;
+
+	pp = bpf_map_lookup_elem(&py_procs, &pid);
+	if (!pp || pp->kind == PYK_NONE)
+		return 0;
+	s = bpf_map_lookup_elem(&pystack_scratch_map, &zero);
+	if (!s)
+		return 0;
+	frame = pystack_top_frame(pp, task);
 	if (!frame)
 		return 0;
 

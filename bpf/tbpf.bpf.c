@@ -682,6 +682,34 @@ int BPF_KPROBE(tbpf_scope_end)
 	return 0;
 }
 
+/* torch::jit::tracer::getTracingState(): one call per nn.Module call
+ * (TBPF_MODCALL_ID in tbpf_abi.h), among others told apart by the
+ * innermost Python frame.  Counts the call under the module's stack;
+ * touches no op frame. */
+SEC("uprobe")
+int BPF_KPROBE(tbpf_module_call)
+{
+#ifdef HAVE_PYSTACK
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	struct task_struct *task;
+	__u64 stack;
+
+	if (!(tbpf_mode & TBPF_MODE_PYSTACK) || !pid_ok(pid))
+		return 0;
+	task = (struct task_struct *)bpf_get_current_task();
+	if (!pystack_top_is_call_impl(task, pid))
+		return 0;
+	stack = pystack_capture(task, pid);
+	if (!stack)
+		return 0;
+	cnt_add(CNT_MODCALLS, 1);
+	stat_add(pid, TBPF_MODCALL_ID, stack, 0, 0, 0);
+	emit_op(REC_MODCALL, tid, bpf_ktime_get_ns(), pid, TBPF_MODCALL_ID, 0, 0, (__u32)stack);
+#endif
+	return 0;
+}
+
 /* TBPF_FLOOR (measurement only, bench/probe_cost.py --floor): empty op
  * programs, so a run measures what the traps alone cost. */
 SEC("uprobe")

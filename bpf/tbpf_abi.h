@@ -57,6 +57,8 @@ enum tbpf_rec_type {
 	REC_UNWIND = 8,     /* frames closed by an exception unwind */
 	REC_GPU = 9,        /* CUPTI device activity (kernel/memcpy/memset) */
 	REC_SCOPE_NAME = 10,/* a record_function scope's name, once per name */
+	REC_MODCALL = 11,   /* an nn.Module call (struct rec_op, op_id
+			     * TBPF_MODCALL_ID, stack_id: the module's stack) */
 	REC_TYPE_MAX
 };
 
@@ -113,6 +115,15 @@ struct rec_pystack {
  * the scope range: TBPF_SCOPE_ID_BASE | (FNV-1a 32 of the name & MASK).
  * The name reaches user space through the `scope_names` map (live) and a
  * REC_SCOPE_NAME record the first time the name is seen (captures). */
+/* nn.Module calls (torchprof's Count): nn.Module._call_impl calls
+ * torch._C._get_tracing_state() once per module call, which calls
+ * torch::jit::tracer::getTracingState() in libtorch_cpu.  A probe there
+ * whose innermost Python frame is `_call_impl` counts one call of the
+ * module that frame's `self` is, in opstats rows with this op id keyed by
+ * the Python stack (whose layers end at that module). */
+#define TBPF_MODCALL_ID 0x7fffffffu
+#define TBPF_MODCALL_FUNC "_call_impl"
+
 #define TBPF_SCOPE_ID_BASE 0x80000000u
 #define TBPF_SCOPE_ID_MASK 0x7fffffffu
 #define TBPF_IS_SCOPE_ID(id) (((__u32)(id) & TBPF_SCOPE_ID_BASE) != 0)
@@ -389,6 +400,7 @@ enum tbpf_counter {
 	CNT_CUDA_NESTED,      /* driver calls made inside a runtime call, skipped */
 	CNT_SAMPLE_POPS,      /* infer mode: frames closed by a sample or switch-out */
 	CNT_SCOPE_HITS,       /* RecordFunction constructor / end() probe hits */
+	CNT_MODCALLS,         /* nn.Module calls counted (TBPF_MODCALL_ID rows) */
 	CNT_MAX
 };
 

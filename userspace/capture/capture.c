@@ -342,6 +342,7 @@ int capture_check_bpf_record(const struct rec_hdr *h, size_t len)
 	switch (h->type) {
 	case REC_OP_ENTER:
 	case REC_OP_EXIT:
+	case REC_MODCALL:
 		need = sizeof(struct rec_op);
 		break;
 	case REC_PYSTACK: {

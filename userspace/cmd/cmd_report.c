@@ -29,7 +29,9 @@ static const char usage[] =
 "                      perfetto when stdout is a terminal)\n"
 "  -s, --sort KEY      table/json order: self_cpu_time_total (default),\n"
 "                      cpu_time_total, cpu_time, count, self_cuda_time_total,\n"
-"                      cuda_time_total, cuda_time, launches, max_cpu_time, name\n"
+"                      cuda_time_total, cuda_time, launches, max_cpu_time, name;\n"
+"                      tree: model (default, named_modules() order),\n"
+"                      cpu_time_total, self_cpu_time_total, count, name\n"
 "  -n, --row-limit N   table rows (default 100, -1 = all)\n"
 "      --by-overload   table: one row per op overload (aten::add.Tensor)\n"
 "  -h, --help          this text\n"
@@ -134,7 +136,7 @@ int export_capture_ex(const char *capture_path, const char *format, const char *
 	}
 	if (fmt == REPORT_TREE && o && o->sort && tree_sort_parse(o->sort, &ts)) {
 		*errmsg = strf("--sort %s is not a tree column (cpu_time_total, self_cpu_time_total, "
-			       "count, launches, name)", o->sort);
+			       "count, launches, name, model)", o->sort);
 		free(dummy);
 		return -EINVAL;
 	}
@@ -252,7 +254,7 @@ int cmd_report(int argc, char **argv)
 	}
 	if (fmt == REPORT_TREE && o.sort && tree_sort_parse(o.sort, &ts)) {
 		fprintf(stderr, "tbpf report: --sort %s is not a tree column (cpu_time_total, "
-			"self_cpu_time_total, count, launches, name)\n", o.sort);
+			"self_cpu_time_total, count, launches, name, model)\n", o.sort);
 		return 2;
 	}
 	if (o.sort && fmt != REPORT_TREE && !profile_sort_key_valid(o.sort)) {

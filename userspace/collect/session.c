@@ -417,6 +417,10 @@ static int attach_scope_hooks(struct session *s, struct tgt *tg)
 	if (!err)
 		err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_scope_end, h->host_path,
 					&h->end_off, &zero, 1, false, tg->t.pid, s->multi);
+	/* module calls need Python stacks; without them nothing to count */
+	if (!err && h->modcall_off && s->cfg.python && tg->ps)
+		err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_module_call, h->host_path,
+					&h->modcall_off, &zero, 1, false, tg->t.pid, s->multi);
 	if (err)
 		uprobe_set_close(&tg->scopes);
 	return err;
@@ -1011,6 +1015,16 @@ int session_collect(struct session *s, struct profile *p)
 		prev = &key;
 		if (bpf_map_lookup_elem(fd, &key, vals))
 			continue;
+		if (key.op_id == TBPF_MODCALL_ID) {
+			uint64_t calls = 0;
+
+			for (int c = 0; c < ncpu; c++)
+				calls += vals[c].calls;
+			err = profile_add_modcall(p, key.pid, key.stack_id, calls);
+			if (err)
+				break;
+			continue;
+		}
 		d = op_lookup(s, key.op_id);
 		row.pid = key.pid;
 		row.op_id = key.op_id;

@@ -181,6 +181,12 @@ static int find_scope_hooks(struct target *t)
 			return -ENOMEM;
 		t->scope.new_off = a;
 		t->scope.end_off = b;
+		if (!elf_file_open(t->libs[i].host_path, &ef)) {
+			if (!elf_file_find_sym(ef, "_ZN5torch3jit6tracer15getTracingStateEv", &s) &&
+			    s.defined && s.value && !elf_file_vaddr_to_off(ef, s.value, &a))
+				t->scope.modcall_off = a;
+			elf_file_close(ef);
+		}
 		return 0;
 	}
 	return 0;

@@ -40,6 +40,9 @@ struct target_scope_hooks {
 	char *host_path;
 	uint64_t new_off;   /* RecordFunction::RecordFunction(RecordScope) */
 	uint64_t end_off;   /* RecordFunction::end() */
+	uint64_t modcall_off; /* torch::jit::tracer::getTracingState(), which
+			       * nn.Module._call_impl calls once per module
+			       * call (forward counts); 0: not exported */
 };
 
 struct op_def {

@@ -36,7 +36,7 @@ static void write_cuda(FILE *out, const struct layer_node *n)
 }
 
 static int write_node(FILE *out, const struct layer_node *n, bool *first, bool top,
-		      bool cuda)
+		      bool cuda, bool fwd)
 {
 	if (!top && n->name) {
 		char *path = layers_node_path(n), *parent = layers_node_path(n->parent);
@@ -63,9 +63,16 @@ static int write_node(FILE *out, const struct layer_node *n, bool *first, bool t
 			fputs("null", out);
 		free(path);
 		free(parent);
-		fprintf(out, ", \"kind\": \"%s\", \"calls\": %llu, \"self_ns\": %llu, \"total_ns\": %llu, "
-			     "\"ops\": [", kind_name(n->kind), (unsigned long long)n->calls,
-			(unsigned long long)n->self_ns, (unsigned long long)n->total_ns);
+		fprintf(out, ", \"kind\": \"%s\"", kind_name(n->kind));
+		/* forward_calls: the module's calls (torchprof's Count); order:
+		 * its position in named_modules() (root 1) */
+		if (fwd && n->kind == LAYER_MODULE)
+			fprintf(out, ", \"forward_calls\": %llu", (unsigned long long)n->forward_calls);
+		if (n->order)
+			fprintf(out, ", \"order\": %u", n->order);
+		fprintf(out, ", \"calls\": %llu, \"self_ns\": %llu, \"total_ns\": %llu, \"ops\": [",
+			(unsigned long long)n->calls, (unsigned long long)n->self_ns,
+			(unsigned long long)n->total_ns);
 		for (size_t i = 0; i < n->nops; i++) {
 			fprintf(out, "%s{\"name\": ", i ? ", " : "");
 			json_str(out, n->ops[i].name);
@@ -83,7 +90,7 @@ static int write_node(FILE *out, const struct layer_node *n, bool *first, bool t
 		fputc('}', out);
 	}
 	for (size_t i = 0; i < n->nkids; i++) {
-		int err = write_node(out, n->kids[i], first, false, cuda);
+		int err = write_node(out, n->kids[i], first, false, cuda, fwd);
 
 		if (err)
 			return err;
@@ -98,7 +105,7 @@ int layers_json(FILE *out, const struct layer_tree *t)
 
 	fputs("\"layers\": [", out);
 	if (t)
-		err = write_node(out, &t->top, &first, true, t->has_cuda);
+		err = write_node(out, &t->top, &first, true, t->has_cuda, t->has_modcalls);
 	fputs("\n  ]", out);
 	if (err)
 		return err;

@@ -42,6 +42,7 @@ int tree_sort_parse(const char *s, enum tree_sort *out)
 		{ "count", TREE_SORT_COUNT }, { "calls", TREE_SORT_COUNT },
 		{ "name", TREE_SORT_NAME },
 		{ "launches", TREE_SORT_LAUNCHES },
+		{ "model", TREE_SORT_MODEL },
 	};
 	size_t i;
 
@@ -86,10 +87,21 @@ static int cmp_item(const void *a, const void *b, void *arg)
 	const struct item *x = a, *y = b;
 	uint64_t kx = 0, ky = 0;
 
+	enum tree_sort key = *(const enum tree_sort *)arg;
+	unsigned ox = x->node ? x->node->order : 0, oy = y->node ? y->node->order : 0;
+
 	/* ops before layers */
 	if (!x->op != !y->op)
 		return x->op ? -1 : 1;
-	switch (*(const enum tree_sort *)arg) {
+	if (key == TREE_SORT_MODEL && (ox || oy)) {
+		/* layers in named_modules() order, unnumbered ones after */
+		if (!ox != !oy)
+			return ox ? -1 : 1;
+		if (ox != oy)
+			return ox < oy ? -1 : 1;
+	}
+	switch (key) {
+	case TREE_SORT_MODEL:   /* ops, and layers of unknown order */
 	case TREE_SORT_TOTAL: kx = x->total_ns; ky = y->total_ns; break;
 	case TREE_SORT_SELF: kx = x->self_ns; ky = y->self_ns; break;
 	case TREE_SORT_COUNT: kx = x->calls; ky = y->calls; break;
@@ -133,7 +145,7 @@ static int rows_add(struct rows *rs, const char *prefix, const char *name,
 
 /* Emit the visible children of n; `lead` is the indentation of n's kids. */
 static int walk(struct rows *rs, const struct layer_node *n, const char *lead,
-		int is_top, const struct tree_opts *o, uint64_t all, int has_cuda)
+		int is_top, const struct tree_opts *o, uint64_t all, int has_cuda, int fwd)
 {
 	struct item *it;
 	size_t cnt = 0, i, nvis = 0;
@@ -151,8 +163,12 @@ static int walk(struct rows *rs, const struct layer_node *n, const char *lead,
 	for (i = 0; i < n->nkids; i++) {
 		const struct layer_node *k = n->kids[i];
 
+		/* Count: the module's calls where they were counted, as
+		 * torchprof's; op calls for special rows and old captures */
+		uint64_t count = fwd && k->kind == LAYER_MODULE ? k->forward_calls : k->calls;
+
 		it[cnt++] = (struct item){ k, NULL, k->name, k->self_ns,
-					   k->total_ns, k->calls, k->cuda.launches };
+					   k->total_ns, count, k->cuda.launches };
 	}
 	/* hide rows under --min-pct (layers that launched CUDA work stay) */
 	for (i = 0; i < cnt; i++)
@@ -179,7 +195,7 @@ static int walk(struct rows *rs, const struct layer_node *n, const char *lead,
 				       it[i].self_ns, 1, it[i].total_ns,
 				       it[i].calls, all, has_cuda ? &it[i].node->cuda : NULL);
 		if (!err && it[i].node)
-			err = walk(rs, it[i].node, kidlead, 0, o, all, has_cuda);
+			err = walk(rs, it[i].node, kidlead, 0, o, all, has_cuda, fwd);
 		free(prefix);
 		free(kidlead);
 	}
@@ -226,7 +242,7 @@ int tree_render(FILE *f, const struct layer_tree *t, const struct tree_opts *o)
 	const char *cells[TREE_MAXCOLS];
 	int err;
 
-	err = walk(&rs, &t->top, "", 1, o, t->total_ns, t->has_cuda);
+	err = walk(&rs, &t->top, "", 1, o, t->total_ns, t->has_cuda, t->has_modcalls);
 	if (err)
 		goto out;
 	for (c = 0; c < ncols; c++)

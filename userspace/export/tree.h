@@ -10,7 +10,10 @@
 #include "layers.h"
 
 enum tree_sort {
-	TREE_SORT_TOTAL = 0,  /* CPU total, descending (default) */
+	TREE_SORT_MODEL = 0,  /* model order, as named_modules() lists the
+			       * layers (default; by CPU total where the
+			       * order is unknown: captures before it) */
+	TREE_SORT_TOTAL,      /* CPU total, descending */
 	TREE_SORT_SELF,       /* Self CPU, descending */
 	TREE_SORT_COUNT,      /* Count, descending */
 	TREE_SORT_NAME,       /* name, ascending */
@@ -23,8 +26,8 @@ struct tree_opts {
 	enum tree_sort sort;
 };
 
-/* "cpu_time_total"/"total", "self_cpu_time_total"/"self", "count",
- * "name", "launches" -> 0, else -EINVAL. */
+/* "model", "cpu_time_total"/"total", "self_cpu_time_total"/"self",
+ * "count", "name", "launches" -> 0, else -EINVAL. */
 int tree_sort_parse(const char *s, enum tree_sort *out);
 
 /* Format ns the way the table shows it: "850ns", "92.1us", "3.0ms",

@@ -138,6 +138,7 @@ static void ref_clear(struct layer_stackref *r)
 	}
 	free(r->names);
 	free(r->classes);
+	free(r->orders);
 	free(r->path);
 }
 
@@ -152,6 +153,12 @@ static int ref_set(struct layer_stackref *r, const struct layer_stack *s)
 	r->classes = calloc(s->depth, sizeof(*r->classes));
 	if (!r->names || !r->classes)
 		return -ENOMEM;
+	if (s->orders) {
+		r->orders = malloc(s->depth * sizeof(*r->orders));
+		if (!r->orders)
+			return -ENOMEM;
+		memcpy(r->orders, s->orders, s->depth * sizeof(*r->orders));
+	}
 	r->depth = s->depth;
 	for (unsigned d = 0; d < s->depth; d++) {
 		if (!(r->names[d] = strdup(s->names[d])))
@@ -237,8 +244,11 @@ int layers_build(const struct layer_stack *stacks, size_t nstacks,
 		else if (!st->depth)
 			n = kid_get(&t->top, LAYER_NOMODULE_NAME, NULL, LAYER_NOMODULE);
 		else
-			for (n = &t->top, d = 0; n && d < st->depth; d++)
+			for (n = &t->top, d = 0; n && d < st->depth; d++) {
 				n = kid_get(n, st->names[d], st->classes[d], LAYER_MODULE);
+				if (n && !n->order && st->orders)
+					n->order = st->orders[d];
+			}
 		if (!n || op_add(n, s))
 			goto fail;
 		t->total_ns += s->self_ns;
@@ -363,6 +373,25 @@ static struct layer_node *stack_node(struct layer_tree *t, uint64_t stack_id, in
 	for (unsigned d = 0; n && d < r->depth; d++)
 		n = kid_get(n, r->names[d], r->classes[d], LAYER_MODULE);
 	return n;
+}
+
+int layers_add_modcall(struct layer_tree *t, uint64_t stack_id, uint64_t calls)
+{
+	const struct layer_stackref *r = ref_find(t, stack_id);
+	struct layer_node *n = &t->top;
+
+	if (!r || !r->depth)
+		return 0;   /* not resolved to a module: nothing to count */
+	for (unsigned d = 0; n && d < r->depth; d++) {
+		n = kid_get(n, r->names[d], r->classes[d], LAYER_MODULE);
+		if (n && !n->order && r->orders)
+			n->order = r->orders[d];
+	}
+	if (!n)
+		return -ENOMEM;
+	n->forward_calls += calls;
+	t->has_modcalls = 1;
+	return 0;
 }
 
 int layers_add_cuda(struct layer_tree *t, const struct layer_cudastat *rows, size_t n)

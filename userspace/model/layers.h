@@ -20,6 +20,9 @@ struct layer_stack {
 	unsigned depth;                 /* 0: Python but no module */
 	const char *const *names;
 	const char *const *classes;
+	const unsigned *orders;         /* per level: position in the root's
+					 * named_modules() (root 1); NULL or
+					 * 0: unknown (captures before it) */
 };
 
 /* Statistics of one op under one stack (tbpf_opkey/tbpf_opstat). */
@@ -67,6 +70,7 @@ struct layer_node {
 	char *name;                     /* attribute name or root label */
 	char *cls;                      /* class name, NULL for special rows */
 	enum layer_kind kind;
+	unsigned order;                 /* named_modules() position, 0 unknown */
 	struct layer_node *parent;
 	struct layer_node **kids;
 	size_t nkids, capkids;
@@ -74,6 +78,8 @@ struct layer_node {
 	size_t nops, capops;
 	uint64_t self_ns, total_ns;
 	uint64_t self_calls, calls;
+	uint64_t forward_calls;         /* calls of this module (torchprof's
+					 * Count; layer_tree.has_modcalls) */
 	/* CUDA (layers_add_cuda): self_cuda is what ran with this layer as
 	 * the innermost module, cuda adds every layer below it. */
 	struct layer_cuda self_cuda, cuda;
@@ -87,6 +93,7 @@ struct layer_stackref {
 	uint32_t id32;                  /* low 32 bits of the stack id */
 	unsigned depth;
 	char **names, **classes;
+	unsigned *orders;               /* NULL: unknown */
 	char *path;                     /* "Net/blocks/0", or a special name */
 };
 
@@ -96,6 +103,7 @@ struct layer_tree {
 	struct layer_stackref *stacks;  /* sorted by id32 */
 	size_t nstacks;
 	int has_cuda;                   /* layers_add_cuda added something */
+	int has_modcalls;               /* layers_add_modcall added something */
 };
 
 /* Build the tree.  Ops whose stack_id is nonzero but missing from
@@ -104,6 +112,9 @@ int layers_build(const struct layer_stack *stacks, size_t nstacks,
 		 const struct layer_opstat *ops, size_t nops,
 		 struct layer_tree **out);
 void layers_free(struct layer_tree *t);
+/* calls nn.Module calls of the module a stack's layers end at (a module
+ * with no op of its own gets its row here).  0, or -ENOMEM. */
+int layers_add_modcall(struct layer_tree *t, uint64_t stack_id, uint64_t calls);
 
 /* Add CUDA rows to the layers of their stacks (placed like ops: stack 0
  * in LAYER_NOPYTHON_NAME, unknown stacks in LAYER_UNRESOLVED_NAME,

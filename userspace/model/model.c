@@ -44,6 +44,13 @@ static int cuda_sink(void *ctx, const struct rec_hdr *h)
 	return ret == -ENOMEM ? ret : 0;   /* a record it cannot use is skipped */
 }
 
+static int modcall_sink(void *ctx, const struct rec_hdr *h)
+{
+	const struct rec_op *r = (const void *)h;
+
+	return profile_add_modcall(ctx, r->pid, r->stack_id, 1);
+}
+
 static const char *capture_op_name(void *ctx, uint32_t id)
 {
 	const struct capture_op *o = capture_meta_op(ctx, id);
@@ -86,11 +93,12 @@ static int replay_model(struct capture_reader *r, struct profile *p, struct cuda
 			profile_agg_sink(agg),
 			gpucap_sink(&g, r),
 			{ cm ? CUDA_RECS : 0, cuda_sink, NULL, cm },
+			{ REPLAY_TYPE(REC_MODCALL), modcall_sink, NULL, p },
 			{ 0 },
 		};
 
 		if (cb)
-			sinks[3] = calltree_build_sink(cb);
+			sinks[4] = calltree_build_sink(cb);
 		ret = capture_replay(r, sinks, sizeof(sinks) / sizeof(sinks[0]));
 	}
 	profile_agg_free(agg);
@@ -165,6 +173,8 @@ int model_layers(const struct profile *p, const struct layer_stack *ls, size_t n
 						.total_ns = p->ops[i].total_ns,
 						.launches = p->ops[i].launches };
 	err = layers_build(ls, nls, ops, p->nops, out);
+	for (size_t i = 0; !err && i < p->nmodcalls; i++)
+		err = layers_add_modcall(*out, p->modcalls[i].stack_id, p->modcalls[i].calls);
 	if (!err && cm && !cuda_model_empty(cm))
 		err = cuda_model_to_layers(cm, *out);
 	if (err) {
@@ -180,6 +190,7 @@ void capture_layer_stacks_free(struct layer_stack *v, size_t n)
 	for (size_t i = 0; v && i < n; i++) {
 		free((void *)v[i].names);
 		free((void *)v[i].classes);
+		free((void *)v[i].orders);
 	}
 	free(v);
 }
@@ -196,26 +207,31 @@ int capture_layer_stacks(const struct capture_meta *m, struct layer_stack **v, s
 		const struct capture_stack *cs = &m->stacks[i];
 		unsigned depth = 0;
 		const char **names, **classes;
+		unsigned *orders;
 
 		while (depth < cs->nframes && cs->frames[depth].kind == CF_LAYER)
 			depth++;
 		names = calloc(depth + 1, sizeof(*names));
 		classes = calloc(depth + 1, sizeof(*classes));
-		if (!names || !classes) {
+		orders = calloc(depth + 1, sizeof(*orders));
+		if (!names || !classes || !orders) {
 			free(names);
 			free(classes);
+			free(orders);
 			capture_layer_stacks_free(out, i);
 			return -ENOMEM;
 		}
 		for (unsigned d = 0; d < depth; d++) {
 			names[d] = cs->frames[depth - 1 - d].name;
 			classes[d] = cs->frames[depth - 1 - d].class_name;
+			orders[d] = cs->frames[depth - 1 - d].line;
 		}
 		out[i] = (struct layer_stack){
 			.stack_id = (uint32_t)cs->stack_id,
 			.depth = depth,
 			.names = names,
 			.classes = classes,
+			.orders = orders,
 		};
 	}
 	*v = out;

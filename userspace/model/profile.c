@@ -23,9 +23,27 @@ void profile_free(struct profile *p)
 {
 	free(p->pids);
 	free(p->ops);
+	free(p->modcalls);
 	free(p->index);
 	strintern_free(p->strings);
 	profile_init(p);
+}
+
+int profile_add_modcall(struct profile *p, uint32_t pid, uint64_t stack_id, uint64_t calls)
+{
+	/* a few hundred stacks at most: newest first */
+	for (size_t k = p->nmodcalls; k-- > 0;) {
+		struct prof_modcall *m = &p->modcalls[k];
+
+		if (m->pid == pid && m->stack_id == stack_id) {
+			m->calls += calls;
+			return 0;
+		}
+	}
+	if (GROW(p->modcalls, p->nmodcalls, p->capmodcalls, 64))
+		return -ENOMEM;
+	p->modcalls[p->nmodcalls++] = (struct prof_modcall){ pid, stack_id, calls };
+	return 0;
 }
 
 const char *profile_intern(struct profile *p, const char *s)

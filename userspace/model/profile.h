@@ -22,6 +22,14 @@ struct prof_op {
 	uint64_t self_cuda_ns, cuda_total_ns;
 };
 
+/* nn.Module calls under one Python stack (its layers end at the module
+ * called): torchprof's Count. */
+struct prof_modcall {
+	uint32_t pid;
+	uint64_t stack_id;
+	uint64_t calls;
+};
+
 struct profile {
 	/* run */
 	uint32_t *pids;
@@ -37,6 +45,9 @@ struct profile {
 	/* ops */
 	struct prof_op *ops;
 	size_t nops, cap;
+	/* module calls (TBPF_MODCALL_ID rows, REC_MODCALL records) */
+	struct prof_modcall *modcalls;
+	size_t nmodcalls, capmodcalls;
 	/* internals */
 	struct strintern *strings;
 	uint32_t *index;               /* open addressing: row + 1, 0 = empty */
@@ -51,6 +62,8 @@ int profile_set_pids(struct profile *p, const uint32_t *pids, size_t n);
 /* Add or merge a row: counters add up, max_ns takes the maximum; names are
  * copied on insert.  0 or -ENOMEM. */
 int profile_add_op(struct profile *p, const struct prof_op *o);
+/* Add calls nn.Module calls under (pid, stack_id).  0 or -ENOMEM. */
+int profile_add_modcall(struct profile *p, uint32_t pid, uint64_t stack_id, uint64_t calls);
 
 /* One entry of the BPF opstats map (struct tbpf_opkey -> struct
  * tbpf_opstat, bpf/tbpf_abi.h) as a row; name/overload from the op table. */

@@ -119,6 +119,7 @@ struct type_info {
 struct mod_info {
 	char *path;          /* "" for the root itself */
 	const char *cls;
+	unsigned order;      /* position in named_modules(), root 1 */
 };
 
 struct root_info {
@@ -126,6 +127,7 @@ struct root_info {
 	char *label;         /* "Net", "Net#2" */
 	const char *cls;
 	struct umap mods;    /* module address -> struct mod_info */
+	unsigned nmods;      /* modules numbered by the last walk */
 	unsigned walk_gen;   /* pysym.gen of its last walk */
 };
 
@@ -689,6 +691,7 @@ static int add_module(struct pysym *ps, struct root_info *r, uint64_t mod,
 		return -ENOMEM;
 	}
 	m->cls = t->name;
+	m->order = ++r->nmods;   /* pre-order, children in _modules order */
 	if (umap_put(&r->mods, mod, m)) {
 		mod_free(m);
 		return -ENOMEM;
@@ -732,6 +735,7 @@ static struct root_info *root_get(struct pysym *ps, uint64_t mod)
 		return NULL;
 	}
 	r->walk_gen = ps->gen;
+	r->nmods = 0;
 	add_module(ps, r, mod, "", 0);
 	return r;
 }
@@ -794,6 +798,7 @@ static struct mod_info *root_lookup(struct pysym *ps, struct root_info *r, uint6
 		 * when tbpf attached */
 		r->walk_gen = ps->gen;
 		umap_free(&r->mods, mod_free);
+		r->nmods = 0;
 		add_module(ps, r, r->addr, "", 0);
 		m = umap_get(&r->mods, mod);
 	}
@@ -804,34 +809,31 @@ void pysym_layers_clear(struct pysym_layers *l)
 {
 	free(l->names);
 	free(l->classes);
+	free(l->orders);
 	memset(l, 0, sizeof(*l));
 }
 
-static int layers_push(struct pysym_layers *l, unsigned *cap, const char *n,
-		       const char *c)
-{
-	if (l->depth == *cap) {
-		unsigned nc = *cap ? *cap * 2 : 8;
-		const char **a = realloc(l->names, nc * sizeof(*a));
+/* The three per-layer arrays grow together. */
+struct layers_cap {
+	size_t names, classes, orders;
+};
 
-		if (!a)
-			return -ENOMEM;
-		l->names = a;
-		a = realloc(l->classes, nc * sizeof(*a));
-		if (!a)
-			return -ENOMEM;
-		l->classes = a;
-		*cap = nc;
-	}
+static int layers_push(struct pysym_layers *l, struct layers_cap *cap, const char *n,
+		       const char *c, unsigned order)
+{
+	if (GROW(l->names, l->depth, cap->names, 8) || GROW(l->classes, l->depth, cap->classes, 8) ||
+	    GROW(l->orders, l->depth, cap->orders, 8))
+		return -ENOMEM;
 	l->names[l->depth] = n;
 	l->classes[l->depth] = c;
+	l->orders[l->depth] = order;
 	l->depth++;
 	return 0;
 }
 
 /* Split a stored dotted path into stored components. */
 static int push_path(struct pysym *ps, struct root_info *r, struct pysym_layers *l,
-		     unsigned *cap, const char *path, const char *leafcls)
+		     struct layers_cap *cap, const char *path, const char *leafcls)
 {
 	const char *p = path;
 	char *pre;
@@ -839,23 +841,24 @@ static int push_path(struct pysym *ps, struct root_info *r, struct pysym_layers 
 
 	while (*p) {
 		const char *dot = strchr(p, '.');
-		const char *cls = NULL;
+		const struct mod_info *pm = NULL;
+		const char *cls;
 		size_t i;
 
 		len = dot ? (size_t)(dot - p) : strlen(p);
 		pre = strndup(path, (p - path) + len);
 		if (!keep(ps, pre))
 			return -ENOMEM;
-		/* class of this prefix */
-		for (i = 0; i < r->mods.cap && !cls; i++) {
-			struct mod_info *m = r->mods.vals[i];
+		/* the module at this prefix: its class and order */
+		for (i = 0; i < r->mods.cap && !pm; i++) {
+			const struct mod_info *m = r->mods.vals[i];
 
 			if (r->mods.keys[i] && !strcmp(m->path, pre))
-				cls = m->cls;
+				pm = m;
 		}
-		if (!dot)
-			cls = leafcls;
-		if (layers_push(l, cap, keep(ps, strndup(p, len)), cls ? cls : "?"))
+		cls = dot ? (pm ? pm->cls : NULL) : leafcls;
+		if (layers_push(l, cap, keep(ps, strndup(p, len)), cls ? cls : "?",
+				pm ? pm->order : 0))
 			return -ENOMEM;
 		p = dot ? dot + 1 : p + len;
 	}
@@ -870,7 +873,8 @@ int pysym_layers(struct pysym *ps, const struct tbpf_pyframe *frames,
 	struct mod_info *m = NULL;
 	uint64_t outer = 0, inner = 0;
 	const char *outer_cls = NULL, *inner_cls = NULL;
-	unsigned cap = 0, i;
+	struct layers_cap cap = { 0 };
+	unsigned i;
 	int err;
 
 	memset(out, 0, sizeof(*out));
@@ -895,8 +899,8 @@ int pysym_layers(struct pysym *ps, const struct tbpf_pyframe *frames,
 	if (!r)
 		r = root_get(ps, outer);
 	if (!r)
-		return layers_push(out, &cap, outer_cls, outer_cls);
-	err = layers_push(out, &cap, r->label, r->cls);
+		return layers_push(out, &cap, outer_cls, outer_cls, 0);
+	err = layers_push(out, &cap, r->label, r->cls, 1);
 	if (err || inner == r->addr)
 		return err;
 	m = root_lookup(ps, r, inner);
@@ -913,7 +917,7 @@ int pysym_layers(struct pysym *ps, const struct tbpf_pyframe *frames,
 	}
 	if (err)
 		return err;
-	return layers_push(out, &cap, orphan_label(ps, inner, inner_cls), inner_cls);
+	return layers_push(out, &cap, orphan_label(ps, inner, inner_cls), inner_cls, 0);
 }
 
 struct pysym *pysym_new(pid_t pid, const struct tbpf_pyproc *pp,

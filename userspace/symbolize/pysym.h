@@ -30,6 +30,8 @@ struct pysym_layers {
 	unsigned depth;        /* 0: no module on the stack */
 	const char **names;
 	const char **classes;
+	unsigned *orders;      /* each layer's position in the root's
+				* named_modules() (root 1); 0: not reachable */
 };
 
 /* A symbolizer for one process reading memory through `rd` (NULL: read

@@ -25,8 +25,10 @@ void sym_stack_clear(struct sym_stack *s)
 	free(s->frames);
 	free(s->names);
 	free(s->classes);
+	free(s->orders);
 	s->frames = NULL;
 	s->names = s->classes = NULL;
+	s->orders = NULL;
 	s->nframes = s->depth = 0;
 }
 
@@ -50,10 +52,11 @@ int stack_frames_build(const struct pysym_frame *pf, unsigned n, const struct py
 	out->frames = calloc(out->nframes + 1, sizeof(*out->frames));
 	out->names = calloc(depth + 1, sizeof(char *));
 	out->classes = calloc(depth + 1, sizeof(char *));
+	out->orders = calloc(depth + 1, sizeof(unsigned));
 	for (unsigned i = 0; i < depth; i++)
 		pathlen += strlen(l->names[i] ? l->names[i] : "") + 1;
 	path = calloc(1, pathlen);
-	if (!out->frames || !out->names || !out->classes || !path) {
+	if (!out->frames || !out->names || !out->classes || !out->orders || !path) {
 		free(path);
 		sym_stack_clear(out);
 		return -ENOMEM;
@@ -62,6 +65,7 @@ int stack_frames_build(const struct pysym_frame *pf, unsigned n, const struct py
 	for (unsigned i = 0; i < depth; i++) {
 		out->names[i] = dup0(l->names[i]);
 		out->classes[i] = dup0(l->classes[i]);
+		out->orders[i] = l->orders ? l->orders[i] : 0;
 	}
 	/* layers, innermost first; module_path is the dotted attribute path
 	 * below the root ("blocks.0.conv"), the root's own is "" */
@@ -75,6 +79,7 @@ int stack_frames_build(const struct pysym_frame *pf, unsigned n, const struct py
 			strcat(path, l->names[j] ? l->names[j] : "");
 		}
 		f->kind = CF_LAYER;
+		f->line = out->orders[i];   /* a layer's "line": its named_modules() position */
 		f->name = dup0(l->names[i]);
 		f->file = dup0("");
 		f->class_name = dup0(l->classes[i]);
@@ -158,6 +163,7 @@ int stackstore_layer_stacks(const struct stackstore *ss, struct layer_stack **v,
 			.depth = ss->v[i].depth,
 			.names = (const char *const *)ss->v[i].names,
 			.classes = (const char *const *)ss->v[i].classes,
+			.orders = ss->v[i].orders,
 		};
 	return 0;
 }

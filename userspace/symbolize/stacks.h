@@ -20,6 +20,7 @@ struct sym_stack {
 	uint32_t nframes;
 	unsigned depth;            /* module layers */
 	char **names, **classes;   /* layers, outermost first */
+	unsigned *orders;          /* their named_modules() positions, 0 unknown */
 };
 
 /* Pure: build sym->frames from decoded Python frames (innermost first)
