@@ -232,7 +232,8 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 		       const char *capture_path)
 {
 	struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
-				  .by_overload = o->by_overload };
+				  .by_overload = o->by_overload, .by_shape = o->by_shape,
+				  .with_flops = o->with_flops };
 	const char *fmt = o->format ? o->format : "table";
 	const struct cuda_model *cm = session_cuda(s, NULL, NULL);
 	bool tree_fmt = !strcmp(fmt, "tree");
@@ -577,6 +578,7 @@ int live_run(const struct live_opts *o)
 		.gpu_agent = o->inject ? GPU_AGENT_INJECT : o->gpu_run ? GPU_AGENT_RUN : GPU_AGENT_OFF,
 		.inject_flags = o->inject_force ? INJECT_FORCE : 0,
 		.run_hold = o->wait_torch,
+		.shapes = o->record_shapes,
 	};
 	char *agent_path = cfg.gpu_agent ? run_agent_path() : NULL;   /* issue 6 */
 	struct session *s = NULL;

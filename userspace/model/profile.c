@@ -48,10 +48,12 @@ int profile_set_pids(struct profile *p, const uint32_t *pids, size_t n)
 	return 0;
 }
 
-static size_t key_hash(uint32_t pid, uint32_t op_id, uint64_t stack_id, size_t n)
+static size_t key_hash(uint32_t pid, uint32_t op_id, uint64_t stack_id, uint64_t shape_id,
+		       size_t n)
 {
 	uint64_t h = ((uint64_t)pid << 32 | op_id) * 0x9E3779B97F4A7C15ULL;
 	h ^= stack_id * 0xC2B2AE3D27D4EB4FULL;
+	h ^= shape_id * 0x165667B19E3779F9ULL;
 	h ^= h >> 29;
 	return h & (n - 1);
 }
@@ -63,7 +65,7 @@ static int reindex(struct profile *p, size_t n)
 		return -ENOMEM;
 	for (size_t r = 0; r < p->nops; r++) {
 		const struct prof_op *o = &p->ops[r];
-		size_t i = key_hash(o->pid, o->op_id, o->stack_id, n);
+		size_t i = key_hash(o->pid, o->op_id, o->stack_id, o->shape_id, n);
 		while (idx[i])
 			i = (i + 1) & (n - 1);
 		idx[i] = r + 1;
@@ -78,10 +80,11 @@ int profile_add_op(struct profile *p, const struct prof_op *o)
 {
 	if ((p->nops + 1) * 2 > p->nindex && reindex(p, p->nindex ? p->nindex * 2 : 256))
 		return -ENOMEM;
-	size_t i = key_hash(o->pid, o->op_id, o->stack_id, p->nindex);
+	size_t i = key_hash(o->pid, o->op_id, o->stack_id, o->shape_id, p->nindex);
 	for (; p->index[i]; i = (i + 1) & (p->nindex - 1)) {
 		struct prof_op *e = &p->ops[p->index[i] - 1];
-		if (e->pid == o->pid && e->op_id == o->op_id && e->stack_id == o->stack_id) {
+		if (e->pid == o->pid && e->op_id == o->op_id && e->stack_id == o->stack_id &&
+		    e->shape_id == o->shape_id) {
 			e->calls += o->calls;
 			e->self_ns += o->self_ns;
 			e->total_ns += o->total_ns;
@@ -92,6 +95,7 @@ int profile_add_op(struct profile *p, const struct prof_op *o)
 			e->folded += o->folded;
 			e->self_cuda_ns += o->self_cuda_ns;
 			e->cuda_total_ns += o->cuda_total_ns;
+			e->flops += o->flops;
 			return 0;
 		}
 	}
@@ -101,7 +105,8 @@ int profile_add_op(struct profile *p, const struct prof_op *o)
 	*e = *o;
 	e->name = profile_intern(p, o->name);
 	e->overload = profile_intern(p, o->overload);
-	if (!e->name || !e->overload)
+	e->shapes = profile_intern(p, o->shapes);
+	if (!e->name || !e->overload || !e->shapes)
 		return -ENOMEM;
 	p->index[i] = ++p->nops;
 	return 0;
@@ -111,7 +116,7 @@ int profile_add_opstat(struct profile *p, const struct tbpf_opkey *k, const stru
 		       const char *name, const char *overload)
 {
 	struct prof_op o = {
-		.pid = k->pid, .op_id = k->op_id, .stack_id = k->stack_id,
+		.pid = k->pid, .op_id = k->op_id, .stack_id = k->stack_id, .shape_id = k->shape_id,
 		.name = name, .overload = overload,
 		.calls = v->calls - v->folded, .self_ns = v->self_ns, .total_ns = v->total_ns,
 		.max_ns = v->max_ns, .launches = v->launches, .inferred = v->inferred,
@@ -136,6 +141,9 @@ static int cmp_fold(const void *a, const void *b)
 		return c;
 	if ((fold_by & PROF_BY_STACK) && x->stack_id != y->stack_id)
 		return x->stack_id < y->stack_id ? -1 : 1;
+	if ((fold_by & PROF_BY_SHAPE) && (c = strcmp(x->shapes ? x->shapes : "",
+						     y->shapes ? y->shapes : "")))
+		return c;
 	return 0;
 }
 
@@ -157,6 +165,10 @@ int profile_fold(const struct profile *p, unsigned by, struct prof_op **rows, si
 			o.overload = "";
 		if (!(by & PROF_BY_STACK))
 			o.stack_id = 0;
+		if (!(by & PROF_BY_SHAPE)) {
+			o.shape_id = 0;
+			o.shapes = "";
+		}
 		if (n && cmp_fold(&r[n - 1], &o) == 0) {
 			struct prof_op *e = &r[n - 1];
 			if (e->op_id != o.op_id)
@@ -171,6 +183,9 @@ int profile_fold(const struct profile *p, unsigned by, struct prof_op **rows, si
 			e->folded += o.folded;
 			e->self_cuda_ns += o.self_cuda_ns;
 			e->cuda_total_ns += o.cuda_total_ns;
+			e->flops += o.flops;
+			if (e->shape_id != o.shape_id)
+				e->shape_id = 0;
 		} else {
 			r[n++] = o;
 		}
@@ -244,6 +259,8 @@ static int cmp_rows(const void *pa, const void *pb)
 	if ((c = strcmp(x->overload, y->overload)))
 		return c;
 	if ((c = cmp_u64(x->pid, y->pid)))
+		return c;
+	if ((c = strcmp(x->shapes ? x->shapes : "", y->shapes ? y->shapes : "")))
 		return c;
 	return cmp_u64(x->stack_id, y->stack_id);
 }
