@@ -4,7 +4,7 @@
 # key_averages(group_by_input_shape=True)) on a CNN, a transformer layer
 # and the edge-case workload (0-dim, empty, 6- and 7-dim, transposed
 # views, tensor lists, optional and undefined tensors, scalars), under
-# torch 1.13 and 2.x; the FLOPs of the edge workload (mm, addmm, bmm,
+# torch 1.13 and 2.x; the FLOPs (mm, addmm, bmm,
 # baddbmm, conv1d/3d, add, mul) equal with_flops'.
 # timeout: 600
 . "$(dirname "$0")/lib.sh"
@@ -27,7 +27,7 @@ shapes_case() {
 	expect_rc $tb 0
 	grep -q "no input shapes" "$(get $tb err)" &&
 		fail "$label: $(grep -m1 'no input shapes' "$(get $tb err)")"
-	[ "$model" = edge ] && extra=(--flops)
+	extra=(--flops)
 	python3 "$E2E_DIR/compare_shapes.py" "$(get $tb out)" "$T/ref_$model.json" \
 		--pid "$(get $wl pid)" --label "$label" "${extra[@]}" ||
 		fail "$label: tbpf's (op, input shapes) rows differ from torch.profiler's (see log)"
