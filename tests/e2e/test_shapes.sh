@@ -4,8 +4,8 @@
 # key_averages(group_by_input_shape=True)) on a CNN, a transformer layer
 # and the edge-case workload (0-dim, empty, 6- and 7-dim, transposed
 # views, tensor lists, optional and undefined tensors, scalars), under
-# torch 1.13 and 2.x; the FLOPs (mm, addmm, bmm,
-# baddbmm, conv1d/3d, add, mul) equal with_flops'.
+# torch 1.13 and 2.x; the FLOPs (mm, addmm, bmm, baddbmm, conv1d/2d/3d
+# and convolution, add, mul) equal with_flops'.
 # timeout: 600
 . "$(dirname "$0")/lib.sh"
 need_root

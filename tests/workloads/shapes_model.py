@@ -72,6 +72,11 @@ def make_edge():
     m1 = torch.ones(3, 2, 4)
     m2 = torch.ones(3, 4, 5)
     idx = torch.tensor([1, 0])
+    out3 = torch.empty(3)
+    emb = torch.ones(10, 3)
+    bag_in = torch.tensor([1, 2, 4, 5, 4, 3])
+    bag_off = torch.tensor([0, 3])
+    bag_w = torch.ones(6)
 
     def step():
         a.add(a)
@@ -99,6 +104,11 @@ def make_edge():
         a[idx]
         torch.where(a > 0, a, s)
         torch.empty(0)
+        # arguments past the registers: an out tensor after a 24-byte
+        # OptionalArrayRef (torch 2.x: on the stack), an optional tensor in
+        # a stack slot (embedding_bag's per_sample_weights)
+        torch.nansum(a, dim=[0], out=out3)
+        F.embedding_bag(bag_in, emb, bag_off, mode="sum", per_sample_weights=bag_w)
     return step
 
 
