@@ -77,6 +77,7 @@ def make_edge():
     bag_in = torch.tensor([1, 2, 4, 5, 4, 3])
     bag_off = torch.tensor([0, 3])
     bag_w = torch.ones(6)
+    one = torch.ones(1)
 
     def step():
         a.add(a)
@@ -109,6 +110,7 @@ def make_edge():
         # a stack slot (embedding_bag's per_sample_weights)
         torch.nansum(a, dim=[0], out=out3)
         F.embedding_bag(bag_in, emb, bag_off, mode="sum", per_sample_weights=bag_w)
+        one.item()   # returns a c10::Scalar: in memory, the tensor in rsi
     return step
 
 

@@ -146,13 +146,18 @@ enum argdesc_ret argdesc_schema_ret(const char *r)
 		return ARGRET_MEMORY;   /* std::vector */
 	if (!strncmp(r, "Tensor", 6))
 		return memchr(r, '!', n) ? ARGRET_REG : ARGRET_MEMORY;  /* Tensor& or Tensor */
-	if ((n == 3 && !strncmp(r, "int", 3)) || (n == 5 && !strncmp(r, "float", 5)) ||
-	    (n == 4 && !strncmp(r, "bool", 4)) || !strncmp(r, "ScalarType", n) ||
-	    !strncmp(r, "Layout", n) || !strncmp(r, "Device", n) || !strncmp(r, "QScheme", n) ||
-	    !strncmp(r, "MemoryFormat", n))
-		return n ? ARGRET_REG : ARGRET_UNKNOWN;
-	if (!strncmp(r, "Scalar", n) || !strncmp(r, "SymInt", n) || !strncmp(r, "str", n))
-		return n ? ARGRET_MEMORY : ARGRET_UNKNOWN;
+	{
+		static const char *const reg[] = { "int", "float", "bool", "ScalarType", "Layout",
+			"Device", "QScheme", "MemoryFormat" };
+		static const char *const mem[] = { "Scalar", "SymInt", "str" };
+
+		for (size_t i = 0; i < sizeof(reg) / sizeof(reg[0]); i++)
+			if (is(r, n, reg[i]))
+				return ARGRET_REG;
+		for (size_t i = 0; i < sizeof(mem) / sizeof(mem[0]); i++)
+			if (is(r, n, mem[i]))
+				return ARGRET_MEMORY;
+	}
 	return ARGRET_UNKNOWN;
 }
 
