@@ -15,10 +15,12 @@ with_flops, with_stack) instead of waiting and prints one JSON object:
   "rows":   {"name|shapes": count}        key_averages(group_by_input_shape=True)
   "flops":  {"name|shapes": flops}        its FLOPs per row
   "stacks": {"name|frame;frame;...": count}  key_averages(group_by_stack_n=5)
+  "trace":  {"name|dims": count}          "Input Dims" of its Chrome trace
 Otherwise the wl_common protocol (READY, go, RESULT).
 """
 import argparse
 import json
+import tempfile
 
 import wl_common  # noqa: F401  (blocks SIGUSR1 before torch starts threads)
 from wl_common import add_common_args, print_json, ready, result, wait_go
@@ -158,7 +160,19 @@ def reference(prof):
         if e.key.startswith("aten::"):
             k = key(e.key, ";".join(e.stack[:5]))
             stacks[k] = stacks.get(k, 0) + int(e.count)
-    return {"events": events, "rows": rows, "flops": flops, "stacks": stacks}
+    # the "Input Dims" args of the Chrome trace torch.profiler (Kineto) writes
+    trace = {}
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        prof.export_chrome_trace(f.name)
+        with open(f.name) as g:
+            doc = json.load(g)
+    for ev in (doc.get("traceEvents", []) if isinstance(doc, dict) else doc):
+        if ev.get("ph") == "X" and str(ev.get("name", "")).startswith("aten::"):
+            dims = ev.get("args", {}).get("Input Dims")
+            if dims is not None:
+                k = key(ev["name"], json.dumps(dims))
+                trace[k] = trace.get(k, 0) + 1
+    return {"events": events, "rows": rows, "flops": flops, "stacks": stacks, "trace": trace}
 
 
 def main():

@@ -6,6 +6,7 @@
 #include "capture.h"
 #include "gpujoin.h"
 #include "profile.h"
+#include "shapes.h"
 #include "strintern.h"
 #include "replay.h"
 #include "timeline.h"
@@ -282,7 +283,7 @@ int profile_sort(struct prof_op *rows, size_t n, const char *key)
  * (the same rule as pop_frame in bpf/tbpf.bpf.c). */
 struct agg_frame {
 	uint32_t op_id, nchild, dup_op;
-	uint64_t dup_self, dup_total;
+	uint64_t dup_self, dup_total, dup_shape;
 };
 
 struct agg_thread {
@@ -362,7 +363,7 @@ static void agg_slice_end(void *vctx, const struct tl_slice *s)
 	if (f && f->op_id == s->op_id && f->nchild == 1 && f->dup_op) {
 		/* u64 wrap-around: the row's sums stay right */
 		struct prof_op u = { .pid = s->pid, .op_id = f->dup_op, .name = "", .overload = "",
-				     .stack_id = s->stack_id, .folded = 1, .calls = (uint64_t)0 - 1,
+				     .stack_id = s->stack_id, .shape_id = f->dup_shape, .folded = 1, .calls = (uint64_t)0 - 1,
 				     .self_ns = (uint64_t)0 - f->dup_self,
 				     .total_ns = (uint64_t)0 - f->dup_total };
 		agg_add(ctx, &u);
@@ -376,6 +377,7 @@ static void agg_slice_end(void *vctx, const struct tl_slice *s)
 			pf->dup_op = s->op_id;
 			pf->dup_self = self;
 			pf->dup_total = dur;
+			pf->dup_shape = s->shape_id;
 		}
 	}
 	struct prof_op o = {
@@ -384,6 +386,7 @@ static void agg_slice_end(void *vctx, const struct tl_slice *s)
 		.name = "",
 		.overload = "",
 		.stack_id = s->stack_id,
+		.shape_id = s->shape_id,
 		.calls = 1,
 		.self_ns = self,
 		.total_ns = dur,
@@ -455,6 +458,19 @@ int profile_capture_info(struct profile *p, const struct capture_meta *m,
 		o->overload = profile_intern(p, co ? co->overload : "");
 		if (!o->name || !o->overload)
 			return -ENOMEM;
+	}
+	/* input shapes (issue 16): text and FLOPs from the REC_SHAPE records */
+	for (size_t i = 0; i < p->nops; i++) {
+		struct prof_op *o = &p->ops[i];
+		const struct tbpf_shape *sh = capture_meta_shape(m, o->shape_id);
+		char text[1024];
+
+		if (!sh)
+			continue;
+		shape_format(sh, text, sizeof(text));
+		if (!(o->shapes = profile_intern(p, text)))
+			return -ENOMEM;
+		o->flops = shape_flops(o->name, sh) * o->calls;
 	}
 
 	/* run; without a run record, the pids seen */
