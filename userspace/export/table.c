@@ -62,43 +62,43 @@ static void sep_w(FILE *out, const int *widths, int ncols)
 	putc_unlocked('\n', out);
 }
 
-/* torch.profiler's FLOPs column: one unit for the column, from the
- * largest value (auto_scale_flops): FLOPs, KFLOPs, MFLOPs, GFLOPs, TFLOPs,
- * PFLOPs; each cell the value in it, 3 decimals ("--" for 0). */
+/* torch.profiler's FLOPs column (_build_table, auto_scale_flops): one unit
+ * for the column from the SMALLEST positive value, log10(v) / 3 floored
+ * (FLOPs, KFLOPs, ... PFLOPs); cells "%8.3f" in it, "--" for none.  No
+ * column when no row has FLOPs.  -1: no column. */
 static int flops_scale(const struct prof_op *rows, size_t n)
 {
-	uint64_t mx = 0;
+	uint64_t mn = 0;
 	int k = 0;
 
 	for (size_t i = 0; i < n; i++)
-		if (rows[i].flops > mx)
-			mx = rows[i].flops;
-	if (!mx)
-		return 0;
-	/* log10(max) // 3, capped at P */
-	for (double v = (double)mx; v >= 1000.0 && k < 5; v /= 1000.0)
+		if (rows[i].flops && (!mn || rows[i].flops < mn))
+			mn = rows[i].flops;
+	if (!mn)
+		return -1;
+	for (double v = (double)mn; v >= 1000.0 && k < 5; v /= 1000.0)
 		k++;
 	return k;
 }
 
-static const char *flops_header(const struct prof_op *rows, size_t n)
+static const char *flops_header(int scale)
 {
 	static const char *const h[] = { "Total FLOPs", "Total KFLOPs", "Total MFLOPs",
 					 "Total GFLOPs", "Total TFLOPs", "Total PFLOPs" };
 
-	return h[flops_scale(rows, n)];
+	return h[scale];
 }
 
-static void flops_cell(char *b, size_t bn, uint64_t flops, const struct prof_op *rows, size_t n)
+static void flops_cell(char *b, size_t bn, uint64_t flops, int scale)
 {
-	double scale = 1.0;
+	double div = 1.0;
 
-	for (int k = flops_scale(rows, n); k > 0; k--)
-		scale *= 1000.0;
+	for (int k = scale; k > 0; k--)
+		div *= 1000.0;
 	if (!flops)
 		snprintf(b, bn, "--");
 	else
-		snprintf(b, bn, "%.3f", (double)flops / scale);
+		snprintf(b, bn, "%8.3f", (double)flops / div);
 }
 
 int export_table(FILE *out, const struct profile *p, const struct export_opts *o)
@@ -183,10 +183,10 @@ int export_table(FILE *out, const struct profile *p, const struct export_opts *o
 		widths[nh] = (int)shapes_w;
 		headers[nh++] = "Input Shapes";
 	}
-	if (o->with_flops) {
-		/* torch.profiler scales FLOPs to one unit for the column */
+	int fscale = o->with_flops ? flops_scale(rows, n) : -1;
+	if (fscale >= 0) {
 		widths[nh] = COL_W;
-		headers[nh++] = flops_header(rows, n);
+		headers[nh++] = flops_header(fscale);
 	}
 
 	sep_w(out, widths, nh);
@@ -241,8 +241,8 @@ int export_table(FILE *out, const struct profile *p, const struct export_opts *o
 			}
 			cell(out, t, (int)shapes_w);
 		}
-		if (o->with_flops) {
-			flops_cell(b, sizeof(b), r->flops, rows, n);
+		if (fscale >= 0) {
+			flops_cell(b, sizeof(b), r->flops, fscale);
 			cell(out, b, COL_W);
 		}
 		putc_unlocked('\n', out);
