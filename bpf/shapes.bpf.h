@@ -21,7 +21,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
+	__uint(max_entries, TBPF_SHAPE_IDS);
 	__type(key, __u64);
 	__type(value, struct tbpf_shape);
 } shapes SEC(".maps");

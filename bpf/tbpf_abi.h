@@ -498,6 +498,7 @@ struct tbpf_pyproc {
 #define TBPF_SHAPE_MAX_TENSORS 8  /* tensor (or FLOPs int) arguments read per call */
 #define TBPF_SHAPE_MAX_DIMS 8     /* sizes read per tensor */
 #define TBPF_ARG_REGS 6           /* rdi rsi rdx rcx r8 r9; then stack slots */
+#define TBPF_SHAPE_IDS 16384      /* distinct shape lists kept (map `shapes`) */
 
 enum tbpf_arg_kind {
 	ARGK_TENSOR = 1,      /* at::Tensor const& / at::Tensor& */

@@ -502,6 +502,14 @@ static void report_counters(const struct live_opts *o, struct session *s, const 
 		fprintf(stderr, "tbpf: BPF maps full: %llu op updates and %llu threads lost\n",
 			(unsigned long long)counters[CNT_STAT_FULL],
 			(unsigned long long)counters[CNT_NO_THREAD_SLOT]);
+	if (counters[CNT_SHAPE_FULL])
+		fprintf(stderr, "tbpf: %llu calls counted without input shapes: more distinct shape "
+				"lists than the shapes map holds (%d)\n",
+			(unsigned long long)counters[CNT_SHAPE_FULL], TBPF_SHAPE_IDS);
+	if (counters[CNT_SHAPE_BAD])
+		fprintf(stderr, "tbpf: %llu tensors read with sizes that do not multiply to their "
+				"element count: shown as [?]\n",
+			(unsigned long long)counters[CNT_SHAPE_BAD]);
 	fprintf(stderr, "tbpf: stopped (%s) after %.2f s\n", stop_reason, duration / 1e9);
 
 }
