@@ -202,6 +202,9 @@ static __always_inline __u64 shape_capture(struct pt_regs *ctx, __u32 pid, __u32
 	}
 	if (!h)
 		h = 1;
+	/* a known list: a lookup, no bucket lock */
+	if (bpf_map_lookup_elem(&shapes, &h))
+		return h;
 	if (!bpf_map_update_elem(&shapes, &h, s, BPF_NOEXIST)) {
 		if (tbpf_mode & TBPF_MODE_RECORD) {
 			struct rec_shape *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
