@@ -130,6 +130,16 @@ static uint64_t conv2d_flops(const struct tbpf_shape *s)
 	if (!in || !w || !st || !pad || !dil || !g || ni != 4 || nw != 4 || ns < 2 || np < 2 ||
 	    nd < 2 || ng != 1 || st[0] <= 0 || st[1] <= 0 || g[0] <= 0)
 		return 0;
+	/* sizes from a capture are data: keep the arithmetic in range */
+	for (int k = 0; k < 4; k++)
+		if (in[k] < 0 || in[k] >= (1LL << 31) || w[k] < 0 || w[k] >= (1LL << 31))
+			return 0;
+	for (int k = 0; k < 2; k++)
+		if (st[k] >= (1LL << 31) || pad[k] < 0 || pad[k] >= (1LL << 31) || dil[k] < 0 ||
+		    dil[k] >= (1LL << 31))
+			return 0;
+	if (in[2] + 2 * pad[0] < dil[0] * (w[2] - 1) + 1 || in[3] + 2 * pad[1] < dil[1] * (w[3] - 1) + 1)
+		return 0;
 	oh = (uint64_t)((in[2] + 2 * pad[0] - dil[0] * (w[2] - 1) - 1) / st[0] + 1);
 	ow = (uint64_t)((in[3] + 2 * pad[1] - dil[1] * (w[3] - 1) - 1) / st[1] + 1);
 	return 2 * (uint64_t)in[0] * oh * ow * (uint64_t)w[2] * (uint64_t)w[3] * (uint64_t)in[1] *
