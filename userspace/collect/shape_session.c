@@ -111,6 +111,7 @@ int shape_verify(int samples_fd, const pid_t *pids, const struct shape_target *s
 		 char **why)
 {
 	struct tbpf_tsample *v = calloc(TBPF_TSAMPLES, sizeof(*v));
+	size_t nsampled = 0;
 	int ok = 1;
 
 	*why = NULL;
@@ -118,9 +119,11 @@ int shape_verify(int samples_fd, const pid_t *pids, const struct shape_target *s
 		*why = strf("out of memory");
 		return 0;
 	}
-	for (__u32 i = 0; i < TBPF_TSAMPLES; i++)
+	for (__u32 i = 0; i < TBPF_TSAMPLES; i++) {
 		if (bpf_map_lookup_elem(samples_fd, &i, &v[i]))
 			v[i].ok = 0;
+		nsampled += v[i].ok != 0;
+	}
 	/* the raw samples, for layout fixtures (tests/fixtures/tensorimpl) */
 	if (getenv("TBPF_SHAPE_SAMPLES")) {
 		FILE *f = fopen(getenv("TBPF_SHAPE_SAMPLES"), "we");
@@ -146,7 +149,14 @@ int shape_verify(int samples_fd, const pid_t *pids, const struct shape_target *s
 				mine[n++] = v[i];
 		if (n == 0) {
 			free(mine);
-			continue;   /* no tensor read: no shape to show */
+			/* with free slots left it read no tensor: nothing to show;
+			 * with none, other processes took them all */
+			if (nsampled < TBPF_TSAMPLES)
+				continue;
+			ok = 0;
+			*why = strf("pid %d: none of its tensors among the %d sampled (other processes "
+				    "took them)", pids[t], TBPF_TSAMPLES);
+			break;
 		}
 		if (tlayout_calibrate(mine, n, 2, &got, &w)) {
 			ok = 0;

@@ -24,8 +24,10 @@ int shape_target_add(int op_args_fd, int layouts_fd, pid_t pid, const struct tar
 		     struct shape_target *st);
 
 /* Verify the layouts of ns targets from the samples the reader took
- * (shape_samples map): 1 when every target's samples derive its layout,
- * 0 with *why (malloc'd) when not. */
+ * (shape_samples map, TBPF_TSAMPLES for all processes): 1 when every
+ * target's samples derive its layout (a target without samples while
+ * slots were left read no tensor), 0 with *why (malloc'd) when not,
+ * also when the slots ran out before a target got one. */
 int shape_verify(int samples_fd, const pid_t *pids, const struct shape_target *st, size_t ns,
 		 char **why);
 
