@@ -34,7 +34,6 @@ def make_cnn():
     torch.manual_seed(0)
     m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
                       nn.Conv2d(8, 8, 3, stride=2, bias=False), nn.ReLU(),
-                      nn.Conv1d(8, 4, 1) if False else nn.Identity(),
                       nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 10))
     opt = torch.optim.SGD(m.parameters(), lr=0.01)
     x = torch.randn(4, 3, 16, 16)
