@@ -10,6 +10,8 @@ model code), R repetitions of
   tbpf            the same with `tbpf --pid PID` attached (one row per
                   --exits mode asked for; default: tbpf's default mode)
   torch.profiler  the same iterations inside torch.profiler
+  (--shapes: each tbpf mode again with --record-shapes, and torch.profiler
+  with record_shapes=True: the per-op cost of input shapes, issue 16)
 in rotating order, reporting medians (min-max) of the time per iteration
 measured by the workload itself, the slowdown against baseline, tbpf's
 per-op overhead (extra time per iteration / ATen ops per iteration, ops
@@ -73,8 +75,10 @@ def kill(proc):
 def run_once(py, workload, iters, mode, args, tmp):
     """One run; returns dict(us_per_iter, and for tbpf: attach, calls)."""
     cmd = [py, os.path.join(WL, workload + ".py"), "--iters", str(iters)]
-    if mode == "torch.profiler":
+    if mode.startswith("torch.profiler"):
         cmd.append("--torch-profiler")
+        if "record_shapes" in mode:
+            cmd.append("--record-shapes")
     wl_out = open(os.path.join(tmp, "wl.out"), "w+")
     wl_err = open(os.path.join(tmp, "wl.err"), "w+")
     wl = subprocess.Popen(cmd, stdout=wl_out, stderr=wl_err, stdin=subprocess.DEVNULL)
@@ -182,6 +186,9 @@ def main():
                    "more tbpf options (\"auto --no-python\"); "
                                                "default: tbpf's default mode only")
     p.add_argument("--no-profiler", action="store_true", help="skip the torch.profiler rows")
+    p.add_argument("--shapes", action="store_true",
+                   help="input shapes too (issue 16): each tbpf mode again with --record-shapes, "
+                        "torch.profiler again with record_shapes=True")
     p.add_argument("--target-seconds", type=float, default=1.5, help="baseline length of one run")
     p.add_argument("--tbpf", default=os.path.join(ROOT, "build", "tbpf"))
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results.md"))
@@ -193,7 +200,10 @@ def main():
         print("bench: %s not built (run make): tbpf rows will read n/a" % args.tbpf, file=sys.stderr)
     if os.geteuid() != 0:
         print("bench: not root: tbpf rows will fail to attach (run with sudo)", file=sys.stderr)
-    modes = ["baseline"] + tb_modes + ([] if args.no_profiler else ["torch.profiler"])
+    if args.shapes:
+        tb_modes += [m + " --record-shapes" for m in tb_modes]
+    prof_modes = ["torch.profiler"] + (["torch.profiler record_shapes"] if args.shapes else [])
+    modes = ["baseline"] + tb_modes + ([] if args.no_profiler else prof_modes)
 
     rows, attach_rows, failures = [], [], []
     tmp = tempfile.mkdtemp(prefix="tbpf-bench.")
@@ -220,7 +230,7 @@ def main():
                     if m in errors and not results[m]:
                         continue  # failed before: do not retry every rep
                     try:
-                        n = prof_iters if m == "torch.profiler" else iters
+                        n = prof_iters if m.startswith("torch.profiler") else iters
                         results[m].append(run_once(py, workload, n, m, args, tmp))
                     except RunError as e:
                         errors.setdefault(m, str(e))

@@ -182,20 +182,34 @@ static __always_inline struct tbpf_thread *thread_enter(__u32 tid, __u32 pid)
 	return t;
 }
 
-static __always_inline void emit_op(__u16 type, __u32 tid, __u64 ts, __u32 pid,
-				    __u32 op_id, __u32 depth, __u32 flags, __u32 stack_id)
+static __always_inline void emit_op_shape(__u16 type, __u32 tid, __u64 ts, __u32 pid,
+					  __u32 op_id, __u32 depth, __u32 flags, __u32 stack_id,
+					  __u64 shape_id)
 {
+	struct rec_op_shape *rs;
 	struct rec_op *r;
 
 	if (!(tbpf_mode & TBPF_MODE_RECORD))
 		return;
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-	if (!r) {
-		cnt_add(CNT_DROPS, 1);
-		return;
+	/* with shapes, an enter record carries its shape id */
+	if (type == REC_OP_ENTER && (tbpf_mode & TBPF_MODE_SHAPES)) {
+		rs = bpf_ringbuf_reserve(&events, sizeof(*rs), 0);
+		if (!rs) {
+			cnt_add(CNT_DROPS, 1);
+			return;
+		}
+		rs->shape_id = shape_id;
+		r = &rs->op;
+		r->h.size = sizeof(*rs);
+	} else {
+		r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+		if (!r) {
+			cnt_add(CNT_DROPS, 1);
+			return;
+		}
+		r->h.size = sizeof(*r);
 	}
 	r->h.type = type;
-	r->h.size = sizeof(*r);
 	r->h.tid = tid;
 	r->h.ts_ns = ts;
 	r->pid = pid;
@@ -206,10 +220,17 @@ static __always_inline void emit_op(__u16 type, __u32 tid, __u64 ts, __u32 pid,
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 
-static __always_inline void stat_add(__u32 pid, __u32 op_id, __u64 stack_id,
+static __always_inline void emit_op(__u16 type, __u32 tid, __u64 ts, __u32 pid,
+				    __u32 op_id, __u32 depth, __u32 flags, __u32 stack_id)
+{
+	emit_op_shape(type, tid, ts, pid, op_id, depth, flags, stack_id, 0);
+}
+
+static __always_inline void stat_add(__u32 pid, __u32 op_id, __u64 stack_id, __u64 shape_id,
 				     __u64 self, __u64 total, __u32 flags)
 {
-	struct tbpf_opkey k = { .pid = pid, .op_id = op_id, .stack_id = stack_id };
+	struct tbpf_opkey k = { .pid = pid, .op_id = op_id, .stack_id = stack_id,
+				.shape_id = shape_id };
 	struct tbpf_opstat *s = bpf_map_lookup_elem(&opstats, &k);
 
 	if (!s) {
@@ -250,10 +271,11 @@ static __always_inline int counted_parent(struct tbpf_thread *t, __u32 d)
 	return -1;
 }
 
-static __always_inline void stat_undo(__u32 pid, __u32 op_id, __u64 stack_id, __u64 self,
-				      __u64 total)
+static __always_inline void stat_undo(__u32 pid, __u32 op_id, __u64 stack_id, __u64 shape_id,
+				      __u64 self, __u64 total)
 {
-	struct tbpf_opkey k = { .pid = pid, .op_id = op_id, .stack_id = stack_id };
+	struct tbpf_opkey k = { .pid = pid, .op_id = op_id, .stack_id = stack_id,
+				.shape_id = shape_id };
 	struct tbpf_opstat *s = bpf_map_lookup_elem(&opstats, &k);
 
 	/* per-CPU slots may wrap below zero; their sum is right */
@@ -295,7 +317,7 @@ static __always_inline void pop_frame(struct tbpf_thread *t, __u32 tid, __u64 no
 	/* torch.profiler drops a child that has its parent's name and is
 	 * its only child (EventList._remove_dup_nodes): fold it back in */
 	if (f->nchild == 1 && f->dup_op) {
-		stat_undo(t->pid, f->dup_op, pystack, f->dup_self, f->dup_total);
+		stat_undo(t->pid, f->dup_op, pystack, f->dup_shape, f->dup_self, f->dup_total);
 		self += f->dup_self;
 	}
 	if (d > 0)
@@ -309,11 +331,12 @@ static __always_inline void pop_frame(struct tbpf_thread *t, __u32 tid, __u64 no
 			p->dup_op = op_id;
 			p->dup_self = self;
 			p->dup_total = dur;
+			p->dup_shape = f->shape;
 		}
 	}
 	if (t->vdepth)
 		t->vdepth--;
-	stat_add(t->pid, op_id, pystack, self, dur, flags);
+	stat_add(t->pid, op_id, pystack, f->shape, self, dur, flags);
 #ifdef HAVE_HIST
 	hist_add(t->pid, op_id, dur);
 #endif
@@ -367,6 +390,8 @@ static __always_inline void pop_returned(struct tbpf_thread *t, __u32 tid, __u64
 		pop_frame(t, tid, now, OPF_INFERRED);
 	}
 }
+
+#include "shapes.bpf.h"
 
 #if __has_include("pystack.bpf.h")
 #include "pystack.bpf.h"
@@ -488,10 +513,14 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	f->name_id = TBPF_COOKIE_NAMEID(cookie);
 	f->nchild = 0;
 	f->dup_op = 0;
+	f->shape = 0;
+	if ((tbpf_mode & TBPF_MODE_SHAPES) && !(flags & OPF_SKIP))
+		f->shape = shape_capture(ctx, pid, tid,
+					 cookie & (0xffffffffULL | TBPF_COOKIE_REDISPATCH), now);
 	t->depth = d + 1;
 	if (!(flags & OPF_SKIP)) {
-		emit_op(REC_OP_ENTER, tid, now, pid, op_id, t->vdepth,
-			flags & OPF_REDISPATCH, (__u32)t->pystack_id);
+		emit_op_shape(REC_OP_ENTER, tid, now, pid, op_id, t->vdepth,
+			      flags & OPF_REDISPATCH, (__u32)t->pystack_id, f->shape);
 		t->vdepth++;
 	}
 	t->busy = 0;
@@ -634,6 +663,7 @@ int BPF_KPROBE(tbpf_scope_new)
 	f->dup_op = 0;
 	f->pystack = t->pystack_id;
 	f->scope = PT_REGS_PARM1(ctx);
+	f->shape = 0;
 	t->depth = d + 1;
 	emit_op(REC_OP_ENTER, tid, now, pid, id, t->vdepth, OPF_SCOPE, (__u32)t->pystack_id);
 	t->vdepth++;
@@ -704,7 +734,7 @@ int BPF_KPROBE(tbpf_module_call)
 	if (!stack)
 		return 0;
 	cnt_add(CNT_MODCALLS, 1);
-	stat_add(pid, TBPF_MODCALL_ID, stack, 0, 0, 0);
+	stat_add(pid, TBPF_MODCALL_ID, stack, 0, 0, 0, 0);
 	emit_op(REC_MODCALL, tid, bpf_ktime_get_ns(), pid, TBPF_MODCALL_ID, 0, 0, (__u32)stack);
 #endif
 	return 0;

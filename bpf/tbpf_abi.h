@@ -43,6 +43,7 @@ enum tbpf_mode_flags {
 	TBPF_MODE_EXITS = 1 << 1,    /* return probes attached: exact exits */
 	TBPF_MODE_PYSTACK = 1 << 2,  /* walk Python stacks at outermost ops */
 	TBPF_MODE_GUARD = 1 << 3,    /* ptrace unwind guard active */
+	TBPF_MODE_SHAPES = 1 << 4,   /* read input shapes at op entry (issue 16) */
 };
 
 /* ---- record types ---------------------------------------------------- */
@@ -59,6 +60,7 @@ enum tbpf_rec_type {
 	REC_SCOPE_NAME = 10,/* a record_function scope's name, once per name */
 	REC_MODCALL = 11,   /* an nn.Module call (struct rec_op, op_id
 			     * TBPF_MODCALL_ID, stack_id: the module's stack) */
+	REC_SHAPE = 12,     /* an input-shape list, once per shape id (issue 16) */
 	REC_TYPE_MAX
 };
 
@@ -87,6 +89,14 @@ struct rec_op {
 	__u16 depth;   /* visible nesting depth, 0 = outermost */
 	__u16 flags;   /* enum tbpf_op_flags */
 	__u32 stack_id; /* low 32 bits of the Python stack id (0 = none) */
+};
+
+/* REC_OP_ENTER with input shapes (--record-shapes): h.size is
+ * sizeof(struct rec_op_shape), the rec_op followed by the shape id of its
+ * REC_SHAPE record.  Without shapes every op record is a plain rec_op. */
+struct rec_op_shape {
+	struct rec_op op;
+	__u64 shape_id;   /* 0 = none read */
 };
 
 struct tbpf_pyframe {
@@ -340,6 +350,8 @@ struct tbpf_frame {
 	__u64 dup_self, dup_total;
 	__u64 pystack;   /* Python stack id its row is keyed by */
 	__u64 scope;     /* OPF_SCOPE: the at::RecordFunction's address */
+	__u64 shape;     /* input shape id its row is keyed by (issue 16) */
+	__u64 dup_shape; /* the folded child's */
 };
 
 struct tbpf_thread {
@@ -368,6 +380,7 @@ struct tbpf_opkey {
 	__u32 pid;
 	__u32 op_id;
 	__u64 stack_id;  /* Python stack of the outermost op, 0 = none */
+	__u64 shape_id;  /* input shapes (struct tbpf_shape), 0 = none */
 };
 
 struct tbpf_opstat {
@@ -401,6 +414,8 @@ enum tbpf_counter {
 	CNT_SAMPLE_POPS,      /* infer mode: frames closed by a sample or switch-out */
 	CNT_SCOPE_HITS,       /* RecordFunction constructor / end() probe hits */
 	CNT_MODCALLS,         /* nn.Module calls counted (TBPF_MODCALL_ID rows) */
+	CNT_SHAPE_BAD,        /* tensors whose sizes did not multiply to numel */
+	CNT_SHAPE_FULL,       /* shape table full: calls counted without shapes */
 	CNT_MAX
 };
 
@@ -479,5 +494,98 @@ struct tbpf_pyproc {
 	__u64 cell_type;      /* &PyCell_Type: `self` captured by a closure */
 };
 /* ==== END pystack ======================================================= */
+
+/* ==== BEGIN shapes (input shapes, issue 16) ============================
+ * At op entry (TBPF_MODE_SHAPES) the BPF side reads the op's Tensor and
+ * optional Tensor arguments where the x86-64 ABI put them, as the op's
+ * `tbpf_argdesc` (map `op_args`, op id -> descriptor, computed in user
+ * space from the demangled ::call signature, discover/argdesc.c) says,
+ * and each tensor's sizes through the TensorImpl layout of its process
+ * (map `shape_layouts`, pid -> struct tbpf_tlayout, discover/tlayout.c).
+ * Every other argument is `[]`, as torch.profiler shows scalars, int
+ * lists and tensor lists.  The shape list is hashed to a shape id; the
+ * map `shapes` holds id -> list, and the first call of an id emits a
+ * REC_SHAPE record (captures). */
+#define TBPF_SHAPE_MAX_ARGS 24    /* schema arguments an op may have */
+#define TBPF_SHAPE_MAX_TENSORS 8  /* tensor (or FLOPs int) arguments read per call */
+#define TBPF_SHAPE_MAX_DIMS 8     /* sizes read per tensor */
+#define TBPF_ARG_REGS 6           /* rdi rsi rdx rcx r8 r9; then stack slots */
+#define TBPF_SHAPE_IDS 16384      /* distinct shape lists kept (map `shapes`) */
+
+enum tbpf_arg_kind {
+	ARGK_TENSOR = 1,      /* at::Tensor const& / at::Tensor& */
+	ARGK_OPT_TENSOR = 2,  /* c10::optional<at::Tensor> const& (or std::) */
+	/* values the FLOPs of conv2d need (stride, padding, dilation, groups),
+	 * shown as [] like every non-tensor argument */
+	ARGK_INTLIST = 3,     /* c10::ArrayRef<long> / <c10::SymInt>: ptr, len */
+	ARGK_INT = 4,         /* long */
+	ARGK_SYMINT = 5,      /* c10::SymInt by value: a pointer to it */
+};
+
+struct tbpf_argdesc {
+	__u8 nargs;           /* the schema's arguments (the list's length) */
+	__u8 ntensors;        /* entries used below */
+	__u8 pad[2];
+	__u8 argi[TBPF_SHAPE_MAX_TENSORS];  /* argument index */
+	__u8 where[TBPF_SHAPE_MAX_TENSORS]; /* < 6: register, else stack slot
+					     * where-6 at rsp+8+8*(where-6) */
+	__u8 kind[TBPF_SHAPE_MAX_TENSORS];  /* enum tbpf_arg_kind */
+	__u8 pad2[4];
+};
+
+/* Where a process's torch keeps what the reader needs (bytes into the
+ * object).  sizes_off: c10::SizesAndStrides (size_t size_, then inline
+ * sizes[5] or the out-of-line pointer). */
+#define TBPF_SIZES_INLINE 5
+struct tbpf_tlayout {
+	__u16 sizes_off;      /* TensorImpl -> sizes_and_strides_.size_ */
+	__u16 numel_off;      /* TensorImpl -> numel_ */
+	__u16 dtype_off;      /* TensorImpl -> data_type_ (u16 ScalarType) */
+	__u16 opt_value_off;  /* optional<Tensor> -> the TensorImpl* */
+	__u16 opt_flag_off;   /* optional<Tensor> -> engaged byte */
+	__u16 pad[3];
+	__u64 undef_impl;     /* &c10::UndefinedTensorImpl::_singleton in the
+			       * process: an undefined tensor, shown as [] */
+};
+
+#define TBPF_SHAPE_NONE 0xff  /* not a tensor, None, or undefined: [] */
+#define TBPF_SHAPE_BAD 0xfe   /* unreadable or inconsistent sizes */
+struct tbpf_shape {
+	__u8 nargs;
+	__u8 ntensors;
+	__u8 pad[2];
+	__u8 argi[TBPF_SHAPE_MAX_TENSORS];
+	__u8 ndim[TBPF_SHAPE_MAX_TENSORS];   /* or TBPF_SHAPE_NONE / _BAD; int
+					      * kinds: the values in dims[] */
+	__u8 dtype[TBPF_SHAPE_MAX_TENSORS];  /* c10::ScalarType */
+	__u8 kind[TBPF_SHAPE_MAX_TENSORS];   /* enum tbpf_arg_kind */
+	__u8 pad2[4];
+	__s64 dims[TBPF_SHAPE_MAX_TENSORS][TBPF_SHAPE_MAX_DIMS];
+};
+
+struct rec_shape {
+	struct rec_hdr h;
+	__u32 pid;
+	__u32 pad;
+	__u64 shape_id;
+	struct tbpf_shape s;
+};
+
+_Static_assert(sizeof(struct tbpf_shape) % 8 == 0, "record ABI");
+_Static_assert(sizeof(struct rec_shape) % 8 == 0, "record ABI");
+_Static_assert(sizeof(struct rec_op_shape) % 8 == 0, "record ABI");
+_Static_assert(sizeof(struct tbpf_argdesc) % 4 == 0, "map ABI");
+
+/* Raw TensorImpl bytes of the first tensors read (map `shape_samples`):
+ * user space re-derives the layout from them (tlayout_calibrate) and
+ * shows no shapes when it is not the one the reader used. */
+#define TBPF_TSAMPLE_BYTES 256
+#define TBPF_TSAMPLES 48
+struct tbpf_tsample {
+	__u32 pid;
+	__u32 ok;             /* bytes read */
+	__u8 bytes[TBPF_TSAMPLE_BYTES];
+};
+/* ==== END shapes ======================================================== */
 
 #endif /* TBPF_ABI_H */

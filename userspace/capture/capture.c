@@ -24,6 +24,7 @@ void capture_meta_free(struct capture_meta *m)
 	free(m->ops);
 	free(m->stacks);
 	free(m->kernels);
+	free(m->shapes);
 	free(m->run.pids);
 	free(m->op_index);
 	strintern_free(m->strings);
@@ -139,6 +140,19 @@ int capture_meta_add_kernel(struct capture_meta *m, uint32_t pid, uint64_t addr,
 	return 0;
 }
 
+int capture_meta_add_shape(struct capture_meta *m, uint64_t id, const struct tbpf_shape *sh)
+{
+	struct capture_shape *e = PUSH(m, shapes, nshapes, cshapes);
+
+	if (!e)
+		return -ENOMEM;
+	e->id = id;
+	e->s = *sh;
+	m->nshapes++;
+	m->sorted = false;
+	return 0;
+}
+
 /* Sorting: key, then insertion order, so that de-duplication keeps the
  * last definition.  Entries carry their index through a side array. */
 struct sortent { uint64_t k1, k2; size_t idx; };
@@ -195,6 +209,7 @@ static void key_thread(const void *e, uint64_t *a, uint64_t *b) { const struct c
 static void key_op(const void *e, uint64_t *a, uint64_t *b) { *a = ((const struct capture_op *)e)->op_id; *b = 0; }
 static void key_stack(const void *e, uint64_t *a, uint64_t *b) { const struct capture_stack *s = e; *a = s->pid; *b = (uint32_t)s->stack_id; }
 static void key_kernel(const void *e, uint64_t *a, uint64_t *b) { const struct capture_kernel *k = e; *a = k->pid; *b = k->addr; }
+static void key_shape(const void *e, uint64_t *a, uint64_t *b) { *a = ((const struct capture_shape *)e)->id; *b = 0; }
 static void drop_stack(void *e) { free(((struct capture_stack *)e)->frames); }
 
 void capture_meta_finish(struct capture_meta *m)
@@ -206,6 +221,7 @@ void capture_meta_finish(struct capture_meta *m)
 	m->nops = sort_dedupe(m->ops, m->nops, sizeof(*m->ops), key_op, NULL);
 	m->nstacks = sort_dedupe(m->stacks, m->nstacks, sizeof(*m->stacks), key_stack, drop_stack);
 	m->nkernels = sort_dedupe(m->kernels, m->nkernels, sizeof(*m->kernels), key_kernel, NULL);
+	m->nshapes = sort_dedupe(m->shapes, m->nshapes, sizeof(*m->shapes), key_shape, NULL);
 	m->sorted = true;
 	/* direct index for the op ids a recorder hands out (small, dense) */
 	free(m->op_index);
@@ -246,6 +262,14 @@ static const void *bfind(const void *arr, size_t n, size_t elem, bool sorted,
 			hi = mid;
 	}
 	return NULL;
+}
+
+const struct tbpf_shape *capture_meta_shape(const struct capture_meta *m, uint64_t id)
+{
+	const struct capture_shape *e = id ? bfind(m->shapes, m->nshapes, sizeof(*m->shapes),
+						     m->sorted, key_shape, id, 0) : NULL;
+
+	return e ? &e->s : NULL;
 }
 
 const struct capture_op *capture_meta_op(const struct capture_meta *m, uint32_t op_id)
@@ -360,6 +384,7 @@ int capture_check_bpf_record(const struct rec_hdr *h, size_t len)
 	case REC_SYNC: need = sizeof(struct rec_sync); break;
 	case REC_ALLOC: need = sizeof(struct rec_alloc); break;
 	case REC_SCOPE_NAME: need = sizeof(struct rec_scope_name); break;
+	case REC_SHAPE: need = sizeof(struct rec_shape); break;
 	case REC_UNWIND:
 	case REC_GPU:
 		need = sizeof(*h);  /* layouts not fixed yet: opaque */
@@ -964,6 +989,14 @@ static void reader_scan(struct capture_reader *r)
 			memcpy(name, sn->name, sizeof(name));
 			name[sizeof(name) - 1] = '\0';
 			if (capture_meta_add_op(&r->meta, sn->scope_id, name, "")) {
+				rerr(r, at, "out of memory");
+				return;
+			}
+		}
+		if (h->type == REC_SHAPE) {
+			const struct rec_shape *sr = (const void *)h;
+
+			if (capture_meta_add_shape(&r->meta, sr->shape_id, &sr->s)) {
 				rerr(r, at, "out of memory");
 				return;
 			}

@@ -121,6 +121,8 @@ struct capture_stack {
 	struct capture_frame *frames;   /* innermost first */
 };
 struct capture_kernel { uint32_t pid; uint64_t addr; const char *name; };
+/* an input shape list (REC_SHAPE, issue 16), by its shape id */
+struct capture_shape { uint64_t id; struct tbpf_shape s; };
 
 /* ---- meta tables (filled by the reader, or by a live recorder) ------- */
 struct capture_meta {
@@ -131,6 +133,7 @@ struct capture_meta {
 	struct capture_op *ops; size_t nops, cops;
 	struct capture_stack *stacks; size_t nstacks, cstacks;
 	struct capture_kernel *kernels; size_t nkernels, ckernels;
+	struct capture_shape *shapes; size_t nshapes, cshapes;
 	bool sorted;
 	struct strintern *strings;
 	uint32_t *op_index;   /* op_id -> ops index + 1 for small ids (after finish) */
@@ -149,6 +152,10 @@ int capture_meta_add_kernel(struct capture_meta *m, uint32_t pid, uint64_t addr,
 /* Sort and de-duplicate the tables; lookups call it when needed. */
 void capture_meta_finish(struct capture_meta *m);
 const struct capture_op *capture_meta_op(const struct capture_meta *m, uint32_t op_id);
+/* REC_SHAPE records (input shapes, issue 16), read by the reader's first
+ * pass: the shape list of a shape id, or NULL. */
+int capture_meta_add_shape(struct capture_meta *m, uint64_t id, const struct tbpf_shape *s);
+const struct tbpf_shape *capture_meta_shape(const struct capture_meta *m, uint64_t id);
 const struct capture_thread *capture_meta_thread(const struct capture_meta *m, uint32_t pid, uint32_t tid);
 const struct capture_process *capture_meta_process(const struct capture_meta *m, uint32_t pid);
 /* Stacks match on pid and the low 32 bits of the id (rec_op.stack_id). */

@@ -116,6 +116,7 @@ static void fill_slice(struct tl_slice *s, struct tl_thread *t, uint32_t i)
 	s->self_ns = 0;
 	s->launches = f->launches;
 	s->stack_id = f->stack_id ? f->stack_id : t->stack_id;
+	s->shape_id = f->shape_id;
 	s->frames = t->frames;
 }
 
@@ -165,6 +166,8 @@ static int on_enter(struct timeline *tl, struct tl_thread *t, const struct rec_o
 	f->flags = r->flags;
 	f->begin_ns = ts;
 	f->stack_id = r->stack_id;
+	if (r->h.size >= sizeof(struct rec_op_shape))
+		f->shape_id = ((const struct rec_op_shape *)r)->shape_id;
 	if (tl->ops.slice_begin) {
 		struct tl_slice s;
 		fill_slice(&s, t, t->depth - 1);

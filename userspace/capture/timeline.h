@@ -38,6 +38,7 @@ struct tl_frame {
 	uint32_t stack_id;     /* the enter record's Python stack: the
 				* outermost op's, or its own inside a
 				* record_function scope (issue 15) */
+	uint64_t shape_id;     /* input shapes of the enter record (issue 16), 0 = none */
 };
 
 struct tl_slice {
@@ -49,6 +50,7 @@ struct tl_slice {
 	uint64_t self_ns;      /* end: duration minus closed children */
 	uint64_t launches;     /* end: launches with this op on top */
 	uint64_t stack_id;     /* Python stack id of the outermost op (rec_op.stack_id) */
+	uint64_t shape_id;     /* its input shapes (capture_meta_shape), 0 = none */
 	/* Open op frames, outermost first; frames[depth] is this slice. */
 	struct tl_frame *frames;
 };

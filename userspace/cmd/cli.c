@@ -46,6 +46,11 @@ static const char usage_text[] =
 "                         cpu_time_total, self_cpu_time_total, count, name\n"
 "      --row-limit N      table rows (default 100, -1 = all)\n"
 "      --by-overload      one row per overload (aten::add.Tensor ...)\n"
+"      --record-shapes    read each op's input shapes at its entry: json rows\n"
+"                         per shapes (input_shapes), Input Dims in traces\n"
+"      --group-by-input-shape  table: one row per (op, input shapes), an Input\n"
+"                         Shapes column (key_averages(group_by_input_shape=True))\n"
+"      --with-flops       a FLOPs column (torch.profiler's with_flops formulas)\n"
 "      --ops              tree: list the ops under each layer\n"
 "      --min-pct P        tree: hide layers under P% of the CPU total\n"
 "      --no-python        do not walk Python stacks (no layers, less cost)\n"
@@ -73,6 +78,7 @@ static const char usage_text[] =
 "  sudo tbpf --pid 1234 --duration 30s --sort cpu_time_total --row-limit 20\n"
 "  sudo tbpf --pid 1234 --duration 10s --format json -o ops.json\n"
 "  sudo tbpf --pid 1234 --duration 10s --format tree --ops\n"
+"  sudo tbpf --pid 1234 --duration 10s --group-by-input-shape --sort cpu_time_total\n"
 "  sudo tbpf --pid 1234 --duration 10s -o run.tbpf\n"
 "  tbpf report run.tbpf --format perfetto -o run.perfetto-trace\n"
 "  sudo tbpf run --format tree -- python3 train.py\n"
@@ -102,7 +108,8 @@ static void run_release(void *vctx);
 static int live_parse(int argc, char **argv, struct live_opts *o)
 {
 	enum { O_SORT = 256, O_ROWS, O_NOMULTI, O_RECORD, O_BYOVL, O_OPS, O_MINPCT, O_NOPY,
-	       O_INJECT /* issue 6 */, O_INJECT_FORCE, O_REDISPATCH };
+	       O_INJECT /* issue 6 */, O_INJECT_FORCE, O_REDISPATCH,
+	       O_SHAPES /* issue 16 */, O_BYSHAPE, O_FLOPS };
 	static const struct option longopts[] = {
 		SELECT_LONGOPTS,
 		{ "duration", required_argument, NULL, 'd' },
@@ -112,6 +119,9 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 		{ "sort", required_argument, NULL, O_SORT },
 		{ "row-limit", required_argument, NULL, O_ROWS },
 		{ "by-overload", no_argument, NULL, O_BYOVL },
+		{ "record-shapes", no_argument, NULL, O_SHAPES },
+		{ "group-by-input-shape", no_argument, NULL, O_BYSHAPE },
+		{ "with-flops", no_argument, NULL, O_FLOPS },
 		{ "no-uprobe-multi", no_argument, NULL, O_NOMULTI },
 		{ "redispatch", no_argument, NULL, O_REDISPATCH },
 		{ "ops", no_argument, NULL, O_OPS },
@@ -177,6 +187,15 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 		}
 		case O_BYOVL:
 			o->by_overload = true;
+			break;
+		case O_SHAPES:
+			o->record_shapes = true;
+			break;
+		case O_BYSHAPE:
+			o->record_shapes = o->by_shape = true;
+			break;
+		case O_FLOPS:
+			o->record_shapes = o->with_flops = true;
 			break;
 		case O_OPS:
 			o->tree_ops = true;

@@ -34,6 +34,9 @@ static const char usage[] =
 "                      cpu_time_total, self_cpu_time_total, count, name\n"
 "  -n, --row-limit N   table rows (default 100, -1 = all)\n"
 "      --by-overload   table: one row per op overload (aten::add.Tensor)\n"
+"      --group-by-input-shape  table: one row per input shapes too (a capture\n"
+"                      recorded with --record-shapes), Input Shapes column\n"
+"      --with-flops    table and json: torch.profiler's FLOPs (same captures)\n"
 "  -h, --help          this text\n"
 "\n"
 "Formats:\n"
@@ -203,6 +206,8 @@ int cmd_report(int argc, char **argv)
 		{ "sort", required_argument, NULL, 's' },
 		{ "row-limit", required_argument, NULL, 'n' },
 		{ "by-overload", no_argument, NULL, 'O' },
+		{ "group-by-input-shape", no_argument, NULL, 'S' },
+		{ "with-flops", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -229,6 +234,8 @@ int cmd_report(int argc, char **argv)
 			break;
 		}
 		case 'O': o.by_overload = true; break;
+		case 'S': o.by_shape = true; break;
+		case 'F': o.with_flops = true; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default:
 			if (optopt)

@@ -232,7 +232,8 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 		       const char *capture_path)
 {
 	struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
-				  .by_overload = o->by_overload };
+				  .by_overload = o->by_overload, .by_shape = o->by_shape,
+				  .with_flops = o->with_flops };
 	const char *fmt = o->format ? o->format : "table";
 	const struct cuda_model *cm = session_cuda(s, NULL, NULL);
 	bool tree_fmt = !strcmp(fmt, "tree");
@@ -501,6 +502,14 @@ static void report_counters(const struct live_opts *o, struct session *s, const 
 		fprintf(stderr, "tbpf: BPF maps full: %llu op updates and %llu threads lost\n",
 			(unsigned long long)counters[CNT_STAT_FULL],
 			(unsigned long long)counters[CNT_NO_THREAD_SLOT]);
+	if (counters[CNT_SHAPE_FULL])
+		fprintf(stderr, "tbpf: %llu calls counted without input shapes: more distinct shape "
+				"lists than the shapes map holds (%d)\n",
+			(unsigned long long)counters[CNT_SHAPE_FULL], TBPF_SHAPE_IDS);
+	if (counters[CNT_SHAPE_BAD])
+		fprintf(stderr, "tbpf: %llu tensors read with sizes that do not multiply to their "
+				"element count: shown as [?]\n",
+			(unsigned long long)counters[CNT_SHAPE_BAD]);
 	fprintf(stderr, "tbpf: stopped (%s) after %.2f s\n", stop_reason, duration / 1e9);
 
 }
@@ -577,6 +586,7 @@ int live_run(const struct live_opts *o)
 		.gpu_agent = o->inject ? GPU_AGENT_INJECT : o->gpu_run ? GPU_AGENT_RUN : GPU_AGENT_OFF,
 		.inject_flags = o->inject_force ? INJECT_FORCE : 0,
 		.run_hold = o->wait_torch,
+		.shapes = o->record_shapes,
 	};
 	char *agent_path = cfg.gpu_agent ? run_agent_path() : NULL;   /* issue 6 */
 	struct session *s = NULL;

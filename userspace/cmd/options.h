@@ -21,6 +21,9 @@ struct live_opts {
 	bool no_multi;             /* force per-probe attach (testing) */
 	bool redispatch;           /* probe ::redispatch too (boxed-path ops) */
 	bool by_overload;          /* table rows per overload */
+	bool record_shapes;        /* --record-shapes: input shapes at op entry */
+	bool by_shape;             /* --group-by-input-shape: rows per shapes */
+	bool with_flops;           /* --with-flops: FLOPs column (needs shapes) */
 	bool tree_ops;             /* --format tree: ops under each layer */
 	double min_pct;            /* --format tree: hide smaller rows */
 	bool wait_torch;           /* tbpf run: attach once the pid maps libtorch */

@@ -39,6 +39,8 @@
 #include "cuda_session.h"
 #include "gpu_session.h"
 #include "elfsym.h"
+#include "shape_session.h"
+#include "shapes.h"
 
 struct tgt {
 	struct target t;
@@ -52,6 +54,7 @@ struct tgt {
 	struct session_target_info info;
 	struct tbpf_pyproc pp;
 	struct pysym *ps;          /* NULL: no supported Python */
+	struct shape_target shapes;/* --record-shapes (issue 16) */
 	char *py_note;
 };
 
@@ -86,6 +89,7 @@ struct session {
 	unsigned scans;             /* session_scan calls: later finds are announced */
 	struct uprobe_set hold;     /* tbpf run: _dl_debug_state in the loader */
 	struct bpf_link *hold_mmap; /* tbpf run: tp_btf/sys_enter (mmap) */
+	int shapes_ok;              /* -1 not checked yet, 0 layout not verified, 1 ok */
 };
 
 static struct tgt *tgt_by_pid(struct session *s, uint32_t pid)
@@ -205,6 +209,9 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 		mode |= TBPF_MODE_RECORD;
 	if (cfg->python)
 		mode |= TBPF_MODE_PYSTACK;
+	if (cfg->shapes)
+		mode |= TBPF_MODE_SHAPES;
+	s->shapes_ok = -1;
 	s->skel->rodata->tbpf_mode = mode;
 	s->skel->rodata->targ_tgid = cfg->only_pid > 0 ? (__u32)cfg->only_pid : 0;
 	s->skel->rodata->pid_filter = cfg->only_pid > 0 ? 0 : 1;
@@ -554,6 +561,24 @@ static void setup_python(struct session *s, struct tgt *tg)
 
 /* Another tool's probes on the same library: refuse, or infer exits.
  * *no_returns: return probes must not be used. */
+/* --record-shapes (issue 16): the op argument descriptors and the
+ * starting TensorImpl layout to BPF. */
+static int setup_shapes(struct session *s, struct tgt *tg, char **why)
+{
+	int err = shape_target_add(bpf_map__fd(s->skel->maps.op_args),
+				   bpf_map__fd(s->skel->maps.shape_layouts), tg->t.pid, &tg->t,
+				   &tg->shapes);
+
+	if (err) {
+		*why = strf("cannot hand the op argument layouts to BPF: %s", strerror(-err));
+		return err;
+	}
+	if (s->cfg.verbose)
+		fprintf(stderr, "tbpf: pid %d: input shapes of %zu of %zu op entry points\n",
+			tg->t.pid, tg->shapes.placed, tg->shapes.ops);
+	return 0;
+}
+
 static int decide_sharing(struct session *s, struct tgt *tg, bool *no_returns, char **why)
 {
 	char *msg = NULL;
@@ -716,7 +741,9 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 	tg->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (s->cfg.python)
 		setup_python(s, tg);
-	err = decide_sharing(s, tg, &no_returns, why);
+	err = s->cfg.shapes ? setup_shapes(s, tg, why) : 0;
+	if (!err)
+		err = decide_sharing(s, tg, &no_returns, why);
 	if (!err)
 		err = filter_add_pid(s, pid, why);
 	if (!err && s->cfg.gpu_agent)
@@ -997,8 +1024,43 @@ const char *session_op_name(struct session *s, uint32_t id, const char **overloa
 	return d && d->name ? d->name : NULL;
 }
 
+/* Are the shapes the reader took right?  Checked once, from the raw
+ * TensorImpls it sampled; when not, one line, and no shapes are shown. */
+static bool shapes_verified(struct session *s)
+{
+	pid_t *pids;
+	struct shape_target *st;
+	char *why = NULL;
+
+	if (s->shapes_ok >= 0)
+		return s->shapes_ok;
+	pids = calloc(s->n ? s->n : 1, sizeof(*pids));
+	st = calloc(s->n ? s->n : 1, sizeof(*st));
+	if (!pids || !st) {
+		free(pids);
+		free(st);
+		return false;
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		pids[i] = s->v[i]->t.pid;
+		st[i] = s->v[i]->shapes;
+	}
+	s->shapes_ok = shape_verify(bpf_map__fd(s->skel->maps.shape_samples), pids, st, s->n, &why);
+	if (!s->shapes_ok)
+		fprintf(stderr, "tbpf: no input shapes: the TensorImpl layout could not be verified "
+				"(%s)\n", why ? why : "?");
+	free(why);
+	free(pids);
+	free(st);
+	return s->shapes_ok;
+}
+
 int session_collect(struct session *s, struct profile *p)
 {
+	bool shapes = s->cfg.shapes && shapes_verified(s);
+	int shapes_fd = bpf_map__fd(s->skel->maps.shapes);
+	char text[1024];
+	uint64_t flops_per_call = 0;
 	int ncpu = libbpf_num_possible_cpus();
 	int fd = bpf_map__fd(s->skel->maps.opstats);
 	struct tbpf_opkey key, next, *prev = NULL;
@@ -1030,6 +1092,16 @@ int session_collect(struct session *s, struct profile *p)
 		row.op_id = key.op_id;
 		row.stack_id = key.stack_id;
 		row.name = d && d->name ? d->name : "?";
+		if (shapes) {
+			struct tbpf_shape sh;
+
+			row.shape_id = key.shape_id;
+			if (!shape_text(shapes_fd, key.shape_id, text, sizeof(text), &sh))
+				flops_per_call = shape_flops(row.name, &sh);
+			else
+				flops_per_call = 0;
+			row.shapes = text;
+		}
 		row.overload = d && d->overload ? d->overload : "";
 		for (int c = 0; c < ncpu; c++) {
 			row.calls += vals[c].calls;
@@ -1042,6 +1114,7 @@ int session_collect(struct session *s, struct profile *p)
 				row.max_ns = vals[c].max_ns;
 		}
 		row.calls -= row.folded;   /* as torch.profiler's table counts */
+		row.flops = flops_per_call * row.calls;
 		err = profile_add_op(p, &row);
 		if (err)
 			break;

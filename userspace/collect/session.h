@@ -56,6 +56,7 @@ struct session_config {
 	const char *agent_path;
 	unsigned inject_flags;      /* enum inject_flags (--inject-force) */
 	bool run_hold;              /* tbpf run: load the hold (session_hold_torch) */
+	bool shapes;                /* --record-shapes: input shapes at op entry */
 };
 
 struct session_target_info {

@@ -1,6 +1,7 @@
 /* opsyms.c - discovery stage: the PyTorch operators of one libtorch
  * (at::_ops::<op>::call / ::redispatch) and their torch.profiler names. */
 #include "opsyms.h"
+#include "argdesc.h"
 #include "elfsym.h"
 #include "grow.h"
 #include "strf.h"
@@ -16,6 +17,8 @@ struct hent {
 	char *key;       /* NULL = empty slot */
 	uint32_t name_len; /* map: op name = key[0..name_len) */
 	uint8_t rank;    /* map: enum opname_source */
+	uint8_t ret;     /* map: enum argdesc_ret of its best schema */
+	uint8_t ret_rank;/* map: the rank of that schema */
 };
 
 struct htab {
@@ -153,7 +156,7 @@ static void note(struct opname_map *m, struct htab *t, const char *k, size_t n)
 }
 
 static void add_struct(struct opname_map *m, const char *name, size_t nl,
-		       const char *ovl, size_t ol, int rank)
+		       const char *ovl, size_t ol, int rank, int ret)
 {
 	char *key = malloc(nl + ol + 2);
 	bool created;
@@ -177,6 +180,11 @@ static void add_struct(struct opname_map *m, const char *name, size_t nl,
 	if (created || rank < e->rank) {
 		e->rank = (uint8_t)rank;
 		e->name_len = (uint32_t)nl;
+	}
+	/* the return kind from the best schema string (names have none) */
+	if (ret != ARGRET_UNKNOWN && (!e->ret || rank < e->ret_rank)) {
+		e->ret = (uint8_t)ret;
+		e->ret_rank = (uint8_t)rank;
 	}
 }
 
@@ -203,7 +211,7 @@ void opname_map_add(struct opname_map *m, const char *s)
 	bool qualified = !strncmp(s, "aten::", 6);
 	const char *p = qualified ? s + 6 : s, *name = p, *ovl = NULL;
 	size_t nl, ol = 0;
-	int rank;
+	int rank, ret = ARGRET_UNKNOWN;
 
 	if (!id_start(*p))
 		return;
@@ -219,20 +227,30 @@ void opname_map_add(struct opname_map *m, const char *s)
 			return;
 	}
 	if (*p == '(') {
-		if (!strstr(p, ") -> "))
+		const char *arrow = strstr(p, ") -> ");
+
+		if (!arrow)
 			return;
+		ret = argdesc_schema_ret(arrow + 5);
 		rank = qualified ? OPNAME_SCHEMA : OPNAME_SCHEMA_UNQ;
 	} else if (*p == '\0' && qualified) {
 		rank = ovl ? OPNAME_QUALIFIED : OPNAME_BARE;
 	} else {
 		return;
 	}
-	add_struct(m, name, nl, ovl, ol, rank);
+	add_struct(m, name, nl, ovl, ol, rank, ret);
 	note(m, &m->names, name, nl);
 	if (ovl)
 		note(m, &m->overloads, ovl, ol);
 	if (rank == OPNAME_SCHEMA || rank == OPNAME_SCHEMA_UNQ)
 		add_tail(m, name, (size_t)(p - name));
+}
+
+int opname_map_ret(const struct opname_map *m, const char *struct_name)
+{
+	const struct hent *e = ht_find(&m->structs, struct_name, strlen(struct_name));
+
+	return e ? e->ret : ARGRET_UNKNOWN;
 }
 
 static int strp_cmp(const void *a, const void *b)
@@ -648,6 +666,7 @@ int opsyms_discover(const char *path, struct opsym_set *out)
 			goto out;
 		}
 		o->name_source = src;
+		o->ret = (uint8_t)opname_map_ret(map, o->struct_name);
 		if (o->redispatch)
 			out->n_redispatch++;
 		else

@@ -19,6 +19,7 @@ struct opsym {
 			      * 0..n_ops-1 in the sorted order below */
 	int name_source;     /* enum opname_source that named it */
 	int kind;            /* enum opsym_kind */
+	uint8_t ret;         /* OPSYM_OP: enum argdesc_ret, from its schema */
 	uint64_t vtable;     /* OPSYM_NODE_EVAL: ELF vaddr the node class's
 			      * objects point to (_ZTV... + 16), 0 = unknown */
 };
@@ -111,5 +112,8 @@ void opname_map_add(struct opname_map *m, const char *str);
 int opname_map_split(const struct opname_map *m, const char *struct_name,
 		     char **name, char **overload);
 void opname_map_free(struct opname_map *m);
+/* How the op of a struct name returns (enum argdesc_ret, argdesc.h),
+ * from its best-ranked schema string; ARGRET_UNKNOWN without one. */
+int opname_map_ret(const struct opname_map *m, const char *struct_name);
 
 #endif

@@ -20,6 +20,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include "shapes.h"
 #include "capture.h"
 #include "export.h"
 #include "framespans.h"
@@ -197,6 +198,24 @@ static void c_span_close(void *vc, const struct fspan *sp)
 	fputs("}}", out);
 }
 
+/* --record-shapes (issue 16): "Input Dims" as Kineto writes it, a JSON
+ * list of lists (a tensor the reader could not read: null). */
+static void input_dims(FILE *out, const struct tbpf_shape *sh)
+{
+	char dims[1024];
+
+	if (!sh)
+		return;
+	shape_format(sh, dims, sizeof(dims));
+	fputs(",\"Input Dims\":", out);
+	for (const char *p = dims; *p; p++) {
+		if (*p == '?')
+			fputs("null", out);
+		else
+			fputc_unlocked(*p, out);
+	}
+}
+
 static void c_slice_end(void *vc, const struct tl_slice *s)
 {
 	struct chrome_ctx *c = vc;
@@ -215,6 +234,7 @@ static void c_slice_end(void *vc, const struct tl_slice *s)
 	PUT_NUM(out, ",\"dur\":", s->end_ns - s->begin_ns, true);
 	fputs_unlocked(j->args, out);
 	PUT_NUM(out, ",\"depth\":", s->depth, false);
+	input_dims(out, capture_meta_shape(c->src->m, s->shape_id));
 	if (s->flags & (OPF_INFERRED | OPF_UNWOUND | OPF_REDISPATCH))
 		flags_str(out, s->flags);
 	if (s->stack_id)

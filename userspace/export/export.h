@@ -31,6 +31,9 @@ struct export_opts {
 	const char *sort;    /* table/json sort key (profile_sort_keys); NULL = self_cpu_time_total */
 	long row_limit;      /* table rows: 0 = 100 (torch.profiler's default), < 0 = all */
 	bool by_overload;    /* table: one row per (name, overload) instead of name */
+	bool by_shape;       /* table: one row per input shapes too, an Input
+			      * Shapes column (--group-by-input-shape) */
+	bool with_flops;     /* table, json: a FLOPs column (--with-flops) */
 	/* json: extra top-level members written before the closing brace
 	 * (the CUDA tables: "kernels", "copies", ...); NULL = none */
 	int (*json_extra)(FILE *out, void *ctx);

@@ -25,6 +25,9 @@
  *                                profiler's table shows them inside the parent,
  *                                so calls + folded = every ::call
  *       "launches": int,         only when any op launched CUDA work
+ *       "input_shapes": str,     --record-shapes: one row per input shapes
+ *                                too, torch.profiler's notation "[[2, 3], []]"
+ *       "flops": int,            --with-flops: torch.profiler's FLOPs, all calls
  *       "self_cuda_ns": int, "cuda_total_ns": int   only with gpu_times
  *     }
  *   ]
@@ -45,7 +48,12 @@ int export_json(FILE *out, const struct profile *p, const struct export_opts *o)
 
 	if (o && o->sort && !profile_sort_key_valid(o->sort))
 		return -EINVAL;
-	if ((err = profile_fold(p, PROF_BY_PID | PROF_BY_OVERLOAD, &rows, &n)))
+	bool shapes = false, flops = o && o->with_flops;
+
+	for (size_t i = 0; i < p->nops; i++)
+		shapes |= p->ops[i].shapes && p->ops[i].shapes[0];
+	if ((err = profile_fold(p, PROF_BY_PID | PROF_BY_OVERLOAD | (shapes ? PROF_BY_SHAPE : 0),
+				&rows, &n)))
 		return err;
 	profile_sort(rows, n, o ? o->sort : NULL);
 	bool launches = false;
@@ -78,6 +86,12 @@ int export_json(FILE *out, const struct profile *p, const struct export_opts *o)
 			(unsigned long long)r->inferred, (unsigned long long)r->folded);
 		if (launches)
 			fprintf(out, ", \"launches\": %llu", (unsigned long long)r->launches);
+		if (shapes) {
+			fputs(", \"input_shapes\": ", out);
+			json_str(out, r->shapes ? r->shapes : "");
+		}
+		if (flops)
+			fprintf(out, ", \"flops\": %llu", (unsigned long long)r->flops);
 		if (p->has_gpu_times)
 			fprintf(out, ", \"self_cuda_ns\": %llu, \"cuda_total_ns\": %llu",
 				(unsigned long long)r->self_cuda_ns, (unsigned long long)r->cuda_total_ns);

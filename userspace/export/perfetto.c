@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "shapes.h"
 #include "capture.h"
 #include "export.h"
 #include "framespans.h"
@@ -325,6 +326,20 @@ static void pf_begin(void *vc, const struct tl_slice *s)
 		pb_string(&c->w, DA_NAME, "overload");
 		pb_string(&c->w, DA_STRING, o->overload);
 		pb_end(&c->w, da);
+	}
+	{
+		/* --record-shapes (issue 16): Kineto's "Input Dims" arg */
+		const struct tbpf_shape *sh = capture_meta_shape(c->m, s->shape_id);
+		char dims[1024];
+
+		if (sh) {
+			size_t da = pb_begin(&c->w, TE_DEBUG);
+
+			shape_format(sh, dims, sizeof(dims));
+			pb_string(&c->w, DA_NAME, "Input Dims");
+			pb_string(&c->w, DA_STRING, dims);
+			pb_end(&c->w, da);
+		}
 	}
 	pb_end(&c->w, te);
 	packet_end(c, mk);

@@ -8,6 +8,7 @@
 
 #define COL_W 12
 #define MAX_NAME_W 55
+#define MAX_SHAPES_W 80
 #define SPACING 2
 
 /* _format_time: value in us, 3 decimals, unit us/ms/s */
@@ -51,15 +52,53 @@ static void cell(FILE *out, const char *s, int w)
 	fprintf(out, "%*s%*s", w, s, SPACING, "");
 }
 
-static void sep(FILE *out, int name_w, int ncols)
+static void sep_w(FILE *out, const int *widths, int ncols)
 {
 	for (int c = 0; c < ncols; c++) {
-		int w = c ? COL_W : name_w;
-		for (int i = 0; i < w; i++)
+		for (int i = 0; i < widths[c]; i++)
 			putc_unlocked('-', out);
 		fprintf(out, "%*s", SPACING, "");
 	}
 	putc_unlocked('\n', out);
+}
+
+/* torch.profiler's FLOPs column (_build_table, auto_scale_flops): one unit
+ * for the column from the SMALLEST positive value, log10(v) / 3 floored
+ * (FLOPs, KFLOPs, ... PFLOPs); cells "%8.3f" in it, "--" for none.  No
+ * column when no row has FLOPs.  -1: no column. */
+static int flops_scale(const struct prof_op *rows, size_t n)
+{
+	uint64_t mn = 0;
+	int k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].flops && (!mn || rows[i].flops < mn))
+			mn = rows[i].flops;
+	if (!mn)
+		return -1;
+	for (double v = (double)mn; v >= 1000.0 && k < 5; v /= 1000.0)
+		k++;
+	return k;
+}
+
+static const char *flops_header(int scale)
+{
+	static const char *const h[] = { "Total FLOPs", "Total KFLOPs", "Total MFLOPs",
+					 "Total GFLOPs", "Total TFLOPs", "Total PFLOPs" };
+
+	return h[scale];
+}
+
+static void flops_cell(char *b, size_t bn, uint64_t flops, int scale)
+{
+	double div = 1.0;
+
+	for (int k = scale; k > 0; k--)
+		div *= 1000.0;
+	if (!flops)
+		snprintf(b, bn, "--");
+	else
+		snprintf(b, bn, "%8.3f", (double)flops / div);
 }
 
 int export_table(FILE *out, const struct profile *p, const struct export_opts *o)
@@ -73,7 +112,8 @@ int export_table(FILE *out, const struct profile *p, const struct export_opts *o
 		o = &def;
 	if (o->sort && !profile_sort_key_valid(o->sort))
 		return -EINVAL;
-	if ((err = profile_fold(p, o->by_overload ? PROF_BY_OVERLOAD : PROF_BY_NAME, &rows, &n)))
+	if ((err = profile_fold(p, (o->by_overload ? PROF_BY_OVERLOAD : PROF_BY_NAME) |
+				   (o->by_shape ? PROF_BY_SHAPE : 0), &rows, &n)))
 		return err;
 	/* no op: torch prints "", tbpf the header and the footer (issue 13) */
 	profile_sort(rows, n, o->sort);
@@ -111,6 +151,15 @@ int export_table(FILE *out, const struct profile *p, const struct export_opts *o
 	if (name_w > MAX_NAME_W)
 		name_w = MAX_NAME_W;
 
+	/* torch.profiler: the shapes column fits the longest, at most 80 */
+	size_t shapes_w = 0;
+	for (size_t i = 0; o->by_shape && i < n; i++)
+		if (rows[i].shapes && strlen(rows[i].shapes) > shapes_w)
+			shapes_w = strlen(rows[i].shapes);
+	shapes_w += 4;
+	if (shapes_w > MAX_SHAPES_W)
+		shapes_w = MAX_SHAPES_W;
+	int widths[16];
 	const char *headers[16];
 	int nh = 0;
 	headers[nh++] = "Name";
@@ -128,12 +177,23 @@ int export_table(FILE *out, const struct profile *p, const struct export_opts *o
 	headers[nh++] = "# of Calls";
 	if (has_launch)
 		headers[nh++] = "# Launches";
-
-	sep(out, name_w, nh);
 	for (int c = 0; c < nh; c++)
-		cell(out, headers[c], c ? COL_W : (int)name_w);
+		widths[c] = c ? COL_W : (int)name_w;
+	if (o->by_shape) {
+		widths[nh] = (int)shapes_w;
+		headers[nh++] = "Input Shapes";
+	}
+	int fscale = o->with_flops ? flops_scale(rows, n) : -1;
+	if (fscale >= 0) {
+		widths[nh] = COL_W;
+		headers[nh++] = flops_header(fscale);
+	}
+
+	sep_w(out, widths, nh);
+	for (int c = 0; c < nh; c++)
+		cell(out, headers[c], widths[c]);
 	putc_unlocked('\n', out);
-	sep(out, name_w, nh);
+	sep_w(out, widths, nh);
 
 	size_t limit = o->row_limit < 0 ? n : (size_t)(o->row_limit ? o->row_limit : 100);
 	for (size_t i = 0; i < n && i < limit; i++) {
@@ -171,9 +231,23 @@ int export_table(FILE *out, const struct profile *p, const struct export_opts *o
 			snprintf(b, sizeof(b), "%llu", (unsigned long long)r->launches);
 			cell(out, b, COL_W);
 		}
+		if (o->by_shape) {
+			char sh[MAX_SHAPES_W + 1];
+			const char *t = r->shapes ? r->shapes : "";
+
+			if (strlen(t) >= MAX_SHAPES_W) {
+				snprintf(sh, sizeof(sh), "%.*s...", MAX_SHAPES_W - 3, t);
+				t = sh;
+			}
+			cell(out, t, (int)shapes_w);
+		}
+		if (fscale >= 0) {
+			flops_cell(b, sizeof(b), r->flops, fscale);
+			cell(out, b, COL_W);
+		}
 		putc_unlocked('\n', out);
 	}
-	sep(out, name_w, nh);
+	sep_w(out, widths, nh);
 	char b[64];
 	fmt_time(b, sizeof(b), sum_self);
 	fprintf(out, "Self CPU time total: %s\n", b);

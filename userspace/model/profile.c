@@ -6,6 +6,7 @@
 #include "capture.h"
 #include "gpujoin.h"
 #include "profile.h"
+#include "shapes.h"
 #include "strintern.h"
 #include "replay.h"
 #include "timeline.h"
@@ -66,10 +67,12 @@ int profile_set_pids(struct profile *p, const uint32_t *pids, size_t n)
 	return 0;
 }
 
-static size_t key_hash(uint32_t pid, uint32_t op_id, uint64_t stack_id, size_t n)
+static size_t key_hash(uint32_t pid, uint32_t op_id, uint64_t stack_id, uint64_t shape_id,
+		       size_t n)
 {
 	uint64_t h = ((uint64_t)pid << 32 | op_id) * 0x9E3779B97F4A7C15ULL;
 	h ^= stack_id * 0xC2B2AE3D27D4EB4FULL;
+	h ^= shape_id * 0x165667B19E3779F9ULL;
 	h ^= h >> 29;
 	return h & (n - 1);
 }
@@ -81,7 +84,7 @@ static int reindex(struct profile *p, size_t n)
 		return -ENOMEM;
 	for (size_t r = 0; r < p->nops; r++) {
 		const struct prof_op *o = &p->ops[r];
-		size_t i = key_hash(o->pid, o->op_id, o->stack_id, n);
+		size_t i = key_hash(o->pid, o->op_id, o->stack_id, o->shape_id, n);
 		while (idx[i])
 			i = (i + 1) & (n - 1);
 		idx[i] = r + 1;
@@ -96,10 +99,11 @@ int profile_add_op(struct profile *p, const struct prof_op *o)
 {
 	if ((p->nops + 1) * 2 > p->nindex && reindex(p, p->nindex ? p->nindex * 2 : 256))
 		return -ENOMEM;
-	size_t i = key_hash(o->pid, o->op_id, o->stack_id, p->nindex);
+	size_t i = key_hash(o->pid, o->op_id, o->stack_id, o->shape_id, p->nindex);
 	for (; p->index[i]; i = (i + 1) & (p->nindex - 1)) {
 		struct prof_op *e = &p->ops[p->index[i] - 1];
-		if (e->pid == o->pid && e->op_id == o->op_id && e->stack_id == o->stack_id) {
+		if (e->pid == o->pid && e->op_id == o->op_id && e->stack_id == o->stack_id &&
+		    e->shape_id == o->shape_id) {
 			e->calls += o->calls;
 			e->self_ns += o->self_ns;
 			e->total_ns += o->total_ns;
@@ -110,6 +114,7 @@ int profile_add_op(struct profile *p, const struct prof_op *o)
 			e->folded += o->folded;
 			e->self_cuda_ns += o->self_cuda_ns;
 			e->cuda_total_ns += o->cuda_total_ns;
+			e->flops += o->flops;
 			return 0;
 		}
 	}
@@ -119,7 +124,8 @@ int profile_add_op(struct profile *p, const struct prof_op *o)
 	*e = *o;
 	e->name = profile_intern(p, o->name);
 	e->overload = profile_intern(p, o->overload);
-	if (!e->name || !e->overload)
+	e->shapes = profile_intern(p, o->shapes);
+	if (!e->name || !e->overload || !e->shapes)
 		return -ENOMEM;
 	p->index[i] = ++p->nops;
 	return 0;
@@ -129,7 +135,7 @@ int profile_add_opstat(struct profile *p, const struct tbpf_opkey *k, const stru
 		       const char *name, const char *overload)
 {
 	struct prof_op o = {
-		.pid = k->pid, .op_id = k->op_id, .stack_id = k->stack_id,
+		.pid = k->pid, .op_id = k->op_id, .stack_id = k->stack_id, .shape_id = k->shape_id,
 		.name = name, .overload = overload,
 		.calls = v->calls - v->folded, .self_ns = v->self_ns, .total_ns = v->total_ns,
 		.max_ns = v->max_ns, .launches = v->launches, .inferred = v->inferred,
@@ -154,6 +160,9 @@ static int cmp_fold(const void *a, const void *b)
 		return c;
 	if ((fold_by & PROF_BY_STACK) && x->stack_id != y->stack_id)
 		return x->stack_id < y->stack_id ? -1 : 1;
+	if ((fold_by & PROF_BY_SHAPE) && (c = strcmp(x->shapes ? x->shapes : "",
+						     y->shapes ? y->shapes : "")))
+		return c;
 	return 0;
 }
 
@@ -175,6 +184,10 @@ int profile_fold(const struct profile *p, unsigned by, struct prof_op **rows, si
 			o.overload = "";
 		if (!(by & PROF_BY_STACK))
 			o.stack_id = 0;
+		if (!(by & PROF_BY_SHAPE)) {
+			o.shape_id = 0;
+			o.shapes = "";
+		}
 		if (n && cmp_fold(&r[n - 1], &o) == 0) {
 			struct prof_op *e = &r[n - 1];
 			if (e->op_id != o.op_id)
@@ -189,6 +202,9 @@ int profile_fold(const struct profile *p, unsigned by, struct prof_op **rows, si
 			e->folded += o.folded;
 			e->self_cuda_ns += o.self_cuda_ns;
 			e->cuda_total_ns += o.cuda_total_ns;
+			e->flops += o.flops;
+			if (e->shape_id != o.shape_id)
+				e->shape_id = 0;
 		} else {
 			r[n++] = o;
 		}
@@ -263,6 +279,8 @@ static int cmp_rows(const void *pa, const void *pb)
 		return c;
 	if ((c = cmp_u64(x->pid, y->pid)))
 		return c;
+	if ((c = strcmp(x->shapes ? x->shapes : "", y->shapes ? y->shapes : "")))
+		return c;
 	return cmp_u64(x->stack_id, y->stack_id);
 }
 
@@ -283,7 +301,7 @@ int profile_sort(struct prof_op *rows, size_t n, const char *key)
  * (the same rule as pop_frame in bpf/tbpf.bpf.c). */
 struct agg_frame {
 	uint32_t op_id, nchild, dup_op;
-	uint64_t dup_self, dup_total;
+	uint64_t dup_self, dup_total, dup_shape;
 };
 
 struct agg_thread {
@@ -356,7 +374,7 @@ static void agg_slice_end(void *vctx, const struct tl_slice *s)
 	if (f && f->op_id == s->op_id && f->nchild == 1 && f->dup_op) {
 		/* u64 wrap-around: the row's sums stay right */
 		struct prof_op u = { .pid = s->pid, .op_id = f->dup_op, .name = "", .overload = "",
-				     .stack_id = s->stack_id, .folded = 1, .calls = (uint64_t)0 - 1,
+				     .stack_id = s->stack_id, .shape_id = f->dup_shape, .folded = 1, .calls = (uint64_t)0 - 1,
 				     .self_ns = (uint64_t)0 - f->dup_self,
 				     .total_ns = (uint64_t)0 - f->dup_total };
 		agg_add(ctx, &u);
@@ -370,6 +388,7 @@ static void agg_slice_end(void *vctx, const struct tl_slice *s)
 			pf->dup_op = s->op_id;
 			pf->dup_self = self;
 			pf->dup_total = dur;
+			pf->dup_shape = s->shape_id;
 		}
 	}
 	struct prof_op o = {
@@ -378,6 +397,7 @@ static void agg_slice_end(void *vctx, const struct tl_slice *s)
 		.name = "",
 		.overload = "",
 		.stack_id = s->stack_id,
+		.shape_id = s->shape_id,
 		.calls = 1,
 		.self_ns = self,
 		.total_ns = dur,
@@ -449,6 +469,19 @@ int profile_capture_info(struct profile *p, const struct capture_meta *m,
 		o->overload = profile_intern(p, co ? co->overload : "");
 		if (!o->name || !o->overload)
 			return -ENOMEM;
+	}
+	/* input shapes (issue 16): text and FLOPs from the REC_SHAPE records */
+	for (size_t i = 0; i < p->nops; i++) {
+		struct prof_op *o = &p->ops[i];
+		const struct tbpf_shape *sh = capture_meta_shape(m, o->shape_id);
+		char text[1024];
+
+		if (!sh)
+			continue;
+		shape_format(sh, text, sizeof(text));
+		if (!(o->shapes = profile_intern(p, text)))
+			return -ENOMEM;
+		o->flops = shape_flops(o->name, sh) * o->calls;
 	}
 
 	/* run; without a run record, the pids seen */

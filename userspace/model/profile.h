@@ -2,7 +2,7 @@
  *
  * Filled by the live table mode from BPF maps (profile_add_op per map
  * entry) or from a capture (profile_from_capture).  Rows are keyed by
- * (pid, op_id, stack_id); adding a row with an existing key merges it.
+ * (pid, op_id, stack_id, shape_id); adding a row with an existing key merges it.
  */
 #ifndef TBPF_PROFILE_H
 #define TBPF_PROFILE_H
@@ -20,6 +20,11 @@ struct prof_op {
 	uint64_t folded;   /* dispatcher calls shown inside a same-name parent
 			    * (torch.profiler's table does so); not in calls */
 	uint64_t self_cuda_ns, cuda_total_ns;
+	/* --record-shapes (issue 16): the input shapes row key, and their
+	 * text in torch.profiler's notation ("[[2, 3], []]", "" = none) */
+	uint64_t shape_id;
+	const char *shapes;
+	uint64_t flops;    /* --with-flops: torch.profiler's FLOPs, all calls */
 };
 
 /* nn.Module calls under one Python stack (its layers end at the module
@@ -78,6 +83,7 @@ enum prof_fold_key {
 	PROF_BY_OVERLOAD = 1 << 0,
 	PROF_BY_PID = 1 << 1,
 	PROF_BY_STACK = 1 << 2,
+	PROF_BY_SHAPE = 1 << 3,   /* the Input Shapes text */
 };
 /* New array of folded rows, ordered by (pid, name, overload, stack) as
  * keyed; fields not in the key are 0 / "" in the result.  Free *rows. */

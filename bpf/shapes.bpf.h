@@ -1,0 +1,231 @@
+/* shapes.bpf.h - probe stage: an op's input shapes at its entry
+ * (--record-shapes, issue 16; the layouts are in tbpf_abi.h, "shapes").
+ *
+ * Bounded cost: at most TBPF_SHAPE_MAX_TENSORS tensors of at most
+ * TBPF_SHAPE_MAX_DIMS sizes, two or three user reads per tensor, one hash
+ * lookup per call.  Included by tbpf.bpf.c. */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);   /* op id | TBPF_COOKIE_REDISPATCH */
+	__type(value, struct tbpf_argdesc);
+} op_args SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct tbpf_tlayout);
+} shape_layouts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TBPF_SHAPE_IDS);
+	__type(key, __u64);
+	__type(value, struct tbpf_shape);
+} shapes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tbpf_shape);
+} shape_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TBPF_TSAMPLES);
+	__type(key, __u32);
+	__type(value, struct tbpf_tsample);
+} shape_samples SEC(".maps");
+
+__u32 shape_nsamples;   /* slots of shape_samples claimed */
+
+static __always_inline void shape_sample(__u32 pid, __u64 impl)
+{
+	struct tbpf_tsample *s;
+	__u32 i;
+
+	if (shape_nsamples >= TBPF_TSAMPLES)
+		return;
+	/* racy claim: two CPUs may share a slot, which costs a sample */
+	i = shape_nsamples;
+	shape_nsamples = i + 1;
+	s = bpf_map_lookup_elem(&shape_samples, &i);
+	if (!s)
+		return;
+	s->pid = pid;
+	s->ok = !bpf_probe_read_user(s->bytes, sizeof(s->bytes), (void *)impl);
+}
+
+/* The value of argument slot `where`: a register (regs, read from the
+ * context once per call) or a stack slot. */
+static __always_inline __u64 arg_word(struct pt_regs *ctx, const __u64 *regs, __u32 where)
+{
+	__u64 v = 0;
+
+	if (where < TBPF_ARG_REGS)
+		return regs[where & 7];
+	bpf_probe_read_user(&v, sizeof(v),
+			    (void *)(PT_REGS_SP(ctx) + 8 + 8 * (__u64)((where - TBPF_ARG_REGS) & 0xff)));
+	return v;
+}
+
+/* One tensor's sizes into s (slot i); impl is its TensorImpl*. */
+static __always_inline void shape_tensor(struct tbpf_shape *s, __u32 i, __u64 impl,
+					 const struct tbpf_tlayout *l, __u32 pid)
+{
+	__u64 hdr[1 + TBPF_SIZES_INLINE] = {};
+	__s64 numel = -1, prod = 1;
+	__u16 dt = 0;
+	__u32 nd;
+
+	if (i >= TBPF_SHAPE_MAX_TENSORS)
+		return;
+	s->ndim[i] = TBPF_SHAPE_BAD;
+	if (impl && impl == l->undef_impl) {
+		s->ndim[i] = TBPF_SHAPE_NONE;
+		return;
+	}
+	if (!impl || bpf_probe_read_user(hdr, sizeof(hdr), (void *)(impl + l->sizes_off)) ||
+	    bpf_probe_read_user(&numel, sizeof(numel), (void *)(impl + l->numel_off)))
+		return;
+	bpf_probe_read_user(&dt, sizeof(dt), (void *)(impl + l->dtype_off));
+	shape_sample(pid, impl);
+	nd = (__u32)hdr[0];
+	if (hdr[0] > 64)
+		goto bad;
+	if (nd == 0 && numel == 0) {     /* c10::UndefinedTensorImpl: [] */
+		s->ndim[i] = TBPF_SHAPE_NONE;
+		return;
+	}
+	if (nd > TBPF_SIZES_INLINE) {
+		/* out of line: sizes then strides, 2 * nd >= 12 words */
+		if (bpf_probe_read_user(s->dims[i], sizeof(s->dims[i]), (void *)hdr[1]))
+			goto bad;
+	} else {
+		for (int k = 0; k < TBPF_SIZES_INLINE; k++)
+			s->dims[i][k] = k < nd ? (__s64)hdr[1 + k] : 0;
+	}
+	for (int k = 0; k < TBPF_SHAPE_MAX_DIMS; k++) {
+		if (k >= nd)
+			break;
+		if (s->dims[i][k] < 0)
+			goto bad;
+		prod *= s->dims[i][k];
+	}
+	/* sizes must multiply to numel: a wrong layout does not */
+	if (nd <= TBPF_SHAPE_MAX_DIMS && prod != numel)
+		goto bad;
+	s->ndim[i] = nd;
+	s->dtype[i] = (__u8)dt;
+	return;
+bad:
+	cnt_add(CNT_SHAPE_BAD, 1);
+}
+
+/* The shape id of this call's inputs (0: none read), stored in `shapes`
+ * (and, for a new id in record mode, a REC_SHAPE record). */
+static __always_inline __u64 shape_capture(struct pt_regs *ctx, __u32 pid, __u32 tid,
+					   __u64 argkey, __u64 now)
+{
+	const struct tbpf_argdesc *a = bpf_map_lookup_elem(&op_args, &argkey);
+	const struct tbpf_tlayout *l;
+	struct tbpf_shape *s;
+	__u32 zero = 0;
+	__u64 h = 14695981039346656037ULL;
+	__u64 regs[8] = { PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
+			  PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), ctx->r9 };
+
+	if (!a)
+		return 0;
+	l = bpf_map_lookup_elem(&shape_layouts, &pid);
+	s = bpf_map_lookup_elem(&shape_scratch, &zero);
+	if (!l || !s)
+		return 0;
+	__builtin_memset(s, 0, sizeof(*s));
+	s->nargs = a->nargs;
+	s->ntensors = a->ntensors;
+	for (int i = 0; i < TBPF_SHAPE_MAX_TENSORS; i++) {
+		__u64 p, impl = 0;
+		__u8 engaged = 0;
+
+		if (i >= a->ntensors)
+			break;
+		s->argi[i] = a->argi[i];
+		s->kind[i] = a->kind[i];
+		p = arg_word(ctx, regs, a->where[i]);
+		if (a->kind[i] == ARGK_INT || a->kind[i] == ARGK_SYMINT) {
+			__s64 v = (__s64)p;
+
+			if (a->kind[i] == ARGK_SYMINT && bpf_probe_read_user(&v, sizeof(v), (void *)p))
+				v = -1;
+			s->ndim[i] = 1;
+			s->dims[i & (TBPF_SHAPE_MAX_TENSORS - 1)][0] = v;
+			continue;
+		}
+		if (a->kind[i] == ARGK_INTLIST) {
+			__u64 len = arg_word(ctx, regs, a->where[i] + 1);
+
+			if (len > TBPF_SHAPE_MAX_DIMS)
+				len = TBPF_SHAPE_MAX_DIMS;
+			s->ndim[i] = (__u8)len;
+			/* exactly len values: the list may end at a page's end */
+			if (len && bpf_probe_read_user(s->dims[i & (TBPF_SHAPE_MAX_TENSORS - 1)],
+						       ((len - 1) & (TBPF_SHAPE_MAX_DIMS - 1)) * 8 + 8,
+						       (void *)p))
+				s->ndim[i] = TBPF_SHAPE_BAD;
+			continue;
+		}
+		if (a->kind[i] == ARGK_OPT_TENSOR) {
+			if (bpf_probe_read_user(&engaged, 1, (void *)(p + l->opt_flag_off)) ||
+			    !engaged) {
+				s->ndim[i] = TBPF_SHAPE_NONE;
+				continue;
+			}
+			p += l->opt_value_off;
+		}
+		if (bpf_probe_read_user(&impl, sizeof(impl), (void *)p)) {
+			s->ndim[i] = TBPF_SHAPE_BAD;
+			cnt_add(CNT_SHAPE_BAD, 1);
+			continue;
+		}
+		shape_tensor(s, i, impl, l, pid);
+	}
+	/* FNV-1a over the shape (64-bit words) */
+	{
+		__u64 *w = (__u64 *)s;
+
+		for (int k = 0; k < (int)(sizeof(*s) / 8); k++)
+			h = (h ^ w[k]) * 1099511628211ULL;
+	}
+	if (!h)
+		h = 1;
+	/* a known list: a lookup, no bucket lock */
+	if (bpf_map_lookup_elem(&shapes, &h))
+		return h;
+	if (!bpf_map_update_elem(&shapes, &h, s, BPF_NOEXIST)) {
+		if (tbpf_mode & TBPF_MODE_RECORD) {
+			struct rec_shape *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+
+			if (r) {
+				r->h.type = REC_SHAPE;
+				r->h.size = sizeof(*r);
+				r->h.tid = tid;
+				r->h.ts_ns = now;
+				r->pid = pid;
+				r->pad = 0;
+				r->shape_id = h;
+				__builtin_memcpy(&r->s, s, sizeof(r->s));
+				bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+			} else {
+				cnt_add(CNT_DROPS, 1);
+			}
+		}
+	} else if (!bpf_map_lookup_elem(&shapes, &h)) {
+		cnt_add(CNT_SHAPE_FULL, 1);
+		return 0;
+	}
+	return h;
+}

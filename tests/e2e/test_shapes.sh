@@ -1,0 +1,55 @@
+#!/bin/bash
+# test_shapes.sh - --record-shapes: tbpf's (op, input shapes) rows and
+# calls equal torch.profiler's (record_shapes=True, raw records and
+# key_averages(group_by_input_shape=True)) on a CNN, a transformer layer
+# and the edge-case workload (0-dim, empty, 6- and 7-dim, transposed
+# views, tensor lists, optional and undefined tensors, scalars), under
+# torch 1.13 and 2.x; the FLOPs (mm, addmm, bmm, baddbmm, conv1d/2d/3d
+# and convolution, add, mul) equal with_flops'.
+# timeout: 600
+. "$(dirname "$0")/lib.sh"
+need_root
+need_tbpf
+
+shapes_case() {
+	local py=$1 model=$2 iters=$3 label wl=wl_$2 tb=tb_$2 extra=() rec=()
+	label="torch $(torch_version "$py"), $model"
+	log "== $label"
+	"$py" "$WL/shapes_model.py" --profile --model "$model" --iters "$iters" \
+		> "$T/ref_$model.json" 2> "$T/ref_$model.err" ||
+		fail "$label: torch.profiler run failed: $(tail -n 2 "$T/ref_$model.err" | tr '\n' ' ')"
+	start_workload $wl "$py" shapes_model.py --model "$model" --iters "$iters"
+	# the edge case is also recorded: the capture's rows (tbpf report) and
+	# its Chrome trace's "Input Dims" are compared too
+	[ "$model" = edge ] && rec=(--record "$T/$model.tbpf")
+	start_tbpf $tb --pid "$(get $wl pid)" --format json --duration 600s --record-shapes --with-flops "${rec[@]}"
+	go "$(get $wl pid)"
+	wait_exit $wl 300
+	expect_rc $wl 0
+	wait_exit $tb 30
+	expect_rc $tb 0
+	grep -q "no input shapes" "$(get $tb err)" &&
+		fail "$label: $(grep -m1 'no input shapes' "$(get $tb err)")"
+	extra=(--flops)
+	python3 "$E2E_DIR/compare_shapes.py" "$(get $tb out)" "$T/ref_$model.json" \
+		--pid "$(get $wl pid)" --label "$label" "${extra[@]}" ||
+		fail "$label: tbpf's (op, input shapes) rows differ from torch.profiler's (see log)"
+	if [ "$model" = edge ]; then
+		"$TBPF" report "$T/$model.tbpf" --format json --with-flops -o "$T/$model.report.json" ||
+			fail "$label: tbpf report --format json failed"
+		"$TBPF" report "$T/$model.tbpf" --format chrome -o "$T/$model.trace.json" ||
+			fail "$label: tbpf report --format chrome failed"
+		python3 "$E2E_DIR/compare_shapes.py" "$T/$model.report.json" "$T/ref_$model.json" \
+			--pid "$(get $wl pid)" --label "$label (capture)" --flops \
+			--chrome "$T/$model.trace.json" ||
+			fail "$label: the capture's (op, input shapes) rows or trace differ from torch.profiler's (see log)"
+	fi
+	log "$label: OK"
+}
+
+for py in "$PY1" "$PY2"; do
+	need_torch "$py"
+	shapes_case "$py" edge 3
+	shapes_case "$py" cnn 2
+	shapes_case "$py" transformer 2
+done

@@ -1,0 +1,479 @@
+/* test_shapes.c - unit tests of input shapes (issue 16): argument
+ * placement from real demangled ::call signatures of torch 1.13 and 2.8
+ * (and every op of the installed libtorch), schema return kinds, the
+ * TensorImpl layout calibration on real TensorImpl bytes of both torch
+ * versions (tests/fixtures/tensorimpl: accepted and rejected sets), the
+ * shape text in torch.profiler's notation and the FLOPs formulas. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libs/testutil.h"
+#include "argdesc.h"
+#include "demangle.h"
+#include "opsyms.h"
+#include "shapes.h"
+#include "tlayout.h"
+
+/* ---- schema returns ------------------------------------------------- */
+
+static void test_schema_ret(void **state)
+{
+	static const struct { const char *r; enum argdesc_ret want; } t[] = {
+		{ "Tensor", ARGRET_MEMORY }, { "Tensor(a)", ARGRET_MEMORY },
+		{ "Tensor(a!)", ARGRET_REG }, { "Tensor(a!) out", ARGRET_REG },
+		{ "()", ARGRET_REG }, { "(Tensor, Tensor)", ARGRET_MEMORY },
+		{ "(Tensor(a!) values, Tensor(b!) indices)", ARGRET_MEMORY },
+		{ "Tensor[]", ARGRET_MEMORY }, { "Tensor(a)[]", ARGRET_MEMORY },
+		{ "int", ARGRET_REG }, { "float", ARGRET_REG }, { "bool", ARGRET_REG },
+		{ "ScalarType", ARGRET_REG }, { "Scalar", ARGRET_MEMORY },
+		{ "SymInt", ARGRET_MEMORY }, { "int[]", ARGRET_MEMORY }, { "str", ARGRET_MEMORY },
+		{ "QScheme", ARGRET_REG }, { "Storage", ARGRET_UNKNOWN }, { "", ARGRET_UNKNOWN },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		if (argdesc_schema_ret(t[i].r) != t[i].want)
+			fail_msg("%s: %d, want %d", t[i].r, argdesc_schema_ret(t[i].r), t[i].want);
+	}
+}
+
+/* ---- argument placement ---------------------------------------------- */
+
+struct place { int argi, where, kind; };
+
+static void check_place(const char *sig, bool rd, enum argdesc_ret ret, bool std_lib, bool ints,
+			int nargs, const struct place *want, int nwant)
+{
+	struct tbpf_argdesc d;
+	int err = argdesc_parse(sig, rd, ret, std_lib, ints, &d);
+
+	if (nargs < 0) {
+		if (err != -EINVAL)
+			fail_msg("%s: placed, want -EINVAL", sig);
+		return;
+	}
+	if (err)
+		fail_msg("%s: %d", sig, err);
+	if (d.nargs != nargs || d.ntensors != nwant)
+		fail_msg("%s: nargs %u ntensors %u, want %d %d", sig, d.nargs, d.ntensors, nargs, nwant);
+	for (int i = 0; i < nwant; i++)
+		if (d.argi[i] != want[i].argi || d.where[i] != want[i].where ||
+		    d.kind[i] != want[i].kind)
+			fail_msg("%s: entry %d: arg %u where %u kind %u, want %d %d %d", sig, i,
+				 d.argi[i], d.where[i], d.kind[i], want[i].argi, want[i].where,
+				 want[i].kind);
+}
+
+#define T ARGK_TENSOR
+#define O ARGK_OPT_TENSOR
+#define STK(n) (TBPF_ARG_REGS + (n))
+
+static void test_argdesc_real(void **state)
+{
+	(void)state;
+	/* returns at::Tensor (sret): the arguments start at rsi */
+	check_place("at::_ops::add_Tensor::call(at::Tensor const&, at::Tensor const&, c10::Scalar const&)",
+		    false, ARGRET_MEMORY, false, false, 3,
+		    (struct place[]){ { 0, 1, T }, { 1, 2, T } }, 2);
+	/* redispatch: the DispatchKeySet is no schema argument */
+	check_place("at::_ops::add_Tensor::redispatch(c10::DispatchKeySet, at::Tensor const&, at::Tensor const&, c10::Scalar const&)",
+		    true, ARGRET_MEMORY, false, false, 3,
+		    (struct place[]){ { 0, 2, T }, { 1, 3, T } }, 2);
+	/* in place: at::Tensor& back in rax, the arguments from rdi */
+	check_place("at::_ops::add__Tensor::call(at::Tensor&, at::Tensor const&, c10::Scalar const&)",
+		    false, ARGRET_REG, false, false, 3,
+		    (struct place[]){ { 0, 0, T }, { 1, 1, T } }, 2);
+	/* torch 1.13: a tuple back in memory; bool, long in rcx.. r9, then
+	 * the stack: bool in slot 0, the optional tensor's reference in slot 1 */
+	check_place("at::_ops::embedding_bag::call(at::Tensor const&, at::Tensor const&, at::Tensor const&, bool, long, bool, c10::optional<at::Tensor> const&, bool)",
+		    false, ARGRET_MEMORY, false, false, 8,
+		    (struct place[]){ { 0, 1, T }, { 1, 2, T }, { 2, 3, T }, { 6, STK(1), O } }, 4);
+	/* torch 2.8: OptionalArrayRef is 24 bytes, in memory (3 slots), and
+	 * takes no register: the out tensor lands in rcx */
+	check_place("at::_ops::nansum_out::call(at::Tensor const&, c10::OptionalArrayRef<long>, bool, std::optional<c10::ScalarType>, at::Tensor&)",
+		    false, ARGRET_REG, true, false, 5,
+		    (struct place[]){ { 0, 0, T }, { 4, 3, T } }, 2);
+	/* torch 1.13: c10's optional<ArrayRef> is 16 bytes, two registers */
+	check_place("at::_ops::nansum_out::call(at::Tensor const&, c10::OptionalArrayRef<long>, bool, c10::optional<c10::ScalarType>, at::Tensor&)",
+		    false, ARGRET_REG, false, false, 5,
+		    (struct place[]){ { 0, 0, T }, { 4, 5, T } }, 2);
+	/* conv2d with its FLOPs ints (2.8): stride takes r8 and r9, padding
+	 * and dilation go to the stack whole, groups (a SymInt, by reference)
+	 * after them */
+	check_place("at::_ops::conv2d::call(at::Tensor const&, at::Tensor const&, std::optional<at::Tensor> const&, c10::ArrayRef<c10::SymInt>, c10::ArrayRef<c10::SymInt>, c10::ArrayRef<c10::SymInt>, c10::SymInt)",
+		    false, ARGRET_MEMORY, true, true, 7,
+		    (struct place[]){ { 0, 1, T }, { 1, 2, T }, { 2, 3, O }, { 3, 4, ARGK_INTLIST },
+				      { 4, STK(0), ARGK_INTLIST }, { 5, STK(2), ARGK_INTLIST },
+				      { 6, STK(4), ARGK_SYMINT } }, 7);
+	/* a two-register argument that no longer fits goes to the stack; a
+	 * later one-register argument still takes the free register */
+	check_place("at::_ops::z::call(at::Tensor const&, long, long, long, long, c10::ArrayRef<long>, at::Tensor const&)",
+		    false, ARGRET_REG, false, false, 7,
+		    (struct place[]){ { 0, 0, T }, { 6, 5, T } }, 2);
+	/* doubles travel in xmm registers and take no integer register */
+	check_place("at::_ops::layer_norm::call(at::Tensor const&, c10::ArrayRef<long>, c10::optional<at::Tensor> const&, c10::optional<at::Tensor> const&, double, bool)",
+		    false, ARGRET_MEMORY, false, false, 6,
+		    (struct place[]){ { 0, 1, T }, { 2, 4, O }, { 3, 5, O } }, 3);
+	/* tensor lists are [] for torch.profiler: no entry */
+	check_place("at::_ops::cat::call(c10::IListRef<at::Tensor> const&, long)", false, ARGRET_MEMORY,
+		    true, false, 2, NULL, 0);
+	/* an unknown type before a tensor: the tensor cannot be placed */
+	check_place("at::_ops::x::call(c10::Weird, at::Tensor const&)", false, ARGRET_MEMORY, false,
+		    false, -1, NULL, 0);
+	/* unknown return: no placement at all */
+	check_place("at::_ops::relu::call(at::Tensor const&)", false, ARGRET_UNKNOWN, false, false,
+		    -1, NULL, 0);
+	/* ... but after the last tensor it does not matter */
+	check_place("at::_ops::y::call(at::Tensor const&, c10::Weird)", false, ARGRET_MEMORY, false,
+		    false, 2, (struct place[]){ { 0, 1, T } }, 1);
+}
+
+/* Every op of a real libtorch: most are placed, none wrongly typed. */
+static void check_lib(const char *lib, size_t want_min_pct)
+{
+	struct opsym_set s;
+	size_t ops = 0, placed = 0, tensors = 0, noret = 0;
+	bool std_lib = false;
+
+	if (!tu_exists(lib)) {
+		fprintf(stderr, "  skipped: %s not installed\n", lib);
+		skip();
+	}
+	assert_int_equal(opsyms_discover(lib, &s), 0);
+	for (size_t i = 0; i < s.n; i++)
+		if (s.v[i].kind == OPSYM_OP && strstr(s.v[i].mangled, "St8optional"))
+			std_lib = true;
+	for (size_t i = 0; i < s.n; i++) {
+		const struct opsym *o = &s.v[i];
+		struct tbpf_argdesc d;
+		char *dm;
+
+		if (o->kind != OPSYM_OP || o->redispatch)
+			continue;
+		ops++;
+		noret += o->ret == ARGRET_UNKNOWN;
+		dm = tbpf_demangle(o->mangled);
+		assert_non_null(dm);
+		if (!argdesc_parse(dm, false, o->ret, std_lib, false, &d)) {
+			placed++;
+			tensors += d.ntensors;
+			for (unsigned k = 0; k < d.ntensors; k++)
+				assert_true(d.where[k] < TBPF_ARG_REGS + 32);
+		}
+		free(dm);
+	}
+	fprintf(stderr, "  %s: %zu of %zu ::call placed (%zu tensor arguments), %zu without a "
+			"schema return\n", lib, placed, ops, tensors, noret);
+	assert_true(placed * 100 >= ops * want_min_pct);
+	opsyms_free(&s);
+}
+
+static void test_argdesc_lib_113(void **state)
+{
+	(void)state;
+	check_lib("/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13.0", 90);
+}
+
+static void test_argdesc_lib_2(void **state)
+{
+	(void)state;
+	check_lib("/var/cache/tbpf/venv-torch2/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so", 90);
+}
+
+/* ---- TensorImpl layout ------------------------------------------------ */
+
+struct fix {
+	struct tbpf_tsample s[64];
+	long long sizes[64][8];
+	int ndim[64];          /* -1: unknown (BPF samples, storages) */
+	long long numel[64];
+	bool storage[64];
+	size_t n;
+};
+
+static void load_fix(const char *rel, struct fix *f)
+{
+	char *path = tu_repo_path(rel), line[1024];
+	FILE *fp;
+
+	assert_non_null(path);
+	fp = fopen(path, "r");
+	assert_non_null(fp);
+	memset(f, 0, sizeof(*f));
+	while (fgets(line, sizeof(line), fp) && f->n < 64) {
+		char shape[128], numel[32], hex[600];
+		size_t i = f->n;
+
+		if (line[0] == '#' || sscanf(line, "%127s %31s %599s", shape, numel, hex) != 3)
+			continue;
+		assert_int_equal(strlen(hex), 2 * TBPF_TSAMPLE_BYTES);
+		for (int k = 0; k < TBPF_TSAMPLE_BYTES; k++) {
+			unsigned v;
+
+			sscanf(hex + 2 * k, "%2x", &v);
+			f->s[i].bytes[k] = (unsigned char)v;
+		}
+		f->s[i].ok = 1;
+		f->storage[i] = !strcmp(shape, "storage");
+		f->ndim[i] = -1;
+		if (shape[0] != '?' && !f->storage[i]) {
+			char *p = shape;
+
+			f->ndim[i] = 0;
+			while (*p && *p != '-') {
+				f->sizes[i][f->ndim[i]++] = strtoll(p, &p, 10);
+				if (*p == ',')
+					p++;
+			}
+			f->numel[i] = atoll(numel);
+		}
+		f->n++;
+	}
+	fclose(fp);
+	free(path);
+}
+
+/* the tensors of f (no storages) */
+static size_t tensors_of(const struct fix *f, struct tbpf_tsample *out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < f->n; i++)
+		if (!f->storage[i])
+			out[n++] = f->s[i];
+	return n;
+}
+
+static void check_accept(const char *rel, unsigned so, unsigned no)
+{
+	struct fix *f = malloc(sizeof(*f));
+	struct tbpf_tsample v[64];
+	struct tbpf_tlayout l = { 0 };
+	const char *why = NULL;
+	size_t n;
+
+	assert_non_null(f);
+	load_fix(rel, f);
+	n = tensors_of(f, v);
+	assert_true(n >= 10);
+	if (tlayout_calibrate(v, n, 2, &l, &why))
+		fail_msg("%s: rejected: %s", rel, why);
+	assert_int_equal(l.sizes_off, so);
+	assert_int_equal(l.numel_off, no);
+	assert_int_equal(l.dtype_off, no + 8);
+	/* and the layout reads every tensor of known sizes right */
+	for (size_t i = 0; i < f->n; i++) {
+		long long sizes[8], numel;
+		int d;
+
+		if (f->ndim[i] < 0)
+			continue;
+		d = tlayout_decode(f->s[i].bytes, TBPF_TSAMPLE_BYTES, &l, sizes, 8, &numel);
+		if (f->ndim[i] > TBPF_SIZES_INLINE) {
+			assert_int_equal(d, -1);   /* out of line: the BPF side reads them */
+			continue;
+		}
+		assert_int_equal(d, f->ndim[i]);
+		assert_int_equal(numel, f->numel[i]);
+		for (int k = 0; k < d; k++)
+			assert_int_equal(sizes[k], f->sizes[i][k]);
+	}
+	free(f);
+}
+
+static void test_calibrate_113(void **state)
+{
+	(void)state;
+	check_accept("tests/fixtures/tensorimpl/torch-1.13.txt", 72, 168);
+}
+
+static void test_calibrate_28(void **state)
+{
+	(void)state;
+	check_accept("tests/fixtures/tensorimpl/torch-2.8.txt", 64, 160);
+	/* the samples the BPF reader itself took on a running torch 2.8 */
+	check_accept("tests/fixtures/tensorimpl/bpf-samples-2.8.txt", 64, 160);
+}
+
+static void expect_reject(const struct tbpf_tsample *v, size_t n, int err, const char *what)
+{
+	struct tbpf_tlayout l = { 0 };
+	const char *why = NULL;
+	int got = tlayout_calibrate(v, n, 2, &l, &why);
+
+	if (got != err)
+		fail_msg("%s: %d (%u/%u), want %d", what, got, l.sizes_off, l.numel_off, err);
+	assert_non_null(why);
+}
+
+static void test_calibrate_reject(void **state)
+{
+	struct fix *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b));
+	struct tbpf_tsample v[128];
+	size_t n = 0;
+
+	(void)state;
+	assert_true(a && b);
+	load_fix("tests/fixtures/tensorimpl/torch-1.13.txt", a);
+	load_fix("tests/fixtures/tensorimpl/torch-2.8.txt", b);
+	/* both versions' tensors at once: no one layout holds them */
+	n = tensors_of(a, v);
+	n += tensors_of(b, v + n);
+	expect_reject(v, n, -ENOENT, "1.13 + 2.8 tensors");
+	/* a 2.8 tensor set with one other c10 object (a StorageImpl) in it */
+	n = tensors_of(b, v);
+	for (size_t i = 0; i < b->n; i++)
+		if (b->storage[i]) {
+			v[n++] = b->s[i];
+			break;
+		}
+	expect_reject(v, n, -ENOENT, "2.8 tensors + a StorageImpl");
+	/* StorageImpls alone */
+	n = 0;
+	for (size_t i = 0; i < a->n; i++)
+		if (a->storage[i])
+			v[n++] = a->s[i];
+	expect_reject(v, n, -ENOENT, "StorageImpls");
+	/* tensors that cannot tell a layout: 0-dim, one element, empty */
+	n = 0;
+	for (size_t i = 0; i < b->n; i++)
+		if (b->ndim[i] >= 0 && b->numel[i] <= 1)
+			v[n++] = b->s[i];
+	assert_true(n >= 3);
+	expect_reject(v, n, -ENOENT, "0-dim, 1-element and empty tensors");
+	/* one shape, many times: not enough either */
+	for (size_t i = 0; i < 8; i++)
+		v[i] = b->s[0];
+	expect_reject(v, 8, -ENOENT, "one shape");
+	/* no samples */
+	expect_reject(v, 0, -ENOENT, "no samples");
+	free(a);
+	free(b);
+}
+
+/* ---- text and FLOPs ----------------------------------------------------- */
+
+static struct tbpf_shape mk(int nargs)
+{
+	struct tbpf_shape s;
+
+	memset(&s, 0, sizeof(s));
+	s.nargs = (__u8)nargs;
+	return s;
+}
+
+static void put_t(struct tbpf_shape *s, int argi, int kind, int nd, const long long *d)
+{
+	int i = s->ntensors++;
+
+	s->argi[i] = (__u8)argi;
+	s->kind[i] = (__u8)kind;
+	s->ndim[i] = (__u8)nd;
+	for (int k = 0; d && k < nd && k < TBPF_SHAPE_MAX_DIMS; k++)
+		s->dims[i][k] = d[k];
+}
+
+static void test_format(void **state)
+{
+	struct tbpf_shape s = mk(3);
+	char buf[256];
+
+	(void)state;
+	put_t(&s, 0, T, 2, (long long[]){ 2, 3 });
+	put_t(&s, 1, T, 2, (long long[]){ 2, 3 });
+	shape_format(&s, buf, sizeof(buf));
+	assert_string_equal(buf, "[[2, 3], [2, 3], []]");
+	s = mk(2);
+	put_t(&s, 0, T, 0, NULL);                          /* 0-dim */
+	put_t(&s, 1, O, TBPF_SHAPE_NONE, NULL);            /* None */
+	shape_format(&s, buf, sizeof(buf));
+	assert_string_equal(buf, "[[], []]");
+	s = mk(2);
+	put_t(&s, 0, T, 6, (long long[]){ 1, 2, 1, 2, 1, 3 });
+	put_t(&s, 1, T, TBPF_SHAPE_BAD, NULL);
+	shape_format(&s, buf, sizeof(buf));
+	assert_string_equal(buf, "[[1, 2, 1, 2, 1, 3], [?]]");
+	s = mk(0);
+	shape_format(&s, buf, sizeof(buf));
+	assert_string_equal(buf, "[]");
+	/* int entries (conv2d's) print as [] */
+	s = mk(4);
+	put_t(&s, 0, T, 1, (long long[]){ 0 });
+	put_t(&s, 3, ARGK_INTLIST, 2, (long long[]){ 1, 1 });
+	shape_format(&s, buf, sizeof(buf));
+	assert_string_equal(buf, "[[0], [], [], []]");
+	/* cut to fit, NUL-terminated, full length returned */
+	assert_int_equal(shape_format(&s, buf, 5), strlen("[[0], [], [], []]"));
+	assert_string_equal(buf, "[[0]");
+}
+
+static void test_flops(void **state)
+{
+	struct tbpf_shape s = mk(2);
+
+	(void)state;
+	/* values torch.profiler's with_flops gave (1.13 and 2.8) */
+	put_t(&s, 0, T, 2, (long long[]){ 2, 3 });
+	put_t(&s, 1, T, 2, (long long[]){ 3, 4 });
+	assert_int_equal(shape_flops("aten::mm", &s), 48);
+	assert_int_equal(shape_flops("aten::matmul", &s), 0);
+	s = mk(5);
+	put_t(&s, 0, T, 1, (long long[]){ 10 });
+	put_t(&s, 1, T, 2, (long long[]){ 4, 8 });
+	put_t(&s, 2, T, 2, (long long[]){ 8, 10 });
+	assert_int_equal(shape_flops("aten::addmm", &s), 640);
+	s = mk(2);
+	put_t(&s, 0, T, 3, (long long[]){ 3, 2, 4 });
+	put_t(&s, 1, T, 3, (long long[]){ 3, 4, 5 });
+	assert_int_equal(shape_flops("aten::bmm", &s), 240);
+	s = mk(3);
+	put_t(&s, 0, T, 2, (long long[]){ 7, 5 });
+	assert_int_equal(shape_flops("aten::add", &s), 35);
+	s = mk(2);
+	put_t(&s, 0, T, 0, NULL);
+	assert_int_equal(shape_flops("aten::mul", &s), 1);
+	/* conv2d [4,3,16,16] * [8,3,3,3], padding 1: 442368; stride 2, no
+	 * padding, [4,8,16,16] * [8,8,3,3]: 225792 */
+	s = mk(7);
+	put_t(&s, 0, T, 4, (long long[]){ 4, 3, 16, 16 });
+	put_t(&s, 1, T, 4, (long long[]){ 8, 3, 3, 3 });
+	put_t(&s, 3, ARGK_INTLIST, 2, (long long[]){ 1, 1 });
+	put_t(&s, 4, ARGK_INTLIST, 2, (long long[]){ 1, 1 });
+	put_t(&s, 5, ARGK_INTLIST, 2, (long long[]){ 1, 1 });
+	put_t(&s, 6, ARGK_SYMINT, 1, (long long[]){ 1 });
+	assert_int_equal(shape_flops("aten::conv2d", &s), 442368);
+	s = mk(7);
+	put_t(&s, 0, T, 4, (long long[]){ 4, 8, 16, 16 });
+	put_t(&s, 1, T, 4, (long long[]){ 8, 8, 3, 3 });
+	put_t(&s, 3, ARGK_INTLIST, 2, (long long[]){ 2, 2 });
+	put_t(&s, 4, ARGK_INTLIST, 2, (long long[]){ 0, 0 });
+	put_t(&s, 5, ARGK_INTLIST, 2, (long long[]){ 1, 1 });
+	put_t(&s, 6, ARGK_INT, 1, (long long[]){ 1 });
+	assert_int_equal(shape_flops("aten::conv2d", &s), 225792);
+	/* torch.profiler counts no FLOPs for conv1d, conv3d, convolution */
+	assert_int_equal(shape_flops("aten::convolution", &s), 0);
+	assert_int_equal(shape_flops("aten::conv3d", &s), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_schema_ret),
+		cmocka_unit_test(test_argdesc_real),
+		cmocka_unit_test(test_argdesc_lib_113),
+		cmocka_unit_test(test_argdesc_lib_2),
+		cmocka_unit_test(test_calibrate_113),
+		cmocka_unit_test(test_calibrate_28),
+		cmocka_unit_test(test_calibrate_reject),
+		cmocka_unit_test(test_format),
+		cmocka_unit_test(test_flops),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,205 @@
+"""shapes_model.py - workloads for input shapes and FLOPs (issue 16).
+
+--model cnn          a small conv net, forward and backward, SGD
+--model transformer  a TransformerEncoder layer, forward and backward
+--model edge         the argument kinds torch.profiler records: 0-dim,
+                     empty, 6-dim (sizes out of line), transposed views,
+                     tensor lists (cat, stack), optional tensors given and
+                     None, undefined tensors, int lists and scalars
+--model sites        the same ops called from several Python lines, for
+                     group_by_stack_n
+
+--profile runs the same counted work under torch.profiler(record_shapes,
+with_flops, with_stack) instead of waiting and prints one JSON object:
+  "events": {"name|shapes": calls}        raw records (every call)
+  "rows":   {"name|shapes": count}        key_averages(group_by_input_shape=True)
+  "flops":  {"name|shapes": flops}        its FLOPs per row
+  "stacks": {"name|frame;frame;...": count}  key_averages(group_by_stack_n=5)
+  "trace":  {"name|dims": count}          "Input Dims" of its Chrome trace
+Otherwise the wl_common protocol (READY, go, RESULT).
+"""
+import argparse
+import json
+import tempfile
+
+import wl_common  # noqa: F401  (blocks SIGUSR1 before torch starts threads)
+from wl_common import add_common_args, print_json, ready, result, wait_go
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def make_cnn():
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                      nn.Conv2d(8, 8, 3, stride=2, bias=False), nn.ReLU(),
+                      nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 10))
+    opt = torch.optim.SGD(m.parameters(), lr=0.01)
+    x = torch.randn(4, 3, 16, 16)
+    y = torch.randint(0, 10, (4,))
+
+    def step():
+        loss = F.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return step
+
+
+def make_transformer():
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, dropout=0.0)
+    x = torch.randn(6, 2, 32)
+
+    def step():
+        layer(x).sum().backward()
+    return step
+
+
+def make_edge():
+    a = torch.ones(2, 3)
+    s = torch.ones(())
+    e = torch.ones(0, 4)
+    h = torch.ones(1, 2, 1, 2, 1, 3)
+    h7 = torch.ones(1, 1, 2, 1, 1, 1, 3)
+    t = torch.ones(5, 7).t()
+    w = torch.ones(4, 3)
+    b = torch.ones(4)
+    c1 = torch.ones(2, 3, 8)
+    k1 = torch.ones(5, 3, 3)
+    c3 = torch.ones(1, 2, 4, 4, 4)
+    k3 = torch.ones(3, 2, 2, 2, 2)
+    m1 = torch.ones(3, 2, 4)
+    m2 = torch.ones(3, 4, 5)
+    idx = torch.tensor([1, 0])
+    out3 = torch.empty(3)
+    emb = torch.ones(10, 3)
+    bag_in = torch.tensor([1, 2, 4, 5, 4, 3])
+    bag_off = torch.tensor([0, 3])
+    bag_w = torch.ones(6)
+    one = torch.ones(1)
+
+    def step():
+        a.add(a)
+        s.mul(s)
+        e.add(e)
+        h.mul(h)
+        h7.add(h7)
+        t.add(t)
+        t.contiguous()
+        torch.cat([a, a, a])
+        torch.stack([a, a])
+        F.linear(a, w, None)
+        F.linear(a, w, b)
+        F.layer_norm(a, [3])
+        a.sum(dim=[0])
+        a.add(1.5)
+        a.mul(2)
+        torch.addmm(torch.ones(3), a, torch.ones(3, 3))
+        torch.mm(a, torch.ones(3, 4))
+        torch.bmm(m1, m2)
+        torch.baddbmm(torch.ones(3, 2, 5), m1, m2)
+        F.conv1d(c1, k1, None, 1, 1)
+        F.conv3d(c3, k3, torch.ones(3), stride=2)
+        torch.index_select(a, 0, idx)
+        a[idx]
+        torch.where(a > 0, a, s)
+        torch.empty(0)
+        # arguments past the registers: an out tensor after a 24-byte
+        # OptionalArrayRef (torch 2.x: on the stack), an optional tensor in
+        # a stack slot (embedding_bag's per_sample_weights)
+        torch.nansum(a, dim=[0], out=out3)
+        F.embedding_bag(bag_in, emb, bag_off, mode="sum", per_sample_weights=bag_w)
+        one.item()   # returns a c10::Scalar: in memory, the tensor in rsi
+    return step
+
+
+def site_a(x):
+    return x.mul(2.0)
+
+
+def site_b(x):
+    return x.mul(3.0).add(1.0)
+
+
+def make_sites():
+    x = torch.ones(8, 8)
+
+    def step():
+        site_a(x)
+        site_b(x)
+        site_b(site_a(x))
+        x.add(x)
+    return step
+
+
+MODELS = {"cnn": make_cnn, "transformer": make_transformer, "edge": make_edge,
+          "sites": make_sites}
+
+
+def key(name, shapes):
+    return "%s|%s" % (name, shapes)
+
+
+def reference(prof):
+    events = {}
+    for e in prof.profiler.kineto_results.events():
+        if e.name().startswith("aten::"):
+            k = key(e.name(), str(list(e.shapes())) if e.shapes() is not None else "[]")
+            events[k] = events.get(k, 0) + 1
+    rows, flops = {}, {}
+    for e in prof.key_averages(group_by_input_shape=True):
+        if e.key.startswith("aten::"):
+            k = key(e.key, str(e.input_shapes))
+            rows[k] = rows.get(k, 0) + int(e.count)
+            flops[k] = flops.get(k, 0) + int(e.flops or 0)
+    stacks = {}
+    for e in prof.key_averages(group_by_stack_n=5):
+        if e.key.startswith("aten::"):
+            k = key(e.key, ";".join(e.stack[:5]))
+            stacks[k] = stacks.get(k, 0) + int(e.count)
+    # the "Input Dims" args of the Chrome trace torch.profiler (Kineto) writes
+    trace = {}
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        prof.export_chrome_trace(f.name)
+        with open(f.name) as g:
+            doc = json.load(g)
+    for ev in (doc.get("traceEvents", []) if isinstance(doc, dict) else doc):
+        if ev.get("ph") == "X" and str(ev.get("name", "")).startswith("aten::"):
+            dims = ev.get("args", {}).get("Input Dims")
+            if dims is not None:
+                k = key(ev["name"], json.dumps(dims))
+                trace[k] = trace.get(k, 0) + 1
+    return {"events": events, "rows": rows, "flops": flops, "stacks": stacks, "trace": trace}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    add_common_args(p)
+    p.add_argument("--model", choices=sorted(MODELS), default="edge")
+    p.add_argument("--iters", type=int, default=5)
+    p.add_argument("--profile", action="store_true")
+    a = p.parse_args()
+    torch.set_num_threads(a.intra_threads)
+    step = MODELS[a.model]()
+    step()  # warm-up
+    if a.profile:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                    record_shapes=True, with_flops=True,
+                                    with_stack=True) as prof:
+            for _ in range(a.iters):
+                step()
+        ref = reference(prof)
+        ref["iters"] = a.iters
+        print_json(ref)
+        return
+    ready()
+    wait_go(a)
+    for _ in range(a.iters):
+        step()
+    result(iters=a.iters)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+/* tlayout.c - discovery stage: the TensorImpl layout, derived from real
+ * TensorImpl bytes (see tlayout.h). */
+#include "tlayout.h"
+
+#include <errno.h>
+#include <string.h>
+
+void tlayout_initial(bool std_lib, struct tbpf_tlayout *l)
+{
+	memset(l, 0, sizeof(*l));
+	if (std_lib) {
+		l->sizes_off = 64;
+		l->numel_off = 160;
+		l->dtype_off = 168;
+		l->opt_value_off = 0;   /* std::optional: payload, then engaged */
+		l->opt_flag_off = 8;
+	} else {
+		l->sizes_off = 72;
+		l->numel_off = 168;
+		l->dtype_off = 176;
+		l->opt_value_off = 8;   /* c10::optional: init_, then storage */
+		l->opt_flag_off = 0;
+	}
+}
+
+static long long word(const unsigned char *b, size_t off)
+{
+	long long v;
+
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+int tlayout_decode(const unsigned char *b, size_t len, const struct tbpf_tlayout *l,
+		   long long *sizes, int max, long long *numel)
+{
+	long long nd, prod = 1;
+
+	if ((size_t)l->sizes_off + 8 * (1 + TBPF_SIZES_INLINE) > len ||
+	    (size_t)l->numel_off + 8 > len)
+		return -1;
+	nd = word(b, l->sizes_off);
+	*numel = word(b, l->numel_off);
+	if (nd < 0 || nd > TBPF_SIZES_INLINE || *numel < 0)
+		return -1;
+	for (int k = 0; k < nd; k++) {
+		long long v = word(b, l->sizes_off + 8 + 8 * (size_t)k);
+
+		if (v < 0 || (v && prod > (1LL << 50) / v))
+			return -1;
+		prod *= v;
+		if (k < max)
+			sizes[k] = v;
+	}
+	if (prod != *numel && !(nd == 0 && *numel == 0))   /* 0: undefined tensor */
+		return -1;
+	return (int)nd;
+}
+
+/* Does the pair (so, no) fit sample b?  *telling: it has a dimension and
+ * more than one element, so it could not fit by chance; *key: its shape. */
+static bool fits(const unsigned char *b, size_t so, size_t no, bool *telling,
+		 unsigned long long *key)
+{
+	struct tbpf_tlayout l = { .sizes_off = (__u16)so, .numel_off = (__u16)no };
+	long long sizes[TBPF_SIZES_INLINE], numel;
+	unsigned long long nd = (unsigned long long)word(b, so);
+	int d;
+
+	*telling = false;
+	if (nd > 64)
+		return false;
+	if (nd > TBPF_SIZES_INLINE)
+		return true;    /* out of line: nothing to check in these bytes */
+	d = tlayout_decode(b, TBPF_TSAMPLE_BYTES, &l, sizes, TBPF_SIZES_INLINE, &numel);
+	if (d < 0)
+		return false;
+	*telling = d >= 1 && numel > 1;
+	*key = 1469598103934665603ULL;
+	for (int k = 0; k < d; k++)
+		*key = (*key ^ (unsigned long long)sizes[k]) * 1099511628211ULL;
+	*key ^= (unsigned long long)d << 56;
+	return true;
+}
+
+int tlayout_calibrate(const struct tbpf_tsample *s, size_t n, size_t need,
+		      struct tbpf_tlayout *out, const char **why)
+{
+	size_t found = 0, best_so = 0, best_no = 0, best_telling = 0;
+	bool few = false;
+	const size_t span = 8 * (1 + 2 * TBPF_SIZES_INLINE);   /* SizesAndStrides */
+
+	for (size_t so = 8; so + span <= TBPF_TSAMPLE_BYTES; so += 8) {
+		for (size_t no = 8; no + 8 <= TBPF_TSAMPLE_BYTES; no += 8) {
+			unsigned long long keys[TBPF_TSAMPLES];
+			size_t nkeys = 0, used = 0;
+			bool ok = true;
+
+			if (no + 8 > so && no < so + span)
+				continue;
+			for (size_t i = 0; i < n && ok; i++) {
+				unsigned long long key;
+				bool telling, seen = false;
+
+				if (!s[i].ok)
+					continue;
+				used++;
+				ok = fits(s[i].bytes, so, no, &telling, &key);
+				if (!ok || !telling)
+					continue;
+				for (size_t k = 0; k < nkeys; k++)
+					seen |= keys[k] == key;
+				if (!seen && nkeys < TBPF_TSAMPLES)
+					keys[nkeys++] = key;
+			}
+			if (!ok || !used)
+				continue;
+			if (nkeys < need) {
+				few = true;
+				continue;
+			}
+			found++;
+			if (found == 1 || nkeys > best_telling) {
+				best_so = so;
+				best_no = no;
+				best_telling = nkeys;
+			}
+		}
+	}
+	if (!found) {
+		*why = few ? "too few tensors of distinct shapes to verify the TensorImpl layout"
+			   : "no TensorImpl layout fits the tensors read";
+		return -ENOENT;
+	}
+	if (found > 1) {
+		*why = "several TensorImpl layouts fit the tensors read";
+		return -EINVAL;
+	}
+	out->sizes_off = (__u16)best_so;
+	out->numel_off = (__u16)best_no;
+	out->dtype_off = (__u16)(best_no + 8);   /* data_type_ follows numel_ */
+	for (size_t i = 0; i < n; i++) {
+		unsigned short dt;
+
+		if (!s[i].ok)
+			continue;
+		memcpy(&dt, s[i].bytes + out->dtype_off, sizeof(dt));
+		if (dt > 40) {
+			*why = "the dtype after numel_ is not a ScalarType";
+			return -EINVAL;
+		}
+	}
+	*why = NULL;
+	return 0;
+}

@@ -1,0 +1,169 @@
+/* shapes.c - model stage: input shapes as torch.profiler writes them
+ * (see shapes.h). */
+#include "shapes.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <string.h>
+#include <stdio.h>
+
+struct out {
+	char *buf;
+	size_t n, len;
+};
+
+static void put(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int w;
+
+	va_start(ap, fmt);
+	w = vsnprintf(o->len < o->n ? o->buf + o->len : NULL,
+		      o->len < o->n ? o->n - o->len : 0, fmt, ap);
+	va_end(ap);
+	if (w > 0)
+		o->len += (size_t)w;
+}
+
+size_t shape_format(const struct tbpf_shape *s, char *buf, size_t n)
+{
+	struct out o = { buf, n, 0 };
+
+	if (n)
+		buf[0] = '\0';
+	put(&o, "[");
+	for (unsigned a = 0; a < s->nargs; a++) {
+		int t = -1;
+
+		for (unsigned i = 0; i < s->ntensors && i < TBPF_SHAPE_MAX_TENSORS; i++)
+			if (s->argi[i] == a && (s->kind[i] == ARGK_TENSOR ||
+						s->kind[i] == ARGK_OPT_TENSOR))
+				t = (int)i;
+		put(&o, a ? ", [" : "[");
+		if (t >= 0 && s->ndim[t] == TBPF_SHAPE_BAD) {
+			put(&o, "?");
+		} else if (t >= 0 && s->ndim[t] != TBPF_SHAPE_NONE) {
+			for (unsigned d = 0; d < s->ndim[t]; d++) {
+				if (d >= TBPF_SHAPE_MAX_DIMS) {
+					put(&o, ", ...");
+					break;
+				}
+				put(&o, d ? ", %lld" : "%lld", (long long)s->dims[t][d]);
+			}
+		}
+		put(&o, "]");
+	}
+	put(&o, "]");
+	if (n && o.len >= n)
+		buf[n - 1] = '\0';
+	return o.len;
+}
+
+const char *shape_dtype_name(unsigned st)
+{
+	/* c10::ScalarType order; names as typeid().name() demangled, which
+	 * is what Kineto's "Input type" shows */
+	static const char *const v[] = {
+		"unsigned char", "signed char", "short int", "int", "long int", "c10::Half",
+		"float", "double", "c10::complex<c10::Half>", "c10::complex<float>",
+		"c10::complex<double>", "bool", "c10::qint8", "c10::quint8", "c10::qint32",
+		"c10::BFloat16",
+	};
+
+	return st < sizeof(v) / sizeof(v[0]) ? v[st] : "";
+}
+
+/* The sizes of argument a when it is a tensor read (or the values of an
+ * int argument), else NULL. */
+static const __s64 *arg_vals(const struct tbpf_shape *s, unsigned a, bool tensor, unsigned *n)
+{
+	for (unsigned i = 0; i < s->ntensors && i < TBPF_SHAPE_MAX_TENSORS; i++) {
+		bool is_t = s->kind[i] == ARGK_TENSOR || s->kind[i] == ARGK_OPT_TENSOR;
+
+		if (s->argi[i] != a || is_t != tensor || s->ndim[i] >= TBPF_SHAPE_BAD ||
+		    s->ndim[i] > TBPF_SHAPE_MAX_DIMS)
+			continue;
+		*n = s->ndim[i];
+		return s->dims[i];
+	}
+	return NULL;
+}
+
+static uint64_t prod(const __s64 *v, unsigned n)
+{
+	uint64_t p = 1;
+
+	for (unsigned k = 0; k < n; k++)
+		p *= (uint64_t)v[k];
+	return p;
+}
+
+/* torch/csrc/profiler/util.cpp computeFlops, torch 1.13 .. 2.8 */
+static uint64_t mm_flops(const struct tbpf_shape *s, unsigned a)
+{
+	unsigned n1, n2;
+	const __s64 *m1 = arg_vals(s, a, true, &n1), *m2 = arg_vals(s, a + 1, true, &n2);
+
+	if (!m1 || !m2 || n1 != 2 || n2 != 2)
+		return 0;
+	return prod(m1, n1) * (uint64_t)m2[n2 - 1] * 2;
+}
+
+static uint64_t bmm_flops(const struct tbpf_shape *s, unsigned a)
+{
+	unsigned n1, n2;
+	const __s64 *m1 = arg_vals(s, a, true, &n1), *m2 = arg_vals(s, a + 1, true, &n2);
+
+	if (!m1 || !m2 || n1 != 3 || n2 != 3)
+		return 0;
+	return (uint64_t)m1[0] * m1[1] * m1[2] * m2[2] * 2;
+}
+
+static uint64_t conv2d_flops(const struct tbpf_shape *s)
+{
+	unsigned ni, nw, ns, np, nd, ng;
+	const __s64 *in = arg_vals(s, 0, true, &ni), *w = arg_vals(s, 1, true, &nw);
+	const __s64 *st = arg_vals(s, 3, false, &ns), *pad = arg_vals(s, 4, false, &np);
+	const __s64 *dil = arg_vals(s, 5, false, &nd), *g = arg_vals(s, 6, false, &ng);
+	uint64_t oh, ow;
+
+	if (!in || !w || !st || !pad || !dil || !g || ni != 4 || nw != 4 || ns < 2 || np < 2 ||
+	    nd < 2 || ng != 1 || st[0] <= 0 || st[1] <= 0 || g[0] <= 0)
+		return 0;
+	/* sizes from a capture are data: keep the arithmetic in range */
+	for (int k = 0; k < 4; k++)
+		if (in[k] < 0 || in[k] >= (1LL << 31) || w[k] < 0 || w[k] >= (1LL << 31))
+			return 0;
+	for (int k = 0; k < 2; k++)
+		if (st[k] >= (1LL << 31) || pad[k] < 0 || pad[k] >= (1LL << 31) || dil[k] < 0 ||
+		    dil[k] >= (1LL << 31))
+			return 0;
+	if (in[2] + 2 * pad[0] < dil[0] * (w[2] - 1) + 1 || in[3] + 2 * pad[1] < dil[1] * (w[3] - 1) + 1)
+		return 0;
+	oh = (uint64_t)((in[2] + 2 * pad[0] - dil[0] * (w[2] - 1) - 1) / st[0] + 1);
+	ow = (uint64_t)((in[3] + 2 * pad[1] - dil[1] * (w[3] - 1) - 1) / st[1] + 1);
+	return 2 * (uint64_t)in[0] * oh * ow * (uint64_t)w[2] * (uint64_t)w[3] * (uint64_t)in[1] *
+	       (uint64_t)w[0] / (uint64_t)g[0];
+}
+
+uint64_t shape_flops(const char *name, const struct tbpf_shape *s)
+{
+	unsigned n;
+	const __s64 *v;
+
+	if (!s || !name)
+		return 0;
+	if (!strcmp(name, "aten::mm"))
+		return mm_flops(s, 0);
+	if (!strcmp(name, "aten::addmm"))
+		return mm_flops(s, 1);
+	if (!strcmp(name, "aten::bmm"))
+		return bmm_flops(s, 0);
+	if (!strcmp(name, "aten::baddbmm"))
+		return bmm_flops(s, 1);
+	if (!strcmp(name, "aten::conv2d"))
+		return conv2d_flops(s);
+	if (!strcmp(name, "aten::mul") || !strcmp(name, "aten::add"))
+		return (v = arg_vals(s, 0, true, &n)) ? prod(v, n) : 0;
+	return 0;
+}

@@ -1,0 +1,28 @@
+/* shapes.h - model stage: an op call's input shapes (struct tbpf_shape,
+ * read by the BPF side at op entry, issue 16) as torch.profiler writes
+ * them, and the FLOPs torch.profiler counts for them. */
+#ifndef TBPF_SHAPES_H
+#define TBPF_SHAPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "tbpf_abi.h"
+
+/* Pure: "[[2, 3], [], []]": one entry per argument, a tensor's sizes or
+ * [] (scalars, lists, None, undefined tensors, tensor lists), "[?]" for a
+ * tensor the reader could not read.  Returns the length written (the
+ * text is cut to fit n, NUL-terminated when n > 0). */
+size_t shape_format(const struct tbpf_shape *s, char *buf, size_t n);
+
+/* Pure: torch.profiler's "Input type" list entry of a ScalarType:
+ * "float", "long int", "c10::Half", ... ("" when unknown). */
+const char *shape_dtype_name(unsigned scalar_type);
+
+/* Pure: the FLOPs torch.profiler's with_flops counts for one call of the
+ * op `name` ("aten::mm") with these inputs: mm, addmm, bmm, baddbmm,
+ * conv2d (its stride, padding, dilation, groups read too), mul, add; 0
+ * for every other op, as torch.profiler (1.13 .. 2.8) gives conv1d, conv3d
+ * and convolution 0. */
+uint64_t shape_flops(const char *name, const struct tbpf_shape *s);
+
+#endif
