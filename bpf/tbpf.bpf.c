@@ -207,7 +207,8 @@ static __always_inline void emit_op(__u16 type, __u32 tid, __u64 ts, __u32 pid,
 }
 
 static __always_inline void stat_add(__u32 pid, __u32 op_id, __u64 stack_id,
-				     __u64 self, __u64 total, __u32 flags)
+				     __u64 self, __u64 total, __u32 flags,
+				     const struct tbpf_frame *f)
 {
 	struct tbpf_opkey k = { .pid = pid, .op_id = op_id, .stack_id = stack_id };
 	struct tbpf_opstat *s = bpf_map_lookup_elem(&opstats, &k);
@@ -229,9 +230,25 @@ static __always_inline void stat_add(__u32 pid, __u32 op_id, __u64 stack_id,
 		s->max_ns = total;
 	if (flags & (OPF_INFERRED | OPF_UNWOUND))
 		s->inferred++;
+	if ((tbpf_mode & TBPF_MODE_MEMORY) && f) {
+		for (int i = 0; i < MEM_DEV_N; i++) {
+			s->mem_self[i] += f->mem_self[i];
+			s->mem_total[i] += f->mem_total[i];
+		}
+	}
 }
 
 #include "hist.bpf.h"
+
+static __always_inline void frame_mem_zero(struct tbpf_frame *f)
+{
+	for (int i = 0; i < MEM_DEV_N; i++) {
+		f->mem_self[i] = 0;
+		f->mem_total[i] = 0;
+		f->dup_mem_self[i] = 0;
+		f->dup_mem_total[i] = 0;
+	}
+}
 
 /* Close the top frame at time `now`; flags say how the exit was seen. */
 /* The nearest counted (non-skip) frame below index d, or -1. */
@@ -251,7 +268,7 @@ static __always_inline int counted_parent(struct tbpf_thread *t, __u32 d)
 }
 
 static __always_inline void stat_undo(__u32 pid, __u32 op_id, __u64 stack_id, __u64 self,
-				      __u64 total)
+				      __u64 total, const struct tbpf_frame *f)
 {
 	struct tbpf_opkey k = { .pid = pid, .op_id = op_id, .stack_id = stack_id };
 	struct tbpf_opstat *s = bpf_map_lookup_elem(&opstats, &k);
@@ -261,6 +278,12 @@ static __always_inline void stat_undo(__u32 pid, __u32 op_id, __u64 stack_id, __
 		s->folded += 1;
 		s->self_ns -= self;
 		s->total_ns -= total;
+		if (tbpf_mode & TBPF_MODE_MEMORY) {
+			for (int i = 0; i < MEM_DEV_N; i++) {
+				s->mem_self[i] -= f->dup_mem_self[i];
+				s->mem_total[i] -= f->dup_mem_total[i];
+			}
+		}
 	}
 }
 
@@ -285,9 +308,16 @@ static __always_inline void pop_frame(struct tbpf_thread *t, __u32 tid, __u64 no
 	pi = (d - 1) & (TBPF_MAX_DEPTH - 1);
 	if (fflags & OPF_SKIP) {
 		/* its nested ops are the parent's children; its own time is
-		 * the parent's self time */
-		if (d > 0)
+		 * the parent's self time (and its own bytes the parent's) */
+		if (d > 0) {
 			t->frames[pi].child_ns += child;
+			if (tbpf_mode & TBPF_MODE_MEMORY) {
+				for (int i = 0; i < MEM_DEV_N; i++) {
+					t->frames[pi].mem_self[i] += f->mem_self[i];
+					t->frames[pi].mem_total[i] += f->mem_total[i];
+				}
+			}
+		}
 		return;
 	}
 	self = dur > child ? dur - child : 0;
@@ -295,11 +325,20 @@ static __always_inline void pop_frame(struct tbpf_thread *t, __u32 tid, __u64 no
 	/* torch.profiler drops a child that has its parent's name and is
 	 * its only child (EventList._remove_dup_nodes): fold it back in */
 	if (f->nchild == 1 && f->dup_op) {
-		stat_undo(t->pid, f->dup_op, pystack, f->dup_self, f->dup_total);
+		stat_undo(t->pid, f->dup_op, pystack, f->dup_self, f->dup_total, f);
 		self += f->dup_self;
+		if (tbpf_mode & TBPF_MODE_MEMORY) {
+			for (int i = 0; i < MEM_DEV_N; i++)
+				f->mem_self[i] += f->dup_mem_self[i];
+		}
 	}
-	if (d > 0)
+	if (d > 0) {
 		t->frames[pi].child_ns += dur;
+		if (tbpf_mode & TBPF_MODE_MEMORY) {
+			for (int i = 0; i < MEM_DEV_N; i++)
+				t->frames[pi].mem_total[i] += f->mem_total[i];
+		}
+	}
 	cp = counted_parent(t, d);
 	if (cp >= 0) {
 		struct tbpf_frame *p = &t->frames[cp & (TBPF_MAX_DEPTH - 1)];
@@ -309,11 +348,17 @@ static __always_inline void pop_frame(struct tbpf_thread *t, __u32 tid, __u64 no
 			p->dup_op = op_id;
 			p->dup_self = self;
 			p->dup_total = dur;
+			if (tbpf_mode & TBPF_MODE_MEMORY) {
+				for (int i = 0; i < MEM_DEV_N; i++) {
+					p->dup_mem_self[i] = f->mem_self[i];
+					p->dup_mem_total[i] = f->mem_total[i];
+				}
+			}
 		}
 	}
 	if (t->vdepth)
 		t->vdepth--;
-	stat_add(t->pid, op_id, pystack, self, dur, flags);
+	stat_add(t->pid, op_id, pystack, self, dur, flags, f);
 #ifdef HAVE_HIST
 	hist_add(t->pid, op_id, dur);
 #endif
@@ -488,6 +533,8 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	f->name_id = TBPF_COOKIE_NAMEID(cookie);
 	f->nchild = 0;
 	f->dup_op = 0;
+	if (tbpf_mode & TBPF_MODE_MEMORY)
+		frame_mem_zero(f);
 	t->depth = d + 1;
 	if (!(flags & OPF_SKIP)) {
 		emit_op(REC_OP_ENTER, tid, now, pid, op_id, t->vdepth,
@@ -634,6 +681,8 @@ int BPF_KPROBE(tbpf_scope_new)
 	f->dup_op = 0;
 	f->pystack = t->pystack_id;
 	f->scope = PT_REGS_PARM1(ctx);
+	if (tbpf_mode & TBPF_MODE_MEMORY)
+		frame_mem_zero(f);
 	t->depth = d + 1;
 	emit_op(REC_OP_ENTER, tid, now, pid, id, t->vdepth, OPF_SCOPE, (__u32)t->pystack_id);
 	t->vdepth++;
@@ -825,6 +874,7 @@ int BPF_PROG(tbpf_thread_exit, struct task_struct *task)
 }
 
 #include "runhold.bpf.h"
+#include "mem.bpf.h"
 #if __has_include("cuda.bpf.h")
 #include "cuda.bpf.h"
 #endif

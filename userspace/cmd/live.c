@@ -505,6 +505,30 @@ static void report_counters(const struct live_opts *o, struct session *s, const 
 
 }
 
+/* --profile-memory: what the allocator probes could not charge, each with
+ * what to do about it. */
+static void report_mem_counters(const struct live_opts *o, const uint64_t *c)
+{
+	if (o->verbose)
+		fprintf(stderr, "tbpf: memory: allocations %llu frees %llu outside ops %llu "
+				"frees of memory allocated before attach %llu map full %llu\n",
+			(unsigned long long)c[CNT_MEM_ALLOCS], (unsigned long long)c[CNT_MEM_FREES],
+			(unsigned long long)c[CNT_MEM_NO_OP],
+			(unsigned long long)c[CNT_MEM_UNKNOWN_FREES],
+			(unsigned long long)c[CNT_MEM_MAP_FULL]);
+	if (c[CNT_MEM_UNKNOWN_FREES])
+		fprintf(stderr, "tbpf: memory: %llu frees of memory allocated before tbpf attached "
+				"(size unknown) were not charged to any op, as torch.profiler does "
+				"not charge frees of memory allocated before it started\n",
+			(unsigned long long)c[CNT_MEM_UNKNOWN_FREES]);
+	if (c[CNT_MEM_MAP_FULL])
+		fprintf(stderr, "tbpf: memory: %llu allocations were not tracked (allocation map "
+				"full): their frees are not charged; rerun with a larger "
+				"--mem-map-size (now %u)\n",
+			(unsigned long long)c[CNT_MEM_MAP_FULL],
+			o->mem_map_size ? o->mem_map_size : TBPF_MEM_MAP_DEFAULT);
+}
+
 /* Run info of the collected rows: duration, probes, drops, how exits
  * were seen, device times (or why none), the targets. */
 static void live_run_info(struct session *s, struct profile *p, uint64_t duration,
@@ -577,7 +601,10 @@ int live_run(const struct live_opts *o)
 		.gpu_agent = o->inject ? GPU_AGENT_INJECT : o->gpu_run ? GPU_AGENT_RUN : GPU_AGENT_OFF,
 		.inject_flags = o->inject_force ? INJECT_FORCE : 0,
 		.run_hold = o->wait_torch,
+		.memory = o->memory,
+		.mem_map_size = o->mem_map_size,
 	};
+	struct mem_model mm;
 	char *agent_path = cfg.gpu_agent ? run_agent_path() : NULL;   /* issue 6 */
 	struct session *s = NULL;
 	struct capture_writer *cw = NULL;
@@ -596,6 +623,9 @@ int live_run(const struct live_opts *o)
 		free(agent_path);
 		return TBPF_EXIT_ERROR;
 	}
+	mem_model_init(&mm);
+	if (o->memory)
+		cfg.mem = &mm;
 	t0 = now_ns(CLOCK_MONOTONIC);
 	cfg.agent_path = agent_path;
 	s = session_open(&cfg, &why, &code);
@@ -630,7 +660,8 @@ int live_run(const struct live_opts *o)
 	}
 	t_mono = now_ns(CLOCK_MONOTONIC);
 	t_real = now_ns(CLOCK_REALTIME);
-	mode = (o->sel.exits != EXITS_INFER ? TBPF_MODE_EXITS : 0) | (cfg.record ? TBPF_MODE_RECORD : 0);
+	mode = (o->sel.exits != EXITS_INFER ? TBPF_MODE_EXITS : 0) | (cfg.record ? TBPF_MODE_RECORD : 0) |
+	       (o->memory ? TBPF_MODE_MEMORY : 0);
 	for (size_t i = 0; i < session_ntargets(s); i++)
 		probes += session_target(s, i)->nprobes;
 	announce(o, s, probes, t_mono - t0, t_load, cfg.system_wide);
@@ -658,6 +689,14 @@ int live_run(const struct live_opts *o)
 	}
 
 	report_counters(o, s, counters, stop_reason, duration);
+	if (o->memory) {
+		report_mem_counters(o, counters);
+		if (mem_model_finish(&mm)) {
+			rc = TBPF_EXIT_ERROR;
+			goto done;
+		}
+		model.mem = &mm;
+	}
 	if (!model.prof.nops)
 		report_empty(s, counters, duration);
 	live_run_info(s, &model.prof, duration, probes, counters, stop_reason);
@@ -683,5 +722,6 @@ out:
 		unlink(capture_path);
 	free(capture_path);
 	free(agent_path);
+	mem_model_free(&mm);
 	return rc;
 }

@@ -38,12 +38,15 @@
 #include "cuda_session.h"
 #include "gpu_session.h"
 #include "elfsym.h"
+#include "mem_attach.h"
+#include "memory.h"
 
 struct tgt {
 	struct target t;
 	uint32_t id_base;
 	struct uprobe_set entry, hooks;
 	struct uprobe_set scopes;  /* record_function scopes (issue 15) */
+	struct mem_attach mem;     /* --profile-memory allocator probes (issue 17) */
 	struct guard *guard;
 	struct guard_stats gstats;
 	int pidfd;
@@ -147,6 +150,9 @@ static int on_record(void *ctx, void *data, size_t size)
 		cuda_session_record(&s->cuda, data, size);
 	if (s->cfg.gpu_agent)   /* issue 6: REC_GPU + host launches for the join */
 		gpu_session_record(&s->gpu, data, size);
+	if (s->cfg.mem && size >= sizeof(struct rec_mem) &&
+	    ((struct rec_hdr *)data)->type == REC_MEM && mem_model_add(s->cfg.mem, data))
+		s->record_errors++;
 	return 0;
 }
 
@@ -200,7 +206,11 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 		mode |= TBPF_MODE_RECORD;
 	if (cfg->python)
 		mode |= TBPF_MODE_PYSTACK;
+	if (cfg->memory)
+		mode |= TBPF_MODE_MEMORY;
 	s->skel->rodata->tbpf_mode = mode;
+	if (cfg->memory && cfg->mem_map_size)
+		bpf_map__set_max_entries(s->skel->maps.mem_live, cfg->mem_map_size);
 	s->skel->rodata->targ_tgid = cfg->only_pid > 0 ? (__u32)cfg->only_pid : 0;
 	s->skel->rodata->pid_filter = cfg->only_pid > 0 ? 0 : 1;
 	s->skel->rodata->guard_sig = SIGURG;
@@ -250,7 +260,7 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 	if (cfg->gpu_agent)
 		gpu_session_init(&s->gpu, s->multi);
 	/* CUDA and GPU records always go through the ring buffer */
-	if (cfg->record || cfg->cuda || cfg->python || cfg->gpu_agent) {
+	if (cfg->record || cfg->cuda || cfg->python || cfg->gpu_agent || cfg->memory) {
 		s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
 		if (!s->rb) {
 			*why = strf("cannot map the ring buffer: %s", strerror(errno));
@@ -488,6 +498,7 @@ static void tgt_detach(struct session *s, struct tgt *tg)
 	uprobe_set_close(&tg->entry);
 	uprobe_set_close(&tg->hooks);
 	uprobe_set_close(&tg->scopes);
+	mem_detach(&tg->mem);
 	if (tg->pidfd >= 0) {
 		close(tg->pidfd);
 		tg->pidfd = -1;
@@ -652,6 +663,18 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 	if (attach_scope_hooks(s, tg))
 		fprintf(stderr, "tbpf: warning: pid %d: no record_function scope rows (no "
 				"at::RecordFunction entry points found or attachable)\n", pid);
+	if (s->cfg.memory) {
+		char *mwhy = NULL;
+		int me = mem_attach(s->skel, pid, &tg->t.maps, s->multi, &tg->mem, &mwhy);
+
+		if (me)
+			fprintf(stderr, "tbpf: warning: pid %d: no memory columns: %s\n", pid,
+				mwhy ? mwhy : strerror(-me));
+		else if (!(tg->mem.have & (1u << MEMP_REPORT)))
+			fprintf(stderr, "tbpf: warning: pid %d: no c10::reportMemoryUsageToProfiler "
+					"in %s: no CUDA memory columns\n", pid, tg->mem.lib);
+		free(mwhy);
+	}
 	if (!tg->guard && attach_catch_hooks(s, tg))
 		fprintf(stderr, "tbpf: warning: pid %d: cannot hook __cxa_begin_catch; frames unwound "
 				"by exceptions close at the thread's next op\n", pid);
@@ -949,6 +972,10 @@ static const struct op_def *scope_lookup(struct session *s, uint32_t id)
 
 static const struct op_def *op_lookup(struct session *s, uint32_t id)
 {
+	static const struct op_def memory_row = { PROF_MEMORY_ROW, "" };
+
+	if (id == TBPF_OPID_MEMORY)
+		return &memory_row;
 	if (TBPF_IS_SCOPE_ID(id))
 		return scope_lookup(s, id);
 	for (size_t i = 0; i < s->n; i++) {
@@ -979,6 +1006,7 @@ int session_collect(struct session *s, struct profile *p)
 
 	if (!vals)
 		return -ENOMEM;
+	p->has_memory |= s->cfg.memory;
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		struct prof_op row = { 0 };
 		const struct op_def *d;
@@ -1002,7 +1030,13 @@ int session_collect(struct session *s, struct profile *p)
 			row.folded += vals[c].folded;
 			if (vals[c].max_ns > row.max_ns)
 				row.max_ns = vals[c].max_ns;
+			for (int i = 0; i < MEM_DEV_N; i++) {
+				row.mem_self[i] += vals[c].mem_self[i];
+				row.mem_total[i] += vals[c].mem_total[i];
+			}
 		}
+		if (row.mem_self[MEM_DEV_CUDA] || row.mem_total[MEM_DEV_CUDA])
+			p->has_cuda_memory = true;
 		row.calls -= row.folded;   /* as torch.profiler's table counts */
 		err = profile_add_op(p, &row);
 		if (err)

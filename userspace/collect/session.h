@@ -56,7 +56,15 @@ struct session_config {
 	const char *agent_path;
 	unsigned inject_flags;      /* enum inject_flags (--inject-force) */
 	bool run_hold;              /* tbpf run: load the hold (session_hold_torch) */
+	/* --profile-memory (issue 17): allocator probes, per-op bytes,
+	 * REC_MEM records into `mem` (the memory model, NULL: not kept);
+	 * mem_map_size: entries of the BPF map of live CPU allocations */
+	bool memory;
+	uint32_t mem_map_size;
+	struct mem_model *mem;
 };
+
+struct mem_model;
 
 struct session_target_info {
 	pid_t pid;

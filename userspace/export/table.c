@@ -41,6 +41,22 @@ static void fmt_share(char *buf, size_t n, uint64_t ns, uint64_t total_ns)
 		snprintf(buf, n, "%.2f%%", (ns / 1000.0) * 100.0 / (total_ns / 1000.0));
 }
 
+/* _format_memory: torch.profiler's units (b, Kb, Mb, Gb; powers of 1024) */
+static void fmt_mem(char *buf, size_t n, int64_t b)
+{
+	const double KB = 1024.0, MB = 1024.0 * KB, GB = 1024.0 * MB;
+	double a = b < 0 ? -(double)b : (double)b;
+
+	if (a >= GB)
+		snprintf(buf, n, "%.2f Gb", b / GB);
+	else if (a >= MB)
+		snprintf(buf, n, "%.2f Mb", b / MB);
+	else if (a >= KB)
+		snprintf(buf, n, "%.2f Kb", b / KB);
+	else
+		snprintf(buf, n, "%lld b", (long long)b);
+}
+
 static void avg_time(char *buf, size_t n, uint64_t total_ns, uint64_t calls)
 {
 	fmt_time_d(buf, n, calls ? (total_ns / 1000.0) / calls : 0.0);
@@ -125,6 +141,14 @@ int export_table(FILE *out, const struct profile *p, const struct export_opts *o
 		headers[nh++] = "CUDA total";
 		headers[nh++] = "CUDA time avg";
 	}
+	if (p->has_memory) {
+		headers[nh++] = "CPU Mem";
+		headers[nh++] = "Self CPU Mem";
+	}
+	if (p->has_memory && p->has_cuda_memory) {
+		headers[nh++] = "CUDA Mem";
+		headers[nh++] = "Self CUDA Mem";
+	}
 	headers[nh++] = "# of Calls";
 	if (has_launch)
 		headers[nh++] = "# Launches";
@@ -163,6 +187,12 @@ int export_table(FILE *out, const struct profile *p, const struct export_opts *o
 			fmt_time(b, sizeof(b), r->cuda_total_ns);
 			cell(out, b, COL_W);
 			avg_time(b, sizeof(b), r->cuda_total_ns, r->calls);
+			cell(out, b, COL_W);
+		}
+		for (int d = 0; p->has_memory && d < (p->has_cuda_memory ? 2 : 1); d++) {
+			fmt_mem(b, sizeof(b), r->mem_total[d]);
+			cell(out, b, COL_W);
+			fmt_mem(b, sizeof(b), r->mem_self[d]);
 			cell(out, b, COL_W);
 		}
 		snprintf(b, sizeof(b), "%llu", (unsigned long long)r->calls);

@@ -21,6 +21,8 @@ void model_free(struct tbpf_model *m)
 	layers_free(m->tree);
 	if (m->cuda_own_init)
 		cuda_model_free(&m->cuda_own);
+	if (m->mem_own_init)
+		mem_model_free(&m->mem_own);
 	profile_free(&m->prof);
 	memset(m, 0, sizeof(*m));
 }
@@ -44,6 +46,13 @@ static int cuda_sink(void *ctx, const struct rec_hdr *h)
 	return ret == -ENOMEM ? ret : 0;   /* a record it cannot use is skipped */
 }
 
+static int mem_sink(void *ctx, const struct rec_hdr *h)
+{
+	if (h->size < sizeof(struct rec_mem))
+		return 0;
+	return mem_model_add(ctx, (const struct rec_mem *)h) == -ENOMEM ? -ENOMEM : 0;
+}
+
 static const char *capture_op_name(void *ctx, uint32_t id)
 {
 	const struct capture_op *o = capture_meta_op(ctx, id);
@@ -57,7 +66,7 @@ static const char *capture_op_name(void *ctx, uint32_t id)
 /* Rows (+ device times, run info) into p; with cm, the CUDA records into
  * it (cuda_model_init'ed here); with ct (calltree_init'ed), the call tree. */
 static int replay_model(struct capture_reader *r, struct profile *p, struct cuda_model *cm,
-			struct calltree *ct)
+			struct calltree *ct, struct mem_model *mm)
 {
 	const struct capture_meta *m = capture_reader_meta(r);
 	const struct capture_stats *st = capture_reader_stats(r);
@@ -86,11 +95,12 @@ static int replay_model(struct capture_reader *r, struct profile *p, struct cuda
 			profile_agg_sink(agg),
 			gpucap_sink(&g, r),
 			{ cm ? CUDA_RECS : 0, cuda_sink, NULL, cm },
+			{ mm ? REPLAY_TYPE(REC_MEM) : 0, mem_sink, NULL, mm },
 			{ 0 },
 		};
 
 		if (cb)
-			sinks[3] = calltree_build_sink(cb);
+			sinks[4] = calltree_build_sink(cb);
 		ret = capture_replay(r, sinks, sizeof(sinks) / sizeof(sinks[0]));
 	}
 	profile_agg_free(agg);
@@ -113,13 +123,13 @@ static int replay_model(struct capture_reader *r, struct profile *p, struct cuda
 
 int profile_from_capture(struct capture_reader *r, struct profile *p)
 {
-	return replay_model(r, p, NULL, NULL);
+	return replay_model(r, p, NULL, NULL, NULL);
 }
 
 int profile_calltree_from_capture(struct capture_reader *r, struct profile *p,
 				  struct calltree *ct)
 {
-	return replay_model(r, p, NULL, ct);
+	return replay_model(r, p, NULL, ct, NULL);
 }
 
 int model_from_capture(struct capture_reader *r, unsigned parts, struct tbpf_model *m)
@@ -130,9 +140,15 @@ int model_from_capture(struct capture_reader *r, unsigned parts, struct tbpf_mod
 	int err;
 
 	m->cuda_own_init = parts & MODEL_CUDA;
-	err = replay_model(r, &m->prof, m->cuda_own_init ? &m->cuda_own : NULL, NULL);
+	m->mem_own_init = true;
+	mem_model_init(&m->mem_own);
+	err = replay_model(r, &m->prof, m->cuda_own_init ? &m->cuda_own : NULL, NULL, &m->mem_own);
+	if (!err)
+		err = mem_model_finish(&m->mem_own);
 	if (err)
 		return err;
+	if (m->prof.has_memory)
+		m->mem = &m->mem_own;
 	m->op_name = capture_op_name;
 	m->op_name_ctx = (void *)meta;
 	if (m->cuda_own_init && !cuda_model_empty(&m->cuda_own))
