@@ -195,6 +195,9 @@ def main():
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--batch", type=int, default=4)
     p.add_argument("--leak-bytes", type=int, default=40960)
+    p.add_argument("--hold", type=float, default=0,
+                   help="after RESULT, sleep this long (no op) before exiting: "
+                        "what the run kept is still live when the profiler stops")
     p.add_argument("--profile", action="store_true",
                    help="run under torch.profiler(profile_memory=True), print its rows")
     add_common_args(p)
@@ -221,6 +224,9 @@ def main():
     ck = sum(step() for _ in range(args.iters))
     kept = (len(net.keep.kept) - kept0) if args.case == "leak" else 0
     result(iters=args.iters, checksum="%.6f" % ck, kept=kept)
+    if args.hold:
+        import time
+        time.sleep(args.hold)
 
 
 if __name__ == "__main__":

@@ -242,7 +242,7 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 	m->op_name = cuda_op_name;
 	m->op_name_ctx = s;
 	if (o->python && (tree_fmt || !strcmp(fmt, "json") ||
-			  (!strcmp(fmt, "table") && cm && !cuda_model_empty(cm)))) {
+			  (!strcmp(fmt, "table") && ((cm && !cuda_model_empty(cm)) || m->mem)))) {
 		/* issue 5: launches, copies and syncs per layer */
 		err = session_layer_tree(s, &m->prof, cm, &m->tree);
 		if (err)

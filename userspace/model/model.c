@@ -154,7 +154,7 @@ int model_from_capture(struct capture_reader *r, unsigned parts, struct tbpf_mod
 	if (m->cuda_own_init && !cuda_model_empty(&m->cuda_own))
 		m->cuda = &m->cuda_own;
 	if (!meta->nstacks || !((parts & MODEL_LAYERS) ||
-				 ((parts & MODEL_LAYERS_WITH_CUDA) && m->cuda)))
+				 ((parts & MODEL_LAYERS_WITH_CUDA) && (m->cuda || m->mem))))
 		return 0;
 	err = capture_layer_stacks(meta, &ls, &nls);
 	if (!err)
