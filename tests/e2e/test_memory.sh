@@ -1,0 +1,112 @@
+#!/bin/bash
+# test_memory.sh - issue 17: --profile-memory on torch 1.13 and 2.x.
+#
+# 1. A torchvision-style ResNet, inference and a training step (backward,
+#    SGD with momentum), tests/workloads/memory_model.py: per op, tbpf's
+#    CPU Mem and Self CPU Mem equal torch.profiler(profile_memory=True)'s
+#    byte for byte (compare_memory.py: against torch.profiler's event tree,
+#    which places every allocation record under the op open on its thread,
+#    and against key_averages() wherever key_averages() agrees with that
+#    tree; its rounded time intervals put some records in neighbouring ops,
+#    which the log lists).  The same work runs once under torch.profiler,
+#    once under tbpf; the checksums must agree.
+# 2. The leak case keeps one tensor of --leak-bytes per step alive: tbpf's
+#    "live at the end" names its op (aten::empty, inside torch.ones) and
+#    layer (LeakNet/keep) with one allocation and --leak-bytes per step,
+#    and the peak is held by it; `tbpf report` of the capture recorded in
+#    the same run gives the same op columns and the same live groups.
+# timeout: 1500
+. "$(dirname "$0")/lib.sh"
+need_root
+need_tbpf
+
+# rows torch.profiler has that the uprobe mode cannot see (README)
+UNSEEN="detach,detach_"
+
+compare_case() {
+	local py=$1 case=$2 iters=$3 label wl=wl_$2 tb=tb_$2
+	label="torch $(torch_version "$py"), $case, $iters steps"
+	log "== $label"
+	"$py" "$WL/memory_model.py" --case "$case" --iters "$iters" --profile \
+		> "$T/prof_$case.json" 2> "$T/prof_$case.err" ||
+		fail "$label: torch.profiler run failed: $(tail -n 2 "$T/prof_$case.err" | tr '\n' ' ')"
+	start_workload "$wl" "$py" memory_model.py --case "$case" --iters "$iters"
+	start_tbpf "$tb" --pid "$(get "$wl" pid)" --profile-memory --format json --duration 600s
+	go "$(get "$wl" pid)"
+	wait_exit "$wl" 300
+	expect_rc "$wl" 0
+	wait_exit "$tb" "${TB_EXIT_TIMEOUT:-30}"
+	expect_rc "$tb" 0
+	local want got
+	want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["checksum"])' "$T/prof_$case.json")
+	got=$(result_field "$(get "$wl" out)" checksum)
+	[ "$want" = "$got" ] || fail "$label: workload checksum $got under tbpf, $want under torch.profiler"
+	python3 "$E2E_DIR/compare_memory.py" "$(get "$tb" out)" "$T/prof_$case.json" \
+		--pid "$(get "$wl" pid)" --unseen "$UNSEEN" ||
+		fail "$label: tbpf's memory columns differ from torch.profiler's (see log)"
+	log "$label: OK"
+}
+
+leak_case() {
+	local py=$1 iters=7 bytes=40960 label wl=wl_leak tb=tb_leak
+	label="torch $(torch_version "$py"), leak of $bytes bytes a step, $iters steps"
+	log "== $label"
+	start_workload "$wl" "$py" memory_model.py --case leak --iters "$iters" \
+		--leak-bytes "$bytes" --hold 60
+	start_tbpf "$tb" --pid "$(get "$wl" pid)" --profile-memory --format json \
+		--record "$T/leak.tbpf"
+	go "$(get "$wl" pid)"
+	local i
+	for ((i = 0; i < 600; i++)); do
+		grep -q '^RESULT' "$(get "$wl" out)" && break
+		sleep 0.1
+	done
+	[ "$(result_field "$(get "$wl" out)" kept)" = "$iters" ] || fail "$label: workload kept $(result_field "$(get "$wl" out)" kept) tensors"
+	kill -INT "$(get "$tb" pid)"
+	wait_exit "$tb" "${TB_EXIT_TIMEOUT:-30}"
+	expect_rc "$tb" 0
+	kill "$(get "$wl" pid)"
+	"$TBPF" report "$T/leak.tbpf" --format json > "$T/leak_report.json" ||
+		fail "$label: tbpf report of the capture failed"
+	python3 - "$(get "$tb" out)" "$T/leak_report.json" "$iters" "$bytes" <<'EOF' ||
+import json, sys
+live, rep, iters, nbytes = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3]), int(sys.argv[4])
+bad = []
+for name, doc in (("live", live), ("report", rep)):
+    m = doc.get("memory")
+    if not m or not m["live_at_end"]:
+        bad.append("%s: no memory.live_at_end" % name)
+        continue
+    top = m["live_at_end"][0]
+    print("%s: largest live group: %s" % (name, top))
+    if (top["op"], top["layer"], top["allocations"], top["bytes"]) != ("aten::empty", "LeakNet/keep", iters, iters * nbytes):
+        bad.append("%s: largest live group %s, expected aten::empty in LeakNet/keep, %d allocations of %d bytes" % (name, top, iters, nbytes))
+    cpu = [d for d in m["devices"] if d["device"] == "CPU"]
+    if not cpu or not cpu[0]["peak_held_by"] or cpu[0]["peak_held_by"][0]["layer"] != "LeakNet/keep" \
+            or cpu[0]["peak_held_by"][0]["bytes"] != iters * nbytes:
+        bad.append("%s: the CPU peak is not held by LeakNet/keep's %d bytes: %s" % (name, iters * nbytes, cpu))
+    else:
+        print("%s: peak %d bytes, held first by %s" % (name, cpu[0]["peak_bytes"], cpu[0]["peak_held_by"][0]))
+def cols(doc):
+    return sorted((o["name"], o["overload"], o["calls"], o["cpu_memory_usage"], o["self_cpu_memory_usage"]) for o in doc["ops"])
+if cols(live) != cols(rep):
+    bad.append("tbpf report's op memory columns differ from the live run's: %s vs %s" % (cols(rep), cols(live)))
+else:
+    print("tbpf report: the same %d op rows and memory columns as the live run" % len(cols(live)))
+for b in bad:
+    print("PROBLEM: " + b)
+sys.exit(1 if bad else 0)
+EOF
+		fail "$label: the leak is not named (see log)"
+	log "$label: OK"
+}
+
+for py in "$PY1" "$PY2"; do
+	if [ "$py" = "$PY2" ] && ! { [ -x "$PY2" ] && "$PY2" -c 'import torch' 2>/dev/null; }; then
+		log "torch 2.x venv missing: only torch 1.13 checked"
+		continue
+	fi
+	compare_case "$py" infer 3
+	compare_case "$py" train 3
+	leak_case "$py"
+done
