@@ -52,7 +52,7 @@ leak_case() {
 	label="torch $(torch_version "$py"), leak of $bytes bytes a step, $iters steps"
 	log "== $label"
 	start_workload "$wl" "$py" memory_model.py --case leak --iters "$iters" \
-		--leak-bytes "$bytes" --hold 60
+		--leak-bytes "$bytes" --hold 60 --drop-warmup
 	start_tbpf "$tb" --pid "$(get "$wl" pid)" --profile-memory --format json \
 		--record "$T/leak.tbpf"
 	go "$(get "$wl" pid)"
@@ -66,6 +66,11 @@ leak_case() {
 	wait_exit "$tb" "${TB_EXIT_TIMEOUT:-30}"
 	expect_rc "$tb" 0
 	kill "$(get "$wl" pid)"
+	# the first step freed the 2 tensors the warm-up kept: counted apart
+	grep -E '^tbpf: memory: [0-9]+ frees of memory allocated before tbpf attached' "$(get "$tb" err)" ||
+		fail "$label: no line about frees of memory allocated before attach: $(tr '\n' ' ' < "$(get "$tb" err)")"
+	[ "$(sed -n 's/^tbpf: memory: \([0-9]*\) frees of memory allocated before.*/\1/p' "$(get "$tb" err)")" -ge 2 ] ||
+		fail "$label: fewer than the 2 warm-up tensors counted as freed before attach"
 	"$TBPF" report "$T/leak.tbpf" --format json > "$T/leak_report.json" ||
 		fail "$label: tbpf report of the capture failed"
 	python3 - "$(get "$tb" out)" "$T/leak_report.json" "$iters" "$bytes" <<'EOF' ||
@@ -101,6 +106,24 @@ EOF
 	log "$label: OK"
 }
 
+# a map too small for the allocations kept: counted, and the option named
+overflow_case() {
+	local py=$1 label wl=wl_ovf tb=tb_ovf
+	label="torch $(torch_version "$py"), 1500 allocations kept, --mem-map-size 1024"
+	log "== $label"
+	start_workload "$wl" "$py" memory_model.py --case leak --iters 1500 --leak-bytes 64
+	start_tbpf "$tb" --pid "$(get "$wl" pid)" --profile-memory --mem-map-size 1024 --duration 600s
+	go "$(get "$wl" pid)"
+	wait_exit "$wl" 300
+	expect_rc "$wl" 0
+	wait_exit "$tb" "${TB_EXIT_TIMEOUT:-30}"
+	expect_rc "$tb" 0
+	grep -E '^tbpf: memory: [0-9]+ allocations were not tracked \(allocation map full\).*--mem-map-size \(now 1024\)' "$(get "$tb" err)" ||
+		fail "$label: no map-full line naming --mem-map-size: $(tr '\n' ' ' < "$(get "$tb" err)")"
+	log "$label: OK"
+}
+
+overflow_case "$PY1"
 for py in "$PY1" "$PY2"; do
 	if [ "$py" = "$PY2" ] && ! { [ -x "$PY2" ] && "$PY2" -c 'import torch' 2>/dev/null; }; then
 		log "torch 2.x venv missing: only torch 1.13 checked"

@@ -81,8 +81,12 @@ class Keep(nn.Module):
         super().__init__()
         self.n = nbytes // 4
         self.kept = []
+        self.drop = False
 
     def forward(self, x):
+        if self.drop:
+            self.kept.clear()
+            self.drop = False
         self.kept.append(torch.ones(self.n))
         return x
 
@@ -195,6 +199,9 @@ def main():
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--batch", type=int, default=4)
     p.add_argument("--leak-bytes", type=int, default=40960)
+    p.add_argument("--drop-warmup", action="store_true",
+                   help="leak: the first step frees the tensors the warm-up kept "
+                        "(memory allocated before the profiler attached)")
     p.add_argument("--hold", type=float, default=0,
                    help="after RESULT, sleep this long (no op) before exiting: "
                         "what the run kept is still live when the profiler stops")
@@ -207,6 +214,8 @@ def main():
     for _ in range(args.warmup):
         step()
     kept0 = len(net.keep.kept) if args.case == "leak" else 0
+    if args.case == "leak" and args.drop_warmup:
+        net.keep.drop, kept0 = True, 0
     if args.profile:
         from torch.profiler import ProfilerActivity, profile
         with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
