@@ -92,6 +92,15 @@ for name, doc in (("live", live), ("report", rep)):
         bad.append("%s: the CPU peak is not held by LeakNet/keep's %d bytes: %s" % (name, iters * nbytes, cpu))
     else:
         print("%s: peak %d bytes, held first by %s" % (name, cpu[0]["peak_bytes"], cpu[0]["peak_held_by"][0]))
+for name, doc in (("live", live), ("report", rep)):
+    lay = {l["path"]: l for l in doc.get("layers", [])}
+    k = lay.get("LeakNet/keep")
+    if not k or k.get("self_cpu_memory_usage") != iters * nbytes or k.get("cpu_memory_usage") != iters * nbytes:
+        bad.append("%s: layer LeakNet/keep's memory is not %d bytes: %s" % (name, iters * nbytes, k))
+    else:
+        print("%s: layer LeakNet/keep: CPU Mem %d, Self CPU Mem %d" % (name, k["cpu_memory_usage"], k["self_cpu_memory_usage"]))
+    if lay.get("LeakNet", {}).get("cpu_memory_usage", 0) < iters * nbytes:
+        bad.append("%s: layer LeakNet's CPU Mem does not include its child keep's" % name)
 def cols(doc):
     return sorted((o["name"], o["overload"], o["calls"], o["cpu_memory_usage"], o["self_cpu_memory_usage"]) for o in doc["ops"])
 if cols(live) != cols(rep):

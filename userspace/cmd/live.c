@@ -254,7 +254,8 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 
 		if (o->sort && tree_sort_parse(o->sort, &to.sort)) {
 			fprintf(stderr, "tbpf: --sort %s is not a tree column (cpu_time_total, "
-					"self_cpu_time_total, count, launches, name)\n", o->sort);
+					"self_cpu_time_total, count, launches, name, self_cpu_memory_usage, "
+					"cpu_memory_usage)\n", o->sort);
 			rc = TBPF_EXIT_USAGE;
 		} else if (!out) {
 			fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));

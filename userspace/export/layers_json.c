@@ -35,8 +35,16 @@ static void write_cuda(FILE *out, const struct layer_node *n)
 	fputc(']', out);
 }
 
+/* --profile-memory: torch.profiler's names, bytes */
+static void write_mem(FILE *out, const int64_t *total, const int64_t *self)
+{
+	fprintf(out, ", \"cpu_memory_usage\": %lld, \"self_cpu_memory_usage\": %lld, "
+		     "\"cuda_memory_usage\": %lld, \"self_cuda_memory_usage\": %lld",
+		(long long)total[0], (long long)self[0], (long long)total[1], (long long)self[1]);
+}
+
 static int write_node(FILE *out, const struct layer_node *n, bool *first, bool top,
-		      bool cuda)
+		      bool cuda, bool mem)
 {
 	if (!top && n->name) {
 		char *path = layers_node_path(n), *parent = layers_node_path(n->parent);
@@ -63,9 +71,12 @@ static int write_node(FILE *out, const struct layer_node *n, bool *first, bool t
 			fputs("null", out);
 		free(path);
 		free(parent);
-		fprintf(out, ", \"kind\": \"%s\", \"calls\": %llu, \"self_ns\": %llu, \"total_ns\": %llu, "
-			     "\"ops\": [", kind_name(n->kind), (unsigned long long)n->calls,
+		fprintf(out, ", \"kind\": \"%s\", \"calls\": %llu, \"self_ns\": %llu, \"total_ns\": %llu",
+			kind_name(n->kind), (unsigned long long)n->calls,
 			(unsigned long long)n->self_ns, (unsigned long long)n->total_ns);
+		if (mem)
+			write_mem(out, n->mem, n->self_mem);
+		fputs(", \"ops\": [", out);
 		for (size_t i = 0; i < n->nops; i++) {
 			fprintf(out, "%s{\"name\": ", i ? ", " : "");
 			json_str(out, n->ops[i].name);
@@ -75,6 +86,8 @@ static int write_node(FILE *out, const struct layer_node *n, bool *first, bool t
 			if (cuda)
 				fprintf(out, ", \"launches\": %llu",
 					(unsigned long long)n->ops[i].launches);
+			if (mem)
+				write_mem(out, n->ops[i].mem_total, n->ops[i].mem_self);
 			fputc('}', out);
 		}
 		fputc(']', out);
@@ -83,7 +96,7 @@ static int write_node(FILE *out, const struct layer_node *n, bool *first, bool t
 		fputc('}', out);
 	}
 	for (size_t i = 0; i < n->nkids; i++) {
-		int err = write_node(out, n->kids[i], first, false, cuda);
+		int err = write_node(out, n->kids[i], first, false, cuda, mem);
 
 		if (err)
 			return err;
@@ -98,7 +111,7 @@ int layers_json(FILE *out, const struct layer_tree *t)
 
 	fputs("\"layers\": [", out);
 	if (t)
-		err = write_node(out, &t->top, &first, true, t->has_cuda);
+		err = write_node(out, &t->top, &first, true, t->has_cuda, t->has_memory);
 	fputs("\n  ]", out);
 	if (err)
 		return err;

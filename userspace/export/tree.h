@@ -15,6 +15,8 @@ enum tree_sort {
 	TREE_SORT_COUNT,      /* Count, descending */
 	TREE_SORT_NAME,       /* name, ascending */
 	TREE_SORT_LAUNCHES,   /* # Launches (CUDA), descending */
+	TREE_SORT_SELF_MEM,   /* Self CPU Mem (--profile-memory), descending */
+	TREE_SORT_MEM,        /* CPU Mem, descending */
 };
 
 struct tree_opts {
@@ -24,12 +26,15 @@ struct tree_opts {
 };
 
 /* "cpu_time_total"/"total", "self_cpu_time_total"/"self", "count",
- * "name", "launches" -> 0, else -EINVAL. */
+ * "name", "launches", "self_cpu_memory_usage", "cpu_memory_usage" -> 0,
+ * else -EINVAL. */
 int tree_sort_parse(const char *s, enum tree_sort *out);
 
 /* Format ns the way the table shows it: "850ns", "92.1us", "3.0ms",
  * "1.2s".  Returns buf. */
 char *tree_fmt_time(char *buf, size_t len, uint64_t ns);
+/* Bytes as torch.profiler's table shows them: "1.50 Mb", "-12 b". */
+char *tree_fmt_mem(char *buf, size_t len, int64_t b);
 
 /* Write the table.  Siblings sort by the chosen key, then name; layer
  * rows follow a layer's op rows.  Returns 0 or -errno. */

@@ -179,8 +179,15 @@ int model_layers(const struct profile *p, const struct layer_stack *ls, size_t n
 						.op = p->ops[i].name, .calls = p->ops[i].calls,
 						.self_ns = p->ops[i].self_ns,
 						.total_ns = p->ops[i].total_ns,
-						.launches = p->ops[i].launches };
+						.launches = p->ops[i].launches,
+						.mem_self = { p->ops[i].mem_self[0], p->ops[i].mem_self[1] },
+						.mem_total = { p->ops[i].mem_total[0],
+							       p->ops[i].mem_total[1] } };
 	err = layers_build(ls, nls, ops, p->nops, out);
+	if (!err) {
+		(*out)->has_memory = p->has_memory;
+		(*out)->has_cuda_memory = p->has_memory && p->has_cuda_memory;
+	}
 	if (!err && cm && !cuda_model_empty(cm))
 		err = cuda_model_to_layers(cm, *out);
 	if (err) {
