@@ -112,6 +112,21 @@ for b in bad:
 sys.exit(1 if bad else 0)
 EOF
 		fail "$label: the leak is not named (see log)"
+	# traces: Kineto's [memory] events and the counter track, read back
+	# by the independent readers
+	"$TBPF" report "$T/leak.tbpf" --format chrome -o "$T/leak.trace.json" ||
+		fail "$label: chrome export failed"
+	"$TBPF" report "$T/leak.tbpf" --format perfetto -o "$T/leak.pftrace" ||
+		fail "$label: perfetto export failed"
+	python3 "$ROOT/tests/formats/check_chrome.py" "$T/leak.trace.json" ||
+		fail "$label: chrome trace invalid"
+	protoc --decode=perfetto.protos.Trace -I "$ROOT/tests/formats" \
+		"$ROOT/tests/formats/perfetto_trace.proto" < "$T/leak.pftrace" > "$T/leak.pf.txt" ||
+		fail "$label: protoc cannot decode the perfetto trace"
+	python3 "$ROOT/tests/formats/check_perfetto.py" "$T/leak.pf.txt" ||
+		fail "$label: perfetto trace invalid"
+	python3 "$E2E_DIR/check_mem_traces.py" "$T/leak.trace.json" "$T/leak.pf.txt" \
+		"$T/leak_report.json" || fail "$label: memory events in the traces are wrong (see log)"
 	log "$label: OK"
 }
 

@@ -239,7 +239,9 @@ int layers_build(const struct layer_stack *stacks, size_t nstacks,
 
 		if (s->stack_id && nstacks)
 			st = bsearch(&key, sorted, nstacks, sizeof(*sorted), cmp_u64);
-		if (!s->stack_id)
+		if (s->outside_op)
+			n = kid_get(&t->top, LAYER_NOOP_NAME, NULL, LAYER_NOOP);
+		else if (!s->stack_id)
 			n = kid_get(&t->top, LAYER_NOPYTHON_NAME, NULL, LAYER_NOPYTHON);
 		else if (!st)
 			n = kid_get(&t->top, LAYER_UNRESOLVED_NAME, NULL, LAYER_UNRESOLVED);

@@ -29,6 +29,8 @@ struct layer_opstat {
 	uint64_t calls, self_ns, total_ns;
 	uint64_t launches;              /* CUDA launches with this op on top */
 	int64_t mem_self[2], mem_total[2];  /* --profile-memory, [0] CPU [1] CUDA */
+	int outside_op;                 /* allocations outside any op (the
+					 * "[memory]" row): LAYER_NOOP_NAME */
 };
 
 enum layer_kind { LAYER_MODULE, LAYER_NOMODULE, LAYER_NOPYTHON, LAYER_UNRESOLVED, LAYER_NOOP };

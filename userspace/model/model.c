@@ -182,7 +182,8 @@ int model_layers(const struct profile *p, const struct layer_stack *ls, size_t n
 						.launches = p->ops[i].launches,
 						.mem_self = { p->ops[i].mem_self[0], p->ops[i].mem_self[1] },
 						.mem_total = { p->ops[i].mem_total[0],
-							       p->ops[i].mem_total[1] } };
+							       p->ops[i].mem_total[1] },
+						.outside_op = p->ops[i].op_id == TBPF_OPID_MEMORY };
 	err = layers_build(ls, nls, ops, p->nops, out);
 	if (!err) {
 		(*out)->has_memory = p->has_memory;
