@@ -147,12 +147,87 @@ overflow_case() {
 	log "$label: OK"
 }
 
+# The CUDA caching allocator's calls, made by a test library on the real
+# c10::reportMemoryUsageToProfiler of each torch (no GPU here; README).
+cuda_case() {
+	local py=$1 iters=5 enc=4000 head=1048576 label wl=wl_cuda tb=tb_cuda
+	local lib=$ROOT/build/tests/native/mem/libtorch_cpu-memops.so
+	[ -f "$lib" ] || fail "$lib missing: run make"
+	label="torch $(torch_version "$py"), CUDA caching allocator calls (test library)"
+	log "== $label"
+	start_workload "$wl" "$py" cuda_mem_model.py --lib "$lib" --iters $iters --enc $enc \
+		--head $head --hold 60
+	start_tbpf "$tb" --pid "$(get "$wl" pid)" --profile-memory --format json --record "$T/cuda.tbpf"
+	go "$(get "$wl" pid)"
+	local i
+	for ((i = 0; i < 600; i++)); do
+		grep -q '^RESULT' "$(get "$wl" out)" && break
+		sleep 0.1
+	done
+	kill -INT "$(get "$tb" pid)"
+	wait_exit "$tb" "${TB_EXIT_TIMEOUT:-30}"
+	expect_rc "$tb" 0
+	local reserved
+	reserved=$(result_field "$(get "$wl" out)" reserved)
+	kill "$(get "$wl" pid)"
+	"$TBPF" report "$T/cuda.tbpf" --format json > "$T/cuda_report.json" ||
+		fail "$label: tbpf report failed"
+	"$TBPF" report "$T/cuda.tbpf" --format chrome -o "$T/cuda.trace.json" ||
+		fail "$label: chrome export failed"
+	"$TBPF" report "$T/cuda.tbpf" --format table > "$T/cuda_table.txt" ||
+		fail "$label: table export failed"
+	python3 - "$(get "$tb" out)" "$T/cuda_report.json" "$T/cuda.trace.json" "$T/cuda_table.txt" \
+		$iters $enc $head "$reserved" <<'PY' || fail "$label: CUDA memory wrong (see log)"
+import json, sys
+live, rep, tr, table = (json.load(open(sys.argv[1])), json.load(open(sys.argv[2])),
+                        json.load(open(sys.argv[3])), open(sys.argv[4]).read())
+n, enc, head, reserved = (int(x) for x in sys.argv[5:9])
+r = lambda b: (b + 511) // 512 * 512
+bad = []
+for name, doc in (("live", live), ("report", rep)):
+    ops = {o["name"]: o for o in doc["ops"]}
+    want = {"aten::cudamalloc": (n * (2 * r(enc) + r(head)),) * 2,
+            "aten::cudafree": (-n * (r(enc) + r(head)),) * 2}
+    for op, (tot, self_) in want.items():
+        o = ops.get(op)
+        got = o and (o["cuda_memory_usage"], o["self_cuda_memory_usage"], o["cpu_memory_usage"])
+        if got != (tot, self_, 0):
+            bad.append("%s: %s CUDA Mem/Self/CPU Mem %s, expected %s" % (name, op, got, (tot, self_, 0)))
+    lay = {l["path"]: l for l in doc.get("layers", [])}
+    for path, want_mem in (("Model/enc", n * r(enc)), ("Model/head", 0), ("Model", n * r(enc))):
+        got = lay.get(path, {}).get("cuda_memory_usage")
+        if got != want_mem:
+            bad.append("%s: layer %s CUDA Mem %s, expected %d" % (name, path, got, want_mem))
+    top = doc["memory"]["live_at_end"][0]
+    if (top["device"], top["op"], top["layer"], top["allocations"], top["bytes"]) != \
+            ("CUDA", "aten::cudamalloc", "Model/enc", n, n * r(enc)):
+        bad.append("%s: largest live group %s" % (name, top))
+    dev = [d for d in doc["memory"]["devices"] if d["device"] == "CUDA"][0]
+    if dev["max_reserved_bytes"] != reserved:
+        bad.append("%s: reserved %d, the allocator reserved %d" % (name, dev["max_reserved_bytes"], reserved))
+    print("%s: ops and layers right; live %s; peak %d, reserved %d" % (name, top, dev["peak_bytes"], dev["max_reserved_bytes"]))
+ev = tr["traceEvents"] if isinstance(tr, dict) else tr
+mem = [e for e in ev if e.get("name") == "[memory]"]
+if len(mem) != 5 * n or any(e["args"]["Device Type"] != 1 or e["args"]["Device Id"] != 0 for e in mem):
+    bad.append("chrome: %d CUDA [memory] events, expected %d" % (len(mem), 5 * n))
+if max(e["args"]["Total Reserved"] for e in mem) != reserved:
+    bad.append("chrome: Total Reserved is not the allocator's")
+if "CUDA Mem" not in table or "Self CUDA Mem" not in table:
+    bad.append("table: no CUDA Mem columns")
+for b in bad:
+    print("PROBLEM: " + b)
+sys.exit(1 if bad else 0)
+PY
+	log "$label: OK"
+}
+
 overflow_case "$PY1"
 for py in "$PY1" "$PY2"; do
 	if [ "$py" = "$PY2" ] && ! { [ -x "$PY2" ] && "$PY2" -c 'import torch' 2>/dev/null; }; then
 		log "torch 2.x venv missing: only torch 1.13 checked"
 		continue
 	fi
+	cuda_case "$py"
 	compare_case "$py" infer 3
 	compare_case "$py" train 3
 	leak_case "$py"
