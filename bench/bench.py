@@ -10,6 +10,10 @@ model code), R repetitions of
   tbpf            the same with `tbpf --pid PID` attached (one row per
                   --exits mode asked for; default: tbpf's default mode)
   torch.profiler  the same iterations inside torch.profiler
+and with --memory (issue 17) also
+  tbpf --profile-memory                  tbpf's default mode with the
+                                         allocator probes
+  torch.profiler profile_memory=True     the same inside torch.profiler
 in rotating order, reporting medians (min-max) of the time per iteration
 measured by the workload itself, the slowdown against baseline, tbpf's
 per-op overhead (extra time per iteration / ATen ops per iteration, ops
@@ -73,8 +77,10 @@ def kill(proc):
 def run_once(py, workload, iters, mode, args, tmp):
     """One run; returns dict(us_per_iter, and for tbpf: attach, calls)."""
     cmd = [py, os.path.join(WL, workload + ".py"), "--iters", str(iters)]
-    if mode == "torch.profiler":
+    if mode.startswith("torch.profiler"):
         cmd.append("--torch-profiler")
+        if "profile_memory" in mode:
+            cmd.append("--torch-profile-memory")
     wl_out = open(os.path.join(tmp, "wl.out"), "w+")
     wl_err = open(os.path.join(tmp, "wl.err"), "w+")
     wl = subprocess.Popen(cmd, stdout=wl_out, stderr=wl_err, stdin=subprocess.DEVNULL)
@@ -182,6 +188,8 @@ def main():
                    "more tbpf options (\"auto --no-python\"); "
                                                "default: tbpf's default mode only")
     p.add_argument("--no-profiler", action="store_true", help="skip the torch.profiler rows")
+    p.add_argument("--memory", action="store_true",
+                   help="add tbpf --profile-memory and torch.profiler profile_memory=True rows")
     p.add_argument("--target-seconds", type=float, default=1.5, help="baseline length of one run")
     p.add_argument("--tbpf", default=os.path.join(ROOT, "build", "tbpf"))
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results.md"))
@@ -194,6 +202,9 @@ def main():
     if os.geteuid() != 0:
         print("bench: not root: tbpf rows will fail to attach (run with sudo)", file=sys.stderr)
     modes = ["baseline"] + tb_modes + ([] if args.no_profiler else ["torch.profiler"])
+    if args.memory:
+        modes += ["tbpf --profile-memory"] + ([] if args.no_profiler else
+                                              ["torch.profiler profile_memory=True"])
 
     rows, attach_rows, failures = [], [], []
     tmp = tempfile.mkdtemp(prefix="tbpf-bench.")
@@ -220,7 +231,7 @@ def main():
                     if m in errors and not results[m]:
                         continue  # failed before: do not retry every rep
                     try:
-                        n = prof_iters if m == "torch.profiler" else iters
+                        n = prof_iters if m.startswith("torch.profiler") else iters
                         results[m].append(run_once(py, workload, n, m, args, tmp))
                     except RunError as e:
                         errors.setdefault(m, str(e))

@@ -92,9 +92,10 @@ def profiler_op_counts(prof) -> dict:
     return dict(sorted(counts.items()))
 
 
-def profile_cpu():
+def profile_cpu(profile_memory=False):
     import torch
-    return torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+    return torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                  profile_memory=profile_memory)
 
 
 def print_json(obj) -> None:
@@ -118,6 +119,8 @@ def bench_main(description, setup, default_iters, add_args=None):
     p.add_argument("--warmup", type=int, default=max(3, default_iters // 20))
     p.add_argument("--torch-profiler", action="store_true",
                    help="run the timed iterations under torch.profiler (CPU activity)")
+    p.add_argument("--torch-profile-memory", action="store_true",
+                   help="with --torch-profiler: profile_memory=True")
     p.add_argument("--count-ops", action="store_true",
                    help="print aten:: op calls per iteration (from torch.profiler) and exit")
     p.add_argument("--no-wait", action="store_true", help="start at once, no go signal")
@@ -142,7 +145,7 @@ def bench_main(description, setup, default_iters, add_args=None):
     if not args.no_wait:
         ready()
         wait_go(args)
-    prof = profile_cpu() if args.torch_profiler else None
+    prof = profile_cpu(args.torch_profile_memory) if args.torch_profiler else None
     t0 = time.perf_counter()
     if prof is not None:
         prof.__enter__()
