@@ -221,7 +221,38 @@ PY
 	log "$label: OK"
 }
 
+# tbpf daemon --profile-memory: the leaking op's net bytes as a gauge
+daemon_case() {
+	local py=$1 iters=7 bytes=40960 label wl=wl_dmn i
+	label="torch $(torch_version "$py"), daemon, leak of $bytes bytes a step"
+	log "== $label"
+	start_workload "$wl" "$py" memory_model.py --case leak --iters $iters --leak-bytes $bytes --hold 60
+	start_daemon --window 1s --pid "$(get "$wl" pid)" --profile-memory -v
+	for ((i = 0; i < ATTACH_TIMEOUT * 10; i++)); do
+		grep -q "^tbpf: attached" "$T/daemon.err" && break
+		sleep 0.1
+	done
+	grep -q "^tbpf: attached" "$T/daemon.err" || fail "$label: the daemon did not attach: $(tail -c 300 "$T/daemon.err")"
+	go "$(get "$wl" pid)"
+	for ((i = 0; i < 600; i++)); do
+		grep -q '^RESULT' "$(get "$wl" out)" && break
+		sleep 0.1
+	done
+	sleep 2.5   # the window holding the last allocations closes
+	python3 "$E2E_DIR/promquery.py" get "http://127.0.0.1:$PORT/metrics" > "$T/dmn_metrics.txt" ||
+		fail "$label: GET /metrics failed"
+	kill "$dpid" "$(get "$wl" pid)"
+	grep -E '^tbpf_op_self_memory_bytes\{.*op="aten::empty".*device="cpu".*\} '$((iters * bytes))'$' "$T/dmn_metrics.txt" ||
+		fail "$label: no tbpf_op_self_memory_bytes of $((iters * bytes)) for aten::empty: $(grep memory "$T/dmn_metrics.txt" | head -5 | tr '\n' ' ')"
+	if command -v promtool > /dev/null; then
+		promtool check metrics < "$T/dmn_metrics.txt" > "$T/dmn_promtool.out" 2>&1 ||
+			fail "$label: promtool check metrics: $(head -n 3 "$T/dmn_promtool.out" | tr '\n' ' ')"
+	fi
+	log "$label: OK"
+}
+
 overflow_case "$PY1"
+daemon_case "$PY1"
 for py in "$PY1" "$PY2"; do
 	if [ "$py" = "$PY2" ] && ! { [ -x "$PY2" ] && "$PY2" -c 'import torch' 2>/dev/null; }; then
 		log "torch 2.x venv missing: only torch 1.13 checked"
