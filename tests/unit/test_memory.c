@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "layers.h"
+#include "mem_attach.h"
 #include "memory.h"
+#include "tree.h"
 #include "profile.h"
 #include "capture.h"
 #include "replay.h"
@@ -187,12 +190,63 @@ static void test_capture_columns(void **state)
 	profile_free(&p);
 }
 
+static void test_lib_candidates(void **state)
+{
+	(void)state;
+	assert_true(mem_lib_candidate("libc10.so"));
+	assert_true(mem_lib_candidate("libc10.so.1.13"));
+	assert_true(mem_lib_candidate("libc10-a1b2c3d4.so"));
+	assert_false(mem_lib_candidate("libc10_cuda.so"));
+	assert_false(mem_lib_candidate("libc10.sox"));
+	assert_false(mem_lib_candidate("libtorch_cpu.so"));
+}
+
+/* the layer tree: Self CPU Mem of the ops whose innermost module it is,
+ * CPU Mem with the layers below; both columns in --format tree */
+static void test_layer_memory(void **state)
+{
+	const char *n1[] = { "Net" }, *c1[] = { "Net" };
+	const char *n2[] = { "Net", "keep" }, *c2[] = { "Net", "Keep" };
+	struct layer_stack st[] = { { 11, 1, n1, c1 }, { 12, 2, n2, c2 } };
+	struct layer_opstat ops[] = {
+		{ .stack_id = 11, .op = "aten::addmm", .calls = 2, .self_ns = 10, .total_ns = 10,
+		  .mem_self = { 512, 0 }, .mem_total = { 512, 0 } },
+		{ .stack_id = 12, .op = "aten::empty", .calls = 3, .self_ns = 5, .total_ns = 5,
+		  .mem_self = { 3 * 40960, 0 }, .mem_total = { 3 * 40960, 0 } },
+	};
+	struct layer_tree *t = NULL;
+	struct tree_opts o = { .sort = TREE_SORT_SELF_MEM };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(layers_build(st, 2, ops, 2, &t), 0);
+	t->has_memory = 1;
+	assert_int_equal(t->top.nkids, 1);
+	assert_int_equal(t->top.kids[0]->self_mem[0], 512);
+	assert_int_equal(t->top.kids[0]->mem[0], 512 + 3 * 40960);
+	assert_int_equal(t->top.kids[0]->kids[0]->mem[0], 3 * 40960);
+	f = open_memstream(&buf, &len);
+	assert_int_equal(tree_render(f, t, &o), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "Self CPU Mem"));
+	assert_non_null(strstr(buf, "120.50 Kb"));   /* Net: 512 + 122880 */
+	assert_non_null(strstr(buf, "120.00 Kb"));   /* keep */
+	assert_non_null(strstr(buf, "512 b"));
+	assert_null(strstr(buf, "CUDA Mem"));
+	free(buf);
+	layers_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_model_live_and_peak),
 		cmocka_unit_test(test_model_many),
 		cmocka_unit_test(test_capture_columns),
+		cmocka_unit_test(test_lib_candidates),
+		cmocka_unit_test(test_layer_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
