@@ -122,7 +122,8 @@ def run_once(py, workload, iters, mode, args, tmp):
                 raise RunError("tbpf exited %d: %s" % (rc, open(tb_err.name).read().strip()[-300:]))
             try:
                 doc = json.load(open(tb_out.name))
-                res["calls"] = sum(o["calls"] for o in doc["ops"] if o.get("pid") == wl.pid)
+                res["calls"] = sum(o["calls"] for o in doc["ops"]
+                                  if o.get("pid") == wl.pid and o["name"] != "[memory]")
                 res["dropped"] = doc["run"].get("events_dropped", 0)
                 if res.get("probes") is None:
                     res["probes"] = doc["run"].get("probes_attached")

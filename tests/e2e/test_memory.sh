@@ -228,11 +228,9 @@ daemon_case() {
 	log "== $label"
 	start_workload "$wl" "$py" memory_model.py --case leak --iters $iters --leak-bytes $bytes --hold 60
 	start_daemon --window 1s --pid "$(get "$wl" pid)" --profile-memory -v
-	for ((i = 0; i < ATTACH_TIMEOUT * 10; i++)); do
-		grep -q "^tbpf: attached" "$T/daemon.err" && break
-		sleep 0.1
-	done
-	grep -q "^tbpf: attached" "$T/daemon.err" || fail "$label: the daemon did not attach: $(tail -c 300 "$T/daemon.err")"
+	# with --pid the daemon attaches before it listens (start_daemon waited)
+	grep -q "^tbpf: daemon: 1 targets" "$T/daemon.err" ||
+		fail "$label: the daemon did not attach: $(head -c 300 "$T/daemon.err")"
 	go "$(get "$wl" pid)"
 	for ((i = 0; i < 600; i++)); do
 		grep -q '^RESULT' "$(get "$wl" out)" && break
