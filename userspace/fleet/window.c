@@ -95,6 +95,8 @@ int profile_delta(const struct profile *cur, struct snap **prev, size_t *nprev,
 
 	if (!next)
 		return -ENOMEM;
+	win->has_memory |= cur->has_memory;
+	win->has_cuda_memory |= cur->has_cuda_memory;
 	for (size_t i = 0; i < cur->nops; i++) {
 		const struct prof_op *r = &cur->ops[i];
 		struct snap k = { r->pid, r->op_id, r->stack_id, *r };
