@@ -9,7 +9,8 @@
 #    and against key_averages() wherever key_averages() agrees with that
 #    tree; its rounded time intervals put some records in neighbouring ops,
 #    which the log lists).  The same work runs once under torch.profiler,
-#    once under tbpf; the checksums must agree.
+#    once under tbpf (default exits, and the training step again with
+#    --exits infer); the checksums must agree.
 # 2. The leak case keeps one tensor of --leak-bytes per step alive: tbpf's
 #    "live at the end" names its op (aten::empty, inside torch.ones) and
 #    layer (LeakNet/keep) with one allocation and --leak-bytes per step,
@@ -24,14 +25,15 @@ need_tbpf
 UNSEEN="detach,detach_"
 
 compare_case() {
-	local py=$1 case=$2 iters=$3 label wl=wl_$2 tb=tb_$2
-	label="torch $(torch_version "$py"), $case, $iters steps"
+	local py=$1 case=$2 iters=$3 exits=${4:-auto} label wl=wl_$2 tb=tb_$2
+	label="torch $(torch_version "$py"), $case, $iters steps, --exits $exits"
 	log "== $label"
 	"$py" "$WL/memory_model.py" --case "$case" --iters "$iters" --profile \
 		> "$T/prof_$case.json" 2> "$T/prof_$case.err" ||
 		fail "$label: torch.profiler run failed: $(tail -n 2 "$T/prof_$case.err" | tr '\n' ' ')"
 	start_workload "$wl" "$py" memory_model.py --case "$case" --iters "$iters"
-	start_tbpf "$tb" --pid "$(get "$wl" pid)" --profile-memory --format json --duration 600s
+	start_tbpf "$tb" --pid "$(get "$wl" pid)" --profile-memory --format json --duration 600s \
+		--exits "$exits"
 	go "$(get "$wl" pid)"
 	wait_exit "$wl" 300
 	expect_rc "$wl" 0
@@ -259,5 +261,8 @@ for py in "$PY1" "$PY2"; do
 	cuda_case "$py"
 	compare_case "$py" infer 3
 	compare_case "$py" train 3
+	# entry probes only: an allocation first closes the frames that have
+	# returned, as the next op entry would
+	compare_case "$py" train 3 infer
 	leak_case "$py"
 done

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "export.h"
 #include "jsonutil.h"
 #include "layers.h"
 #include "mem_tables.h"
@@ -35,21 +36,6 @@ static const char *layer_of(const struct tbpf_model *m, const struct mem_group *
 	return layers_stack_path(m->tree, g->stack_id, !g->op_id);
 }
 
-/* torch.profiler's _format_memory */
-static void fmt_bytes(char *b, size_t n, int64_t v)
-{
-	const double KB = 1024.0, MB = 1024.0 * KB, GB = 1024.0 * MB;
-	double a = v < 0 ? -(double)v : (double)v;
-
-	if (a >= GB)
-		snprintf(b, n, "%.2f Gb", v / GB);
-	else if (a >= MB)
-		snprintf(b, n, "%.2f Mb", v / MB);
-	else if (a >= KB)
-		snprintf(b, n, "%.2f Kb", v / KB);
-	else
-		snprintf(b, n, "%lld b", (long long)v);
-}
 
 static void groups_print(FILE *out, const struct tbpf_model *m, const struct mem_group *g,
 			 size_t n, bool pids)
@@ -59,8 +45,8 @@ static void groups_print(FILE *out, const struct tbpf_model *m, const struct mem
 	fprintf(out, "%12s  %9s  %12s  %-6s  %s%-32s  %s\n", "Bytes", "# Allocs", "Bytes/alloc",
 		"Device", pids ? "PID      " : "", "Allocated by", "Layer");
 	for (size_t i = 0; i < n && i < MEM_TABLE_ROWS; i++) {
-		fmt_bytes(b, sizeof(b), g[i].bytes);
-		fmt_bytes(per, sizeof(per), g[i].count ? g[i].bytes / (int64_t)g[i].count : 0);
+		export_fmt_memory(b, sizeof(b), g[i].bytes);
+		export_fmt_memory(per, sizeof(per), g[i].count ? g[i].bytes / (int64_t)g[i].count : 0);
 		fprintf(out, "%12s  %9" PRIu64 "  %12s  %-6s  ", b, g[i].count, per,
 			dev_name(g[i].dev_type));
 		if (pids)
@@ -94,14 +80,14 @@ int mem_tables_print(FILE *out, const struct tbpf_model *m)
 		const struct mem_dev *d = &mm->devs[i];
 		char pk[32], lv[32], rs[32];
 
-		fmt_bytes(pk, sizeof(pk), d->peak);
-		fmt_bytes(lv, sizeof(lv), d->live);
+		export_fmt_memory(pk, sizeof(pk), d->peak);
+		export_fmt_memory(lv, sizeof(lv), d->live);
 		fprintf(out, "\nPeak %s memory of pid %u: %s (of allocations made while profiled; "
 			"%s live at the end; %" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64
 			" frees of memory allocated before)", dev_name(d->dev_type), d->pid, pk, lv,
 			d->allocs, d->frees, d->unknown_frees);
 		if (d->dev_type != TBPF_C10_DEV_CPU) {
-			fmt_bytes(rs, sizeof(rs), (int64_t)d->max_reserved);
+			export_fmt_memory(rs, sizeof(rs), (int64_t)d->max_reserved);
 			fprintf(out, "; reserved by the caching allocator: up to %s", rs);
 		}
 		fputs(". Held at the peak by:\n", out);

@@ -41,21 +41,6 @@ static void fmt_share(char *buf, size_t n, uint64_t ns, uint64_t total_ns)
 		snprintf(buf, n, "%.2f%%", (ns / 1000.0) * 100.0 / (total_ns / 1000.0));
 }
 
-/* _format_memory: torch.profiler's units (b, Kb, Mb, Gb; powers of 1024) */
-static void fmt_mem(char *buf, size_t n, int64_t b)
-{
-	const double KB = 1024.0, MB = 1024.0 * KB, GB = 1024.0 * MB;
-	double a = b < 0 ? -(double)b : (double)b;
-
-	if (a >= GB)
-		snprintf(buf, n, "%.2f Gb", b / GB);
-	else if (a >= MB)
-		snprintf(buf, n, "%.2f Mb", b / MB);
-	else if (a >= KB)
-		snprintf(buf, n, "%.2f Kb", b / KB);
-	else
-		snprintf(buf, n, "%lld b", (long long)b);
-}
 
 static void avg_time(char *buf, size_t n, uint64_t total_ns, uint64_t calls)
 {
@@ -190,9 +175,9 @@ int export_table(FILE *out, const struct profile *p, const struct export_opts *o
 			cell(out, b, COL_W);
 		}
 		for (int d = 0; p->has_memory && d < (p->has_cuda_memory ? 2 : 1); d++) {
-			fmt_mem(b, sizeof(b), r->mem_total[d]);
+			export_fmt_memory(b, sizeof(b), r->mem_total[d]);
 			cell(out, b, COL_W);
-			fmt_mem(b, sizeof(b), r->mem_self[d]);
+			export_fmt_memory(b, sizeof(b), r->mem_self[d]);
 			cell(out, b, COL_W);
 		}
 		snprintf(b, sizeof(b), "%llu", (unsigned long long)r->calls);

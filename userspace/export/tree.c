@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "export.h"
 #include "tree.h"
 #include "grow.h"
 
@@ -58,22 +59,6 @@ int tree_sort_parse(const char *s, enum tree_sort *out)
 	return -EINVAL;
 }
 
-/* torch.profiler's _format_memory ("1.50 Mb", "12 b") */
-char *tree_fmt_mem(char *buf, size_t len, int64_t b)
-{
-	const double KB = 1024.0, MB = 1024.0 * KB, GB = 1024.0 * MB;
-	double a = b < 0 ? -(double)b : (double)b;
-
-	if (a >= GB)
-		snprintf(buf, len, "%.2f Gb", b / GB);
-	else if (a >= MB)
-		snprintf(buf, len, "%.2f Mb", b / MB);
-	else if (a >= KB)
-		snprintf(buf, len, "%.2f Kb", b / KB);
-	else
-		snprintf(buf, len, "%lld b", (long long)b);
-	return buf;
-}
 
 char *tree_fmt_time(char *buf, size_t len, uint64_t ns)
 {
@@ -152,8 +137,8 @@ static int rows_add(struct rows *rs, const char *prefix, const char *name,
 	snprintf(r->count, sizeof(r->count), "%llu", (unsigned long long)calls);
 	r->launches[0] = r->sync[0] = 0;
 	for (int d = 0; d < 2; d++) {
-		tree_fmt_mem(r->mem[2 * d], sizeof(r->mem[0]), mem[d]);
-		tree_fmt_mem(r->mem[2 * d + 1], sizeof(r->mem[0]), self_mem[d]);
+		export_fmt_memory(r->mem[2 * d], sizeof(r->mem[0]), mem[d]);
+		export_fmt_memory(r->mem[2 * d + 1], sizeof(r->mem[0]), self_mem[d]);
 	}
 	if (cuda) {
 		snprintf(r->launches, sizeof(r->launches), "%llu",

@@ -33,8 +33,6 @@ int tree_sort_parse(const char *s, enum tree_sort *out);
 /* Format ns the way the table shows it: "850ns", "92.1us", "3.0ms",
  * "1.2s".  Returns buf. */
 char *tree_fmt_time(char *buf, size_t len, uint64_t ns);
-/* Bytes as torch.profiler's table shows them: "1.50 Mb", "-12 b". */
-char *tree_fmt_mem(char *buf, size_t len, int64_t b);
 
 /* Write the table.  Siblings sort by the chosen key, then name; layer
  * rows follow a layer's op rows.  Returns 0 or -errno. */
