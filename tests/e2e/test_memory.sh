@@ -9,8 +9,8 @@
 #    and against key_averages() wherever key_averages() agrees with that
 #    tree; its rounded time intervals put some records in neighbouring ops,
 #    which the log lists).  The same work runs once under torch.profiler,
-#    once under tbpf (default exits, and the training step again with
-#    --exits infer); the checksums must agree.
+#    once under tbpf; the checksums must agree.  (--exits infer is not
+#    held to this: see README, Memory; the daemon case below runs in it.)
 # 2. The leak case keeps one tensor of --leak-bytes per step alive: tbpf's
 #    "live at the end" names its op (aten::empty, inside torch.ones) and
 #    layer (LeakNet/keep) with one allocation and --leak-bytes per step,
@@ -261,8 +261,5 @@ for py in "$PY1" "$PY2"; do
 	cuda_case "$py"
 	compare_case "$py" infer 3
 	compare_case "$py" train 3
-	# entry probes only: an allocation first closes the frames that have
-	# returned, as the next op entry would
-	compare_case "$py" train 3 infer
 	leak_case "$py"
 done
