@@ -48,6 +48,7 @@ struct tgt {
 	struct uprobe_set entry, hooks;
 	struct uprobe_set scopes;  /* record_function scopes (issue 15) */
 	struct mem_attach mem;     /* --profile-memory allocator probes (issue 17) */
+	bool mem_probed;           /* they were attached (stays set after detach) */
 	struct guard *guard;
 	struct guard_stats gstats;
 	int pidfd;
@@ -645,6 +646,7 @@ static void attach_mem_probes(struct session *s, struct tgt *tg)
 	char *mwhy = NULL;
 	int me = mem_attach(s->skel, tg->t.pid, &tg->t.maps, s->multi, &tg->mem, &mwhy);
 
+	tg->mem_probed = !me;
 	if (me)
 		fprintf(stderr, "tbpf: warning: pid %d: no memory columns: %s\n", tg->t.pid,
 			mwhy ? mwhy : strerror(-me));
@@ -1036,7 +1038,8 @@ int session_collect(struct session *s, struct profile *p)
 
 	if (!vals)
 		return -ENOMEM;
-	p->has_memory |= s->cfg.memory;
+	for (size_t i = 0; s->cfg.memory && i < s->n; i++)
+		p->has_memory |= s->v[i]->mem_probed;   /* columns only when measured */
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		struct prof_op row = { 0 };
 		const struct op_def *d;
