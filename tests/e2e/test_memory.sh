@@ -73,8 +73,10 @@ leak_case() {
 		fail "$label: no line about frees of memory allocated before attach: $(tr '\n' ' ' < "$(get "$tb" err)")"
 	[ "$(sed -n 's/^tbpf: memory: \([0-9]*\) frees of memory allocated before.*/\1/p' "$(get "$tb" err)")" -ge 2 ] ||
 		fail "$label: fewer than the 2 warm-up tensors counted as freed before attach"
-	"$TBPF" report "$T/leak.tbpf" --format json > "$T/leak_report.json" ||
+	"$TBPF" report "$T/leak.tbpf" --format json > "$T/leak_report.json" 2> "$T/leak_report.err" ||
 		fail "$label: tbpf report of the capture failed"
+	grep -E '^tbpf report: memory: [0-9]+ frees of memory allocated before' "$T/leak_report.err" ||
+		fail "$label: tbpf report does not say frees of memory allocated before were not charged"
 	python3 - "$(get "$tb" out)" "$T/leak_report.json" "$iters" "$bytes" <<'EOF' ||
 import json, sys
 live, rep, iters, nbytes = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3]), int(sys.argv[4])
