@@ -215,8 +215,10 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 	if (cfg->memory)
 		mode |= TBPF_MODE_MEMORY;
 	s->skel->rodata->tbpf_mode = mode;
-	if (cfg->memory && cfg->mem_map_size)
-		bpf_map__set_max_entries(s->skel->maps.mem_live, cfg->mem_map_size);
+	/* preallocated: ~20 MB of kernel memory at the default size, so only
+	 * with --profile-memory */
+	bpf_map__set_max_entries(s->skel->maps.mem_live, !cfg->memory ? 1 :
+				 cfg->mem_map_size ? cfg->mem_map_size : TBPF_MEM_MAP_DEFAULT);
 	s->skel->rodata->targ_tgid = cfg->only_pid > 0 ? (__u32)cfg->only_pid : 0;
 	s->skel->rodata->pid_filter = cfg->only_pid > 0 ? 0 : 1;
 	s->skel->rodata->guard_sig = SIGURG;
