@@ -88,6 +88,8 @@ for name, doc in (("live", live), ("report", rep)):
         continue
     top = m["live_at_end"][0]
     print("%s: largest live group: %s" % (name, top))
+    if m.get("frees_before_attach", 0) < 2:
+        bad.append("%s: frees_before_attach %s, the warm-up's 2 tensors were freed" % (name, m.get("frees_before_attach")))
     if (top["op"], top["layer"], top["allocations"], top["bytes"]) != ("aten::empty", "LeakNet/keep", iters, iters * nbytes):
         bad.append("%s: largest live group %s, expected aten::empty in LeakNet/keep, %d allocations of %d bytes" % (name, top, iters, nbytes))
     cpu = [d for d in m["devices"] if d["device"] == "CPU"]

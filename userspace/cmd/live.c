@@ -696,6 +696,8 @@ int live_run(const struct live_opts *o)
 			rc = TBPF_EXIT_ERROR;
 			goto done;
 		}
+		mm.frees_before_attach = counters[CNT_MEM_UNKNOWN_FREES];
+		mm.untracked = counters[CNT_MEM_MAP_FULL];
 		model.mem = &mm;
 	}
 	if (!model.prof.nops)

@@ -83,9 +83,8 @@ int mem_tables_print(FILE *out, const struct tbpf_model *m)
 		export_fmt_memory(pk, sizeof(pk), d->peak);
 		export_fmt_memory(lv, sizeof(lv), d->live);
 		fprintf(out, "\nPeak %s memory of pid %u: %s (of allocations made while profiled; "
-			"%s live at the end; %" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64
-			" frees of memory allocated before)", dev_name(d->dev_type), d->pid, pk, lv,
-			d->allocs, d->frees, d->unknown_frees);
+			"%s live at the end; %" PRIu64 " allocations, %" PRIu64 " frees)",
+			dev_name(d->dev_type), d->pid, pk, lv, d->allocs, d->frees);
 		if (d->dev_type != TBPF_C10_DEV_CPU) {
 			export_fmt_memory(rs, sizeof(rs), (int64_t)d->max_reserved);
 			fprintf(out, "; reserved by the caching allocator: up to %s", rs);
@@ -96,6 +95,10 @@ int mem_tables_print(FILE *out, const struct tbpf_model *m)
 		else
 			fputs("(nothing)\n", out);
 	}
+	if (mm->frees_before_attach || mm->untracked)
+		fprintf(out, "\nNot charged: %" PRIu64 " frees of memory allocated before tbpf "
+			"attached, %" PRIu64 " allocations not tracked (map full: --mem-map-size).\n",
+			mm->frees_before_attach, mm->untracked);
 	return ferror(out) ? -EIO : 0;
 }
 
@@ -126,7 +129,9 @@ int mem_json_member(FILE *out, const struct tbpf_model *m)
 	err = mem_model_live_groups(mm, &g, &n);
 	if (err)
 		return err;
-	fputs("  \"memory\": {\n    \"live_at_end\": ", out);
+	fprintf(out, "  \"memory\": {\n    \"frees_before_attach\": %" PRIu64 ",\n"
+		"    \"allocations_untracked\": %" PRIu64 ",\n    \"live_at_end\": ",
+		mm->frees_before_attach, mm->untracked);
 	groups_json(out, m, g, n);
 	free(g);
 	fputs(",\n    \"devices\": [", out);
@@ -136,7 +141,7 @@ int mem_json_member(FILE *out, const struct tbpf_model *m)
 		fprintf(out, "%s\n      {\"pid\": %u, \"device\": \"%s\", \"device_index\": %d, "
 			"\"peak_bytes\": %lld, \"peak_ts_ns\": %" PRIu64 ", \"live_bytes\": %lld, "
 			"\"allocations\": %" PRIu64 ", \"allocated_bytes\": %" PRIu64 ", \"frees\": %"
-			PRIu64 ", \"frees_before\": %" PRIu64 ", \"max_reserved_bytes\": %" PRIu64
+			PRIu64 ", \"frees_unmatched\": %" PRIu64 ", \"max_reserved_bytes\": %" PRIu64
 			", \"peak_held_by\": ", i ? "," : "", d->pid, dev_name(d->dev_type),
 			d->dev_index, (long long)d->peak, d->peak_ts, (long long)d->live, d->allocs,
 			d->alloc_bytes, d->frees, d->unknown_frees, d->max_reserved);

@@ -35,7 +35,8 @@ struct mem_dev {
 	int16_t dev_index;
 	int64_t live, peak;     /* bytes of seen allocations */
 	uint64_t peak_ts;       /* CLOCK_MONOTONIC ns when the peak was reached */
-	uint64_t allocs, frees, unknown_frees;
+	uint64_t allocs, frees;
+	uint64_t unknown_frees;  /* frees of allocations without a record */
 	uint64_t alloc_bytes;   /* sum of allocation sizes */
 	uint64_t total_alloc, total_reserved;  /* last reported (CUDA) */
 	uint64_t max_reserved;
@@ -58,6 +59,10 @@ struct mem_model {
 	struct mem_ent *tab;    /* live allocations, open addressing */
 	size_t ntab, nlive;
 	uint64_t records;
+	/* from the BPF counters (set by the feed): frees of memory allocated
+	 * before attach, which make no record; allocations mem_live could not
+	 * keep */
+	uint64_t frees_before_attach, untracked;
 };
 
 void mem_model_init(struct mem_model *m);

@@ -145,6 +145,8 @@ int model_from_capture(struct capture_reader *r, unsigned parts, struct tbpf_mod
 	err = replay_model(r, &m->prof, m->cuda_own_init ? &m->cuda_own : NULL, NULL, &m->mem_own);
 	if (!err)
 		err = mem_model_finish(&m->mem_own);
+	m->mem_own.frees_before_attach = meta->end.counters[CNT_MEM_UNKNOWN_FREES];
+	m->mem_own.untracked = meta->end.counters[CNT_MEM_MAP_FULL];
 	if (err)
 		return err;
 	if (m->prof.has_memory)
