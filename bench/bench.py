@@ -12,6 +12,10 @@ model code), R repetitions of
   torch.profiler  the same iterations inside torch.profiler
   (--shapes: each tbpf mode again with --record-shapes, and torch.profiler
   with record_shapes=True: the per-op cost of input shapes, issue 16)
+and with --memory (issue 17) also
+  tbpf --profile-memory                  tbpf's default mode with the
+                                         allocator probes
+  torch.profiler profile_memory=True     the same inside torch.profiler
 in rotating order, reporting medians (min-max) of the time per iteration
 measured by the workload itself, the slowdown against baseline, tbpf's
 per-op overhead (extra time per iteration / ATen ops per iteration, ops
@@ -79,6 +83,8 @@ def run_once(py, workload, iters, mode, args, tmp):
         cmd.append("--torch-profiler")
         if "record_shapes" in mode:
             cmd.append("--record-shapes")
+        if "profile_memory" in mode:
+            cmd.append("--torch-profile-memory")
     wl_out = open(os.path.join(tmp, "wl.out"), "w+")
     wl_err = open(os.path.join(tmp, "wl.err"), "w+")
     wl = subprocess.Popen(cmd, stdout=wl_out, stderr=wl_err, stdin=subprocess.DEVNULL)
@@ -120,7 +126,8 @@ def run_once(py, workload, iters, mode, args, tmp):
                 raise RunError("tbpf exited %d: %s" % (rc, open(tb_err.name).read().strip()[-300:]))
             try:
                 doc = json.load(open(tb_out.name))
-                res["calls"] = sum(o["calls"] for o in doc["ops"] if o.get("pid") == wl.pid)
+                res["calls"] = sum(o["calls"] for o in doc["ops"]
+                                  if o.get("pid") == wl.pid and o["name"] != "[memory]")
                 res["dropped"] = doc["run"].get("events_dropped", 0)
                 if res.get("probes") is None:
                     res["probes"] = doc["run"].get("probes_attached")
@@ -189,6 +196,8 @@ def main():
     p.add_argument("--shapes", action="store_true",
                    help="input shapes too (issue 16): each tbpf mode again with --record-shapes, "
                         "torch.profiler again with record_shapes=True")
+    p.add_argument("--memory", action="store_true",
+                   help="add tbpf --profile-memory and torch.profiler profile_memory=True rows")
     p.add_argument("--target-seconds", type=float, default=1.5, help="baseline length of one run")
     p.add_argument("--tbpf", default=os.path.join(ROOT, "build", "tbpf"))
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results.md"))
@@ -204,6 +213,9 @@ def main():
         tb_modes += [m + " --record-shapes" for m in tb_modes]
     prof_modes = ["torch.profiler"] + (["torch.profiler record_shapes"] if args.shapes else [])
     modes = ["baseline"] + tb_modes + ([] if args.no_profiler else prof_modes)
+    if args.memory:
+        modes += ["tbpf --profile-memory"] + ([] if args.no_profiler else
+                                              ["torch.profiler profile_memory=True"])
 
     rows, attach_rows, failures = [], [], []
     tmp = tempfile.mkdtemp(prefix="tbpf-bench.")

@@ -227,7 +227,8 @@ static __always_inline void emit_op(__u16 type, __u32 tid, __u64 ts, __u32 pid,
 }
 
 static __always_inline void stat_add(__u32 pid, __u32 op_id, __u64 stack_id, __u64 shape_id,
-				     __u64 self, __u64 total, __u32 flags)
+				     __u64 self, __u64 total, __u32 flags,
+				     const struct tbpf_frame *f)
 {
 	struct tbpf_opkey k = { .pid = pid, .op_id = op_id, .stack_id = stack_id,
 				.shape_id = shape_id };
@@ -250,9 +251,25 @@ static __always_inline void stat_add(__u32 pid, __u32 op_id, __u64 stack_id, __u
 		s->max_ns = total;
 	if (flags & (OPF_INFERRED | OPF_UNWOUND))
 		s->inferred++;
+	if ((tbpf_mode & TBPF_MODE_MEMORY) && f) {
+		for (int i = 0; i < MEM_DEV_N; i++) {
+			s->mem_self[i] += f->mem_self[i];
+			s->mem_total[i] += f->mem_total[i];
+		}
+	}
 }
 
 #include "hist.bpf.h"
+
+static __always_inline void frame_mem_zero(struct tbpf_frame *f)
+{
+	for (int i = 0; i < MEM_DEV_N; i++) {
+		f->mem_self[i] = 0;
+		f->mem_total[i] = 0;
+		f->dup_mem_self[i] = 0;
+		f->dup_mem_total[i] = 0;
+	}
+}
 
 /* Close the top frame at time `now`; flags say how the exit was seen. */
 /* The nearest counted (non-skip) frame below index d, or -1. */
@@ -272,7 +289,7 @@ static __always_inline int counted_parent(struct tbpf_thread *t, __u32 d)
 }
 
 static __always_inline void stat_undo(__u32 pid, __u32 op_id, __u64 stack_id, __u64 shape_id,
-				      __u64 self, __u64 total)
+				      __u64 self, __u64 total, const struct tbpf_frame *f)
 {
 	struct tbpf_opkey k = { .pid = pid, .op_id = op_id, .stack_id = stack_id,
 				.shape_id = shape_id };
@@ -283,6 +300,12 @@ static __always_inline void stat_undo(__u32 pid, __u32 op_id, __u64 stack_id, __
 		s->folded += 1;
 		s->self_ns -= self;
 		s->total_ns -= total;
+		if (tbpf_mode & TBPF_MODE_MEMORY) {
+			for (int i = 0; i < MEM_DEV_N; i++) {
+				s->mem_self[i] -= f->dup_mem_self[i];
+				s->mem_total[i] -= f->dup_mem_total[i];
+			}
+		}
 	}
 }
 
@@ -307,9 +330,16 @@ static __always_inline void pop_frame(struct tbpf_thread *t, __u32 tid, __u64 no
 	pi = (d - 1) & (TBPF_MAX_DEPTH - 1);
 	if (fflags & OPF_SKIP) {
 		/* its nested ops are the parent's children; its own time is
-		 * the parent's self time */
-		if (d > 0)
+		 * the parent's self time (and its own bytes the parent's) */
+		if (d > 0) {
 			t->frames[pi].child_ns += child;
+			if (tbpf_mode & TBPF_MODE_MEMORY) {
+				for (int i = 0; i < MEM_DEV_N; i++) {
+					t->frames[pi].mem_self[i] += f->mem_self[i];
+					t->frames[pi].mem_total[i] += f->mem_total[i];
+				}
+			}
+		}
 		return;
 	}
 	self = dur > child ? dur - child : 0;
@@ -317,11 +347,20 @@ static __always_inline void pop_frame(struct tbpf_thread *t, __u32 tid, __u64 no
 	/* torch.profiler drops a child that has its parent's name and is
 	 * its only child (EventList._remove_dup_nodes): fold it back in */
 	if (f->nchild == 1 && f->dup_op) {
-		stat_undo(t->pid, f->dup_op, pystack, f->dup_shape, f->dup_self, f->dup_total);
+		stat_undo(t->pid, f->dup_op, pystack, f->dup_shape, f->dup_self, f->dup_total, f);
 		self += f->dup_self;
+		if (tbpf_mode & TBPF_MODE_MEMORY) {
+			for (int i = 0; i < MEM_DEV_N; i++)
+				f->mem_self[i] += f->dup_mem_self[i];
+		}
 	}
-	if (d > 0)
+	if (d > 0) {
 		t->frames[pi].child_ns += dur;
+		if (tbpf_mode & TBPF_MODE_MEMORY) {
+			for (int i = 0; i < MEM_DEV_N; i++)
+				t->frames[pi].mem_total[i] += f->mem_total[i];
+		}
+	}
 	cp = counted_parent(t, d);
 	if (cp >= 0) {
 		struct tbpf_frame *p = &t->frames[cp & (TBPF_MAX_DEPTH - 1)];
@@ -332,11 +371,17 @@ static __always_inline void pop_frame(struct tbpf_thread *t, __u32 tid, __u64 no
 			p->dup_self = self;
 			p->dup_total = dur;
 			p->dup_shape = f->shape;
+			if (tbpf_mode & TBPF_MODE_MEMORY) {
+				for (int i = 0; i < MEM_DEV_N; i++) {
+					p->dup_mem_self[i] = f->mem_self[i];
+					p->dup_mem_total[i] = f->mem_total[i];
+				}
+			}
 		}
 	}
 	if (t->vdepth)
 		t->vdepth--;
-	stat_add(t->pid, op_id, pystack, f->shape, self, dur, flags);
+	stat_add(t->pid, op_id, pystack, f->shape, self, dur, flags, f);
 #ifdef HAVE_HIST
 	hist_add(t->pid, op_id, dur);
 #endif
@@ -517,6 +562,8 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	if ((tbpf_mode & TBPF_MODE_SHAPES) && !(flags & OPF_SKIP))
 		f->shape = shape_capture(ctx, pid, tid,
 					 cookie & (0xffffffffULL | TBPF_COOKIE_REDISPATCH), now);
+	if (tbpf_mode & TBPF_MODE_MEMORY)
+		frame_mem_zero(f);
 	t->depth = d + 1;
 	if (!(flags & OPF_SKIP)) {
 		emit_op_shape(REC_OP_ENTER, tid, now, pid, op_id, t->vdepth,
@@ -664,6 +711,8 @@ int BPF_KPROBE(tbpf_scope_new)
 	f->pystack = t->pystack_id;
 	f->scope = PT_REGS_PARM1(ctx);
 	f->shape = 0;
+	if (tbpf_mode & TBPF_MODE_MEMORY)
+		frame_mem_zero(f);
 	t->depth = d + 1;
 	emit_op(REC_OP_ENTER, tid, now, pid, id, t->vdepth, OPF_SCOPE, (__u32)t->pystack_id);
 	t->vdepth++;
@@ -734,7 +783,7 @@ int BPF_KPROBE(tbpf_module_call)
 	if (!stack)
 		return 0;
 	cnt_add(CNT_MODCALLS, 1);
-	stat_add(pid, TBPF_MODCALL_ID, stack, 0, 0, 0, 0);
+	stat_add(pid, TBPF_MODCALL_ID, stack, 0, 0, 0, 0, NULL);
 	emit_op(REC_MODCALL, tid, bpf_ktime_get_ns(), pid, TBPF_MODCALL_ID, 0, 0, (__u32)stack);
 #endif
 	return 0;
@@ -883,6 +932,7 @@ int BPF_PROG(tbpf_thread_exit, struct task_struct *task)
 }
 
 #include "runhold.bpf.h"
+#include "mem.bpf.h"
 #if __has_include("cuda.bpf.h")
 #include "cuda.bpf.h"
 #endif

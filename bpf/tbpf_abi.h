@@ -43,7 +43,9 @@ enum tbpf_mode_flags {
 	TBPF_MODE_EXITS = 1 << 1,    /* return probes attached: exact exits */
 	TBPF_MODE_PYSTACK = 1 << 2,  /* walk Python stacks at outermost ops */
 	TBPF_MODE_GUARD = 1 << 3,    /* ptrace unwind guard active */
-	TBPF_MODE_SHAPES = 1 << 4,   /* read input shapes at op entry (issue 16) */
+	TBPF_MODE_MEMORY = 1 << 4,   /* --profile-memory: allocator probes,
+				      * REC_MEM records, per-op bytes */
+	TBPF_MODE_SHAPES = 1 << 5,   /* read input shapes at op entry (issue 16) */
 };
 
 /* ---- record types ---------------------------------------------------- */
@@ -58,9 +60,10 @@ enum tbpf_rec_type {
 	REC_UNWIND = 8,     /* frames closed by an exception unwind */
 	REC_GPU = 9,        /* CUPTI device activity (kernel/memcpy/memset) */
 	REC_SCOPE_NAME = 10,/* a record_function scope's name, once per name */
-	REC_MODCALL = 11,   /* an nn.Module call (struct rec_op, op_id
+	REC_MEM = 11,       /* an allocation or free torch.profiler would report */
+	REC_MODCALL = 12,   /* an nn.Module call (struct rec_op, op_id
 			     * TBPF_MODCALL_ID, stack_id: the module's stack) */
-	REC_SHAPE = 12,     /* an input-shape list, once per shape id (issue 16) */
+	REC_SHAPE = 13,     /* an input-shape list, once per shape id (issue 16) */
 	REC_TYPE_MAX
 };
 
@@ -334,6 +337,67 @@ struct tbpf_agent_ctl {
 };
 /* ==== END REC_GPU ======================================================= */
 
+/* ==== BEGIN memory (--profile-memory, issue 17) =========================
+ * What torch.profiler's profile_memory=True counts, seen from outside:
+ *  - CPU: c10::ProfiledCPUMemoryReporter::New(this, ptr, nbytes) and
+ *    ::Delete(this, ptr) in libc10, which the default CPU allocator calls
+ *    for every allocation and free, profiler on or off (they report to the
+ *    profiler only while it runs);
+ *  - CUDA (and any other device): c10::reportMemoryUsageToProfiler(ptr,
+ *    alloc_size, total_allocated, total_reserved, Device), which the CUDA
+ *    caching allocator calls for every block it hands out (+size) and takes
+ *    back (-size), with its own totals.  CPU reports there are skipped
+ *    (they come from New/Delete, when torch.profiler runs in the target).
+ * An allocation or free is charged to the op open on the calling thread
+ * (its Self and its ancestors' inclusive bytes), as torch.profiler does;
+ * outside any op to the `[memory]` row (TBPF_OPID_MEMORY).  A free needs
+ * the allocation's size: CPU allocations are kept in the bounded hash
+ * `mem_live` ((pid, ptr) -> struct tbpf_memval); a free of an address not
+ * in it (allocated before attach, or the map was full) is counted apart
+ * (CNT_MEM_UNKNOWN_FREES) and charged nowhere, as torch.profiler skips
+ * frees of memory allocated before it started. */
+#define TBPF_OPID_MEMORY 0x7ffffff0u  /* the "[memory]" row */
+#define TBPF_MEM_MAP_DEFAULT 262144   /* mem_live entries (--mem-map-size) */
+
+enum tbpf_mem_dev { MEM_DEV_CPU = 0, MEM_DEV_CUDA = 1, MEM_DEV_N = 2 };
+
+/* c10::DeviceType values (1.13 .. 2.8) used by the records */
+#define TBPF_C10_DEV_CPU 0
+#define TBPF_C10_DEV_CUDA 1
+
+enum tbpf_mem_flags {
+	MEMF_FREE = 1 << 0,       /* bytes < 0 */
+	MEMF_NO_OP = 1 << 1,      /* no op open on the thread: "[memory]" */
+	MEMF_UNTRACKED = 1 << 2,  /* allocation not kept (mem_live full) */
+};
+
+struct rec_mem {
+	struct rec_hdr h;
+	__u32 pid;
+	__u16 dev_type;      /* c10::DeviceType (0 CPU, 1 CUDA, ...) */
+	__s16 dev_index;     /* -1 = none (CPU) */
+	__u64 ptr;
+	__s64 bytes;         /* + allocated, - freed */
+	__u64 total_alloc;   /* the allocator's allocated bytes after it
+			      * (CUDA: its own; CPU: 0, computed by the model) */
+	__u64 total_reserved;/* CUDA: reserved (segments); CPU: 0 */
+	__u32 op_id;         /* op charged (top of the thread's stack), 0 none */
+	__u32 stack_id;      /* its Python stack (low 32 bits) */
+	__u32 flags;         /* enum tbpf_mem_flags */
+	__u32 depth;
+};
+
+struct tbpf_memkey {
+	__u32 pid;
+	__u32 pad;
+	__u64 ptr;
+};
+
+struct tbpf_memval {
+	__s64 bytes;
+};
+/* ==== END memory ======================================================== */
+
 /* ---- maps shared with user space -------------------------------------- */
 
 struct tbpf_frame {
@@ -352,6 +416,10 @@ struct tbpf_frame {
 	__u64 scope;     /* OPF_SCOPE: the at::RecordFunction's address */
 	__u64 shape;     /* input shape id its row is keyed by (issue 16) */
 	__u64 dup_shape; /* the folded child's */
+	/* --profile-memory: bytes (allocated - freed) per enum tbpf_mem_dev,
+	 * by this op alone and with its children; the dup child's (folded) */
+	__s64 mem_self[MEM_DEV_N], mem_total[MEM_DEV_N];
+	__s64 dup_mem_self[MEM_DEV_N], dup_mem_total[MEM_DEV_N];
 };
 
 struct tbpf_thread {
@@ -392,6 +460,9 @@ struct tbpf_opstat {
 	__u64 max_ns;
 	__u64 folded;    /* of `calls`: the only child of a same-name op, which
 			  * torch.profiler's table shows as part of its parent */
+	/* --profile-memory: torch.profiler's self_cpu_memory_usage,
+	 * cpu_memory_usage, self_cuda_memory_usage, cuda_memory_usage */
+	__s64 mem_self[MEM_DEV_N], mem_total[MEM_DEV_N];
 };
 
 /* Global counters (per-CPU array index). */
@@ -413,6 +484,11 @@ enum tbpf_counter {
 	CNT_CUDA_NESTED,      /* driver calls made inside a runtime call, skipped */
 	CNT_SAMPLE_POPS,      /* infer mode: frames closed by a sample or switch-out */
 	CNT_SCOPE_HITS,       /* RecordFunction constructor / end() probe hits */
+	CNT_MEM_ALLOCS,       /* allocations seen (--profile-memory) */
+	CNT_MEM_FREES,        /* frees charged */
+	CNT_MEM_UNKNOWN_FREES,/* frees of memory allocated before attach (or untracked) */
+	CNT_MEM_MAP_FULL,     /* allocations not kept: mem_live full */
+	CNT_MEM_NO_OP,        /* allocations/frees outside any op ("[memory]") */
 	CNT_MODCALLS,         /* nn.Module calls counted (TBPF_MODCALL_ID rows) */
 	CNT_SHAPE_BAD,        /* tensors whose sizes did not multiply to numel */
 	CNT_SHAPE_FULL,       /* shape table full: calls counted without shapes */

@@ -92,10 +92,11 @@ def profiler_op_counts(prof) -> dict:
     return dict(sorted(counts.items()))
 
 
-def profile_cpu(record_shapes=False):
+def profile_cpu(record_shapes=False, profile_memory=False):
     import torch
     return torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
-                                  record_shapes=record_shapes)
+                                  record_shapes=record_shapes,
+                                  profile_memory=profile_memory)
 
 
 def print_json(obj) -> None:
@@ -121,6 +122,8 @@ def bench_main(description, setup, default_iters, add_args=None):
                    help="run the timed iterations under torch.profiler (CPU activity)")
     p.add_argument("--record-shapes", action="store_true",
                    help="with --torch-profiler: record_shapes=True (issue 16's comparison)")
+    p.add_argument("--torch-profile-memory", action="store_true",
+                   help="with --torch-profiler: profile_memory=True")
     p.add_argument("--count-ops", action="store_true",
                    help="print aten:: op calls per iteration (from torch.profiler) and exit")
     p.add_argument("--no-wait", action="store_true", help="start at once, no go signal")
@@ -145,7 +148,8 @@ def bench_main(description, setup, default_iters, add_args=None):
     if not args.no_wait:
         ready()
         wait_go(args)
-    prof = profile_cpu(args.record_shapes) if args.torch_profiler else None
+    prof = (profile_cpu(args.record_shapes, args.torch_profile_memory)
+            if args.torch_profiler else None)
     t0 = time.perf_counter()
     if prof is not None:
         prof.__enter__()

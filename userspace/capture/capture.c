@@ -385,6 +385,7 @@ int capture_check_bpf_record(const struct rec_hdr *h, size_t len)
 	case REC_ALLOC: need = sizeof(struct rec_alloc); break;
 	case REC_SCOPE_NAME: need = sizeof(struct rec_scope_name); break;
 	case REC_SHAPE: need = sizeof(struct rec_shape); break;
+	case REC_MEM: need = sizeof(struct rec_mem); break;
 	case REC_UNWIND:
 	case REC_GPU:
 		need = sizeof(*h);  /* layouts not fixed yet: opaque */

@@ -212,6 +212,7 @@ int timeline_feed(struct timeline *tl, const struct rec_hdr *rec)
 	case REC_MEMOP:
 	case REC_SYNC:
 	case REC_ALLOC:
+	case REC_MEM:
 		/* every one of these has pid right after the header */
 		memcpy(&pid, rec + 1, 4);
 		break;

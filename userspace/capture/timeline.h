@@ -57,7 +57,8 @@ struct tl_slice {
 
 struct tl_cuda {
 	uint32_t pid, tid;
-	const struct rec_hdr *rec;   /* REC_LAUNCH, REC_MEMOP, REC_SYNC, REC_ALLOC */
+	const struct rec_hdr *rec;   /* REC_LAUNCH, REC_MEMOP, REC_SYNC, REC_ALLOC,
+				      * REC_MEM (--profile-memory) */
 	const struct tl_slice *top;  /* op on top of the thread's stack, or NULL */
 };
 

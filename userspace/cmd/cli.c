@@ -41,9 +41,12 @@ static const char usage_text[] =
 "                         a capture to re-cut later with `tbpf report`\n"
 "      --record FILE      record a capture to FILE and also print --format\n"
 "      --sort KEY         table order: self_cpu_time_total (default),\n"
-"                         cpu_time_total, cpu_time, count, max_cpu_time, name;\n"
-"                         tree: model (default, named_modules() order),\n"
-"                         cpu_time_total, self_cpu_time_total, count, name\n"
+"                         cpu_time_total, cpu_time, count, max_cpu_time, name,\n"
+"                         with --profile-memory also self_cpu_memory_usage,\n"
+"                         cpu_memory_usage, self_cuda_memory_usage,\n"
+"                         cuda_memory_usage; tree: model (default,\n"
+"                         named_modules() order), cpu_time_total,\n"
+"                         self_cpu_time_total, count, name\n"
 "      --row-limit N      table rows (default 100, -1 = all)\n"
 "      --by-overload      one row per overload (aten::add.Tensor ...)\n"
 "      --record-shapes    read each op's input shapes at its entry: json rows\n"
@@ -61,6 +64,13 @@ static const char usage_text[] =
 "      --redispatch       also probe at::_ops::*::redispatch: counts ops that\n"
 "                         enter by the boxed path (torch.ops.aten.X,\n"
 "                         TorchScript); ~70% more probe hits in eager code\n"
+"      --profile-memory   CPU Mem / Self CPU Mem (and CUDA Mem) per op and layer,\n"
+"                         as torch.profiler(profile_memory=True) counts them;\n"
+"                         memory still live at the end by allocating op and\n"
+"                         layer, the peak and what held it; [memory] events\n"
+"                         and live/reserved counters in chrome/perfetto traces\n"
+"      --mem-map-size N   live CPU allocations tracked (default 262144); raise it\n"
+"                         when tbpf reports the allocation map full\n"
 "      --inject           load tbpf's CUPTI agent into --pid (ptrace + dlopen) for\n"
 "                         GPU device times (Self CUDA, CUDA total); refused when\n"
 "                         another CUPTI user (torch.profiler) is active\n"
@@ -79,6 +89,7 @@ static const char usage_text[] =
 "  sudo tbpf --pid 1234 --duration 10s --format json -o ops.json\n"
 "  sudo tbpf --pid 1234 --duration 10s --format tree --ops\n"
 "  sudo tbpf --pid 1234 --duration 10s --group-by-input-shape --sort cpu_time_total\n"
+"  sudo tbpf --pid 1234 --duration 10s --profile-memory --sort self_cpu_memory_usage\n"
 "  sudo tbpf --pid 1234 --duration 10s -o run.tbpf\n"
 "  tbpf report run.tbpf --format perfetto -o run.perfetto-trace\n"
 "  sudo tbpf run --format tree -- python3 train.py\n"
@@ -109,7 +120,7 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 {
 	enum { O_SORT = 256, O_ROWS, O_NOMULTI, O_RECORD, O_BYOVL, O_OPS, O_MINPCT, O_NOPY,
 	       O_INJECT /* issue 6 */, O_INJECT_FORCE, O_REDISPATCH,
-	       O_SHAPES /* issue 16 */, O_BYSHAPE, O_FLOPS };
+	       O_SHAPES /* issue 16 */, O_BYSHAPE, O_FLOPS, O_MEMORY /* issue 17 */, O_MEMMAP };
 	static const struct option longopts[] = {
 		SELECT_LONGOPTS,
 		{ "duration", required_argument, NULL, 'd' },
@@ -124,6 +135,8 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 		{ "with-flops", no_argument, NULL, O_FLOPS },
 		{ "no-uprobe-multi", no_argument, NULL, O_NOMULTI },
 		{ "redispatch", no_argument, NULL, O_REDISPATCH },
+		{ "profile-memory", no_argument, NULL, O_MEMORY },
+		{ "mem-map-size", required_argument, NULL, O_MEMMAP },
 		{ "ops", no_argument, NULL, O_OPS },
 		{ "min-pct", required_argument, NULL, O_MINPCT },
 		{ "no-python", no_argument, NULL, O_NOPY },
@@ -219,6 +232,20 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 		case O_REDISPATCH:
 			o->redispatch = true;
 			break;
+		case O_MEMORY:
+			o->memory = true;
+			break;
+		case O_MEMMAP: {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || end == optarg || v < 1024 || v > (1ul << 26))
+				return usage_error("invalid --mem-map-size '%s' (entries, 1024 .. "
+						   "67108864)", optarg);
+			o->mem_map_size = (uint32_t)v;
+			o->memory = true;
+			break;
+		}
 		case O_INJECT:
 			o->inject = true;
 			break;

@@ -41,6 +41,7 @@ static const char usage[] =
 "      --cgroup PATH     only processes in this cgroup\n"
 "      --exits MODE      auto, return or infer (default infer: no ptrace)\n"
 "      --no-cuda         no CUDA probes (kernel launch and copy counters)\n"
+"      --profile-memory  allocator probes: tbpf_op_self_memory_bytes per op\n"
 "      --ring-size SIZE  ring buffer for CUDA records (default 2M: ~25,000\n"
 "                        records between two reads 100 ms apart)\n"
 "  -d, --duration TIME   stop after TIME (default: until SIGINT/SIGTERM)\n"
@@ -101,7 +102,7 @@ static int label_opt(char *arg, struct daemon_opts *o, char **err)
 
 int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 {
-	enum { O_PPROF = 256, O_KEEP, O_PUSH, O_LABEL, O_TOP, O_BUDGET, O_APP, O_NO_CUDA };
+	enum { O_PPROF = 256, O_KEEP, O_PUSH, O_LABEL, O_TOP, O_BUDGET, O_APP, O_NO_CUDA, O_MEMORY };
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "window", required_argument, NULL, 'w' },
@@ -115,6 +116,7 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 		{ "max-overhead", required_argument, NULL, O_BUDGET },
 		SELECT_LONGOPTS,
 		{ "no-cuda", no_argument, NULL, O_NO_CUDA },
+		{ "profile-memory", no_argument, NULL, O_MEMORY },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -203,6 +205,9 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 			o->max_overhead = *end == '%' ? v / 100 : (v < 1 ? v : v / 100);
 			break;
 		}
+		case O_MEMORY:
+			o->memory = true;
+			break;
 		case O_NO_CUDA:
 			o->no_cuda = true;
 			break;

@@ -118,6 +118,8 @@ static void summarize(struct capture_reader *r, const char *out_path, struct exp
 	if (!sum->events_dropped)
 		sum->events_dropped = m->end.counters[CNT_DROPS];
 	sum->complete = m->end.present;
+	sum->mem_frees_before = m->end.counters[CNT_MEM_UNKNOWN_FREES];
+	sum->mem_map_full = m->end.counters[CNT_MEM_MAP_FULL];
 	struct stat sb;
 	if (out_path && strcmp(out_path, "-") && !stat(out_path, &sb))
 		sum->out_bytes = sb.st_size;
@@ -283,6 +285,13 @@ int cmd_report(int argc, char **argv)
 	if (sum.events_dropped)
 		fprintf(stderr, "tbpf report: %llu events were dropped while recording (ring buffer full); "
 			"rerun with a larger --ring-size\n", (unsigned long long)sum.events_dropped);
+	if (sum.mem_frees_before)
+		fprintf(stderr, "tbpf report: memory: %llu frees of memory allocated before tbpf "
+			"attached were not charged to any op\n", (unsigned long long)sum.mem_frees_before);
+	if (sum.mem_map_full)
+		fprintf(stderr, "tbpf report: memory: %llu allocations were not tracked (allocation "
+			"map full); record again with a larger --mem-map-size\n",
+			(unsigned long long)sum.mem_map_full);
 	if (!sum.complete)
 		fprintf(stderr, "tbpf report: %s has no end record (recording was cut short); "
 			"what was recorded is reported\n", argv[optind]);

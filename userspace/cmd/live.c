@@ -243,7 +243,7 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 	m->op_name = cuda_op_name;
 	m->op_name_ctx = s;
 	if (o->python && (tree_fmt || !strcmp(fmt, "json") ||
-			  (!strcmp(fmt, "table") && cm && !cuda_model_empty(cm)))) {
+			  (!strcmp(fmt, "table") && ((cm && !cuda_model_empty(cm)) || m->mem)))) {
 		/* issue 5: launches, copies and syncs per layer */
 		err = session_layer_tree(s, &m->prof, cm, &m->tree);
 		if (err)
@@ -255,7 +255,8 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 
 		if (o->sort && tree_sort_parse(o->sort, &to.sort)) {
 			fprintf(stderr, "tbpf: --sort %s is not a tree column (cpu_time_total, "
-					"self_cpu_time_total, count, launches, name, model)\n", o->sort);
+					"self_cpu_time_total, count, launches, name, model, "
+					"self_cpu_memory_usage, cpu_memory_usage)\n", o->sort);
 			rc = TBPF_EXIT_USAGE;
 		} else if (!out) {
 			fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
@@ -514,6 +515,30 @@ static void report_counters(const struct live_opts *o, struct session *s, const 
 
 }
 
+/* --profile-memory: what the allocator probes could not charge, each with
+ * what to do about it. */
+static void report_mem_counters(const struct live_opts *o, const uint64_t *c)
+{
+	if (o->verbose)
+		fprintf(stderr, "tbpf: memory: allocations %llu frees %llu outside ops %llu "
+				"frees of memory allocated before attach %llu map full %llu\n",
+			(unsigned long long)c[CNT_MEM_ALLOCS], (unsigned long long)c[CNT_MEM_FREES],
+			(unsigned long long)c[CNT_MEM_NO_OP],
+			(unsigned long long)c[CNT_MEM_UNKNOWN_FREES],
+			(unsigned long long)c[CNT_MEM_MAP_FULL]);
+	if (c[CNT_MEM_UNKNOWN_FREES])
+		fprintf(stderr, "tbpf: memory: %llu frees of memory allocated before tbpf attached "
+				"(size unknown) were not charged to any op, as torch.profiler does "
+				"not charge frees of memory allocated before it started\n",
+			(unsigned long long)c[CNT_MEM_UNKNOWN_FREES]);
+	if (c[CNT_MEM_MAP_FULL])
+		fprintf(stderr, "tbpf: memory: %llu allocations were not tracked (allocation map "
+				"full): their frees are not charged; rerun with a larger "
+				"--mem-map-size (now %u)\n",
+			(unsigned long long)c[CNT_MEM_MAP_FULL],
+			o->mem_map_size ? o->mem_map_size : TBPF_MEM_MAP_DEFAULT);
+}
+
 /* Run info of the collected rows: duration, probes, drops, how exits
  * were seen, device times (or why none), the targets. */
 static void live_run_info(struct session *s, struct profile *p, uint64_t duration,
@@ -587,7 +612,10 @@ int live_run(const struct live_opts *o)
 		.inject_flags = o->inject_force ? INJECT_FORCE : 0,
 		.run_hold = o->wait_torch,
 		.shapes = o->record_shapes,
+		.memory = o->memory,
+		.mem_map_size = o->mem_map_size,
 	};
+	struct mem_model mm;
 	char *agent_path = cfg.gpu_agent ? run_agent_path() : NULL;   /* issue 6 */
 	struct session *s = NULL;
 	struct capture_writer *cw = NULL;
@@ -606,6 +634,9 @@ int live_run(const struct live_opts *o)
 		free(agent_path);
 		return TBPF_EXIT_ERROR;
 	}
+	mem_model_init(&mm);
+	if (o->memory)
+		cfg.mem = &mm;
 	t0 = now_ns(CLOCK_MONOTONIC);
 	cfg.agent_path = agent_path;
 	s = session_open(&cfg, &why, &code);
@@ -640,7 +671,8 @@ int live_run(const struct live_opts *o)
 	}
 	t_mono = now_ns(CLOCK_MONOTONIC);
 	t_real = now_ns(CLOCK_REALTIME);
-	mode = (o->sel.exits != EXITS_INFER ? TBPF_MODE_EXITS : 0) | (cfg.record ? TBPF_MODE_RECORD : 0);
+	mode = (o->sel.exits != EXITS_INFER ? TBPF_MODE_EXITS : 0) | (cfg.record ? TBPF_MODE_RECORD : 0) |
+	       (o->memory ? TBPF_MODE_MEMORY : 0);
 	for (size_t i = 0; i < session_ntargets(s); i++)
 		probes += session_target(s, i)->nprobes;
 	announce(o, s, probes, t_mono - t0, t_load, cfg.system_wide);
@@ -668,6 +700,16 @@ int live_run(const struct live_opts *o)
 	}
 
 	report_counters(o, s, counters, stop_reason, duration);
+	if (o->memory) {
+		report_mem_counters(o, counters);
+		if (mem_model_finish(&mm)) {
+			rc = TBPF_EXIT_ERROR;
+			goto done;
+		}
+		mm.frees_before_attach = counters[CNT_MEM_UNKNOWN_FREES];
+		mm.untracked = counters[CNT_MEM_MAP_FULL];
+		model.mem = &mm;
+	}
 	if (!model.prof.nops)
 		report_empty(s, counters, duration);
 	live_run_info(s, &model.prof, duration, probes, counters, stop_reason);
@@ -693,5 +735,6 @@ out:
 		unlink(capture_path);
 	free(capture_path);
 	free(agent_path);
+	mem_model_free(&mm);
 	return rc;
 }

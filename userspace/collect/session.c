@@ -41,12 +41,16 @@
 #include "elfsym.h"
 #include "shape_session.h"
 #include "shapes.h"
+#include "mem_attach.h"
+#include "memory.h"
 
 struct tgt {
 	struct target t;
 	uint32_t id_base;
 	struct uprobe_set entry, hooks;
 	struct uprobe_set scopes;  /* record_function scopes (issue 15) */
+	struct mem_attach mem;     /* --profile-memory allocator probes (issue 17) */
+	bool mem_probed;           /* they were attached (stays set after detach) */
 	struct guard *guard;
 	struct guard_stats gstats;
 	int pidfd;
@@ -156,6 +160,9 @@ static int on_record(void *ctx, void *data, size_t size)
 		cuda_session_record(&s->cuda, data, size);
 	if (s->cfg.gpu_agent)   /* issue 6: REC_GPU + host launches for the join */
 		gpu_session_record(&s->gpu, data, size);
+	if (s->cfg.mem && size >= sizeof(struct rec_mem) &&
+	    ((struct rec_hdr *)data)->type == REC_MEM && mem_model_add(s->cfg.mem, data))
+		s->record_errors++;
 	return 0;
 }
 
@@ -212,7 +219,13 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 	if (cfg->shapes)
 		mode |= TBPF_MODE_SHAPES;
 	s->shapes_ok = -1;
+	if (cfg->memory)
+		mode |= TBPF_MODE_MEMORY;
 	s->skel->rodata->tbpf_mode = mode;
+	/* preallocated: ~20 MB of kernel memory at the default size, so only
+	 * with --profile-memory */
+	bpf_map__set_max_entries(s->skel->maps.mem_live, !cfg->memory ? 1 :
+				 cfg->mem_map_size ? cfg->mem_map_size : TBPF_MEM_MAP_DEFAULT);
 	s->skel->rodata->targ_tgid = cfg->only_pid > 0 ? (__u32)cfg->only_pid : 0;
 	s->skel->rodata->pid_filter = cfg->only_pid > 0 ? 0 : 1;
 	s->skel->rodata->guard_sig = SIGURG;
@@ -262,7 +275,7 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 	if (cfg->gpu_agent)
 		gpu_session_init(&s->gpu, s->multi);
 	/* CUDA and GPU records always go through the ring buffer */
-	if (cfg->record || cfg->cuda || cfg->python || cfg->gpu_agent) {
+	if (cfg->record || cfg->cuda || cfg->python || cfg->gpu_agent || cfg->memory) {
 		s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
 		if (!s->rb) {
 			*why = strf("cannot map the ring buffer: %s", strerror(errno));
@@ -504,6 +517,7 @@ static void tgt_detach(struct session *s, struct tgt *tg)
 	uprobe_set_close(&tg->entry);
 	uprobe_set_close(&tg->hooks);
 	uprobe_set_close(&tg->scopes);
+	mem_detach(&tg->mem);
 	if (tg->pidfd >= 0) {
 		close(tg->pidfd);
 		tg->pidfd = -1;
@@ -656,6 +670,23 @@ static int attach_op_probes(struct session *s, struct tgt *tg, bool no_returns, 
 	return 0;
 }
 
+/* --profile-memory (issue 17): the allocator probes in libc10; without
+ * them the op table still works, without memory columns */
+static void attach_mem_probes(struct session *s, struct tgt *tg)
+{
+	char *mwhy = NULL;
+	int me = mem_attach(s->skel, tg->t.pid, &tg->t.maps, s->multi, &tg->mem, &mwhy);
+
+	tg->mem_probed = !me;
+	if (me)
+		fprintf(stderr, "tbpf: warning: pid %d: no memory columns: %s\n", tg->t.pid,
+			mwhy ? mwhy : strerror(-me));
+	else if (!(tg->mem.have & (1u << MEMP_REPORT)))
+		fprintf(stderr, "tbpf: warning: pid %d: no c10::reportMemoryUsageToProfiler in %s: "
+				"no CUDA memory columns\n", tg->t.pid, tg->mem.lib);
+	free(mwhy);
+}
+
 /* Rows beside the ops (autograd nodes, record_function scopes) and the
  * exception hook of the infer mode; each only warns when missing. */
 static void attach_extras(struct session *s, struct tgt *tg)
@@ -664,6 +695,8 @@ static void attach_extras(struct session *s, struct tgt *tg)
 	if (attach_scope_hooks(s, tg))
 		fprintf(stderr, "tbpf: warning: pid %d: no record_function scope rows (no "
 				"at::RecordFunction entry points found or attachable)\n", tg->t.pid);
+	if (s->cfg.memory)
+		attach_mem_probes(s, tg);
 	if (!tg->guard && attach_catch_hooks(s, tg))
 		fprintf(stderr, "tbpf: warning: pid %d: cannot hook __cxa_begin_catch; frames unwound "
 				"by exceptions close at the thread's next op\n", tg->t.pid);
@@ -1004,6 +1037,10 @@ static const struct op_def *scope_lookup(struct session *s, uint32_t id)
 
 static const struct op_def *op_lookup(struct session *s, uint32_t id)
 {
+	static const struct op_def memory_row = { PROF_MEMORY_ROW, "" };
+
+	if (id == TBPF_OPID_MEMORY)
+		return &memory_row;
 	if (TBPF_IS_SCOPE_ID(id))
 		return scope_lookup(s, id);
 	for (size_t i = 0; i < s->n; i++) {
@@ -1069,6 +1106,8 @@ int session_collect(struct session *s, struct profile *p)
 
 	if (!vals)
 		return -ENOMEM;
+	for (size_t i = 0; s->cfg.memory && i < s->n; i++)
+		p->has_memory |= s->v[i]->mem_probed;   /* columns only when measured */
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		struct prof_op row = { 0 };
 		const struct op_def *d;
@@ -1112,7 +1151,13 @@ int session_collect(struct session *s, struct profile *p)
 			row.folded += vals[c].folded;
 			if (vals[c].max_ns > row.max_ns)
 				row.max_ns = vals[c].max_ns;
+			for (int i = 0; i < MEM_DEV_N; i++) {
+				row.mem_self[i] += vals[c].mem_self[i];
+				row.mem_total[i] += vals[c].mem_total[i];
+			}
 		}
+		if (row.mem_self[MEM_DEV_CUDA] || row.mem_total[MEM_DEV_CUDA])
+			p->has_cuda_memory = true;
 		row.calls -= row.folded;   /* as torch.profiler's table counts */
 		row.flops = flops_per_call * row.calls;
 		err = profile_add_op(p, &row);

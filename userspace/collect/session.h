@@ -57,7 +57,15 @@ struct session_config {
 	unsigned inject_flags;      /* enum inject_flags (--inject-force) */
 	bool run_hold;              /* tbpf run: load the hold (session_hold_torch) */
 	bool shapes;                /* --record-shapes: input shapes at op entry */
+	/* --profile-memory (issue 17): allocator probes, per-op bytes,
+	 * REC_MEM records into `mem` (the memory model, NULL: not kept);
+	 * mem_map_size: entries of the BPF map of live CPU allocations */
+	bool memory;
+	uint32_t mem_map_size;
+	struct mem_model *mem;
 };
+
+struct mem_model;
 
 struct session_target_info {
 	pid_t pid;

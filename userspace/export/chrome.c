@@ -350,6 +350,27 @@ static void c_cuda(void *vc, const struct tl_cuda *cu)
 		fprintf(out, ",\"args\":{\"handle\":%" PRIu64 "}}", (uint64_t)sy->handle);
 		break;
 	}
+	case REC_MEM: {
+		/* Kineto's memory event, and a counter per process and device */
+		const struct rec_mem *mr = (const void *)cu->rec;
+		uint64_t ta, tr;
+
+		trace_mem_totals(c->src, mr, &ta, &tr);
+		ev_start(c);
+		fprintf(out, "{\"ph\":\"i\",\"cat\":\"cpu_instant_event\",\"s\":\"t\","
+			"\"name\":\"[memory]\",\"pid\":%u,\"tid\":%u", cu->pid, cu->tid);
+		ts_us(out, "ts", mr->h.ts_ns, c->base);
+		fprintf(out, ",\"args\":{\"Total Reserved\":%" PRIu64 ",\"Total Allocated\":%" PRIu64
+			",\"Bytes\":%" PRId64 ",\"Addr\":%" PRIu64 ",\"Device Type\":%u,"
+			"\"Device Id\":%d}}", tr, ta, (int64_t)mr->bytes, (uint64_t)mr->ptr,
+			mr->dev_type, mr->dev_index);
+		ev_start(c);
+		fprintf(out, "{\"ph\":\"C\",\"name\":\"%s memory\",\"pid\":%u,\"tid\":0",
+			trace_mem_device(mr), cu->pid);
+		ts_us(out, "ts", mr->h.ts_ns, c->base);
+		fprintf(out, ",\"args\":{\"Allocated\":%" PRIu64 ",\"Reserved\":%" PRIu64 "}}", ta, tr);
+		break;
+	}
 	case REC_ALLOC: {
 		const struct rec_alloc *a = (const void *)cu->rec;
 		cuda_common(c, cu, "i", a->api);

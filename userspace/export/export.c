@@ -1,5 +1,6 @@
-/* export.c - export stage: format names. */
+/* export.c - export stage: format names, byte counts as torch.profiler shows them. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include "export.h"
 
@@ -24,4 +25,20 @@ const char *export_format_name(int fmt)
 bool export_format_binary(int fmt)
 {
 	return fmt == EXPORT_PERFETTO || fmt == EXPORT_PPROF;
+}
+
+char *export_fmt_memory(char *buf, size_t len, int64_t b)
+{
+	const double KB = 1024.0, MB = 1024.0 * KB, GB = 1024.0 * MB;
+	double a = b < 0 ? -(double)b : (double)b;
+
+	if (a >= GB)
+		snprintf(buf, len, "%.2f Gb", b / GB);
+	else if (a >= MB)
+		snprintf(buf, len, "%.2f Mb", b / MB);
+	else if (a >= KB)
+		snprintf(buf, len, "%.2f Kb", b / KB);
+	else
+		snprintf(buf, len, "%lld b", (long long)b);
+	return buf;
 }

@@ -11,6 +11,7 @@
 #define TBPF_EXPORT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct profile;
@@ -43,6 +44,9 @@ struct export_opts {
 /* "table" -> EXPORT_TABLE ...; -EINVAL when unknown. */
 int export_format_parse(const char *name);
 const char *export_format_name(int fmt);
+/* Bytes as torch.profiler's tables show them (_format_memory: "1.50 Mb",
+ * "-12 b", powers of 1024).  Returns buf. */
+char *export_fmt_memory(char *buf, size_t len, int64_t b);
 /* Formats that need a binary-safe output (perfetto, pprof). */
 bool export_format_binary(int fmt);
 

@@ -29,6 +29,11 @@
  *                                too, torch.profiler's notation "[[2, 3], []]"
  *       "flops": int,            --with-flops: torch.profiler's FLOPs, all calls
  *       "self_cuda_ns": int, "cuda_total_ns": int   only with gpu_times
+ *       "cpu_memory_usage": int, "self_cpu_memory_usage": int,
+ *       "cuda_memory_usage": int, "self_cuda_memory_usage": int
+ *                                only with --profile-memory: bytes allocated
+ *                                minus freed while the op was open (with its
+ *                                children / alone), torch.profiler's names
  *     }
  *   ]
  * }
@@ -95,6 +100,11 @@ int export_json(FILE *out, const struct profile *p, const struct export_opts *o)
 		if (p->has_gpu_times)
 			fprintf(out, ", \"self_cuda_ns\": %llu, \"cuda_total_ns\": %llu",
 				(unsigned long long)r->self_cuda_ns, (unsigned long long)r->cuda_total_ns);
+		if (p->has_memory)
+			fprintf(out, ", \"cpu_memory_usage\": %lld, \"self_cpu_memory_usage\": %lld, "
+				"\"cuda_memory_usage\": %lld, \"self_cuda_memory_usage\": %lld",
+				(long long)r->mem_total[0], (long long)r->mem_self[0],
+				(long long)r->mem_total[1], (long long)r->mem_self[1]);
 		fputc('}', out);
 	}
 	fputs(n ? "\n  ]" : "]", out);

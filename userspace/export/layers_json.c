@@ -35,8 +35,16 @@ static void write_cuda(FILE *out, const struct layer_node *n)
 	fputc(']', out);
 }
 
+/* --profile-memory: torch.profiler's names, bytes */
+static void write_mem(FILE *out, const int64_t *total, const int64_t *self)
+{
+	fprintf(out, ", \"cpu_memory_usage\": %lld, \"self_cpu_memory_usage\": %lld, "
+		     "\"cuda_memory_usage\": %lld, \"self_cuda_memory_usage\": %lld",
+		(long long)total[0], (long long)self[0], (long long)total[1], (long long)self[1]);
+}
+
 static int write_node(FILE *out, const struct layer_node *n, bool *first, bool top,
-		      bool cuda, bool fwd)
+		      bool cuda, bool fwd, bool mem)
 {
 	if (!top && n->name) {
 		char *path = layers_node_path(n), *parent = layers_node_path(n->parent);
@@ -70,9 +78,12 @@ static int write_node(FILE *out, const struct layer_node *n, bool *first, bool t
 			fprintf(out, ", \"forward_calls\": %llu", (unsigned long long)n->forward_calls);
 		if (n->order)
 			fprintf(out, ", \"order\": %u", n->order);
-		fprintf(out, ", \"calls\": %llu, \"self_ns\": %llu, \"total_ns\": %llu, \"ops\": [",
+		fprintf(out, ", \"calls\": %llu, \"self_ns\": %llu, \"total_ns\": %llu",
 			(unsigned long long)n->calls, (unsigned long long)n->self_ns,
 			(unsigned long long)n->total_ns);
+		if (mem)
+			write_mem(out, n->mem, n->self_mem);
+		fputs(", \"ops\": [", out);
 		for (size_t i = 0; i < n->nops; i++) {
 			fprintf(out, "%s{\"name\": ", i ? ", " : "");
 			json_str(out, n->ops[i].name);
@@ -82,6 +93,8 @@ static int write_node(FILE *out, const struct layer_node *n, bool *first, bool t
 			if (cuda)
 				fprintf(out, ", \"launches\": %llu",
 					(unsigned long long)n->ops[i].launches);
+			if (mem)
+				write_mem(out, n->ops[i].mem_total, n->ops[i].mem_self);
 			fputc('}', out);
 		}
 		fputc(']', out);
@@ -90,7 +103,7 @@ static int write_node(FILE *out, const struct layer_node *n, bool *first, bool t
 		fputc('}', out);
 	}
 	for (size_t i = 0; i < n->nkids; i++) {
-		int err = write_node(out, n->kids[i], first, false, cuda, fwd);
+		int err = write_node(out, n->kids[i], first, false, cuda, fwd, mem);
 
 		if (err)
 			return err;
@@ -105,7 +118,8 @@ int layers_json(FILE *out, const struct layer_tree *t)
 
 	fputs("\"layers\": [", out);
 	if (t)
-		err = write_node(out, &t->top, &first, true, t->has_cuda, t->has_modcalls);
+		err = write_node(out, &t->top, &first, true, t->has_cuda, t->has_modcalls,
+				 t->has_memory);
 	fputs("\n  ]", out);
 	if (err)
 		return err;

@@ -39,18 +39,20 @@ enum {
 	TE_TYPE = 9, TE_NAME_IID = 10, TE_NAME = 23, TE_TRACK_UUID = 11, TE_DEBUG = 4, TE_CATEGORIES = 22,
 	TE_FLOW_IDS = 47, TE_TERM_FLOW_IDS = 48,
 	DA_NAME = 10, DA_STRING = 6, DA_INT = 4,
-	TD_UUID = 1, TD_NAME = 2, TD_PROCESS = 3, TD_THREAD = 4, TD_PARENT = 5,
+	TD_UUID = 1, TD_NAME = 2, TD_PROCESS = 3, TD_THREAD = 4, TD_PARENT = 5, TD_COUNTER = 8,
+	TE_COUNTER_VALUE = 30,
 	PD_PID = 1, PD_NAME = 6, THD_PID = 1, THD_TID = 2, THD_NAME = 5,
 	ID_EVENT_NAMES = 2, EN_IID = 1, EN_NAME = 2,
 };
 enum { CLOCK_REALTIME_ID = 1, CLOCK_MONOTONIC_ID = 3 };
-enum { SLICE_BEGIN = 1, SLICE_END = 2, INSTANT = 3 };
+enum { SLICE_BEGIN = 1, SLICE_END = 2, INSTANT = 3, COUNTER = 4 };
 enum { SEQ_CLEARED = 1, SEQ_NEEDS = 2 };
 #define SEQ 1
 #define CUDA_IID (1u << 30)
 #define SCOPE_IID (1ull << 36)   /* + scope op id (TBPF_SCOPE_ID_BASE range) */
 #define SPAN_IID (1ull << 32)
 #define FLUSH_AT (1u << 20)
+#define MEM_IID (1u << 29)      /* the "[memory]" event name */
 
 struct pf_ctx {
 	FILE *out;
@@ -59,6 +61,7 @@ struct pf_ctx {
 	uint8_t *interned;          /* op_id -> name interned */
 	size_t ninterned;
 	bool cuda_interned[CU_API_MAX];
+	bool mem_interned;
 	uint64_t *tracks;           /* set of emitted track uuids */
 	size_t ntracks, ctracks;
 	uint64_t last_track;        /* thread track described last (cache) */
@@ -436,12 +439,18 @@ static void launch_slice(struct pf_ctx *c, const struct tl_cuda *cu, uint32_t ap
 	cuda_event(c, cu, api, SLICE_END, end, NULL, 0);
 }
 
+static void pf_mem(struct pf_ctx *c, const struct tl_cuda *cu);
+
 static void pf_cuda(void *vc, const struct tl_cuda *cu)
 {
 	struct pf_ctx *c = vc;
 	const struct rec_hdr *h = cu->rec;
 	const struct gj_dev *d = NULL;
 	thread_track(c, cu->pid, cu->tid);
+	if (h->type == REC_MEM) {
+		pf_mem(c, cu);
+		return;
+	}
 	if (c->src->gpu->ndev && (h->type == REC_LAUNCH || h->type == REC_MEMOP))
 		d = gpucap_flow_of(c->src->gpu, cu->pid, cu->tid, h->ts_ns,
 				   h->type == REC_LAUNCH ? ((const struct rec_launch *)h)->api
@@ -477,6 +486,73 @@ static void pf_cuda(void *vc, const struct tl_cuda *cu)
 		break;
 	}
 	}
+}
+
+/* --profile-memory: a counter track per process, device and kind
+ * (allocated, reserved), under the process's track; bit 35 keeps the
+ * uuids apart from the others (pids < 2^22) */
+static uint64_t mem_counter_uuid(uint32_t pid, uint16_t dev, int reserved)
+{
+	return 1ULL << 35 | (uint64_t)pid << 8 | (uint64_t)(dev & 0x7f) << 1 | (reserved ? 1 : 0);
+}
+
+static void mem_counter(struct pf_ctx *c, const struct rec_mem *r, int reserved, uint64_t v)
+{
+	uint64_t uuid = mem_counter_uuid(r->pid, r->dev_type, reserved);
+
+	if (track_new(c, uuid)) {
+		char name[64];
+
+		process_track(c, r->pid);
+		snprintf(name, sizeof(name), "%s memory %s", trace_mem_device(r),
+			 reserved ? "reserved" : "allocated");
+		size_t mk = packet_begin(c, 0, false);
+		size_t td = pb_begin(&c->w, TP_TRACK_DESC);
+		pb_varint(&c->w, TD_UUID, uuid);
+		pb_string(&c->w, TD_NAME, name);
+		pb_varint(&c->w, TD_PARENT, proc_uuid(r->pid));
+		pb_end(&c->w, pb_begin(&c->w, TD_COUNTER));
+		pb_end(&c->w, td);
+		packet_end(c, mk);
+	}
+	size_t mk = packet_begin(c, r->h.ts_ns, true);
+	pb_varint(&c->w, TP_SEQ_FLAGS, SEQ_NEEDS);
+	size_t te = pb_begin(&c->w, TP_TRACK_EVENT);
+	pb_varint(&c->w, TE_TYPE, COUNTER);
+	pb_varint(&c->w, TE_TRACK_UUID, uuid);
+	pb_varint(&c->w, TE_COUNTER_VALUE, v);
+	pb_end(&c->w, te);
+	packet_end(c, mk);
+}
+
+/* Kineto's [memory] instant event on the thread, and the counters */
+static void pf_mem(struct pf_ctx *c, const struct tl_cuda *cu)
+{
+	const struct rec_mem *r = (const void *)cu->rec;
+	uint64_t ta, tr;
+
+	trace_mem_totals(c->src, r, &ta, &tr);
+	size_t mk = packet_begin(c, r->h.ts_ns, true);
+	pb_varint(&c->w, TP_SEQ_FLAGS, SEQ_NEEDS);
+	if (!c->mem_interned) {
+		c->mem_interned = true;
+		intern_name(c, MEM_IID, "[memory]");
+	}
+	size_t te = pb_begin(&c->w, TP_TRACK_EVENT);
+	pb_varint(&c->w, TE_TYPE, INSTANT);
+	pb_varint(&c->w, TE_TRACK_UUID, thread_uuid(cu->pid, cu->tid));
+	pb_varint(&c->w, TE_NAME_IID, MEM_IID);
+	debug_int(c, "Total Reserved", tr);
+	debug_int(c, "Total Allocated", ta);
+	debug_int(c, "Bytes", (uint64_t)r->bytes);
+	debug_int(c, "Addr", r->ptr);
+	debug_int(c, "Device Type", r->dev_type);
+	debug_int(c, "Device Id", (uint64_t)(int64_t)r->dev_index);
+	pb_end(&c->w, te);
+	packet_end(c, mk);
+	mem_counter(c, r, 0, ta);
+	if (r->dev_type != TBPF_C10_DEV_CPU)
+		mem_counter(c, r, 1, tr);
 }
 
 static void gpu_track(void *vc, const struct trace_dev *t)

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include "cuda_tables.h"
 #include "layers_json.h"
+#include "mem_tables.h"
 #include "model.h"
 #include "report.h"
 
@@ -19,6 +20,11 @@ static int json_extra(FILE *out, void *ctx)
 			fputs(",\n", out);
 		err = cuda_json_members_ex(out, m->cuda, m->op_name, m->op_name_ctx, m->tree);
 	}
+	if (!err && m->mem) {
+		if (m->tree || m->cuda)
+			fputs(",\n", out);
+		err = mem_json_member(out, m);
+	}
 	return err;
 }
 
@@ -34,7 +40,7 @@ int export_model(FILE *out, int fmt, const struct tbpf_model *m, const struct ex
 		return m->tree ? tree_render(out, m->tree, &t) : -ENOENT;
 	}
 	if (fmt == EXPORT_JSON) {
-		if (m->cuda || m->tree) {
+		if (m->cuda || m->tree || m->mem) {
 			eo.json_extra = json_extra;
 			eo.json_extra_ctx = (void *)m;
 		}
@@ -47,5 +53,7 @@ int export_model(FILE *out, int fmt, const struct tbpf_model *m, const struct ex
 		if (!err && ferror(out))
 			err = -EIO;
 	}
+	if (!err && m->mem)
+		err = mem_tables_print(out, m);
 	return err;
 }

@@ -42,6 +42,7 @@ static void fmt_share(char *buf, size_t n, uint64_t ns, uint64_t total_ns)
 		snprintf(buf, n, "%.2f%%", (ns / 1000.0) * 100.0 / (total_ns / 1000.0));
 }
 
+
 static void avg_time(char *buf, size_t n, uint64_t total_ns, uint64_t calls)
 {
 	fmt_time_d(buf, n, calls ? (total_ns / 1000.0) / calls : 0.0);
@@ -174,6 +175,14 @@ int export_table(FILE *out, const struct profile *p, const struct export_opts *o
 		headers[nh++] = "CUDA total";
 		headers[nh++] = "CUDA time avg";
 	}
+	if (p->has_memory) {
+		headers[nh++] = "CPU Mem";
+		headers[nh++] = "Self CPU Mem";
+	}
+	if (p->has_memory && p->has_cuda_memory) {
+		headers[nh++] = "CUDA Mem";
+		headers[nh++] = "Self CUDA Mem";
+	}
 	headers[nh++] = "# of Calls";
 	if (has_launch)
 		headers[nh++] = "# Launches";
@@ -223,6 +232,12 @@ int export_table(FILE *out, const struct profile *p, const struct export_opts *o
 			fmt_time(b, sizeof(b), r->cuda_total_ns);
 			cell(out, b, COL_W);
 			avg_time(b, sizeof(b), r->cuda_total_ns, r->calls);
+			cell(out, b, COL_W);
+		}
+		for (int d = 0; p->has_memory && d < (p->has_cuda_memory ? 2 : 1); d++) {
+			export_fmt_memory(b, sizeof(b), r->mem_total[d]);
+			cell(out, b, COL_W);
+			export_fmt_memory(b, sizeof(b), r->mem_self[d]);
 			cell(out, b, COL_W);
 		}
 		snprintf(b, sizeof(b), "%llu", (unsigned long long)r->calls);

@@ -7,10 +7,30 @@
 #include "replay.h"
 #include "trace.h"
 
+static int mem_feed(void *ctx, const struct rec_hdr *h)
+{
+	if (h->size < sizeof(struct rec_mem))
+		return 0;
+	return mem_model_add(ctx, (const struct rec_mem *)h) == -ENOMEM ? -ENOMEM : 0;
+}
+
+void trace_mem_totals(const struct trace_src *src, const struct rec_mem *r, uint64_t *alloc,
+		      uint64_t *reserved)
+{
+	mem_model_totals(src->mem, r, alloc, reserved);
+}
+
+const char *trace_mem_device(const struct rec_mem *r)
+{
+	return r->dev_type == TBPF_C10_DEV_CPU ? "CPU" : r->dev_type == TBPF_C10_DEV_CUDA ? "CUDA"
+										  : "device";
+}
+
 int trace_export(struct capture_reader *r, const struct trace_writer *w, void *ctx,
 		 const int *err, struct trace_src *src)
 {
 	struct gpucap gpu;
+	struct mem_model mem;
 	struct timeline_sink_ctx d = { .err = err };
 	int ret;
 
@@ -18,6 +38,8 @@ int trace_export(struct capture_reader *r, const struct trace_writer *w, void *c
 	src->m = capture_reader_meta(r);
 	src->st = capture_reader_stats(r);
 	src->gpu = &gpu;
+	mem_model_init(&mem);
+	src->mem = &mem;
 	if (capture_reader_error(r))
 		return -EINVAL;
 	ret = gpucap_load(r, false, &gpu);
@@ -36,9 +58,14 @@ int trace_export(struct capture_reader *r, const struct trace_writer *w, void *c
 	}
 	w->begin(ctx);
 	{
-		struct replay_sink sink = timeline_sink(&d);
+		/* the memory model first: a [memory] event shows the totals
+		 * after its own record */
+		struct replay_sink sinks[] = {
+			{ REPLAY_TYPE(REC_MEM), mem_feed, NULL, &mem },
+			timeline_sink(&d),
+		};
 
-		ret = *err ? 0 : capture_replay(r, &sink, 1);
+		ret = *err ? 0 : capture_replay(r, sinks, 2);
 	}
 	if (!ret && !*err) {
 		fspans_finish(src->spans);
@@ -51,6 +78,8 @@ int trace_export(struct capture_reader *r, const struct trace_writer *w, void *c
 	src->spans = NULL;
 	gpucap_free(&gpu);
 	src->gpu = NULL;
+	mem_model_free(&mem);
+	src->mem = NULL;
 	if (ret < 0 && ret != *err)
 		return ret;
 	return *err;

@@ -16,6 +16,7 @@
 #include "capture.h"
 #include "framespans.h"
 #include "gpucap.h"
+#include "memory.h"
 #include "timeline.h"
 
 struct trace_src {
@@ -26,7 +27,18 @@ struct trace_src {
 				       * with device records) */
 	struct fspans *spans;         /* Python function and module spans */
 	const struct timeline_stats *tl;   /* inferred closes, orphan exits */
+	/* --profile-memory: REC_MEM records so far (the driver feeds each
+	 * before the writer sees it), for Kineto's "Total Allocated" */
+	struct mem_model *mem;
 };
+
+/* Kineto's [memory] event values of REC_MEM record r (the writer's cuda
+ * callback gets REC_MEM too): the device's allocated and reserved bytes
+ * after it. */
+void trace_mem_totals(const struct trace_src *src, const struct rec_mem *r, uint64_t *alloc,
+		      uint64_t *reserved);
+/* "CPU", "CUDA" */
+const char *trace_mem_device(const struct rec_mem *r);
 
 struct trace_writer {
 	struct timeline_ops tl;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "export.h"
 #include "tree.h"
 #include "grow.h"
 
@@ -17,6 +18,7 @@ struct row {
 	const char *cls;
 	char self[48], total[48], count[24];
 	char launches[24], sync[32];   /* CUDA columns (tree has_cuda) */
+	char mem[4][24];               /* CPU Mem, Self CPU Mem, CUDA Mem, Self CUDA Mem */
 };
 
 struct rows {
@@ -30,6 +32,7 @@ struct item {
 	const struct layer_op *op;
 	const char *name;
 	uint64_t self_ns, total_ns, calls, launches;
+	const int64_t *mem, *self_mem;   /* [0] CPU [1] CUDA */
 };
 
 int tree_sort_parse(const char *s, enum tree_sort *out)
@@ -43,6 +46,8 @@ int tree_sort_parse(const char *s, enum tree_sort *out)
 		{ "name", TREE_SORT_NAME },
 		{ "launches", TREE_SORT_LAUNCHES },
 		{ "model", TREE_SORT_MODEL },
+		{ "self_cpu_memory_usage", TREE_SORT_SELF_MEM },
+		{ "cpu_memory_usage", TREE_SORT_MEM },
 	};
 	size_t i;
 
@@ -54,6 +59,7 @@ int tree_sort_parse(const char *s, enum tree_sort *out)
 	}
 	return -EINVAL;
 }
+
 
 char *tree_fmt_time(char *buf, size_t len, uint64_t ns)
 {
@@ -107,6 +113,15 @@ static int cmp_item(const void *a, const void *b, void *arg)
 	case TREE_SORT_COUNT: kx = x->calls; ky = y->calls; break;
 	case TREE_SORT_LAUNCHES: kx = x->launches; ky = y->launches; break;
 	case TREE_SORT_NAME: break;
+	case TREE_SORT_SELF_MEM:
+	case TREE_SORT_MEM: {
+		int k = *(const enum tree_sort *)arg == TREE_SORT_MEM;
+		int64_t mx = k ? x->mem[0] : x->self_mem[0], my = k ? y->mem[0] : y->self_mem[0];
+
+		if (mx != my)
+			return mx > my ? -1 : 1;
+		break;
+	}
 	}
 	if (kx != ky)
 		return kx > ky ? -1 : 1;
@@ -116,7 +131,7 @@ static int cmp_item(const void *a, const void *b, void *arg)
 static int rows_add(struct rows *rs, const char *prefix, const char *name,
 		    const char *cls, uint64_t self, int blank_zero_self,
 		    uint64_t total, uint64_t calls, uint64_t all,
-		    const struct layer_cuda *cuda)
+		    const struct layer_cuda *cuda, const int64_t *mem, const int64_t *self_mem)
 {
 	struct row *r;
 
@@ -133,6 +148,10 @@ static int rows_add(struct rows *rs, const char *prefix, const char *name,
 	fmt_cell(r->total, sizeof(r->total), total, all);
 	snprintf(r->count, sizeof(r->count), "%llu", (unsigned long long)calls);
 	r->launches[0] = r->sync[0] = 0;
+	for (int d = 0; d < 2; d++) {
+		export_fmt_memory(r->mem[2 * d], sizeof(r->mem[0]), mem[d]);
+		export_fmt_memory(r->mem[2 * d + 1], sizeof(r->mem[0]), self_mem[d]);
+	}
 	if (cuda) {
 		snprintf(r->launches, sizeof(r->launches), "%llu",
 			 (unsigned long long)cuda->launches);
@@ -158,7 +177,8 @@ static int walk(struct rows *rs, const struct layer_node *n, const char *lead,
 		const struct layer_op *op = &n->ops[i];
 
 		it[cnt++] = (struct item){ NULL, op, op->name, op->self_ns,
-					   op->total_ns, op->calls, op->launches };
+					   op->total_ns, op->calls, op->launches, op->mem_total,
+					   op->mem_self };
 	}
 	for (i = 0; i < n->nkids; i++) {
 		const struct layer_node *k = n->kids[i];
@@ -168,7 +188,8 @@ static int walk(struct rows *rs, const struct layer_node *n, const char *lead,
 		uint64_t count = fwd && k->kind == LAYER_MODULE ? k->forward_calls : k->calls;
 
 		it[cnt++] = (struct item){ k, NULL, k->name, k->self_ns,
-					   k->total_ns, count, k->cuda.launches };
+					   k->total_ns, count, k->cuda.launches, k->mem,
+					   k->self_mem };
 	}
 	/* hide rows under --min-pct (layers that launched CUDA work stay) */
 	for (i = 0; i < cnt; i++)
@@ -189,11 +210,12 @@ static int walk(struct rows *rs, const struct layer_node *n, const char *lead,
 			err = rows_add(rs, prefix, it[i].name, NULL, it[i].self_ns, 0,
 				       it[i].total_ns, it[i].calls, all,
 				       has_cuda ? &(struct layer_cuda){ .launches =
-						   it[i].op->launches } : NULL);
+						   it[i].op->launches } : NULL, it[i].mem, it[i].self_mem);
 		else
 			err = rows_add(rs, prefix, it[i].name, it[i].node->cls,
 				       it[i].self_ns, 1, it[i].total_ns,
-				       it[i].calls, all, has_cuda ? &it[i].node->cuda : NULL);
+				       it[i].calls, all, has_cuda ? &it[i].node->cuda : NULL,
+				       it[i].mem, it[i].self_mem);
 		if (!err && it[i].node)
 			err = walk(rs, it[i].node, kidlead, 0, o, all, has_cuda, fwd);
 		free(prefix);
@@ -220,25 +242,55 @@ static void pad(FILE *f, size_t n, char c)
 		fputc(c, f);
 }
 
-#define TREE_MAXCOLS 7
+#define TREE_MAXCOLS 11
 
-static void row_cells(const struct row *r, const char **cells)
+/* The columns shown: Node, Class, Self CPU, CPU total, [Self CPU Mem, CPU
+ * Mem, [Self CUDA Mem, CUDA Mem]], Count, [# Launches, Host sync]. */
+static size_t columns(const struct layer_tree *t, const char **hdr, int *which)
 {
-	cells[0] = r->node;
-	cells[1] = r->cls;
-	cells[2] = r->self;
-	cells[3] = r->total;
-	cells[4] = r->count;
-	cells[5] = r->launches;
-	cells[6] = r->sync;
+	static const char *names[TREE_MAXCOLS] = { "Node", "Class", "Self CPU", "CPU total",
+						   "Self CPU Mem", "CPU Mem", "Self CUDA Mem",
+						   "CUDA Mem", "Count", "# Launches", "Host sync" };
+	size_t n = 0;
+
+	for (int c = 0; c < TREE_MAXCOLS; c++) {
+		if ((c == 4 || c == 5) && !t->has_memory)
+			continue;
+		if ((c == 6 || c == 7) && !t->has_cuda_memory)
+			continue;
+		if (c >= 9 && !t->has_cuda)
+			continue;
+		which[n] = c;
+		hdr[n++] = names[c];
+	}
+	return n;
+}
+
+static void row_cells(const struct row *r, const int *which, size_t n, const char **cells)
+{
+	for (size_t i = 0; i < n; i++) {
+		switch (which[i]) {
+		case 0: cells[i] = r->node; break;
+		case 1: cells[i] = r->cls; break;
+		case 2: cells[i] = r->self; break;
+		case 3: cells[i] = r->total; break;
+		case 4: cells[i] = r->mem[1]; break;
+		case 5: cells[i] = r->mem[0]; break;
+		case 6: cells[i] = r->mem[3]; break;
+		case 7: cells[i] = r->mem[2]; break;
+		case 8: cells[i] = r->count; break;
+		case 9: cells[i] = r->launches; break;
+		default: cells[i] = r->sync; break;
+		}
+	}
 }
 
 int tree_render(FILE *f, const struct layer_tree *t, const struct tree_opts *o)
 {
-	static const char *hdr[TREE_MAXCOLS] = { "Node", "Class", "Self CPU", "CPU total",
-						 "Count", "# Launches", "Host sync" };
+	const char *hdr[TREE_MAXCOLS];
+	int which[TREE_MAXCOLS];
 	struct rows rs = { 0 };
-	size_t w[TREE_MAXCOLS], i, c, ncols = t->has_cuda ? 7 : 5;
+	size_t w[TREE_MAXCOLS], i, c, ncols = columns(t, hdr, which);
 	const char *cells[TREE_MAXCOLS];
 	int err;
 
@@ -248,7 +300,7 @@ int tree_render(FILE *f, const struct layer_tree *t, const struct tree_opts *o)
 	for (c = 0; c < ncols; c++)
 		w[c] = dwidth(hdr[c]);
 	for (i = 0; i < rs.n; i++) {
-		row_cells(&rs.r[i], cells);
+		row_cells(&rs.r[i], which, ncols, cells);
 		for (c = 0; c < ncols; c++)
 			if (dwidth(cells[c]) > w[c])
 				w[c] = dwidth(cells[c]);
@@ -275,7 +327,7 @@ int tree_render(FILE *f, const struct layer_tree *t, const struct tree_opts *o)
 	}
 	fputs("|\n", f);
 	for (i = 0; i < rs.n; i++) {
-		row_cells(&rs.r[i], cells);
+		row_cells(&rs.r[i], which, ncols, cells);
 		for (c = 0; c < ncols; c++) {
 			fputs("| ", f);
 			if (c >= 2)

@@ -18,6 +18,8 @@ enum tree_sort {
 	TREE_SORT_COUNT,      /* Count, descending */
 	TREE_SORT_NAME,       /* name, ascending */
 	TREE_SORT_LAUNCHES,   /* # Launches (CUDA), descending */
+	TREE_SORT_SELF_MEM,   /* Self CPU Mem (--profile-memory), descending */
+	TREE_SORT_MEM,        /* CPU Mem, descending */
 };
 
 struct tree_opts {
@@ -27,7 +29,8 @@ struct tree_opts {
 };
 
 /* "model", "cpu_time_total"/"total", "self_cpu_time_total"/"self",
- * "count", "name", "launches" -> 0, else -EINVAL. */
+ * "count", "name", "launches", "self_cpu_memory_usage",
+ * "cpu_memory_usage" -> 0, else -EINVAL. */
 int tree_sort_parse(const char *s, enum tree_sort *out);
 
 /* Format ns the way the table shows it: "850ns", "92.1us", "3.0ms",

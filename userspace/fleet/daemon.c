@@ -419,6 +419,7 @@ int daemon_run(const struct daemon_opts *o)
 		.exits = o->sel.exits,
 		.system_wide = o->sel.npids == 0,
 		.cuda = !o->no_cuda,
+		.memory = o->memory,
 		/* the daemon streams CUDA records only: the live command's
 		 * 16 MiB ring would be 32 MB of its RSS (mapped twice) */
 		.ring_size = o->sel.ring_size ? o->sel.ring_size : 2 << 20,

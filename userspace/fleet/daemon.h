@@ -26,6 +26,7 @@ struct daemon_opts {
 	 * when budgeted), --ring-size: the CUDA record ring (default 2 MiB) */
 	struct session_select sel;
 	bool no_cuda;                /* no libcudart/libcuda probes */
+	bool memory;                 /* --profile-memory: per-op bytes (issue 17) */
 	int verbose;
 };
 

@@ -115,6 +115,7 @@ struct wop {
 	struct metrics_job *job;
 	const char *op;          /* interned */
 	double calls, self_ns, total_ns, launches, cuda_self_ns, cuda_total_ns;
+	double mem_self[2];
 };
 
 static int wop_key_cmp(const void *a, const void *b)
@@ -160,6 +161,8 @@ static void series_add(struct metrics_series *s, const struct wop *o)
 	s->launches += rnd(o->launches);
 	s->cuda_self_ns += rnd(o->cuda_self_ns);
 	s->cuda_total_ns += rnd(o->cuda_total_ns);
+	for (int d = 0; d < 2; d++)
+		s->mem_self[d] += (int64_t)(o->mem_self[d] + (o->mem_self[d] < 0 ? -0.5 : 0.5));
 }
 
 int metrics_add_window(struct metrics *m, const struct metrics_window *w)
@@ -215,11 +218,14 @@ int metrics_add_window(struct metrics *m, const struct metrics_window *w)
 			goto out;
 		ops[nw++] = (struct wop){ j, op, r->calls * sc, r->self_ns * sc, r->total_ns * sc,
 					  r->launches * sc, r->self_cuda_ns * sc,
-					  r->cuda_total_ns * sc };
+					  r->cuda_total_ns * sc,
+					  { r->mem_self[0] * sc, r->mem_self[1] * sc } };
 		names[nn++] = (struct wname){ r->pid, r->op_id, op, r->total_ns * sc };
 	}
 	if (p && p->has_gpu_times)
 		m->has_gpu_times = true;
+	if (p && p->has_memory)
+		m->has_memory = true;
 	qsort(ops, nw, sizeof(*ops), wop_key_cmp);
 	{
 		size_t k = 0;
@@ -234,6 +240,8 @@ int metrics_add_window(struct metrics *m, const struct metrics_window *w)
 				d->launches += ops[i].launches;
 				d->cuda_self_ns += ops[i].cuda_self_ns;
 				d->cuda_total_ns += ops[i].cuda_total_ns;
+				d->mem_self[0] += ops[i].mem_self[0];
+				d->mem_self[1] += ops[i].mem_self[1];
 			} else {
 				ops[k++] = ops[i];
 			}
@@ -382,7 +390,7 @@ static int ser_cmp(const void *a, const void *b)
 	return strcmp(x->op, y->op);
 }
 
-enum fam { F_CALLS, F_SELF, F_TOTAL, F_HIST, F_LAUNCH, F_NFAM };
+enum fam { F_CALLS, F_SELF, F_TOTAL, F_HIST, F_LAUNCH, F_MEM, F_NFAM };
 
 static bool series_empty(const struct metrics_series *s)
 {
@@ -390,7 +398,8 @@ static bool series_empty(const struct metrics_series *s)
 
 	for (size_t b = 0; b < TBPF_HIST_BUCKETS; b++)
 		hc += s->buckets[b];
-	return !s->calls && !s->self_ns && !s->total_ns && !s->launches && !hc;
+	return !s->calls && !s->self_ns && !s->total_ns && !s->launches && !hc && !s->mem_self[0] &&
+	       !s->mem_self[1];
 }
 
 static void put_series(FILE *f, const struct metrics *m, const struct metrics_job *j,
@@ -458,6 +467,18 @@ static void put_series(FILE *f, const struct metrics *m, const struct metrics_jo
 		fprintf(f, " %llu\n", (unsigned long long)total);
 		break;
 	}
+	case F_MEM:
+		if (!m->has_memory)
+			break;
+		fputs("tbpf_op_self_memory_bytes", f);
+		put_labels(f, m, cpu, 3);
+		fprintf(f, " %lld\n", (long long)s->mem_self[0]);
+		if (s->mem_self[1]) {
+			fputs("tbpf_op_self_memory_bytes", f);
+			put_labels(f, m, cuda, 3);
+			fprintf(f, " %lld\n", (long long)s->mem_self[1]);
+		}
+		break;
 	case F_LAUNCH:
 		if (!s->launches)
 			break;
@@ -483,9 +504,14 @@ static int write_op_families(FILE *f, const struct metrics *m, const struct metr
 		{ "tbpf_op_duration_seconds", "histogram", "Duration of op calls, nested ops included." },
 		{ "tbpf_cuda_launches_total", "counter",
 		  "CUDA kernel launches issued while the op was on top of the stack." },
+		{ "tbpf_op_self_memory_bytes", "gauge",
+		  "Bytes allocated minus freed by the op itself since the daemon started "
+		  "(--profile-memory; torch.profiler's self_cpu_memory_usage): growth is a leak." },
 	};
 
 	for (int fam = 0; fam < F_NFAM; fam++) {
+		if (fam == F_MEM && !m->has_memory)
+			continue;
 		head(f, fam_head[fam][0], fam_head[fam][1], fam_head[fam][2]);
 		for (size_t i = 0; i < nj; i++) {
 			const struct metrics_job *j = jobs[i];

@@ -81,6 +81,7 @@ struct metrics_series {
 	uint64_t calls, self_ns, total_ns, launches, cuda_self_ns, cuda_total_ns;
 	uint64_t buckets[TBPF_HIST_BUCKETS];
 	uint64_t hist_sum_ns;
+	int64_t mem_self[2];       /* --profile-memory: net bytes, [0] CPU [1] CUDA */
 };
 
 struct metrics_job {
@@ -102,6 +103,7 @@ struct metrics {
 	size_t njobs;
 	struct metrics_job other_job;
 	bool has_gpu_times;
+	bool has_memory;           /* --profile-memory rows seen */
 	uint64_t windows;
 	uint64_t counters[CNT_MAX];
 	struct metrics_self self;

@@ -95,6 +95,8 @@ int profile_delta(const struct profile *cur, struct snap **prev, size_t *nprev,
 
 	if (!next)
 		return -ENOMEM;
+	win->has_memory |= cur->has_memory;
+	win->has_cuda_memory |= cur->has_cuda_memory;
 	for (size_t i = 0; i < cur->nops; i++) {
 		const struct prof_op *r = &cur->ops[i];
 		struct snap k = { r->pid, r->op_id, r->stack_id, *r };
@@ -120,8 +122,14 @@ int profile_delta(const struct profile *cur, struct snap **prev, size_t *nprev,
 			d.inferred = sub0(r->inferred, o->v.inferred);
 			d.self_cuda_ns = sub0(r->self_cuda_ns, o->v.self_cuda_ns);
 			d.cuda_total_ns = sub0(r->cuda_total_ns, o->v.cuda_total_ns);
+			/* bytes are signed sums: plain differences */
+			for (int m = 0; m < 2; m++) {
+				d.mem_self[m] = r->mem_self[m] - o->v.mem_self[m];
+				d.mem_total[m] = r->mem_total[m] - o->v.mem_total[m];
+			}
 		}
-		if (!d.calls && !d.self_ns && !d.total_ns && !d.launches)
+		if (!d.calls && !d.self_ns && !d.total_ns && !d.launches && !d.mem_self[0] &&
+		    !d.mem_self[1])
 			continue;
 		err = profile_add_op(win, &d);
 		if (err) {

@@ -61,6 +61,11 @@ static int op_add(struct layer_node *n, const struct layer_opstat *s)
 	o->self_ns += s->self_ns;
 	o->total_ns += s->total_ns;
 	o->launches += s->launches;
+	for (int d = 0; d < 2; d++) {
+		o->mem_self[d] += s->mem_self[d];
+		o->mem_total[d] += s->mem_total[d];
+		n->self_mem[d] += s->mem_self[d];
+	}
 	n->self_ns += s->self_ns;
 	n->self_calls += s->calls;
 	return 0;
@@ -72,6 +77,8 @@ static void sum_up(struct layer_node *n)
 
 	n->total_ns = n->self_ns;
 	n->calls = n->self_calls;
+	n->mem[0] = n->self_mem[0];
+	n->mem[1] = n->self_mem[1];
 	n->cuda = n->self_cuda;
 	for (i = 0; i < n->nkids; i++) {
 		const struct layer_cuda *k = &n->kids[i]->cuda;
@@ -79,6 +86,8 @@ static void sum_up(struct layer_node *n)
 		sum_up(n->kids[i]);
 		n->total_ns += n->kids[i]->total_ns;
 		n->calls += n->kids[i]->calls;
+		n->mem[0] += n->kids[i]->mem[0];
+		n->mem[1] += n->kids[i]->mem[1];
 		n->cuda.launches += k->launches;
 		n->cuda.copies += k->copies;
 		n->cuda.copy_bytes += k->copy_bytes;
@@ -237,7 +246,9 @@ int layers_build(const struct layer_stack *stacks, size_t nstacks,
 
 		if (s->stack_id && nstacks)
 			st = bsearch(&key, sorted, nstacks, sizeof(*sorted), cmp_u64);
-		if (!s->stack_id)
+		if (s->outside_op)
+			n = kid_get(&t->top, LAYER_NOOP_NAME, NULL, LAYER_NOOP);
+		else if (!s->stack_id)
 			n = kid_get(&t->top, LAYER_NOPYTHON_NAME, NULL, LAYER_NOPYTHON);
 		else if (!st)
 			n = kid_get(&t->top, LAYER_UNRESOLVED_NAME, NULL, LAYER_UNRESOLVED);

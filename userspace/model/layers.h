@@ -31,6 +31,9 @@ struct layer_opstat {
 	const char *op;
 	uint64_t calls, self_ns, total_ns;
 	uint64_t launches;              /* CUDA launches with this op on top */
+	int64_t mem_self[2], mem_total[2];  /* --profile-memory, [0] CPU [1] CUDA */
+	int outside_op;                 /* allocations outside any op (the
+					 * "[memory]" row): LAYER_NOOP_NAME */
 };
 
 enum layer_kind { LAYER_MODULE, LAYER_NOMODULE, LAYER_NOPYTHON, LAYER_UNRESOLVED, LAYER_NOOP };
@@ -61,6 +64,7 @@ struct layer_op {
 	char *name;
 	uint64_t calls, self_ns, total_ns;
 	uint64_t launches;
+	int64_t mem_self[2], mem_total[2];
 };
 
 /* Times are op times: self_ns is the self time of the ops whose innermost
@@ -80,6 +84,10 @@ struct layer_node {
 	uint64_t self_calls, calls;
 	uint64_t forward_calls;         /* calls of this module (torchprof's
 					 * Count; layer_tree.has_modcalls) */
+	/* --profile-memory, [0] CPU [1] CUDA: self_mem is the Self Mem of
+	 * the ops whose innermost module is this layer, mem adds every layer
+	 * below it (like self_ns / total_ns) */
+	int64_t self_mem[2], mem[2];
 	/* CUDA (layers_add_cuda): self_cuda is what ran with this layer as
 	 * the innermost module, cuda adds every layer below it. */
 	struct layer_cuda self_cuda, cuda;
@@ -104,6 +112,8 @@ struct layer_tree {
 	size_t nstacks;
 	int has_cuda;                   /* layers_add_cuda added something */
 	int has_modcalls;               /* layers_add_modcall added something */
+	int has_memory;                 /* --profile-memory: mem columns */
+	int has_cuda_memory;
 };
 
 /* Build the tree.  Ops whose stack_id is nonzero but missing from

@@ -21,6 +21,8 @@ void model_free(struct tbpf_model *m)
 	layers_free(m->tree);
 	if (m->cuda_own_init)
 		cuda_model_free(&m->cuda_own);
+	if (m->mem_own_init)
+		mem_model_free(&m->mem_own);
 	profile_free(&m->prof);
 	memset(m, 0, sizeof(*m));
 }
@@ -51,6 +53,13 @@ static int modcall_sink(void *ctx, const struct rec_hdr *h)
 	return profile_add_modcall(ctx, r->pid, r->stack_id, 1);
 }
 
+static int mem_sink(void *ctx, const struct rec_hdr *h)
+{
+	if (h->size < sizeof(struct rec_mem))
+		return 0;
+	return mem_model_add(ctx, (const struct rec_mem *)h) == -ENOMEM ? -ENOMEM : 0;
+}
+
 static const char *capture_op_name(void *ctx, uint32_t id)
 {
 	const struct capture_op *o = capture_meta_op(ctx, id);
@@ -64,7 +73,7 @@ static const char *capture_op_name(void *ctx, uint32_t id)
 /* Rows (+ device times, run info) into p; with cm, the CUDA records into
  * it (cuda_model_init'ed here); with ct (calltree_init'ed), the call tree. */
 static int replay_model(struct capture_reader *r, struct profile *p, struct cuda_model *cm,
-			struct calltree *ct)
+			struct calltree *ct, struct mem_model *mm)
 {
 	const struct capture_meta *m = capture_reader_meta(r);
 	const struct capture_stats *st = capture_reader_stats(r);
@@ -94,11 +103,12 @@ static int replay_model(struct capture_reader *r, struct profile *p, struct cuda
 			gpucap_sink(&g, r),
 			{ cm ? CUDA_RECS : 0, cuda_sink, NULL, cm },
 			{ REPLAY_TYPE(REC_MODCALL), modcall_sink, NULL, p },
-			{ 0 },
+			{ mm ? REPLAY_TYPE(REC_MEM) : 0, mem_sink, NULL, mm },
+			{ 0 },   /* the call tree's, when asked */
 		};
 
 		if (cb)
-			sinks[4] = calltree_build_sink(cb);
+			sinks[5] = calltree_build_sink(cb);
 		ret = capture_replay(r, sinks, sizeof(sinks) / sizeof(sinks[0]));
 	}
 	profile_agg_free(agg);
@@ -121,13 +131,13 @@ static int replay_model(struct capture_reader *r, struct profile *p, struct cuda
 
 int profile_from_capture(struct capture_reader *r, struct profile *p)
 {
-	return replay_model(r, p, NULL, NULL);
+	return replay_model(r, p, NULL, NULL, NULL);
 }
 
 int profile_calltree_from_capture(struct capture_reader *r, struct profile *p,
 				  struct calltree *ct)
 {
-	return replay_model(r, p, NULL, ct);
+	return replay_model(r, p, NULL, ct, NULL);
 }
 
 int model_from_capture(struct capture_reader *r, unsigned parts, struct tbpf_model *m)
@@ -138,15 +148,23 @@ int model_from_capture(struct capture_reader *r, unsigned parts, struct tbpf_mod
 	int err;
 
 	m->cuda_own_init = parts & MODEL_CUDA;
-	err = replay_model(r, &m->prof, m->cuda_own_init ? &m->cuda_own : NULL, NULL);
+	m->mem_own_init = true;
+	mem_model_init(&m->mem_own);
+	err = replay_model(r, &m->prof, m->cuda_own_init ? &m->cuda_own : NULL, NULL, &m->mem_own);
+	if (!err)
+		err = mem_model_finish(&m->mem_own);
+	m->mem_own.frees_before_attach = meta->end.counters[CNT_MEM_UNKNOWN_FREES];
+	m->mem_own.untracked = meta->end.counters[CNT_MEM_MAP_FULL];
 	if (err)
 		return err;
+	if (m->prof.has_memory)
+		m->mem = &m->mem_own;
 	m->op_name = capture_op_name;
 	m->op_name_ctx = (void *)meta;
 	if (m->cuda_own_init && !cuda_model_empty(&m->cuda_own))
 		m->cuda = &m->cuda_own;
 	if (!meta->nstacks || !((parts & MODEL_LAYERS) ||
-				 ((parts & MODEL_LAYERS_WITH_CUDA) && m->cuda)))
+				 ((parts & MODEL_LAYERS_WITH_CUDA) && (m->cuda || m->mem))))
 		return 0;
 	err = capture_layer_stacks(meta, &ls, &nls);
 	if (!err)
@@ -171,10 +189,18 @@ int model_layers(const struct profile *p, const struct layer_stack *ls, size_t n
 						.op = p->ops[i].name, .calls = p->ops[i].calls,
 						.self_ns = p->ops[i].self_ns,
 						.total_ns = p->ops[i].total_ns,
-						.launches = p->ops[i].launches };
+						.launches = p->ops[i].launches,
+						.mem_self = { p->ops[i].mem_self[0], p->ops[i].mem_self[1] },
+						.mem_total = { p->ops[i].mem_total[0],
+							       p->ops[i].mem_total[1] },
+						.outside_op = p->ops[i].op_id == TBPF_OPID_MEMORY };
 	err = layers_build(ls, nls, ops, p->nops, out);
 	for (size_t i = 0; !err && i < p->nmodcalls; i++)
 		err = layers_add_modcall(*out, p->modcalls[i].stack_id, p->modcalls[i].calls);
+	if (!err) {
+		(*out)->has_memory = p->has_memory;
+		(*out)->has_cuda_memory = p->has_memory && p->has_cuda_memory;
+	}
 	if (!err && cm && !cuda_model_empty(cm))
 		err = cuda_model_to_layers(cm, *out);
 	if (err) {

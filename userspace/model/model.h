@@ -23,6 +23,7 @@
 #include "capture.h"
 #include "cuda_model.h"
 #include "layers.h"
+#include "memory.h"
 #include "profile.h"
 
 enum model_part {
@@ -40,6 +41,10 @@ struct tbpf_model {
 	void *op_name_ctx;
 	struct cuda_model cuda_own;         /* the capture's (cuda points here) */
 	bool cuda_own_init;
+	/* --profile-memory: live at the end, peaks (NULL: not profiled) */
+	const struct mem_model *mem;
+	struct mem_model mem_own;           /* the capture's (mem points here) */
+	bool mem_own_init;
 };
 
 void model_init(struct tbpf_model *m);

@@ -1,6 +1,7 @@
 /* profile.c - model stage: per-op rows, folding, sorting; op records ->
  * rows (profile_agg, fed by model.c's replay). */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include "capture.h"
@@ -95,6 +96,14 @@ static int reindex(struct profile *p, size_t n)
 	return 0;
 }
 
+static void mem_add(struct prof_op *e, const struct prof_op *o)
+{
+	for (int i = 0; i < 2; i++) {
+		e->mem_self[i] += o->mem_self[i];
+		e->mem_total[i] += o->mem_total[i];
+	}
+}
+
 int profile_add_op(struct profile *p, const struct prof_op *o)
 {
 	if ((p->nops + 1) * 2 > p->nindex && reindex(p, p->nindex ? p->nindex * 2 : 256))
@@ -115,6 +124,7 @@ int profile_add_op(struct profile *p, const struct prof_op *o)
 			e->self_cuda_ns += o->self_cuda_ns;
 			e->cuda_total_ns += o->cuda_total_ns;
 			e->flops += o->flops;
+			mem_add(e, o);
 			return 0;
 		}
 	}
@@ -141,6 +151,10 @@ int profile_add_opstat(struct profile *p, const struct tbpf_opkey *k, const stru
 		.max_ns = v->max_ns, .launches = v->launches, .inferred = v->inferred,
 		.folded = v->folded,
 	};
+	for (int i = 0; i < 2; i++) {
+		o.mem_self[i] = v->mem_self[i];
+		o.mem_total[i] = v->mem_total[i];
+	}
 	return profile_add_op(p, &o);
 }
 
@@ -205,6 +219,7 @@ int profile_fold(const struct profile *p, unsigned by, struct prof_op **rows, si
 			e->flops += o.flops;
 			if (e->shape_id != o.shape_id)
 				e->shape_id = 0;
+			mem_add(e, &o);
 		} else {
 			r[n++] = o;
 		}
@@ -217,11 +232,14 @@ int profile_fold(const struct profile *p, unsigned by, struct prof_op **rows, si
 /* ---- sorting ---- */
 
 enum skey { SK_SELF_CPU, SK_CPU_TOTAL, SK_CPU_AVG, SK_COUNT, SK_SELF_CUDA, SK_CUDA_TOTAL,
-	    SK_CUDA_AVG, SK_LAUNCHES, SK_MAX, SK_NAME };
+	    SK_CUDA_AVG, SK_LAUNCHES, SK_MAX, SK_NAME, SK_SELF_CPU_MEM, SK_CPU_MEM,
+	    SK_SELF_CUDA_MEM, SK_CUDA_MEM };
 
 const char *const profile_sort_keys[] = {
 	"self_cpu_time_total", "cpu_time_total", "cpu_time", "count", "self_cuda_time_total",
-	"cuda_time_total", "cuda_time", "launches", "max_cpu_time", "name", NULL,
+	"cuda_time_total", "cuda_time", "launches", "max_cpu_time", "name",
+	"self_cpu_memory_usage", "cpu_memory_usage", "self_cuda_memory_usage",
+	"cuda_memory_usage", NULL,
 };
 
 static int skey_of(const char *key)
@@ -255,6 +273,11 @@ static int cmp_u64(uint64_t a, uint64_t b)
 	return a < b ? -1 : a > b;
 }
 
+static int cmp_i64(int64_t a, int64_t b)
+{
+	return a < b ? -1 : a > b;
+}
+
 static int cmp_rows(const void *pa, const void *pb)
 {
 	const struct prof_op *x = pa, *y = pb;
@@ -270,6 +293,10 @@ static int cmp_rows(const void *pa, const void *pb)
 	case SK_LAUNCHES: c = cmp_u64(x->launches, y->launches); break;
 	case SK_MAX: c = cmp_u64(x->max_ns, y->max_ns); break;
 	case SK_NAME: c = 0; break;
+	case SK_SELF_CPU_MEM: c = cmp_i64(x->mem_self[0], y->mem_self[0]); break;
+	case SK_CPU_MEM: c = cmp_i64(x->mem_total[0], y->mem_total[0]); break;
+	case SK_SELF_CUDA_MEM: c = cmp_i64(x->mem_self[1], y->mem_self[1]); break;
+	case SK_CUDA_MEM: c = cmp_i64(x->mem_total[1], y->mem_total[1]); break;
 	}
 	if (c)
 		return -c;  /* descending */
@@ -302,6 +329,9 @@ int profile_sort(struct prof_op *rows, size_t n, const char *key)
 struct agg_frame {
 	uint32_t op_id, nchild, dup_op;
 	uint64_t dup_self, dup_total, dup_shape;
+	/* --profile-memory (as pop_frame in BPF): bytes by this op, with
+	 * its children, and the same of its dup child */
+	int64_t mem_self[2], mem_total[2], dup_mem_self[2], dup_mem_total[2];
 };
 
 struct agg_thread {
@@ -371,17 +401,32 @@ static void agg_slice_end(void *vctx, const struct tl_slice *s)
 	struct agg_frame *pf = s->depth ? agg_frame_at(ctx, s->pid, s->tid, s->depth - 1) : NULL;
 	const char *name;
 
-	if (f && f->op_id == s->op_id && f->nchild == 1 && f->dup_op) {
+	int64_t ms[2] = { 0 }, mt[2] = { 0 };
+	bool own = f && f->op_id == s->op_id;
+
+	if (own)
+		for (int i = 0; i < 2; i++) {
+			ms[i] = f->mem_self[i];
+			mt[i] = f->mem_total[i];
+		}
+	if (own && f->nchild == 1 && f->dup_op) {
 		/* u64 wrap-around: the row's sums stay right */
 		struct prof_op u = { .pid = s->pid, .op_id = f->dup_op, .name = "", .overload = "",
 				     .stack_id = s->stack_id, .shape_id = f->dup_shape, .folded = 1, .calls = (uint64_t)0 - 1,
 				     .self_ns = (uint64_t)0 - f->dup_self,
 				     .total_ns = (uint64_t)0 - f->dup_total };
+		for (int i = 0; i < 2; i++) {
+			u.mem_self[i] = -f->dup_mem_self[i];
+			u.mem_total[i] = -f->dup_mem_total[i];
+			ms[i] += f->dup_mem_self[i];
+		}
 		agg_add(ctx, &u);
 		self += f->dup_self;
 	}
 	if (pf) {
 		pf->nchild++;
+		for (int i = 0; i < 2; i++)
+			pf->mem_total[i] += mt[i];
 		name = agg_name(ctx, s->op_id);
 		if (pf->nchild == 1 && name && agg_name(ctx, pf->op_id) &&
 		    !strcmp(name, agg_name(ctx, pf->op_id))) {
@@ -389,6 +434,10 @@ static void agg_slice_end(void *vctx, const struct tl_slice *s)
 			pf->dup_self = self;
 			pf->dup_total = dur;
 			pf->dup_shape = s->shape_id;
+			for (int i = 0; i < 2; i++) {
+				pf->dup_mem_self[i] = ms[i];
+				pf->dup_mem_total[i] = mt[i];
+			}
 		}
 	}
 	struct prof_op o = {
@@ -404,7 +453,38 @@ static void agg_slice_end(void *vctx, const struct tl_slice *s)
 		.max_ns = dur,
 		.launches = s->launches,
 		.inferred = (s->flags & (OPF_INFERRED | OPF_UNWOUND)) ? 1 : 0,
+		.mem_self = { ms[0], ms[1] },
+		.mem_total = { mt[0], mt[1] },
 	};
+	agg_add(ctx, &o);
+}
+
+/* --profile-memory: an allocation or free (REC_MEM) to the op on top of
+ * its thread, or to the "[memory]" row */
+static void agg_mem(void *vctx, const struct tl_cuda *c)
+{
+	struct agg_ctx *ctx = vctx;
+	const struct rec_mem *r = (const struct rec_mem *)c->rec;
+	int dev = r->dev_type == TBPF_C10_DEV_CPU ? MEM_DEV_CPU : MEM_DEV_CUDA;
+
+	if (c->rec->type != REC_MEM || c->rec->size < sizeof(*r))
+		return;
+	if (dev == MEM_DEV_CUDA)
+		ctx->p->has_cuda_memory = true;
+	if (c->top) {
+		struct agg_frame *f = agg_frame_at(ctx, c->pid, c->tid, c->top->depth);
+
+		if (!f) {
+			ctx->err = -ENOMEM;
+			return;
+		}
+		f->mem_self[dev] += r->bytes;
+		f->mem_total[dev] += r->bytes;
+		return;
+	}
+	struct prof_op o = { .pid = c->pid, .op_id = TBPF_OPID_MEMORY, .name = "", .overload = "",
+			     .calls = 1 };
+	o.mem_self[dev] = o.mem_total[dev] = r->bytes;
 	agg_add(ctx, &o);
 }
 
@@ -422,7 +502,7 @@ struct profile_agg {
 struct profile_agg *profile_agg_new(struct profile *p, const struct capture_meta *m)
 {
 	static const struct timeline_ops ops = { .slice_begin = agg_slice_begin,
-						 .slice_end = agg_slice_end };
+						 .slice_end = agg_slice_end, .cuda = agg_mem };
 	struct profile_agg *a = calloc(1, sizeof(*a));
 
 	if (!a)
@@ -463,6 +543,13 @@ int profile_capture_info(struct profile *p, const struct capture_meta *m,
 			continue;
 		const struct capture_op *co = capture_meta_op(m, o->op_id);
 		char buf[32];
+		if (o->op_id == TBPF_OPID_MEMORY) {
+			o->name = profile_intern(p, PROF_MEMORY_ROW);
+			o->overload = profile_intern(p, "");
+			if (!o->name || !o->overload)
+				return -ENOMEM;
+			continue;
+		}
 		if (!co)
 			snprintf(buf, sizeof(buf), "op#%u", o->op_id);
 		o->name = profile_intern(p, co ? co->name : buf);
@@ -506,6 +593,7 @@ int profile_capture_info(struct profile *p, const struct capture_meta *m,
 			return err;
 	}
 	p->probes_attached = m->run.probes_attached;
+	p->has_memory = m->run.present && (m->run.mode & TBPF_MODE_MEMORY);
 	if (m->run.present)
 		p->mode = (m->run.mode & TBPF_MODE_EXITS) ? "return probes" : "inferred (entry probes only)";
 	if (m->end.present) {

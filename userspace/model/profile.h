@@ -25,6 +25,11 @@ struct prof_op {
 	uint64_t shape_id;
 	const char *shapes;
 	uint64_t flops;    /* --with-flops: torch.profiler's FLOPs, all calls */
+	/* --profile-memory: bytes allocated minus freed while the op was
+	 * open on its thread, alone (self) and with its children (total),
+	 * [0] CPU, [1] CUDA: torch.profiler's self_cpu_memory_usage,
+	 * cpu_memory_usage, self_cuda_memory_usage, cuda_memory_usage */
+	int64_t mem_self[2], mem_total[2];
 };
 
 /* nn.Module calls under one Python stack (its layers end at the module
@@ -45,6 +50,8 @@ struct profile {
 	const char *exit_mode;         /* "duration", "signal", "target exited", "" */
 	bool has_gpu_times;
 	const char *gpu_note;          /* why not, when !has_gpu_times */
+	bool has_memory;               /* --profile-memory: mem_* are measured */
+	bool has_cuda_memory;          /* ... and CUDA allocations were seen */
 	const char *mode;              /* how exits were observed: "return probes",
 					* "inferred (entry probes only)", "" unknown */
 	/* ops */
@@ -58,6 +65,10 @@ struct profile {
 	uint32_t *index;               /* open addressing: row + 1, 0 = empty */
 	size_t nindex;
 };
+
+/* The row of allocations and frees made outside any op (torch.profiler's
+ * name), op id TBPF_OPID_MEMORY. */
+#define PROF_MEMORY_ROW "[memory]"
 
 void profile_init(struct profile *p);
 void profile_free(struct profile *p);
@@ -91,7 +102,9 @@ int profile_fold(const struct profile *p, unsigned by, struct prof_op **rows, si
 
 /* Sort keys, torch.profiler's names: self_cpu_time_total, cpu_time_total,
  * cpu_time (average), count, self_cuda_time_total, cuda_time_total,
- * cuda_time (average); also launches, max_cpu_time, name.  Descending by
+ * cuda_time (average), self_cpu_memory_usage, cpu_memory_usage,
+ * self_cuda_memory_usage, cuda_memory_usage; also launches,
+ * max_cpu_time, name.  Descending by
  * value, ties by name, overload, pid.  -EINVAL for an unknown key. */
 int profile_sort(struct prof_op *rows, size_t n, const char *key);
 bool profile_sort_key_valid(const char *key);
