@@ -61,6 +61,17 @@ static const char usage_text[] =
 "                         agent still reports a conflict if CUPTI refuses it)\n"
 "      --ring-size SIZE   record ring buffer (default 16M); raise it when\n"
 "                         events are reported dropped\n"
+"      --tensorboard DIR  also write a TensorBoard run folder: one Kineto trace\n"
+"                         per process (and per active cycle of --schedule),\n"
+"                         {host}_{pid}.{time_ns}.pt.trace.json, for TensorBoard's\n"
+"                         PyTorch Profiler plugin and HTA\n"
+"      --steps N          stop after N whole training steps (a step ends where\n"
+"                         the optimizer's step ends, or --step-on's label)\n"
+"      --schedule SPEC    torch.profiler.schedule: skip_first=N,wait=N,warmup=N,\n"
+"                         active=N,repeat=N; stops after the last cycle (repeat\n"
+"                         0: at --duration); one trace per active cycle\n"
+"      --step-on LABEL    the record_function label that ends a step (default:\n"
+"                         Optimizer.step#, every optimizer; LABEL# = prefix)\n"
 "  -v, --verbose          probe counters and timings on stderr\n"
 "  -h, --help             this help\n"
 "  -V, --version          print the version\n"
@@ -72,6 +83,8 @@ static const char usage_text[] =
 "  sudo tbpf --pid 1234 --duration 10s --format json -o ops.json\n"
 "  sudo tbpf --pid 1234 --duration 10s --format tree --ops\n"
 "  sudo tbpf --pid 1234 --duration 10s -o run.tbpf\n"
+"  sudo tbpf --pid 1234 --steps 5 --tensorboard runs/job  # tensorboard --logdir runs\n"
+"  sudo tbpf --pid 1234 --schedule wait=1,warmup=1,active=3,repeat=2 --tensorboard runs/job\n"
 "  tbpf report run.tbpf --format perfetto -o run.perfetto-trace\n"
 "  sudo tbpf run --format tree -- python3 train.py\n"
 "  tbpf diff before.tbpf after.tbpf          # what got slower\n"
@@ -103,6 +116,7 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 	       O_INJECT /* issue 6 */, O_INJECT_FORCE, O_REDISPATCH };
 	static const struct option longopts[] = {
 		SELECT_LONGOPTS,
+		STEP_LONGOPTS,
 		{ "duration", required_argument, NULL, 'd' },
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
@@ -130,6 +144,13 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 		char *why = NULL;
 		int taken = select_opt(c, optarg, &o->sel, 64, &why);
 
+		if (taken < 0) {
+			rc = usage_error("%s", why);
+			free(why);
+			return rc;
+		}
+		if (!taken)
+			taken = step_opt(c, optarg, &o->steps, &why);
 		if (taken < 0) {
 			rc = usage_error("%s", why);
 			free(why);

@@ -15,6 +15,8 @@
 #include "model.h"
 #include "profile.h"
 #include "report.h"
+#include "options.h"
+#include "steps.h"
 
 #define REPORT_TREE EXPORT_TREE
 
@@ -32,6 +34,11 @@ static const char usage[] =
 "                      cuda_time_total, cuda_time, launches, max_cpu_time, name\n"
 "  -n, --row-limit N   table rows (default 100, -1 = all)\n"
 "      --by-overload   table: one row per op overload (aten::add.Tensor)\n"
+"      --tensorboard DIR  a TensorBoard run folder: one Kineto trace per process\n"
+"                      (and per active cycle of --schedule), for TensorBoard's\n"
+"                      PyTorch Profiler plugin and HTA\n"
+"      --steps N, --schedule SPEC, --step-on LABEL   steps as in `tbpf --help`:\n"
+"                      chrome keeps the first active cycle's steps\n"
 "  -h, --help          this text\n"
 "\n"
 "Formats:\n"
@@ -193,6 +200,31 @@ int export_capture_ex(const char *capture_path, const char *format, const char *
 	return err;
 }
 
+/* tbpf report FILE --tensorboard DIR (issue 18) */
+static int report_tensorboard(const char *path, const struct export_opts *o,
+			      const struct step_opts *so)
+{
+	struct capture_reader *r = capture_reader_open(path);
+	struct export_opts eo = *o;
+	char *msg = NULL;
+	int err;
+
+	if (!r || capture_reader_error(r)) {
+		fprintf(stderr, "tbpf report: %s\n", r ? capture_reader_error(r) : "out of memory");
+		capture_reader_close(r);
+		return 1;
+	}
+	eo.step_window = false;
+	err = export_tensorboard(so->tensorboard, r, &eo, &so->sched, stderr, &msg);
+	capture_reader_close(r);
+	if (err) {
+		fprintf(stderr, "tbpf report: %s\n", msg ? msg : strerror(-err));
+		free(msg);
+		return 1;
+	}
+	return 0;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -202,15 +234,27 @@ int cmd_report(int argc, char **argv)
 		{ "row-limit", required_argument, NULL, 'n' },
 		{ "by-overload", no_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },
+		STEP_LONGOPTS,
 		{ 0 },
 	};
 	struct export_opts o = { 0 };
+	struct step_opts so = { 0 };
+	char *why = NULL;
 	const char *format = "table", *out = NULL;
 	int c;
 
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "f:o:s:n:h", opts, NULL)) != -1) {
+		int taken = step_opt(c, optarg, &so, &why);
+
+		if (taken < 0) {
+			fprintf(stderr, "tbpf report: %s\n", why);
+			free(why);
+			return 2;
+		}
+		if (taken)
+			continue;
 		switch (c) {
 		case 'f': format = optarg; break;
 		case 'o': out = optarg; break;
@@ -265,6 +309,11 @@ int cmd_report(int argc, char **argv)
 	}
 	char *msg = NULL;
 	struct export_summary sum;
+	o.step_label = so.label;
+	if (so.sched.set)   /* chrome: the first active cycle; --tensorboard: each */
+		o.step_window = steps_cycle(&so.sched, 0, &o.step_first, &o.step_count);
+	if (so.tensorboard)
+		return report_tensorboard(argv[optind], &o, &so);
 	int err = export_capture_ex(argv[optind], format, out, &o, &msg, &sum);
 	if (err) {
 		fprintf(stderr, "tbpf report: %s\n", msg ? msg : strerror(-err));

@@ -147,6 +147,8 @@ static int on_record(void *ctx, void *data, size_t size)
 		cuda_session_record(&s->cuda, data, size);
 	if (s->cfg.gpu_agent)   /* issue 6: REC_GPU + host launches for the join */
 		gpu_session_record(&s->gpu, data, size);
+	if (s->cfg.record_hook && size >= sizeof(struct rec_hdr))
+		s->cfg.record_hook(s->cfg.record_hook_ctx, data, size);
 	return 0;
 }
 
