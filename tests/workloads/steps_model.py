@@ -6,8 +6,9 @@ So every step runs the very same ops, and the optimizer's
 `Optimizer.step#SGD.step` scope ends each one.
 
 --profile N --tb DIR: run under torch.profiler with schedule(wait=1,
-warmup=1, active=N) and tensorboard_trace_handler(DIR), calling
-prof.step() after each step as its docs show; N+2 steps, then exit.
+warmup=1, active=N) and tensorboard_trace_handler(DIR) (with_stack,
+with_modules), calling prof.step() after each step as its docs show; N+2
+steps, then exit.  --schedule wait=1,...: that schedule, N steps.
 Also --kineto FILE: the same run's export_chrome_trace.
 Otherwise the wl_common protocol: READY, wait for go, then steps until
 --seconds have passed (tbpf --steps stops by itself), RESULT steps=N.
@@ -58,6 +59,9 @@ def main():
     p = argparse.ArgumentParser()
     add_common_args(p)
     p.add_argument("--profile", type=int, default=0, metavar="N")
+    p.add_argument("--schedule", default="",
+                   help="with --profile: torch.profiler.schedule arguments instead, "
+                        "e.g. wait=1,warmup=1,active=2,repeat=2 (N: steps to run)")
     p.add_argument("--tb", help="tensorboard_trace_handler directory (with --profile)")
     p.add_argument("--kineto", help="export_chrome_trace file (with --profile)")
     p.add_argument("--seconds", type=float, default=60.0)
@@ -73,10 +77,14 @@ def main():
                 tensorboard_trace_handler(a.tb)(prof)
             if a.kineto:
                 prof.export_chrome_trace(a.kineto)
-        with profile(activities=[ProfilerActivity.CPU],
-                     schedule=schedule(wait=1, warmup=1, active=a.profile, repeat=1),
-                     on_trace_ready=on_ready) as prof:
-            for _ in range(a.profile + 2):
+        if a.schedule:
+            kw = {k: int(v) for k, v in (x.split("=") for x in a.schedule.split(","))}
+            sched, nsteps = schedule(**kw), a.profile
+        else:
+            sched, nsteps = schedule(wait=1, warmup=1, active=a.profile, repeat=1), a.profile + 2
+        with profile(activities=[ProfilerActivity.CPU], schedule=sched, on_trace_ready=on_ready,
+                     with_stack=True, with_modules=True) as prof:
+            for _ in range(nsteps):
                 train_step(model, loader, opt)
                 prof.step()
         return

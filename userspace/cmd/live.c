@@ -573,8 +573,14 @@ static const char *poll_until_stop(const struct live_opts *o, struct session *s,
 			*written = session_ntargets(s);
 			dist_scan(ld, s);
 		}
-		if (steps_done(o, s, sw))
+		if (steps_done(o, s, sw)) {
+			/* the Python stacks are named every second poll
+			 * (session_poll): two more, so the steps' stacks
+			 * reach the capture */
+			session_poll(s, 0);
+			session_poll(s, 0);
 			return "steps";
+		}
 		if (live == 0 && !system_wide)
 			return o->sel.npids > 1 ? "targets exited" : "target exited";
 	}
@@ -766,6 +772,7 @@ int live_run(const struct live_opts *o)
 		written = session_ntargets(s);
 	}
 	dist_scan(&ld, s);
+	sw.after_ns = t_mono;   /* steps from the attached line on (steps_from_capture too) */
 
 	stop_reason = poll_until_stop(o, s, cw, &written, t_mono, last_scan, cfg.system_wide, &sw,
 				      &ld);

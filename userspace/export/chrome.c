@@ -81,7 +81,13 @@ struct py_module {
 };
 
 /* ProfilerStep spans of one process: boundary times, widened to the end of
- * a Python span that began in the step and holds the boundary */
+ * a Python span that began in the step and holds the boundary (E).  Past E,
+ * in ns: the pieces of longer spans end at E+1, the step at E+2, the next
+ * step and pieces begin at E+4 (readers add ts + dur in floating point:
+ * equal ends would not nest). */
+#define STEP_SPAN_END 1
+#define STEP_END 2
+#define STEP_NEXT_BEGIN 4
 struct step_adj {
 	const struct step_proc *p;
 	uint64_t *end;      /* per boundary */
@@ -98,6 +104,7 @@ struct chrome_ctx {
 	const struct trace_src *src;   /* GPU join, frame spans (trace.h) */
 	int err;
 	uint64_t ext_id;               /* last External id */
+	const struct tl_slice *opening;   /* the slice whose begin closes spans now */
 	uint64_t py_id;                /* last Python id */
 	struct py_thread *pyt;
 	size_t npyt, cpyt;
@@ -254,8 +261,10 @@ static void c_slice_begin(void *vc, const struct tl_slice *s)
 	struct chrome_ctx *c = vc;
 	/* External id in start order, as Kineto numbers ops */
 	s->frames[s->depth].user = (void *)(uintptr_t)++c->ext_id;
+	c->opening = s;
 	if (fspans_slice_begin(c->src->spans, s) && !c->err)
 		c->err = -ENOMEM;
+	c->opening = NULL;
 }
 
 static uint64_t ext_of(const struct tl_slice *s)
@@ -341,7 +350,7 @@ static void step_widen(struct chrome_ctx *c, const struct fspan *sp, uint64_t en
 			continue;
 		while (j < p->n && p->t[j] <= sp->begin_ns)
 			j++;
-		if (j < p->n && p->t[j] < sp->end_ns && (j + 1 >= p->n || p->t[j + 1] >= sp->end_ns) &&
+		if (j < p->n && p->t[j] <= sp->end_ns && (j + 1 >= p->n || p->t[j + 1] > sp->end_ns) &&
 		    end > c->adj[i].end[j])
 			c->adj[i].end[j] = end;
 	}
@@ -349,35 +358,22 @@ static void step_widen(struct chrome_ctx *c, const struct fspan *sp, uint64_t en
 
 /* A Python function or module span, as Kineto's python tracer writes it:
  * "python_function", "file(line): name" or "nn.Module: Class_k". */
-static void c_span_close(void *vc, const struct fspan *sp)
+/* One event of a span: [b, e) */
+static void span_event(struct chrome_ctx *c, const struct fspan *sp, const struct py_thread *t,
+		       const struct py_module *mod, const char *name, uint64_t b, uint64_t e)
 {
-	struct chrome_ctx *c = vc;
 	FILE *out = c->out;
 	const struct capture_frame *f = sp->frame;
-	struct py_thread *t = py_thread(c, sp->pid, sp->tid, sp->depth);
-	const struct py_module *mod = NULL;
-	char name[512];
-	uint64_t end = sp->end_ns + span_pad(t, sp);
 
-	step_widen(c, sp, end);
-	if (!keep(c, sp->pid, sp->begin_ns))
+	if (!keep(c, sp->pid, b))
 		return;
-	if (f->kind == CF_LAYER) {
-		mod = py_module(c, sp->pid, f);
-		snprintf(name, sizeof(name), "nn.Module: %s_%u", f->class_name[0] ? f->class_name : f->name,
-			 mod ? mod->k : 0);
-	} else if (f->kind == CF_PYTHON && f->file[0]) {
-		snprintf(name, sizeof(name), "%s(%u): %s", f->file, f->line, f->name);
-	} else {
-		fspan_frame_name(f, name, sizeof(name));
-	}
 	ev_start(c);
 	fputs("{\"ph\":\"X\",\"cat\":\"python_function\",\"name\":", out);
 	json_str(out, name);
 	PUT_NUM(out, ",\"pid\":", sp->pid, false);
 	PUT_NUM(out, ",\"tid\":", sp->tid, false);
-	PUT_NUM(out, ",\"ts\":", sp->begin_ns >= c->base ? sp->begin_ns - c->base : 0, true);
-	PUT_NUM(out, ",\"dur\":", end - sp->begin_ns, true);
+	PUT_NUM(out, ",\"ts\":", b >= c->base ? b - c->base : 0, true);
+	PUT_NUM(out, ",\"dur\":", e - b, true);
 	fputs(",\"args\":{", out);
 	if (t) {
 		PUT_NUM(out, "\"Python id\":", t->ids[sp->depth], false);
@@ -405,6 +401,51 @@ static void c_span_close(void *vc, const struct fspan *sp)
 	}
 	PUT_NUM(out, ",\"frame_depth\":", sp->depth, false);
 	fputs("}}", out);
+}
+
+/* A Python function or module span, as Kineto's python tracer writes it:
+ * "python_function", "file(line): name" or "nn.Module: Class_k".  Calls of
+ * a function with no op between them are one span (framespans.h), so a
+ * span may run across step boundaries: it is cut there (one event per
+ * step, same Python id) so that it nests in the ProfilerStep spans. */
+static void c_span_close(void *vc, const struct fspan *sp)
+{
+	struct chrome_ctx *c = vc;
+	const struct capture_frame *f = sp->frame;
+	struct py_thread *t = py_thread(c, sp->pid, sp->tid, sp->depth);
+	const struct py_module *mod = NULL;
+	const struct step_adj *a = NULL;
+	char name[512];
+	uint64_t end = sp->end_ns + span_pad(t, sp), b = sp->begin_ns;
+
+	/* never past the op whose begin closes the span */
+	if (c->opening && c->opening->pid == sp->pid && c->opening->tid == sp->tid &&
+	    c->opening->begin_ns >= sp->end_ns && end > c->opening->begin_ns)
+		end = c->opening->begin_ns;
+
+	step_widen(c, sp, end);
+	if (f->kind == CF_LAYER) {
+		mod = py_module(c, sp->pid, f);
+		snprintf(name, sizeof(name), "nn.Module: %s_%u", f->class_name[0] ? f->class_name : f->name,
+			 mod ? mod->k : 0);
+	} else if (f->kind == CF_PYTHON && f->file[0]) {
+		snprintf(name, sizeof(name), "%s(%u): %s", f->file, f->line, f->name);
+	} else {
+		fspan_frame_name(f, name, sizeof(name));
+	}
+	for (size_t i = 0; i < c->nadj && !a; i++)
+		if (c->adj[i].p->pid == sp->pid && c->adj[i].p->tid == sp->tid)
+			a = &c->adj[i];
+	for (size_t j = 0; a && j < a->p->n; j++) {
+		uint64_t e = a->end[j];
+
+		if (a->p->t[j] <= b || e + STEP_SPAN_END > end)
+			continue;
+		span_event(c, sp, t, mod, name, b, e + STEP_SPAN_END);
+		b = e + STEP_NEXT_BEGIN;
+	}
+	if (end > b)
+		span_event(c, sp, t, mod, name, b, end);
 }
 
 static void c_slice_end(void *vc, const struct tl_slice *s)
@@ -700,7 +741,7 @@ static void steps_write(struct chrome_ctx *c)
 		for (size_t k = 0; k + 1 < p->n; k++) {
 			/* 1 ns after what ends a step, so that it encloses it
 			 * and the next step begins after it in float sums too */
-			uint64_t b = e[k] + 2, end = e[k + 1] + 1;
+			uint64_t b = e[k] + STEP_NEXT_BEGIN, end = e[k + 1] + STEP_END;
 
 			if (!keep(c, p->pid, p->t[k]) || end <= b)
 				continue;

@@ -151,7 +151,8 @@ static int cap_record(void *vc, const struct rec_hdr *h)
 	const struct rec_op *o = (const void *)h;
 	const struct capture_op *op;
 
-	if (h->size < sizeof(*o) || !TBPF_IS_SCOPE_ID(o->op_id))
+	if (h->size < sizeof(*o) || !TBPF_IS_SCOPE_ID(o->op_id) ||
+	    (c->m->run.present && h->ts_ns < c->m->run.start_mono_ns))
 		return 0;
 	op = capture_meta_op(c->m, o->op_id);
 	if (!op || !steps_label_match(c->label, op->name))
@@ -185,7 +186,7 @@ int steps_watch_feed(struct steps_watch *w, const struct rec_hdr *h, size_t size
 	if (h->type == REC_OP_EXIT && size >= sizeof(struct rec_op)) {
 		const struct rec_op *o = (const void *)h;
 
-		if (!TBPF_IS_SCOPE_ID(o->op_id))
+		if (!TBPF_IS_SCOPE_ID(o->op_id) || h->ts_ns < w->after_ns)
 			return 0;
 		for (size_t i = 0; i < w->nids; i++)
 			if (w->ids[i] == o->op_id)

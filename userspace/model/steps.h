@@ -66,13 +66,16 @@ int steps_add(struct steps *st, uint32_t pid, uint32_t tid, uint64_t t);
 const struct step_proc *steps_proc(const struct steps *st, uint32_t pid);
 /* Step k of p: [*begin, *end); false when p has no whole step k. */
 bool steps_range(const struct step_proc *p, uint32_t k, uint64_t *begin, uint64_t *end);
-/* Every boundary in capture r (scope exits whose name matches label). 0,
- * -EINVAL (reader error) or -ENOMEM. */
+/* Every boundary in capture r (scope exits whose name matches label) from
+ * the run's start on (the "attached" time: ops before it ran while the
+ * probes and the Python walker were being set up).  0, -EINVAL (reader
+ * error) or -ENOMEM. */
 int steps_from_capture(struct capture_reader *r, const char *label, struct steps *st);
 
 /* Live: boundaries counted from ring records as they arrive. */
 struct steps_watch {
 	const char *label;
+	uint64_t after_ns;          /* boundaries before it are not counted */
 	uint32_t *ids;              /* scope ids whose name matches */
 	size_t nids, cids;
 	struct steps seen;
