@@ -9,7 +9,9 @@ So every step runs the very same ops, and the optimizer's
 warmup=1, active=N) and tensorboard_trace_handler(DIR) (with_stack,
 with_modules), calling prof.step() after each step as its docs show; N+2
 steps, then exit.  --schedule wait=1,...: that schedule, N steps.
-Also --kineto FILE: the same run's export_chrome_trace.
+--iters K --profile-all --kineto FILE: K steps under a plain
+torch.profiler, export_chrome_trace(FILE).  --iters K alone (wl_common
+protocol): after go, exactly K steps, RESULT, exit.
 Otherwise the wl_common protocol: READY, wait for go, then steps until
 --seconds have passed (tbpf --steps stops by itself), RESULT steps=N.
 """
@@ -65,10 +67,22 @@ def main():
     p.add_argument("--tb", help="tensorboard_trace_handler directory (with --profile)")
     p.add_argument("--kineto", help="export_chrome_trace file (with --profile)")
     p.add_argument("--seconds", type=float, default=60.0)
+    p.add_argument("--iters", type=int, default=0,
+                   help="after go: exactly this many steps, then exit (no --seconds)")
+    p.add_argument("--profile-all", action="store_true",
+                   help="--iters steps under a plain torch.profiler (no schedule), "
+                        "export_chrome_trace to --kineto, then exit")
     a = p.parse_args()
     torch.set_num_threads(a.intra_threads)
     model, loader, opt = setup(a.seed)
     train_step(model, loader, opt)   # warm-up: lazy inits out of the steps
+    if a.profile_all:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(a.iters):
+                train_step(model, loader, opt)
+        prof.export_chrome_trace(a.kineto)
+        return
     if a.profile:
         from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
 
@@ -90,6 +104,11 @@ def main():
         return
     ready()
     wait_go(a)
+    if a.iters:
+        for _ in range(a.iters):
+            train_step(model, loader, opt)
+        result(steps=a.iters)
+        return
     n, t_end = 0, time.monotonic() + a.seconds
     while time.monotonic() < t_end:
         train_step(model, loader, opt)
