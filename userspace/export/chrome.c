@@ -277,17 +277,8 @@ static struct py_thread *py_thread(struct chrome_ctx *c, uint32_t pid, uint32_t 
 		t->pid = pid;
 		t->tid = tid;
 	}
-	if (depth >= t->cap) {
-		size_t n = t->cap ? t->cap : 16;
-		while (n <= depth)
-			n *= 2;
-		uint64_t *v = realloc(t->ids, n * sizeof(*v));
-		if (!v)
-			return NULL;
-		memset(v + t->cap, 0, (n - t->cap) * sizeof(*v));
-		t->ids = v;
-		t->cap = n;
-	}
+	if (GROW_INDEX(t->ids, t->cap, depth, 16))
+		return NULL;
 	return t;
 }
 
