@@ -125,8 +125,38 @@ sys.exit(1 if bad else 0)
 PY
 }
 
+# step_counts TBPF_JSON REF_TRACE PID: tbpf's JSON "steps" (ops per step,
+# times) against torch.profiler's per-step counts: its op events (cpu_op;
+# legacy: every event) inside each ProfilerStep span, less the unseen rows
+# and, in the legacy trace, the ProfilerStep's own handle (aten::empty).
+step_counts() {
+	python3 - "$1" "$2" "$3" "$UNSEEN" <<'PY'
+import json, sys
+tb, ref = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+pid, unseen = int(sys.argv[3]), set(sys.argv[4].split(","))
+legacy = isinstance(ref, list)
+evs = [e for e in (ref if legacy else ref["traceEvents"]) if e.get("ph") == "X"]
+steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in evs if e["name"].startswith("ProfilerStep#"))
+ops = [e for e in evs if not e["name"].startswith("ProfilerStep#") and e["name"] not in unseen and
+       (legacy or e.get("cat") == "cpu_op")]
+want = []
+for b, x in steps:
+    inside = sorted((e for e in ops if b <= e["ts"] and e["ts"] + e["dur"] <= x), key=lambda e: e["ts"])
+    if legacy and inside and inside[0]["name"] == "aten::empty" and inside[0]["ts"] - b <= 2:
+        inside = inside[1:]
+    want.append(len(inside))
+got = [s for s in tb.get("steps", []) if s["pid"] == pid]
+print("per-step ops: tbpf %s, torch.profiler %s; tbpf step ms %s, op ms %s, gap ms %s" % (
+    [s["ops"] for s in got], want, [round(s["dur_ns"] / 1e6, 3) for s in got],
+    [round(s["op_ns"] / 1e6, 3) for s in got], [round(s["gap_ns"] / 1e6, 3) for s in got]))
+ok = [s["ops"] for s in got] == want and [s["step"] for s in got] == list(range(len(want)))
+ok = ok and all(s["op_ns"] + s["gap_ns"] == s["dur_ns"] and s["max_gap_ns"] <= s["gap_ns"] for s in got)
+sys.exit(0 if ok and len(want) == 3 else 1)
+PY
+}
+
 steps_case() {
-	local py=$1 label legacy=0 out
+	local py=$1 label legacy=0 out ref
 	label="torch $(torch_version "$py")"
 	"$py" -c 'import sys, torch.autograd.profiler as p; sys.exit(0 if p.kineto_available() else 1)' || legacy=1
 	log "== $label: --steps 3"
@@ -140,7 +170,7 @@ steps_case() {
 	start_workload wl "$py" steps_model.py --seconds 300
 	go "$(get wl pid)"
 	start_tbpf tb --pid "$(get wl pid)" --steps 3 --tensorboard "$T/run" --record "$T/run.tbpf" \
-		--duration 120s
+		--format json -o "$T/steps.json" --duration 120s
 	wait_exit tb 120
 	expect_rc tb 0
 	grep -q '^tbpf: stopped (steps)' "$(get tb err)" || fail "$label: tbpf did not stop at the steps: $(cat "$(get tb err)")"
@@ -158,6 +188,9 @@ steps_case() {
 		compare "$T/tb.json" "$T/ref.json" 3 ||
 			fail "$label: tbpf's TensorBoard run differs from torch.profiler's"
 	fi
+	if [ $legacy = 1 ]; then ref=$T/ref.trace.json; else ref=$(ls "$T"/ref/*.pt.trace.json); fi
+	step_counts "$T/steps.json" "$ref" "$(get wl pid)" ||
+		fail "$label: per-step op counts differ from torch.profiler's"
 	python3 "$ROOT/tests/formats/check_chrome.py" "$T"/run/*.pt.trace.json > /dev/null ||
 		fail "$label: the trace does not nest (check_chrome.py)"
 	"$TBPF" report "$T/run.tbpf" --format perfetto -o "$T/run.perfetto-trace" ||

@@ -141,6 +141,49 @@ static void test_watch(void **state)
 	steps_watch_free(&w);
 }
 
+/* Step stats from slices: a step of 100 ns with outermost slices [110,
+ * 130) and [150, 170) (a child inside), a scope, another thread's op. */
+static void test_stats(void **state)
+{
+	struct steps st = { 0 };
+	struct step_stats ss;
+	struct step_schedule sched = { .skip_first = 1, .wait = 0, .warmup = 1, .active = 1,
+				       .repeat = 0, .set = true };
+
+	(void)state;
+	assert_int_equal(steps_add(&st, 5, 5, 100), 0);
+	assert_int_equal(steps_add(&st, 5, 5, 200), 0);
+	assert_int_equal(steps_add(&st, 5, 5, 300), 0);
+	assert_int_equal(step_stats_init(&ss, &st), 0);
+	assert_int_equal(ss.n, 2);
+	step_stats_add(&ss, 5, 5, 1, 0, 110, 130);
+	step_stats_add(&ss, 5, 5, 2, 1, 155, 160);                       /* child */
+	step_stats_add(&ss, 5, 5, TBPF_SCOPE_ID_BASE | 3, 0, 150, 170);  /* scope */
+	step_stats_add(&ss, 5, 6, 1, 0, 120, 140);                       /* other thread */
+	step_stats_add(&ss, 5, 5, 1, 0, 90, 99);                         /* before step 0 */
+	step_stats_add(&ss, 5, 5, 1, 0, 250, 260);                       /* step 1 */
+	step_stats_finish(&ss);
+	assert_int_equal(ss.v[0].k, 0);
+	assert_int_equal(ss.v[0].dur_ns, 100);
+	assert_int_equal(ss.v[0].ops, 3);          /* 1, 2, the other thread's; not the scope */
+	assert_int_equal(ss.v[0].op_ns, 40);       /* [110,130) + [150,170) */
+	assert_int_equal(ss.v[0].gap_ns, 60);      /* 10 + 20 + 30 */
+	assert_int_equal(ss.v[0].max_gap_ns, 30);
+	assert_int_equal(ss.v[1].ops, 1);
+	assert_int_equal(ss.v[1].op_ns, 10);
+	assert_int_equal(ss.v[1].gap_ns, 90);
+	/* skip_first=1, warmup=1, active=1: steps 2, 4, ... are recorded */
+	assert_false(steps_is_active(&sched, 0));
+	assert_false(steps_is_active(&sched, 1));
+	assert_true(steps_is_active(&sched, 2));
+	assert_false(steps_is_active(&sched, 3));
+	assert_true(steps_is_active(&sched, 4));
+	step_stats_keep_active(&ss, &sched);
+	assert_int_equal(ss.n, 0);
+	step_stats_free(&ss);
+	steps_free(&st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -148,6 +191,7 @@ int main(void)
 		cmocka_unit_test(test_schedule_parse),
 		cmocka_unit_test(test_cycles),
 		cmocka_unit_test(test_watch),
+		cmocka_unit_test(test_stats),
 	};
 	return cmocka_run_group_tests_name("steps", tests, NULL, NULL);
 }

@@ -73,11 +73,23 @@ static int run_aggregated(FILE *out, int fmt, struct capture_reader *r,
 
 	if (fmt == REPORT_TREE && o && o->sort && tree_sort_parse(o->sort, &to.sort))
 		return -EINVAL;
+	struct steps st = { 0 };
+	struct step_stats ss = { 0 };
+
 	model_init(&m);
 	err = model_from_capture(r, parts, &m);
+	/* JSON: per-step times when the capture shows whole steps (issue 18) */
+	if (!err && fmt == EXPORT_JSON)
+		err = steps_from_capture(r, o ? o->step_label : NULL, &st);
+	if (!err && fmt == EXPORT_JSON && st.n)
+		err = step_stats_from_capture(r, &st, &ss);
+	m.steps = &ss;
 	if (!err)
 		err = export_model(out, fmt, &m, o, &to);
+	m.steps = NULL;
 	model_free(&m);
+	step_stats_free(&ss);
+	steps_free(&st);
 	return err;
 }
 

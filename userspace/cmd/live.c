@@ -399,7 +399,25 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 			fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
 			return TBPF_EXIT_ERROR;
 		}
+		struct steps st = { 0 };
+		struct step_stats ss = { 0 };
+
+		/* JSON of a --steps/--schedule run: per-step times from the
+		 * capture (issue 18) */
+		if (!strcmp(fmt, "json") && o->steps.sched.set && capture_path) {
+			struct capture_reader *r = capture_reader_open(capture_path);
+
+			if (r && !capture_reader_error(r) &&
+			    !steps_from_capture(r, o->steps.label, &st) &&
+			    !step_stats_from_capture(r, &st, &ss))
+				step_stats_keep_active(&ss, &o->steps.sched);
+			capture_reader_close(r);
+			m->steps = &ss;
+		}
 		err = export_model(out, strcmp(fmt, "json") ? EXPORT_TABLE : EXPORT_JSON, m, &eo, NULL);
+		m->steps = NULL;
+		step_stats_free(&ss);
+		steps_free(&st);
 		if (out != stdout && fclose(out) && !err)
 			err = -errno;
 		if (err) {

@@ -6,6 +6,7 @@
 #include "grow.h"
 #include "replay.h"
 #include "steps.h"
+#include "timeline.h"
 
 bool steps_label_match(const char *label, const char *name)
 {
@@ -208,4 +209,129 @@ void steps_watch_free(struct steps_watch *w)
 	steps_free(&w->seen);
 	w->ids = NULL;
 	w->nids = w->cids = 0;
+}
+
+int step_stats_init(struct step_stats *ss, const struct steps *st)
+{
+	memset(ss, 0, sizeof(*ss));
+	for (size_t i = 0; i < st->n; i++) {
+		const struct step_proc *p = &st->v[i];
+
+		for (size_t k = 0; k + 1 < p->n; k++) {
+			if (GROW(ss->v, ss->n, ss->cap, 16))
+				return -ENOMEM;
+			ss->v[ss->n++] = (struct step_stat){ .pid = p->pid, .tid = p->tid,
+							     .k = (uint32_t)k, .begin_ns = p->t[k],
+							     .dur_ns = p->t[k + 1] - p->t[k],
+							     .last_end = p->t[k] };
+		}
+	}
+	return 0;
+}
+
+static struct step_stat *stat_of(struct step_stats *ss, uint32_t pid, uint64_t t)
+{
+	for (size_t i = 0; i < ss->n; i++) {
+		struct step_stat *s = &ss->v[i];
+
+		if (s->pid == pid && t >= s->begin_ns && t < s->begin_ns + s->dur_ns)
+			return s;
+	}
+	return NULL;
+}
+
+void step_stats_add(struct step_stats *ss, uint32_t pid, uint32_t tid, uint32_t op_id,
+		    uint32_t depth, uint64_t begin_ns, uint64_t end_ns)
+{
+	struct step_stat *s = stat_of(ss, pid, begin_ns);
+	uint64_t end;
+
+	if (!s)
+		return;
+	s->ops += !TBPF_IS_SCOPE_ID(op_id);
+	if (depth || tid != s->tid)
+		return;
+	end = s->begin_ns + s->dur_ns;
+	if (end_ns > end)
+		end_ns = end;
+	if (begin_ns > s->last_end) {
+		uint64_t gap = begin_ns - s->last_end;
+
+		s->gap_ns += gap;
+		if (gap > s->max_gap_ns)
+			s->max_gap_ns = gap;
+	}
+	if (end_ns > begin_ns)
+		s->op_ns += end_ns - begin_ns;
+	if (end_ns > s->last_end)
+		s->last_end = end_ns;
+}
+
+void step_stats_finish(struct step_stats *ss)
+{
+	for (size_t i = 0; i < ss->n; i++) {
+		struct step_stat *s = &ss->v[i];
+		uint64_t end = s->begin_ns + s->dur_ns;
+
+		if (end > s->last_end) {
+			s->gap_ns += end - s->last_end;
+			if (end - s->last_end > s->max_gap_ns)
+				s->max_gap_ns = end - s->last_end;
+			s->last_end = end;
+		}
+	}
+}
+
+void step_stats_free(struct step_stats *ss)
+{
+	free(ss->v);
+	memset(ss, 0, sizeof(*ss));
+}
+
+static void stats_slice_end(void *ctx, const struct tl_slice *s)
+{
+	step_stats_add(ctx, s->pid, s->tid, s->op_id, s->depth, s->begin_ns, s->end_ns);
+}
+
+int step_stats_from_capture(struct capture_reader *r, const struct steps *st,
+			    struct step_stats *ss)
+{
+	static const struct timeline_ops ops = { .slice_end = stats_slice_end };
+	struct timeline_sink_ctx d = { 0 };
+	struct replay_sink sink;
+	int err = step_stats_init(ss, st);
+
+	if (err || !ss->n)
+		return err;
+	d.tl = timeline_new(&ops, ss);
+	if (!d.tl)
+		return -ENOMEM;
+	sink = timeline_sink(&d);
+	err = capture_replay(r, &sink, 1);
+	timeline_free(d.tl);
+	if (!err)
+		step_stats_finish(ss);
+	return err;
+}
+
+bool steps_is_active(const struct step_schedule *s, uint32_t k)
+{
+	uint64_t cyc = (uint64_t)s->wait + s->warmup + s->active, x;
+
+	if (k < s->skip_first)
+		return false;
+	x = k - s->skip_first;
+	if (s->repeat && x / cyc >= s->repeat)
+		return false;
+	return x % cyc >= (uint64_t)s->wait + s->warmup;
+}
+
+void step_stats_keep_active(struct step_stats *ss, const struct step_schedule *s)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < ss->n; i++)
+		if (steps_is_active(s, ss->v[i].k))
+			ss->v[n++] = ss->v[i];
+	ss->n = n;
 }

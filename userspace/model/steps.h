@@ -34,6 +34,8 @@ struct capture_reader;
  * name itself, or the name followed by '#'. */
 bool steps_label_match(const char *label, const char *name);
 
+struct step_stats;
+
 struct step_schedule {
 	uint32_t skip_first, wait, warmup, active, repeat;   /* repeat 0: no end */
 	bool set;                                            /* --steps / --schedule given */
@@ -45,6 +47,10 @@ int steps_schedule_parse(const char *spec, struct step_schedule *s, const char *
 /* Active cycle c: its first step and count; false when the schedule has no
  * cycle c. */
 bool steps_cycle(const struct step_schedule *s, uint32_t c, uint32_t *first, uint32_t *count);
+/* Is step k recorded by the schedule (in an active cycle)? */
+bool steps_is_active(const struct step_schedule *s, uint32_t k);
+/* Keep only the steps s records. */
+void step_stats_keep_active(struct step_stats *ss, const struct step_schedule *s);
 /* Boundaries a process must show before the schedule is complete (stop
  * then); 0 when the schedule never ends (repeat 0). */
 uint64_t steps_bounds_needed(const struct step_schedule *s);
@@ -71,6 +77,31 @@ bool steps_range(const struct step_proc *p, uint32_t k, uint64_t *begin, uint64_
  * probes and the Python walker were being set up).  0, -EINVAL (reader
  * error) or -ENOMEM. */
 int steps_from_capture(struct capture_reader *r, const char *label, struct steps *st);
+
+/* Per step (issue 18): its time, the time of the outermost ops and scopes
+ * on the boundaries' thread in it (op_ns), the gaps between them (gap_ns =
+ * dur_ns - op_ns: Python, data loading, idle) and the longest gap, and the
+ * op calls (scopes not counted) of the whole process that began in it. */
+struct step_stat {
+	uint32_t pid, tid, k;
+	uint64_t begin_ns, dur_ns, op_ns, gap_ns, max_gap_ns, ops;
+	uint64_t last_end;          /* while adding: end of the last outermost slice */
+};
+struct step_stats {
+	struct step_stat *v;
+	size_t n, cap;
+};
+/* One slot per whole step of st.  0 or -ENOMEM. */
+int step_stats_init(struct step_stats *ss, const struct steps *st);
+/* One op slice (pure: from a timeline). */
+void step_stats_add(struct step_stats *ss, uint32_t pid, uint32_t tid, uint32_t op_id,
+		    uint32_t depth, uint64_t begin_ns, uint64_t end_ns);
+/* The gaps up to each step's end. */
+void step_stats_finish(struct step_stats *ss);
+/* All of it from capture r (st: its boundaries).  0, -EINVAL or -ENOMEM. */
+int step_stats_from_capture(struct capture_reader *r, const struct steps *st,
+			    struct step_stats *ss);
+void step_stats_free(struct step_stats *ss);
 
 /* Live: boundaries counted from ring records as they arrive. */
 struct steps_watch {
