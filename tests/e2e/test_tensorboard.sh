@@ -125,16 +125,21 @@ sys.exit(1 if bad else 0)
 PY
 }
 
-# step_counts TBPF_JSON REF_TRACE PID: tbpf's JSON "steps" (ops per step,
-# times) against torch.profiler's per-step counts: its op events (cpu_op;
-# legacy: every event) inside each ProfilerStep span, less the unseen rows
-# and, in the legacy trace, the ProfilerStep's own handle (aten::empty).
+# step_counts TBPF_JSON REF_TRACE PID TBPF_TRACE: tbpf's JSON "steps" (ops
+# per step, times) against torch.profiler's per-step counts: its op events
+# (cpu_op; legacy, with no categories: every event but the record_function
+# labels, which tbpf's trace shows as user_annotation) inside each
+# ProfilerStep span, less the unseen rows and, in the legacy trace, the
+# ProfilerStep's own handle (aten::empty).
 step_counts() {
-	python3 - "$1" "$2" "$3" "$UNSEEN" <<'PY'
+	python3 - "$1" "$2" "$3" "$UNSEEN" "$4" <<'PY'
 import json, sys
 tb, ref = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 pid, unseen = int(sys.argv[3]), set(sys.argv[4].split(","))
+ann = {e["name"] for e in json.load(open(sys.argv[5]))["traceEvents"] if e.get("cat") == "user_annotation"}
 legacy = isinstance(ref, list)
+if legacy:
+    unseen |= ann
 evs = [e for e in (ref if legacy else ref["traceEvents"]) if e.get("ph") == "X"]
 steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in evs if e["name"].startswith("ProfilerStep#"))
 ops = [e for e in evs if not e["name"].startswith("ProfilerStep#") and e["name"] not in unseen and
@@ -189,7 +194,7 @@ steps_case() {
 			fail "$label: tbpf's TensorBoard run differs from torch.profiler's"
 	fi
 	if [ $legacy = 1 ]; then ref=$T/ref.trace.json; else ref=$(ls "$T"/ref/*.pt.trace.json); fi
-	step_counts "$T/steps.json" "$ref" "$(get wl pid)" ||
+	step_counts "$T/steps.json" "$ref" "$(get wl pid)" "$(ls "$T"/run/*.pt.trace.json)" ||
 		fail "$label: per-step op counts differ from torch.profiler's"
 	python3 "$ROOT/tests/formats/check_chrome.py" "$T"/run/*.pt.trace.json > /dev/null ||
 		fail "$label: the trace does not nest (check_chrome.py)"
