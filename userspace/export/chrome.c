@@ -282,17 +282,6 @@ static struct py_thread *py_thread(struct chrome_ctx *c, uint32_t pid, uint32_t 
 	return t;
 }
 
-static void c_span_open(void *vc, const struct fspan *sp)
-{
-	struct chrome_ctx *c = vc;
-	struct py_thread *t = py_thread(c, sp->pid, sp->tid, sp->depth);
-
-	if (t)
-		t->ids[sp->depth] = ++c->py_id;
-	else if (!c->err)
-		c->err = -ENOMEM;
-}
-
 /* The module instance of a layer frame: its id and Kineto's per-class
  * number ("Linear_0", "Linear_1", ...) in order of first appearance. */
 static const struct py_module *py_module(struct chrome_ctx *c, uint32_t pid,
@@ -318,6 +307,22 @@ static const struct py_module *py_module(struct chrome_ctx *c, uint32_t pid,
 	c->nmods++;
 	return m;
 }
+
+static void c_span_open(void *vc, const struct fspan *sp)
+{
+	struct chrome_ctx *c = vc;
+	struct py_thread *t = py_thread(c, sp->pid, sp->tid, sp->depth);
+
+	if (t)
+		t->ids[sp->depth] = ++c->py_id;
+	else if (!c->err)
+		c->err = -ENOMEM;
+	/* Kineto numbers a class's modules in call order ("Linear_0" is the
+	 * first called): register them as they open in the written window */
+	if (sp->frame->kind == CF_LAYER && keep(c, sp->pid, sp->begin_ns))
+		py_module(c, sp->pid, sp->frame);
+}
+
 
 /* A Python span that began after boundary j-1 and holds boundary j (only
  * it) widens step j-1's end there, so steps enclose whole Python calls. */
