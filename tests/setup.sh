@@ -12,7 +12,11 @@
 #   2. the PyTorch 2.x venv at $TBPF_VENV (default /var/cache/tbpf/venv-torch2,
 #      torch==$TORCH2_VERSION from PyPI, CUDA 12 wheels), created only when
 #      missing or broken (checked by importing torch);
-#   3. checks: the CUDA toolkit at $CUDA_HOME, kernel BTF, tools on PATH.
+#   3. the trace readers' venv at $TBPF_READERS_VENV (default
+#      /var/cache/tbpf/venv-readers): TensorBoard's profiler plugin
+#      (torch-tb-profiler), HTA (holistictraceanalysis) and Perfetto's
+#      protos (perfetto) from PyPI, tests only (issue 18);
+#   4. checks: the CUDA toolkit at $CUDA_HOME, kernel BTF, tools on PATH.
 # Needs root.  Any failure stops it with a message saying what failed.
 set -euo pipefail
 
@@ -23,6 +27,8 @@ case "${1:-}" in
 *) printf 'usage: %s [--runtime]\n' "$0" >&2; exit 2 ;;
 esac
 VENV=${TBPF_VENV:-/var/cache/tbpf/venv-torch2}
+READERS_VENV=${TBPF_READERS_VENV:-/var/cache/tbpf/venv-readers}
+READERS_PKGS=(torch-tb-profiler==0.4.3 holistictraceanalysis perfetto)
 TORCH2_VERSION=${TORCH2_VERSION:-2.8.0}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 
@@ -135,7 +141,33 @@ else
 	setup_venv
 fi
 
-# 3. checks -----------------------------------------------------------------
+# 3. the readers users open on torch.profiler's traces, to read tbpf's
+# (tests only): own venv, apart from torch's, so their pandas/numpy never
+# meet the workloads'
+readers_ok() {
+	"$READERS_VENV/bin/python" -c 'import torch_tb_profiler.profiler.data, hta.trace_analysis, perfetto.protos.perfetto.trace.perfetto_trace_pb2' > /dev/null 2>&1
+}
+setup_readers() {
+	mkdir -p "$(dirname "$READERS_VENV")"
+	exec 8> "$READERS_VENV.lock"
+	flock 8
+	if readers_ok; then
+		say "trace readers venv ok: $READERS_VENV"
+	else
+		say "creating $READERS_VENV with ${READERS_PKGS[*]} from PyPI"
+		[ -x "$READERS_VENV/bin/pip" ] || /usr/bin/python3 -m venv "$READERS_VENV" ||
+			die "python3 -m venv $READERS_VENV failed"
+		"$READERS_VENV/bin/pip" install -q --disable-pip-version-check "${READERS_PKGS[@]}" ||
+			die "pip install ${READERS_PKGS[*]} into $READERS_VENV failed"
+		readers_ok || die "$READERS_VENV cannot import the trace readers after install"
+	fi
+	flock -u 8
+}
+if [ $RUNTIME_ONLY = 0 ] && [ "${TBPF_SKIP_VENV:-0}" != 1 ]; then
+	setup_readers
+fi
+
+# 4. checks -----------------------------------------------------------------
 if [ -r "$CUDA_HOME/include/cuda_runtime_api.h" ] && ls "$CUDA_HOME"/lib64/libcudart.so* > /dev/null 2>&1; then
 	say "CUDA toolkit: $CUDA_HOME ($("$CUDA_HOME/bin/nvcc" --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/CUDA \1/p' || true))"
 else

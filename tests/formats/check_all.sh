@@ -57,7 +57,7 @@ step json "ok ($json_calls calls, same as the table)"
 # chrome: JSON + per-thread nesting; one X op event per call
 $py "$here/check_chrome.py" --dump "$out/run.json.trace" > "$out/chrome.txt" || fail "chrome trace invalid"
 # ops, and record_function scopes (issue 15) in Kineto's user_annotation
-x_ops=$($py -c 'import json,sys; print(sum(1 for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] == "X" and e.get("cat") in ("op", "user_annotation")))' "$out/run.json.trace")
+x_ops=$($py -c 'import json,sys; print(sum(1 for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] == "X" and e.get("cat") in ("cpu_op", "user_annotation") and not e["name"].startswith("ProfilerStep#")))' "$out/run.json.trace")
 [ "$x_ops" = "$json_all" ] || fail "chrome has $x_ops op events, json $json_calls calls + $json_folded folded"
 step chrome "$(tail -1 "$out/chrome.txt")"
 

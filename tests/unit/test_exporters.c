@@ -237,13 +237,14 @@ static void test_chrome(void **state)
 	int st;
 	char *got = run(&st, "python3 %s/check_chrome.py --dump %s 2>&1", src, out_path("run.json.trace"));
 	/* base = run start T0; ts/dur exact to the ns; conv2d's Python stack
-	 * gives spans around it, outermost last at equal times */
+	 * gives spans around it in Kineto's names (issue 18), each 1 ns past
+	 * the one it holds (readers add ts + dur in floating point) */
 	const char *want =
+"100 100 1.000 9.004 /home/u/train.py(10): main - -\n"
+"100 100 1.000 9.003 nn.Module: Net_0 - -\n"
+"100 100 1.000 9.002 nn.Module: Block_0 - -\n"
+"100 100 1.000 9.001 nn.Module: Conv2d_0 - -\n"
 "100 100 1.000 9.000 aten::conv2d 0 -\n"
-"100 100 1.000 9.000 conv - -\n"
-"100 100 1.000 9.000 blocks.0 - -\n"
-"100 100 1.000 9.000 Net - -\n"
-"100 100 1.000 9.000 train.py:main - -\n"
 "100 100 2.000 5.500 aten::convolution 1 -\n"
 "100 100 20.000 1.234 aten::add 0 -\n"
 "100 100 30.000 2.000 aten::add 0 unwound\n"

@@ -78,6 +78,17 @@ static const char usage_text[] =
 "                         agent still reports a conflict if CUPTI refuses it)\n"
 "      --ring-size SIZE   record ring buffer (default 16M); raise it when\n"
 "                         events are reported dropped\n"
+"      --tensorboard DIR  also write a TensorBoard run folder: one Kineto trace\n"
+"                         per process (and per active cycle of --schedule),\n"
+"                         {host}_{pid}.{time_ns}.pt.trace.json, for TensorBoard's\n"
+"                         PyTorch Profiler plugin and HTA\n"
+"      --steps N          stop after N whole training steps (a step ends where\n"
+"                         the optimizer's step ends, or --step-on's label)\n"
+"      --schedule SPEC    torch.profiler.schedule: skip_first=N,wait=N,warmup=N,\n"
+"                         active=N,repeat=N; stops after the last cycle (repeat\n"
+"                         0: at --duration); one trace per active cycle\n"
+"      --step-on LABEL    the record_function label that ends a step (default:\n"
+"                         Optimizer.step#, every optimizer; LABEL# = prefix)\n"
 "  -v, --verbose          probe counters and timings on stderr\n"
 "  -h, --help             this help\n"
 "  -V, --version          print the version\n"
@@ -91,6 +102,8 @@ static const char usage_text[] =
 "  sudo tbpf --pid 1234 --duration 10s --group-by-input-shape --sort cpu_time_total\n"
 "  sudo tbpf --pid 1234 --duration 10s --profile-memory --sort self_cpu_memory_usage\n"
 "  sudo tbpf --pid 1234 --duration 10s -o run.tbpf\n"
+"  sudo tbpf --pid 1234 --steps 5 --tensorboard runs/job  # tensorboard --logdir runs\n"
+"  sudo tbpf --pid 1234 --schedule wait=1,warmup=1,active=3,repeat=2 --tensorboard runs/job\n"
 "  tbpf report run.tbpf --format perfetto -o run.perfetto-trace\n"
 "  sudo tbpf run --format tree -- python3 train.py\n"
 "  tbpf diff before.tbpf after.tbpf          # what got slower\n"
@@ -123,6 +136,7 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 	       O_SHAPES /* issue 16 */, O_BYSHAPE, O_FLOPS, O_MEMORY /* issue 17 */, O_MEMMAP };
 	static const struct option longopts[] = {
 		SELECT_LONGOPTS,
+		STEP_LONGOPTS,
 		{ "duration", required_argument, NULL, 'd' },
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
@@ -155,6 +169,13 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 		char *why = NULL;
 		int taken = select_opt(c, optarg, &o->sel, 64, &why);
 
+		if (taken < 0) {
+			rc = usage_error("%s", why);
+			free(why);
+			return rc;
+		}
+		if (!taken)
+			taken = step_opt(c, optarg, &o->steps, &why);
 		if (taken < 0) {
 			rc = usage_error("%s", why);
 			free(why);

@@ -10,18 +10,24 @@
 #include "capture.h"
 #include "cmd_diff.h"
 #include "jsonutil.h"
+#include "kineto.h"
 #include "live.h"
 #include "model.h"
 #include "profile.h"
 
 static const char usage[] =
-"Usage: tbpf diff A.tbpf B.tbpf [--format table|json] [--row-limit N] [-o FILE]\n"
+"Usage: tbpf diff A B [--format table|json] [--row-limit N] [-o FILE]\n"
 "\n"
 "What got slower between two captures (hosts, builds, torch versions)?\n"
 "Per op (and per nn.Module layer when the captures have Python stacks):\n"
 "calls and self time in A and B, their deltas and the relative change,\n"
 "ordered by impact (|self time delta|).  Ops only in B are marked new,\n"
 "ops only in A removed.\n"
+"\n"
+"A and B are tbpf captures (.tbpf) or torch.profiler traces (the JSON\n"
+"export_chrome_trace or tensorboard_trace_handler writes): its cpu_op and\n"
+"user_annotation events are the ops (ProfilerStep#N markers left out), so\n"
+"tbpf and torch.profiler compare op by op on the same job.\n"
 "\n"
 "  -f, --format FMT    table (default) or json\n"
 "  -n, --row-limit N   rows per table (default 30, -1 = all)\n"
@@ -31,6 +37,7 @@ static const char usage[] =
 "Examples:\n"
 "  tbpf diff before.tbpf after.tbpf\n"
 "  tbpf diff host-a.tbpf host-b.tbpf --format json | jq '.ops[0]'\n"
+"  tbpf diff torch_profiler_trace.json run.tbpf   # tbpf vs torch.profiler\n"
 "\n"
 "Exit status: 0 success, 1 unreadable or corrupt capture, 2 usage error.\n";
 
@@ -250,6 +257,45 @@ static int layer_rows(struct side *s)
 	return profile_fold(&s->lp, PROF_BY_NAME, &s->layers, &s->nlayers);
 }
 
+/* A torch.profiler trace (issue 18): its op rows, no layers.  1 when path
+ * is no JSON trace (a capture then), else 0 or -errno with *why. */
+static int side_kineto(const char *path, struct side *s, char **why)
+{
+	FILE *f = fopen(path, "re");
+	char *buf = NULL;
+	size_t len = 0, cap = 0, n;
+	int err;
+
+	if (!f)
+		return 1;   /* the capture reader says why */
+	for (;;) {
+		if (len + 65536 > cap) {
+			char *nb = realloc(buf, cap = cap ? cap * 2 : 1 << 20);
+
+			if (!nb) {
+				free(buf);
+				fclose(f);
+				return -ENOMEM;
+			}
+			buf = nb;
+		}
+		n = fread(buf + len, 1, cap - len, f);
+		len += n;
+		if (!n)
+			break;
+	}
+	fclose(f);
+	if (!kineto_is_json(buf, len)) {
+		free(buf);
+		return 1;
+	}
+	err = profile_from_kineto(buf, len, &s->p, why);
+	free(buf);
+	if (!err)
+		err = profile_fold(&s->p, PROF_BY_NAME, &s->ops, &s->nops);
+	return err;
+}
+
 static int side_open(const char *path, struct side *s, char **why)
 {
 	const char *e;
@@ -257,6 +303,9 @@ static int side_open(const char *path, struct side *s, char **why)
 
 	memset(s, 0, sizeof(*s));
 	profile_init(&s->p);
+	err = side_kineto(path, s, why);
+	if (err <= 0)
+		return err;
 	s->r = capture_reader_open(path);
 	if (!s->r)
 		return -ENOMEM;
@@ -340,7 +389,7 @@ int cmd_diff(int argc, char **argv)
 		}
 	}
 	if (argc - optind != 2) {
-		fprintf(stderr, "tbpf diff: give two captures: tbpf diff A.tbpf B.tbpf\n");
+		fprintf(stderr, "tbpf diff: give two captures or torch.profiler traces: tbpf diff A B\n");
 		return TBPF_EXIT_USAGE;
 	}
 	paths[0] = argv[optind];

@@ -15,6 +15,8 @@
 #include "model.h"
 #include "profile.h"
 #include "report.h"
+#include "options.h"
+#include "steps.h"
 
 #define REPORT_TREE EXPORT_TREE
 
@@ -37,6 +39,11 @@ static const char usage[] =
 "      --group-by-input-shape  table: one row per input shapes too (a capture\n"
 "                      recorded with --record-shapes), Input Shapes column\n"
 "      --with-flops    table and json: torch.profiler's FLOPs (same captures)\n"
+"      --tensorboard DIR  a TensorBoard run folder: one Kineto trace per process\n"
+"                      (and per active cycle of --schedule), for TensorBoard's\n"
+"                      PyTorch Profiler plugin and HTA\n"
+"      --steps N, --schedule SPEC, --step-on LABEL   steps as in `tbpf --help`:\n"
+"                      chrome keeps the first active cycle's steps\n"
 "  -h, --help          this text\n"
 "\n"
 "Formats:\n"
@@ -71,11 +78,23 @@ static int run_aggregated(FILE *out, int fmt, struct capture_reader *r,
 
 	if (fmt == REPORT_TREE && o && o->sort && tree_sort_parse(o->sort, &to.sort))
 		return -EINVAL;
+	struct steps st = { 0 };
+	struct step_stats ss = { 0 };
+
 	model_init(&m);
 	err = model_from_capture(r, parts, &m);
+	/* JSON: per-step times when the capture shows whole steps (issue 18) */
+	if (!err && fmt == EXPORT_JSON)
+		err = steps_from_capture(r, o ? o->step_label : NULL, &st);
+	if (!err && fmt == EXPORT_JSON && st.n)
+		err = step_stats_from_capture(r, &st, &ss);
+	m.steps = &ss;
 	if (!err)
 		err = export_model(out, fmt, &m, o, &to);
+	m.steps = NULL;
 	model_free(&m);
+	step_stats_free(&ss);
+	steps_free(&st);
 	return err;
 }
 
@@ -200,6 +219,31 @@ int export_capture_ex(const char *capture_path, const char *format, const char *
 	return err;
 }
 
+/* tbpf report FILE --tensorboard DIR (issue 18) */
+static int report_tensorboard(const char *path, const struct export_opts *o,
+			      const struct step_opts *so)
+{
+	struct capture_reader *r = capture_reader_open(path);
+	struct export_opts eo = *o;
+	char *msg = NULL;
+	int err;
+
+	if (!r || capture_reader_error(r)) {
+		fprintf(stderr, "tbpf report: %s\n", r ? capture_reader_error(r) : "out of memory");
+		capture_reader_close(r);
+		return 1;
+	}
+	eo.step_window = false;
+	err = export_tensorboard(so->tensorboard, r, &eo, &so->sched, stderr, &msg);
+	capture_reader_close(r);
+	if (err) {
+		fprintf(stderr, "tbpf report: %s\n", msg ? msg : strerror(-err));
+		free(msg);
+		return 1;
+	}
+	return 0;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -211,15 +255,27 @@ int cmd_report(int argc, char **argv)
 		{ "group-by-input-shape", no_argument, NULL, 'S' },
 		{ "with-flops", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
+		STEP_LONGOPTS,
 		{ 0 },
 	};
 	struct export_opts o = { 0 };
+	struct step_opts so = { 0 };
+	char *why = NULL;
 	const char *format = "table", *out = NULL;
 	int c;
 
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "f:o:s:n:h", opts, NULL)) != -1) {
+		int taken = step_opt(c, optarg, &so, &why);
+
+		if (taken < 0) {
+			fprintf(stderr, "tbpf report: %s\n", why);
+			free(why);
+			return 2;
+		}
+		if (taken)
+			continue;
 		switch (c) {
 		case 'f': format = optarg; break;
 		case 'o': out = optarg; break;
@@ -276,6 +332,11 @@ int cmd_report(int argc, char **argv)
 	}
 	char *msg = NULL;
 	struct export_summary sum;
+	o.step_label = so.label;
+	if (so.sched.set)   /* chrome: the first active cycle; --tensorboard: each */
+		o.step_window = steps_cycle(&so.sched, 0, &o.step_first, &o.step_count);
+	if (so.tensorboard)
+		return report_tensorboard(argv[optind], &o, &so);
 	int err = export_capture_ex(argv[optind], format, out, &o, &msg, &sum);
 	if (err) {
 		fprintf(stderr, "tbpf report: %s\n", msg ? msg : strerror(-err));

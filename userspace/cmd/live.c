@@ -39,6 +39,7 @@
 #include "target.h"
 #include "version.h"
 #include "strf.h"
+#include "steps.h"
 
 static volatile sig_atomic_t stop_signal;
 
@@ -59,7 +60,7 @@ static bool wants_capture(const struct live_opts *o)
 {
 	const char *f = o->format ? o->format : "table";
 
-	if (o->record)
+	if (o->record || o->steps.tensorboard || o->steps.sched.set)
 		return true;
 	return strcmp(f, "table") && strcmp(f, "json") && strcmp(f, "tree");
 }
@@ -218,6 +219,115 @@ static void report_empty(struct session *s, const uint64_t *cnt, uint64_t durati
 	free(who);
 }
 
+/* issue 18: distributedInfo from the target's environment (RANK,
+ * WORLD_SIZE; the backend: nccl when libnccl is mapped, else gloo).
+ * 0 when the process is no distributed worker (no RANK). */
+static int read_dist(pid_t pid, struct export_dist *d)
+{
+	char path[64], buf[1 << 16], line[512];
+	size_t n;
+	FILE *f;
+	bool rank = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	*d = (struct export_dist){ .pid = (uint32_t)pid, .world_size = 1, .backend = "gloo" };
+	for (size_t i = 0; i < n; i += strlen(buf + i) + 1) {
+		if (!strncmp(buf + i, "RANK=", 5)) {
+			d->rank = atoi(buf + i + 5);
+			rank = true;
+		} else if (!strncmp(buf + i, "WORLD_SIZE=", 11)) {
+			d->world_size = atoi(buf + i + 11);
+		}
+	}
+	if (!rank)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, "libnccl")) {
+			d->backend = "nccl";
+			break;
+		}
+	if (f)
+		fclose(f);
+	return 1;
+}
+
+/* The distributed workers among the targets (read while they run). */
+struct live_dist {
+	struct export_dist v[64];
+	size_t n;
+};
+
+static void dist_scan(struct live_dist *ld, struct session *s)
+{
+	for (size_t i = 0; i < session_ntargets(s) && ld->n < 64; i++) {
+		pid_t pid = session_target(s, i)->pid;
+		bool have = false;
+
+		for (size_t k = 0; k < ld->n; k++)
+			have |= ld->v[k].pid == (uint32_t)pid;
+		if (!have && read_dist(pid, &ld->v[ld->n]))
+			ld->n++;
+	}
+}
+
+static void steps_hook(void *ctx, const struct rec_hdr *h, size_t size)
+{
+	steps_watch_feed(ctx, h, size);   /* out of memory: stops at --duration only */
+}
+
+/* --steps / --schedule: every target has shown the boundaries its last
+ * cycle needs (or exited). */
+static bool steps_done(const struct live_opts *o, struct session *s, const struct steps_watch *w)
+{
+	uint64_t need = steps_bounds_needed(&o->steps.sched);
+	size_t alive = 0;
+
+	if (!need || !session_ntargets(s))
+		return false;
+	for (size_t i = 0; i < session_ntargets(s); i++) {
+		const struct session_target_info *t = session_target(s, i);
+
+		if (!t->alive)
+			continue;
+		alive++;
+		if (steps_watch_count(w, (uint32_t)t->pid) < need)
+			return false;
+	}
+	return alive > 0;
+}
+
+/* --tensorboard DIR from the capture; 0 or the exit code. */
+static int live_tensorboard(const struct live_opts *o, const char *capture_path,
+			    const struct live_dist *ld)
+{
+	struct export_opts eo = { .step_label = o->steps.label, .dist = ld->v, .ndist = ld->n };
+	struct capture_reader *r = capture_reader_open(capture_path);
+	char *msg = NULL;
+	int err;
+
+	if (!r || capture_reader_error(r)) {
+		fprintf(stderr, "tbpf: %s\n", r ? capture_reader_error(r) : "out of memory");
+		capture_reader_close(r);
+		return TBPF_EXIT_ERROR;
+	}
+	err = export_tensorboard(o->steps.tensorboard, r, &eo, &o->steps.sched, stderr, &msg);
+	capture_reader_close(r);
+	if (err) {
+		fprintf(stderr, "tbpf: --tensorboard: %s\n", msg ? msg : strerror(-err));
+		free(msg);
+		return TBPF_EXIT_ERROR;
+	}
+	return TBPF_EXIT_OK;
+}
+
 static FILE *open_out(const char *path)
 {
 	if (!path || !strcmp(path, "-"))
@@ -233,9 +343,14 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 {
 	struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
 				  .by_overload = o->by_overload, .by_shape = o->by_shape,
-				  .with_flops = o->with_flops };
+				  .with_flops = o->with_flops, .step_label = o->steps.label };
 	const char *fmt = o->format ? o->format : "table";
 	const struct cuda_model *cm = session_cuda(s, NULL, NULL);
+
+	/* chrome with --steps/--schedule: the first active cycle's steps
+	 * (--tensorboard writes every cycle) */
+	if (o->steps.sched.set)
+		eo.step_window = steps_cycle(&o->steps.sched, 0, &eo.step_first, &eo.step_count);
 	bool tree_fmt = !strcmp(fmt, "tree");
 	int rc = 0, err;
 
@@ -275,8 +390,9 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 			fclose(out);
 		return rc;
 	}
-	if (o->record && !o->format) {
-		fprintf(stderr, "tbpf: capture written to %s (%llu records)\n", capture_path,
+	if ((o->record || o->steps.tensorboard) && !o->format) {
+		if (o->record)
+			fprintf(stderr, "tbpf: capture written to %s (%llu records)\n", capture_path,
 			(unsigned long long)session_records(s));
 	} else if (!strcmp(fmt, "table") || !strcmp(fmt, "json")) {
 		FILE *out = open_out(o->out);
@@ -285,7 +401,25 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 			fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
 			return TBPF_EXIT_ERROR;
 		}
+		struct steps st = { 0 };
+		struct step_stats ss = { 0 };
+
+		/* JSON of a --steps/--schedule run: per-step times from the
+		 * capture (issue 18) */
+		if (!strcmp(fmt, "json") && o->steps.sched.set && capture_path) {
+			struct capture_reader *r = capture_reader_open(capture_path);
+
+			if (r && !capture_reader_error(r) &&
+			    !steps_from_capture(r, o->steps.label, &st) &&
+			    !step_stats_from_capture(r, &st, &ss))
+				step_stats_keep_active(&ss, &o->steps.sched);
+			capture_reader_close(r);
+			m->steps = &ss;
+		}
 		err = export_model(out, strcmp(fmt, "json") ? EXPORT_TABLE : EXPORT_JSON, m, &eo, NULL);
+		m->steps = NULL;
+		step_stats_free(&ss);
+		steps_free(&st);
 		if (out != stdout && fclose(out) && !err)
 			err = -errno;
 		if (err) {
@@ -436,7 +570,8 @@ static void announce(const struct live_opts *o, struct session *s, uint64_t prob
  * why it stopped. */
 static const char *poll_until_stop(const struct live_opts *o, struct session *s,
 				   struct capture_writer *cw, size_t *written, uint64_t t_mono,
-				   uint64_t last_scan, bool system_wide)
+				   uint64_t last_scan, bool system_wide, const struct steps_watch *sw,
+				   struct live_dist *ld)
 {
 	while (!stop_signal) {
 		uint64_t now = now_ns(CLOCK_MONOTONIC), el = now - t_mono;
@@ -456,6 +591,15 @@ static const char *poll_until_stop(const struct live_opts *o, struct session *s,
 		if (cw && *written < session_ntargets(s)) {
 			write_target_meta(cw, s, *written);
 			*written = session_ntargets(s);
+			dist_scan(ld, s);
+		}
+		if (steps_done(o, s, sw)) {
+			/* the Python stacks are named every second poll
+			 * (session_poll): two more, so the steps' stacks
+			 * reach the capture */
+			session_poll(s, 0);
+			session_poll(s, 0);
+			return "steps";
 		}
 		if (live == 0 && !system_wide)
 			return o->sel.npids > 1 ? "targets exited" : "target exited";
@@ -617,6 +761,8 @@ int live_run(const struct live_opts *o)
 	};
 	struct mem_model mm;
 	char *agent_path = cfg.gpu_agent ? run_agent_path() : NULL;   /* issue 6 */
+	struct steps_watch sw = { .label = o->steps.label };   /* issue 18 */
+	struct live_dist ld = { .n = 0 };
 	struct session *s = NULL;
 	struct capture_writer *cw = NULL;
 	char *capture_path = NULL, *why = NULL;
@@ -639,6 +785,10 @@ int live_run(const struct live_opts *o)
 		cfg.mem = &mm;
 	t0 = now_ns(CLOCK_MONOTONIC);
 	cfg.agent_path = agent_path;
+	if (o->steps.sched.set) {
+		cfg.record_hook = steps_hook;
+		cfg.record_hook_ctx = &sw;
+	}
 	s = session_open(&cfg, &why, &code);
 	if (!s) {
 		fprintf(stderr, "tbpf: %s\n", why ? why : "cannot start");
@@ -681,8 +831,11 @@ int live_run(const struct live_opts *o)
 		write_target_meta(cw, s, 0);
 		written = session_ntargets(s);
 	}
+	dist_scan(&ld, s);
+	sw.after_ns = t_mono;   /* steps from the attached line on (steps_from_capture too) */
 
-	stop_reason = poll_until_stop(o, s, cw, &written, t_mono, last_scan, cfg.system_wide);
+	stop_reason = poll_until_stop(o, s, cw, &written, t_mono, last_scan, cfg.system_wide, &sw,
+				      &ld);
 	duration = now_ns(CLOCK_MONOTONIC) - t_mono;
 	if (cw)
 		for (size_t i = 0; i < session_ntargets(s); i++)
@@ -725,6 +878,14 @@ int live_run(const struct live_opts *o)
 	err = live_render(o, s, &model, capture_path);
 	if (err)
 		rc = err;
+	if (o->steps.sched.set && steps_bounds_needed(&o->steps.sched) && strcmp(stop_reason, "steps"))
+		fprintf(stderr, "tbpf: stopped (%s) before the scheduled steps were seen: %zu step "
+				"boundaries (%s) in pid %d, %llu needed\n", stop_reason,
+			steps_watch_count(&sw, (uint32_t)session_target(s, 0)->pid),
+			o->steps.label ? o->steps.label : STEPS_DEFAULT_LABEL, session_target(s, 0)->pid,
+			(unsigned long long)steps_bounds_needed(&o->steps.sched));
+	if (o->steps.tensorboard && capture_path && !rc)
+		rc = live_tensorboard(o, capture_path, &ld);
 done:
 	model_free(&model);
 out:
@@ -736,5 +897,6 @@ out:
 	free(capture_path);
 	free(agent_path);
 	mem_model_free(&mm);
+	steps_watch_free(&sw);
 	return rc;
 }

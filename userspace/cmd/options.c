@@ -63,3 +63,40 @@ int select_opt(int c, const char *arg, struct session_select *sel, size_t max_pi
 	}
 	return 0;
 }
+
+int step_opt(int c, const char *arg, struct step_opts *so, char **why)
+{
+	const char *bad;
+	char *end;
+	long n;
+
+	switch (c) {
+	case OPT_STEP_TB:
+		so->tensorboard = arg;
+		return 1;
+	case OPT_STEP_ON:
+		if (!*arg) {
+			*why = strf("%s", "--step-on needs a record_function label");
+			return -EINVAL;
+		}
+		so->label = arg;
+		return 1;
+	case OPT_STEP_N:
+		errno = 0;
+		n = strtol(arg, &end, 10);
+		if (errno || end == arg || *end || n <= 0 || n > 1000000) {
+			*why = strf("invalid --steps '%s' (a number of steps, 1 or more)", arg);
+			return -EINVAL;
+		}
+		so->sched = (struct step_schedule){ .active = (uint32_t)n, .repeat = 1, .set = true };
+		return 1;
+	case OPT_STEP_SCHED:
+		if (steps_schedule_parse(arg, &so->sched, &bad)) {
+			*why = strf("invalid --schedule '%s' at '%s' (skip_first=N,wait=N,warmup=N,"
+				    "active=N,repeat=N)", arg, bad ? bad : arg);
+			return -EINVAL;
+		}
+		return 1;
+	}
+	return 0;
+}

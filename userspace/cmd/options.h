@@ -6,7 +6,24 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "session.h"
+#include "steps.h"
 #include "units.h"
+
+/* Steps and TensorBoard output (issue 18), shared by the live command and
+ * `tbpf report`: STEP_LONGOPTS in the getopt table, step_opt() for each
+ * result (1 taken, 0 not, -EINVAL with *why). */
+struct step_opts {
+	const char *tensorboard;          /* --tensorboard DIR */
+	const char *label;                /* --step-on LABEL (NULL: Optimizer.step#) */
+	struct step_schedule sched;       /* --steps N / --schedule SPEC */
+};
+enum { OPT_STEP_TB = 0x1100, OPT_STEP_N, OPT_STEP_SCHED, OPT_STEP_ON };
+#define STEP_LONGOPTS \
+	{ "tensorboard", required_argument, NULL, OPT_STEP_TB }, \
+	{ "steps", required_argument, NULL, OPT_STEP_N }, \
+	{ "schedule", required_argument, NULL, OPT_STEP_SCHED }, \
+	{ "step-on", required_argument, NULL, OPT_STEP_ON }
+int step_opt(int c, const char *arg, struct step_opts *so, char **why);
 
 struct live_opts {
 	struct session_select sel;  /* --pid, --comm, --cgroup, --exits, --ring-size */
@@ -37,6 +54,7 @@ struct live_opts {
 	bool memory;               /* --profile-memory (issue 17) */
 	uint32_t mem_map_size;     /* --mem-map-size: live CPU allocations kept */
 	int verbose;
+	struct step_opts steps;    /* --tensorboard, --steps, --schedule, --step-on (issue 18) */
 };
 
 /* The options the live command and the daemon share (struct

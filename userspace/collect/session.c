@@ -163,6 +163,8 @@ static int on_record(void *ctx, void *data, size_t size)
 	if (s->cfg.mem && size >= sizeof(struct rec_mem) &&
 	    ((struct rec_hdr *)data)->type == REC_MEM && mem_model_add(s->cfg.mem, data))
 		s->record_errors++;
+	if (s->cfg.record_hook && size >= sizeof(struct rec_hdr))
+		s->cfg.record_hook(s->cfg.record_hook_ctx, data, size);
 	return 0;
 }
 

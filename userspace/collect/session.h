@@ -33,6 +33,8 @@ struct session_select {
 	uint64_t ring_size;         /* 0: the command's default */
 };
 
+struct rec_hdr;
+
 struct session_config {
 	enum exits_mode exits;
 	bool record;                /* stream records to the ring buffer */
@@ -63,6 +65,10 @@ struct session_config {
 	bool memory;
 	uint32_t mem_map_size;
 	struct mem_model *mem;
+	/* every ring record, after the capture writer (issue 18: step
+	 * boundaries); NULL = none */
+	void (*record_hook)(void *ctx, const struct rec_hdr *h, size_t size);
+	void *record_hook_ctx;
 };
 
 struct mem_model;

@@ -11,12 +11,22 @@
 #define TBPF_EXPORT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 struct profile;
 struct calltree;
 struct capture_reader;
+struct steps;
+
+/* distributedInfo of one process (issue 18): RANK, WORLD_SIZE and the
+ * backend from the target's environment. */
+struct export_dist {
+	uint32_t pid;
+	int rank, world_size;
+	const char *backend;
+};
 
 enum export_format {
 	EXPORT_TABLE,
@@ -39,6 +49,16 @@ struct export_opts {
 	 * (the CUDA tables: "kernels", "copies", ...); NULL = none */
 	int (*json_extra)(FILE *out, void *ctx);
 	void *json_extra_ctx;
+	/* chrome (Kineto layout) and tensorboard, issue 18 */
+	uint32_t only_pid;            /* 0: every process; else only its events */
+	const struct steps *steps;    /* step boundaries: ProfilerStep#k spans (NULL: found
+				       * by export_chrome with step_label) */
+	const char *step_label;       /* scope that ends a step (NULL: Optimizer.step#) */
+	bool step_window;             /* only events that begin in steps [step_first, +step_count) */
+	uint32_t step_first, step_count;
+	const struct export_dist *dist;   /* distributedInfo by pid */
+	size_t ndist;
+	const char *trace_name;       /* "traceName" (NULL: none) */
 };
 
 /* "table" -> EXPORT_TABLE ...; -EINVAL when unknown. */
@@ -54,8 +74,18 @@ bool export_format_binary(int fmt);
 int export_table(FILE *out, const struct profile *p, const struct export_opts *o);
 /* JSON document, schema "tbpf.profile/1" (see docs in export_json.c). */
 int export_json(FILE *out, const struct profile *p, const struct export_opts *o);
-/* Chrome Trace Event JSON from a capture. */
+/* Chrome Trace Event JSON from a capture, in Kineto's layout (what
+ * torch.profiler's export_chrome_trace writes; shared/reference/formats.md). */
 int export_chrome(FILE *out, struct capture_reader *r, const struct export_opts *o);
+/* TensorBoard run folder (issue 18): in dir, for each process of the
+ * capture, one Kineto trace per active cycle of sched (NULL or unset: one
+ * trace of the whole capture) named {host}_{pid}.{time_ns}.pt.trace.json,
+ * time_ns the wall-clock start of the cycle.  Every written path is
+ * printed to note (may be NULL) as "tbpf: wrote PATH (steps A-B)".
+ * 0 or -errno (*errmsg set). */
+struct step_schedule;
+int export_tensorboard(const char *dir, struct capture_reader *r, const struct export_opts *o,
+		       const struct step_schedule *sched, FILE *note, char **errmsg);
 /* Perfetto TracePacket stream from a capture. */
 int export_perfetto(FILE *out, struct capture_reader *r, const struct export_opts *o);
 /* Folded stacks: "root;...;leaf <self microseconds>" per unique stack. */

@@ -25,6 +25,7 @@
 #include "layers.h"
 #include "memory.h"
 #include "profile.h"
+#include "steps.h"
 
 enum model_part {
 	MODEL_CUDA = 1 << 0,      /* kernels, copies, syncs, allocations */
@@ -39,6 +40,7 @@ struct tbpf_model {
 	/* op id -> name, for the CUDA tables */
 	const char *(*op_name)(void *ctx, uint32_t id);
 	void *op_name_ctx;
+	const struct step_stats *steps;     /* per-step times (issue 18); NULL: none */
 	struct cuda_model cuda_own;         /* the capture's (cuda points here) */
 	bool cuda_own_init;
 	/* --profile-memory: live at the end, peaks (NULL: not profiled) */

@@ -1,0 +1,197 @@
+/* test_steps.c - model/steps.c: step boundaries, schedules (issue 18). */
+#include <setjmp.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+#include "steps.h"
+
+static void test_label_match(void **state)
+{
+	(void)state;
+	/* default: every optimizer's step scope */
+	assert_true(steps_label_match(NULL, "Optimizer.step#SGD.step"));
+	assert_true(steps_label_match(NULL, "Optimizer.step#AdamW.step"));
+	assert_false(steps_label_match(NULL, "Optimizer.zero_grad#SGD.zero_grad"));
+	assert_false(steps_label_match(NULL, NULL));
+	/* a label: itself, or itself then '#' */
+	assert_true(steps_label_match("train_step", "train_step"));
+	assert_true(steps_label_match("train_step", "train_step#0"));
+	assert_false(steps_label_match("train_step", "train_steps"));
+	assert_true(steps_label_match("Optimizer.step#SGD.step", "Optimizer.step#SGD.step"));
+	assert_false(steps_label_match("Optimizer.step#SGD.step", "Optimizer.step#AdamW.step"));
+}
+
+static void test_schedule_parse(void **state)
+{
+	struct step_schedule s;
+	const char *bad;
+
+	(void)state;
+	assert_int_equal(steps_schedule_parse("skip_first=1,wait=2,warmup=3,active=4,repeat=5", &s, &bad), 0);
+	assert_int_equal(s.skip_first, 1);
+	assert_int_equal(s.wait, 2);
+	assert_int_equal(s.warmup, 3);
+	assert_int_equal(s.active, 4);
+	assert_int_equal(s.repeat, 5);
+	assert_true(s.set);
+	assert_null(bad);
+	/* torch.profiler.schedule's defaults for the rest: active 1, repeat 0 */
+	assert_int_equal(steps_schedule_parse("wait=1", &s, &bad), 0);
+	assert_int_equal(s.active, 1);
+	assert_int_equal(s.repeat, 0);
+	assert_int_equal(steps_schedule_parse("active=0", &s, &bad), -EINVAL);
+	assert_int_equal(steps_schedule_parse("wait=1,bogus=2", &s, &bad), -EINVAL);
+	assert_string_equal(bad, "bogus=2");
+	assert_int_equal(steps_schedule_parse("wait=x", &s, &bad), -EINVAL);
+	assert_int_equal(steps_schedule_parse("wait=1,", &s, &bad), -EINVAL);
+	assert_int_equal(steps_schedule_parse("", &s, &bad), -EINVAL);
+	assert_int_equal(steps_schedule_parse("wait", &s, &bad), -EINVAL);
+}
+
+/* torch.profiler.schedule(skip_first=1, wait=1, warmup=1, active=3,
+ * repeat=2) records steps 3-5 and 8-10 (its docs: skip 1, then cycles of
+ * wait + warmup + active = 5 steps); nothing after. */
+static void test_cycles(void **state)
+{
+	struct step_schedule s = { .skip_first = 1, .wait = 1, .warmup = 1, .active = 3,
+				   .repeat = 2, .set = true };
+	uint32_t first, count;
+
+	(void)state;
+	assert_true(steps_cycle(&s, 0, &first, &count));
+	assert_int_equal(first, 3);
+	assert_int_equal(count, 3);
+	assert_true(steps_cycle(&s, 1, &first, &count));
+	assert_int_equal(first, 8);
+	assert_false(steps_cycle(&s, 2, &first, &count));
+	/* step 10 ends at boundary 11: 12 boundaries (0..11) */
+	assert_int_equal(steps_bounds_needed(&s), 12);
+	/* --steps 4: active=4, repeat=1 -> steps 0-3, boundaries 0..4 */
+	s = (struct step_schedule){ .active = 4, .repeat = 1, .set = true };
+	assert_int_equal(steps_bounds_needed(&s), 5);
+	/* repeat 0: no end */
+	s.repeat = 0;
+	assert_int_equal(steps_bounds_needed(&s), 0);
+	assert_true(steps_cycle(&s, 1000, &first, &count));
+	assert_int_equal(first, 4000);
+}
+
+static struct rec_op exit_rec(uint32_t pid, uint32_t tid, uint64_t t, uint32_t id)
+{
+	struct rec_op r;
+
+	memset(&r, 0, sizeof(r));
+	r.h.type = REC_OP_EXIT;
+	r.h.size = sizeof(r);
+	r.h.tid = tid;
+	r.h.ts_ns = t;
+	r.pid = pid;
+	r.op_id = id;
+	r.flags = OPF_SCOPE;
+	return r;
+}
+
+static void test_watch(void **state)
+{
+	struct steps_watch w = { .label = NULL };
+	struct rec_scope_name sn;
+	struct rec_op r;
+	const uint32_t sgd = TBPF_SCOPE_ID_BASE | 7, zero = TBPF_SCOPE_ID_BASE | 9;
+	uint64_t b, e;
+
+	(void)state;
+	memset(&sn, 0, sizeof(sn));
+	sn.h.type = REC_SCOPE_NAME;
+	sn.h.size = sizeof(sn);
+	sn.scope_id = sgd;
+	strcpy(sn.name, "Optimizer.step#SGD.step");
+	assert_int_equal(steps_watch_feed(&w, &sn.h, sizeof(sn)), 0);
+	sn.scope_id = zero;
+	strcpy(sn.name, "Optimizer.zero_grad#SGD.zero_grad");
+	assert_int_equal(steps_watch_feed(&w, &sn.h, sizeof(sn)), 0);
+	for (int i = 0; i < 3; i++) {
+		r = exit_rec(10, 10, 100 + 10 * i, zero);        /* not a boundary */
+		steps_watch_feed(&w, &r.h, sizeof(r));
+		r = exit_rec(10, 10, 105 + 10 * i, sgd);
+		steps_watch_feed(&w, &r.h, sizeof(r));
+		r = exit_rec(10, 11, 106 + 10 * i, sgd);         /* other thread: ignored */
+		steps_watch_feed(&w, &r.h, sizeof(r));
+		r = exit_rec(20, 20, 107 + 10 * i, sgd);         /* other process */
+		steps_watch_feed(&w, &r.h, sizeof(r));
+	}
+	r = exit_rec(10, 10, 200, TBPF_SCOPE_ID_BASE | 8);      /* unnamed scope */
+	steps_watch_feed(&w, &r.h, sizeof(r));
+	assert_int_equal(steps_watch_count(&w, 10), 3);
+	assert_int_equal(steps_watch_count(&w, 20), 3);
+	assert_int_equal(steps_watch_count(&w, 30), 0);
+	/* 3 boundaries: 2 whole steps */
+	const struct step_proc *p = steps_proc(&w.seen, 10);
+	assert_non_null(p);
+	assert_true(steps_range(p, 0, &b, &e));
+	assert_int_equal(b, 105);
+	assert_int_equal(e, 115);
+	assert_true(steps_range(p, 1, &b, &e));
+	assert_int_equal(b, 115);
+	assert_int_equal(e, 125);
+	assert_false(steps_range(p, 2, &b, &e));
+	assert_false(steps_range(NULL, 0, &b, &e));
+	steps_watch_free(&w);
+}
+
+/* Step stats from slices: a step of 100 ns with outermost slices [110,
+ * 130) and [150, 170) (a child inside), a scope, another thread's op. */
+static void test_stats(void **state)
+{
+	struct steps st = { 0 };
+	struct step_stats ss;
+	struct step_schedule sched = { .skip_first = 1, .wait = 0, .warmup = 1, .active = 1,
+				       .repeat = 0, .set = true };
+
+	(void)state;
+	assert_int_equal(steps_add(&st, 5, 5, 100), 0);
+	assert_int_equal(steps_add(&st, 5, 5, 200), 0);
+	assert_int_equal(steps_add(&st, 5, 5, 300), 0);
+	assert_int_equal(step_stats_init(&ss, &st), 0);
+	assert_int_equal(ss.n, 2);
+	step_stats_add(&ss, 5, 5, 1, 0, 110, 130);
+	step_stats_add(&ss, 5, 5, 2, 1, 155, 160);                       /* child */
+	step_stats_add(&ss, 5, 5, TBPF_SCOPE_ID_BASE | 3, 0, 150, 170);  /* scope */
+	step_stats_add(&ss, 5, 6, 1, 0, 120, 140);                       /* other thread */
+	step_stats_add(&ss, 5, 5, 1, 0, 90, 99);                         /* before step 0 */
+	step_stats_add(&ss, 5, 5, 1, 0, 250, 260);                       /* step 1 */
+	step_stats_finish(&ss);
+	assert_int_equal(ss.v[0].k, 0);
+	assert_int_equal(ss.v[0].dur_ns, 100);
+	assert_int_equal(ss.v[0].ops, 3);          /* 1, 2, the other thread's; not the scope */
+	assert_int_equal(ss.v[0].op_ns, 40);       /* [110,130) + [150,170) */
+	assert_int_equal(ss.v[0].gap_ns, 60);      /* 10 + 20 + 30 */
+	assert_int_equal(ss.v[0].max_gap_ns, 30);
+	assert_int_equal(ss.v[1].ops, 1);
+	assert_int_equal(ss.v[1].op_ns, 10);
+	assert_int_equal(ss.v[1].gap_ns, 90);
+	/* skip_first=1, warmup=1, active=1: steps 2, 4, ... are recorded */
+	assert_false(steps_is_active(&sched, 0));
+	assert_false(steps_is_active(&sched, 1));
+	assert_true(steps_is_active(&sched, 2));
+	assert_false(steps_is_active(&sched, 3));
+	assert_true(steps_is_active(&sched, 4));
+	step_stats_keep_active(&ss, &sched);
+	assert_int_equal(ss.n, 0);
+	step_stats_free(&ss);
+	steps_free(&st);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_label_match),
+		cmocka_unit_test(test_schedule_parse),
+		cmocka_unit_test(test_cycles),
+		cmocka_unit_test(test_watch),
+		cmocka_unit_test(test_stats),
+	};
+	return cmocka_run_group_tests_name("steps", tests, NULL, NULL);
+}
