@@ -360,6 +360,8 @@ __attribute__((constructor)) static void inproc_ctor(void)
 		pthread_setname_np(th, "tbpf-inproc");
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	tbpf_inproc.ring = (uint64_t)(uintptr_t)tbpf_inproc_ring;
+	tbpf_inproc.names = (uint64_t)(uintptr_t)tbpf_inproc_names;
 	/* loaded means resident: tbpf never unloads it */
 	pin_self();
 }

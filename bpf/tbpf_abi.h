@@ -43,6 +43,7 @@ enum tbpf_mode_flags {
 	TBPF_MODE_EXITS = 1 << 1,    /* return probes attached: exact exits */
 	TBPF_MODE_PYSTACK = 1 << 2,  /* walk Python stacks at outermost ops */
 	TBPF_MODE_GUARD = 1 << 3,    /* ptrace unwind guard active */
+	TBPF_MODE_INPROC = 1 << 4,   /* capture: ops from the RecordFunction agent */
 };
 
 /* ---- record types ---------------------------------------------------- */

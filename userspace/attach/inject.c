@@ -93,7 +93,8 @@ int inject_find_lib(FILE *maps, const char *lib_prefix, uint64_t *base, char **e
 	return found ? 0 : -ENOENT;
 }
 
-int inject_elf_sym(const char *elf_path, const char *name, uint64_t base, uint64_t *addr)
+static int elf_sym_typed(const char *elf_path, const char *name, uint64_t base, uint64_t *addr,
+			 int type)
 {
 	int fd = open(elf_path, O_RDONLY | O_CLOEXEC), err = -ENOENT;
 	if (fd < 0)
@@ -127,7 +128,7 @@ int inject_elf_sym(const char *elf_path, const char *name, uint64_t base, uint64
 		for (size_t i = 0; d && i < n; i++) {
 			GElf_Sym s;
 			if (!gelf_getsym(d, i, &s) || s.st_shndx == SHN_UNDEF ||
-			    GELF_ST_TYPE(s.st_info) != STT_FUNC)
+			    GELF_ST_TYPE(s.st_info) != type)
 				continue;
 			const char *nm = elf_strptr(e, sh.sh_link, s.st_name);
 			if (nm && !strcmp(nm, name)) {
@@ -142,6 +143,16 @@ out:
 		elf_end(e);
 	close(fd);
 	return err;
+}
+
+int inject_elf_sym(const char *elf_path, const char *name, uint64_t base, uint64_t *addr)
+{
+	return elf_sym_typed(elf_path, name, base, addr, STT_FUNC);
+}
+
+int inject_elf_obj(const char *elf_path, const char *name, uint64_t base, uint64_t *addr)
+{
+	return elf_sym_typed(elf_path, name, base, addr, STT_OBJECT);
 }
 
 int inject_stack_room(FILE *maps, uint64_t sp, uint64_t need)

@@ -59,6 +59,11 @@ static const char usage_text[] =
 "                         another CUPTI user (torch.profiler) is active\n"
 "      --inject-force     --inject even when libcupti is already mapped (the\n"
 "                         agent still reports a conflict if CUPTI refuses it)\n"
+"      --inproc           load tbpf's RecordFunction agent into --pid (ptrace +\n"
+"                         dlopen) and record ops with in-process callbacks, as\n"
+"                         torch.profiler does: lower cost than uprobes; torch\n"
+"                         1.13 and 2.8 (others: the uprobe mode); no Python\n"
+"                         stacks (no tree) yet\n"
 "      --ring-size SIZE   record ring buffer (default 16M); raise it when\n"
 "                         events are reported dropped\n"
 "  -v, --verbose          probe counters and timings on stderr\n"
@@ -71,6 +76,7 @@ static const char usage_text[] =
 "  sudo tbpf --pid 1234 --duration 30s --sort cpu_time_total --row-limit 20\n"
 "  sudo tbpf --pid 1234 --duration 10s --format json -o ops.json\n"
 "  sudo tbpf --pid 1234 --duration 10s --format tree --ops\n"
+"  sudo tbpf --pid 1234 --duration 10s --inproc   # in-process callbacks\n"
 "  sudo tbpf --pid 1234 --duration 10s -o run.tbpf\n"
 "  tbpf report run.tbpf --format perfetto -o run.perfetto-trace\n"
 "  sudo tbpf run --format tree -- python3 train.py\n"
@@ -100,7 +106,7 @@ static void run_release(void *vctx);
 static int live_parse(int argc, char **argv, struct live_opts *o)
 {
 	enum { O_SORT = 256, O_ROWS, O_NOMULTI, O_RECORD, O_BYOVL, O_OPS, O_MINPCT, O_NOPY,
-	       O_INJECT /* issue 6 */, O_INJECT_FORCE, O_REDISPATCH };
+	       O_INJECT /* issue 6 */, O_INJECT_FORCE, O_REDISPATCH, O_INPROC };
 	static const struct option longopts[] = {
 		SELECT_LONGOPTS,
 		{ "duration", required_argument, NULL, 'd' },
@@ -117,6 +123,7 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 		{ "no-python", no_argument, NULL, O_NOPY },
 		{ "inject", no_argument, NULL, O_INJECT },
 		{ "inject-force", no_argument, NULL, O_INJECT_FORCE },
+		{ "inproc", no_argument, NULL, O_INPROC },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -204,6 +211,9 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 		case O_INJECT_FORCE:
 			o->inject = o->inject_force = true;
 			break;
+		case O_INPROC:
+			o->inproc = true;
+			break;
 		case 'v':
 			o->verbose++;
 			break;
@@ -237,6 +247,12 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 	if (o.inject && (start || !o.sel.npids))   /* issue 6 */
 		return usage_error("%s", start ? "tbpf run loads the CUPTI agent itself: no --inject"
 					       : "--inject needs --pid");
+	if (o.inproc && (start || !o.sel.npids))   /* issue 19 */
+		return usage_error("%s", start ? "--inproc attaches to running processes: use --pid"
+					       : "--inproc needs --pid");
+	if (o.inproc && (o.inject || o.redispatch || (o.format && !strcmp(o.format, "tree"))))
+		return usage_error("%s", "--inproc records RecordFunctions only: no --inject, "
+					 "--redispatch or --format tree (no Python stacks yet)");
 	if (start) {
 		if (o.sel.npids)
 			return usage_error("%s", "tbpf run profiles the command it starts: no --pid");
