@@ -140,6 +140,8 @@ static void write_meta(struct capture_writer *cw, const struct live_opts *o, uin
 		.mode = TBPF_MODE_RECORD | TBPF_MODE_EXITS | TBPF_MODE_INPROC,
 		.tbpf_version = TBPF_VERSION, .host = host, .pids = pids,
 		.npids = (uint32_t)o->sel.npids,
+		/* "probes": the callbacks registered, two per process */
+		.probes_attached = 2 * (uint32_t)o->sel.npids,
 	};
 
 	gethostname(host, sizeof(host) - 1);
