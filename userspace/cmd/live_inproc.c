@@ -105,6 +105,11 @@ static int check_torch(const struct live_opts *o, unsigned *layouts)
 						"PyTorch process (has it imported torch yet)?\n", pid);
 			return TBPF_EXIT_ERROR;
 		}
+		if (err == -EACCES || err == -EPERM) {
+			fprintf(stderr, "tbpf: --inproc: ptrace of pid %d not permitted (cannot read "
+					"/proc/%d/maps; needs root or CAP_SYS_PTRACE)\n", pid, pid);
+			return TBPF_EXIT_PRIV;
+		}
 		if (err) {
 			fprintf(stderr, "tbpf: pid %d: cannot read its maps: %s\n", pid, strerror(-err));
 			return tbpf_exit_of(err);

@@ -108,6 +108,11 @@ static int locate_or_inject(pid_t pid, const char *agent_path, struct inproc_loc
 	}
 	/* INJECT_FORCE: the CUPTI-subscriber refusal is about the CUPTI agent */
 	err = inject_dlopen(pid, agent_path, INJECT_FORCE, &handle, why);
+	if (err && kill(pid, 0) && errno == ESRCH) {
+		free(*why);
+		*why = strf("pid %d exited while tbpf loaded its in-process agent", pid);
+		return -ESRCH;
+	}
 	if (err)
 		return err;
 	err = inproc_locate(pid, loc);
