@@ -31,18 +31,7 @@ _Static_assert(sizeof(struct tbpf_inproc_rec) == 24, "inproc rec ABI");
 _Static_assert(sizeof(struct tbpf_inproc_name) == TBPF_INPROC_NAME_MAX, "name ABI");
 _Static_assert(sizeof(struct tbpf_inproc_ctl) % 8 == 0, "ctl ABI");
 
-/* at::RecordFunctionCallback, layout INPROC_LAYOUT_RFCB10 (torch 1.13 and
- * 2.8 headers; checked against them by tests/unit/rf_layout.sh). */
-#define RF_NUM_SCOPES 10
-#define RF_USER_SCOPE 7
-struct tbpf_rf_callback {
-	void *(*start)(void **ret, const void *rf); /* returns unique_ptr via sret */
-	void (*end)(const void *rf, void *ctx);
-	double sampling_prob;
-	_Bool scopes[RF_NUM_SCOPES];
-	_Bool needs_inputs, needs_outputs, needs_ids;
-};
-_Static_assert(sizeof(struct tbpf_rf_callback) == 40, "RecordFunctionCallback");
+#include "rf_layout.h"
 
 EXPORT volatile struct tbpf_inproc_ctl tbpf_inproc = {
 	.magic = TBPF_INPROC_MAGIC, .version = TBPF_INPROC_VERSION, .state = INPROC_LOADED,
