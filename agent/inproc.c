@@ -337,11 +337,25 @@ static void *ctl_main(void *arg)
 	return NULL;
 }
 
+/* A forked child inherits the registered callbacks but not the control
+ * thread, the watchdog or a reader: it stops recording at once.  (Only a
+ * store: the child of a threaded process may not take locks here.)  The
+ * callbacks stay registered in the child and return at their first test. */
+static void atfork_child(void)
+{
+	enabled = 0;
+	registered = 0;
+	pidfd = -1;
+	memcpy((char *)tbpf_inproc.detail, "forked child: off", 18);
+	tbpf_inproc.state = INPROC_STOPPED;
+}
+
 __attribute__((constructor)) static void inproc_ctor(void)
 {
 	static pthread_t th;
 	sigset_t all, old;
 
+	pthread_atfork(NULL, NULL, atfork_child);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread takes no signals */
 	if (!pthread_create(&th, NULL, ctl_main, NULL)) {

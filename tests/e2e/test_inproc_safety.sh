@@ -13,6 +13,10 @@
 #    it removed its callbacks ("orphaned") and its ring head no longer
 #    moves while the target runs ops; a later --inproc attaches again; the
 #    target ends with unchanged results (digest before = after = unprofiled).
+#  - forked children (DataLoader workers, a fork Pool, os.fork from a
+#    thread; fork_children.py) made while tbpf records: each child's copy
+#    of the agent says "stopped" and writes no record (pthread_atfork),
+#    the job's results equal the unprofiled run's, round for round.
 # SEED (default: time) seeds the kill delays.
 # timeout: 900
 . "$(dirname "$0")/lib.sh"
@@ -141,6 +145,51 @@ cycles_and_kills() {
 	[ "$(result_field "$(get cyc$v out)" wrong_kind)" = 0 ] || fail "$label: wrong errors raised"
 }
 
+forked_children() {
+	local py=$1 v=$2 label=$3 stop=$T/fstop$2 pid c st h1 h2 checked=0 i
+	log "== $label: forked children while --inproc records"
+	"$py" "$WL/fork_children.py" --rounds 1 --go-file / > "$T/fref$v.out" 2> "$T/fref$v.err" ||
+		fail "$label: unprofiled fork_children.py failed: $(tail -n 2 "$T/fref$v.err" | tr '\n' ' ')"
+	rm -f "$stop"
+	start_workload fk$v "$py" fork_children.py --until-file "$stop"
+	pid=$(get fk$v pid)
+	start_tbpf fktb$v --pid "$pid" --inproc --format json --duration 600s
+	go "$pid"
+	for ((i = 0; i < 40 && checked < 3; i++)); do
+		for c in $(pgrep -P "$pid"); do
+			st=$(state "$c" 2>/dev/null) || continue
+			h1=$(sed 's/.*head=\([0-9]*\).*/\1/' <<< "$st")
+			sleep 0.1
+			h2=$(state "$c" 2>/dev/null | sed 's/.*head=\([0-9]*\).*/\1/') || continue
+			[ -n "$h2" ] || continue
+			log "child $c: $st; head 0.1 s later: $h2"
+			[[ $st == state=stopped* ]] || fail "$label: forked child $c: agent not stopped: $st"
+			[ "$h1" = "$h2" ] || fail "$label: forked child $c still writes records"
+			checked=$((checked + 1))
+		done
+		sleep 0.1
+	done
+	[ "$checked" -gt 0 ] || fail "$label: no forked child could be checked (the check could not fail)"
+	touch "$stop"
+	wait_exit fk$v 120
+	expect_rc fk$v 0
+	kill -INT "$(get fktb$v pid)" 2>/dev/null || true
+	wait_exit fktb$v 30
+	expect_rc fktb$v 0
+	python3 - "$(get fk$v out)" "$T/fref$v.out" <<'PY' || fail "$label: results with forked children differ from the unprofiled run"
+import sys
+def res(path):
+    line = [l for l in open(path) if l.startswith("RESULT ")][0]
+    return dict(kv.split("=", 1) for kv in line.split()[1:])
+out, ref = res(sys.argv[1]), res(sys.argv[2])
+rounds = int(out["rounds"])
+print("profiled:", out, "reference x%d:" % rounds, ref)
+sys.exit(0 if float(out["checksum"]) == rounds * float(ref["checksum"])
+         and int(out["caught"]) == int(out["expected_caught"]) == rounds * int(ref["caught"]) else 1)
+PY
+	grep -q '"calls"' "$(get fktb$v out)" || fail "$label: no rows for the parent"
+}
+
 safety_case() {
 	local py=$1 v=$2 label
 	need_torch "$py"
@@ -152,6 +201,7 @@ safety_case() {
 	whole_run "$py" "$v" "$label"
 	profiler_inside "$py" "$v" "$label"
 	cycles_and_kills "$py" "$v" "$label"
+	forked_children "$py" "$v" "$label"
 	log "$label: OK"
 }
 
