@@ -95,6 +95,26 @@ static int on_rec(void *ctx, const struct tbpf_inproc_rec *r)
 	return s->cw ? capture_write_raw(s->cw, &o, sizeof(o)) : 0;
 }
 
+/* Gone, or a zombie (exited, not yet reaped by its parent). */
+static bool proc_exited(pid_t pid)
+{
+	char path[64], buf[256], *p;
+	FILE *f;
+	size_t n;
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return true;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
 static int locate_or_inject(pid_t pid, const char *agent_path, struct inproc_loc *loc, char **why)
 {
 	uint64_t handle = 0;
@@ -108,7 +128,7 @@ static int locate_or_inject(pid_t pid, const char *agent_path, struct inproc_loc
 	}
 	/* INJECT_FORCE: the CUPTI-subscriber refusal is about the CUPTI agent */
 	err = inject_dlopen(pid, agent_path, INJECT_FORCE, &handle, why);
-	if (err && kill(pid, 0) && errno == ESRCH) {
+	if (err && proc_exited(pid)) {
 		free(*why);
 		*why = strf("pid %d exited while tbpf loaded its in-process agent", pid);
 		return -ESRCH;
@@ -176,7 +196,7 @@ static void drain_one(struct inproc_session *s, struct inproc_target *t)
 
 	s->cur_pid = t->pid;
 	n = inproc_drain(t->pid, &t->loc, &t->rd, on_rec, on_name, s);
-	if (n == -ESRCH || (kill(t->pid, 0) && errno == ESRCH))
+	if (n == -ESRCH || proc_exited(t->pid))
 		t->live = false;
 	else if (n < 0 && n != -EFAULT && !s->err)
 		s->err = (int)n;
