@@ -272,30 +272,40 @@ tracefs_dir() {
 # get NAME FIELD: value of NAME_FIELD (NAME_pid, NAME_out, NAME_rc, ...).
 get() { local v="${1}_$2"; printf '%s' "${!v}"; }
 
-# counts_case PY THREADS ITERS: one workload run under tbpf and the same
-# iterations under torch.profiler; per-op counts must be equal op by op and
-# the workload's checksum must equal the profiled run's (same work done).
+# profiled_pair PY SCRIPT "SARGS" WL TB LABEL [TBPF ARGS...]: the same
+# iterations of tests/workloads/SCRIPT (arguments SARGS, word-split) run
+# first under torch.profiler (its JSON in $T/WL.prof.json), then under
+# `tbpf --format json` (further arguments to tbpf), started with `go`.
+# Both runs must exit 0 with the same checksum (the same work done).
+profiled_pair() {
+	local py=$1 script=$2 sargs=$3 wl=$4 tb=$5 label=$6 want got
+	shift 6
+	# shellcheck disable=SC2086  # SARGS is a list of words
+	"$py" "$WL/$script" --profile $sargs > "$T/$wl.prof.json" 2> "$T/$wl.prof.err" ||
+		fail "$label: torch.profiler run failed: $(tail -n 2 "$T/$wl.prof.err" | tr '\n' ' ')"
+	# shellcheck disable=SC2086
+	start_workload "$wl" "$py" "$script" $sargs
+	# --duration far beyond the run: tbpf must stop because the target exits.
+	start_tbpf "$tb" --pid "$(get "$wl" pid)" --format json --duration 600s "$@"
+	go "$(get "$wl" pid)"
+	wait_exit "$wl" 300
+	expect_rc "$wl" 0
+	wait_exit "$tb" "${TB_EXIT_TIMEOUT:-30}"
+	expect_rc "$tb" 0
+	want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["checksum"])' "$T/$wl.prof.json")
+	got=$(result_field "$(get "$wl" out)" checksum)
+	[ "$want" = "$got" ] || fail "$label: workload checksum $got under tbpf, $want under torch.profiler"
+}
+
+# counts_case PY THREADS ITERS [TBPF ARGS...]: ops_model.py under tbpf and
+# under torch.profiler; per-op counts must be equal op by op.
 counts_case() {
 	local py=$1 threads=$2 iters=$3 label wl=wl_t$2 tb=tb_t$2
 	shift 3   # further arguments go to tbpf (e.g. --no-uprobe-multi)
 	label="torch $(torch_version "$py"), $threads thread(s), $iters iters"
 	log "== $label"
-	"$py" "$WL/ops_model.py" --profile --iters "$iters" --threads "$threads" \
-		> "$T/prof_t$threads.json" 2> "$T/prof_t$threads.err" ||
-		fail "$label: torch.profiler run failed: $(tail -n 2 "$T/prof_t$threads.err" | tr '\n' ' ')"
-	start_workload $wl "$py" ops_model.py --iters "$iters" --threads "$threads"
-	# --duration far beyond the run: tbpf must stop because the target exits.
-	start_tbpf $tb --pid "$(get $wl pid)" --format json --duration 600s "$@"
-	go "$(get $wl pid)"
-	wait_exit $wl 300
-	expect_rc $wl 0
-	wait_exit $tb "${TB_EXIT_TIMEOUT:-30}"
-	expect_rc $tb 0
-	local want got
-	want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["checksum"])' "$T/prof_t$threads.json")
-	got=$(result_field "$(get $wl out)" checksum)
-	[ "$want" = "$got" ] || fail "$label: workload checksum $got under tbpf, $want under torch.profiler"
-	compare_counts "$(get $tb out)" "$T/prof_t$threads.json" "$(get $wl pid)" "$label"
+	profiled_pair "$py" ops_model.py "--iters $iters --threads $threads" $wl $tb "$label" "$@"
+	compare_counts "$(get $tb out)" "$T/$wl.prof.json" "$(get $wl pid)" "$label"
 	log "$label: OK"
 }
 

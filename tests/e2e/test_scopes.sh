@@ -24,21 +24,8 @@ scopes_case() {
 	local py=$1 iters=$2 label wl=wl_s tb=tb_s
 	label="torch $(torch_version "$py"), 2 threads, $iters batches each"
 	log "== $label"
-	"$py" "$WL/scopes_model.py" --profile --iters "$iters" --threads 2 \
-		> "$T/prof_s.json" 2> "$T/prof_s.err" ||
-		fail "$label: torch.profiler run failed: $(tail -n 2 "$T/prof_s.err" | tr '\n' ' ')"
-	start_workload $wl "$py" scopes_model.py --iters "$iters" --threads 2
-	start_tbpf $tb --pid "$(get $wl pid)" --format json --duration 600s
-	go "$(get $wl pid)"
-	wait_exit $wl 300
-	expect_rc $wl 0
-	wait_exit $tb "${TB_EXIT_TIMEOUT:-30}"
-	expect_rc $tb 0
-	local want got
-	want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["checksum"])' "$T/prof_s.json")
-	got=$(result_field "$(get $wl out)" checksum)
-	[ "$want" = "$got" ] || fail "$label: workload checksum $got under tbpf, $want under torch.profiler"
-	python3 "$E2E_DIR/compare_rows.py" "$(get $tb out)" "$T/prof_s.json" --pid "$(get $wl pid)" \
+	profiled_pair "$py" scopes_model.py "--iters $iters --threads 2" $wl $tb "$label"
+	python3 "$E2E_DIR/compare_rows.py" "$(get $tb out)" "$T/$wl.prof.json" --pid "$(get $wl pid)" \
 		--unseen "$UNSEEN" --renamed "$RENAMED" --nest "train_step=forward+backward+optimizer" ||
 		fail "$label: tbpf's rows differ from torch.profiler's (see log)"
 	log "$label: OK"

@@ -2,8 +2,6 @@
  * target, give the BPF side its probe offsets, talk to its control word. */
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
@@ -13,6 +11,7 @@
 
 #include "agent_attach.h"
 #include "remote.h"
+#include "elfsym.h"
 
 int agent_find_mapping(FILE *maps, const char *lib_name, char **path, uint64_t *map_start)
 {
@@ -42,68 +41,36 @@ int agent_find_mapping(FILE *maps, const char *lib_name, char **path, uint64_t *
 
 int agent_elf_locate(const char *elf_path, struct agent_loc *loc)
 {
-	static const char *const names[] = { "tbpf_agent_emit_batch", "tbpf_agent_emit_name",
-		"tbpf_agent_emit_status", "tbpf_agent_status", "tbpf_agent_ctl" };
-	uint64_t val[5] = { 0 };
-	GElf_Phdr load[16];
-	size_t nload = 0, nph = 0, found = 0;
-	uint64_t first_vaddr = UINT64_MAX;
-	int err = -ENOENT;
+	/* three functions the BPF side probes (file offsets), two objects
+	 * tbpf reads and writes in the target (addresses) */
+	static const char *const funcs[] = { "tbpf_agent_emit_batch", "tbpf_agent_emit_name",
+		"tbpf_agent_emit_status" };
+	uint64_t *offs[] = { &loc->off_batch, &loc->off_name, &loc->off_status };
+	static const char *const objs[] = { "tbpf_agent_status", "tbpf_agent_ctl" };
+	uint64_t *addrs[] = { &loc->status_addr, &loc->ctl_addr };
+	struct elf_file *ef;
+	struct elf_sym sym;
+	uint64_t first_vaddr;
+	int err = elf_file_open(elf_path, &ef);
 
-	int fd = open(elf_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	elf_version(EV_CURRENT);
-	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
-	if (!e || elf_getphdrnum(e, &nph)) {
-		err = -EINVAL;
+	if (err)
+		return err;
+	err = -ENOENT;
+	if (elf_file_off_to_vaddr(ef, 0, false, &first_vaddr))
 		goto out;
-	}
-	for (size_t i = 0; i < nph && nload < 16; i++) {
-		GElf_Phdr ph;
-		if (!gelf_getphdr(e, i, &ph) || ph.p_type != PT_LOAD)
-			continue;
-		load[nload++] = ph;
-		if (ph.p_offset == 0)
-			first_vaddr = ph.p_vaddr;
-	}
-	Elf_Scn *scn = NULL;
-	while ((scn = elf_nextscn(e, scn)) && found < 5) {
-		GElf_Shdr sh;
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM)
-			continue;
-		Elf_Data *d = elf_getdata(scn, NULL);
-		size_t n = sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
-		for (size_t i = 0; d && i < n; i++) {
-			GElf_Sym s;
-			if (!gelf_getsym(d, i, &s) || s.st_shndx == SHN_UNDEF)
-				continue;
-			const char *nm = elf_strptr(e, sh.sh_link, s.st_name);
-			for (int k = 0; nm && k < 5; k++)
-				if (!val[k] && !strcmp(nm, names[k])) {
-					val[k] = s.st_value;
-					found++;
-				}
-		}
-	}
-	if (found < 5 || first_vaddr == UINT64_MAX)
-		goto out;
-	uint64_t *offs[3] = { &loc->off_batch, &loc->off_name, &loc->off_status };
-	for (int k = 0; k < 3; k++) {
-		*offs[k] = 0;
-		for (size_t i = 0; i < nload; i++)
-			if (val[k] >= load[i].p_vaddr && val[k] < load[i].p_vaddr + load[i].p_filesz)
-				*offs[k] = val[k] - load[i].p_vaddr + load[i].p_offset;
-		if (!*offs[k])
+	for (size_t k = 0; k < 3; k++) {
+		if (elf_file_find_sym(ef, funcs[k], &sym) || !sym.defined || !sym.file_off)
 			goto out;
+		*offs[k] = sym.file_off;
 	}
-	loc->status_addr = loc->map_start + val[3] - first_vaddr;
-	loc->ctl_addr = loc->map_start + val[4] - first_vaddr;
+	for (size_t k = 0; k < 2; k++) {
+		if (elf_file_find_sym(ef, objs[k], &sym) || !sym.defined)
+			goto out;
+		*addrs[k] = loc->map_start + sym.value - first_vaddr;
+	}
 	err = 0;
 out:
-	if (e)
-		elf_end(e);
-	close(fd);
+	elf_file_close(ef);
 	return err;
 }
 

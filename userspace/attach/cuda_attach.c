@@ -187,20 +187,14 @@ static bool lib_known(const struct cuda_attach_state *st, const struct pm_entry 
 	return false;
 }
 
-int cuda_rescan(struct tbpf_bpf *skel, struct cuda_attach_state *st, char **why)
+/* Attach the CUDA libraries of maps not tried yet. */
+static int attach_new_libs(struct tbpf_bpf *skel, struct cuda_attach_state *st,
+			   const struct pm_maps *maps, char **why)
 {
-	struct pm_maps maps;
-	int err, added = 0;
+	int err = 0, added = 0;
 
-	err = procmaps_read(st->pid, &maps);
-	if (err) {
-		char p[32];
-
-		snprintf(p, sizeof(p), "/proc/%d/maps", (int)st->pid);
-		return set_why(why, err, "read", p);
-	}
-	for (size_t i = 0; i < maps.n && err != -ENOMEM; i++) {
-		const struct pm_entry *e = &maps.v[i];
+	for (size_t i = 0; i < maps->n && err != -ENOMEM; i++) {
+		const struct pm_entry *e = &maps->v[i];
 		enum cuda_lib_kind k;
 		struct cuda_lib *nl, *lib;
 
@@ -238,14 +232,29 @@ int cuda_rescan(struct tbpf_bpf *skel, struct cuda_attach_state *st, char **why)
 		else
 			added++;
 	}
-	procmaps_free(&maps);
-	if (added && st->sym)
-		pm_symbolizer_refresh(st->sym);
 	return added || !err ? added : err;
 }
 
+int cuda_rescan(struct tbpf_bpf *skel, struct cuda_attach_state *st, char **why)
+{
+	struct pm_maps maps;
+	int n = procmaps_read(st->pid, &maps);
+
+	if (n) {
+		char p[32];
+
+		snprintf(p, sizeof(p), "/proc/%d/maps", (int)st->pid);
+		return set_why(why, n, "read", p);
+	}
+	n = attach_new_libs(skel, st, &maps, why);
+	procmaps_free(&maps);
+	if (n > 0 && st->sym)
+		pm_symbolizer_refresh(st->sym);
+	return n;
+}
+
 int cuda_attach(struct tbpf_bpf *skel, pid_t pid, const char *root_prefix,
-		struct cuda_attach_state *st, char **why)
+		const struct pm_maps *maps, struct cuda_attach_state *st, char **why)
 {
 	int err;
 
@@ -254,7 +263,7 @@ int cuda_attach(struct tbpf_bpf *skel, pid_t pid, const char *root_prefix,
 	st->multi = uprobe_multi_supported() == 1;
 	if (root_prefix && !(st->root = strdup(root_prefix)))
 		return -ENOMEM;
-	err = cuda_rescan(skel, st, why);
+	err = maps ? attach_new_libs(skel, st, maps, why) : cuda_rescan(skel, st, why);
 	if (err < 0) {
 		cuda_detach(st);
 		return err;

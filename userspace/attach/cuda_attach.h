@@ -10,6 +10,8 @@
 #include <sys/types.h>
 #include "uprobe.h"
 
+struct pm_maps;
+
 struct tbpf_bpf;
 
 enum cuda_lib_kind { CUDA_LIB_NONE = 0, CUDA_LIB_RUNTIME = 1, CUDA_LIB_DRIVER = 2 };
@@ -56,9 +58,10 @@ struct cuda_attach_state {
  * when the kernel has it; the caller set expected attach types to match,
  * see uprobe_multi_supported).  Returns the number of libraries attached
  * (0: none mapped yet, not an error), or -errno with *why (malloc'd) saying
- * what failed.  root_prefix NULL means /proc/PID/root. */
+ * what failed.  root_prefix NULL means /proc/PID/root.  maps: the target's
+ * maps as discovery read them (NULL: read them now). */
 int cuda_attach(struct tbpf_bpf *skel, pid_t pid, const char *root_prefix,
-		struct cuda_attach_state *st, char **why);
+		const struct pm_maps *maps, struct cuda_attach_state *st, char **why);
 /* Attach libraries mapped since the last call: number newly attached, or
  * -errno with *why when reading the maps failed or every new library
  * failed to attach (each library is tried once; *why names the last

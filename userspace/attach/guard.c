@@ -394,16 +394,9 @@ static int list_tasks(pid_t pid, pid_t **out, size_t *n)
 
 		if (tid <= 0)
 			continue;
-		if (*n == cap) {
-			pid_t *v;
-
-			cap = cap ? cap * 2 : 64;
-			v = realloc(*out, cap * sizeof(*v));
-			if (!v) {
-				closedir(d);
-				return -ENOMEM;
-			}
-			*out = v;
+		if (GROW(*out, *n, cap, 64)) {
+			closedir(d);
+			return -ENOMEM;
 		}
 		(*out)[(*n)++] = tid;
 	}

@@ -15,8 +15,6 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -31,6 +29,7 @@
 #include <sys/wait.h>
 
 #include "inject.h"
+#include "elfsym.h"
 #include "procmaps.h"
 #include "remote.h"
 
@@ -96,52 +95,22 @@ int inject_find_lib(FILE *maps, const char *lib_prefix, uint64_t *base, char **e
 static int elf_sym_typed(const char *elf_path, const char *name, uint64_t base, uint64_t *addr,
 			 int type)
 {
-	int fd = open(elf_path, O_RDONLY | O_CLOEXEC), err = -ENOENT;
-	if (fd < 0)
-		return -errno;
-	elf_version(EV_CURRENT);
-	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
-	size_t nph = 0;
-	uint64_t first_vaddr = UINT64_MAX;
-	if (!e || elf_getphdrnum(e, &nph)) {
+	struct elf_file *ef;
+	struct elf_sym sym;
+	uint64_t first_vaddr;
+	int err = elf_file_open(elf_path, &ef);
+
+	if (err)
+		return err;
+	/* base maps the segment at file offset 0 */
+	if (elf_file_off_to_vaddr(ef, 0, false, &first_vaddr))
 		err = -EINVAL;
-		goto out;
-	}
-	for (size_t i = 0; i < nph; i++) {
-		GElf_Phdr ph;
-		if (gelf_getphdr(e, i, &ph) && ph.p_type == PT_LOAD && ph.p_offset == 0) {
-			first_vaddr = ph.p_vaddr;
-			break;
-		}
-	}
-	if (first_vaddr == UINT64_MAX) {
-		err = -EINVAL;
-		goto out;
-	}
-	Elf_Scn *scn = NULL;
-	while ((scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM)
-			continue;
-		Elf_Data *d = elf_getdata(scn, NULL);
-		size_t n = sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
-		for (size_t i = 0; d && i < n; i++) {
-			GElf_Sym s;
-			if (!gelf_getsym(d, i, &s) || s.st_shndx == SHN_UNDEF ||
-			    GELF_ST_TYPE(s.st_info) != type)
-				continue;
-			const char *nm = elf_strptr(e, sh.sh_link, s.st_name);
-			if (nm && !strcmp(nm, name)) {
-				*addr = base + s.st_value - first_vaddr;
-				err = 0;
-				goto out;
-			}
-		}
-	}
-out:
-	if (e)
-		elf_end(e);
-	close(fd);
+	else if (elf_file_find_sym(ef, name, &sym) || !sym.defined || !sym.dynamic ||
+		 sym.type != type)
+		err = -ENOENT;
+	else
+		*addr = base + sym.value - first_vaddr;
+	elf_file_close(ef);
 	return err;
 }
 

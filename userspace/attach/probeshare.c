@@ -10,6 +10,7 @@
 #include <bpf/bpf.h>
 #include "probeshare.h"
 #include "strf.h"
+#include "grow.h"
 
 #define LINK_TYPE_UPROBE_MULTI 12          /* BPF_LINK_TYPE_UPROBE_MULTI (6.6) */
 #define UPROBE_MULTI_RETURN 1              /* BPF_F_UPROBE_MULTI_RETURN */
@@ -90,16 +91,10 @@ int probeshare_scan(const char *path, const uint32_t *own_prog_ids, size_t nown,
 		       st.st_ino == want.st_ino;
 		if (!same || own(info.prog_id, own_prog_ids, nown))
 			continue;
-		if (k == cap) {
-			struct probeshare_link *nv = realloc(v, (cap ? 2 * cap : 4) * sizeof(*nv));
-
-			if (!nv) {
-				free(v);
-				free(p);
-				return -ENOMEM;
-			}
-			v = nv;
-			cap = cap ? 2 * cap : 4;
+		if (GROW(v, k, cap, 4)) {
+			free(v);
+			free(p);
+			return -ENOMEM;
 		}
 		v[k++] = (struct probeshare_link){ id, info.prog_id, info.pid,
 						   !!(info.flags & UPROBE_MULTI_RETURN) };

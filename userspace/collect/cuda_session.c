@@ -32,7 +32,8 @@ void cuda_session_init(struct cuda_session *cs)
 	cuda_model_init(&cs->model, session_resolve, cs);
 }
 
-int cuda_session_add(struct cuda_session *cs, struct tbpf_bpf *skel, pid_t pid, char **why)
+int cuda_session_add(struct cuda_session *cs, struct tbpf_bpf *skel, pid_t pid,
+		     const struct pm_maps *maps, char **why)
 {
 	struct cuda_attach_state *v;
 	int n;
@@ -43,7 +44,7 @@ int cuda_session_add(struct cuda_session *cs, struct tbpf_bpf *skel, pid_t pid, 
 	if (!v)
 		return -ENOMEM;
 	cs->tgts = v;
-	n = cuda_attach(skel, pid, NULL, &cs->tgts[cs->ntgts], why);
+	n = cuda_attach(skel, pid, NULL, maps, &cs->tgts[cs->ntgts], why);
 	if (n < 0)
 		return n;
 	cs->ntgts++;

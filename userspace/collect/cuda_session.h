@@ -10,7 +10,7 @@
 /* ---- CUDA side of a collection session (any number of targets) ----------
  *
  *   cuda_session_init(&cs)
- *   cuda_session_add(&cs, skel, pid, &why)   per target, after the skeleton
+ *   cuda_session_add(&cs, skel, pid, maps, &why)  per target, after the skeleton
  *                                            is loaded; CUDA records need the
  *                                            ring buffer even without --record
  *   on_record(): cuda_session_record(&cs, data, size)
@@ -27,8 +27,10 @@ struct cuda_session {
 
 void cuda_session_init(struct cuda_session *cs);
 /* Number of CUDA libraries attached in pid (0: none mapped yet; rescans
- * pick them up later) or -errno with *why. */
-int cuda_session_add(struct cuda_session *cs, struct tbpf_bpf *skel, pid_t pid, char **why);
+ * pick them up later) or -errno with *why.  maps: pid's maps as discovery
+ * read them, or NULL to read them. */
+int cuda_session_add(struct cuda_session *cs, struct tbpf_bpf *skel, pid_t pid,
+		     const struct pm_maps *maps, char **why);
 int cuda_session_record(struct cuda_session *cs, const void *data, size_t size);
 /* Attach libraries mapped since the last scan in every target; returns how
  * many were added (exited targets are skipped). */

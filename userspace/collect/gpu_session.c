@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "tbpf.skel.h"
+#include "grow.h"
 #include "gpu_session.h"
 #include "gpucap.h"
 #include "inject.h"
@@ -43,15 +44,8 @@ struct gpu_target *gpu_session_track(struct gpu_session *gs, pid_t pid)
 
 	if (t)
 		return t;
-	if (gs->n == gs->cap) {
-		size_t cap = gs->cap ? gs->cap * 2 : 4;
-		struct gpu_target **v = realloc(gs->v, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		gs->v = v;
-		gs->cap = cap;
-	}
+	if (GROW(gs->v, gs->n, gs->cap, 4))
+		return NULL;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
@@ -149,28 +143,12 @@ int gpu_session_add(struct gpu_session *gs, struct tbpf_bpf *skel, pid_t pid,
 	return 0;
 }
 
-static void *grow(void *v, size_t *cap, size_t n, size_t elem)
-{
-	size_t c;
-	void *p;
-
-	if (n < *cap)
-		return v;
-	c = *cap ? *cap * 2 : 256;
-	p = realloc(v, c * elem);
-	if (p)
-		*cap = c;
-	return p;
-}
-
 #define PUSH(t, arr, n, cap, val)                                                   \
 	do {                                                                        \
-		void *p_ = grow((t)->arr, &(t)->cap, (t)->n, sizeof(*(t)->arr));   \
-		if (!p_) {                                                          \
+		if (GROW((t)->arr, (t)->n, (t)->cap, 256)) {                        \
 			(t)->lost++;                                                \
 			return 0;                                                   \
 		}                                                                   \
-		(t)->arr = p_;                                                      \
 		(t)->arr[(t)->n++] = (val);                                         \
 	} while (0)
 

@@ -18,6 +18,7 @@
 #include <sys/utsname.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "grow.h"
 #include "strf.h"
 #include "tbpf.skel.h"
 #include "tbpf_abi.h"
@@ -54,6 +55,11 @@ struct tgt {
 	char *py_note;
 };
 
+struct scope_def {
+	uint32_t id;
+	struct op_def def;
+};
+
 struct session {
 	struct session_config cfg;
 	struct tbpf_bpf *skel;
@@ -71,8 +77,7 @@ struct session {
 	struct gpu_session gpu;     /* cfg.gpu_agent: CUPTI agents (issue 6) */
 	unsigned gpu_ticks;
 	unsigned cuda_ticks;
-	struct op_def *scope_defs;  /* scope id -> name, read from `scope_names` */
-	uint32_t *scope_ids;
+	struct scope_def *scopes;   /* scope id -> name, read from `scope_names` */
 	size_t nscopes, capscopes;
 	struct stackstore stacks;   /* Python stacks named while targets live */
 	uint64_t stack_errors;
@@ -509,33 +514,190 @@ static bool is_attached(struct session *s, pid_t pid)
 	return false;
 }
 
-int session_add_target(struct session *s, pid_t pid, char **why)
+/* A pid session_add_target may take: not attached yet, inside --pid, alive. */
+static int check_new_pid(struct session *s, pid_t pid, char **why)
 {
-	struct tgt *tg;
-	__u32 key = pid;
-	bool no_returns = false;
-	int err;
-
-	*why = NULL;
 	if (is_attached(s, pid))
 		return -EEXIST;
 	if (s->cfg.only_pid > 0 && pid != s->cfg.only_pid)
 		return -EINVAL;   /* the BPF side only sees only_pid */
 	if (kill(pid, 0) && errno == ESRCH) {
-		*why = NULL;
-		if (asprintf(why, "no such process: %d", pid) < 0)
-			*why = NULL;
+		*why = strf("no such process: %d", pid);
 		return -ESRCH;
 	}
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 8;
-		struct tgt **v = realloc(s->v, cap * sizeof(*v));
+	return 0;
+}
 
-		if (!v)
-			return -ENOMEM;
-		s->v = v;
-		s->cap = cap;
+/* Python stacks and layers: the interpreter's offsets to the BPF walker.
+ * Never fatal: without them the op table is unaffected. */
+static void setup_python(struct session *s, struct tgt *tg)
+{
+	__u32 key = tg->t.pid;
+	char *pwhy = NULL;
+
+	if (!pyproc_detect_maps(tg->t.pid, &tg->t.maps, &tg->pp, &pwhy)) {
+		tg->ps = pysym_new(tg->t.pid, &tg->pp, NULL, NULL);
+		if (tg->ps)
+			bpf_map_update_elem(bpf_map__fd(s->skel->maps.py_procs), &key, &tg->pp, BPF_ANY);
+		tg->py_note = strf("Python %u.%u", tg->pp.version >> 8, tg->pp.version & 0xff);
+		free(pwhy);
+		return;
 	}
+	fprintf(stderr, "tbpf: pid %d: no Python stacks or layers (%s); the op table is "
+			"unaffected\n", tg->t.pid, pwhy ? pwhy : "unsupported interpreter");
+	tg->py_note = pwhy;
+}
+
+/* Another tool's probes on the same library: refuse, or infer exits.
+ * *no_returns: return probes must not be used. */
+static int decide_sharing(struct session *s, struct tgt *tg, bool *no_returns, char **why)
+{
+	char *msg = NULL;
+	enum probeshare_verdict v = check_sharing(s, tg, s->cfg.exits != EXITS_INFER, &msg);
+
+	*no_returns = false;
+	if (v == PS_REFUSE) {
+		*why = msg;
+		return -EBUSY;
+	}
+	if (v == PS_NO_RETURNS && s->cfg.exits == EXITS_RETURN) {
+		*why = strf("--exits return: %s", msg ? msg : "another tool probes the library");
+		free(msg);
+		return -EBUSY;
+	}
+	if (v == PS_NO_RETURNS) {
+		fprintf(stderr, "tbpf: warning: pid %d: %s: exits inferred from the stack pointer "
+				"instead, counts stay exact\n", tg->t.pid, msg ? msg : "?");
+		*no_returns = true;
+	}
+	free(msg);
+	return 0;
+}
+
+/* The pid into the BPF filter, its per-CPU hit counters at zero. */
+static int filter_add_pid(struct session *s, pid_t pid, char **why)
+{
+	__u32 key = pid;
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *zero = calloc(ncpu > 0 ? ncpu : 1, sizeof(uint64_t));
+	int err = 0;
+
+	if (!zero || bpf_map_update_elem(bpf_map__fd(s->skel->maps.pids), &key, zero, BPF_ANY)) {
+		*why = strf("cannot add the pid to the BPF filter: %s", strerror(zero ? errno : ENOMEM));
+		err = -ENOMEM;
+	}
+	free(zero);
+	return err;
+}
+
+/* The op probes: the guard's entry and return probes (exact exits), else
+ * entry probes only with the sampler bounding inferred exits.  A guard
+ * that cannot start is fatal only under --exits return. */
+static int attach_op_probes(struct session *s, struct tgt *tg, bool no_returns, char **why)
+{
+	int err;
+
+	tg->info.exits = "infer";
+	if (s->cfg.exits != EXITS_INFER && !no_returns) {
+		char *gwhy = NULL;
+
+		err = start_guard(s, tg, &gwhy);
+		if (!err) {
+			tg->info.exits = "return";
+			return 0;
+		}
+		if (s->cfg.exits == EXITS_RETURN) {
+			*why = strf("--exits return: %s", gwhy ? gwhy : strerror(-err));
+			free(gwhy);
+			return err;
+		}
+		fprintf(stderr, "tbpf: warning: pid %d: exact op durations unavailable (%s); exits "
+				"inferred from the stack pointer, counts stay exact\n",
+			tg->t.pid, gwhy ? gwhy : strerror(-err));
+		free(gwhy);
+	}
+	err = attach_entries(s, tg, why);
+	if (err)
+		return err;
+	err = infer_sampler_start(&s->sampler, s->skel->progs.tbpf_infer_sample,
+				  s->skel->progs.tbpf_infer_switch, 0);
+	if (err)
+		fprintf(stderr, "tbpf: warning: no CPU-clock samples (%s): an inferred op exit is "
+				"seen at the thread's next op\n", strerror(-err));
+	return 0;
+}
+
+/* Rows beside the ops (autograd nodes, record_function scopes) and the
+ * exception hook of the infer mode; each only warns when missing. */
+static void attach_extras(struct session *s, struct tgt *tg)
+{
+	node_evals_set(s, tg, true);
+	if (attach_scope_hooks(s, tg))
+		fprintf(stderr, "tbpf: warning: pid %d: no record_function scope rows (no "
+				"at::RecordFunction entry points found or attachable)\n", tg->t.pid);
+	if (!tg->guard && attach_catch_hooks(s, tg))
+		fprintf(stderr, "tbpf: warning: pid %d: cannot hook __cxa_begin_catch; frames unwound "
+				"by exceptions close at the thread's next op\n", tg->t.pid);
+}
+
+/* The CUPTI agent (issue 6).  Before the guard: --inject ptraces one
+ * thread, which the guard would otherwise hold.  Never fatal. */
+static void add_gpu_agent(struct session *s, pid_t pid)
+{
+	char *gwhy = NULL;
+
+	if (gpu_session_add(&s->gpu, s->skel, pid, s->cfg.gpu_agent, s->cfg.agent_path,
+			    s->cfg.inject_flags, &gwhy))
+		fprintf(stderr, "tbpf: warning: pid %d: no CUDA device times: %s; the op table is "
+				"unaffected\n", pid, gwhy ? gwhy : "?");
+	free(gwhy);
+}
+
+static void add_cuda_probes(struct session *s, struct tgt *tg)
+{
+	pid_t pid = tg->t.pid;
+	char *cwhy = NULL;
+	int n = cuda_session_add(&s->cuda, s->skel, pid, &tg->t.maps, &cwhy);
+
+	if (n < 0)
+		fprintf(stderr, "tbpf: warning: pid %d: no CUDA probes: %s\n", pid,
+			cwhy ? cwhy : strerror(-n));
+	free(cwhy);
+}
+
+static void tgt_publish(struct session *s, struct tgt *tg)
+{
+	tg->alive = true;
+	tg->info.pid = tg->t.pid;
+	tg->info.comm = tg->t.comm;
+	tg->info.cmdline = tg->t.cmdline;
+	tg->info.nprobes = tg->guard ? guard_entry_probes(tg->guard) : tg->entry.nprobes;
+	tg->info.alive = true;
+	tg->info.python = tg->py_note;
+	s->v[s->n++] = tg;
+}
+
+static void tgt_free(struct session *s, struct tgt *tg)
+{
+	tgt_detach(s, tg);
+	target_close(&tg->t);
+	pysym_free(tg->ps);
+	free(tg->py_note);
+	free(tg);
+}
+
+int session_add_target(struct session *s, pid_t pid, char **why)
+{
+	struct tgt *tg;
+	bool no_returns;
+	int err;
+
+	*why = NULL;
+	err = check_new_pid(s, pid, why);
+	if (err)
+		return err;
+	if (GROW(s->v, s->n, s->cap, 8))
+		return -ENOMEM;
 	tg = calloc(1, sizeof(*tg));
 	if (!tg)
 		return -ENOMEM;
@@ -548,138 +710,24 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 	}
 	s->next_id = tg->id_base + (uint32_t)tg->t.nops - 1;
 	tg->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (s->cfg.python) {
-		char *pwhy = NULL;
-
-		if (!pyproc_detect_maps(pid, &tg->t.maps, &tg->pp, &pwhy)) {
-			tg->ps = pysym_new(pid, &tg->pp, NULL, NULL);
-			if (tg->ps)
-				bpf_map_update_elem(bpf_map__fd(s->skel->maps.py_procs), &key, &tg->pp,
-						    BPF_ANY);
-			if (asprintf(&tg->py_note, "Python %u.%u", tg->pp.version >> 8,
-				     tg->pp.version & 0xff) < 0)
-				tg->py_note = NULL;
-		} else {
-			tg->py_note = pwhy;
-			fprintf(stderr, "tbpf: pid %d: no Python stacks or layers (%s); the op table "
-					"is unaffected\n", pid, pwhy ? pwhy : "unsupported interpreter");
-			pwhy = NULL;
-		}
-		free(pwhy);
+	if (s->cfg.python)
+		setup_python(s, tg);
+	err = decide_sharing(s, tg, &no_returns, why);
+	if (!err)
+		err = filter_add_pid(s, pid, why);
+	if (!err && s->cfg.gpu_agent)
+		add_gpu_agent(s, pid);
+	if (!err)
+		err = attach_op_probes(s, tg, no_returns, why);
+	if (err) {
+		tgt_free(s, tg);
+		return err;
 	}
-	{
-		char *msg = NULL;
-		enum probeshare_verdict v = check_sharing(s, tg, s->cfg.exits != EXITS_INFER, &msg);
-
-		if (v == PS_REFUSE) {
-			*why = msg;
-			err = -EBUSY;
-			goto fail;
-		}
-		if (v == PS_NO_RETURNS && s->cfg.exits == EXITS_RETURN) {
-			*why = strf("--exits return: %s", msg ? msg : "another tool probes the library");
-			free(msg);
-			err = -EBUSY;
-			goto fail;
-		}
-		if (v == PS_NO_RETURNS) {
-			fprintf(stderr, "tbpf: warning: pid %d: %s: exits inferred from the stack "
-					"pointer instead, counts stay exact\n", pid, msg ? msg : "?");
-			no_returns = true;
-		}
-		free(msg);
-	}
-	{
-		/* per-CPU hit counters start at zero (pids is a per-CPU hash) */
-		int ncpu = libbpf_num_possible_cpus();
-		uint64_t *zero = calloc(ncpu > 0 ? ncpu : 1, sizeof(uint64_t));
-
-		if (!zero || bpf_map_update_elem(bpf_map__fd(s->skel->maps.pids), &key, zero, BPF_ANY)) {
-			*why = strf("cannot add the pid to the BPF filter: %s", strerror(zero ? errno : ENOMEM));
-			free(zero);
-			err = -ENOMEM;
-			goto fail;
-		}
-		free(zero);
-	}
-	/* issue 6: the CUPTI agent.  Before the guard: --inject ptraces one
-	 * thread, which the guard would otherwise hold.  Never fatal. */
-	if (s->cfg.gpu_agent) {
-		char *gwhy = NULL;
-
-		if (gpu_session_add(&s->gpu, s->skel, pid, s->cfg.gpu_agent, s->cfg.agent_path,
-				    s->cfg.inject_flags, &gwhy))
-			fprintf(stderr, "tbpf: warning: pid %d: no CUDA device times: %s; the op "
-					"table is unaffected\n", pid, gwhy ? gwhy : "?");
-		free(gwhy);
-	}
-	tg->info.exits = "infer";
-	if (s->cfg.exits != EXITS_INFER && !no_returns) {
-		char *gwhy = NULL;
-
-		/* the guard attaches entry, unwind-hook and return probes */
-		err = start_guard(s, tg, &gwhy);
-		if (err) {
-			if (s->cfg.exits == EXITS_RETURN) {
-				if (asprintf(why, "--exits return: %s", gwhy ? gwhy : strerror(-err)) < 0)
-					*why = NULL;
-				free(gwhy);
-				goto fail;
-			}
-			fprintf(stderr, "tbpf: warning: pid %d: exact op durations unavailable (%s); "
-					"exits inferred from the stack pointer, counts stay exact\n",
-				pid, gwhy ? gwhy : strerror(-err));
-			free(gwhy);
-			err = 0;
-		} else {
-			tg->info.exits = "return";
-		}
-	}
-	if (!tg->guard) {
-		err = attach_entries(s, tg, why);
-		if (err)
-			goto fail;
-	}
-	if (!tg->guard) {
-		err = infer_sampler_start(&s->sampler, s->skel->progs.tbpf_infer_sample,
-					  s->skel->progs.tbpf_infer_switch, 0);
-		if (err)
-			fprintf(stderr, "tbpf: warning: no CPU-clock samples (%s): an inferred op exit "
-					"is seen at the thread's next op\n", strerror(-err));
-		err = 0;
-	}
-	node_evals_set(s, tg, true);
-	if (attach_scope_hooks(s, tg))
-		fprintf(stderr, "tbpf: warning: pid %d: no record_function scope rows (no "
-				"at::RecordFunction entry points found or attachable)\n", pid);
-	if (!tg->guard && attach_catch_hooks(s, tg))
-		fprintf(stderr, "tbpf: warning: pid %d: cannot hook __cxa_begin_catch; frames unwound "
-				"by exceptions close at the thread's next op\n", pid);
-	tg->alive = true;
-	tg->info.pid = pid;
-	tg->info.comm = tg->t.comm;
-	tg->info.cmdline = tg->t.cmdline;
-	tg->info.nprobes = tg->guard ? guard_entry_probes(tg->guard) : tg->entry.nprobes;
-	tg->info.alive = true;
-	tg->info.python = tg->py_note;
-	s->v[s->n++] = tg;
-	if (s->cfg.cuda) {
-		char *cwhy = NULL;
-		int n = cuda_session_add(&s->cuda, s->skel, pid, &cwhy);
-
-		if (n < 0)
-			fprintf(stderr, "tbpf: warning: pid %d: no CUDA probes: %s\n", pid,
-				cwhy ? cwhy : strerror(-n));
-		free(cwhy);
-	}
+	attach_extras(s, tg);
+	tgt_publish(s, tg);
+	if (s->cfg.cuda)
+		add_cuda_probes(s, tg);
 	return 0;
-fail:
-	tgt_detach(s, tg);
-	target_close(&tg->t);
-	pysym_free(tg->ps);
-	free(tg->py_note);
-	free(tg);
-	return err ? err : -EINVAL;
 }
 
 /* The dynamic linker the command runs under: the x86-64 default (Debian's
@@ -755,16 +803,8 @@ static bool skip_known(struct session *s, pid_t pid)
 
 static void skip_add(struct session *s, pid_t pid)
 {
-	if (s->nskip == s->capskip) {
-		size_t cap = s->capskip ? s->capskip * 2 : 256;
-		pid_t *v = realloc(s->skip, cap * sizeof(*v));
-
-		if (!v)
-			return;
-		s->skip = v;
-		s->capskip = cap;
-	}
-	s->skip[s->nskip++] = pid;
+	if (!GROW(s->skip, s->nskip, s->capskip, 256))
+		s->skip[s->nskip++] = pid;
 }
 
 static bool passes_filters(struct session *s, pid_t pid)
@@ -853,13 +893,11 @@ int session_scan(struct session *s)
 
 int session_poll(struct session *s, int ms)
 {
-	struct pollfd *p = calloc(s->n + 1, sizeof(*p));
+	/* one pidfd per target, the ring's epoll fd and one spare */
+	struct pollfd *p = calloc(s->n + 2, sizeof(*p));
 	size_t np = 0;
 	int live = 0;
 
-	if (!p)
-		return -ENOMEM;
-	p = realloc(p, (s->n + 2) * sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	for (size_t i = 0; i < s->n; i++)
@@ -919,32 +957,18 @@ static const struct op_def *scope_lookup(struct session *s, uint32_t id)
 	char *name;
 
 	for (size_t i = 0; i < s->nscopes; i++)
-		if (s->scope_ids[i] == id)
-			return &s->scope_defs[i];
+		if (s->scopes[i].id == id)
+			return &s->scopes[i].def;
 	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.scope_names), &id, &n))
 		return NULL;
-	if (s->nscopes == s->capscopes) {
-		size_t cap = s->capscopes ? s->capscopes * 2 : 16;
-		struct op_def *d = realloc(s->scope_defs, cap * sizeof(*d));
-		uint32_t *ids;
-
-		if (!d)
-			return NULL;
-		s->scope_defs = d;
-		ids = realloc(s->scope_ids, cap * sizeof(*ids));
-		if (!ids)
-			return NULL;
-		s->scope_ids = ids;
-		s->capscopes = cap;
-	}
+	if (GROW(s->scopes, s->nscopes, s->capscopes, 16))
+		return NULL;
 	n.name[sizeof(n.name) - 1] = '\0';
 	name = strdup(n.name);
 	if (!name)
 		return NULL;
-	s->scope_ids[s->nscopes] = id;
-	s->scope_defs[s->nscopes].name = name;
-	s->scope_defs[s->nscopes].overload = "";
-	return &s->scope_defs[s->nscopes++];
+	s->scopes[s->nscopes] = (struct scope_def){ .id = id, .def = { .name = name, .overload = "" } };
+	return &s->scopes[s->nscopes++].def;
 }
 
 static const struct op_def *op_lookup(struct session *s, uint32_t id)
@@ -1272,9 +1296,8 @@ void session_close(struct session *s)
 	}
 	stackstore_free(&s->stacks);
 	for (size_t i = 0; i < s->nscopes; i++)
-		free((char *)s->scope_defs[i].name);
-	free(s->scope_defs);
-	free(s->scope_ids);
+		free((char *)s->scopes[i].def.name);
+	free(s->scopes);
 	free(s->v);
 	free(s->skip);
 	if (s->rb)

@@ -469,15 +469,8 @@ static int collect_autograd(struct collect *c, const struct elf_sym *s)
 	struct opsym *o;
 
 	if (!strncmp(s->name, "_ZTVN5torch8autograd", 20)) {
-		if (c->nvt == c->capvt) {
-			size_t nc = c->capvt ? c->capvt * 2 : 1024;
-			struct vtsym *v = realloc(c->vt, nc * sizeof(*v));
-
-			if (!v)
-				return -ENOMEM;
-			c->vt = v;
-			c->capvt = nc;
-		}
+		if (GROW(c->vt, c->nvt, c->capvt, 1024))
+			return -ENOMEM;
 		c->vt[c->nvt].name = strdup(s->name);
 		c->vt[c->nvt].vaddr = s->value;
 		return c->vt[c->nvt++].name ? 0 : -ENOMEM;

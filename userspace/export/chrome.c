@@ -27,6 +27,7 @@
 #include "jsonutil.h"
 #include "timeline.h"
 #include "trace.h"
+#include "grow.h"
 
 /* Escaped JSON per op, made once: the event head up to the name and the
  * args head up to the overload. */
@@ -120,18 +121,7 @@ static const struct op_json *op_json(struct chrome_ctx *c, uint32_t op_id, struc
 	const char *name = op ? op->name : (snprintf(buf, sizeof(buf), "op#%u", op_id), buf);
 	struct op_json *j = tmp;
 	if (op_id < MAX_CACHED_OP) {
-		if (op_id >= c->nops) {
-			size_t n = c->nops ? c->nops : 256;
-			while (n <= op_id)
-				n *= 2;
-			struct op_json *no = realloc(c->ops, n * sizeof(*no));
-			if (no) {
-				memset(no + c->nops, 0, (n - c->nops) * sizeof(*no));
-				c->ops = no;
-				c->nops = n;
-			}
-		}
-		if (op_id < c->nops)
+		if (!GROW_INDEX(c->ops, c->nops, op_id, 256))
 			j = &c->ops[op_id];
 	}
 	/* record_function scopes (issue 15) in Kineto's category */

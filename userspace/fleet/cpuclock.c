@@ -8,6 +8,7 @@
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
 #include "cpuclock.h"
+#include "grow.h"
 
 static uint64_t schedstat_ns(pid_t pid, pid_t tid)
 {
@@ -80,15 +81,8 @@ static int scan(struct cpuclock *c, bool at_open)
 			t->seen = true;
 			continue;
 		}
-		if (c->n == c->cap) {
-			size_t cap = c->cap ? 2 * c->cap : 8;
-			struct cpuclock_thread *v = realloc(c->v, cap * sizeof(*v));
-
-			if (!v)
-				break;
-			c->v = v;
-			c->cap = cap;
-		}
+		if (GROW(c->v, c->n, c->cap, 8))
+			break;
 		t = &c->v[c->n++];
 		t->tid = tid;
 		t->seen = true;

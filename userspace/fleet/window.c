@@ -202,13 +202,8 @@ void forget_pids(int fd, size_t key_size, const uint32_t *dead, size_t ndead)
 		memcpy(&pid, key, sizeof(pid));   /* both keys start with the pid */
 		if (!pid_in(pid, dead, ndead))
 			continue;
-		if (n == cap) {
-			uint8_t *v = realloc(keys, (cap = cap ? cap * 2 : 64) * key_size);
-
-			if (!v)
-				break;
-			keys = v;
-		}
+		if (grow_array((void **)&keys, &cap, n, key_size, 64))
+			break;
 		memcpy(keys + n++ * key_size, key, key_size);
 	}
 	for (size_t i = 0; i < n; i++)
@@ -263,13 +258,8 @@ static void rotate(const char *dir, unsigned keep)
 
 		if (strncmp(e->d_name, "tbpf-", 5) || l < 11 || strcmp(e->d_name + l - 6, ".pb.gz"))
 			continue;
-		if (n == cap) {
-			char **v = realloc(names, (cap = cap ? cap * 2 : 64) * sizeof(*v));
-
-			if (!v)
-				break;
-			names = v;
-		}
+		if (GROW(names, n, cap, 64))
+			break;
 		if (!(names[n] = strdup(e->d_name)))
 			break;
 		n++;

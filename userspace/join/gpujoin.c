@@ -158,13 +158,8 @@ int gj_estimate_offset(const struct gj_host *host, size_t nhost, const struct re
 			for (size_t y = a0; y < a0 + an; y++) {
 				if (hf != a[y].fam)
 					continue;
-				if (nd == cap) {
-					cap = cap ? cap * 2 : 1024;
-					int64_t *nw = realloc(d, cap * sizeof(*d));
-					if (!nw)
-						goto out;
-					d = nw;
-				}
+				if (GROW(d, nd, cap, 1024))
+					goto out;
 				d[nd++] = (int64_t)(h[x].ts - a[y].start);
 			}
 		}

@@ -114,14 +114,8 @@ uint32_t calltree_child(struct calltree *ct, uint32_t parent, uint32_t frame)
 		if (n->parent == parent && n->frame == frame && ct->nidx[j] != 1)
 			return ct->nidx[j] - 1;
 	}
-	if (ct->nnodes == ct->cnodes) {
-		size_t nc = ct->cnodes * 2;
-		struct ct_node *nn = realloc(ct->nodes, nc * sizeof(*nn));
-		if (!nn)
-			return NONE;
-		ct->nodes = nn;
-		ct->cnodes = nc;
-	}
+	if (GROW(ct->nodes, ct->nnodes, ct->cnodes, 64))
+		return NONE;
 	ct->nodes[ct->nnodes] = (struct ct_node){ .parent = parent, .frame = frame,
 						  .depth = ct->nodes[parent].depth + 1 };
 	ct->nidx[j] = ++ct->nnodes;
@@ -166,17 +160,8 @@ static uint32_t op_frame(struct build_ctx *b, uint32_t op_id)
 	if (f == NONE)
 		return NONE;
 	if (op_id < (1u << 20)) {
-		if (op_id >= b->nopframe) {
-			size_t n = b->nopframe ? b->nopframe : 256;
-			while (n <= op_id)
-				n *= 2;
-			uint32_t *no = realloc(b->opframe, n * sizeof(*no));
-			if (!no)
-				return NONE;
-			memset(no + b->nopframe, 0, (n - b->nopframe) * sizeof(*no));
-			b->opframe = no;
-			b->nopframe = n;
-		}
+		if (GROW_INDEX(b->opframe, b->nopframe, op_id, 256))
+			return NONE;
 		b->opframe[op_id] = f + 1;
 	}
 	return f;

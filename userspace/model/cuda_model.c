@@ -266,11 +266,8 @@ static int kernel_stack_add(struct cuda_kernel *k, uint32_t pid, uint32_t stack_
 		    k->stacks[i].outside_op == outside)
 			break;
 	if (i == k->nstacks) {
-		struct cuda_stackcount *v = realloc(k->stacks, (k->nstacks + 1) * sizeof(*v));
-
-		if (!v)
+		if (GROW(k->stacks, k->nstacks, k->capstacks, 4))
 			return -ENOMEM;
-		k->stacks = v;
 		k->stacks[k->nstacks++] = (struct cuda_stackcount){ pid, stack_id, outside, 0 };
 	}
 	k->stacks[i].count++;
@@ -312,11 +309,8 @@ static int add_launch(struct cuda_model *m, const struct rec_launch *r)
 		if (k->ops[i].op_id == r->op_id)
 			break;
 	if (i == k->nops) {
-		struct cuda_opcount *v = realloc(k->ops, (k->nops + 1) * sizeof(*v));
-
-		if (!v)
+		if (GROW(k->ops, k->nops, k->capops, 4))
 			return -ENOMEM;
-		k->ops = v;
 		k->ops[k->nops++] = (struct cuda_opcount){ r->op_id, 0 };
 	}
 	k->ops[i].count++;
@@ -339,10 +333,8 @@ static struct cuda_pidcopy *pidcopy_get(struct cuda_model *m, uint32_t pid)
 	for (size_t i = 0; i < m->npcopies; i++)
 		if (m->pcopies[i].pid == pid)
 			return &m->pcopies[i];
-	v = realloc(m->pcopies, (m->npcopies + 1) * sizeof(*v));
-	if (!v)
+	if (GROW(m->pcopies, m->npcopies, m->cappcopies, 4))
 		return NULL;
-	m->pcopies = v;
 	v = &m->pcopies[m->npcopies++];
 	memset(v, 0, sizeof(*v));
 	v->pid = pid;
@@ -378,11 +370,8 @@ static int add_sync(struct cuda_model *m, const struct rec_sync *r)
 		if (m->syncs[i].op_id == r->op_id && m->syncs[i].api == r->api)
 			s = &m->syncs[i];
 	if (!s) {
-		struct cuda_sync *v = realloc(m->syncs, (m->nsyncs + 1) * sizeof(*v));
-
-		if (!v)
+		if (GROW(m->syncs, m->nsyncs, m->capsyncs, 8))
 			return -ENOMEM;
-		m->syncs = v;
 		s = &m->syncs[m->nsyncs++];
 		*s = (struct cuda_sync){ .op_id = r->op_id, .api = r->api };
 	}
@@ -415,11 +404,8 @@ static int add_alloc(struct cuda_model *m, const struct rec_alloc *r)
 		if (m->allocs[i].api == r->api)
 			a = &m->allocs[i];
 	if (!a) {
-		struct cuda_alloc *v = realloc(m->allocs, (m->nallocs + 1) * sizeof(*v));
-
-		if (!v)
+		if (GROW(m->allocs, m->nallocs, m->capallocs, 4))
 			return -ENOMEM;
-		m->allocs = v;
 		a = &m->allocs[m->nallocs++];
 		*a = (struct cuda_alloc){ .api = r->api };
 	}

@@ -61,9 +61,9 @@ struct cuda_kernel {
 	size_t ndims;
 	uint64_t other_dims;    /* launches with configs beyond CUDA_MAX_DIMS */
 	struct cuda_opcount *ops;
-	size_t nops;
+	size_t nops, capops;
 	struct cuda_stackcount *stacks;  /* by Python stack (layer) */
-	size_t nstacks;
+	size_t nstacks, capstacks;
 };
 
 enum { CUDA_NDIRS = 6 };    /* enum tbpf_copy_dir */
@@ -113,11 +113,11 @@ struct cuda_model {
 	size_t kidx_cap;
 	struct cuda_copy copies[CUDA_NDIRS];
 	struct cuda_pidcopy *pcopies;    /* per process, in order of first copy */
-	size_t npcopies;
+	size_t npcopies, cappcopies;
 	struct cuda_sync *syncs;
-	size_t nsyncs;
+	size_t nsyncs, capsyncs;
 	struct cuda_alloc *allocs;
-	size_t nallocs;
+	size_t nallocs, capallocs;
 	struct cuda_live *live;
 	size_t nlive, caplive;
 	struct cuda_stackstat *sstats;   /* per (pid, stack, outside_op) */

@@ -297,15 +297,8 @@ static struct agg_frame *agg_frame_at(struct agg_ctx *c, uint32_t pid, uint32_t 
 		t = &c->th[c->nth++];
 		*t = (struct agg_thread){ .pid = pid, .tid = tid };
 	}
-	if (d >= t->cap) {
-		size_t n = d + 16;
-		struct agg_frame *v = realloc(t->f, n * sizeof(*v));
-		if (!v)
-			return NULL;
-		memset(v + t->cap, 0, (n - t->cap) * sizeof(*v));
-		t->f = v;
-		t->cap = n;
-	}
+	if (GROW_INDEX(t->f, t->cap, d, 16))
+		return NULL;
 	return &t->f[d];
 }
 

@@ -165,7 +165,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	cuda_session_init(&cs);
-	err = cuda_session_add(&cs, skel, pid, &why);
+	err = cuda_session_add(&cs, skel, pid, NULL, &why);
 	if (err < 0) {
 		fprintf(stderr, "cuda_trace: %s\n", why ? why : strerror(-err));
 		return 1;
