@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +48,12 @@ static struct {
 } api;
 
 static volatile int enabled;         /* callbacks record only while set */
+/* Requests and the watchdog run under ctl_lock; once the process exits
+ * (our destructor runs before libtorch's: we were loaded after it) no
+ * call goes into torch any more, so removeCallback never races torch's
+ * static destructors. */
+static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile int exiting, forked;
 static uint64_t handles[2];
 static int registered, pidfd = -1;
 static pthread_mutex_t name_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -252,7 +259,7 @@ static void pin_self(void)
 static void remove_callbacks(uint32_t state, const char *detail)
 {
 	enabled = 0;
-	if (registered) {
+	if (registered && !exiting) {
 		api.remove(handles[0]);
 		api.remove(handles[1]);
 		registered = 0;
@@ -264,12 +271,16 @@ static void remove_callbacks(uint32_t state, const char *detail)
 	set_state(state, detail);
 }
 
+static void inproc_dtor(void);
+
 static void start(void)
 {
 	struct tbpf_rf_callback op = { .start = start_op, .end = end_op, .sampling_prob = 1.0 };
 	struct tbpf_rf_callback user = { .start = start_user, .end = end_user, .sampling_prob = 1.0 };
 	int fd;
 
+	if (exiting)
+		return;
 	if (registered)
 		remove_callbacks(INPROC_STOPPED, "restarted");
 	if (tbpf_inproc.layout != INPROC_LAYOUT_RFCB10) {
@@ -299,6 +310,12 @@ static void start(void)
 	handles[0] = api.add_global(op);
 	handles[1] = api.add_global(user);
 	registered = 1;
+	{
+		static int hooked;
+
+		if (!hooked)
+			hooked = !atexit(inproc_dtor);
+	}
 	set_state(INPROC_ACTIVE, "active");
 }
 
@@ -330,8 +347,12 @@ static void watch_owner(void)
 static void *ctl_main(void *arg)
 {
 	for (;;) {
-		serve();
-		watch_owner();
+		pthread_mutex_lock(&ctl_lock);
+		if (!exiting) {
+			serve();
+			watch_owner();
+		}
+		pthread_mutex_unlock(&ctl_lock);
 		usleep(registered ? 20000 : 50000);
 	}
 	return NULL;
@@ -343,11 +364,35 @@ static void *ctl_main(void *arg)
  * callbacks stay registered in the child and return at their first test. */
 static void atfork_child(void)
 {
+	forked = 1;    /* no control thread here: ctl_lock may be stale */
 	enabled = 0;
 	registered = 0;
 	pidfd = -1;
 	memcpy((char *)tbpf_inproc.detail, "forked child: off", 18);
 	tbpf_inproc.state = INPROC_STOPPED;
+}
+
+/* Process exit: stop recording and never call into torch again.  Run
+ * from an atexit handler registered at START, after addGlobalCallback
+ * built torch's callback manager (a function-local static, destroyed by
+ * exit's handlers in reverse order of registration: ours runs first), and
+ * from our destructor. */
+static void inproc_dtor(void)
+{
+	if (forked) {
+		exiting = 1;
+		enabled = 0;
+		return;
+	}
+	pthread_mutex_lock(&ctl_lock);
+	exiting = 1;
+	enabled = 0;
+	pthread_mutex_unlock(&ctl_lock);
+}
+
+__attribute__((destructor)) static void inproc_fini(void)
+{
+	inproc_dtor();
 }
 
 __attribute__((constructor)) static void inproc_ctor(void)

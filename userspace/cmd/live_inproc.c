@@ -18,6 +18,8 @@
 #include "inproc_session.h"
 #include "live.h"
 #include "live_inproc.h"
+#include "model.h"
+#include "report.h"
 #include "torchver.h"
 #include "version.h"
 #include "strf.h"
@@ -130,34 +132,72 @@ static int check_torch(const struct live_opts *o, unsigned *layouts)
 	return 0;
 }
 
+/* Where the records go: a capture (--record, trace formats), or straight
+ * into the model (table, json: nothing on disk grows with the run). */
+struct sink {
+	struct capture_writer *cw;
+	struct model_feed *feed;
+};
+
+static int out_op(void *ctx, const struct rec_op *r)
+{
+	struct sink *k = ctx;
+
+	return k->cw ? capture_write_raw(k->cw, r, sizeof(*r)) : model_feed_record(k->feed, &r->h);
+}
+
+static int out_name(void *ctx, uint32_t op_id, const char *name)
+{
+	struct sink *k = ctx;
+
+	return k->cw ? capture_write_op(k->cw, op_id, name, "")
+		     : model_feed_name(k->feed, op_id, name, "");
+}
+
+static bool wants_capture(const struct live_opts *o)
+{
+	const char *f = o->format ? o->format : "table";
+
+	return o->record || (strcmp(f, "table") && strcmp(f, "json"));
+}
+
 static int exit_of_add(int err)
 {
 	return err == -EPERM || err == -EACCES ? TBPF_EXIT_PRIV : TBPF_EXIT_ERROR;
 }
 
-static void write_meta(struct capture_writer *cw, const struct live_opts *o, uint64_t mono,
-		       uint64_t real)
+static struct capture_run run_info(const struct live_opts *o, uint64_t mono, uint64_t real,
+				  uint32_t *pids, char *host, size_t hostlen)
 {
-	char host[256] = "";
-	uint32_t pids[64];
-	struct capture_run_info ri = {
-		.start_mono_ns = mono, .start_real_ns = real,
-		.mode = TBPF_MODE_RECORD | TBPF_MODE_EXITS | TBPF_MODE_INPROC,
-		.tbpf_version = TBPF_VERSION, .host = host, .pids = pids,
-		.npids = (uint32_t)o->sel.npids,
-		/* "probes": the callbacks registered, two per process */
-		.probes_attached = 2 * (uint32_t)o->sel.npids,
-	};
-
-	gethostname(host, sizeof(host) - 1);
+	gethostname(host, hostlen - 1);
 	for (size_t i = 0; i < o->sel.npids; i++)
 		pids[i] = (uint32_t)o->sel.pids[i];
+	return (struct capture_run){
+		.present = true, .start_mono_ns = mono, .start_real_ns = real,
+		.mode = TBPF_MODE_RECORD | TBPF_MODE_EXITS | TBPF_MODE_INPROC,
+		/* "probes": the callbacks registered, two per process */
+		.probes_attached = 2 * (uint32_t)o->sel.npids,
+		.npids = (uint32_t)o->sel.npids, .pids = pids,
+		.tbpf_version = TBPF_VERSION, .host = host,
+	};
+}
+
+static void write_meta(struct capture_writer *cw, const struct live_opts *o,
+		       const struct capture_run *run)
+{
+	struct capture_run_info ri = {
+		.start_mono_ns = run->start_mono_ns, .start_real_ns = run->start_real_ns,
+		.mode = run->mode, .probes_attached = run->probes_attached,
+		.tbpf_version = run->tbpf_version, .host = run->host, .pids = run->pids,
+		.npids = run->npids,
+	};
+
 	capture_write_run(cw, &ri);
 	for (size_t i = 0; i < o->sel.npids; i++) {
 		char *comm = read_line_file(o->sel.pids[i], "comm", false);
 		char *cmd = read_line_file(o->sel.pids[i], "cmdline", true);
 
-		capture_write_process(cw, pids[i], comm ? comm : "", cmd ? cmd : "");
+		capture_write_process(cw, run->pids[i], comm ? comm : "", cmd ? cmd : "");
 		free(comm);
 		free(cmd);
 	}
@@ -183,60 +223,90 @@ static const char *poll_loop(const struct live_opts *o, struct inproc_session *s
 	}
 }
 
-static int finish(const struct live_opts *o, struct capture_writer *cw, struct inproc_session *s,
-		  uint64_t duration, const char *why, const char *path)
+static void report_totals(const struct live_opts *o, const struct inproc_totals *tot,
+			  uint64_t duration, const char *why)
 {
-	struct inproc_totals tot;
-	uint64_t counters[CNT_MAX] = { 0 };
-	struct capture_end_info ei = {
-		.duration_ns = duration, .counters = counters, .ncounters = CNT_MAX,
-		.exit_mode = why, .gpu_note = "no CUDA device timings (CUPTI agent not loaded)",
-	};
-	int err;
-
-	inproc_session_totals(s, &tot);
-	counters[CNT_DROPS] = tot.drops;
-	counters[CNT_DEPTH_OVERFLOW] = tot.overflow;
-	counters[CNT_ENTRIES] = tot.records;   /* ring slots: starts + ends */
-	for (size_t i = 0; i < o->sel.npids; i++)
-		live_write_threads(cw, o->sel.pids[i]);
-	capture_write_end(cw, &ei);
-	err = capture_writer_close(cw);
-	if (err) {
-		fprintf(stderr, "tbpf: writing %s failed: %s\n", path, strerror(-err));
-		return TBPF_EXIT_ERROR;
-	}
 	if (o->verbose)
 		fprintf(stderr, "tbpf: in-process records %llu, dropped %llu, unmatched ends %llu, "
 				"too deep %llu, names lost %llu\n",
-			(unsigned long long)tot.records, (unsigned long long)tot.drops,
-			(unsigned long long)tot.unmatched, (unsigned long long)tot.overflow,
-			(unsigned long long)tot.names_lost);
-	if (tot.drops)
+			(unsigned long long)tot->records, (unsigned long long)tot->drops,
+			(unsigned long long)tot->unmatched, (unsigned long long)tot->overflow,
+			(unsigned long long)tot->names_lost);
+	if (tot->drops)
 		fprintf(stderr, "tbpf: %llu in-process records dropped (the agent's ring was full)\n",
-			(unsigned long long)tot.drops);
-	if (tot.overflow)
+			(unsigned long long)tot->drops);
+	if (tot->overflow)
 		fprintf(stderr, "tbpf: %llu RecordFunctions nested deeper than %d were not counted\n",
-			(unsigned long long)tot.overflow, TBPF_INPROC_STACK);
+			(unsigned long long)tot->overflow, TBPF_INPROC_STACK);
 	fprintf(stderr, "tbpf: stopped (%s) after %.2f s\n", why, duration / 1e9);
-	if (!tot.records)
+	if (!tot->records)
 		fprintf(stderr, "tbpf: no op ran in pid %d during the %.2f s window: the in-process "
 				"callbacks saw no RecordFunction\n", o->sel.pids[0], duration / 1e9);
-	return TBPF_EXIT_OK;
 }
 
-static int render(const struct live_opts *o, const char *path)
+/* The run's end into the capture (closed) or the model; 0 or the exit code. */
+static int finish(const struct live_opts *o, struct sink *k, struct inproc_session *s,
+		  const struct capture_run *run, uint64_t duration, const char *why,
+		  const char *path)
+{
+	struct inproc_totals tot;
+	struct capture_end end = {
+		.present = true, .duration_ns = duration, .exit_mode = why,
+		.gpu_note = "no CUDA device timings (CUPTI agent not loaded)",
+	};
+	int err = 0;
+
+	inproc_session_totals(s, &tot);
+	end.counters[CNT_DROPS] = tot.drops;
+	end.counters[CNT_DEPTH_OVERFLOW] = tot.overflow;
+	end.counters[CNT_ENTRIES] = tot.records;   /* ring slots: starts + ends */
+	if (k->cw) {
+		struct capture_end_info ei = {
+			.duration_ns = duration, .counters = end.counters, .ncounters = CNT_MAX,
+			.exit_mode = why, .gpu_note = end.gpu_note,
+		};
+
+		for (size_t i = 0; i < o->sel.npids; i++)
+			live_write_threads(k->cw, o->sel.pids[i]);
+		capture_write_end(k->cw, &ei);
+		err = capture_writer_close(k->cw);
+		k->cw = NULL;
+		if (err)
+			fprintf(stderr, "tbpf: writing %s failed: %s\n", path, strerror(-err));
+	} else {
+		err = model_feed_finish(k->feed, run, &end);
+		if (err)
+			fprintf(stderr, "tbpf: building the rows failed: %s\n", strerror(-err));
+	}
+	report_totals(o, &tot, duration, why);
+	return err ? TBPF_EXIT_ERROR : TBPF_EXIT_OK;
+}
+
+static int render(const struct live_opts *o, const char *path, const struct tbpf_model *m)
 {
 	struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
 				  .by_overload = o->by_overload };
+	const char *fmt = o->format ? o->format : "table";
 	char *emsg = NULL;
+	FILE *out;
 	int err;
 
 	if (o->record && !o->format) {
 		fprintf(stderr, "tbpf: capture written to %s\n", path);
 		return TBPF_EXIT_OK;
 	}
-	err = export_capture(path, o->format ? o->format : "table", o->out, &eo, &emsg);
+	if (path) {
+		err = export_capture(path, fmt, o->out, &eo, &emsg);
+	} else {
+		out = !o->out || !strcmp(o->out, "-") ? stdout : fopen(o->out, "we");
+		if (!out) {
+			fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
+			return TBPF_EXIT_ERROR;
+		}
+		err = export_model(out, strcmp(fmt, "json") ? EXPORT_TABLE : EXPORT_JSON, m, &eo, NULL);
+		if (out != stdout && fclose(out) && !err)
+			err = -errno;
+	}
 	if (err)
 		fprintf(stderr, "tbpf: output failed: %s\n", emsg ? emsg : strerror(-err));
 	free(emsg);
@@ -261,15 +331,21 @@ static char *capture_path(const struct live_opts *o, bool *tmp)
 int live_inproc_run(const struct live_opts *o)
 {
 	unsigned layouts[64];
+	uint32_t pids[64];
+	char host[256] = "";
 	struct sigaction sa = { .sa_handler = on_sig };
-	struct capture_writer *cw = NULL;
+	struct sink k = { 0 };
+	struct inproc_out out = { .op = out_op, .name = out_name, .ctx = &k };
 	struct inproc_session *s = NULL;
+	struct tbpf_model model;
+	struct capture_run run;
 	char *agent = NULL, *path = NULL, *why = NULL;
 	bool tmp = false;
 	uint64_t t0, t_att, t_mono;
 	const char *stop_why;
 	int rc, err = 0;
 
+	model_init(&model);
 	rc = check_torch(o, layouts);
 	if (rc)
 		return rc;
@@ -277,16 +353,26 @@ int live_inproc_run(const struct live_opts *o)
 		fprintf(stderr, "tbpf: %s not found (set TBPF_INPROC_PATH)\n", INPROC_LIB_NAME);
 		return TBPF_EXIT_ERROR;
 	}
-	if (!(path = capture_path(o, &tmp))) {
-		fprintf(stderr, "tbpf: cannot create a temporary capture: %s\n", strerror(errno));
-		free(agent);
-		return TBPF_EXIT_ERROR;
+	if (wants_capture(o)) {
+		if (!(path = capture_path(o, &tmp))) {
+			fprintf(stderr, "tbpf: cannot create a temporary capture: %s\n", strerror(errno));
+			free(agent);
+			return TBPF_EXIT_ERROR;
+		}
+		k.cw = capture_writer_open(path, &err);
+		if (!k.cw) {
+			fprintf(stderr, "tbpf: cannot create capture %s: %s\n", path,
+				strerror(err ? -err : ENOMEM));
+			rc = TBPF_EXIT_ERROR;
+			goto out;
+		}
+	} else if (!(k.feed = model_feed_new(&model))) {
+		fprintf(stderr, "tbpf: out of memory\n");
+		rc = TBPF_EXIT_ERROR;
+		goto out;
 	}
-	cw = capture_writer_open(path, &err);
-	s = cw ? inproc_session_new(cw) : NULL;
-	if (!s) {
-		fprintf(stderr, "tbpf: cannot create capture %s: %s\n", path,
-			strerror(err ? -err : ENOMEM));
+	if (!(s = inproc_session_new(&out))) {
+		fprintf(stderr, "tbpf: out of memory\n");
 		rc = TBPF_EXIT_ERROR;
 		goto out;
 	}
@@ -306,7 +392,9 @@ int live_inproc_run(const struct live_opts *o)
 	}
 	t_mono = mono_ns(CLOCK_MONOTONIC);
 	t_att = t_mono - t0;
-	write_meta(cw, o, t_mono, mono_ns(CLOCK_REALTIME));
+	run = run_info(o, t_mono, mono_ns(CLOCK_REALTIME), pids, host, sizeof(host));
+	if (k.cw)
+		write_meta(k.cw, o, &run);
 	if (o->sel.npids == 1)
 		fprintf(stderr, "tbpf: attached in-process RecordFunction callbacks to pid %d in "
 				"%.1f ms; Ctrl-C to stop\n", o->sel.pids[0], t_att / 1e6);
@@ -317,17 +405,18 @@ int live_inproc_run(const struct live_opts *o)
 	stop_why = poll_loop(o, s, t_mono, &err);
 	inproc_session_stop(s);
 	if (err)
-		fprintf(stderr, "tbpf: writing the capture failed: %s\n", strerror(-err));
-	rc = finish(o, cw, s, mono_ns(CLOCK_MONOTONIC) - t_mono, stop_why, path);
-	cw = NULL;
+		fprintf(stderr, "tbpf: handing on the records failed: %s\n", strerror(-err));
+	rc = finish(o, &k, s, &run, mono_ns(CLOCK_MONOTONIC) - t_mono, stop_why, path);
 	if (!rc && err)
 		rc = TBPF_EXIT_ERROR;
 	if (!rc)
-		rc = render(o, path);
+		rc = render(o, path, &model);
 out:
-	if (cw)
-		capture_writer_close(cw);
+	if (k.cw)
+		capture_writer_close(k.cw);
 	inproc_session_free(s);
+	model_free(&model);
+	model_feed_free(k.feed);
 	if (tmp)
 		unlink(path);
 	free(path);

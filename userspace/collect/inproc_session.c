@@ -9,7 +9,6 @@
 #include "inject.h"
 #include "inproc_attach.h"
 #include "inproc_session.h"
-#include "capture.h"
 #include "grow.h"
 #include "strf.h"
 
@@ -24,7 +23,7 @@ struct inproc_target {
 };
 
 struct inproc_session {
-	struct capture_writer *cw;
+	struct inproc_out out;
 	struct inproc_target *t;
 	size_t n, cap;
 	uint32_t *ids;          /* op ids named in the capture: open addressing */
@@ -34,12 +33,12 @@ struct inproc_session {
 	int err;
 };
 
-struct inproc_session *inproc_session_new(struct capture_writer *cw)
+struct inproc_session *inproc_session_new(const struct inproc_out *out)
 {
 	struct inproc_session *s = calloc(1, sizeof(*s));
 
 	if (s)
-		s->cw = cw;
+		s->out = *out;
 	return s;
 }
 
@@ -78,9 +77,9 @@ static int on_name(void *ctx, const struct tbpf_inproc_name *n)
 	uint32_t id = inproc_op_id(n->hash, n->flags);
 	int fresh = id_mark(s, id);
 
-	if (fresh <= 0 || !s->cw)
-		return fresh < 0 ? fresh : 0;
-	return capture_write_op(s->cw, id, n->name, "");
+	if (fresh <= 0)
+		return fresh;
+	return s->out.name(s->out.ctx, id, n->name);
 }
 
 static int on_rec(void *ctx, const struct tbpf_inproc_rec *r)
@@ -92,7 +91,7 @@ static int on_rec(void *ctx, const struct tbpf_inproc_rec *r)
 		return 0;
 	inproc_to_rec_op(r, (uint32_t)s->cur_pid, &o);
 	s->tot.records++;
-	return s->cw ? capture_write_raw(s->cw, &o, sizeof(o)) : 0;
+	return s->out.op(s->out.ctx, &o);
 }
 
 /* Gone, or a zombie (exited, not yet reaped by its parent). */
