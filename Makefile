@@ -89,7 +89,8 @@ tools:
 unit: $(UNIT_BINS) $(OUT)/tbpf
 	$(Q)fail=0; for t in $(UNIT_BINS); do $$t || fail=1; done; \
 	tests/fixtures/golden/check.sh $(OUT)/tbpf || fail=1; \
-	tests/unit/check_stages.sh || fail=1; exit $$fail
+	tests/unit/check_stages.sh || fail=1; \
+	tests/unit/rf_layout.sh || fail=1; exit $$fail
 
 test: all unit
 	$(Q)tests/e2e/run.sh

@@ -9,6 +9,8 @@ model code), R repetitions of
   baseline        the workload alone
   tbpf            the same with `tbpf --pid PID` attached (one row per
                   --exits mode asked for; default: tbpf's default mode)
+  tbpf --inproc   with --inproc: tbpf's in-process RecordFunction agent
+                  (docs/inproc.md) instead of uprobes
   torch.profiler  the same iterations inside torch.profiler
   (--shapes: each tbpf mode again with --record-shapes, and torch.profiler
   with record_shapes=True: the per-op cost of input shapes, issue 16)
@@ -192,6 +194,8 @@ def main():
     p.add_argument("--exits", default="", help="comma list of tbpf --exits modes (auto,return,infer), each optionally followed by "
                    "more tbpf options (\"auto --no-python\"); "
                                                "default: tbpf's default mode only")
+    p.add_argument("--inproc", action="store_true",
+                   help="also a `tbpf --inproc` row (in-process RecordFunction callbacks)")
     p.add_argument("--no-profiler", action="store_true", help="skip the torch.profiler rows")
     p.add_argument("--shapes", action="store_true",
                    help="input shapes too (issue 16): each tbpf mode again with --record-shapes, "
@@ -205,6 +209,8 @@ def main():
 
     pys = args.python or [x for x in (PY1, PY2) if os.path.exists(x)]
     tb_modes = ["tbpf --exits=%s" % m for m in args.exits.split(",") if m] or ["tbpf"]
+    if args.inproc:
+        tb_modes.append("tbpf --inproc")
     if not (os.path.exists(args.tbpf) and os.access(args.tbpf, os.X_OK)):
         print("bench: %s not built (run make): tbpf rows will read n/a" % args.tbpf, file=sys.stderr)
     if os.geteuid() != 0:

@@ -46,6 +46,7 @@ enum tbpf_mode_flags {
 	TBPF_MODE_MEMORY = 1 << 4,   /* --profile-memory: allocator probes,
 				      * REC_MEM records, per-op bytes */
 	TBPF_MODE_SHAPES = 1 << 5,   /* read input shapes at op entry (issue 16) */
+	TBPF_MODE_INPROC = 1 << 6,   /* capture: ops from the RecordFunction agent */
 };
 
 /* ---- record types ---------------------------------------------------- */
@@ -161,6 +162,85 @@ struct tbpf_vtkey {
 	__u64 vtable;
 };
 /* ==== END scopes ======================================================== */
+
+/* ==== BEGIN inproc (RecordFunction agent, issue 19; docs/inproc.md) =====
+ * agent/inproc.c (libtbpf_inproc.so, loaded by --inproc) registers global
+ * RecordFunction callbacks and writes one tbpf_inproc_rec per start and end
+ * into a ring in its own memory; tbpf reads it with process_vm_readv and
+ * turns each slot into a REC_OP_ENTER/EXIT record.  Op ids: user scopes
+ * TBPF_SCOPE_ID_BASE | hash, every other RecordFunction
+ * TBPF_INPROC_ID_BASE | hash (hash = FNV-1a 32 of the name). */
+#define TBPF_INPROC_MAGIC 0x636f72706e696274ULL  /* "tbinproc" */
+#define TBPF_INPROC_VERSION 1
+#define TBPF_INPROC_ID_BASE 0x40000000u
+#define TBPF_INPROC_ID_MASK 0x3fffffffu
+#define TBPF_INPROC_SLOTS (1u << 18)     /* ring slots (6 MiB) */
+#define TBPF_INPROC_NAMES 8192           /* name table entries */
+#define TBPF_INPROC_NAME_MAX 128         /* bytes with the NUL */
+#define TBPF_INPROC_STACK 64             /* RecordFunctions open per thread */
+
+enum tbpf_inproc_kind { INPROC_ENTER = 1, INPROC_EXIT = 2 };
+enum tbpf_inproc_flags { INPROC_USER_SCOPE = 1 };
+
+struct tbpf_inproc_rec {
+	__u32 stamp;      /* ring index + 1 (low 32 bits): written last */
+	__u32 tid;        /* kernel thread id */
+	__u64 ts_ns;      /* CLOCK_MONOTONIC */
+	__u32 hash;       /* FNV-1a 32 of RecordFunction::name() */
+	__u8 kind;        /* enum tbpf_inproc_kind */
+	__u8 flags;       /* enum tbpf_inproc_flags */
+	__u16 depth;      /* open RecordFunctions of this thread below it */
+};
+
+struct tbpf_inproc_name {
+	__u32 hash;
+	__u32 flags;      /* enum tbpf_inproc_flags of its first record */
+	char name[TBPF_INPROC_NAME_MAX - 8];
+};
+
+enum tbpf_inproc_state {
+	INPROC_LOADED = 1,     /* loaded, idle */
+	INPROC_ACTIVE = 2,     /* callbacks registered */
+	INPROC_STOPPED = 3,    /* callbacks removed on request */
+	INPROC_ORPHANED = 4,   /* callbacks removed: the owner tbpf exited */
+	INPROC_NO_SYMBOLS = 5, /* libtorch without the exported API */
+	INPROC_REFUSED = 6,    /* bad request (layout, owner) */
+};
+
+enum tbpf_inproc_request { INPROC_REQ_NONE = 0, INPROC_REQ_START = 1, INPROC_REQ_STOP = 2 };
+
+/* Layouts of at::RecordFunctionCallback the agent can build (verified per
+ * torch version by tbpf before it asks, docs/inproc.md). */
+enum tbpf_inproc_layout { INPROC_LAYOUT_NONE = 0, INPROC_LAYOUT_RFCB10 = 1 };
+
+/* The agent's exported `tbpf_inproc` (process_vm_readv/writev). */
+struct tbpf_inproc_ctl {
+	__u64 magic;          /* TBPF_INPROC_MAGIC (agent) */
+	__u32 version;        /* TBPF_INPROC_VERSION (agent) */
+	__u32 state;          /* enum tbpf_inproc_state (agent) */
+	/* tbpf writes these four, then bumps seq */
+	__u32 request;        /* enum tbpf_inproc_request */
+	__u32 seq;
+	__s32 owner;          /* tbpf's pid: watched through a pidfd */
+	__u32 layout;         /* enum tbpf_inproc_layout */
+	__u32 served_seq;     /* (agent) last seq acted on */
+	__u32 generation;     /* (agent) bumps at every start */
+	__u64 ring;           /* (agent) address of the slots */
+	__u64 names;          /* (agent) address of the name table */
+	__u32 nslots, nnames; /* (agent) capacities */
+	__u64 drops;          /* (agent) records lost: ring full */
+	__u64 unmatched;      /* (agent) ends without their start */
+	__u64 overflow;       /* (agent) starts deeper than TBPF_INPROC_STACK */
+	__u64 names_lost;     /* (agent) name table full */
+	char detail[64];      /* (agent) one-line reason */
+	__u64 tail;           /* (tbpf) slots consumed */
+	__u8 pad0[56];
+	__u64 head;           /* (agent) slots reserved; own cache line */
+	__u8 pad1[56];
+	__u32 nnames_used;    /* (agent) name entries published */
+	__u32 pad2;
+};
+/* ==== END inproc ========================================================= */
 
 /* CUDA API ids (rec_launch.api, rec_memop.api, ...). */
 enum tbpf_cuda_api {

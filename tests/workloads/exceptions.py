@@ -117,6 +117,9 @@ def main():
     p.add_argument("--errors-per-iter", type=int, default=20)
     p.add_argument("--warmup", type=int, default=PERIOD)
     p.add_argument("--profile", action="store_true")
+    p.add_argument("--wait-go", action="store_true",
+                   help="--profile: READY and wait for go first (a torch.profiler "
+                        "session inside a process tbpf is attached to)")
     add_common_args(p)
     args = p.parse_args()
     torch.set_num_threads(args.intra_threads)
@@ -163,6 +166,9 @@ def main():
         sys.exit("exceptions.py: warm-up failed: %s" % errors)
 
     if args.profile:
+        if args.wait_go:
+            ready()
+            wait_go(args)
         total = {}
         for i, t in enumerate(threads):
             gos[i].set()

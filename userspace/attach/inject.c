@@ -92,7 +92,8 @@ int inject_find_lib(FILE *maps, const char *lib_prefix, uint64_t *base, char **e
 	return found ? 0 : -ENOENT;
 }
 
-int inject_elf_sym(const char *elf_path, const char *name, uint64_t base, uint64_t *addr)
+static int elf_sym_typed(const char *elf_path, const char *name, uint64_t base, uint64_t *addr,
+			 int type)
 {
 	struct elf_file *ef;
 	struct elf_sym sym;
@@ -105,12 +106,22 @@ int inject_elf_sym(const char *elf_path, const char *name, uint64_t base, uint64
 	if (elf_file_off_to_vaddr(ef, 0, false, &first_vaddr))
 		err = -EINVAL;
 	else if (elf_file_find_sym(ef, name, &sym) || !sym.defined || !sym.dynamic ||
-		 sym.type != STT_FUNC)
+		 sym.type != type)
 		err = -ENOENT;
 	else
 		*addr = base + sym.value - first_vaddr;
 	elf_file_close(ef);
 	return err;
+}
+
+int inject_elf_sym(const char *elf_path, const char *name, uint64_t base, uint64_t *addr)
+{
+	return elf_sym_typed(elf_path, name, base, addr, STT_FUNC);
+}
+
+int inject_elf_obj(const char *elf_path, const char *name, uint64_t base, uint64_t *addr)
+{
+	return elf_sym_typed(elf_path, name, base, addr, STT_OBJECT);
 }
 
 int inject_stack_room(FILE *maps, uint64_t sp, uint64_t need)

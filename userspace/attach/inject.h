@@ -41,5 +41,7 @@ int inject_find_lib(FILE *maps, const char *lib_prefix, uint64_t *base, char **e
 /* Symbol value of `name` in the ELF file's .dynsym, rebased: base of the
  * offset-0 mapping + st_value - first PT_LOAD vaddr. */
 int inject_elf_sym(const char *elf_path, const char *name, uint64_t base, uint64_t *addr);
+/* The same for a data object (STT_OBJECT). */
+int inject_elf_obj(const char *elf_path, const char *name, uint64_t base, uint64_t *addr);
 
 #endif

@@ -76,6 +76,11 @@ static const char usage_text[] =
 "                         another CUPTI user (torch.profiler) is active\n"
 "      --inject-force     --inject even when libcupti is already mapped (the\n"
 "                         agent still reports a conflict if CUPTI refuses it)\n"
+"      --inproc           load tbpf's RecordFunction agent into --pid (ptrace +\n"
+"                         dlopen) and record ops with in-process callbacks, as\n"
+"                         torch.profiler does: lower cost than uprobes; torch\n"
+"                         1.13 and 2.8 (others: the uprobe mode); no Python\n"
+"                         stacks (no tree) yet\n"
 "      --ring-size SIZE   record ring buffer (default 16M); raise it when\n"
 "                         events are reported dropped\n"
 "      --tensorboard DIR  also write a TensorBoard run folder: one Kineto trace\n"
@@ -101,6 +106,7 @@ static const char usage_text[] =
 "  sudo tbpf --pid 1234 --duration 10s --format tree --ops\n"
 "  sudo tbpf --pid 1234 --duration 10s --group-by-input-shape --sort cpu_time_total\n"
 "  sudo tbpf --pid 1234 --duration 10s --profile-memory --sort self_cpu_memory_usage\n"
+"  sudo tbpf --pid 1234 --duration 10s --inproc   # in-process callbacks\n"
 "  sudo tbpf --pid 1234 --duration 10s -o run.tbpf\n"
 "  sudo tbpf --pid 1234 --steps 5 --tensorboard runs/job  # tensorboard --logdir runs\n"
 "  sudo tbpf --pid 1234 --schedule wait=1,warmup=1,active=3,repeat=2 --tensorboard runs/job\n"
@@ -133,7 +139,8 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 {
 	enum { O_SORT = 256, O_ROWS, O_NOMULTI, O_RECORD, O_BYOVL, O_OPS, O_MINPCT, O_NOPY,
 	       O_INJECT /* issue 6 */, O_INJECT_FORCE, O_REDISPATCH,
-	       O_SHAPES /* issue 16 */, O_BYSHAPE, O_FLOPS, O_MEMORY /* issue 17 */, O_MEMMAP };
+	       O_SHAPES /* issue 16 */, O_BYSHAPE, O_FLOPS, O_MEMORY /* issue 17 */, O_MEMMAP,
+	       O_INPROC /* issue 19 */ };
 	static const struct option longopts[] = {
 		SELECT_LONGOPTS,
 		STEP_LONGOPTS,
@@ -156,6 +163,7 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 		{ "no-python", no_argument, NULL, O_NOPY },
 		{ "inject", no_argument, NULL, O_INJECT },
 		{ "inject-force", no_argument, NULL, O_INJECT_FORCE },
+		{ "inproc", no_argument, NULL, O_INPROC },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -273,6 +281,9 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 		case O_INJECT_FORCE:
 			o->inject = o->inject_force = true;
 			break;
+		case O_INPROC:
+			o->inproc = true;
+			break;
 		case 'v':
 			o->verbose++;
 			break;
@@ -306,6 +317,12 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 	if (o.inject && (start || !o.sel.npids))   /* issue 6 */
 		return usage_error("%s", start ? "tbpf run loads the CUPTI agent itself: no --inject"
 					       : "--inject needs --pid");
+	if (o.inproc && (start || !o.sel.npids))   /* issue 19 */
+		return usage_error("%s", start ? "--inproc attaches to running processes: use --pid"
+					       : "--inproc needs --pid");
+	if (o.inproc && (o.inject || o.redispatch || (o.format && !strcmp(o.format, "tree"))))
+		return usage_error("%s", "--inproc records RecordFunctions only: no --inject, "
+					 "--redispatch or --format tree (no Python stacks yet)");
 	if (start) {
 		if (o.sel.npids)
 			return usage_error("%s", "tbpf run profiles the command it starts: no --pid");

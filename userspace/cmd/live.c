@@ -27,6 +27,7 @@
 #include "cmd_report.h"
 #include "export.h"
 #include "live.h"
+#include "live_inproc.h"
 #include "profile.h"
 #include "guard.h"
 #include "gpu_session.h"
@@ -65,7 +66,7 @@ static bool wants_capture(const struct live_opts *o)
 	return strcmp(f, "table") && strcmp(f, "json") && strcmp(f, "tree");
 }
 
-static void write_threads(struct capture_writer *cw, pid_t pid)
+void live_write_threads(struct capture_writer *cw, pid_t pid)
 {
 	char path[64];
 	DIR *d;
@@ -113,7 +114,7 @@ static void write_target_meta(struct capture_writer *cw, struct session *s, size
 							 o->overload);
 			}
 		}
-		write_threads(cw, t->pid);
+		live_write_threads(cw, t->pid);
 	}
 }
 
@@ -776,6 +777,11 @@ int live_run(const struct live_opts *o)
 	int rc = TBPF_EXIT_OK, err, code;
 	uint32_t mode = 0;
 
+	if (o->inproc) {   /* issue 19 */
+		rc = live_inproc_run(o);
+		if (rc != LIVE_INPROC_FALLBACK)
+			return rc;
+	}
 	if (cfg.record && !(capture_path = capture_path_of(o, &capture_tmp))) {
 		free(agent_path);
 		return TBPF_EXIT_ERROR;
@@ -839,7 +845,7 @@ int live_run(const struct live_opts *o)
 	duration = now_ns(CLOCK_MONOTONIC) - t_mono;
 	if (cw)
 		for (size_t i = 0; i < session_ntargets(s); i++)
-			write_threads(cw, session_target(s, i)->pid);
+			live_write_threads(cw, session_target(s, i)->pid);
 	/* The measurement ends now: read the maps before detaching, since
 	 * detaching (guard first, then entry probes) takes a while. */
 	profile_init(&model.prof);

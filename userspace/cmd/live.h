@@ -6,5 +6,8 @@
 #include "options.h"
 
 int live_run(const struct live_opts *o);
+/* Thread names of pid into the capture (also --inproc's). */
+struct capture_writer;
+void live_write_threads(struct capture_writer *cw, pid_t pid);
 
 #endif

@@ -50,6 +50,7 @@ struct live_opts {
 	void *release_ctx;
 	bool inject;               /* --inject: load the CUPTI agent (issue 6) */
 	bool inject_force;         /* --inject-force: even with libcupti mapped */
+	bool inproc;               /* --inproc: RecordFunction agent (issue 19) */
 	bool gpu_run;              /* tbpf run: the driver loads the agent (issue 6) */
 	bool memory;               /* --profile-memory (issue 17) */
 	uint32_t mem_map_size;     /* --mem-map-size: live CPU allocations kept */

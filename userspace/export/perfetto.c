@@ -50,6 +50,7 @@ enum { SEQ_CLEARED = 1, SEQ_NEEDS = 2 };
 #define SEQ 1
 #define CUDA_IID (1u << 30)
 #define SCOPE_IID (1ull << 36)   /* + scope op id (TBPF_SCOPE_ID_BASE range) */
+#define INPROC_IID (1ull << 37)  /* + --inproc op id (TBPF_INPROC_ID_BASE range) */
 #define SPAN_IID (1ull << 32)
 #define FLUSH_AT (1u << 20)
 #define MEM_IID (1u << 29)      /* the "[memory]" event name */
@@ -315,6 +316,11 @@ static void pf_begin(void *vc, const struct tl_slice *s)
 		 * their own iid range, the name re-sent with each slice */
 		iid = SCOPE_IID + s->op_id;
 		intern_name(c, iid, o ? o->name : "record_function");
+	} else if (s->op_id >= TBPF_INPROC_ID_BASE) {
+		/* --inproc ops (issue 19): hashed ids, the name re-sent like
+		 * a scope's */
+		iid = INPROC_IID + s->op_id;
+		intern_name(c, iid, o ? o->name : "op");
 	} else if (s->op_id < CUDA_IID - 1) {
 		op_iid(c, s->op_id);
 	}

@@ -173,6 +173,81 @@ int model_from_capture(struct capture_reader *r, unsigned parts, struct tbpf_mod
 	return err;
 }
 
+/* ---- records fed as they arrive (--inproc) -------------------------------- */
+
+struct model_feed {
+	struct tbpf_model *m;
+	struct capture_meta meta;     /* op names, then run and end */
+	struct profile_agg *agg;
+	struct replay_sink sink;
+	bool finished;
+};
+
+struct model_feed *model_feed_new(struct tbpf_model *m)
+{
+	struct model_feed *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->m = m;
+	capture_meta_init(&f->meta);
+	capture_meta_finish(&f->meta);
+	f->agg = profile_agg_new(&m->prof, &f->meta);
+	if (!f->agg) {
+		capture_meta_free(&f->meta);
+		free(f);
+		return NULL;
+	}
+	f->sink = profile_agg_sink(f->agg);
+	m->op_name = capture_op_name;
+	m->op_name_ctx = &f->meta;
+	return f;
+}
+
+int model_feed_name(struct model_feed *f, uint32_t op_id, const char *name, const char *overload)
+{
+	return capture_meta_add_op(&f->meta, op_id, name, overload);
+}
+
+int model_feed_record(struct model_feed *f, const struct rec_hdr *h)
+{
+	capture_meta_finish(&f->meta);   /* sorts only after names were added */
+	return f->sink.record(f->sink.ctx, h);
+}
+
+int model_feed_finish(struct model_feed *f, const struct capture_run *run,
+		      const struct capture_end *end)
+{
+	struct capture_stats st = { 0 };
+	int err;
+
+	if (f->finished)
+		return -EINVAL;
+	f->finished = true;
+	capture_meta_finish(&f->meta);
+	err = f->sink.finish ? f->sink.finish(f->sink.ctx) : 0;
+	profile_agg_free(f->agg);
+	f->agg = NULL;
+	if (err)
+		return err;
+	f->meta.run = *run;
+	f->meta.end = *end;
+	err = profile_capture_info(&f->m->prof, &f->meta, &st, 0, 0);
+	/* run and end point at the caller's memory: not the meta's to free */
+	memset(&f->meta.run, 0, sizeof(f->meta.run));
+	memset(&f->meta.end, 0, sizeof(f->meta.end));
+	return err;
+}
+
+void model_feed_free(struct model_feed *f)
+{
+	if (!f)
+		return;
+	profile_agg_free(f->agg);
+	capture_meta_free(&f->meta);
+	free(f);
+}
+
 /* ---- layers ---------------------------------------------------------------- */
 
 int model_layers(const struct profile *p, const struct layer_stack *ls, size_t nls,

@@ -7,6 +7,10 @@
  *            REC_GPU + launches -> device times (join/gpucap), CUDA records
  *            -> cuda_model; then names and run info from the meta tables
  *            and the layer tree from the STACK records.
+ *   records  model_feed (--inproc, issue 19): op records and op names
+ *            handed over as they arrive go through the same profile_agg
+ *            as a capture replay, with an in-memory meta table, so no
+ *            capture file grows with the run.
  *   live     the session (collect/) fills m.prof from the BPF maps, points
  *            m.cuda at its CUDA model, and builds m.tree with model_layers
  *            from the stacks it symbolized.
@@ -82,5 +86,19 @@ int model_layers(const struct profile *p, const struct layer_stack *ls, size_t n
  * 0 or -ENOMEM. */
 int capture_layer_stacks(const struct capture_meta *m, struct layer_stack **v, size_t *n);
 void capture_layer_stacks_free(struct layer_stack *v, size_t n);
+
+/* ---- records fed as they arrive (--inproc, issue 19) ------------------- */
+struct model_feed;
+/* Rows into m->prof (model_init'ed); m->op_name names ids from the feed's
+ * table (valid until model_feed_free). */
+struct model_feed *model_feed_new(struct tbpf_model *m);
+int model_feed_name(struct model_feed *f, uint32_t op_id, const char *name, const char *overload);
+/* One REC_OP_ENTER/EXIT record; 0 or -errno. */
+int model_feed_record(struct model_feed *f, const struct rec_hdr *h);
+/* Close the open frames, name the rows, take the run info of run/end (as a
+ * capture's run and end records would give it).  0 or -errno. */
+int model_feed_finish(struct model_feed *f, const struct capture_run *run,
+		      const struct capture_end *end);
+void model_feed_free(struct model_feed *f);
 
 #endif /* TBPF_MODEL_H */

@@ -595,7 +595,9 @@ int profile_capture_info(struct profile *p, const struct capture_meta *m,
 	p->probes_attached = m->run.probes_attached;
 	p->has_memory = m->run.present && (m->run.mode & TBPF_MODE_MEMORY);
 	if (m->run.present)
-		p->mode = (m->run.mode & TBPF_MODE_EXITS) ? "return probes" : "inferred (entry probes only)";
+		p->mode = (m->run.mode & TBPF_MODE_INPROC) ? "in-process RecordFunction callbacks"
+			  : (m->run.mode & TBPF_MODE_EXITS) ? "return probes"
+			  : "inferred (entry probes only)";
 	if (m->end.present) {
 		p->duration_ns = m->end.duration_ns;
 		uint64_t drops = 0;

@@ -1,0 +1,415 @@
+/* inproc.c - libtbpf_inproc.so: global RecordFunction callbacks inside the
+ * target, records into a ring tbpf reads with process_vm_readv
+ * (docs/inproc.md; layouts in bpf/tbpf_abi.h, "inproc").
+ *
+ * Loaded by `tbpf --inproc` through ptrace + dlopen.  Idle until tbpf
+ * writes a START request into the exported `tbpf_inproc`; a control
+ * thread serves requests and watches the requesting tbpf through a pidfd,
+ * removing the callbacks itself when tbpf exits.  Never unloaded once
+ * started (RTLD_NODELETE): a RecordFunction that started before the
+ * callback was removed still calls its end here.
+ */
+#include <dlfcn.h>
+#include <link.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+#include "tbpf_abi.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+_Static_assert(sizeof(struct tbpf_inproc_rec) == 24, "inproc rec ABI");
+_Static_assert(sizeof(struct tbpf_inproc_name) == TBPF_INPROC_NAME_MAX, "name ABI");
+_Static_assert(sizeof(struct tbpf_inproc_ctl) % 8 == 0, "ctl ABI");
+
+#include "rf_layout.h"
+
+EXPORT volatile struct tbpf_inproc_ctl tbpf_inproc = {
+	.magic = TBPF_INPROC_MAGIC, .version = TBPF_INPROC_VERSION, .state = INPROC_LOADED,
+	.nslots = TBPF_INPROC_SLOTS, .nnames = TBPF_INPROC_NAMES, .detail = "loaded, idle",
+};
+EXPORT struct tbpf_inproc_rec tbpf_inproc_ring[TBPF_INPROC_SLOTS];
+EXPORT struct tbpf_inproc_name tbpf_inproc_names[TBPF_INPROC_NAMES];
+
+static struct {
+	uint64_t (*add_global)(struct tbpf_rf_callback cb);
+	void (*remove)(uint64_t handle);
+	const char *(*name)(const void *rf);
+} api;
+
+static volatile int enabled;         /* callbacks record only while set */
+/* Requests and the watchdog run under ctl_lock; once the process exits
+ * (our destructor runs before libtorch's: we were loaded after it) no
+ * call goes into torch any more, so removeCallback never races torch's
+ * static destructors. */
+static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile int exiting, forked;
+static uint64_t handles[2];
+static int registered, pidfd = -1;
+static pthread_mutex_t name_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t name_hashes[TBPF_INPROC_NAMES * 2]; /* open addressing set */
+
+struct thread_state {
+	uint32_t tid, depth;
+	const void *open[TBPF_INPROC_STACK];
+	uint32_t hash[TBPF_INPROC_STACK];
+};
+static __thread struct thread_state ts_;
+
+static inline uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static inline uint32_t fnv1a(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 16777619u;
+	return h ? h : 1;
+}
+
+/* ---- names: published before the first record that uses them ---------- */
+static void name_publish(uint32_t h, const char *s, uint8_t flags)
+{
+	uint32_t mask = TBPF_INPROC_NAMES * 2 - 1, i = h & mask;
+
+	pthread_mutex_lock(&name_lock);
+	while (name_hashes[i] && name_hashes[i] != h)
+		i = (i + 1) & mask;
+	if (!name_hashes[i]) {
+		uint32_t n = tbpf_inproc.nnames_used;
+
+		if (n >= TBPF_INPROC_NAMES) {
+			tbpf_inproc.names_lost++;
+		} else {
+			struct tbpf_inproc_name *e = &tbpf_inproc_names[n];
+
+			e->hash = h;
+			e->flags = flags;
+			strncpy(e->name, s, sizeof(e->name) - 1);
+			e->name[sizeof(e->name) - 1] = 0;
+			__atomic_store_n(&tbpf_inproc.nnames_used, n + 1, __ATOMIC_RELEASE);
+		}
+		__atomic_store_n(&name_hashes[i], h, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&name_lock);
+}
+
+static inline void name_known(uint32_t h, const char *s, uint8_t flags)
+{
+	uint32_t mask = TBPF_INPROC_NAMES * 2 - 1, i = h & mask, v;
+
+	while ((v = __atomic_load_n(&name_hashes[i], __ATOMIC_ACQUIRE))) {
+		if (v == h)
+			return;
+		i = (i + 1) & mask;
+	}
+	name_publish(h, s, flags);
+}
+
+/* ---- the ring ------------------------------------------------------------ */
+static inline void emit(uint8_t kind, uint8_t flags, uint32_t hash, uint32_t depth)
+{
+	struct thread_state *t = &ts_;
+	uint64_t head = __atomic_load_n(&tbpf_inproc.head, __ATOMIC_RELAXED), tail;
+	struct tbpf_inproc_rec *r;
+
+	do {
+		tail = __atomic_load_n(&tbpf_inproc.tail, __ATOMIC_RELAXED);
+		if (head - tail >= TBPF_INPROC_SLOTS) {
+			__atomic_fetch_add(&tbpf_inproc.drops, 1, __ATOMIC_RELAXED);
+			return;
+		}
+	} while (!__atomic_compare_exchange_n(&tbpf_inproc.head, &head, head + 1, true,
+					      __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+	r = &tbpf_inproc_ring[head & (TBPF_INPROC_SLOTS - 1)];
+	r->tid = t->tid;
+	r->ts_ns = mono_ns();
+	r->hash = hash;
+	r->kind = kind;
+	r->flags = flags;
+	r->depth = (uint16_t)depth;
+	__atomic_store_n(&r->stamp, (uint32_t)(head + 1), __ATOMIC_RELEASE);
+}
+
+static inline void on_start(const void *rf, uint8_t flags)
+{
+	struct thread_state *t = &ts_;
+	const char *name;
+	uint32_t h;
+
+	if (!enabled)
+		return;
+	if (t->depth >= TBPF_INPROC_STACK) {
+		__atomic_fetch_add(&tbpf_inproc.overflow, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	if (!t->tid)
+		t->tid = (uint32_t)syscall(SYS_gettid);
+	name = api.name(rf);
+	h = fnv1a(name ? name : "");
+	name_known(h, name ? name : "", flags);
+	t->open[t->depth] = rf;
+	t->hash[t->depth] = h;
+	emit(INPROC_ENTER, flags, h, t->depth);
+	t->depth++;
+}
+
+/* Ends are recorded for RecordFunctions this thread opened, also after
+ * the callbacks were disabled, so every recorded start gets its end. */
+static inline void on_end(const void *rf, uint8_t flags)
+{
+	struct thread_state *t = &ts_;
+	int i;
+
+	for (i = (int)t->depth - 1; i >= 0 && t->open[i] != rf; i--)
+		;
+	if (i < 0) {
+		if (enabled)
+			__atomic_fetch_add(&tbpf_inproc.unmatched, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	t->depth = (uint32_t)i;   /* frames above it ended elsewhere: dropped */
+	emit(INPROC_EXIT, flags, t->hash[i], (uint32_t)i);
+}
+
+static void *start_op(void **ret, const void *rf)
+{
+	*ret = NULL;
+	on_start(rf, 0);
+	return ret;
+}
+
+static void end_op(const void *rf, void *ctx)
+{
+	on_end(rf, 0);
+}
+
+static void *start_user(void **ret, const void *rf)
+{
+	*ret = NULL;
+	on_start(rf, INPROC_USER_SCOPE);
+	return ret;
+}
+
+static void end_user(const void *rf, void *ctx)
+{
+	on_end(rf, INPROC_USER_SCOPE);
+}
+
+/* ---- control ------------------------------------------------------------- */
+static void set_state(uint32_t state, const char *detail)
+{
+	snprintf((char *)tbpf_inproc.detail, sizeof(tbpf_inproc.detail), "%s", detail);
+	tbpf_inproc.state = state;
+}
+
+/* Python loads libtorch_cpu RTLD_LOCAL: find it among the loaded objects
+ * and take a handle on it (RTLD_NOLOAD: never a second copy). */
+static int find_torch(struct dl_phdr_info *info, size_t size, void *data)
+{
+	const char *base = strrchr(info->dlpi_name, '/');
+
+	base = base ? base + 1 : info->dlpi_name;
+	if (strncmp(base, "libtorch_cpu.so", 15))
+		return 0;
+	*(void **)data = dlopen(info->dlpi_name, RTLD_NOW | RTLD_NOLOAD);
+	return 1;
+}
+
+static int resolve(void)
+{
+	void *h = NULL;
+
+	if (api.add_global && api.remove && api.name)
+		return 0;
+	dl_iterate_phdr(find_torch, &h);
+	if (!h)
+		return -1;
+	api.add_global = (uint64_t (*)(struct tbpf_rf_callback))
+		dlsym(h, "_ZN2at17addGlobalCallbackENS_22RecordFunctionCallbackE");
+	api.remove = (void (*)(uint64_t))dlsym(h, "_ZN2at14removeCallbackEm");
+	api.name = (const char *(*)(const void *))dlsym(h, "_ZNK2at14RecordFunction4nameEv");
+	return api.add_global && api.remove && api.name ? 0 : -1;
+}
+
+static void pin_self(void)
+{
+	Dl_info di;
+
+	if (dladdr((void *)pin_self, &di) && di.dli_fname)
+		dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
+static void remove_callbacks(uint32_t state, const char *detail)
+{
+	enabled = 0;
+	if (registered && !exiting) {
+		api.remove(handles[0]);
+		api.remove(handles[1]);
+		registered = 0;
+	}
+	if (pidfd >= 0) {
+		close(pidfd);
+		pidfd = -1;
+	}
+	set_state(state, detail);
+}
+
+static void inproc_dtor(void);
+
+static void start(void)
+{
+	struct tbpf_rf_callback op = { .start = start_op, .end = end_op, .sampling_prob = 1.0 };
+	struct tbpf_rf_callback user = { .start = start_user, .end = end_user, .sampling_prob = 1.0 };
+	int fd;
+
+	if (exiting)
+		return;
+	if (registered)
+		remove_callbacks(INPROC_STOPPED, "restarted");
+	if (tbpf_inproc.layout != INPROC_LAYOUT_RFCB10) {
+		set_state(INPROC_REFUSED, "unknown RecordFunctionCallback layout");
+		return;
+	}
+	if (resolve()) {
+		set_state(INPROC_NO_SYMBOLS, "libtorch_cpu lacks at::addGlobalCallback");
+		return;
+	}
+	fd = (int)syscall(SYS_pidfd_open, tbpf_inproc.owner, 0);
+	if (fd < 0) {
+		set_state(INPROC_REFUSED, "owner process not found");
+		return;
+	}
+	pidfd = fd;
+	for (int i = 0; i < RF_NUM_SCOPES; i++) {
+		op.scopes[i] = i != RF_USER_SCOPE;
+		user.scopes[i] = i == RF_USER_SCOPE;
+	}
+	pin_self();
+	/* the consumer starts at the current head: nothing stale is read */
+	tbpf_inproc.tail = __atomic_load_n(&tbpf_inproc.head, __ATOMIC_ACQUIRE);
+	tbpf_inproc.drops = tbpf_inproc.unmatched = tbpf_inproc.overflow = 0;
+	tbpf_inproc.generation++;
+	enabled = 1;
+	handles[0] = api.add_global(op);
+	handles[1] = api.add_global(user);
+	registered = 1;
+	{
+		static int hooked;
+
+		if (!hooked)
+			hooked = !atexit(inproc_dtor);
+	}
+	set_state(INPROC_ACTIVE, "active");
+}
+
+static uint32_t last_seq;
+
+static void serve(void)
+{
+	uint32_t seq = tbpf_inproc.seq, req = tbpf_inproc.request;
+
+	if (seq == last_seq)
+		return;
+	last_seq = seq;
+	if (req == INPROC_REQ_START)
+		start();
+	else if (req == INPROC_REQ_STOP)
+		remove_callbacks(INPROC_STOPPED, "stopped");
+	__atomic_store_n(&tbpf_inproc.served_seq, seq, __ATOMIC_RELEASE);
+}
+
+/* The owner's pidfd turns readable when it exits (SIGKILL included). */
+static void watch_owner(void)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	if (registered && pidfd >= 0 && poll(&p, 1, 0) > 0)
+		remove_callbacks(INPROC_ORPHANED, "tbpf exited: callbacks removed");
+}
+
+static void *ctl_main(void *arg)
+{
+	for (;;) {
+		pthread_mutex_lock(&ctl_lock);
+		if (!exiting) {
+			serve();
+			watch_owner();
+		}
+		pthread_mutex_unlock(&ctl_lock);
+		usleep(registered ? 20000 : 50000);
+	}
+	return NULL;
+}
+
+/* A forked child inherits the registered callbacks but not the control
+ * thread, the watchdog or a reader: it stops recording at once.  (Only a
+ * store: the child of a threaded process may not take locks here.)  The
+ * callbacks stay registered in the child and return at their first test. */
+static void atfork_child(void)
+{
+	forked = 1;    /* no control thread here: ctl_lock may be stale */
+	enabled = 0;
+	registered = 0;
+	pidfd = -1;
+	memcpy((char *)tbpf_inproc.detail, "forked child: off", 18);
+	tbpf_inproc.state = INPROC_STOPPED;
+}
+
+/* Process exit: stop recording and never call into torch again.  Run
+ * from an atexit handler registered at START, after addGlobalCallback
+ * built torch's callback manager (a function-local static, destroyed by
+ * exit's handlers in reverse order of registration: ours runs first), and
+ * from our destructor. */
+static void inproc_dtor(void)
+{
+	if (forked) {
+		exiting = 1;
+		enabled = 0;
+		return;
+	}
+	pthread_mutex_lock(&ctl_lock);
+	exiting = 1;
+	enabled = 0;
+	pthread_mutex_unlock(&ctl_lock);
+}
+
+__attribute__((destructor)) static void inproc_fini(void)
+{
+	inproc_dtor();
+}
+
+__attribute__((constructor)) static void inproc_ctor(void)
+{
+	static pthread_t th;
+	sigset_t all, old;
+
+	pthread_atfork(NULL, NULL, atfork_child);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread takes no signals */
+	if (!pthread_create(&th, NULL, ctl_main, NULL)) {
+		pthread_detach(th);
+		pthread_setname_np(th, "tbpf-inproc");
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	tbpf_inproc.ring = (uint64_t)(uintptr_t)tbpf_inproc_ring;
+	tbpf_inproc.names = (uint64_t)(uintptr_t)tbpf_inproc_names;
+	/* loaded means resident: tbpf never unloads it */
+	pin_self();
+}

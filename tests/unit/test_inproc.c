@@ -1,0 +1,139 @@
+/* test_inproc.c - --inproc's pure parts: the torch version of a process
+ * (torchver.c), the verified layouts, committed ring slots and the
+ * conversion to REC_OP records (inproc_attach.c). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "inproc_attach.h"
+#include "procmaps.h"
+#include "torchver.h"
+
+/* the lines of torch/version.py as the two installed wheels write them */
+static void version_py(void **state)
+{
+	char *v;
+
+	v = torchver_from_py("from typing import Optional\n\n__all__ = ['__version__', 'debug', "
+			     "'cuda', 'git_version', 'hip', 'xpu']\n__version__ = '2.8.0+cu128'\n"
+			     "debug = False\n");
+	assert_string_equal(v, "2.8.0+cu128");
+	free(v);
+	v = torchver_from_py("__version__ = '1.13.0a0'\ndebug = False\ncuda = None\n");
+	assert_string_equal(v, "1.13.0a0");
+	free(v);
+	v = torchver_from_py("__version__: str = \"2.5.1\"\n");
+	assert_string_equal(v, "2.5.1");
+	free(v);
+	assert_null(torchver_from_py("__all__ = ['__version__']\n"));
+	assert_null(torchver_from_py("version = '1.0'\n"));
+	assert_null(torchver_from_py("__version__ = ''\n"));
+}
+
+static void soname(void **state)
+{
+	char *v = torchver_from_soname("/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13");
+
+	assert_string_equal(v, "1.13.0");
+	free(v);
+	v = torchver_from_soname("/x/libtorch_cpu.so.2.8.1");
+	assert_string_equal(v, "2.8.1");
+	free(v);
+	assert_null(torchver_from_soname("/x/torch/lib/libtorch_cpu.so"));
+	assert_null(torchver_from_soname("/x/libtorch.so.1.13"));
+}
+
+static void pkg_dir(void **state)
+{
+	static const char maps[] =
+		"7f0000000000-7f0000001000 r--p 00000000 fe:01 11 /usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13\n"
+		"7f1000000000-7f1000001000 r--p 00000000 fe:01 12 /usr/lib/python3/dist-packages/torch/_C.cpython-311-x86_64-linux-gnu.so\n"
+		"7f2000000000-7f2000001000 r--p 00000000 fe:01 13 /usr/lib/python3/dist-packages/torch/lib/x.so\n";
+	static const char other[] =
+		"7f1000000000-7f1000001000 r--p 00000000 fe:01 12 /opt/notorch/_C.so\n";
+	struct pm_maps m = { 0 };
+	FILE *f = fmemopen((void *)maps, sizeof(maps) - 1, "r");
+	char *d;
+
+	assert_int_equal(procmaps_parse(f, &m), 0);
+	fclose(f);
+	d = torchver_pkg_dir(&m);
+	assert_string_equal(d, "/usr/lib/python3/dist-packages/torch");
+	free(d);
+	procmaps_free(&m);
+	f = fmemopen((void *)other, sizeof(other) - 1, "r");
+	assert_int_equal(procmaps_parse(f, &m), 0);
+	fclose(f);
+	assert_null(torchver_pkg_dir(&m));
+	procmaps_free(&m);
+}
+
+static void layouts(void **state)
+{
+	assert_int_equal(inproc_layout_for("1.13.0a0"), INPROC_LAYOUT_RFCB10);
+	assert_int_equal(inproc_layout_for("1.13.1"), INPROC_LAYOUT_RFCB10);
+	assert_int_equal(inproc_layout_for("2.8.0+cu128"), INPROC_LAYOUT_RFCB10);
+	assert_int_equal(inproc_layout_for("2.7.1"), INPROC_LAYOUT_NONE);
+	assert_int_equal(inproc_layout_for("1.130.0"), INPROC_LAYOUT_NONE);
+	assert_int_equal(inproc_layout_for("2.80.0"), INPROC_LAYOUT_NONE);
+	assert_int_equal(inproc_layout_for(""), INPROC_LAYOUT_NONE);
+	assert_int_equal(inproc_layout_for(NULL), INPROC_LAYOUT_NONE);
+}
+
+static void committed(void **state)
+{
+	struct tbpf_inproc_rec v[4] = { { .stamp = 11 }, { .stamp = 12 }, { .stamp = 0 },
+					{ .stamp = 14 } };
+
+	assert_int_equal(inproc_committed(v, 4, 10), 2);   /* slot 12 not yet written */
+	assert_int_equal(inproc_committed(v, 4, 9), 0);    /* stamps of another lap */
+	v[2].stamp = 13;
+	assert_int_equal(inproc_committed(v, 4, 10), 4);
+	/* the 32-bit stamp wraps with the 64-bit index */
+	v[0].stamp = 0xffffffffu;
+	v[1].stamp = 0;
+	assert_int_equal(inproc_committed(v, 2, 0x1fffffffeull), 2);
+}
+
+static void to_rec_op(void **state)
+{
+	struct tbpf_inproc_rec r = { .stamp = 1, .tid = 77, .ts_ns = 123456789, .hash = 0xdeadbeef,
+				     .kind = INPROC_ENTER, .flags = 0, .depth = 3 };
+	struct rec_op o;
+
+	inproc_to_rec_op(&r, 42, &o);
+	assert_int_equal(o.h.type, REC_OP_ENTER);
+	assert_int_equal(o.h.size, sizeof(o));
+	assert_int_equal(o.h.tid, 77);
+	assert_int_equal(o.h.ts_ns, 123456789);
+	assert_int_equal(o.pid, 42);
+	assert_int_equal(o.op_id, TBPF_INPROC_ID_BASE | (0xdeadbeef & TBPF_INPROC_ID_MASK));
+	assert_false(TBPF_IS_SCOPE_ID(o.op_id));
+	assert_int_equal(o.depth, 3);
+	assert_int_equal(o.flags, 0);
+	assert_int_equal(o.stack_id, 0);
+	r.kind = INPROC_EXIT;
+	r.flags = INPROC_USER_SCOPE;
+	inproc_to_rec_op(&r, 42, &o);
+	assert_int_equal(o.h.type, REC_OP_EXIT);
+	assert_true(TBPF_IS_SCOPE_ID(o.op_id));
+	assert_int_equal(o.op_id, inproc_op_id(0xdeadbeef, INPROC_USER_SCOPE));
+	assert_int_equal(o.flags, OPF_SCOPE);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(version_py),
+		cmocka_unit_test(soname),
+		cmocka_unit_test(pkg_dir),
+		cmocka_unit_test(layouts),
+		cmocka_unit_test(committed),
+		cmocka_unit_test(to_rec_op),
+	};
+	return cmocka_run_group_tests_name("inproc", tests, NULL, NULL);
+}

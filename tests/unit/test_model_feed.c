@@ -1,0 +1,151 @@
+/* test_model_feed.c - model_feed (--inproc's rows, fed record by record)
+ * gives exactly the rows a capture replay of the same records gives: the
+ * fixture scenario (tests/unit/fixture_capture.h: nesting, unwound and
+ * lost exits, an orphan exit, a never-closed op, two processes) plus a
+ * thread where aten::sum's only child is aten::sum (torch.profiler's
+ * same-name rule: one row, one folded call), with the names handed over
+ * after the first records as the agent's drain may do. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "fixture_capture.h"
+#include "model.h"
+
+#define OP_SUM 6
+#define OP_SUM_DIM 7
+
+static int sum_records(struct rec_op v[4])
+{
+	v[0] = fx_op(REC_OP_ENTER, 300, 300, 70000, OP_SUM, 0, 0, 0);
+	v[1] = fx_op(REC_OP_ENTER, 300, 300, 71000, OP_SUM_DIM, 1, 0, 0);
+	v[2] = fx_op(REC_OP_EXIT, 300, 300, 74000, OP_SUM_DIM, 1, 0, 0);
+	v[3] = fx_op(REC_OP_EXIT, 300, 300, 75000, OP_SUM, 0, 0, 0);
+	return 4;
+}
+
+static const struct { uint32_t id; const char *name, *ovl; } names[] = {
+	{ OP_CONV2D, "aten::conv2d", "" }, { OP_CONVOLUTION, "aten::convolution", "" },
+	{ OP_ADD, "aten::add", "Tensor" }, { OP_RELU, "aten::relu", "" }, { OP_MM, "aten::mm", "" },
+	{ OP_SUM, "aten::sum", "" }, { OP_SUM_DIM, "aten::sum", "" },
+};
+
+static int cmp_row(const void *a, const void *b)
+{
+	const struct prof_op *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	if (c)
+		return c;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->op_id < y->op_id ? -1 : x->op_id > y->op_id;
+}
+
+static void sorted_rows(struct profile *p)
+{
+	qsort(p->ops, p->nops, sizeof(*p->ops), cmp_row);
+}
+
+static void same_rows_as_replay(void **state)
+{
+	char path[] = "/tmp/test_model_feed-XXXXXX";
+	void *recs[FX_N_RECORDS];
+	size_t lens[FX_N_RECORDS];
+	struct rec_op sums[4];
+	int n = fx_records(recs, lens), ns = sum_records(sums), fd = mkstemp(path);
+	struct capture_writer *w;
+	struct capture_reader *r;
+	struct tbpf_model a, b;
+	struct model_feed *f;
+	uint32_t pids[] = { 100, 200, 300 };
+	struct capture_run run = { .present = true, .mode = TBPF_MODE_EXITS | TBPF_MODE_INPROC,
+				   .npids = 3, .pids = pids, .probes_attached = 6 };
+	struct capture_end end = { .present = true, .duration_ns = 123456, .exit_mode = "duration",
+				   .gpu_note = "none" };
+	struct capture_run_info ri = { .mode = run.mode, .npids = 3, .pids = pids,
+				       .probes_attached = 6, .tbpf_version = "t", .host = "h" };
+	struct capture_end_info ei = { .duration_ns = 123456, .exit_mode = "duration",
+				       .gpu_note = "none" };
+	int err = 0;
+
+	assert_true(fd >= 0);
+	close(fd);
+	/* the capture */
+	w = capture_writer_open(path, &err);
+	assert_non_null(w);
+	assert_int_equal(capture_write_run(w, &ri), 0);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(capture_write_raw(w, recs[i], lens[i]), 0);
+	for (int i = 0; i < ns; i++)
+		assert_int_equal(capture_write_raw(w, &sums[i], sizeof(sums[i])), 0);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		assert_int_equal(capture_write_op(w, names[i].id, names[i].name, names[i].ovl), 0);
+	assert_int_equal(capture_write_end(w, &ei), 0);
+	assert_int_equal(capture_writer_close(w), 0);
+	model_init(&a);
+	r = capture_reader_open(path);
+	assert_non_null(r);
+	assert_int_equal(model_from_capture(r, 0, &a), 0);
+	/* the feed: half the names first, the rest after some records */
+	model_init(&b);
+	f = model_feed_new(&b);
+	assert_non_null(f);
+	for (size_t i = 0; i < 3; i++)
+		assert_int_equal(model_feed_name(f, names[i].id, names[i].name, names[i].ovl), 0);
+	for (int i = 0; i < n; i++) {
+		if (i == 5)
+			for (size_t k = 3; k < sizeof(names) / sizeof(names[0]); k++)
+				assert_int_equal(model_feed_name(f, names[k].id, names[k].name,
+								 names[k].ovl), 0);
+		assert_int_equal(model_feed_record(f, recs[i]), 0);
+	}
+	for (int i = 0; i < ns; i++)
+		assert_int_equal(model_feed_record(f, &sums[i].h), 0);
+	assert_int_equal(model_feed_finish(f, &run, &end), 0);
+
+	assert_int_equal(a.prof.nops, b.prof.nops);
+	sorted_rows(&a.prof);
+	sorted_rows(&b.prof);
+	for (size_t i = 0; i < a.prof.nops; i++) {
+		const struct prof_op *x = &a.prof.ops[i], *y = &b.prof.ops[i];
+
+		assert_string_equal(x->name, y->name);
+		assert_string_equal(x->overload, y->overload);
+		assert_int_equal(x->pid, y->pid);
+		assert_int_equal(x->calls, y->calls);
+		assert_int_equal(x->self_ns, y->self_ns);
+		assert_int_equal(x->total_ns, y->total_ns);
+		assert_int_equal(x->max_ns, y->max_ns);
+		assert_int_equal(x->folded, y->folded);
+		assert_int_equal(x->inferred, y->inferred);
+	}
+	/* the same-name rule applied on both sides: one aten::sum call shown */
+	for (size_t i = 0; i < b.prof.nops; i++)
+		if (b.prof.ops[i].pid == 300 && b.prof.ops[i].op_id == OP_SUM) {
+			assert_int_equal(b.prof.ops[i].calls, 1);
+			assert_int_equal(b.prof.ops[i].total_ns, 5000);
+		}
+	assert_int_equal(b.prof.duration_ns, 123456);
+	assert_string_equal(b.prof.mode, "in-process RecordFunction callbacks");
+	assert_int_equal(b.prof.npids, 3);
+	assert_string_equal(b.op_name(b.op_name_ctx, OP_MM), "aten::mm");
+	model_free(&b);
+	model_feed_free(f);
+	model_free(&a);
+	capture_reader_close(r);
+	unlink(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(same_rows_as_replay),
+	};
+	return cmocka_run_group_tests_name("model_feed", tests, NULL, NULL);
+}

@@ -1,0 +1,231 @@
+/* inproc_attach.c - the RecordFunction agent in a target: locate it, post
+ * requests, drain its ring (docs/inproc.md). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "agent_attach.h"
+#include "inject.h"
+#include "inproc_attach.h"
+#include "remote.h"
+
+#define DRAIN_CHUNK 16384u   /* slots read at once */
+
+/* Versions whose at::RecordFunctionCallback (and RecordScope::NUM_SCOPES)
+ * were checked against the headers that ship with them
+ * (tests/unit/rf_layout.sh) and whose agent runs were tested end to end. */
+static const struct { const char *prefix; unsigned layout; } verified[] = {
+	{ "1.13.", INPROC_LAYOUT_RFCB10 },
+	{ "2.8.", INPROC_LAYOUT_RFCB10 },
+};
+
+unsigned inproc_layout_for(const char *v)
+{
+	for (size_t i = 0; v && i < sizeof(verified) / sizeof(verified[0]); i++)
+		if (!strncmp(v, verified[i].prefix, strlen(verified[i].prefix)))
+			return verified[i].layout;
+	return INPROC_LAYOUT_NONE;
+}
+
+const char *inproc_verified_versions(void)
+{
+	return "1.13, 2.8";
+}
+
+size_t inproc_committed(const struct tbpf_inproc_rec *v, size_t n, uint64_t first)
+{
+	size_t k = 0;
+
+	while (k < n && v[k].stamp == (uint32_t)(first + k + 1))
+		k++;
+	return k;
+}
+
+uint32_t inproc_op_id(uint32_t hash, unsigned flags)
+{
+	if (flags & INPROC_USER_SCOPE)
+		return TBPF_SCOPE_ID_BASE | (hash & TBPF_SCOPE_ID_MASK);
+	return TBPF_INPROC_ID_BASE | (hash & TBPF_INPROC_ID_MASK);
+}
+
+void inproc_to_rec_op(const struct tbpf_inproc_rec *r, uint32_t pid, struct rec_op *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->h.type = r->kind == INPROC_ENTER ? REC_OP_ENTER : REC_OP_EXIT;
+	o->h.size = sizeof(*o);
+	o->h.tid = r->tid;
+	o->h.ts_ns = r->ts_ns;
+	o->pid = pid;
+	o->op_id = inproc_op_id(r->hash, r->flags);
+	o->depth = r->depth;
+	o->flags = (r->flags & INPROC_USER_SCOPE) ? OPF_SCOPE : 0;
+}
+
+int inproc_locate(pid_t pid, struct inproc_loc *loc)
+{
+	char path[64], *rooted = NULL;
+	uint64_t base = 0;
+	FILE *f;
+	int err;
+
+	memset(loc, 0, sizeof(*loc));
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	err = agent_find_mapping(f, INPROC_LIB_NAME, &loc->path, &base);
+	fclose(f);
+	if (err)
+		return err;
+	if (asprintf(&rooted, "/proc/%d/root%s", pid, loc->path) < 0)
+		return -ENOMEM;
+	err = inject_elf_obj(rooted, "tbpf_inproc", base, &loc->ctl);
+	if (!err)
+		err = inject_elf_obj(rooted, "tbpf_inproc_ring", base, &loc->ring);
+	if (!err)
+		err = inject_elf_obj(rooted, "tbpf_inproc_names", base, &loc->names);
+	free(rooted);
+	return err;
+}
+
+void inproc_loc_free(struct inproc_loc *loc)
+{
+	free(loc->path);
+	loc->path = NULL;
+}
+
+int inproc_read_ctl(pid_t pid, const struct inproc_loc *loc, struct tbpf_inproc_ctl *c)
+{
+	int err = remote_read(pid, loc->ctl, c, sizeof(*c));
+
+	if (err)
+		return err;
+	c->detail[sizeof(c->detail) - 1] = 0;
+	return c->magic == TBPF_INPROC_MAGIC && c->version == TBPF_INPROC_VERSION ? 0 : -EPROTO;
+}
+
+#define CTL_OFF(f) (loc->ctl + offsetof(struct tbpf_inproc_ctl, f))
+
+int inproc_request(pid_t pid, const struct inproc_loc *loc, uint32_t req, pid_t owner,
+		   uint32_t layout, int timeout_ms, struct tbpf_inproc_ctl *c)
+{
+	struct { uint32_t request, seq; int32_t owner; uint32_t layout; } w;
+	int err = inproc_read_ctl(pid, loc, c);
+
+	if (err)
+		return err;
+	w.request = req;
+	w.owner = owner;
+	w.layout = layout;
+	w.seq = c->seq + 1;
+	/* request, owner and layout first, then seq (the agent acts on seq) */
+	err = remote_write(pid, CTL_OFF(owner), &w.owner, 8);
+	if (!err)
+		err = remote_write(pid, CTL_OFF(request), &w.request, 4);
+	if (!err)
+		err = remote_write(pid, CTL_OFF(seq), &w.seq, 4);
+	for (int waited = 0; !err; waited += 5) {
+		err = inproc_read_ctl(pid, loc, c);
+		if (err || c->served_seq == w.seq)
+			break;
+		if (waited >= timeout_ms)
+			return -ETIMEDOUT;
+		usleep(5000);
+	}
+	return err;
+}
+
+int inproc_reader_init(struct inproc_reader *rd, uint64_t tail)
+{
+	memset(rd, 0, sizeof(*rd));
+	rd->tail = tail;
+	rd->buf = malloc(DRAIN_CHUNK * sizeof(*rd->buf));
+	rd->nbuf = malloc(256 * sizeof(*rd->nbuf));
+	return rd->buf && rd->nbuf ? 0 : -ENOMEM;
+}
+
+void inproc_reader_free(struct inproc_reader *rd)
+{
+	free(rd->buf);
+	free(rd->nbuf);
+	memset(rd, 0, sizeof(*rd));
+}
+
+/* Slots [first, first + n) (n <= DRAIN_CHUNK), wrapping at the ring end. */
+static int read_slots(pid_t pid, const struct inproc_loc *loc, uint64_t first, size_t n,
+		      struct tbpf_inproc_rec *out)
+{
+	size_t at = first & (TBPF_INPROC_SLOTS - 1), n1 = n;
+	int err;
+
+	if (at + n1 > TBPF_INPROC_SLOTS)
+		n1 = TBPF_INPROC_SLOTS - at;
+	err = remote_read(pid, loc->ring + at * sizeof(*out), out, n1 * sizeof(*out));
+	if (!err && n1 < n)
+		err = remote_read(pid, loc->ring, out + n1, (n - n1) * sizeof(*out));
+	return err;
+}
+
+static int drain_names(pid_t pid, const struct inproc_loc *loc, struct inproc_reader *rd,
+		       inproc_name_fn fn, void *ctx)
+{
+	uint32_t used;
+	int err = remote_read(pid, CTL_OFF(nnames_used), &used, sizeof(used));
+
+	if (used > TBPF_INPROC_NAMES)
+		used = TBPF_INPROC_NAMES;
+	while (!err && rd->names_seen < used) {
+		uint32_t n = used - rd->names_seen;
+
+		if (n > 256)
+			n = 256;
+		err = remote_read(pid, loc->names + (uint64_t)rd->names_seen * sizeof(*rd->nbuf),
+				  rd->nbuf, n * sizeof(*rd->nbuf));
+		for (uint32_t i = 0; !err && i < n; i++) {
+			rd->nbuf[i].name[sizeof(rd->nbuf[i].name) - 1] = 0;
+			err = fn(ctx, &rd->nbuf[i]);
+		}
+		rd->names_seen += n;
+	}
+	return err;
+}
+
+long inproc_drain(pid_t pid, const struct inproc_loc *loc, struct inproc_reader *rd,
+		  inproc_rec_fn fn_rec, inproc_name_fn fn_name, void *ctx)
+{
+	long total = 0;
+
+	for (;;) {
+		uint64_t head;
+		size_t n, k;
+		int err = remote_read(pid, CTL_OFF(head), &head, sizeof(head));
+
+		if (err)
+			return err;
+		n = head - rd->tail > DRAIN_CHUNK ? DRAIN_CHUNK : (size_t)(head - rd->tail);
+		if (!n)
+			break;
+		err = read_slots(pid, loc, rd->tail, n, rd->buf);
+		k = err ? 0 : inproc_committed(rd->buf, n, rd->tail);
+		/* again: a slot whose stamp was seen is complete by now */
+		if (!err && k)
+			err = read_slots(pid, loc, rd->tail, k, rd->buf);
+		/* names are published before the records that use them */
+		if (!err)
+			err = drain_names(pid, loc, rd, fn_name, ctx);
+		for (size_t i = 0; !err && i < k; i++)
+			err = fn_rec(ctx, &rd->buf[i]);
+		if (err)
+			return err;
+		rd->tail += k;
+		total += (long)k;
+		err = remote_write(pid, CTL_OFF(tail), &rd->tail, sizeof(rd->tail));
+		if (err)
+			return err;
+		if (k < n)
+			break;
+	}
+	return total;
+}

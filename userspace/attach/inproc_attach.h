@@ -1,0 +1,60 @@
+/* inproc_attach.h - the RecordFunction agent (libtbpf_inproc.so, --inproc)
+ * in a target: where its control block, ring and name table are, requests,
+ * and draining the ring (docs/inproc.md). */
+#ifndef TBPF_INPROC_ATTACH_H
+#define TBPF_INPROC_ATTACH_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "tbpf_abi.h"
+
+#define INPROC_LIB_NAME "libtbpf_inproc.so"
+
+struct inproc_loc {
+	char *path;         /* agent file as the target mapped it (malloc'd) */
+	uint64_t ctl;       /* struct tbpf_inproc_ctl tbpf_inproc */
+	uint64_t ring;      /* struct tbpf_inproc_rec tbpf_inproc_ring[] */
+	uint64_t names;     /* struct tbpf_inproc_name tbpf_inproc_names[] */
+};
+
+/* Pure: the RecordFunctionCallback layout verified for a torch version
+ * string ("1.13.1", "2.8.0+cpu", "1.13.0a0"); INPROC_LAYOUT_NONE if none. */
+unsigned inproc_layout_for(const char *torch_version);
+/* The versions inproc_layout_for accepts, for messages ("1.13, 2.8"). */
+const char *inproc_verified_versions(void);
+
+/* Pure: how many slots from v[0] (ring index `first`) are committed. */
+size_t inproc_committed(const struct tbpf_inproc_rec *v, size_t n, uint64_t first);
+/* Pure: the op id of a record or name (user scope or op range). */
+uint32_t inproc_op_id(uint32_t hash, unsigned flags);
+/* Pure: a ring slot as the uprobe mode's REC_OP_ENTER/EXIT record. */
+void inproc_to_rec_op(const struct tbpf_inproc_rec *r, uint32_t pid, struct rec_op *out);
+
+/* /proc/PID/maps + ELF: -ENOENT when the agent is not loaded. */
+int inproc_locate(pid_t pid, struct inproc_loc *loc);
+void inproc_loc_free(struct inproc_loc *loc);
+/* Read the control block: -EPROTO when magic or version differ. */
+int inproc_read_ctl(pid_t pid, const struct inproc_loc *loc, struct tbpf_inproc_ctl *c);
+/* Post a request and wait (timeout_ms) until the agent served it; *c
+ * gets the control block afterwards.  -ETIMEDOUT, -ESRCH, ... */
+int inproc_request(pid_t pid, const struct inproc_loc *loc, uint32_t req, pid_t owner,
+		   uint32_t layout, int timeout_ms, struct tbpf_inproc_ctl *c);
+
+/* Drain what the producers committed: names first (fn_name), then the
+ * records in ring order (fn_rec); tail written back.  Returns records
+ * read or -errno. */
+struct inproc_reader {
+	uint64_t tail;        /* next ring index to read */
+	uint32_t names_seen;  /* name entries already passed on */
+	struct tbpf_inproc_rec *buf;
+	struct tbpf_inproc_name *nbuf;
+};
+typedef int (*inproc_rec_fn)(void *ctx, const struct tbpf_inproc_rec *r);
+typedef int (*inproc_name_fn)(void *ctx, const struct tbpf_inproc_name *n);
+int inproc_reader_init(struct inproc_reader *rd, uint64_t tail);
+void inproc_reader_free(struct inproc_reader *rd);
+long inproc_drain(pid_t pid, const struct inproc_loc *loc, struct inproc_reader *rd,
+		  inproc_rec_fn fn_rec, inproc_name_fn fn_name, void *ctx);
+
+#endif

@@ -1,0 +1,425 @@
+/* live_inproc.c - the live command with --inproc: check the targets'
+ * torch, load the agent, record the agent's records as a capture, stop,
+ * report from the capture like `tbpf report` (docs/inproc.md). */
+#include <errno.h>
+#include <limits.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "tbpf_abi.h"
+#include "capture.h"
+#include "cmd_report.h"
+#include "exitcode.h"
+#include "inproc_attach.h"
+#include "inproc_session.h"
+#include "live.h"
+#include "live_inproc.h"
+#include "model.h"
+#include "report.h"
+#include "torchver.h"
+#include "version.h"
+#include "strf.h"
+
+#define POLL_MS 20
+
+static volatile sig_atomic_t stop_sig;
+
+static void on_sig(int sig)
+{
+	stop_sig = sig;
+}
+
+static uint64_t mono_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* $TBPF_INPROC_PATH, else beside the tbpf binary or in ../lib/tbpf/. */
+static char *inproc_agent_path(void)
+{
+	const char *env = getenv("TBPF_INPROC_PATH");
+	char exe[PATH_MAX], *p = NULL;
+	static const char *const rel[] = { "/" INPROC_LIB_NAME, "/../lib/tbpf/" INPROC_LIB_NAME };
+	ssize_t n;
+
+	if (env && *env)
+		return realpath(env, NULL);
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return NULL;
+	exe[n] = 0;
+	for (size_t i = 0; i < 2; i++) {
+		char *r;
+
+		if (asprintf(&p, "%s%s", dirname(exe), rel[i]) < 0)
+			return NULL;
+		r = access(p, R_OK) ? NULL : realpath(p, NULL);
+		free(p);
+		if (r)
+			return r;
+		n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		exe[n > 0 ? n : 0] = 0;
+	}
+	return NULL;
+}
+
+static char *read_line_file(pid_t pid, const char *what, bool nul_to_space)
+{
+	char path[64], buf[4096];
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, what);
+	f = fopen(path, "re");
+	if (!f)
+		return strdup("");
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	for (size_t i = 0; nul_to_space && i + 1 < n; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+	buf[strcspn(buf, "\n")] = 0;
+	return strdup(buf);
+}
+
+/* The layout for every target's torch; 0 with *layouts filled, or the
+ * exit code / LIVE_INPROC_FALLBACK after one line. */
+static int check_torch(const struct live_opts *o, unsigned *layouts)
+{
+	for (size_t i = 0; i < o->sel.npids; i++) {
+		pid_t pid = o->sel.pids[i];
+		char *ver = NULL, *where = NULL;
+		int err = torchver_of(pid, &ver, &where);
+
+		if (err == -ESRCH || err == -ENOENT) {
+			if (kill(pid, 0) && errno == ESRCH)
+				fprintf(stderr, "tbpf: no process with pid %d\n", pid);
+			else
+				fprintf(stderr, "tbpf: process %d does not map libtorch: is it a "
+						"PyTorch process (has it imported torch yet)?\n", pid);
+			return TBPF_EXIT_ERROR;
+		}
+		if (err == -EACCES || err == -EPERM) {
+			fprintf(stderr, "tbpf: --inproc: ptrace of pid %d not permitted (cannot read "
+					"/proc/%d/maps; needs root or CAP_SYS_PTRACE)\n", pid, pid);
+			return TBPF_EXIT_PRIV;
+		}
+		if (err) {
+			fprintf(stderr, "tbpf: pid %d: cannot read its maps: %s\n", pid, strerror(-err));
+			return tbpf_exit_of(err);
+		}
+		layouts[i] = inproc_layout_for(ver);
+		if (!layouts[i])
+			fprintf(stderr, "tbpf: --inproc: torch %s in pid %d (%s) has no verified "
+					"RecordFunction layout (verified: %s); using the uprobe mode\n",
+				ver, pid, where, inproc_verified_versions());
+		else if (o->verbose)
+			fprintf(stderr, "tbpf: pid %d runs torch %s (%s): RecordFunctionCallback "
+					"layout %u\n", pid, ver, where, layouts[i]);
+		free(ver);
+		free(where);
+		if (!layouts[i])
+			return LIVE_INPROC_FALLBACK;
+	}
+	return 0;
+}
+
+/* Where the records go: a capture (--record, trace formats), or straight
+ * into the model (table, json: nothing on disk grows with the run). */
+struct sink {
+	struct capture_writer *cw;
+	struct model_feed *feed;
+};
+
+static int out_op(void *ctx, const struct rec_op *r)
+{
+	struct sink *k = ctx;
+
+	return k->cw ? capture_write_raw(k->cw, r, sizeof(*r)) : model_feed_record(k->feed, &r->h);
+}
+
+static int out_name(void *ctx, uint32_t op_id, const char *name)
+{
+	struct sink *k = ctx;
+
+	return k->cw ? capture_write_op(k->cw, op_id, name, "")
+		     : model_feed_name(k->feed, op_id, name, "");
+}
+
+static bool wants_capture(const struct live_opts *o)
+{
+	const char *f = o->format ? o->format : "table";
+
+	return o->record || (strcmp(f, "table") && strcmp(f, "json"));
+}
+
+static int exit_of_add(int err)
+{
+	return err == -EPERM || err == -EACCES ? TBPF_EXIT_PRIV : TBPF_EXIT_ERROR;
+}
+
+static struct capture_run run_info(const struct live_opts *o, uint64_t mono, uint64_t real,
+				  uint32_t *pids, char *host, size_t hostlen)
+{
+	gethostname(host, hostlen - 1);
+	for (size_t i = 0; i < o->sel.npids; i++)
+		pids[i] = (uint32_t)o->sel.pids[i];
+	return (struct capture_run){
+		.present = true, .start_mono_ns = mono, .start_real_ns = real,
+		.mode = TBPF_MODE_RECORD | TBPF_MODE_EXITS | TBPF_MODE_INPROC,
+		/* "probes": the callbacks registered, two per process */
+		.probes_attached = 2 * (uint32_t)o->sel.npids,
+		.npids = (uint32_t)o->sel.npids, .pids = pids,
+		.tbpf_version = TBPF_VERSION, .host = host,
+	};
+}
+
+static void write_meta(struct capture_writer *cw, const struct live_opts *o,
+		       const struct capture_run *run)
+{
+	struct capture_run_info ri = {
+		.start_mono_ns = run->start_mono_ns, .start_real_ns = run->start_real_ns,
+		.mode = run->mode, .probes_attached = run->probes_attached,
+		.tbpf_version = run->tbpf_version, .host = run->host, .pids = run->pids,
+		.npids = run->npids,
+	};
+
+	capture_write_run(cw, &ri);
+	for (size_t i = 0; i < o->sel.npids; i++) {
+		char *comm = read_line_file(o->sel.pids[i], "comm", false);
+		char *cmd = read_line_file(o->sel.pids[i], "cmdline", true);
+
+		capture_write_process(cw, run->pids[i], comm ? comm : "", cmd ? cmd : "");
+		free(comm);
+		free(cmd);
+	}
+}
+
+static const char *poll_loop(const struct live_opts *o, struct inproc_session *s, uint64_t t0,
+			     int *err)
+{
+	for (;;) {
+		int live = inproc_session_poll(s);
+
+		if (live < 0) {
+			*err = live;
+			return "error";
+		}
+		if (!live)
+			return o->sel.npids > 1 ? "targets exited" : "target exited";
+		if (stop_sig)
+			return "signal";
+		if (o->duration_ns && mono_ns(CLOCK_MONOTONIC) - t0 >= o->duration_ns)
+			return "duration";
+		usleep(POLL_MS * 1000);
+	}
+}
+
+static void report_totals(const struct live_opts *o, const struct inproc_totals *tot,
+			  uint64_t duration, const char *why)
+{
+	if (o->verbose)
+		fprintf(stderr, "tbpf: in-process records %llu, dropped %llu, unmatched ends %llu, "
+				"too deep %llu, names lost %llu\n",
+			(unsigned long long)tot->records, (unsigned long long)tot->drops,
+			(unsigned long long)tot->unmatched, (unsigned long long)tot->overflow,
+			(unsigned long long)tot->names_lost);
+	if (tot->drops)
+		fprintf(stderr, "tbpf: %llu in-process records dropped (the agent's ring was full)\n",
+			(unsigned long long)tot->drops);
+	if (tot->overflow)
+		fprintf(stderr, "tbpf: %llu RecordFunctions nested deeper than %d were not counted\n",
+			(unsigned long long)tot->overflow, TBPF_INPROC_STACK);
+	fprintf(stderr, "tbpf: stopped (%s) after %.2f s\n", why, duration / 1e9);
+	if (!tot->records)
+		fprintf(stderr, "tbpf: no op ran in pid %d during the %.2f s window: the in-process "
+				"callbacks saw no RecordFunction\n", o->sel.pids[0], duration / 1e9);
+}
+
+/* The run's end into the capture (closed) or the model; 0 or the exit code. */
+static int finish(const struct live_opts *o, struct sink *k, struct inproc_session *s,
+		  const struct capture_run *run, uint64_t duration, const char *why,
+		  const char *path)
+{
+	struct inproc_totals tot;
+	struct capture_end end = {
+		.present = true, .duration_ns = duration, .exit_mode = why,
+		.gpu_note = "no CUDA device timings (CUPTI agent not loaded)",
+	};
+	int err = 0;
+
+	inproc_session_totals(s, &tot);
+	end.counters[CNT_DROPS] = tot.drops;
+	end.counters[CNT_DEPTH_OVERFLOW] = tot.overflow;
+	end.counters[CNT_ENTRIES] = tot.records;   /* ring slots: starts + ends */
+	if (k->cw) {
+		struct capture_end_info ei = {
+			.duration_ns = duration, .counters = end.counters, .ncounters = CNT_MAX,
+			.exit_mode = why, .gpu_note = end.gpu_note,
+		};
+
+		for (size_t i = 0; i < o->sel.npids; i++)
+			live_write_threads(k->cw, o->sel.pids[i]);
+		capture_write_end(k->cw, &ei);
+		err = capture_writer_close(k->cw);
+		k->cw = NULL;
+		if (err)
+			fprintf(stderr, "tbpf: writing %s failed: %s\n", path, strerror(-err));
+	} else {
+		err = model_feed_finish(k->feed, run, &end);
+		if (err)
+			fprintf(stderr, "tbpf: building the rows failed: %s\n", strerror(-err));
+	}
+	report_totals(o, &tot, duration, why);
+	return err ? TBPF_EXIT_ERROR : TBPF_EXIT_OK;
+}
+
+static int render(const struct live_opts *o, const char *path, const struct tbpf_model *m)
+{
+	struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
+				  .by_overload = o->by_overload };
+	const char *fmt = o->format ? o->format : "table";
+	char *emsg = NULL;
+	FILE *out;
+	int err;
+
+	if (o->record && !o->format) {
+		fprintf(stderr, "tbpf: capture written to %s\n", path);
+		return TBPF_EXIT_OK;
+	}
+	if (path) {
+		err = export_capture(path, fmt, o->out, &eo, &emsg);
+	} else {
+		out = !o->out || !strcmp(o->out, "-") ? stdout : fopen(o->out, "we");
+		if (!out) {
+			fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
+			return TBPF_EXIT_ERROR;
+		}
+		err = export_model(out, strcmp(fmt, "json") ? EXPORT_TABLE : EXPORT_JSON, m, &eo, NULL);
+		if (out != stdout && fclose(out) && !err)
+			err = -errno;
+	}
+	if (err)
+		fprintf(stderr, "tbpf: output failed: %s\n", emsg ? emsg : strerror(-err));
+	free(emsg);
+	return err ? TBPF_EXIT_ERROR : TBPF_EXIT_OK;
+}
+
+static char *capture_path(const struct live_opts *o, bool *tmp)
+{
+	char tmpl[] = "/tmp/tbpf-XXXXXX.tbpf";
+	int fd;
+
+	if (o->record)
+		return strdup(o->record);
+	fd = mkstemps(tmpl, 5);
+	if (fd < 0)
+		return NULL;
+	close(fd);
+	*tmp = true;
+	return strdup(tmpl);
+}
+
+int live_inproc_run(const struct live_opts *o)
+{
+	unsigned layouts[64];
+	uint32_t pids[64];
+	char host[256] = "";
+	struct sigaction sa = { .sa_handler = on_sig };
+	struct sink k = { 0 };
+	struct inproc_out out = { .op = out_op, .name = out_name, .ctx = &k };
+	struct inproc_session *s = NULL;
+	struct tbpf_model model;
+	struct capture_run run;
+	char *agent = NULL, *path = NULL, *why = NULL;
+	bool tmp = false;
+	uint64_t t0, t_att, t_mono;
+	const char *stop_why;
+	int rc, err = 0;
+
+	model_init(&model);
+	rc = check_torch(o, layouts);
+	if (rc)
+		return rc;
+	if (!(agent = inproc_agent_path())) {
+		fprintf(stderr, "tbpf: %s not found (set TBPF_INPROC_PATH)\n", INPROC_LIB_NAME);
+		return TBPF_EXIT_ERROR;
+	}
+	if (wants_capture(o)) {
+		if (!(path = capture_path(o, &tmp))) {
+			fprintf(stderr, "tbpf: cannot create a temporary capture: %s\n", strerror(errno));
+			free(agent);
+			return TBPF_EXIT_ERROR;
+		}
+		k.cw = capture_writer_open(path, &err);
+		if (!k.cw) {
+			fprintf(stderr, "tbpf: cannot create capture %s: %s\n", path,
+				strerror(err ? -err : ENOMEM));
+			rc = TBPF_EXIT_ERROR;
+			goto out;
+		}
+	} else if (!(k.feed = model_feed_new(&model))) {
+		fprintf(stderr, "tbpf: out of memory\n");
+		rc = TBPF_EXIT_ERROR;
+		goto out;
+	}
+	if (!(s = inproc_session_new(&out))) {
+		fprintf(stderr, "tbpf: out of memory\n");
+		rc = TBPF_EXIT_ERROR;
+		goto out;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	t0 = mono_ns(CLOCK_MONOTONIC);
+	for (size_t i = 0; i < o->sel.npids; i++) {
+		err = inproc_session_add(s, o->sel.pids[i], agent, layouts[i], &why);
+		if (err) {
+			fprintf(stderr, "tbpf: %s\n", why ? why : strerror(-err));
+			free(why);
+			rc = exit_of_add(err);
+			inproc_session_stop(s);
+			goto out;
+		}
+	}
+	t_mono = mono_ns(CLOCK_MONOTONIC);
+	t_att = t_mono - t0;
+	run = run_info(o, t_mono, mono_ns(CLOCK_REALTIME), pids, host, sizeof(host));
+	if (k.cw)
+		write_meta(k.cw, o, &run);
+	if (o->sel.npids == 1)
+		fprintf(stderr, "tbpf: attached in-process RecordFunction callbacks to pid %d in "
+				"%.1f ms; Ctrl-C to stop\n", o->sel.pids[0], t_att / 1e6);
+	else
+		fprintf(stderr, "tbpf: attached in-process RecordFunction callbacks to %zu "
+				"processes in %.1f ms; Ctrl-C to stop\n", o->sel.npids, t_att / 1e6);
+	err = 0;
+	stop_why = poll_loop(o, s, t_mono, &err);
+	inproc_session_stop(s);
+	if (err)
+		fprintf(stderr, "tbpf: handing on the records failed: %s\n", strerror(-err));
+	rc = finish(o, &k, s, &run, mono_ns(CLOCK_MONOTONIC) - t_mono, stop_why, path);
+	if (!rc && err)
+		rc = TBPF_EXIT_ERROR;
+	if (!rc)
+		rc = render(o, path, &model);
+out:
+	if (k.cw)
+		capture_writer_close(k.cw);
+	inproc_session_free(s);
+	model_free(&model);
+	model_feed_free(k.feed);
+	if (tmp)
+		unlink(path);
+	free(path);
+	free(agent);
+	return rc;
+}

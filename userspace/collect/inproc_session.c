@@ -1,0 +1,255 @@
+/* inproc_session.c - the --inproc feed (see inproc_session.h). */
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "inject.h"
+#include "inproc_attach.h"
+#include "inproc_session.h"
+#include "grow.h"
+#include "strf.h"
+
+#define START_TIMEOUT_MS 3000
+
+struct inproc_target {
+	pid_t pid;
+	bool live;
+	struct inproc_loc loc;
+	struct inproc_reader rd;
+	struct tbpf_inproc_ctl last;
+};
+
+struct inproc_session {
+	struct inproc_out out;
+	struct inproc_target *t;
+	size_t n, cap;
+	uint32_t *ids;          /* op ids named in the capture: open addressing */
+	size_t nids, capids;
+	struct inproc_totals tot;
+	pid_t cur_pid;
+	int err;
+};
+
+struct inproc_session *inproc_session_new(const struct inproc_out *out)
+{
+	struct inproc_session *s = calloc(1, sizeof(*s));
+
+	if (s)
+		s->out = *out;
+	return s;
+}
+
+/* true when id was not named yet (and is now marked) */
+static int id_mark(struct inproc_session *s, uint32_t id)
+{
+	size_t i;
+
+	if (2 * (s->nids + 1) > s->capids) {
+		size_t cap = s->capids ? 2 * s->capids : 1024;
+		uint32_t *v = calloc(cap, sizeof(*v)), *old = s->ids;
+
+		if (!v)
+			return -ENOMEM;
+		for (size_t k = 0; k < s->capids; k++)
+			if (old[k]) {
+				for (i = old[k] & (cap - 1); v[i]; i = (i + 1) & (cap - 1))
+					;
+				v[i] = old[k];
+			}
+		free(old);
+		s->ids = v;
+		s->capids = cap;
+	}
+	for (i = id & (s->capids - 1); s->ids[i]; i = (i + 1) & (s->capids - 1))
+		if (s->ids[i] == id)
+			return 0;
+	s->ids[i] = id;
+	s->nids++;
+	return 1;
+}
+
+static int on_name(void *ctx, const struct tbpf_inproc_name *n)
+{
+	struct inproc_session *s = ctx;
+	uint32_t id = inproc_op_id(n->hash, n->flags);
+	int fresh = id_mark(s, id);
+
+	if (fresh <= 0)
+		return fresh;
+	return s->out.name(s->out.ctx, id, n->name);
+}
+
+static int on_rec(void *ctx, const struct tbpf_inproc_rec *r)
+{
+	struct inproc_session *s = ctx;
+	struct rec_op o;
+
+	if (r->kind != INPROC_ENTER && r->kind != INPROC_EXIT)
+		return 0;
+	inproc_to_rec_op(r, (uint32_t)s->cur_pid, &o);
+	s->tot.records++;
+	return s->out.op(s->out.ctx, &o);
+}
+
+/* Gone, or a zombie (exited, not yet reaped by its parent). */
+static bool proc_exited(pid_t pid)
+{
+	char path[64], buf[256], *p;
+	FILE *f;
+	size_t n;
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return true;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+static int locate_or_inject(pid_t pid, const char *agent_path, struct inproc_loc *loc, char **why)
+{
+	uint64_t handle = 0;
+	int err = inproc_locate(pid, loc);
+
+	if (err != -ENOENT) {
+		if (err)
+			*why = strf("pid %d: cannot read the loaded %s: %s", pid, INPROC_LIB_NAME,
+				    strerror(-err));
+		return err;
+	}
+	/* INJECT_FORCE: the CUPTI-subscriber refusal is about the CUPTI agent */
+	err = inject_dlopen(pid, agent_path, INJECT_FORCE, &handle, why);
+	if (err && proc_exited(pid)) {
+		free(*why);
+		*why = strf("pid %d exited while tbpf loaded its in-process agent", pid);
+		return -ESRCH;
+	}
+	if (err)
+		return err;
+	err = inproc_locate(pid, loc);
+	if (err)
+		*why = strf("pid %d: %s loaded but not found in its maps: %s", pid,
+			    INPROC_LIB_NAME, strerror(-err));
+	return err;
+}
+
+int inproc_session_add(struct inproc_session *s, pid_t pid, const char *agent_path,
+		       unsigned layout, char **why)
+{
+	struct inproc_target t = { .pid = pid };
+	struct tbpf_inproc_ctl c;
+	int err;
+
+	*why = NULL;
+	err = locate_or_inject(pid, agent_path, &t.loc, why);
+	if (err)
+		goto fail;
+	err = inproc_read_ctl(pid, &t.loc, &c);
+	if (!err && c.state == INPROC_ACTIVE && c.owner != getpid() &&
+	    !(kill(c.owner, 0) && errno == ESRCH)) {
+		*why = strf("pid %d: another tbpf (pid %d) holds its in-process callbacks", pid,
+			    c.owner);
+		err = -EBUSY;
+		goto fail;
+	}
+	if (!err)
+		err = inproc_request(pid, &t.loc, INPROC_REQ_START, getpid(), layout,
+				     START_TIMEOUT_MS, &c);
+	if (err) {
+		*why = strf("pid %d: the in-process agent did not answer: %s", pid, strerror(-err));
+		goto fail;
+	}
+	if (c.state != INPROC_ACTIVE) {
+		*why = strf("pid %d: the in-process agent refused: %s", pid, c.detail);
+		err = -EPROTO;
+		goto fail;
+	}
+	err = inproc_reader_init(&t.rd, c.tail);
+	if (err || GROW(s->t, s->n, s->cap, 4)) {
+		inproc_request(pid, &t.loc, INPROC_REQ_STOP, getpid(), layout, START_TIMEOUT_MS, &c);
+		err = -ENOMEM;
+		*why = strf("out of memory");
+		goto fail;
+	}
+	t.live = true;
+	t.last = c;
+	s->t[s->n++] = t;
+	return 0;
+fail:
+	inproc_reader_free(&t.rd);
+	inproc_loc_free(&t.loc);
+	return err;
+}
+
+static void drain_one(struct inproc_session *s, struct inproc_target *t)
+{
+	long n;
+
+	s->cur_pid = t->pid;
+	n = inproc_drain(t->pid, &t->loc, &t->rd, on_rec, on_name, s);
+	if (n == -ESRCH || proc_exited(t->pid))
+		t->live = false;
+	else if (n < 0 && n != -EFAULT && !s->err)
+		s->err = (int)n;
+	if (t->live)
+		inproc_read_ctl(t->pid, &t->loc, &t->last);
+}
+
+int inproc_session_poll(struct inproc_session *s)
+{
+	int live = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->t[i].live)
+			drain_one(s, &s->t[i]);
+		live += s->t[i].live;
+	}
+	return s->err ? s->err : live;
+}
+
+void inproc_session_stop(struct inproc_session *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct inproc_target *t = &s->t[i];
+		struct tbpf_inproc_ctl c;
+
+		if (!t->live)
+			continue;
+		if (!inproc_request(t->pid, &t->loc, INPROC_REQ_STOP, getpid(), 0,
+				    START_TIMEOUT_MS, &c))
+			t->last = c;
+		drain_one(s, t);
+	}
+}
+
+void inproc_session_totals(const struct inproc_session *s, struct inproc_totals *tot)
+{
+	*tot = s->tot;
+	for (size_t i = 0; i < s->n; i++) {
+		tot->drops += s->t[i].last.drops;
+		tot->unmatched += s->t[i].last.unmatched;
+		tot->overflow += s->t[i].last.overflow;
+		tot->names_lost += s->t[i].last.names_lost;
+	}
+}
+
+void inproc_session_free(struct inproc_session *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n; i++) {
+		inproc_reader_free(&s->t[i].rd);
+		inproc_loc_free(&s->t[i].loc);
+	}
+	free(s->t);
+	free(s->ids);
+	free(s);
+}

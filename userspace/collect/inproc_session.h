@@ -1,0 +1,45 @@
+/* inproc_session.h - the --inproc feed: the RecordFunction agent in each
+ * target (inject if needed, START, drain, STOP); its records are handed on
+ * as REC_OP_ENTER/EXIT records and its names as op names (to a capture
+ * writer, or to the model's feed: the caller's struct inproc_out), so the
+ * one model builder makes the rows (docs/inproc.md). */
+#ifndef TBPF_INPROC_SESSION_H
+#define TBPF_INPROC_SESSION_H
+#include <stdint.h>
+#include <sys/types.h>
+#include "tbpf_abi.h"
+
+struct inproc_session;
+
+/* Where records and names go; each returns 0 or -errno (stops the drain). */
+struct inproc_out {
+	int (*op)(void *ctx, const struct rec_op *r);
+	/* a name before the first record with its op id; once per id */
+	int (*name)(void *ctx, uint32_t op_id, const char *name);
+	void *ctx;
+};
+
+struct inproc_totals {
+	uint64_t records;    /* slots drained */
+	uint64_t drops;      /* agent ring full */
+	uint64_t unmatched;  /* ends without their start */
+	uint64_t overflow;   /* starts deeper than TBPF_INPROC_STACK */
+	uint64_t names_lost;
+};
+
+struct inproc_session *inproc_session_new(const struct inproc_out *out);
+/* Load the agent into pid when it is not there (ptrace + dlopen), then
+ * START with layout; 0, or -errno with *why (malloc'd): -EPERM ptrace not
+ * permitted, -ESRCH the process exited, -EBUSY another tbpf owns the
+ * agent, -EPROTO the agent refused (no symbols, ...). */
+int inproc_session_add(struct inproc_session *s, pid_t pid, const char *agent_path,
+		       unsigned layout, char **why);
+/* Drain every target to the output; returns how many are alive, or the
+ * output's -errno. */
+int inproc_session_poll(struct inproc_session *s);
+/* STOP every live target and drain what is left. */
+void inproc_session_stop(struct inproc_session *s);
+void inproc_session_totals(const struct inproc_session *s, struct inproc_totals *t);
+void inproc_session_free(struct inproc_session *s);
+
+#endif
