@@ -184,6 +184,58 @@ static void test_stats(void **state)
 	steps_free(&st);
 }
 
+/* A boundary scope nested in a user scope (record_function("train_step")
+ * around the optimizer): the step ends where the outermost frame of that
+ * thread ends, not inside it; a boundary at depth 0 ends it at once;
+ * other threads' exits do not end a pending step. */
+static struct rec_op nest_exit(uint32_t pid, uint32_t tid, uint16_t depth)
+{
+	struct rec_op o = { .h = { .type = REC_OP_EXIT, .size = sizeof(o), .tid = tid },
+			    .pid = pid, .op_id = 1, .depth = depth };
+	return o;
+}
+
+static void test_nested_boundary(void **state)
+{
+	struct steps st = { 0 };
+	struct rec_op o;
+
+	(void)state;
+	o = nest_exit(5, 5, 1);                    /* Optimizer.step#, inside train_step */
+	assert_int_equal(steps_exit(&st, &o, 100, true), 0);
+	assert_null(steps_proc(&st, 5));
+	o = nest_exit(5, 6, 0);                    /* another thread's outermost op */
+	assert_int_equal(steps_exit(&st, &o, 110, false), 0);
+	assert_null(steps_proc(&st, 5));
+	o = nest_exit(5, 5, 1);                    /* a sibling op, still nested */
+	assert_int_equal(steps_exit(&st, &o, 120, false), 0);
+	assert_null(steps_proc(&st, 5));
+	o = nest_exit(5, 5, 0);                    /* train_step ends: the boundary */
+	assert_int_equal(steps_exit(&st, &o, 130, false), 0);
+	assert_non_null(steps_proc(&st, 5));
+	assert_int_equal(steps_proc(&st, 5)->n, 1);
+	assert_int_equal(steps_proc(&st, 5)->t[0], 130);
+	o = nest_exit(5, 5, 0);                    /* an outermost op, no step pending */
+	assert_int_equal(steps_exit(&st, &o, 140, false), 0);
+	assert_int_equal(steps_proc(&st, 5)->n, 1);
+	o = nest_exit(5, 5, 0);                    /* a boundary at depth 0 */
+	assert_int_equal(steps_exit(&st, &o, 150, true), 0);
+	assert_int_equal(steps_proc(&st, 5)->n, 2);
+	assert_int_equal(steps_proc(&st, 5)->t[1], 150);
+	/* a frame that never closes: nested boundaries end at their own time
+	 * when the next one comes, and steps_flush adds the last */
+	o = nest_exit(5, 5, 2);
+	assert_int_equal(steps_exit(&st, &o, 200, true), 0);
+	assert_int_equal(steps_proc(&st, 5)->n, 2);
+	assert_int_equal(steps_exit(&st, &o, 300, true), 0);
+	assert_int_equal(steps_proc(&st, 5)->n, 3);
+	assert_int_equal(steps_proc(&st, 5)->t[2], 200);
+	assert_int_equal(steps_flush(&st), 0);
+	assert_int_equal(steps_proc(&st, 5)->n, 4);
+	assert_int_equal(steps_proc(&st, 5)->t[3], 300);
+	steps_free(&st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -192,6 +244,7 @@ int main(void)
 		cmocka_unit_test(test_cycles),
 		cmocka_unit_test(test_watch),
 		cmocka_unit_test(test_stats),
+		cmocka_unit_test(test_nested_boundary),
 	};
 	return cmocka_run_group_tests_name("steps", tests, NULL, NULL);
 }

@@ -100,6 +100,7 @@ void steps_free(struct steps *st)
 	for (size_t i = 0; i < st->n; i++)
 		free(st->v[i].t);
 	free(st->v);
+	free(st->pend);
 	memset(st, 0, sizeof(*st));
 }
 
@@ -131,6 +132,48 @@ int steps_add(struct steps *st, uint32_t pid, uint32_t tid, uint64_t t)
 	return 0;
 }
 
+int steps_exit(struct steps *st, const struct rec_op *o, uint64_t t, bool boundary)
+{
+	uint32_t tid = ((const struct rec_hdr *)o)->tid;
+	size_t i;
+
+	for (i = 0; i < st->npend; i++)
+		if (st->pend[i].pid == o->pid && st->pend[i].tid == tid)
+			break;
+	if (boundary && i < st->npend) {
+		/* no outermost exit since the last one: it ends there */
+		int err = steps_add(st, o->pid, tid, st->pend[i].t);
+
+		st->pend[i] = st->pend[--st->npend];
+		if (err)
+			return err;
+		i = st->npend;
+	}
+	if (boundary && o->depth > 0) {
+		if (GROW(st->pend, st->npend, st->cpend, 4))
+			return -ENOMEM;
+		st->pend[st->npend++] = (struct step_pending){ o->pid, tid, t };
+		return 0;
+	}
+	if (o->depth > 0 || (!boundary && i == st->npend))
+		return 0;
+	if (i < st->npend)
+		st->pend[i] = st->pend[--st->npend];
+	return steps_add(st, o->pid, tid, t);
+}
+
+int steps_flush(struct steps *st)
+{
+	while (st->npend) {
+		struct step_pending p = st->pend[--st->npend];
+		int err = steps_add(st, p.pid, p.tid, p.t);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 bool steps_range(const struct step_proc *p, uint32_t k, uint64_t *begin, uint64_t *end)
 {
 	if (!p || (size_t)k + 1 >= p->n)
@@ -152,21 +195,22 @@ static int cap_record(void *vc, const struct rec_hdr *h)
 	const struct rec_op *o = (const void *)h;
 	const struct capture_op *op;
 
-	if (h->size < sizeof(*o) || !TBPF_IS_SCOPE_ID(o->op_id) ||
-	    (c->m->run.present && h->ts_ns < c->m->run.start_mono_ns))
+	bool boundary;
+
+	if (h->size < sizeof(*o) || (c->m->run.present && h->ts_ns < c->m->run.start_mono_ns))
 		return 0;
-	op = capture_meta_op(c->m, o->op_id);
-	if (!op || !steps_label_match(c->label, op->name))
-		return 0;
-	return steps_add(c->st, o->pid, h->tid, h->ts_ns);
+	op = TBPF_IS_SCOPE_ID(o->op_id) ? capture_meta_op(c->m, o->op_id) : NULL;
+	boundary = op && steps_label_match(c->label, op->name);
+	return steps_exit(c->st, o, h->ts_ns, boundary);
 }
 
 int steps_from_capture(struct capture_reader *r, const char *label, struct steps *st)
 {
 	struct cap_ctx c = { .m = capture_reader_meta(r), .label = label, .st = st };
 	struct replay_sink sink = { REPLAY_TYPE(REC_OP_EXIT), cap_record, NULL, &c };
+	int err = capture_replay(r, &sink, 1);
 
-	return capture_replay(r, &sink, 1);
+	return err ? err : steps_flush(st);
 }
 
 int steps_watch_feed(struct steps_watch *w, const struct rec_hdr *h, size_t size)
@@ -187,11 +231,14 @@ int steps_watch_feed(struct steps_watch *w, const struct rec_hdr *h, size_t size
 	if (h->type == REC_OP_EXIT && size >= sizeof(struct rec_op)) {
 		const struct rec_op *o = (const void *)h;
 
-		if (!TBPF_IS_SCOPE_ID(o->op_id) || h->ts_ns < w->after_ns)
+		bool boundary = false;
+
+		if (h->ts_ns < w->after_ns)
 			return 0;
-		for (size_t i = 0; i < w->nids; i++)
+		for (size_t i = 0; TBPF_IS_SCOPE_ID(o->op_id) && i < w->nids; i++)
 			if (w->ids[i] == o->op_id)
-				return steps_add(&w->seen, o->pid, h->tid, h->ts_ns);
+				boundary = true;
+		return steps_exit(&w->seen, o, h->ts_ns, boundary);
 	}
 	return 0;
 }

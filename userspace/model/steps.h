@@ -61,14 +61,29 @@ struct step_proc {
 	uint64_t *t;                /* boundary times (CLOCK_MONOTONIC ns) */
 	size_t n, cap;
 };
+struct step_pending { uint32_t pid, tid; uint64_t t; };
 struct steps {
 	struct step_proc *v;
 	size_t n, cap;
+	/* threads whose boundary scope ended inside an enclosing op or
+	 * scope: the step ends when that outermost one does */
+	struct step_pending *pend;
+	size_t npend, cpend;
 };
 
 void steps_free(struct steps *st);
 /* One boundary of (pid, tid) at t.  0 or -ENOMEM. */
 int steps_add(struct steps *st, uint32_t pid, uint32_t tid, uint64_t t);
+/* An op or scope exit o at t; boundary: it is the step label's scope.  A
+ * boundary at depth 0 is added at once; one nested in a user scope (a
+ * `train_step` label around the optimizer) when the thread's outermost
+ * frame ends, so ProfilerStep spans never cut an open span.  A frame that
+ * never closes (seen on torch 1.13 when attach races an op) must not
+ * stall the steps: a pending boundary that meets the thread's next one
+ * is added at its own time, and steps_flush adds those left.  0/-ENOMEM. */
+int steps_exit(struct steps *st, const struct rec_op *o, uint64_t t, bool boundary);
+/* The pending boundaries, at their own times (end of a replay). */
+int steps_flush(struct steps *st);
 const struct step_proc *steps_proc(const struct steps *st, uint32_t pid);
 /* Step k of p: [*begin, *end); false when p has no whole step k. */
 bool steps_range(const struct step_proc *p, uint32_t k, uint64_t *begin, uint64_t *end);
