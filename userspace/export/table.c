@@ -102,179 +102,206 @@ static void flops_cell(char *b, size_t bn, uint64_t flops, int scale)
 		snprintf(b, bn, "%8.3f", (double)flops / div);
 }
 
+/* One table being written: its rows, their display names and the columns. */
+struct tab {
+	FILE *out;
+	const struct profile *p;
+	const struct export_opts *o;
+	struct prof_op *rows;
+	size_t n;
+	char **names;             /* "aten::add" or "aten::add.Tensor" */
+	size_t name_w, shapes_w;
+	bool has_cuda, has_launch;
+	uint64_t sum_self, sum_self_cuda;
+	int fscale;               /* FLOPs unit, -1: no FLOPs column */
+	int widths[16];
+	const char *headers[16];
+	int nh;
+};
+
+/* Row names, the name column's width, the totals and which optional
+ * columns have data.  0 or -ENOMEM. */
+static int tab_names(struct tab *t)
+{
+	t->names = calloc(t->n + 1, sizeof(*t->names));
+	if (!t->names)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct prof_op *r = &t->rows[i];
+		int bad;
+
+		t->has_cuda |= r->self_cuda_ns > 0;
+		t->has_launch |= r->launches > 0;
+		t->sum_self += r->self_ns;
+		t->sum_self_cuda += r->self_cuda_ns;
+		if (t->o->by_overload && r->overload[0])
+			bad = asprintf(&t->names[i], "%s.%s", r->name, r->overload) < 0;
+		else
+			bad = !(t->names[i] = strdup(r->name));
+		if (bad) {
+			t->names[i] = NULL;
+			return -ENOMEM;
+		}
+		if (strlen(t->names[i]) > t->name_w)
+			t->name_w = strlen(t->names[i]);
+	}
+	t->has_cuda = t->has_cuda && t->p->has_gpu_times;
+	if (t->name_w < 4)
+		t->name_w = 4;   /* "Name" */
+	t->name_w += 4;
+	if (t->name_w > MAX_NAME_W)
+		t->name_w = MAX_NAME_W;
+	return 0;
+}
+
+static void tab_col(struct tab *t, const char *h, int w)
+{
+	t->widths[t->nh] = w;
+	t->headers[t->nh++] = h;
+}
+
+/* torch.profiler's columns, in its order, for what the rows hold. */
+static void tab_columns(struct tab *t)
+{
+	static const char *const cpu[] = { "Self CPU %", "Self CPU", "CPU total %", "CPU total",
+					   "CPU time avg" };
+	static const char *const cuda[] = { "Self CUDA", "Self CUDA %", "CUDA total",
+					    "CUDA time avg" };
+	const struct profile *p = t->p;
+
+	tab_col(t, "Name", (int)t->name_w);
+	for (size_t i = 0; i < sizeof(cpu) / sizeof(cpu[0]); i++)
+		tab_col(t, cpu[i], COL_W);
+	for (size_t i = 0; t->has_cuda && i < sizeof(cuda) / sizeof(cuda[0]); i++)
+		tab_col(t, cuda[i], COL_W);
+	if (p->has_memory) {
+		tab_col(t, "CPU Mem", COL_W);
+		tab_col(t, "Self CPU Mem", COL_W);
+	}
+	if (p->has_memory && p->has_cuda_memory) {
+		tab_col(t, "CUDA Mem", COL_W);
+		tab_col(t, "Self CUDA Mem", COL_W);
+	}
+	tab_col(t, "# of Calls", COL_W);
+	if (t->has_launch)
+		tab_col(t, "# Launches", COL_W);
+	if (t->o->by_shape) {
+		/* torch.profiler: the shapes column fits the longest, at most 80 */
+		for (size_t i = 0; i < t->n; i++)
+			if (t->rows[i].shapes && strlen(t->rows[i].shapes) > t->shapes_w)
+				t->shapes_w = strlen(t->rows[i].shapes);
+		t->shapes_w += 4;
+		if (t->shapes_w > MAX_SHAPES_W)
+			t->shapes_w = MAX_SHAPES_W;
+		tab_col(t, "Input Shapes", (int)t->shapes_w);
+	}
+	t->fscale = t->o->with_flops ? flops_scale(t->rows, t->n) : -1;
+	if (t->fscale >= 0)
+		tab_col(t, flops_header(t->fscale), COL_W);
+}
+
+static void tab_row(const struct tab *t, size_t i)
+{
+	const struct prof_op *r = &t->rows[i];
+	const struct profile *p = t->p;
+	FILE *out = t->out;
+	char b[64], name[MAX_NAME_W + 8];
+	const char *nm = t->names[i];
+
+	if (strlen(nm) >= MAX_NAME_W - 3) {
+		snprintf(name, sizeof(name), "%.*s...", MAX_NAME_W - 3, nm);
+		nm = name;
+	}
+	cell(out, nm, t->name_w);
+	fmt_share(b, sizeof(b), r->self_ns, t->sum_self);
+	cell(out, b, COL_W);
+	fmt_time(b, sizeof(b), r->self_ns);
+	cell(out, b, COL_W);
+	fmt_share(b, sizeof(b), r->total_ns, t->sum_self);
+	cell(out, b, COL_W);
+	fmt_time(b, sizeof(b), r->total_ns);
+	cell(out, b, COL_W);
+	avg_time(b, sizeof(b), r->total_ns, r->calls);
+	cell(out, b, COL_W);
+	if (t->has_cuda) {
+		fmt_time(b, sizeof(b), r->self_cuda_ns);
+		cell(out, b, COL_W);
+		fmt_share(b, sizeof(b), r->self_cuda_ns, t->sum_self_cuda);
+		cell(out, b, COL_W);
+		fmt_time(b, sizeof(b), r->cuda_total_ns);
+		cell(out, b, COL_W);
+		avg_time(b, sizeof(b), r->cuda_total_ns, r->calls);
+		cell(out, b, COL_W);
+	}
+	for (int d = 0; p->has_memory && d < (p->has_cuda_memory ? 2 : 1); d++) {
+		export_fmt_memory(b, sizeof(b), r->mem_total[d]);
+		cell(out, b, COL_W);
+		export_fmt_memory(b, sizeof(b), r->mem_self[d]);
+		cell(out, b, COL_W);
+	}
+	snprintf(b, sizeof(b), "%llu", (unsigned long long)r->calls);
+	cell(out, b, COL_W);
+	if (t->has_launch) {
+		snprintf(b, sizeof(b), "%llu", (unsigned long long)r->launches);
+		cell(out, b, COL_W);
+	}
+	if (t->o->by_shape) {
+		char sh[MAX_SHAPES_W + 1];
+		const char *s = r->shapes ? r->shapes : "";
+
+		if (strlen(s) >= MAX_SHAPES_W) {
+			snprintf(sh, sizeof(sh), "%.*s...", MAX_SHAPES_W - 3, s);
+			s = sh;
+		}
+		cell(out, s, (int)t->shapes_w);
+	}
+	if (t->fscale >= 0) {
+		flops_cell(b, sizeof(b), r->flops, t->fscale);
+		cell(out, b, COL_W);
+	}
+	putc_unlocked('\n', out);
+}
+
 int export_table(FILE *out, const struct profile *p, const struct export_opts *o)
 {
 	struct export_opts def = { 0 };
-	struct prof_op *rows;
-	size_t n;
+	struct tab t = { .out = out, .p = p, .o = o ? o : &def };
+	char b[64];
+	size_t limit;
 	int err;
 
-	if (!o)
-		o = &def;
+	o = t.o;
 	if (o->sort && !profile_sort_key_valid(o->sort))
 		return -EINVAL;
 	if ((err = profile_fold(p, (o->by_overload ? PROF_BY_OVERLOAD : PROF_BY_NAME) |
-				   (o->by_shape ? PROF_BY_SHAPE : 0), &rows, &n)))
+				   (o->by_shape ? PROF_BY_SHAPE : 0), &t.rows, &t.n)))
 		return err;
 	/* no op: torch prints "", tbpf the header and the footer (issue 13) */
-	profile_sort(rows, n, o->sort);
-
-	bool has_cuda = false, has_launch = false;
-	uint64_t sum_self = 0, sum_self_cuda = 0;
-	size_t name_w = 0;
-	char **names = calloc(n + 1, sizeof(*names));
-	if (!names) {
-		free(rows);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (rows[i].self_cuda_ns > 0)
-			has_cuda = true;
-		if (rows[i].launches > 0)
-			has_launch = true;
-		sum_self += rows[i].self_ns;
-		sum_self_cuda += rows[i].self_cuda_ns;
-		if (o->by_overload && rows[i].overload[0])
-			err = asprintf(&names[i], "%s.%s", rows[i].name, rows[i].overload) < 0;
-		else
-			err = !(names[i] = strdup(rows[i].name));
-		if (err) {
-			err = -ENOMEM;
-			goto out;
-		}
-		if (strlen(names[i]) > name_w)
-			name_w = strlen(names[i]);
-	}
-	has_cuda = has_cuda && p->has_gpu_times;
-	if (name_w < 4)
-		name_w = 4;   /* "Name" */
-	name_w += 4;
-	if (name_w > MAX_NAME_W)
-		name_w = MAX_NAME_W;
-
-	/* torch.profiler: the shapes column fits the longest, at most 80 */
-	size_t shapes_w = 0;
-	for (size_t i = 0; o->by_shape && i < n; i++)
-		if (rows[i].shapes && strlen(rows[i].shapes) > shapes_w)
-			shapes_w = strlen(rows[i].shapes);
-	shapes_w += 4;
-	if (shapes_w > MAX_SHAPES_W)
-		shapes_w = MAX_SHAPES_W;
-	int widths[16];
-	const char *headers[16];
-	int nh = 0;
-	headers[nh++] = "Name";
-	headers[nh++] = "Self CPU %";
-	headers[nh++] = "Self CPU";
-	headers[nh++] = "CPU total %";
-	headers[nh++] = "CPU total";
-	headers[nh++] = "CPU time avg";
-	if (has_cuda) {
-		headers[nh++] = "Self CUDA";
-		headers[nh++] = "Self CUDA %";
-		headers[nh++] = "CUDA total";
-		headers[nh++] = "CUDA time avg";
-	}
-	if (p->has_memory) {
-		headers[nh++] = "CPU Mem";
-		headers[nh++] = "Self CPU Mem";
-	}
-	if (p->has_memory && p->has_cuda_memory) {
-		headers[nh++] = "CUDA Mem";
-		headers[nh++] = "Self CUDA Mem";
-	}
-	headers[nh++] = "# of Calls";
-	if (has_launch)
-		headers[nh++] = "# Launches";
-	for (int c = 0; c < nh; c++)
-		widths[c] = c ? COL_W : (int)name_w;
-	if (o->by_shape) {
-		widths[nh] = (int)shapes_w;
-		headers[nh++] = "Input Shapes";
-	}
-	int fscale = o->with_flops ? flops_scale(rows, n) : -1;
-	if (fscale >= 0) {
-		widths[nh] = COL_W;
-		headers[nh++] = flops_header(fscale);
-	}
-
-	sep_w(out, widths, nh);
-	for (int c = 0; c < nh; c++)
-		cell(out, headers[c], widths[c]);
+	profile_sort(t.rows, t.n, o->sort);
+	err = tab_names(&t);
+	if (err)
+		goto out;
+	tab_columns(&t);
+	sep_w(out, t.widths, t.nh);
+	for (int c = 0; c < t.nh; c++)
+		cell(out, t.headers[c], t.widths[c]);
 	putc_unlocked('\n', out);
-	sep_w(out, widths, nh);
-
-	size_t limit = o->row_limit < 0 ? n : (size_t)(o->row_limit ? o->row_limit : 100);
-	for (size_t i = 0; i < n && i < limit; i++) {
-		const struct prof_op *r = &rows[i];
-		char b[64], name[MAX_NAME_W + 8];
-		const char *nm = names[i];
-		if (strlen(nm) >= MAX_NAME_W - 3) {
-			snprintf(name, sizeof(name), "%.*s...", MAX_NAME_W - 3, nm);
-			nm = name;
-		}
-		cell(out, nm, name_w);
-		fmt_share(b, sizeof(b), r->self_ns, sum_self);
-		cell(out, b, COL_W);
-		fmt_time(b, sizeof(b), r->self_ns);
-		cell(out, b, COL_W);
-		fmt_share(b, sizeof(b), r->total_ns, sum_self);
-		cell(out, b, COL_W);
-		fmt_time(b, sizeof(b), r->total_ns);
-		cell(out, b, COL_W);
-		avg_time(b, sizeof(b), r->total_ns, r->calls);
-		cell(out, b, COL_W);
-		if (has_cuda) {
-			fmt_time(b, sizeof(b), r->self_cuda_ns);
-			cell(out, b, COL_W);
-			fmt_share(b, sizeof(b), r->self_cuda_ns, sum_self_cuda);
-			cell(out, b, COL_W);
-			fmt_time(b, sizeof(b), r->cuda_total_ns);
-			cell(out, b, COL_W);
-			avg_time(b, sizeof(b), r->cuda_total_ns, r->calls);
-			cell(out, b, COL_W);
-		}
-		for (int d = 0; p->has_memory && d < (p->has_cuda_memory ? 2 : 1); d++) {
-			export_fmt_memory(b, sizeof(b), r->mem_total[d]);
-			cell(out, b, COL_W);
-			export_fmt_memory(b, sizeof(b), r->mem_self[d]);
-			cell(out, b, COL_W);
-		}
-		snprintf(b, sizeof(b), "%llu", (unsigned long long)r->calls);
-		cell(out, b, COL_W);
-		if (has_launch) {
-			snprintf(b, sizeof(b), "%llu", (unsigned long long)r->launches);
-			cell(out, b, COL_W);
-		}
-		if (o->by_shape) {
-			char sh[MAX_SHAPES_W + 1];
-			const char *t = r->shapes ? r->shapes : "";
-
-			if (strlen(t) >= MAX_SHAPES_W) {
-				snprintf(sh, sizeof(sh), "%.*s...", MAX_SHAPES_W - 3, t);
-				t = sh;
-			}
-			cell(out, t, (int)shapes_w);
-		}
-		if (fscale >= 0) {
-			flops_cell(b, sizeof(b), r->flops, fscale);
-			cell(out, b, COL_W);
-		}
-		putc_unlocked('\n', out);
-	}
-	sep_w(out, widths, nh);
-	char b[64];
-	fmt_time(b, sizeof(b), sum_self);
+	sep_w(out, t.widths, t.nh);
+	limit = o->row_limit < 0 ? t.n : (size_t)(o->row_limit ? o->row_limit : 100);
+	for (size_t i = 0; i < t.n && i < limit; i++)
+		tab_row(&t, i);
+	sep_w(out, t.widths, t.nh);
+	fmt_time(b, sizeof(b), t.sum_self);
 	fprintf(out, "Self CPU time total: %s\n", b);
-	if (has_cuda) {
-		fmt_time(b, sizeof(b), sum_self_cuda);
+	if (t.has_cuda) {
+		fmt_time(b, sizeof(b), t.sum_self_cuda);
 		fprintf(out, "Self CUDA time total: %s\n", b);
 	}
 	err = ferror(out) ? -EIO : 0;
 out:
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	free(rows);
+	for (size_t i = 0; t.names && i < t.n; i++)
+		free(t.names[i]);
+	free(t.names);
+	free(t.rows);
 	return err;
 }
