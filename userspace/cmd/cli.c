@@ -135,53 +135,73 @@ static void run_release(void *vctx);
 /* argv -> *o (o->sel.pids holds 64).  LIVE_GO_ON, or the exit code when
  * parsing ends the program (--help, --version, a usage error). */
 #define LIVE_GO_ON (-1)
+/* "5", "5%", "0.5" -> 5, 5, 0.5 within 0..100; -1 otherwise. */
+static int parse_pct(const char *arg, double *out)
+{
+	char *end;
+
+	*out = strtod(arg, &end);
+	if (*end == '%')
+		end++;
+	return *end || end == arg || *out < 0 || *out > 100 ? -1 : 0;
+}
+
+/* A count of entries within [lo, hi]; -1 otherwise. */
+static int parse_entries(const char *arg, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	if (*end || end == arg || *arg == '-' || v < lo || v > hi)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/* The live command's own options (select_opt and step_opt take theirs). */
+enum { O_SORT = 256, O_ROWS, O_NOMULTI, O_RECORD, O_BYOVL, O_OPS, O_MINPCT, O_NOPY,
+       O_INJECT /* issue 6 */, O_INJECT_FORCE, O_REDISPATCH,
+       O_SHAPES /* issue 16 */, O_BYSHAPE, O_FLOPS, O_MEMORY /* issue 17 */, O_MEMMAP,
+       O_INPROC /* issue 19 */ };
+static const struct option live_longopts[] = {
+	SELECT_LONGOPTS,
+	STEP_LONGOPTS,
+	{ "duration", required_argument, NULL, 'd' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "record", required_argument, NULL, O_RECORD },
+	{ "sort", required_argument, NULL, O_SORT },
+	{ "row-limit", required_argument, NULL, O_ROWS },
+	{ "by-overload", no_argument, NULL, O_BYOVL },
+	{ "record-shapes", no_argument, NULL, O_SHAPES },
+	{ "group-by-input-shape", no_argument, NULL, O_BYSHAPE },
+	{ "with-flops", no_argument, NULL, O_FLOPS },
+	{ "no-uprobe-multi", no_argument, NULL, O_NOMULTI },
+	{ "redispatch", no_argument, NULL, O_REDISPATCH },
+	{ "profile-memory", no_argument, NULL, O_MEMORY },
+	{ "mem-map-size", required_argument, NULL, O_MEMMAP },
+	{ "ops", no_argument, NULL, O_OPS },
+	{ "min-pct", required_argument, NULL, O_MINPCT },
+	{ "no-python", no_argument, NULL, O_NOPY },
+	{ "inject", no_argument, NULL, O_INJECT },
+	{ "inject-force", no_argument, NULL, O_INJECT_FORCE },
+	{ "inproc", no_argument, NULL, O_INPROC },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ 0 },
+};
+
 static int live_parse(int argc, char **argv, struct live_opts *o)
 {
-	enum { O_SORT = 256, O_ROWS, O_NOMULTI, O_RECORD, O_BYOVL, O_OPS, O_MINPCT, O_NOPY,
-	       O_INJECT /* issue 6 */, O_INJECT_FORCE, O_REDISPATCH,
-	       O_SHAPES /* issue 16 */, O_BYSHAPE, O_FLOPS, O_MEMORY /* issue 17 */, O_MEMMAP,
-	       O_INPROC /* issue 19 */ };
-	static const struct option longopts[] = {
-		SELECT_LONGOPTS,
-		STEP_LONGOPTS,
-		{ "duration", required_argument, NULL, 'd' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "record", required_argument, NULL, O_RECORD },
-		{ "sort", required_argument, NULL, O_SORT },
-		{ "row-limit", required_argument, NULL, O_ROWS },
-		{ "by-overload", no_argument, NULL, O_BYOVL },
-		{ "record-shapes", no_argument, NULL, O_SHAPES },
-		{ "group-by-input-shape", no_argument, NULL, O_BYSHAPE },
-		{ "with-flops", no_argument, NULL, O_FLOPS },
-		{ "no-uprobe-multi", no_argument, NULL, O_NOMULTI },
-		{ "redispatch", no_argument, NULL, O_REDISPATCH },
-		{ "profile-memory", no_argument, NULL, O_MEMORY },
-		{ "mem-map-size", required_argument, NULL, O_MEMMAP },
-		{ "ops", no_argument, NULL, O_OPS },
-		{ "min-pct", required_argument, NULL, O_MINPCT },
-		{ "no-python", no_argument, NULL, O_NOPY },
-		{ "inject", no_argument, NULL, O_INJECT },
-		{ "inject-force", no_argument, NULL, O_INJECT_FORCE },
-		{ "inproc", no_argument, NULL, O_INPROC },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0 },
-	};
 	int c, rc;
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":p:d:f:o:vhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:d:f:o:vhV", live_longopts, NULL)) != -1) {
 		char *why = NULL;
 		int taken = select_opt(c, optarg, &o->sel, 64, &why);
 
-		if (taken < 0) {
-			rc = usage_error("%s", why);
-			free(why);
-			return rc;
-		}
 		if (!taken)
 			taken = step_opt(c, optarg, &o->steps, &why);
 		if (taken < 0) {
@@ -242,16 +262,10 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 		case O_OPS:
 			o->tree_ops = true;
 			break;
-		case O_MINPCT: {
-			char *end;
-
-			o->min_pct = strtod(optarg, &end);
-			if (*end == '%')
-				end++;
-			if (*end || end == optarg || o->min_pct < 0 || o->min_pct > 100)
+		case O_MINPCT:
+			if (parse_pct(optarg, &o->min_pct))
 				return usage_error("invalid --min-pct '%s' (0-100)", optarg);
 			break;
-		}
 		case O_NOPY:
 			o->python = false;
 			break;
@@ -264,17 +278,12 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 		case O_MEMORY:
 			o->memory = true;
 			break;
-		case O_MEMMAP: {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-
-			if (*end || end == optarg || v < 1024 || v > (1ul << 26))
+		case O_MEMMAP:
+			if (parse_entries(optarg, 1024, 1u << 26, &o->mem_map_size))
 				return usage_error("invalid --mem-map-size '%s' (entries, 1024 .. "
 						   "67108864)", optarg);
-			o->mem_map_size = (uint32_t)v;
 			o->memory = true;
 			break;
-		}
 		case O_INJECT:
 			o->inject = true;
 			break;

@@ -737,7 +737,7 @@ static int end_capture(struct capture_writer *cw, struct session *s, const uint6
 	return err;
 }
 
-int live_run(const struct live_opts *o)
+static struct session_config session_config_of(const struct live_opts *o)
 {
 	struct session_config cfg = {
 		.exits = o->sel.exits,
@@ -760,6 +760,44 @@ int live_run(const struct live_opts *o)
 		.memory = o->memory,
 		.mem_map_size = o->mem_map_size,
 	};
+
+	return cfg;
+}
+
+/* --profile-memory: the memory model complete, with the counters that
+ * qualify it, into the model.  0 or -ENOMEM. */
+static int finish_memory(const struct live_opts *o, struct mem_model *mm, const uint64_t *counters,
+			 struct tbpf_model *model)
+{
+	int err;
+
+	report_mem_counters(o, counters);
+	err = mem_model_finish(mm);
+	if (err)
+		return err;
+	mm->frees_before_attach = counters[CNT_MEM_UNKNOWN_FREES];
+	mm->untracked = counters[CNT_MEM_MAP_FULL];
+	model->mem = mm;
+	return 0;
+}
+
+/* --schedule: say so when the run stopped before its steps were seen. */
+static void warn_steps_unseen(const struct live_opts *o, struct session *s,
+			      const struct steps_watch *sw, const char *stop_reason)
+{
+	if (!o->steps.sched.set || !steps_bounds_needed(&o->steps.sched) ||
+	    !strcmp(stop_reason, "steps") || !session_ntargets(s))
+		return;
+	fprintf(stderr, "tbpf: stopped (%s) before the scheduled steps were seen: %zu step "
+			"boundaries (%s) in pid %d, %llu needed\n", stop_reason,
+		steps_watch_count(sw, (uint32_t)session_target(s, 0)->pid),
+		o->steps.label ? o->steps.label : STEPS_DEFAULT_LABEL, session_target(s, 0)->pid,
+		(unsigned long long)steps_bounds_needed(&o->steps.sched));
+}
+
+int live_run(const struct live_opts *o)
+{
+	struct session_config cfg = session_config_of(o);
 	struct mem_model mm;
 	char *agent_path = cfg.gpu_agent ? run_agent_path() : NULL;   /* issue 6 */
 	struct steps_watch sw = { .label = o->steps.label };   /* issue 18 */
@@ -859,15 +897,9 @@ int live_run(const struct live_opts *o)
 	}
 
 	report_counters(o, s, counters, stop_reason, duration);
-	if (o->memory) {
-		report_mem_counters(o, counters);
-		if (mem_model_finish(&mm)) {
-			rc = TBPF_EXIT_ERROR;
-			goto done;
-		}
-		mm.frees_before_attach = counters[CNT_MEM_UNKNOWN_FREES];
-		mm.untracked = counters[CNT_MEM_MAP_FULL];
-		model.mem = &mm;
+	if (o->memory && finish_memory(o, &mm, counters, &model)) {
+		rc = TBPF_EXIT_ERROR;
+		goto done;
 	}
 	if (!model.prof.nops)
 		report_empty(s, counters, duration);
@@ -884,12 +916,7 @@ int live_run(const struct live_opts *o)
 	err = live_render(o, s, &model, capture_path);
 	if (err)
 		rc = err;
-	if (o->steps.sched.set && steps_bounds_needed(&o->steps.sched) && strcmp(stop_reason, "steps"))
-		fprintf(stderr, "tbpf: stopped (%s) before the scheduled steps were seen: %zu step "
-				"boundaries (%s) in pid %d, %llu needed\n", stop_reason,
-			steps_watch_count(&sw, (uint32_t)session_target(s, 0)->pid),
-			o->steps.label ? o->steps.label : STEPS_DEFAULT_LABEL, session_target(s, 0)->pid,
-			(unsigned long long)steps_bounds_needed(&o->steps.sched));
+	warn_steps_unseen(o, s, &sw, stop_reason);
 	if (o->steps.tensorboard && capture_path && !rc)
 		rc = live_tensorboard(o, capture_path, &ld);
 done:
