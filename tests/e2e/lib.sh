@@ -269,6 +269,27 @@ tracefs_dir() {
 	echo /sys/kernel/tracing
 }
 
+# Bad-input cases (test_badinput.sh, test_inproc_badinput.sh): each wrong
+# case is noted in the caller's `problems` array and the run goes on.
+bad() { echo "  -> WRONG: $*"; problems+=("$*"); }
+
+# expect CASE RCS PATTERN CMD...: run CMD (20 s limit); its exit status must
+# be one of RCS (e.g. "1 2"), stderr exactly one line matching PATTERN
+# (grep -Ei); a hang or a death by signal is wrong whatever RCS says.
+expect() {
+	local case=$1 rcs=$2 pat=$3 rc=0 lines
+	shift 3
+	timeout -k 5 20 "$@" > "$T/case.out" 2> "$T/case.err" < /dev/null || rc=$?
+	lines=$(grep -c . "$T/case.err" || true)
+	echo "case '$case': exit $rc, stderr ($lines lines):"
+	sed 's/^/    | /' "$T/case.err" | head -n 5
+	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then bad "$case: hung (killed after 20 s)"; return; fi
+	if [ "$rc" -ge 128 ]; then bad "$case: died of signal $((rc - 128))"; return; fi
+	[[ " $rcs " == *" $rc "* ]] || bad "$case: exit $rc, expected one of: $rcs"
+	[ "$lines" = 1 ] || bad "$case: $lines lines on stderr, expected exactly one"
+	grep -Eiq -- "$pat" "$T/case.err" || bad "$case: stderr does not match /$pat/"
+}
+
 # get NAME FIELD: value of NAME_FIELD (NAME_pid, NAME_out, NAME_rc, ...).
 get() { local v="${1}_$2"; printf '%s' "${!v}"; }
 

@@ -21,24 +21,7 @@ need_root
 need_tbpf
 need_torch "$PY1"
 
-problems=()
-bad() { echo "  -> WRONG: $*"; problems+=("$*"); }
-
-# expect CASE RCS PATTERN CMD...: exit status one of RCS, stderr exactly
-# one line matching PATTERN.
-expect() {
-	local case=$1 rcs=$2 pat=$3 rc=0 lines
-	shift 3
-	timeout -k 5 20 "$@" > "$T/case.out" 2> "$T/case.err" < /dev/null || rc=$?
-	lines=$(grep -c . "$T/case.err" || true)
-	echo "case '$case': exit $rc, stderr ($lines lines):"
-	sed 's/^/    | /' "$T/case.err" | head -n 5
-	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then bad "$case: hung (killed after 20 s)"; return; fi
-	if [ "$rc" -ge 128 ]; then bad "$case: died of signal $((rc - 128))"; return; fi
-	[[ " $rcs " == *" $rc "* ]] || bad "$case: exit $rc, expected one of: $rcs"
-	[ "$lines" = 1 ] || bad "$case: $lines lines on stderr, expected exactly one"
-	grep -Eiq -- "$pat" "$T/case.err" || bad "$case: stderr does not match /$pat/"
-}
+problems=()   # filled by expect/bad (lib.sh)
 
 # without the explicit yes the mode refuses, before touching any process
 expect "no TBPF_INPROC_EXPERIMENTAL" "2" "experimental.*TBPF_INPROC_EXPERIMENTAL=1" \
