@@ -166,18 +166,9 @@ static __always_inline void cuda_count_launch(__u32 pid, __u32 op_id, __u64 pyst
 
 	if (!op_id)
 		return;
-	s = bpf_map_lookup_elem(&opstats, &k);
-	if (!s) {
-		struct tbpf_opstat z = {};
-
-		bpf_map_update_elem(&opstats, &k, &z, BPF_NOEXIST);
-		s = bpf_map_lookup_elem(&opstats, &k);
-		if (!s) {
-			cnt_add(CNT_STAT_FULL, 1);
-			return;
-		}
-	}
-	s->launches++;
+	s = opstat_get(&k);
+	if (s)
+		s->launches++;
 }
 
 static __always_inline void *cuda_reserve(__u32 size, __u16 type, __u32 tid, __u64 ts)

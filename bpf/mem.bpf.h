@@ -54,19 +54,12 @@ static __always_inline void mem_charge(struct pt_regs *ctx, __u32 pid, __u32 tid
 	/* torch.profiler: a "[memory]" event of its own */
 	{
 		struct tbpf_opkey k = { .pid = pid, .op_id = TBPF_OPID_MEMORY };
-		struct tbpf_opstat *s = bpf_map_lookup_elem(&opstats, &k);
+		struct tbpf_opstat *s;
 
 		cnt_add(CNT_MEM_NO_OP, 1);
-		if (!s) {
-			struct tbpf_opstat z = {};
-
-			bpf_map_update_elem(&opstats, &k, &z, BPF_NOEXIST);
-			s = bpf_map_lookup_elem(&opstats, &k);
-			if (!s) {
-				cnt_add(CNT_STAT_FULL, 1);
-				return;
-			}
-		}
+		s = opstat_get(&k);
+		if (!s)
+			return;
 		s->calls++;
 		s->mem_self[dev & 1] += bytes;
 		s->mem_total[dev & 1] += bytes;

@@ -226,24 +226,33 @@ static __always_inline void emit_op(__u16 type, __u32 tid, __u64 ts, __u32 pid,
 	emit_op_shape(type, tid, ts, pid, op_id, depth, flags, stack_id, 0);
 }
 
+/* The opstats row of k, made (zeroed) if new; NULL and counted when the
+ * map is full. */
+static __always_inline struct tbpf_opstat *opstat_get(const struct tbpf_opkey *k)
+{
+	struct tbpf_opstat *s = bpf_map_lookup_elem(&opstats, k);
+
+	if (!s) {
+		struct tbpf_opstat z = {};
+
+		bpf_map_update_elem(&opstats, k, &z, BPF_NOEXIST);
+		s = bpf_map_lookup_elem(&opstats, k);
+		if (!s)
+			cnt_add(CNT_STAT_FULL, 1);
+	}
+	return s;
+}
+
 static __always_inline void stat_add(__u32 pid, __u32 op_id, __u64 stack_id, __u64 shape_id,
 				     __u64 self, __u64 total, __u32 flags,
 				     const struct tbpf_frame *f)
 {
 	struct tbpf_opkey k = { .pid = pid, .op_id = op_id, .stack_id = stack_id,
 				.shape_id = shape_id };
-	struct tbpf_opstat *s = bpf_map_lookup_elem(&opstats, &k);
+	struct tbpf_opstat *s = opstat_get(&k);
 
-	if (!s) {
-		struct tbpf_opstat z = {};
-
-		bpf_map_update_elem(&opstats, &k, &z, BPF_NOEXIST);
-		s = bpf_map_lookup_elem(&opstats, &k);
-		if (!s) {
-			cnt_add(CNT_STAT_FULL, 1);
-			return;
-		}
-	}
+	if (!s)
+		return;
 	s->calls++;
 	s->self_ns += self;
 	s->total_ns += total;
