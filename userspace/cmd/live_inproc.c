@@ -238,6 +238,10 @@ static void report_totals(const struct live_opts *o, const struct inproc_totals 
 	if (tot->overflow)
 		fprintf(stderr, "tbpf: %llu RecordFunctions nested deeper than %d were not counted\n",
 			(unsigned long long)tot->overflow, TBPF_INPROC_STACK);
+	if (tot->names_lost)
+		fprintf(stderr, "tbpf: %llu in-process records' names did not fit the agent's table "
+				"of %d names: their rows read op#ID\n",
+			(unsigned long long)tot->names_lost, TBPF_INPROC_NAMES);
 	fprintf(stderr, "tbpf: stopped (%s) after %.2f s\n", why, duration / 1e9);
 	if (!tot->records)
 		fprintf(stderr, "tbpf: no op ran in pid %d during the %.2f s window: the in-process "
