@@ -9,8 +9,6 @@
 # says how many records' names did not fit.
 # timeout: 600
 . "$(dirname "$0")/lib.sh"
-# (TBPF_INPROC_EXPERIMENTAL: the gate this branch removes next)
-export TBPF_INPROC_EXPERIMENTAL=1
 need_root
 need_tbpf
 

@@ -106,7 +106,7 @@ static const char usage_text[] =
 "  sudo tbpf --pid 1234 --duration 10s --format tree --ops\n"
 "  sudo tbpf --pid 1234 --duration 10s --group-by-input-shape --sort cpu_time_total\n"
 "  sudo tbpf --pid 1234 --duration 10s --profile-memory --sort self_cpu_memory_usage\n"
-"  sudo TBPF_INPROC_EXPERIMENTAL=1 tbpf --pid 1234 --inproc   # experimental\n"
+"  sudo tbpf --pid 1234 --duration 10s --inproc   # in-process callbacks\n"
 "  sudo tbpf --pid 1234 --duration 10s -o run.tbpf\n"
 "  sudo tbpf --pid 1234 --steps 5 --tensorboard runs/job  # tensorboard --logdir runs\n"
 "  sudo tbpf --pid 1234 --schedule wait=1,warmup=1,active=3,repeat=2 --tensorboard runs/job\n"
