@@ -83,6 +83,7 @@ _set() { printf -v "$1" '%s' "$2"; }
 # --inproc "hang", about 1 run in 100 here, more on a loaded machine.)
 _alive() {
 	local st
+	[[ $1 =~ ^[0-9]+$ ]] || return 1   # "" would read /proc//stat = /proc/stat
 	{ read -r st < "/proc/$1/stat"; } 2> /dev/null || return 1
 	st=${st##*) }
 	[[ ${st:0:1} != [ZX] ]]
