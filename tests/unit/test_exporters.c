@@ -14,6 +14,7 @@
 #include "cmd_report.h"
 #include "export.h"
 #include "fixture_capture.h"
+#include "model.h"
 #include "pbwriter.h"
 #include "profile.h"
 
@@ -83,7 +84,9 @@ static void export_ok(const char *fmt, const char *file, const struct export_opt
 
 static void test_table_golden(void **state)
 {
-	struct export_opts o = { 0 };
+	/* both processes of the fixture in one table (sections:
+	 * test_per_process) */
+	struct export_opts o = { .merge = true };
 	export_ok("table", "run.txt", &o);
 	int st;
 	/* the op table (the capture's CUDA tables follow it: test_cuda_layers) */
@@ -106,6 +109,7 @@ static void test_table_golden(void **state)
 
 	/* --sort count --row-limit 2: add (4), mm (2) */
 	o.sort = "count";
+	o.merge = true;
 	o.row_limit = 2;
 	export_ok("table", "run2.txt", &o);
 	got = run(&st, "sed -n '4,5p' %s | awk '{print $1, $7}'", out_path("run2.txt"));
@@ -113,10 +117,79 @@ static void test_table_golden(void **state)
 	free(got);
 
 	/* by overload: the name column gains ".Tensor" */
-	o = (struct export_opts){ .by_overload = true };
+	o = (struct export_opts){ .by_overload = true, .merge = true };
 	export_ok("table", "run3.txt", &o);
 	got = run(&st, "grep -c 'aten::add.Tensor ' %s", out_path("run3.txt"));
 	assert_string_equal(got, "1\n");
+	free(got);
+}
+
+/* Several processes (issue 18): the fixture's pids 100 and 200 split into
+ * one part each, by hand: pid 100 add 4, convolution 1, conv2d 1, relu 1,
+ * mm 1 (8 calls); pid 200 mm 1.  Each op's calls over the parts add up to
+ * the merged row.  The table has a section per process with its header. */
+static void test_per_process(void **state)
+{
+	struct capture_reader *r = capture_reader_open(cap);
+	struct tbpf_model m;
+	struct prof_op *all = NULL;
+	size_t nall = 0;
+	int st;
+
+	(void)state;
+	assert_non_null(r);
+	model_init(&m);
+	assert_int_equal(model_from_capture(r, MODEL_CUDA | MODEL_LAYERS, &m), 0);
+	assert_int_equal(model_split_capture(&m, capture_reader_meta(r)), 0);
+	assert_int_equal(m.nprocs, 2);
+	assert_int_equal(m.procs[0].pid, 100);
+	assert_string_equal(m.procs[0].cmdline, "python3 train.py");
+	assert_string_equal(m.procs[0].torch, "1.13.0");
+	assert_int_equal(m.procs[1].pid, 200);
+	assert_string_equal(m.procs[1].cmdline, "python3 bench.py");
+	assert_string_equal(m.procs[1].torch, "");   /* written without one */
+	assert_non_null(m.procs[0].m->tree);
+	assert_int_equal(profile_fold(&m.prof, PROF_BY_NAME, &all, &nall), 0);
+	uint64_t total[2] = { 0 };
+	for (size_t i = 0; i < nall; i++) {
+		uint64_t sum = 0;
+
+		for (size_t p = 0; p < 2; p++) {
+			const struct profile *pp = &m.procs[p].m->prof;
+
+			assert_int_equal(pp->npids, 1);
+			assert_int_equal(pp->pids[0], m.procs[p].pid);
+			for (size_t k = 0; k < pp->nops; k++) {
+				assert_int_equal(pp->ops[k].pid, m.procs[p].pid);
+				if (!strcmp(pp->ops[k].name, all[i].name)) {
+					sum += pp->ops[k].calls;
+					total[p] += pp->ops[k].calls;
+				}
+			}
+		}
+		assert_int_equal(sum, all[i].calls);
+	}
+	assert_int_equal(total[0], 8);
+	assert_int_equal(total[1], 1);
+	free(all);
+	model_free(&m);
+	capture_reader_close(r);
+
+	struct export_opts o = { .row_limit = -1 };
+	export_ok("table", "procs.txt", &o);
+	char *got = run(&st, "grep -c '^Self CPU time total' %s; grep '^== ' %s", out_path("procs.txt"),
+			out_path("procs.txt"));
+	assert_string_equal(got, "2\n"
+			    "== pid 100: python3 train.py (torch 1.13.0): 8 op calls ==\n"
+			    "== pid 200: python3 bench.py (torch unknown): 1 op calls ==\n"
+			    "== all processes ==\n");
+	free(got);
+	/* --merge: one table, today's */
+	o.merge = true;
+	export_ok("table", "merged.txt", &o);
+	got = run(&st, "grep -c '^== ' %s; awk '$1 == \"aten::mm\" {print $7}' %s",
+		  out_path("merged.txt"), out_path("merged.txt"));
+	assert_string_equal(got, "0\n2\n");
 	free(got);
 }
 
@@ -594,6 +667,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table_golden),
+		cmocka_unit_test(test_per_process),
 		cmocka_unit_test(test_table_matches_torch),
 		cmocka_unit_test(test_table_empty),
 		cmocka_unit_test(test_json),
