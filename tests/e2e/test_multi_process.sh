@@ -14,7 +14,8 @@
 #    active=2) against the same job under `tbpf --schedule
 #    wait=1,warmup=1,active=2`: the JSON rows (aten:: op calls) equal the
 #    active cycle's torch.profiler counts, and the table has the one
-#    ProfilerStep* row key_averages() has, with as many calls (torch 2.x).
+#    ProfilerStep* row key_averages() has, with as many calls (torch 2.x;
+#    torch 1.13: against its legacy trace's events in the ProfilerStep spans).
 # timeout: 900
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -69,6 +70,33 @@ python3 "$E2E_DIR/check_sections.py" "$T/two.report" "$T/two.json" "$T/two.merge
 	"$(get wa pid):$T/a.prof.json:$V1" "$(get wb pid):$T/b.prof.json:$V2" ||
 	fail "two --pid, tbpf report: the sections differ from torch.profiler's counts"
 
+# the tree: a section per process too; chrome: each job's op events under
+# its own pid (one process_name each), as many as its JSON rows
+"$TBPF" report "$T/two.tbpf" --format tree > "$T/two.tree" || fail "report --format tree failed"
+for p in "$(get wa pid)" "$(get wb pid)"; do
+	grep -q "^== pid $p: .*ops_model.py" "$T/two.tree" || fail "tree: no section for pid $p"
+done
+[ "$(grep -c '^== pid' "$T/two.tree")" = 2 ] || fail "tree: $(grep -c '^== pid' "$T/two.tree") sections, want 2"
+"$TBPF" report "$T/two.tbpf" --format chrome -o "$T/two.trace.json" || fail "report --format chrome failed"
+python3 - "$T/two.trace.json" "$T/two.json" "$(get wa pid)" "$(get wb pid)" <<'PY' || fail "chrome: per-process events"
+import collections, json, sys
+tr, d = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+ok = True
+for pid in map(int, sys.argv[3:5]):
+    ev = collections.Counter(e["name"] for e in tr["traceEvents"]
+                             if e.get("ph") == "X" and e.get("pid") == pid and e.get("cat") == "cpu_op"
+                             and e["name"].startswith("aten::"))
+    js = collections.Counter()
+    for o in d["ops"]:
+        if o["pid"] == pid and o["name"].startswith("aten::"):
+            js[o["name"]] += o["calls"] + o.get("folded", 0)
+    names = [e["args"]["name"] for e in tr["traceEvents"] if e.get("ph") == "M" and
+             e.get("name") == "process_name" and e.get("pid") == pid]
+    print("chrome pid %d: %d aten:: events (JSON %d), process_name %s" % (pid, sum(ev.values()), sum(js.values()), names))
+    ok = ok and ev == js and len(names) == 1
+sys.exit(0 if ok else 1)
+PY
+
 log "== system-wide: torch $V1 and torch $V2 at once"
 two_jobs
 start_tbpf sw --format json -o "$T/sw.json" --duration 600s
@@ -99,7 +127,7 @@ steps_case() {
 	ver=$(torch_version "$py")
 	log "== torch $ver: --schedule $sched against torch.profiler's schedule"
 	"$py" "$WL/steps_model.py" --profile 4 --schedule "$sched" --counts "$T/steps.ref.json" \
-		> /dev/null 2> "$T/steps.ref.err" ||
+		--kineto "$T/steps.ref.trace" > /dev/null 2> "$T/steps.ref.err" ||
 		fail "torch $ver: torch.profiler run failed: $(tail -n 2 "$T/steps.ref.err")"
 	start_workload ws "$py" steps_model.py --seconds 300
 	go "$(get ws pid)"
@@ -113,9 +141,27 @@ steps_case() {
 	wait_exit ws 30
 	"$TBPF" report "$T/steps.tbpf" --schedule "$sched" --row-limit -1 > "$T/steps.table" ||
 		fail "torch $ver: report --schedule failed"
-	python3 - "$T/steps.json" "$T/steps.ref.json" "$(get ws pid)" "$T/steps.table" <<'PY' ||
-import json, re, sys
+	python3 - "$T/steps.json" "$T/steps.ref.json" "$(get ws pid)" "$T/steps.table" "$T/steps.ref.trace" <<'PY' ||
+import collections, json, re, sys
 tb, ref, pid = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+trace = json.load(open(sys.argv[5]))
+if isinstance(trace, list):
+    # torch 1.13 from Debian has no Kineto: no raw records, and its
+    # key_averages() counts what its own profiler ran too.  The reference
+    # is then its (legacy) trace: the aten:: events inside the ProfilerStep
+    # spans, less the first of each, the aten::empty of the step's own
+    # record_function handle (_record_function_enter, see test_tensorboard.sh)
+    evs = [e for e in trace if e.get("ph") == "X"]
+    steps = [(e["ts"], e["ts"] + e["dur"]) for e in evs if e["name"].startswith("ProfilerStep#")]
+    inside = sorted((e for e in evs if e["name"].startswith("aten::") and
+                     any(b <= e["ts"] and e["ts"] + e["dur"] <= x for b, x in steps)), key=lambda e: e["ts"])
+    handles = set()
+    for b, x in steps:
+        first = next((i for i, e in enumerate(inside) if e["ts"] >= b), None)
+        if first is not None and inside[first]["name"] == "aten::empty" and inside[first]["ts"] - b <= 2:
+            handles.add(first)
+    ref["ops"] = dict(collections.Counter(e["name"] for i, e in enumerate(inside) if i not in handles))
+    print("torch 1.13 (legacy profiler): reference from its trace, %d steps, %d handles left out" % (len(steps), len(handles)))
 got, rows = {}, {}
 for o in tb["ops"]:
     if o["pid"] != pid:
@@ -148,3 +194,4 @@ PY
 	log "torch $ver: --schedule OK"
 }
 steps_case "$PY2"
+steps_case "$PY1"
