@@ -15,6 +15,7 @@
 #include "export.h"
 #include "fixture_capture.h"
 #include "model.h"
+#include "steps.h"
 #include "pbwriter.h"
 #include "profile.h"
 
@@ -191,6 +192,96 @@ static void test_per_process(void **state)
 		  out_path("merged.txt"), out_path("merged.txt"));
 	assert_string_equal(got, "0\n2\n");
 	free(got);
+}
+
+/* --steps / --schedule (issue 18): a capture of pid 7, one thread; the
+ * optimizer scope (Optimizer.step#SGD.step) ends steps at 110, 150, 190,
+ * 230: step 0 [110,150) has op A, step 1 [150,190) A, B and the scope at
+ * [180,190), step 2 [190,230) A.  schedule(wait=1, active=1, repeat=1)
+ * records step 1 only: A 1, B 1, the scope 1, and ProfilerStep* one call
+ * of 40 ns of which 40 - (10 + 3 + 10) = 17 outside its ops. */
+static void test_steps_cut(void **state)
+{
+	enum { A = 1, B = 2, SC = TBPF_SCOPE_ID_BASE | 5 };
+	static const struct { int type; uint64_t t; uint32_t op; } ev[] = {
+		{ REC_OP_ENTER, 100, SC }, { REC_OP_EXIT, 110, SC },
+		{ REC_OP_ENTER, 120, A }, { REC_OP_EXIT, 130, A },
+		{ REC_OP_ENTER, 140, SC }, { REC_OP_EXIT, 150, SC },
+		{ REC_OP_ENTER, 160, A }, { REC_OP_EXIT, 170, A },
+		{ REC_OP_ENTER, 175, B }, { REC_OP_EXIT, 178, B },
+		{ REC_OP_ENTER, 180, SC }, { REC_OP_EXIT, 190, SC },
+		{ REC_OP_ENTER, 200, A }, { REC_OP_EXIT, 210, A },
+		{ REC_OP_ENTER, 220, SC }, { REC_OP_EXIT, 230, SC },
+	};
+	char path[300];
+	int err;
+	uint32_t pid = 7;
+	struct capture_run_info ri = { .start_mono_ns = T0, .start_real_ns = 1, .pids = &pid,
+				       .npids = 1, .tbpf_version = "t", .host = "h" };
+	struct step_schedule sched = { .wait = 1, .active = 1, .repeat = 1, .set = true };
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/steps.tbpf", dir);
+	struct capture_writer *w = capture_writer_open(path, &err);
+	assert_non_null(w);
+	err = capture_write_run(w, &ri);
+	err = err ?: capture_write_process(w, 7, "python3", "python3 train.py");
+	for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]) && !err; i++) {
+		struct rec_op r = fx_op(ev[i].type, 7, 7, ev[i].t, ev[i].op, 0, 0, 0);
+
+		err = capture_write_raw(w, &r, sizeof(r));
+	}
+	err = err ?: capture_write_op(w, A, "aten::a", "");
+	err = err ?: capture_write_op(w, B, "aten::b", "");
+	err = err ?: capture_write_op(w, SC, "Optimizer.step#SGD.step", "");
+	assert_int_equal(err, 0);
+	assert_int_equal(capture_writer_close(w), 0);
+
+	struct capture_reader *r = capture_reader_open(path);
+	struct tbpf_model m;
+
+	assert_non_null(r);
+	assert_null(capture_reader_error(r));
+	model_init(&m);
+	assert_int_equal(model_from_capture_steps(r, 0, NULL, &sched, &m), 0);
+	assert_non_null(m.steps);
+	assert_int_equal(m.steps->n, 1);
+	assert_int_equal(m.steps->v[0].k, 1);
+	uint64_t a = 0, b = 0, sc = 0, st = 0;
+	for (size_t i = 0; i < m.prof.nops; i++) {
+		const struct prof_op *o = &m.prof.ops[i];
+
+		if (!strcmp(o->name, "aten::a"))
+			a += o->calls;
+		else if (!strcmp(o->name, "aten::b"))
+			b += o->calls;
+		else if (!strcmp(o->name, "Optimizer.step#SGD.step"))
+			sc += o->calls;
+		else if (!strcmp(o->name, PROF_STEP_ROW)) {
+			st += o->calls;
+			assert_int_equal(o->total_ns, 40);
+			assert_int_equal(o->self_ns, 17);
+		} else {
+			fail_msg("unexpected row %s", o->name);
+		}
+	}
+	assert_int_equal(a, 1);
+	assert_int_equal(b, 1);
+	assert_int_equal(sc, 1);
+	assert_int_equal(st, 1);
+	model_free(&m);
+	/* without a schedule: every op, no ProfilerStep* row */
+	model_init(&m);
+	assert_int_equal(model_from_capture(r, 0, &m), 0);
+	a = 0;
+	for (size_t i = 0; i < m.prof.nops; i++) {
+		assert_string_not_equal(m.prof.ops[i].name, PROF_STEP_ROW);
+		if (!strcmp(m.prof.ops[i].name, "aten::a"))
+			a += m.prof.ops[i].calls;
+	}
+	assert_int_equal(a, 3);
+	model_free(&m);
+	capture_reader_close(r);
 }
 
 /* Our table and torch.profiler's own _build_table for the same totals. */
@@ -668,6 +759,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table_golden),
 		cmocka_unit_test(test_per_process),
+		cmocka_unit_test(test_steps_cut),
 		cmocka_unit_test(test_table_matches_torch),
 		cmocka_unit_test(test_table_empty),
 		cmocka_unit_test(test_json),

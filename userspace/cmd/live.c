@@ -114,10 +114,12 @@ static const char *procs_torch(const struct live_procs *lp, uint32_t pid)
 
 static void procs_scan(struct live_procs *lp, struct session *s)
 {
-	for (size_t i = lp->n; i < session_ntargets(s); i++) {
+	for (size_t i = 0; i < session_ntargets(s); i++) {
 		const struct target *t = session_target_detail(s, i);
 		char *ver = NULL, *where = NULL;
 
+		if (procs_torch(lp, (uint32_t)t->pid))
+			continue;   /* known */
 		if (GROW(lp->v, lp->n, lp->cap, 8))
 			return;
 		torchver_of(t->pid, &ver, &where);
