@@ -95,25 +95,36 @@ void live_write_threads(struct capture_writer *cw, pid_t pid)
 	closedir(d);
 }
 
-/* Process, op and thread names of targets added since `from`. */
+static void write_target_ops(struct capture_writer *cw, const struct target *t)
+{
+	for (size_t k = 0; k < t->nlibs; k++) {
+		const struct target_lib *l = &t->libs[k];
+
+		for (size_t j = 0; j < l->syms.n; j++) {
+			const struct opsym *o = &l->syms.v[j];
+
+			if (!o->redispatch)
+				capture_write_op(cw, l->id_base + o->op_index + 1, o->name,
+						 o->overload);
+		}
+	}
+}
+
+/* Process, op and thread names of targets added since `from`; the op
+ * names of CUDA-only targets (issue 18) that have mapped libtorch since. */
 static void write_target_meta(struct capture_writer *cw, struct session *s, size_t from)
 {
+	size_t up;
+
+	while (session_take_upgraded(s, &up))
+		if (up < from)
+			write_target_ops(cw, session_target_detail(s, up));
 	for (size_t i = from; i < session_ntargets(s); i++) {
 		const struct target *t = session_target_detail(s, i);
 
 		capture_write_process(cw, (uint32_t)t->pid, t->comm ? t->comm : "",
 				      t->cmdline ? t->cmdline : "");
-		for (size_t k = 0; k < t->nlibs; k++) {
-			const struct target_lib *l = &t->libs[k];
-
-			for (size_t j = 0; j < l->syms.n; j++) {
-				const struct opsym *o = &l->syms.v[j];
-
-				if (!o->redispatch)
-					capture_write_op(cw, l->id_base + o->op_index + 1, o->name,
-							 o->overload);
-			}
-		}
+		write_target_ops(cw, t);
 		live_write_threads(cw, t->pid);
 	}
 }
@@ -195,17 +206,31 @@ static char *targets_desc(struct session *s)
 	return asprintf(&d, "the %zu processes", session_ntargets(s)) < 0 ? NULL : d;
 }
 
+static bool all_cuda_only(struct session *s)
+{
+	for (size_t i = 0; i < session_ntargets(s); i++)
+		if (!session_target(s, i)->cuda_only)
+			return false;
+	return session_ntargets(s) > 0;
+}
+
 /* An empty result is never silent (issue 13): one line saying why. */
 static void report_empty(struct session *s, const uint64_t *cnt, uint64_t duration)
 {
 	char *who;
 
 	if (!session_ntargets(s)) {
-		fprintf(stderr, "tbpf: no op seen: no PyTorch process was found during the %.2f s "
-				"window\n", duration / 1e9);
+		fprintf(stderr, "tbpf: no op seen: no PyTorch or CUDA process was found during the "
+				"%.2f s window\n", duration / 1e9);
 		return;
 	}
 	who = targets_desc(s);
+	if (all_cuda_only(s)) {   /* issue 18: a plain CUDA program */
+		fprintf(stderr, "tbpf: no op table: %s maps no libtorch; its CUDA API calls "
+				"follow\n", who ? who : "the targets");
+		free(who);
+		return;
+	}
 	if (!cnt[CNT_ENTRIES])
 		fprintf(stderr, "tbpf: no op ran in %s during the %.2f s window: the op probes saw "
 				"no hit (entries 0, exits %llu)\n", who ? who : "the targets",
@@ -496,7 +521,10 @@ static int attach_when_torch(struct session *s, const struct live_opts *o, pid_t
 		}
 		usleep(held ? 2000 : 20000);
 	}
-	session_hold_release(s);   /* continues the held command */
+	/* continues the held command; one that mapped libcudart but no
+	 * libtorch is held again where it maps libtorch_cpu (issue 18) */
+	if (err || !session_hold_rearm(s))
+		session_hold_release(s);
 	return err;
 }
 
@@ -549,7 +577,14 @@ static void announce(const struct live_opts *o, struct session *s, uint64_t prob
 	/* before the `attached` line: that line is the last, all is live */
 	if (session_cuda(s, &cp, &cl) && cl)
 		fprintf(stderr, "tbpf: CUDA: %zu probes in %zu libraries\n", cp, cl);
-	if (o->sel.npids == 1) {
+	if (o->sel.npids == 1 && session_target(s, 0)->cuda_only) {
+		const struct session_target_info *ti = session_target(s, 0);
+
+		fprintf(stderr, "tbpf: attached %zu CUDA probes to pid %d (%s) in %.1f ms (BPF load "
+				"%.0f ms); no libtorch mapped: CUDA API calls only%s; Ctrl-C to stop\n",
+			cp, ti->pid, ti->comm ? ti->comm : "?", attach_ns / 1e6, load_ns / 1e6,
+			o->wait_torch ? " (op probes follow if it maps libtorch)" : "");
+	} else if (o->sel.npids == 1) {
 		const struct session_target_info *ti = session_target(s, 0);
 
 		fprintf(stderr, "tbpf: attached %llu probes to pid %d (%s) in %.1f ms (BPF load %.0f ms); "
@@ -593,6 +628,8 @@ static const char *poll_until_stop(const struct live_opts *o, struct session *s,
 			write_target_meta(cw, s, *written);
 			*written = session_ntargets(s);
 			dist_scan(ld, s);
+		} else if (cw) {
+			write_target_meta(cw, s, *written);   /* upgraded targets' ops */
 		}
 		if (steps_done(o, s, sw)) {
 			/* the Python stacks are named every second poll
@@ -756,6 +793,7 @@ static struct session_config session_config_of(const struct live_opts *o)
 		.gpu_agent = o->inject ? GPU_AGENT_INJECT : o->gpu_run ? GPU_AGENT_RUN : GPU_AGENT_OFF,
 		.inject_flags = o->inject_force ? INJECT_FORCE : 0,
 		.run_hold = o->wait_torch,
+		.cuda_only_ok = true,       /* issue 18: plain CUDA programs */
 		.shapes = o->record_shapes,
 		.memory = o->memory,
 		.mem_map_size = o->mem_map_size,
