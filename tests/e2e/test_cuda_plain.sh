@@ -94,6 +94,7 @@ log "== tbpf run -- cuda_plain"
 timeout 60 "$TBPF" run --format json -o "$T/run.json" -- "$PROG" $ITERS $THREADS \
 	> "$T/prog.run.out" 2> "$T/run.err" || bad "tbpf run exited $?: $(cat "$T/run.err")"
 grep '^tbpf: attached' "$T/run.err"
+grep -q 'no libtorch mapped yet' "$T/run.err" || bad "tbpf run: no CUDA-only line"
 tail -n 1 "$T/prog.run.out"
 check "$T/run.json" "$T/prog.run.out" "tbpf run"
 

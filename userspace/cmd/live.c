@@ -581,9 +581,12 @@ static void announce(const struct live_opts *o, struct session *s, uint64_t prob
 		const struct session_target_info *ti = session_target(s, 0);
 
 		fprintf(stderr, "tbpf: attached %zu CUDA probes to pid %d (%s) in %.1f ms (BPF load "
-				"%.0f ms); no libtorch mapped: CUDA API calls only%s; Ctrl-C to stop\n",
+				"%.0f ms); %s; Ctrl-C to stop\n",
 			cp, ti->pid, ti->comm ? ti->comm : "?", attach_ns / 1e6, load_ns / 1e6,
-			o->wait_torch ? " (op probes follow if it maps libtorch)" : "");
+			o->wait_torch ? "no libtorch mapped yet: CUDA API calls, and op probes "
+					"from where it maps libtorch (held there)" :
+					"no libtorch mapped: CUDA API calls only (op probes follow "
+					"within a second if it imports torch)");
 	} else if (o->sel.npids == 1) {
 		const struct session_target_info *ti = session_target(s, 0);
 
