@@ -59,6 +59,8 @@ t = json.load(open(sys.argv[1]))
 ev = t["traceEvents"] if isinstance(t, dict) else t
 line = [l for l in open(sys.argv[2]) if l.startswith("done ")][-1]
 want = json.loads(line[5:]); want.pop("kernels")
+if "deviceProperties" in t:   # no GPU here: Kineto writes none either
+    print("deviceProperties without a GPU: %s" % t["deviceProperties"]); sys.exit(1)
 c = collections.Counter(e["name"] for e in ev if e.get("cat") == "cuda_runtime")
 if dict(c) != want:
     print("cuda_runtime events %s != program's %s" % (dict(c), want)); sys.exit(1)

@@ -30,6 +30,7 @@
 #include "live_inproc.h"
 #include "profile.h"
 #include "guard.h"
+#include "gpudev.h"
 #include "gpu_session.h"
 #include "inject.h"
 #include "cmd_run.h"
@@ -330,6 +331,20 @@ static bool steps_done(const struct live_opts *o, struct session *s, const struc
 	return alive > 0;
 }
 
+/* issue 18: the host's GPUs for Kineto's deviceProperties (chrome and
+ * --tensorboard), asked of the driver now; none without a GPU.  Free
+ * eo->devprops after the export. */
+static void query_devices(struct export_opts *eo)
+{
+	struct export_devprop *v = NULL;
+	size_t n = 0;
+
+	if (!gpudev_query(&v, &n)) {
+		eo->devprops = v;
+		eo->ndevprops = n;
+	}
+}
+
 /* --tensorboard DIR from the capture; 0 or the exit code. */
 static int live_tensorboard(const struct live_opts *o, const char *capture_path,
 			    const struct live_dist *ld)
@@ -344,7 +359,9 @@ static int live_tensorboard(const struct live_opts *o, const char *capture_path,
 		capture_reader_close(r);
 		return TBPF_EXIT_ERROR;
 	}
+	query_devices(&eo);
 	err = export_tensorboard(o->steps.tensorboard, r, &eo, &o->steps.sched, stderr, &msg);
+	free((void *)eo.devprops);
 	capture_reader_close(r);
 	if (err) {
 		fprintf(stderr, "tbpf: --tensorboard: %s\n", msg ? msg : strerror(-err));
@@ -455,7 +472,9 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 	} else {
 		char *emsg = NULL;
 
+		query_devices(&eo);
 		err = export_capture(capture_path, fmt, o->out, &eo, &emsg);
+		free((void *)eo.devprops);
 		if (err) {
 			fprintf(stderr, "tbpf: export to %s failed: %s\n", fmt,
 				emsg ? emsg : strerror(-err));
