@@ -116,6 +116,52 @@ python3 -c "import json,sys; j=json.load(open('$T/sys.json')); sys.exit(0 if j['
 	bad "system-wide: pids $(python3 -c "import json; print(json.load(open('$T/sys.json'))['run']['pids'])") != [$ppid]"
 check "$T/sys.json" "$T/prog.sys.out" "system-wide"
 
+# --pid on a Python process that mapped libcudart before importing torch
+# (torch 2.x's own order: libtorch_global_deps, then libtorch): CUDA-only at
+# first, its op probes once it maps libtorch; every op run after that counts
+if [ -x "$PY2" ]; then
+	log "== --pid, libcudart first, then import torch ($PY2)"
+	N=300
+	"$PY2" -u - $N > "$T/py.out" 2>&1 <<'PY' &
+import ctypes, glob, os, signal, sys, time
+ctypes.CDLL(glob.glob(sys.prefix + "/lib/python3*/site-packages/nvidia/cuda_runtime/lib/libcudart.so.*")[0])
+go = [0]
+signal.signal(signal.SIGUSR1, lambda *a: go.__setitem__(0, go[0] + 1))
+print("ready", os.getpid())
+while go[0] < 1:
+    time.sleep(0.01)
+import torch
+print("imported")
+while go[0] < 2:
+    time.sleep(0.01)
+x = torch.ones(8)
+for _ in range(int(sys.argv[1])):
+    x = x.add(1)
+print("done", float(x.sum()))
+PY
+	ppid=$!
+	_E2E_PIDS+=("$ppid")
+	for _ in $(seq 600); do grep -q '^ready' "$T/py.out" && break; sleep 0.05; done
+	timeout 120 "$TBPF" --pid $ppid --format json -o "$T/py.json" 2> "$T/py.err" &
+	tb=$!
+	for _ in $(seq 600); do grep -q '^tbpf: attached' "$T/py.err" && break; sleep 0.05; done
+	grep '^tbpf: attached' "$T/py.err" | grep -q 'CUDA API calls only' || bad "python: not CUDA-only first: $(cat "$T/py.err")"
+	kill -USR1 $ppid
+	for _ in $(seq 1200); do grep -q 'mapped libtorch' "$T/py.err" && break; sleep 0.05; done
+	grep 'mapped libtorch' "$T/py.err" || bad "python: op probes never followed: $(cat "$T/py.err")"
+	kill -USR1 $ppid
+	wait $ppid || bad "the Python job failed: $(cat "$T/py.out")"
+	wait $tb || bad "tbpf exited $?: $(cat "$T/py.err")"
+	python3 - "$T/py.json" $N <<'PY' || bad "python: op counts"
+import json, sys
+j = json.load(open(sys.argv[1])); n = int(sys.argv[2])
+ops = {o["name"]: o["calls"] for o in j["ops"]}
+if ops.get("aten::add") != n:
+    print("aten::add %s != %d: %s" % (ops.get("aten::add"), n, sorted(ops.items())[:20])); sys.exit(1)
+print("upgraded target: aten::add %d calls, %d op names" % (n, len(ops)))
+PY
+fi
+
 # neither libtorch nor CUDA: refused in one line
 sleep 100 &
 sleeper=$!
