@@ -116,6 +116,34 @@ python3 -c "import json,sys; j=json.load(open('$T/sys.json')); sys.exit(0 if j['
 	bad "system-wide: pids $(python3 -c "import json; print(json.load(open('$T/sys.json'))['run']['pids'])") != [$ppid]"
 check "$T/sys.json" "$T/prog.sys.out" "system-wide"
 
+# only libcuda mapped (the driver API through the toolkit's stub, loaded as
+# libcuda.so.1): the calls tests/native/cuda/cuda_drv_calls.c makes, by API
+DRV=$ROOT/build/tests/native/cuda/cuda_drv_calls
+if [ -x "$DRV" ]; then
+	log "== --pid, libcuda only (cuda_drv_calls)"
+	"$DRV" > "$T/drv.out" 2>&1 &
+	ppid=$!
+	_E2E_PIDS+=("$ppid")
+	for _ in $(seq 200); do grep -q '^ready' "$T/drv.out" && break; sleep 0.05; done
+	timeout 60 "$TBPF" --pid $ppid --format json -o "$T/drv.json" 2> "$T/drv.err" &
+	tb=$!
+	for _ in $(seq 600); do grep -q '^tbpf: attached' "$T/drv.err" && break; sleep 0.05; done
+	kill -USR1 $ppid
+	wait $ppid
+	wait $tb || bad "tbpf on the libcuda-only program exited $?: $(cat "$T/drv.err")"
+	python3 - "$T/drv.json" <<'PY' || bad "libcuda only"
+import json, sys
+j = json.load(open(sys.argv[1]))
+got = {a["name"]: a["calls"] for a in j["api_calls"]}
+want = {"cuLaunchKernel": 4, "cuLaunchKernelEx": 1, "cuMemcpyHtoDAsync": 2, "cuMemcpyDtoHAsync": 1,
+        "cuMemcpyDtoDAsync": 1, "cuMemsetD32Async": 1, "cuMemsetD8Async": 1,
+        "cuStreamSynchronize": 3, "cuCtxSynchronize": 1, "cuMemAlloc": 2, "cuMemFree": 1}
+if got != want:
+    print("api_calls %s != the program's %s" % (got, want)); sys.exit(1)
+print("libcuda only: %d driver API calls as the program makes them" % sum(got.values()))
+PY
+fi
+
 # --pid on a Python process that mapped libcudart before importing torch
 # (torch 2.x's own order: libtorch_global_deps, then libtorch): CUDA-only at
 # first, its op probes once it maps libtorch; every op run after that counts

@@ -521,7 +521,7 @@ static int attach_when_torch(struct session *s, const struct live_opts *o, pid_t
 
 			*t0 = now_ns(CLOCK_MONOTONIC);
 			err = session_add_target(s, pid, why);
-			if (!err && stopped && o->verbose)
+			if (!err && stopped && o->verbose && !session_target(s, 0)->cuda_only)
 				fprintf(stderr, "tbpf: pid %d held where it loaded libtorch while the "
 						"probes attached\n", pid);
 			if (err != -ENOENT)
@@ -963,6 +963,11 @@ int live_run(const struct live_opts *o)
 	}
 	if (!model.prof.nops)
 		report_empty(s, counters, duration);
+	/* op probes added during the run (CUDA-only targets that mapped
+	 * libtorch, issue 18) count too */
+	probes = 0;
+	for (size_t i = 0; i < session_ntargets(s); i++)
+		probes += session_target(s, i)->nprobes;
 	live_run_info(s, &model.prof, duration, probes, counters, stop_reason);
 	if (cw) {
 		err = end_capture(cw, s, counters, duration, stop_reason, model.prof.gpu_note,

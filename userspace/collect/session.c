@@ -1120,6 +1120,9 @@ int session_poll(struct session *s, int ms)
 	/* tbpf run: the CUDA-only command stopped where it maps libtorch_cpu */
 	if (s->hold_upgrade && session_torch_held(s)) {
 		upgrade_scan(s);
+		if (s->cfg.verbose)
+			fprintf(stderr, "tbpf: pid %d held where it loaded libtorch while the probes "
+					"attached\n", s->cfg.only_pid);
 		session_hold_release(s);
 	}
 	if (s->cfg.gpu_agent && ++s->gpu_ticks % 10 == 0)
