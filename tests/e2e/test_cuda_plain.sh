@@ -78,7 +78,8 @@ for fmt in json chrome; do
 	ppid=$!
 	_E2E_PIDS+=("$ppid")
 	for _ in $(seq 200); do grep -q '^ready' "$T/prog.$fmt.out" && break; sleep 0.05; done
-	timeout 60 "$TBPF" --pid $ppid --format $fmt -o "$T/pid.$fmt" 2> "$T/pid.$fmt.err" &
+	timeout 60 "$TBPF" --pid $ppid --format $fmt -o "$T/pid.$fmt" --record "$T/pid.$fmt.tbpf" \
+		2> "$T/pid.$fmt.err" &
 	tb=$!
 	for _ in $(seq 600); do grep -q '^tbpf: attached' "$T/pid.$fmt.err" && break; sleep 0.05; done
 	grep -m1 '^tbpf: attached' "$T/pid.$fmt.err" || bad "--pid $fmt: not attached: $(cat "$T/pid.$fmt.err")"
@@ -89,6 +90,10 @@ for fmt in json chrome; do
 	tail -n 1 "$T/prog.$fmt.out"
 	if [ $fmt = json ]; then check "$T/pid.json" "$T/prog.$fmt.out" "tbpf --pid"; else
 		check_chrome "$T/pid.chrome" "$T/prog.$fmt.out"; fi
+	# the capture: tbpf report renders the same counts
+	"$TBPF" report "$T/pid.$fmt.tbpf" --format json -o "$T/rep.$fmt.json" 2> "$T/rep.err" ||
+		bad "tbpf report of the CUDA-only capture: $(cat "$T/rep.err")"
+	check "$T/rep.$fmt.json" "$T/prog.$fmt.out" "tbpf report of the --pid capture"
 done
 
 # tbpf run: held where the loader maps libcudart, before the first call
