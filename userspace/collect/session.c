@@ -855,6 +855,11 @@ static void tgt_upgrade(struct session *s, struct tgt *tg)
 	if (err || nt.cuda_only) {
 		if (!err)
 			target_close(&nt);
+		else if (err != -ESRCH) {   /* e.g. a libtorch without ops: once */
+			fprintf(stderr, "tbpf: warning: pid %d: %s; CUDA calls only\n", tg->t.pid,
+				why ? why : strerror(-err));
+			tg->t.cuda_only = false;   /* not examined again */
+		}
 		free(why);
 		return;
 	}
