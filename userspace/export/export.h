@@ -23,6 +23,8 @@ struct step_schedule;
 
 /* distributedInfo of one process (issue 18): RANK, WORLD_SIZE and the
  * backend from the target's environment. */
+struct export_devprop;
+
 struct export_dist {
 	uint32_t pid;
 	int rank, world_size;
@@ -65,6 +67,8 @@ struct export_opts {
 	const struct export_dist *dist;   /* distributedInfo by pid */
 	size_t ndist;
 	const char *trace_name;       /* "traceName" (NULL: none) */
+	const struct export_devprop *devprops;   /* "deviceProperties" (issue 18) */
+	size_t ndevprops;
 };
 
 /* "table" -> EXPORT_TABLE ...; -EINVAL when unknown. */
