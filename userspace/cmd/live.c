@@ -367,7 +367,8 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 	}
 	if (tree_fmt) {
 		FILE *out = open_out(o->out);
-		struct tree_opts to = { .ops = o->tree_ops, .min_pct = o->min_pct };
+		struct tree_opts to = { .ops = o->tree_ops, .min_pct = o->min_pct,
+					.filter = o->layer_filter, .color = tree_want_color(out) };
 
 		if (o->sort && tree_sort_parse(o->sort, &to.sort)) {
 			fprintf(stderr, "tbpf: --sort %s is not a tree column (cpu_time_total, "
