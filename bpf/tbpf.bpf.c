@@ -472,6 +472,102 @@ static __always_inline __u32 node_eval_id(__u32 pid, __u64 node, __u32 dflt)
 	return id ? *id : dflt;
 }
 
+/* ==== boxed calls (TorchScript, torch.ops; issue 15, boxedop.h) ======== */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, struct tbpf_boxkey);
+	__type(value, struct tbpf_boxop);
+} boxed_names SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct tbpf_boxkey);
+	__type(value, struct tbpf_boxop);
+} boxed_defs SEC(".maps");
+
+struct boxed_scratch {
+	char name[TBPF_BOXED_NAME_MAX];
+	char ovl[TBPF_BOXED_OVL_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct boxed_scratch);
+} boxed_scratch_map SEC(".maps");
+
+/* Read a libstdc++ std::string at p into buf (size bytes); its length,
+ * or -1 when it does not read as one. */
+static __always_inline long boxed_str(__u64 p, char *buf, __u32 size)
+{
+	__u64 str[2] = {};
+	long got;
+
+	if (bpf_probe_read_user(str, sizeof(str), (void *)p))
+		return -1;
+	if ((long)str[1] < 0 || (long)str[1] > 1 << 20)
+		return -1;
+	if (str[1] == 0)
+		return 0;
+	got = bpf_probe_read_user_str(buf, size, (void *)str[0]);
+	if (got <= 0)
+		return -1;
+	return got - 1;
+}
+
+/* The operator of a boxed call: _M_invoke(const _Any_data &f, Stack &s):
+ * *f is the lambda, whose first word is the OperatorHandle's OperatorDef*;
+ * the OperatorDef begins with the OperatorEntry's c10::OperatorName
+ * {std::string name, overload_name}.  Cached per OperatorDef*; op_id 0 when
+ * it is no operator of tbpf's table. */
+static __always_inline struct tbpf_boxop boxed_op(__u32 pid, __u64 any)
+{
+	struct tbpf_boxkey k = { .pid = pid };
+	struct tbpf_boxop none = {}, *v;
+	struct boxed_scratch *b;
+	__u64 lambda = 0, h = 14695981039346656037ULL;
+	__u32 zero = 0;
+	long nl, ol;
+
+	if (bpf_probe_read_user(&lambda, sizeof(lambda), (void *)any) || !lambda ||
+	    bpf_probe_read_user(&k.key, sizeof(k.key), (void *)lambda) || !k.key)
+		return none;
+	v = bpf_map_lookup_elem(&boxed_defs, &k);
+	if (v)
+		return *v;
+	b = bpf_map_lookup_elem(&boxed_scratch_map, &zero);
+	if (!b)
+		return none;
+	nl = boxed_str(k.key, b->name, sizeof(b->name));
+	ol = boxed_str(k.key + 32, b->ovl, sizeof(b->ovl));
+	if (nl > 0 && ol >= 0) {
+		struct tbpf_boxkey nk = { .pid = pid };
+
+		for (int i = 0; i < TBPF_BOXED_NAME_MAX - 1; i++) {
+			if (i >= nl)
+				break;
+			h = (h ^ (__u8)b->name[i]) * 1099511628211ULL;
+		}
+		h = (h ^ 0) * 1099511628211ULL;
+		for (int i = 0; i < TBPF_BOXED_OVL_MAX - 1; i++) {
+			if (i >= ol)
+				break;
+			h = (h ^ (__u8)b->ovl[i]) * 1099511628211ULL;
+		}
+		nk.key = h;
+		v = bpf_map_lookup_elem(&boxed_names, &nk);
+		if (v)
+			none = *v;
+	}
+	cnt_add(CNT_BOXED_DEFS, 1);
+	bpf_map_update_elem(&boxed_defs, &k, &none, BPF_ANY);
+	return none;
+}
+
 /* An op or scope entered at depth d gets its own Python stack when it is
  * the outermost counted frame or sits directly in a scope: the ops of a
  * record_function block keep their own module paths. */
@@ -499,7 +595,7 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	__u64 cookie, now, sp, ra = 0;
-	__u32 op_id, flags = 0, d;
+	__u32 op_id, flags = 0, d, name_id;
 	struct tbpf_thread *t;
 	struct tbpf_frame *f;
 	bool exits = tbpf_mode & TBPF_MODE_EXITS;
@@ -509,8 +605,19 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	now = bpf_ktime_get_ns();
 	cookie = bpf_get_attach_cookie(ctx);
 	op_id = TBPF_COOKIE_OPID(cookie);
+	name_id = TBPF_COOKIE_NAMEID(cookie);
 	if (cookie & TBPF_COOKIE_NODE_EVAL)
 		op_id = node_eval_id(pid, PT_REGS_PARM3(ctx), op_id);
+	if (cookie & TBPF_COOKIE_BOXED) {
+		struct tbpf_boxop bo = boxed_op(pid, PT_REGS_PARM1(ctx));
+
+		op_id = bo.op_id;
+		name_id = bo.name_id;
+		/* an operator tbpf does not name (prim::, custom namespaces):
+		 * transparent, its ops belong to the enclosing frame */
+		if (!op_id)
+			flags |= OPF_SKIP;
+	}
 	sp = PT_REGS_SP(ctx);
 	cnt_add(CNT_ENTRIES, 1);
 	t = thread_enter(tid, pid);
@@ -564,11 +671,11 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	f->ra = ra;
 	f->op_id = op_id;
 	f->flags = flags;
-	f->name_id = TBPF_COOKIE_NAMEID(cookie);
+	f->name_id = name_id;
 	f->nchild = 0;
 	f->dup_op = 0;
 	f->shape = 0;
-	if ((tbpf_mode & TBPF_MODE_SHAPES) && !(flags & OPF_SKIP))
+	if ((tbpf_mode & TBPF_MODE_SHAPES) && !(flags & OPF_SKIP) && !(cookie & TBPF_COOKIE_BOXED))
 		f->shape = shape_capture(ctx, pid, tid,
 					 cookie & (0xffffffffULL | TBPF_COOKIE_REDISPATCH), now);
 	if (tbpf_mode & TBPF_MODE_MEMORY)

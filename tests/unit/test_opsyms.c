@@ -332,12 +332,13 @@ static void check_autograd(const char *lib, struct opsym_set *s)
 {
 	char *nm = tu_capture("nm -D --defined-only '%s' | awk '$2==\"T\" && $3 ~ /^_ZN5torch8autograd(9generated)?[0-9]+[A-Za-z0-9_]+5applyEOSt6vectorIN2at6TensorE/ && $3 !~ /^_ZN5torch8autograd6Engine/' | wc -l", lib);
 	size_t want = nm ? strtoul(nm, NULL, 10) : 0, nodes = 0, evals = 0, eng = 0, k = 0;
-	size_t vt = 0;
+	size_t vt = 0, boxed = 0;
 	bool accum = false;
 
 	for (size_t i = 0; i < s->n; i++) {
 		struct opsym *o = &s->v[i];
 
+		boxed += o->kind == OPSYM_BOXED;
 		nodes += o->kind == OPSYM_NODE;
 		evals += o->kind == OPSYM_NODE_EVAL;
 		eng += o->kind == OPSYM_EVAL;
@@ -356,6 +357,7 @@ static void check_autograd(const char *lib, struct opsym_set *s)
 	assert_int_equal(evals, want);
 	assert_true(vt * 100 >= want * 95);
 	assert_int_equal(eng, 1);
+	assert_int_equal(boxed, 1);   /* the boxed-call entry (issue 15) */
 	assert_true(accum);
 	free(nm);
 	for (size_t i = 0; i < s->n; i++) {
@@ -369,7 +371,7 @@ static void check_autograd(const char *lib, struct opsym_set *s)
 		free(s->v[i].overload);
 	}
 	s->n = k;
-	s->n_ops -= 2 * nodes + eng;
+	s->n_ops -= 2 * nodes + eng + boxed;
 }
 
 /* issue 15: autograd node applies -> torch.profiler's node names, vtables */
@@ -518,6 +520,9 @@ static void test_boxedop_scan(void **state)
 	assert_int_equal(site[1], 0x1008);
 	assert_int_equal(tgt[1], 0x1008 + 7 - 0x20);
 	assert_int_equal(boxedop_leas(code, sizeof(code), 0x1000, 0x1010, 0x1020, site, tgt, 4), 1);
+	/* FNV-1a 64 of "name\0overload", computed independently in Python */
+	assert_int_equal(boxedop_key("aten::linear", ""), 0xdc47cc560264b502ull);
+	assert_int_equal(boxedop_key("aten::add", "Tensor"), 0xcf882e102123c933ull);
 }
 
 static void check_boxed(const char *lib, uint64_t want)

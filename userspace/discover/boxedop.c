@@ -4,8 +4,22 @@
 #include <errno.h>
 #include <string.h>
 
+#include "tbpf_abi.h"
 #include "boxedop.h"
 #include "elfsym.h"
+
+uint64_t boxedop_key(const char *name, const char *overload)
+{
+	uint64_t h = 14695981039346656037ull;
+	size_t i;
+
+	for (i = 0; name[i] && i < TBPF_BOXED_NAME_MAX - 1; i++)
+		h = (h ^ (uint8_t)name[i]) * 1099511628211ull;
+	h = (h ^ 0) * 1099511628211ull;
+	for (i = 0; overload[i] && i < TBPF_BOXED_OVL_MAX - 1; i++)
+		h = (h ^ (uint8_t)overload[i]) * 1099511628211ull;
+	return h;
+}
 
 size_t boxedop_leas(const uint8_t *code, size_t n, uint64_t vaddr, uint64_t lo, uint64_t hi,
 		    uint64_t *site, uint64_t *target, size_t max)

@@ -264,6 +264,7 @@ int target_open(pid_t pid, uint32_t id_base, unsigned flags, struct target *t, c
 			/* syms are sorted by name: equal names are adjacent */
 			if (k == 0 || strcmp(s->name, l->syms.v[k - 1].name))
 				name_id++;
+			l->syms.v[k].name_id = name_id & 0xffffff;
 			if (s->redispatch && !(flags & TARGET_REDISPATCH))
 				continue;
 			if (s->kind == OPSYM_NODE_EVAL)   /* a name, no probe */
@@ -272,6 +273,7 @@ int target_open(pid_t pid, uint32_t id_base, unsigned flags, struct target *t, c
 			l->cookies[l->n++] = (uint64_t)(l->id_base + s->op_index + 1) |
 					     (s->redispatch ? TBPF_COOKIE_REDISPATCH : 0) |
 					     (s->kind == OPSYM_EVAL ? TBPF_COOKIE_NODE_EVAL : 0) |
+					     (s->kind == OPSYM_BOXED ? TBPF_COOKIE_BOXED : 0) |
 					     ((uint64_t)(name_id & 0xffffff) << TBPF_COOKIE_NAME_SHIFT);
 		}
 		t->nprobes += l->n;
