@@ -733,24 +733,19 @@ struct {
 	__type(value, struct tbpf_scope_name);
 } scope_scratch SEC(".maps");
 
-/* The scope's name: the std::string the record_function entry points
- * (record_function_enter / _new, torch 1.13 .. 2.8) keep in r12 while
- * they construct the RecordFunction.  Accepted only when it reads as a
- * libstdc++ string: length 1.., the NUL exactly at its end.  Returns the
- * scope id, 0 when it is no such string. */
-static __always_inline __u32 scope_read_name(struct pt_regs *ctx, struct tbpf_scope_name *n)
+/* Read the C string at p into n and hash it: the scope id, 0 when it is
+ * empty or unreadable, or when want_len >= 0 and the string's length is
+ * not want_len (a std::string's own length: the NUL exactly at its end). */
+static __always_inline __u32 scope_hash_name(__u64 p, long want_len, struct tbpf_scope_name *n)
 {
-	__u64 str[2] = {};
 	__u32 h = 2166136261u;
-	long len, got;
+	long got;
 
-	if (bpf_probe_read_user(str, sizeof(str), (void *)ctx->r12))
+	got = bpf_probe_read_user_str(n->name, sizeof(n->name), (void *)p);
+	if (got <= 1)
 		return 0;
-	len = (long)str[1];
-	if (len < 1 || len > 1 << 20)
-		return 0;
-	got = bpf_probe_read_user_str(n->name, sizeof(n->name), (void *)str[0]);
-	if (len < TBPF_SCOPE_NAME_MAX - 1 ? got != len + 1 : got != TBPF_SCOPE_NAME_MAX)
+	if (want_len >= 0 &&
+	    (want_len < TBPF_SCOPE_NAME_MAX - 1 ? got != want_len + 1 : got != TBPF_SCOPE_NAME_MAX))
 		return 0;
 	for (int i = 0; i < TBPF_SCOPE_NAME_MAX; i++) {
 		if (i >= got - 1)
@@ -760,29 +755,84 @@ static __always_inline __u32 scope_read_name(struct pt_regs *ctx, struct tbpf_sc
 	return TBPF_SCOPE_ID_BASE | (h & TBPF_SCOPE_ID_MASK);
 }
 
-/* at::RecordFunction::RecordFunction(RecordScope): rdi = this, esi = scope */
+/* The scope's name: the std::string the record_function entry points
+ * (record_function_enter / _new, torch 1.13 .. 2.8) keep in r12 while
+ * they construct the RecordFunction.  Accepted only when it reads as a
+ * libstdc++ string: length 1.., the NUL exactly at its end.  Returns the
+ * scope id, 0 when it is no such string. */
+static __always_inline __u32 scope_read_name(struct pt_regs *ctx, struct tbpf_scope_name *n)
+{
+	__u64 str[2] = {};
+	long len;
+
+	if (bpf_probe_read_user(str, sizeof(str), (void *)ctx->r12))
+		return 0;
+	len = (long)str[1];
+	if (len < 1 || len > 1 << 20)
+		return 0;
+	return scope_hash_name(str[0], len, n);
+}
+
+/* A FUNCTION-scope RecordFunction named by a pending stash of this thread
+ * (tbpf_scope_pend), which is consumed; 0 when there is none for it. */
+static __always_inline __u32 scope_pending_name(__u32 tid, __u32 pid, __u64 sp,
+						 struct tbpf_scope_name *n)
+{
+	struct tbpf_thread *t = thread_get(tid, pid, false);
+	__u64 ra = 0, p;
+	__u32 kind;
+
+	if (!t || !t->pend_kind)
+		return 0;
+	kind = t->pend_kind;
+	p = t->pend_ptr;
+	t->pend_kind = TBPF_PEND_NONE;
+	/* constructed inside the stashing call, which is still running */
+	if (sp >= t->pend_sp || bpf_probe_read_user(&ra, sizeof(ra), (void *)t->pend_sp) ||
+	    ra != t->pend_ra)
+		return 0;
+	if (kind == TBPF_PEND_PYTYPE &&
+	    bpf_probe_read_user(&p, sizeof(p), (void *)(p + 24)))   /* tp_name */
+		return 0;
+	return scope_hash_name(p, -1, n);
+}
+
+/* _pytorch_record_function_enter(const char *name) (torch._dynamo) and
+ * THPFunction_apply(PyObject *cls, ...): the name of the RecordFunction
+ * they are about to construct (with RecordScope::FUNCTION, which names it
+ * only while a profiler callback is registered).  The cookie is the kind
+ * (enum tbpf_pend_kind). */
 SEC("uprobe")
-int BPF_KPROBE(tbpf_scope_new)
+int BPF_KPROBE(tbpf_scope_pend)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid, zero = 0, id, d;
-	struct tbpf_scope_name *n;
+	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	struct tbpf_thread *t;
-	struct tbpf_frame *f;
-	__u64 now, sp;
+	__u64 sp = PT_REGS_SP(ctx), ra = 0;
 
 	if (!pid_ok(pid))
 		return 0;
 	cnt_add(CNT_SCOPE_HITS, 1);
-	if ((__u32)PT_REGS_PARM2(ctx) != TBPF_RECORD_SCOPE_USER || !pid_check(pid, true))
+	t = thread_enter(tid, pid);
+	if (!t || bpf_probe_read_user(&ra, sizeof(ra), (void *)sp))
 		return 0;
-	now = bpf_ktime_get_ns();
-	n = bpf_map_lookup_elem(&scope_scratch, &zero);
-	if (!n)
-		return 0;
-	id = scope_read_name(ctx, n);
-	if (!id)
-		return 0;
+	t->pend_kind = (__u32)bpf_get_attach_cookie(ctx);
+	t->pend_ptr = PT_REGS_PARM1(ctx);
+	t->pend_sp = sp;
+	t->pend_ra = ra;
+	return 0;
+}
+
+/* Open the scope `id` (named n) on the calling thread: a frame with no
+ * return slot, closed by scope_close(key). */
+static __always_inline int scope_open(struct pt_regs *ctx, __u32 pid, __u32 tid, __u64 now,
+				      __u32 id, struct tbpf_scope_name *n, __u64 key)
+{
+	struct tbpf_thread *t;
+	struct tbpf_frame *f;
+	__u64 sp;
+	__u32 d;
+
 	cnt_add(CNT_ENTRIES, 1);
 	if (!bpf_map_update_elem(&scope_names, &id, n, BPF_NOEXIST) &&
 	    (tbpf_mode & TBPF_MODE_RECORD)) {
@@ -817,7 +867,7 @@ int BPF_KPROBE(tbpf_scope_new)
 	f = &t->frames[d & (TBPF_MAX_DEPTH - 1)];
 	f->start_ns = now;
 	f->child_ns = 0;
-	f->sp = ~0ULL;   /* no return slot: only its end() closes it */
+	f->sp = ~0ULL;   /* no return slot: only its end closes it */
 	f->ra = 0;
 	f->op_id = id;
 	f->flags = OPF_SCOPE;
@@ -825,7 +875,7 @@ int BPF_KPROBE(tbpf_scope_new)
 	f->nchild = 0;
 	f->dup_op = 0;
 	f->pystack = t->pystack_id;
-	f->scope = PT_REGS_PARM1(ctx);
+	f->scope = key;
 	f->shape = 0;
 	if (tbpf_mode & TBPF_MODE_MEMORY)
 		frame_mem_zero(f);
@@ -835,21 +885,14 @@ int BPF_KPROBE(tbpf_scope_new)
 	return 0;
 }
 
-/* at::RecordFunction::end(): rdi = this.  Closes the scope opened by that
- * RecordFunction (and any op frame left above it); the end() calls of every
- * other RecordFunction find no such frame. */
-SEC("uprobe")
-int BPF_KPROBE(tbpf_scope_end)
+/* Close the scope opened with `key` (and any frame left above it); no
+ * such scope among the top 8 frames: nothing. */
+static __always_inline int scope_close(__u32 pid, __u32 tid, __u64 key)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
-	__u64 rf = PT_REGS_PARM1(ctx), now;
 	struct tbpf_thread *t;
+	__u64 now;
 	int k = -1;
 
-	if (!pid_ok(pid))
-		return 0;
-	cnt_add(CNT_SCOPE_HITS, 1);
 	t = thread_get(tid, pid, false);
 	if (!t || t->depth == 0 || t->depth > TBPF_MAX_DEPTH)
 		return 0;
@@ -860,7 +903,7 @@ int BPF_KPROBE(tbpf_scope_end)
 		if ((__u32)i >= d)
 			break;
 		f = &t->frames[(d - 1 - i) & (TBPF_MAX_DEPTH - 1)];
-		if ((f->flags & OPF_SCOPE) && f->scope == rf) {
+		if ((f->flags & OPF_SCOPE) && f->scope == key) {
 			k = i;
 			break;
 		}
@@ -875,6 +918,50 @@ int BPF_KPROBE(tbpf_scope_end)
 		pop_frame(t, tid, now, i < k ? OPF_INFERRED : 0);
 	}
 	return 0;
+}
+
+/* at::RecordFunction::RecordFunction(RecordScope): rdi = this, esi = scope.
+ * USER_SCOPE: a record_function label (name in r12); FUNCTION: named by a
+ * pending stash (tbpf_scope_pend), else not shown. */
+SEC("uprobe")
+int BPF_KPROBE(tbpf_scope_new)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid, zero = 0, id;
+	__u32 scope = (__u32)PT_REGS_PARM2(ctx);
+	struct tbpf_scope_name *n;
+
+	if (!pid_ok(pid))
+		return 0;
+	cnt_add(CNT_SCOPE_HITS, 1);
+	if ((scope != TBPF_RECORD_SCOPE_USER && scope != TBPF_RECORD_SCOPE_FUNCTION) ||
+	    !pid_check(pid, true))
+		return 0;
+	n = bpf_map_lookup_elem(&scope_scratch, &zero);
+	if (!n)
+		return 0;
+	if (scope == TBPF_RECORD_SCOPE_USER)
+		id = scope_read_name(ctx, n);
+	else
+		id = scope_pending_name(tid, pid, PT_REGS_SP(ctx), n);
+	if (!id)
+		return 0;
+	return scope_open(ctx, pid, tid, bpf_ktime_get_ns(), id, n, PT_REGS_PARM1(ctx));
+}
+
+/* at::RecordFunction::end(): rdi = this.  Closes the scope opened by that
+ * RecordFunction (and any op frame left above it); the end() calls of every
+ * other RecordFunction find no such frame. */
+SEC("uprobe")
+int BPF_KPROBE(tbpf_scope_end)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32;
+
+	if (!pid_ok(pid))
+		return 0;
+	cnt_add(CNT_SCOPE_HITS, 1);
+	return scope_close(pid, (__u32)pid_tgid, PT_REGS_PARM1(ctx));
 }
 
 /* torch::jit::tracer::getTracingState(): one call per nn.Module call

@@ -529,7 +529,27 @@ struct tbpf_thread {
 	__u32 gen;        /* pid_gen of its process when its frames were pushed */
 	__u32 busy;       /* an op probe is changing the frames: the infer
 			   * sampler, which can interrupt it, keeps off */
+	/* a name for the next RecordFunction(RecordScope::FUNCTION) this
+	 * thread constructs below pend_sp (issue 15, tbpf_scope_pend):
+	 * TBPF_PEND_* kind, the pointer it reads, the caller's return slot
+	 * and its content (the stash is stale once the slot changed) */
+	__u32 pend_kind;
+	__u32 pend_pad;
+	__u64 pend_ptr, pend_sp, pend_ra;
 };
+/* Who names a FUNCTION-scope RecordFunction without the profiler on (the
+ * attach cookie of tbpf_scope_pend) */
+enum tbpf_pend_kind {
+	TBPF_PEND_NONE = 0,
+	TBPF_PEND_CSTR,     /* rdi: const char* (torch._dynamo's C shim
+			     * _pytorch_record_function_enter(name):
+			     * "TorchDynamo Cache Lookup",
+			     * "Torch-Compiled Region: 0/0") */
+	TBPF_PEND_PYTYPE,   /* rdi: PyTypeObject*, its tp_name (THPFunction_apply(cls,
+			     * inputs): a custom autograd.Function's forward row,
+			     * "CompiledFunction") */
+};
+#define TBPF_RECORD_SCOPE_FUNCTION 0   /* at::RecordScope::FUNCTION */
 
 /* Slots of the per-process attach generation (bpf: pid_gen[pid & mask]).
  * The overhead budget detaches and re-attaches op probes; frames a thread

@@ -483,6 +483,11 @@ static int attach_scope_hooks(struct session *s, struct tgt *tg)
 	if (!err)
 		err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_scope_end, h->host_path,
 					&h->end_off, &zero, 1, false, tg->t.pid, s->multi);
+	/* names of FUNCTION-scope RecordFunctions (dynamo, autograd.Function) */
+	if (!err && h->py_path && h->npend)
+		err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_scope_pend, h->py_path,
+					h->pend_off, h->pend_kind, h->npend, false, tg->t.pid,
+					s->multi);
 	/* module calls need Python stacks; without them nothing to count */
 	if (!err && h->modcall_off && s->cfg.python && tg->ps)
 		err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_module_call, h->host_path,
