@@ -41,6 +41,8 @@
 #include "version.h"
 #include "strf.h"
 #include "steps.h"
+#include "torchver.h"
+#include "grow.h"
 
 static volatile sig_atomic_t stop_signal;
 
@@ -95,14 +97,58 @@ void live_write_threads(struct capture_writer *cw, pid_t pid)
 	closedir(d);
 }
 
+/* Each target's command line and torch version (issue 18: the sections
+ * of several processes), read while it runs. */
+struct live_procs {
+	struct model_proc_info *v;
+	size_t n, cap;
+};
+
+static const char *procs_torch(const struct live_procs *lp, uint32_t pid)
+{
+	for (size_t i = 0; i < lp->n; i++)
+		if (lp->v[i].pid == pid)
+			return lp->v[i].torch;
+	return NULL;
+}
+
+static void procs_scan(struct live_procs *lp, struct session *s)
+{
+	for (size_t i = 0; i < session_ntargets(s); i++) {
+		const struct target *t = session_target_detail(s, i);
+		char *ver = NULL, *where = NULL;
+
+		if (procs_torch(lp, (uint32_t)t->pid))
+			continue;   /* known */
+		if (GROW(lp->v, lp->n, lp->cap, 8))
+			return;
+		torchver_of(t->pid, &ver, &where);
+		free(where);
+		lp->v[lp->n++] = (struct model_proc_info){ (uint32_t)t->pid,
+							   strdup(t->cmdline ? t->cmdline : ""),
+							   ver ? ver : strdup("") };
+	}
+}
+
+static void procs_free(struct live_procs *lp)
+{
+	for (size_t i = 0; i < lp->n; i++) {
+		free((char *)lp->v[i].cmdline);
+		free((char *)lp->v[i].torch);
+	}
+	free(lp->v);
+}
+
 /* Process, op and thread names of targets added since `from`. */
-static void write_target_meta(struct capture_writer *cw, struct session *s, size_t from)
+static void write_target_meta(struct capture_writer *cw, struct session *s, size_t from,
+			      const struct live_procs *lp)
 {
 	for (size_t i = from; i < session_ntargets(s); i++) {
 		const struct target *t = session_target_detail(s, i);
 
-		capture_write_process(cw, (uint32_t)t->pid, t->comm ? t->comm : "",
-				      t->cmdline ? t->cmdline : "");
+		capture_write_process_torch(cw, (uint32_t)t->pid, t->comm ? t->comm : "",
+					    t->cmdline ? t->cmdline : "",
+					    procs_torch(lp, (uint32_t)t->pid));
 		for (size_t k = 0; k < t->nlibs; k++) {
 			const struct target_lib *l = &t->libs[k];
 
@@ -336,109 +382,130 @@ static FILE *open_out(const char *path)
 	return fopen(path, "we");
 }
 
+/* --format tree / table / json of model m to -o.  0 or the exit code. */
+static int render_model(const struct live_opts *o, const struct export_opts *eo, const char *fmt,
+			const struct tbpf_model *m)
+{
+	bool tree_fmt = !strcmp(fmt, "tree");
+	struct tree_opts to = { .ops = o->tree_ops, .min_pct = o->min_pct,
+				.filter = o->layer_filter };
+	FILE *out;
+	int rc = 0, err;
+
+	if (tree_fmt && o->sort && tree_sort_parse(o->sort, &to.sort)) {
+		fprintf(stderr, "tbpf: --sort %s is not a tree column (cpu_time_total, "
+				"self_cpu_time_total, count, launches, name, model, "
+				"self_cpu_memory_usage, cpu_memory_usage)\n", o->sort);
+		return TBPF_EXIT_USAGE;
+	}
+	if (tree_fmt && !m->tree) {
+		fprintf(stderr, "tbpf: no layer tree: Python stacks were not available\n");
+		return TBPF_EXIT_ERROR;
+	}
+	out = open_out(o->out);
+	if (!out) {
+		fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
+		return TBPF_EXIT_ERROR;
+	}
+	to.color = tree_want_color(out);
+	err = export_model(out, tree_fmt ? EXPORT_TREE : strcmp(fmt, "json") ? EXPORT_TABLE
+		: EXPORT_JSON, m, eo, &to);
+	if (out != stdout && fclose(out) && !err)
+		err = -errno;
+	if (err) {
+		fprintf(stderr, "tbpf: output failed: %s\n", strerror(-err));
+		rc = TBPF_EXIT_ERROR;
+	}
+	return rc;
+}
+
+/* --steps / --schedule: table, tree and json of the active steps only,
+ * from the capture (model_from_capture_steps, as `tbpf report --steps`).
+ * 0 or the exit code. */
+static int render_steps(const struct live_opts *o, const struct export_opts *eo, const char *fmt,
+			const char *capture_path, const struct live_procs *lp)
+{
+	struct capture_reader *r = capture_reader_open(capture_path);
+	unsigned parts = MODEL_CUDA | (!strcmp(fmt, "table") ? MODEL_LAYERS_WITH_CUDA : MODEL_LAYERS);
+	struct tbpf_model m;
+	int err, rc;
+
+	if (!r || capture_reader_error(r)) {
+		fprintf(stderr, "tbpf: %s\n", r ? capture_reader_error(r) : "out of memory");
+		capture_reader_close(r);
+		return TBPF_EXIT_ERROR;
+	}
+	model_init(&m);
+	err = model_from_capture_steps(r, parts, o->steps.label, &o->steps.sched, &m);
+	if (!err && !o->merge)
+		err = model_split_capture(&m, capture_reader_meta(r));
+	(void)lp;   /* the capture's PROCESS records carry the same */
+	if (err) {
+		fprintf(stderr, "tbpf: reading the steps from %s failed: %s\n", capture_path,
+			capture_reader_error(r) ? capture_reader_error(r) : strerror(-err));
+		rc = TBPF_EXIT_ERROR;
+	} else {
+		rc = render_model(o, eo, fmt, &m);
+	}
+	model_free(&m);
+	capture_reader_close(r);
+	return rc;
+}
+
 /* The collected model (ops, CUDA tables, layers) as --format asks, through
  * export_model like `tbpf report`; trace formats from the capture.  0 or
  * the exit code. */
 static int live_render(const struct live_opts *o, struct session *s, struct tbpf_model *m,
-		       const char *capture_path)
+		       const char *capture_path, const struct live_procs *lp)
 {
 	struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
 				  .by_overload = o->by_overload, .by_shape = o->by_shape,
-				  .with_flops = o->with_flops, .step_label = o->steps.label };
+				  .with_flops = o->with_flops, .step_label = o->steps.label,
+				  .merge = o->merge };
 	const char *fmt = o->format ? o->format : "table";
 	const struct cuda_model *cm = session_cuda(s, NULL, NULL);
+	bool aggregated = !strcmp(fmt, "tree") || !strcmp(fmt, "table") || !strcmp(fmt, "json");
+	int rc = 0, err;
 
 	/* chrome with --steps/--schedule: the first active cycle's steps
 	 * (--tensorboard writes every cycle) */
 	if (o->steps.sched.set)
 		eo.step_window = steps_cycle(&o->steps.sched, 0, &eo.step_first, &eo.step_count);
-	bool tree_fmt = !strcmp(fmt, "tree");
-	int rc = 0, err;
-
-	m->cuda = cm;
-	m->op_name = cuda_op_name;
-	m->op_name_ctx = s;
-	if (o->python && (tree_fmt || !strcmp(fmt, "json") ||
-			  (!strcmp(fmt, "table") && ((cm && !cuda_model_empty(cm)) || m->mem)))) {
-		/* issue 5: launches, copies and syncs per layer */
-		err = session_layer_tree(s, &m->prof, cm, &m->tree);
-		if (err)
-			fprintf(stderr, "tbpf: building the layer tree failed: %s\n", strerror(-err));
-	}
-	if (tree_fmt) {
-		FILE *out = open_out(o->out);
-		struct tree_opts to = { .ops = o->tree_ops, .min_pct = o->min_pct,
-					.filter = o->layer_filter, .color = tree_want_color(out) };
-
-		if (o->sort && tree_sort_parse(o->sort, &to.sort)) {
-			fprintf(stderr, "tbpf: --sort %s is not a tree column (cpu_time_total, "
-					"self_cpu_time_total, count, launches, name, model, "
-					"self_cpu_memory_usage, cpu_memory_usage)\n", o->sort);
-			rc = TBPF_EXIT_USAGE;
-		} else if (!out) {
-			fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
-			rc = TBPF_EXIT_ERROR;
-		} else if (!m->tree) {
-			fprintf(stderr, "tbpf: no layer tree: Python stacks were not available\n");
-			rc = TBPF_EXIT_ERROR;
-		} else {
-			err = export_model(out, EXPORT_TREE, m, &eo, &to);
-			if (err) {
-				fprintf(stderr, "tbpf: output failed: %s\n", strerror(-err));
-				rc = TBPF_EXIT_ERROR;
-			}
-		}
-		if (out && out != stdout)
-			fclose(out);
-		return rc;
-	}
 	if ((o->record || o->steps.tensorboard) && !o->format) {
 		if (o->record)
 			fprintf(stderr, "tbpf: capture written to %s (%llu records)\n", capture_path,
 			(unsigned long long)session_records(s));
-	} else if (!strcmp(fmt, "table") || !strcmp(fmt, "json")) {
-		FILE *out = open_out(o->out);
-
-		if (!out) {
-			fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
+		return 0;
+	}
+	if (aggregated && o->steps.sched.set && capture_path)
+		return render_steps(o, &eo, fmt, capture_path, lp);
+	if (aggregated) {
+		m->cuda = cm;
+		m->op_name = cuda_op_name;
+		m->op_name_ctx = s;
+		if (o->python && (!strcmp(fmt, "tree") || !strcmp(fmt, "json") ||
+				  (!strcmp(fmt, "table") && ((cm && !cuda_model_empty(cm)) || m->mem)))) {
+			/* issue 5: launches, copies and syncs per layer */
+			err = session_layer_tree(s, &m->prof, cm, &m->tree);
+			if (err)
+				fprintf(stderr, "tbpf: building the layer tree failed: %s\n",
+					strerror(-err));
+		}
+		/* several processes: a section each (issue 18) */
+		if (!o->merge && (err = session_model_split(s, m, lp->v, lp->n))) {
+			fprintf(stderr, "tbpf: splitting the processes failed: %s\n", strerror(-err));
 			return TBPF_EXIT_ERROR;
 		}
-		struct steps st = { 0 };
-		struct step_stats ss = { 0 };
-
-		/* JSON of a --steps/--schedule run: per-step times from the
-		 * capture (issue 18) */
-		if (!strcmp(fmt, "json") && o->steps.sched.set && capture_path) {
-			struct capture_reader *r = capture_reader_open(capture_path);
-
-			if (r && !capture_reader_error(r) &&
-			    !steps_from_capture(r, o->steps.label, &st) &&
-			    !step_stats_from_capture(r, &st, &ss))
-				step_stats_keep_active(&ss, &o->steps.sched);
-			capture_reader_close(r);
-			m->steps = &ss;
-		}
-		err = export_model(out, strcmp(fmt, "json") ? EXPORT_TABLE : EXPORT_JSON, m, &eo, NULL);
-		m->steps = NULL;
-		step_stats_free(&ss);
-		steps_free(&st);
-		if (out != stdout && fclose(out) && !err)
-			err = -errno;
-		if (err) {
-			fprintf(stderr, "tbpf: output failed: %s\n", strerror(-err));
-			rc = TBPF_EXIT_ERROR;
-		}
-	} else {
-		char *emsg = NULL;
-
-		err = export_capture(capture_path, fmt, o->out, &eo, &emsg);
-		if (err) {
-			fprintf(stderr, "tbpf: export to %s failed: %s\n", fmt,
-				emsg ? emsg : strerror(-err));
-			rc = TBPF_EXIT_ERROR;
-		}
-		free(emsg);
+		return render_model(o, &eo, fmt, m);
 	}
+	char *emsg = NULL;
+
+	err = export_capture(capture_path, fmt, o->out, &eo, &emsg);
+	if (err) {
+		fprintf(stderr, "tbpf: export to %s failed: %s\n", fmt, emsg ? emsg : strerror(-err));
+		rc = TBPF_EXIT_ERROR;
+	}
+	free(emsg);
 	return rc;
 }
 
@@ -573,7 +640,7 @@ static void announce(const struct live_opts *o, struct session *s, uint64_t prob
 static const char *poll_until_stop(const struct live_opts *o, struct session *s,
 				   struct capture_writer *cw, size_t *written, uint64_t t_mono,
 				   uint64_t last_scan, bool system_wide, const struct steps_watch *sw,
-				   struct live_dist *ld)
+				   struct live_dist *ld, struct live_procs *lp)
 {
 	while (!stop_signal) {
 		uint64_t now = now_ns(CLOCK_MONOTONIC), el = now - t_mono;
@@ -590,8 +657,10 @@ static const char *poll_until_stop(const struct live_opts *o, struct session *s,
 			session_scan(s);
 			last_scan = now;
 		}
+		if (lp->n < session_ntargets(s))
+			procs_scan(lp, s);
 		if (cw && *written < session_ntargets(s)) {
-			write_target_meta(cw, s, *written);
+			write_target_meta(cw, s, *written, lp);
 			*written = session_ntargets(s);
 			dist_scan(ld, s);
 		}
@@ -803,6 +872,7 @@ int live_run(const struct live_opts *o)
 	char *agent_path = cfg.gpu_agent ? run_agent_path() : NULL;   /* issue 6 */
 	struct steps_watch sw = { .label = o->steps.label };   /* issue 18 */
 	struct live_dist ld = { .n = 0 };
+	struct live_procs lp = { 0 };
 	struct session *s = NULL;
 	struct capture_writer *cw = NULL;
 	char *capture_path = NULL, *why = NULL;
@@ -871,16 +941,17 @@ int live_run(const struct live_opts *o)
 	for (size_t i = 0; i < session_ntargets(s); i++)
 		probes += session_target(s, i)->nprobes;
 	announce(o, s, probes, t_mono - t0, t_load, cfg.system_wide);
+	procs_scan(&lp, s);
 	if (cw) {
 		write_run_meta(cw, s, mode, t_mono, t_real);
-		write_target_meta(cw, s, 0);
+		write_target_meta(cw, s, 0, &lp);
 		written = session_ntargets(s);
 	}
 	dist_scan(&ld, s);
 	sw.after_ns = t_mono;   /* steps from the attached line on (steps_from_capture too) */
 
 	stop_reason = poll_until_stop(o, s, cw, &written, t_mono, last_scan, cfg.system_wide, &sw,
-				      &ld);
+				      &ld, &lp);
 	duration = now_ns(CLOCK_MONOTONIC) - t_mono;
 	if (cw)
 		for (size_t i = 0; i < session_ntargets(s); i++)
@@ -914,7 +985,7 @@ int live_run(const struct live_opts *o)
 			goto done;
 		}
 	}
-	err = live_render(o, s, &model, capture_path);
+	err = live_render(o, s, &model, capture_path, &lp);
 	if (err)
 		rc = err;
 	warn_steps_unseen(o, s, &sw, stop_reason);
@@ -932,5 +1003,6 @@ out:
 	free(agent_path);
 	mem_model_free(&mm);
 	steps_watch_free(&sw);
+	procs_free(&lp);
 	return rc;
 }

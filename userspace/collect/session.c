@@ -1420,6 +1420,19 @@ int session_layer_tree(struct session *s, const struct profile *p, const struct 
 	return err;
 }
 
+int session_model_split(struct session *s, struct tbpf_model *m,
+			const struct model_proc_info *info, size_t ninfo)
+{
+	struct layer_stack *ls = NULL;
+	size_t nls = 0;
+	int err = m->tree ? stackstore_layer_stacks(&s->stacks, &ls, &nls) : 0;
+
+	if (!err)
+		err = model_split(m, ls, nls, info, ninfo);
+	free(ls);
+	return err;
+}
+
 static void stacks_forget_pid(struct session *s, uint32_t pid)
 {
 	int fd = bpf_map__fd(s->skel->maps.pystacks);

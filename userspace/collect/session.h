@@ -126,6 +126,12 @@ void session_close(struct session *s);
  * empty (cm may be NULL).  0 or -errno; layers_free(*out). */
 struct layer_tree;
 struct cuda_model;
+/* Several processes (issue 18): model_split of m over the session's
+ * layer stacks (info: command lines and torch versions).  0 or -errno. */
+struct tbpf_model;
+struct model_proc_info;
+int session_model_split(struct session *s, struct tbpf_model *m,
+			const struct model_proc_info *info, size_t ninfo);
 int session_layer_tree(struct session *s, const struct profile *p, const struct cuda_model *cm,
 		       struct layer_tree **out);
 /* Free the targets that exited (their op names and Python stacks go

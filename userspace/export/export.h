@@ -19,6 +19,7 @@ struct profile;
 struct calltree;
 struct capture_reader;
 struct steps;
+struct step_schedule;
 
 /* distributedInfo of one process (issue 18): RANK, WORLD_SIZE and the
  * backend from the target's environment. */
@@ -46,6 +47,8 @@ struct export_opts {
 	bool by_shape;       /* table: one row per input shapes too, an Input
 			      * Shapes column (--group-by-input-shape) */
 	bool with_flops;     /* table, json: a FLOPs column (--with-flops) */
+	bool merge;          /* table, tree, json: several processes as one
+			      * (--merge); else one section per process */
 	/* json: extra top-level members written before the closing brace
 	 * (the CUDA tables: "kernels", "copies", ...); NULL = none */
 	int (*json_extra)(FILE *out, void *ctx);
@@ -55,6 +58,9 @@ struct export_opts {
 	const struct steps *steps;    /* step boundaries: ProfilerStep#k spans (NULL: found
 				       * by export_chrome with step_label) */
 	const char *step_label;       /* scope that ends a step (NULL: Optimizer.step#) */
+	/* table, tree, json: only the steps sched records, with
+	 * ProfilerStep* rows (model_from_capture_steps); NULL: all */
+	const struct step_schedule *sched;
 	bool step_window;             /* only events that begin in steps [step_first, +step_count) */
 	uint32_t step_first, step_count;
 	const struct export_dist *dist;   /* distributedInfo by pid */
