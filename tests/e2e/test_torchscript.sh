@@ -23,7 +23,7 @@ ts_case() {
 	[ "$mode" = nograd ] && sargs="$sargs --no-grad"
 	label="torch $(torch_version "$py"), TorchScript, $mode${1:+ $*}"
 	log "== $label"
-	profiled_pair "$py" torchscript_model.py "$sargs" $wl $tb "$label" --no-python "$@"
+	profiled_pair "$py" torchscript_model.py "$sargs" $wl $tb "$label" "$@"
 	only=$(python3 -c 'import json,sys; print(",".join(k for k in json.load(open(sys.argv[1]))["ops"] if k != "aten::detach"))' "$T/$wl.prof.json")
 	for op in aten::linear aten::relu; do
 		[[ ",$only," == *",$op,"* ]] || fail "$label: torch.profiler has no $op row"
