@@ -123,6 +123,7 @@ static const char usage_text[] =
 "  sudo tbpf --pid 1234 --schedule wait=1,warmup=1,active=3,repeat=2 --tensorboard runs/job\n"
 "  tbpf report run.tbpf --format perfetto -o run.perfetto-trace\n"
 "  sudo tbpf run --format tree -- python3 train.py\n"
+"  sudo tbpf run -- ./my_cuda_app             # a plain CUDA program: its CUDA API calls\n"
 "  tbpf diff before.tbpf after.tbpf          # what got slower\n"
 "  sudo tbpf daemon --listen 127.0.0.1:9464  # Prometheus /metrics, every PyTorch job\n"
 "  tbpf report run.tbpf --format folded | flamegraph.pl > ops.svg\n"

@@ -30,6 +30,7 @@
 #include "live_inproc.h"
 #include "profile.h"
 #include "guard.h"
+#include "gpudev.h"
 #include "gpu_session.h"
 #include "inject.h"
 #include "cmd_run.h"
@@ -139,27 +140,38 @@ static void procs_free(struct live_procs *lp)
 	free(lp->v);
 }
 
-/* Process, op and thread names of targets added since `from`. */
+static void write_target_ops(struct capture_writer *cw, const struct target *t)
+{
+	for (size_t k = 0; k < t->nlibs; k++) {
+		const struct target_lib *l = &t->libs[k];
+
+		for (size_t j = 0; j < l->syms.n; j++) {
+			const struct opsym *o = &l->syms.v[j];
+
+			if (!o->redispatch)
+				capture_write_op(cw, l->id_base + o->op_index + 1, o->name,
+						 o->overload);
+		}
+	}
+}
+
+/* Process, op and thread names of targets added since `from`; the op
+ * names of CUDA-only targets (issue 18) that have mapped libtorch since. */
 static void write_target_meta(struct capture_writer *cw, struct session *s, size_t from,
 			      const struct live_procs *lp)
 {
+	size_t up;
+
+	while (session_take_upgraded(s, &up))
+		if (up < from)
+			write_target_ops(cw, session_target_detail(s, up));
 	for (size_t i = from; i < session_ntargets(s); i++) {
 		const struct target *t = session_target_detail(s, i);
 
 		capture_write_process_torch(cw, (uint32_t)t->pid, t->comm ? t->comm : "",
 					    t->cmdline ? t->cmdline : "",
 					    procs_torch(lp, (uint32_t)t->pid));
-		for (size_t k = 0; k < t->nlibs; k++) {
-			const struct target_lib *l = &t->libs[k];
-
-			for (size_t j = 0; j < l->syms.n; j++) {
-				const struct opsym *o = &l->syms.v[j];
-
-				if (!o->redispatch)
-					capture_write_op(cw, l->id_base + o->op_index + 1, o->name,
-							 o->overload);
-			}
-		}
+		write_target_ops(cw, t);
 		live_write_threads(cw, t->pid);
 	}
 }
@@ -241,17 +253,31 @@ static char *targets_desc(struct session *s)
 	return asprintf(&d, "the %zu processes", session_ntargets(s)) < 0 ? NULL : d;
 }
 
+static bool all_cuda_only(struct session *s)
+{
+	for (size_t i = 0; i < session_ntargets(s); i++)
+		if (!session_target(s, i)->cuda_only)
+			return false;
+	return session_ntargets(s) > 0;
+}
+
 /* An empty result is never silent (issue 13): one line saying why. */
 static void report_empty(struct session *s, const uint64_t *cnt, uint64_t duration)
 {
 	char *who;
 
 	if (!session_ntargets(s)) {
-		fprintf(stderr, "tbpf: no op seen: no PyTorch process was found during the %.2f s "
-				"window\n", duration / 1e9);
+		fprintf(stderr, "tbpf: no op seen: no PyTorch or CUDA process was found during the "
+				"%.2f s window\n", duration / 1e9);
 		return;
 	}
 	who = targets_desc(s);
+	if (all_cuda_only(s)) {   /* issue 18: a plain CUDA program */
+		fprintf(stderr, "tbpf: no op table: %s maps no libtorch; its CUDA API calls "
+				"follow\n", who ? who : "the targets");
+		free(who);
+		return;
+	}
 	if (!cnt[CNT_ENTRIES])
 		fprintf(stderr, "tbpf: no op ran in %s during the %.2f s window: the op probes saw "
 				"no hit (entries 0, exits %llu)\n", who ? who : "the targets",
@@ -351,6 +377,20 @@ static bool steps_done(const struct live_opts *o, struct session *s, const struc
 	return alive > 0;
 }
 
+/* issue 18: the host's GPUs for Kineto's deviceProperties (chrome and
+ * --tensorboard), asked of the driver now; none without a GPU.  Free
+ * eo->devprops after the export. */
+static void query_devices(struct export_opts *eo)
+{
+	struct export_devprop *v = NULL;
+	size_t n = 0;
+
+	if (!gpudev_query(&v, &n)) {
+		eo->devprops = v;
+		eo->ndevprops = n;
+	}
+}
+
 /* --tensorboard DIR from the capture; 0 or the exit code. */
 static int live_tensorboard(const struct live_opts *o, const char *capture_path,
 			    const struct live_dist *ld)
@@ -365,7 +405,9 @@ static int live_tensorboard(const struct live_opts *o, const char *capture_path,
 		capture_reader_close(r);
 		return TBPF_EXIT_ERROR;
 	}
+	query_devices(&eo);
 	err = export_tensorboard(o->steps.tensorboard, r, &eo, &o->steps.sched, stderr, &msg);
+	free((void *)eo.devprops);
 	capture_reader_close(r);
 	if (err) {
 		fprintf(stderr, "tbpf: --tensorboard: %s\n", msg ? msg : strerror(-err));
@@ -500,7 +542,10 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 	}
 	char *emsg = NULL;
 
+	query_devices(&eo);
 	err = export_capture(capture_path, fmt, o->out, &eo, &emsg);
+	free((void *)eo.devprops);
+	eo.devprops = NULL;
 	if (err) {
 		fprintf(stderr, "tbpf: export to %s failed: %s\n", fmt, emsg ? emsg : strerror(-err));
 		rc = TBPF_EXIT_ERROR;
@@ -545,7 +590,7 @@ static int attach_when_torch(struct session *s, const struct live_opts *o, pid_t
 
 			*t0 = now_ns(CLOCK_MONOTONIC);
 			err = session_add_target(s, pid, why);
-			if (!err && stopped && o->verbose)
+			if (!err && stopped && o->verbose && !session_target(s, 0)->cuda_only)
 				fprintf(stderr, "tbpf: pid %d held where it loaded libtorch while the "
 						"probes attached\n", pid);
 			if (err != -ENOENT)
@@ -564,7 +609,10 @@ static int attach_when_torch(struct session *s, const struct live_opts *o, pid_t
 		}
 		usleep(held ? 2000 : 20000);
 	}
-	session_hold_release(s);   /* continues the held command */
+	/* continues the held command; one that mapped libcudart but no
+	 * libtorch is held again where it maps libtorch_cpu (issue 18) */
+	if (err || !session_hold_rearm(s))
+		session_hold_release(s);
 	return err;
 }
 
@@ -617,7 +665,17 @@ static void announce(const struct live_opts *o, struct session *s, uint64_t prob
 	/* before the `attached` line: that line is the last, all is live */
 	if (session_cuda(s, &cp, &cl) && cl)
 		fprintf(stderr, "tbpf: CUDA: %zu probes in %zu libraries\n", cp, cl);
-	if (o->sel.npids == 1) {
+	if (o->sel.npids == 1 && session_target(s, 0)->cuda_only) {
+		const struct session_target_info *ti = session_target(s, 0);
+
+		fprintf(stderr, "tbpf: attached %zu CUDA probes to pid %d (%s) in %.1f ms (BPF load "
+				"%.0f ms); %s; Ctrl-C to stop\n",
+			cp, ti->pid, ti->comm ? ti->comm : "?", attach_ns / 1e6, load_ns / 1e6,
+			o->wait_torch ? "no libtorch mapped yet: CUDA API calls, and op probes "
+					"from where it maps libtorch (held there)" :
+					"no libtorch mapped: CUDA API calls only (op probes follow "
+					"within a second if it imports torch)");
+	} else if (o->sel.npids == 1) {
 		const struct session_target_info *ti = session_target(s, 0);
 
 		fprintf(stderr, "tbpf: attached %llu probes to pid %d (%s) in %.1f ms (BPF load %.0f ms); "
@@ -663,6 +721,8 @@ static const char *poll_until_stop(const struct live_opts *o, struct session *s,
 			write_target_meta(cw, s, *written, lp);
 			*written = session_ntargets(s);
 			dist_scan(ld, s);
+		} else if (cw) {
+			write_target_meta(cw, s, *written, lp);   /* upgraded targets' ops */
 		}
 		if (steps_done(o, s, sw)) {
 			/* the Python stacks are named every second poll
@@ -826,6 +886,7 @@ static struct session_config session_config_of(const struct live_opts *o)
 		.gpu_agent = o->inject ? GPU_AGENT_INJECT : o->gpu_run ? GPU_AGENT_RUN : GPU_AGENT_OFF,
 		.inject_flags = o->inject_force ? INJECT_FORCE : 0,
 		.run_hold = o->wait_torch,
+		.cuda_only_ok = true,       /* issue 18: plain CUDA programs */
 		.shapes = o->record_shapes,
 		.memory = o->memory,
 		.mem_map_size = o->mem_map_size,
@@ -975,6 +1036,11 @@ int live_run(const struct live_opts *o)
 	}
 	if (!model.prof.nops)
 		report_empty(s, counters, duration);
+	/* op probes added during the run (CUDA-only targets that mapped
+	 * libtorch, issue 18) count too */
+	probes = 0;
+	for (size_t i = 0; i < session_ntargets(s); i++)
+		probes += session_target(s, i)->nprobes;
 	live_run_info(s, &model.prof, duration, probes, counters, stop_reason);
 	if (cw) {
 		err = end_capture(cw, s, counters, duration, stop_reason, model.prof.gpu_note,

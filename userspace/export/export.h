@@ -23,6 +23,8 @@ struct step_schedule;
 
 /* distributedInfo of one process (issue 18): RANK, WORLD_SIZE and the
  * backend from the target's environment. */
+struct export_devprop;
+
 struct export_dist {
 	uint32_t pid;
 	int rank, world_size;
@@ -69,6 +71,8 @@ struct export_opts {
 	/* tree (tbpf report): --ops, --min-pct, --layer-filter, colour; NULL:
 	 * defaults; the order is .sort's */
 	const struct tree_opts *tree;
+	const struct export_devprop *devprops;   /* "deviceProperties" (issue 18) */
+	size_t ndevprops;
 };
 
 /* "table" -> EXPORT_TABLE ...; -EINVAL when unknown. */
