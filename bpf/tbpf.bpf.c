@@ -472,6 +472,102 @@ static __always_inline __u32 node_eval_id(__u32 pid, __u64 node, __u32 dflt)
 	return id ? *id : dflt;
 }
 
+/* ==== boxed calls (TorchScript, torch.ops; issue 15, boxedop.h) ======== */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, struct tbpf_boxkey);
+	__type(value, struct tbpf_boxop);
+} boxed_names SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct tbpf_boxkey);
+	__type(value, struct tbpf_boxop);
+} boxed_defs SEC(".maps");
+
+struct boxed_scratch {
+	char name[TBPF_BOXED_NAME_MAX];
+	char ovl[TBPF_BOXED_OVL_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct boxed_scratch);
+} boxed_scratch_map SEC(".maps");
+
+/* Read a libstdc++ std::string at p into buf (size bytes); its length,
+ * or -1 when it does not read as one. */
+static __always_inline long boxed_str(__u64 p, char *buf, __u32 size)
+{
+	__u64 str[2] = {};
+	long got;
+
+	if (bpf_probe_read_user(str, sizeof(str), (void *)p))
+		return -1;
+	if ((long)str[1] < 0 || (long)str[1] > 1 << 20)
+		return -1;
+	if (str[1] == 0)
+		return 0;
+	got = bpf_probe_read_user_str(buf, size, (void *)str[0]);
+	if (got <= 0)
+		return -1;
+	return got - 1;
+}
+
+/* The operator of a boxed call: _M_invoke(const _Any_data &f, Stack &s):
+ * *f is the lambda, whose first word is the OperatorHandle's OperatorDef*;
+ * the OperatorDef begins with the OperatorEntry's c10::OperatorName
+ * {std::string name, overload_name}.  Cached per OperatorDef*; op_id 0 when
+ * it is no operator of tbpf's table. */
+static __always_inline struct tbpf_boxop boxed_op(__u32 pid, __u64 any)
+{
+	struct tbpf_boxkey k = { .pid = pid };
+	struct tbpf_boxop none = {}, *v;
+	struct boxed_scratch *b;
+	__u64 lambda = 0, h = 14695981039346656037ULL;
+	__u32 zero = 0;
+	long nl, ol;
+
+	if (bpf_probe_read_user(&lambda, sizeof(lambda), (void *)any) || !lambda ||
+	    bpf_probe_read_user(&k.key, sizeof(k.key), (void *)lambda) || !k.key)
+		return none;
+	v = bpf_map_lookup_elem(&boxed_defs, &k);
+	if (v)
+		return *v;
+	b = bpf_map_lookup_elem(&boxed_scratch_map, &zero);
+	if (!b)
+		return none;
+	nl = boxed_str(k.key, b->name, sizeof(b->name));
+	ol = boxed_str(k.key + 32, b->ovl, sizeof(b->ovl));
+	if (nl > 0 && ol >= 0) {
+		struct tbpf_boxkey nk = { .pid = pid };
+
+		for (int i = 0; i < TBPF_BOXED_NAME_MAX - 1; i++) {
+			if (i >= nl)
+				break;
+			h = (h ^ (__u8)b->name[i]) * 1099511628211ULL;
+		}
+		h = (h ^ 0) * 1099511628211ULL;
+		for (int i = 0; i < TBPF_BOXED_OVL_MAX - 1; i++) {
+			if (i >= ol)
+				break;
+			h = (h ^ (__u8)b->ovl[i]) * 1099511628211ULL;
+		}
+		nk.key = h;
+		v = bpf_map_lookup_elem(&boxed_names, &nk);
+		if (v)
+			none = *v;
+	}
+	cnt_add(CNT_BOXED_DEFS, 1);
+	bpf_map_update_elem(&boxed_defs, &k, &none, BPF_ANY);
+	return none;
+}
+
 /* An op or scope entered at depth d gets its own Python stack when it is
  * the outermost counted frame or sits directly in a scope: the ops of a
  * record_function block keep their own module paths. */
@@ -499,7 +595,7 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	__u64 cookie, now, sp, ra = 0;
-	__u32 op_id, flags = 0, d;
+	__u32 op_id, flags = 0, d, name_id;
 	struct tbpf_thread *t;
 	struct tbpf_frame *f;
 	bool exits = tbpf_mode & TBPF_MODE_EXITS;
@@ -509,8 +605,19 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	now = bpf_ktime_get_ns();
 	cookie = bpf_get_attach_cookie(ctx);
 	op_id = TBPF_COOKIE_OPID(cookie);
+	name_id = TBPF_COOKIE_NAMEID(cookie);
 	if (cookie & TBPF_COOKIE_NODE_EVAL)
 		op_id = node_eval_id(pid, PT_REGS_PARM3(ctx), op_id);
+	if (cookie & TBPF_COOKIE_BOXED) {
+		struct tbpf_boxop bo = boxed_op(pid, PT_REGS_PARM1(ctx));
+
+		op_id = bo.op_id;
+		name_id = bo.name_id;
+		/* an operator tbpf does not name (prim::, custom namespaces):
+		 * transparent, its ops belong to the enclosing frame */
+		if (!op_id)
+			flags |= OPF_SKIP;
+	}
 	sp = PT_REGS_SP(ctx);
 	cnt_add(CNT_ENTRIES, 1);
 	t = thread_enter(tid, pid);
@@ -564,11 +671,11 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	f->ra = ra;
 	f->op_id = op_id;
 	f->flags = flags;
-	f->name_id = TBPF_COOKIE_NAMEID(cookie);
+	f->name_id = name_id;
 	f->nchild = 0;
 	f->dup_op = 0;
 	f->shape = 0;
-	if ((tbpf_mode & TBPF_MODE_SHAPES) && !(flags & OPF_SKIP))
+	if ((tbpf_mode & TBPF_MODE_SHAPES) && !(flags & OPF_SKIP) && !(cookie & TBPF_COOKIE_BOXED))
 		f->shape = shape_capture(ctx, pid, tid,
 					 cookie & (0xffffffffULL | TBPF_COOKIE_REDISPATCH), now);
 	if (tbpf_mode & TBPF_MODE_MEMORY)
@@ -626,24 +733,19 @@ struct {
 	__type(value, struct tbpf_scope_name);
 } scope_scratch SEC(".maps");
 
-/* The scope's name: the std::string the record_function entry points
- * (record_function_enter / _new, torch 1.13 .. 2.8) keep in r12 while
- * they construct the RecordFunction.  Accepted only when it reads as a
- * libstdc++ string: length 1.., the NUL exactly at its end.  Returns the
- * scope id, 0 when it is no such string. */
-static __always_inline __u32 scope_read_name(struct pt_regs *ctx, struct tbpf_scope_name *n)
+/* Read the C string at p into n and hash it: the scope id, 0 when it is
+ * empty or unreadable, or when want_len >= 0 and the string's length is
+ * not want_len (a std::string's own length: the NUL exactly at its end). */
+static __always_inline __u32 scope_hash_name(__u64 p, long want_len, struct tbpf_scope_name *n)
 {
-	__u64 str[2] = {};
 	__u32 h = 2166136261u;
-	long len, got;
+	long got;
 
-	if (bpf_probe_read_user(str, sizeof(str), (void *)ctx->r12))
+	got = bpf_probe_read_user_str(n->name, sizeof(n->name), (void *)p);
+	if (got <= 1)
 		return 0;
-	len = (long)str[1];
-	if (len < 1 || len > 1 << 20)
-		return 0;
-	got = bpf_probe_read_user_str(n->name, sizeof(n->name), (void *)str[0]);
-	if (len < TBPF_SCOPE_NAME_MAX - 1 ? got != len + 1 : got != TBPF_SCOPE_NAME_MAX)
+	if (want_len >= 0 &&
+	    (want_len < TBPF_SCOPE_NAME_MAX - 1 ? got != want_len + 1 : got != TBPF_SCOPE_NAME_MAX))
 		return 0;
 	for (int i = 0; i < TBPF_SCOPE_NAME_MAX; i++) {
 		if (i >= got - 1)
@@ -653,29 +755,84 @@ static __always_inline __u32 scope_read_name(struct pt_regs *ctx, struct tbpf_sc
 	return TBPF_SCOPE_ID_BASE | (h & TBPF_SCOPE_ID_MASK);
 }
 
-/* at::RecordFunction::RecordFunction(RecordScope): rdi = this, esi = scope */
+/* The scope's name: the std::string the record_function entry points
+ * (record_function_enter / _new, torch 1.13 .. 2.8) keep in r12 while
+ * they construct the RecordFunction.  Accepted only when it reads as a
+ * libstdc++ string: length 1.., the NUL exactly at its end.  Returns the
+ * scope id, 0 when it is no such string. */
+static __always_inline __u32 scope_read_name(struct pt_regs *ctx, struct tbpf_scope_name *n)
+{
+	__u64 str[2] = {};
+	long len;
+
+	if (bpf_probe_read_user(str, sizeof(str), (void *)ctx->r12))
+		return 0;
+	len = (long)str[1];
+	if (len < 1 || len > 1 << 20)
+		return 0;
+	return scope_hash_name(str[0], len, n);
+}
+
+/* A FUNCTION-scope RecordFunction named by a pending stash of this thread
+ * (tbpf_scope_pend), which is consumed; 0 when there is none for it. */
+static __always_inline __u32 scope_pending_name(__u32 tid, __u32 pid, __u64 sp,
+						 struct tbpf_scope_name *n)
+{
+	struct tbpf_thread *t = thread_get(tid, pid, false);
+	__u64 ra = 0, p;
+	__u32 kind;
+
+	if (!t || !t->pend_kind)
+		return 0;
+	kind = t->pend_kind;
+	p = t->pend_ptr;
+	t->pend_kind = TBPF_PEND_NONE;
+	/* constructed inside the stashing call, which is still running */
+	if (sp >= t->pend_sp || bpf_probe_read_user(&ra, sizeof(ra), (void *)t->pend_sp) ||
+	    ra != t->pend_ra)
+		return 0;
+	if (kind == TBPF_PEND_PYTYPE &&
+	    bpf_probe_read_user(&p, sizeof(p), (void *)(p + 24)))   /* tp_name */
+		return 0;
+	return scope_hash_name(p, -1, n);
+}
+
+/* _pytorch_record_function_enter(const char *name) (torch._dynamo) and
+ * THPFunction_apply(PyObject *cls, ...): the name of the RecordFunction
+ * they are about to construct (with RecordScope::FUNCTION, which names it
+ * only while a profiler callback is registered).  The cookie is the kind
+ * (enum tbpf_pend_kind). */
 SEC("uprobe")
-int BPF_KPROBE(tbpf_scope_new)
+int BPF_KPROBE(tbpf_scope_pend)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid, zero = 0, id, d;
-	struct tbpf_scope_name *n;
+	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	struct tbpf_thread *t;
-	struct tbpf_frame *f;
-	__u64 now, sp;
+	__u64 sp = PT_REGS_SP(ctx), ra = 0;
 
 	if (!pid_ok(pid))
 		return 0;
 	cnt_add(CNT_SCOPE_HITS, 1);
-	if ((__u32)PT_REGS_PARM2(ctx) != TBPF_RECORD_SCOPE_USER || !pid_check(pid, true))
+	t = thread_enter(tid, pid);
+	if (!t || bpf_probe_read_user(&ra, sizeof(ra), (void *)sp))
 		return 0;
-	now = bpf_ktime_get_ns();
-	n = bpf_map_lookup_elem(&scope_scratch, &zero);
-	if (!n)
-		return 0;
-	id = scope_read_name(ctx, n);
-	if (!id)
-		return 0;
+	t->pend_kind = (__u32)bpf_get_attach_cookie(ctx);
+	t->pend_ptr = PT_REGS_PARM1(ctx);
+	t->pend_sp = sp;
+	t->pend_ra = ra;
+	return 0;
+}
+
+/* Open the scope `id` (named n) on the calling thread: a frame with no
+ * return slot, closed by scope_close(key). */
+static __always_inline int scope_open(struct pt_regs *ctx, __u32 pid, __u32 tid, __u64 now,
+				      __u32 id, struct tbpf_scope_name *n, __u64 key)
+{
+	struct tbpf_thread *t;
+	struct tbpf_frame *f;
+	__u64 sp;
+	__u32 d;
+
 	cnt_add(CNT_ENTRIES, 1);
 	if (!bpf_map_update_elem(&scope_names, &id, n, BPF_NOEXIST) &&
 	    (tbpf_mode & TBPF_MODE_RECORD)) {
@@ -710,7 +867,7 @@ int BPF_KPROBE(tbpf_scope_new)
 	f = &t->frames[d & (TBPF_MAX_DEPTH - 1)];
 	f->start_ns = now;
 	f->child_ns = 0;
-	f->sp = ~0ULL;   /* no return slot: only its end() closes it */
+	f->sp = ~0ULL;   /* no return slot: only its end closes it */
 	f->ra = 0;
 	f->op_id = id;
 	f->flags = OPF_SCOPE;
@@ -718,7 +875,7 @@ int BPF_KPROBE(tbpf_scope_new)
 	f->nchild = 0;
 	f->dup_op = 0;
 	f->pystack = t->pystack_id;
-	f->scope = PT_REGS_PARM1(ctx);
+	f->scope = key;
 	f->shape = 0;
 	if (tbpf_mode & TBPF_MODE_MEMORY)
 		frame_mem_zero(f);
@@ -728,21 +885,14 @@ int BPF_KPROBE(tbpf_scope_new)
 	return 0;
 }
 
-/* at::RecordFunction::end(): rdi = this.  Closes the scope opened by that
- * RecordFunction (and any op frame left above it); the end() calls of every
- * other RecordFunction find no such frame. */
-SEC("uprobe")
-int BPF_KPROBE(tbpf_scope_end)
+/* Close the scope opened with `key` (and any frame left above it); no
+ * such scope among the top 8 frames: nothing. */
+static __always_inline int scope_close(__u32 pid, __u32 tid, __u64 key)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
-	__u64 rf = PT_REGS_PARM1(ctx), now;
 	struct tbpf_thread *t;
+	__u64 now;
 	int k = -1;
 
-	if (!pid_ok(pid))
-		return 0;
-	cnt_add(CNT_SCOPE_HITS, 1);
 	t = thread_get(tid, pid, false);
 	if (!t || t->depth == 0 || t->depth > TBPF_MAX_DEPTH)
 		return 0;
@@ -753,7 +903,7 @@ int BPF_KPROBE(tbpf_scope_end)
 		if ((__u32)i >= d)
 			break;
 		f = &t->frames[(d - 1 - i) & (TBPF_MAX_DEPTH - 1)];
-		if ((f->flags & OPF_SCOPE) && f->scope == rf) {
+		if ((f->flags & OPF_SCOPE) && f->scope == key) {
 			k = i;
 			break;
 		}
@@ -768,6 +918,50 @@ int BPF_KPROBE(tbpf_scope_end)
 		pop_frame(t, tid, now, i < k ? OPF_INFERRED : 0);
 	}
 	return 0;
+}
+
+/* at::RecordFunction::RecordFunction(RecordScope): rdi = this, esi = scope.
+ * USER_SCOPE: a record_function label (name in r12); FUNCTION: named by a
+ * pending stash (tbpf_scope_pend), else not shown. */
+SEC("uprobe")
+int BPF_KPROBE(tbpf_scope_new)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid, zero = 0, id;
+	__u32 scope = (__u32)PT_REGS_PARM2(ctx);
+	struct tbpf_scope_name *n;
+
+	if (!pid_ok(pid))
+		return 0;
+	cnt_add(CNT_SCOPE_HITS, 1);
+	if ((scope != TBPF_RECORD_SCOPE_USER && scope != TBPF_RECORD_SCOPE_FUNCTION) ||
+	    !pid_check(pid, true))
+		return 0;
+	n = bpf_map_lookup_elem(&scope_scratch, &zero);
+	if (!n)
+		return 0;
+	if (scope == TBPF_RECORD_SCOPE_USER)
+		id = scope_read_name(ctx, n);
+	else
+		id = scope_pending_name(tid, pid, PT_REGS_SP(ctx), n);
+	if (!id)
+		return 0;
+	return scope_open(ctx, pid, tid, bpf_ktime_get_ns(), id, n, PT_REGS_PARM1(ctx));
+}
+
+/* at::RecordFunction::end(): rdi = this.  Closes the scope opened by that
+ * RecordFunction (and any op frame left above it); the end() calls of every
+ * other RecordFunction find no such frame. */
+SEC("uprobe")
+int BPF_KPROBE(tbpf_scope_end)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32;
+
+	if (!pid_ok(pid))
+		return 0;
+	cnt_add(CNT_SCOPE_HITS, 1);
+	return scope_close(pid, (__u32)pid_tgid, PT_REGS_PARM1(ctx));
 }
 
 /* torch::jit::tracer::getTracingState(): one call per nn.Module call

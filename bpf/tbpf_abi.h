@@ -31,6 +31,9 @@
 /* Engine::evaluate_function (issue 15): the row's op id is the node
  * class's, from `node_evals` (vtable of the Node* in rdx) */
 #define TBPF_COOKIE_NODE_EVAL (1ULL << 33)
+/* The boxed-call entry (TorchScript, torch.ops; issue 15): the row is the
+ * operator's whose OperatorHandle the call carries (boxed_names) */
+#define TBPF_COOKIE_BOXED (1ULL << 34)
 /* bits 40..63: the op's name id (same for every overload of a name), for
  * torch.profiler's rule that an op whose only child has its own name is
  * shown as one op (aten::sum -> aten::sum.dim_IntList) */
@@ -161,6 +164,20 @@ struct tbpf_vtkey {
 	__u32 pad;
 	__u64 vtable;
 };
+/* boxed_names map: FNV-1a 64 of an operator's "name\0overload" (its
+ * c10::OperatorName, "aten::linear" "") in a process -> its row; the BPF
+ * side keeps the OperatorDef* it read it from in boxed_defs */
+struct tbpf_boxkey {
+	__u32 pid;
+	__u32 pad;
+	__u64 key;        /* boxed_names: the hash; boxed_defs: the OperatorDef* */
+};
+struct tbpf_boxop {
+	__u32 op_id;      /* 0: not an operator tbpf names (a SKIP frame) */
+	__u32 name_id;    /* TBPF_COOKIE_NAMEID of its ::call */
+};
+#define TBPF_BOXED_NAME_MAX 64      /* name bytes hashed ("aten::...") */
+#define TBPF_BOXED_OVL_MAX 32       /* overload bytes hashed */
 /* ==== END scopes ======================================================== */
 
 /* ==== BEGIN inproc (RecordFunction agent, issue 19; docs/inproc.md) =====
@@ -512,7 +529,27 @@ struct tbpf_thread {
 	__u32 gen;        /* pid_gen of its process when its frames were pushed */
 	__u32 busy;       /* an op probe is changing the frames: the infer
 			   * sampler, which can interrupt it, keeps off */
+	/* a name for the next RecordFunction(RecordScope::FUNCTION) this
+	 * thread constructs below pend_sp (issue 15, tbpf_scope_pend):
+	 * TBPF_PEND_* kind, the pointer it reads, the caller's return slot
+	 * and its content (the stash is stale once the slot changed) */
+	__u32 pend_kind;
+	__u32 pend_pad;
+	__u64 pend_ptr, pend_sp, pend_ra;
 };
+/* Who names a FUNCTION-scope RecordFunction without the profiler on (the
+ * attach cookie of tbpf_scope_pend) */
+enum tbpf_pend_kind {
+	TBPF_PEND_NONE = 0,
+	TBPF_PEND_CSTR,     /* rdi: const char* (torch._dynamo's C shim
+			     * _pytorch_record_function_enter(name):
+			     * "TorchDynamo Cache Lookup",
+			     * "Torch-Compiled Region: 0/0") */
+	TBPF_PEND_PYTYPE,   /* rdi: PyTypeObject*, its tp_name (THPFunction_apply(cls,
+			     * inputs): a custom autograd.Function's forward row,
+			     * "CompiledFunction") */
+};
+#define TBPF_RECORD_SCOPE_FUNCTION 0   /* at::RecordScope::FUNCTION */
 
 /* Slots of the per-process attach generation (bpf: pid_gen[pid & mask]).
  * The overhead budget detaches and re-attaches op probes; frames a thread
@@ -572,6 +609,8 @@ enum tbpf_counter {
 	CNT_MODCALLS,         /* nn.Module calls counted (TBPF_MODCALL_ID rows) */
 	CNT_SHAPE_BAD,        /* tensors whose sizes did not multiply to numel */
 	CNT_SHAPE_FULL,       /* shape table full: calls counted without shapes */
+	CNT_BOXED_DEFS,       /* boxed calls' operators looked up by name (once
+			       * per OperatorDef, boxed_defs) */
 	CNT_MAX
 };
 

@@ -17,7 +17,7 @@ need_tbpf
 # after the Python class), and the "detach"/"detach_" RecordFunctions of
 # VariableTypeManual, which no probed function brackets.  The PyNode's
 # evaluate_function row is there, without the node's name.
-UNSEEN="MyFn,MyFnBackward,detach,detach_"
+UNSEEN="MyFnBackward,detach,detach_"
 RENAMED="autograd::engine::evaluate_function=autograd::engine::evaluate_function: MyFnBackward"
 
 scopes_case() {

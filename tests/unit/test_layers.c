@@ -204,6 +204,83 @@ static void test_render_sort(void **state)
 	layers_free(t);
 }
 
+/* --layer-filter: the matching layer, what runs under it, its parents */
+static void test_render_filter(void **state)
+{
+	struct tree_opts o = { .ops = 1, .filter = "blocks" };
+	struct layer_tree *t = build();
+	char names[512], *got = render(t, &o);
+
+	names_of(got, names, sizeof(names));
+	assert_string_equal(names, "Net,└──blocks,  └──0,    ├──aten::relu,    └──aten::clamp_min,");
+	free(got);
+	/* a deeper path keeps its parents; a parent's own ops are hidden */
+	o.filter = "Net.stem";
+	got = render(t, &o);
+	names_of(got, names, sizeof(names));
+	assert_string_equal(names, "Net,└──stem,  └──aten::conv2d,");
+	free(got);
+	/* special rows match by their name */
+	o.filter = "no python";
+	o.ops = 0;
+	got = render(t, &o);
+	names_of(got, names, sizeof(names));
+	assert_string_equal(names, "[no python],");
+	free(got);
+	o.filter = "nothing";
+	got = render(t, &o);
+	names_of(got, names, sizeof(names));
+	assert_string_equal(names, "");
+	free(got);
+	layers_free(t);
+}
+
+/* colour by depth: one escape per row, reset before the closing bar;
+ * the plain text is unchanged once the escapes are taken out */
+static void test_render_color(void **state)
+{
+	struct tree_opts o = { 0 };
+	struct layer_tree *t = build();
+	char *plain = render(t, &o), *got, *p, *q;
+
+	o.color = 1;
+	got = render(t, &o);
+	assert_non_null(strstr(got, "| \033[1;36mNet "));
+	assert_non_null(strstr(got, "| \033[32m├──stem "));
+	assert_non_null(strstr(got, "| \033[33m  └──0 "));
+	assert_null(strstr(plain, "\033"));
+	for (p = q = got; *p; ) {
+		if (*p == '\033') {
+			p = strchr(p, 'm') + 1;
+			continue;
+		}
+		*q++ = *p++;
+	}
+	*q = 0;
+	assert_string_equal(got, plain);
+	free(got);
+	free(plain);
+	layers_free(t);
+}
+
+static void test_want_color(void **state)
+{
+	FILE *f = tmpfile();
+
+	/* a file is never coloured */
+	setenv("NO_COLOR", "", 1);
+	assert_false(tree_want_color(f));
+	fclose(f);
+	f = fopen("/dev/tty", "w");
+	if (f) {   /* a terminal: coloured unless NO_COLOR is set and not empty */
+		assert_true(tree_want_color(f));
+		setenv("NO_COLOR", "1", 1);
+		assert_false(tree_want_color(f));
+		fclose(f);
+	}
+	unsetenv("NO_COLOR");
+}
+
 static void test_fmt_time(void **state)
 {
 	char b[32];
@@ -222,6 +299,9 @@ int main(void)
 		cmocka_unit_test(test_render_plain),
 		cmocka_unit_test(test_render_ops_minpct),
 		cmocka_unit_test(test_render_sort),
+		cmocka_unit_test(test_render_filter),
+		cmocka_unit_test(test_render_color),
+		cmocka_unit_test(test_want_color),
 		cmocka_unit_test(test_fmt_time),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

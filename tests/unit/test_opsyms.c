@@ -14,6 +14,7 @@
 #include "libs/testutil.h"
 #include "elfsym.h"
 #include "opsyms.h"
+#include "boxedop.h"
 
 /* ---- opsym_parse_mangled -------------------------------------------- */
 
@@ -331,12 +332,13 @@ static void check_autograd(const char *lib, struct opsym_set *s)
 {
 	char *nm = tu_capture("nm -D --defined-only '%s' | awk '$2==\"T\" && $3 ~ /^_ZN5torch8autograd(9generated)?[0-9]+[A-Za-z0-9_]+5applyEOSt6vectorIN2at6TensorE/ && $3 !~ /^_ZN5torch8autograd6Engine/' | wc -l", lib);
 	size_t want = nm ? strtoul(nm, NULL, 10) : 0, nodes = 0, evals = 0, eng = 0, k = 0;
-	size_t vt = 0;
+	size_t vt = 0, boxed = 0;
 	bool accum = false;
 
 	for (size_t i = 0; i < s->n; i++) {
 		struct opsym *o = &s->v[i];
 
+		boxed += o->kind == OPSYM_BOXED;
 		nodes += o->kind == OPSYM_NODE;
 		evals += o->kind == OPSYM_NODE_EVAL;
 		eng += o->kind == OPSYM_EVAL;
@@ -355,6 +357,7 @@ static void check_autograd(const char *lib, struct opsym_set *s)
 	assert_int_equal(evals, want);
 	assert_true(vt * 100 >= want * 95);
 	assert_int_equal(eng, 1);
+	assert_int_equal(boxed, 1);   /* the boxed-call entry (issue 15) */
 	assert_true(accum);
 	free(nm);
 	for (size_t i = 0; i < s->n; i++) {
@@ -368,7 +371,7 @@ static void check_autograd(const char *lib, struct opsym_set *s)
 		free(s->v[i].overload);
 	}
 	s->n = k;
-	s->n_ops -= 2 * nodes + eng;
+	s->n_ops -= 2 * nodes + eng + boxed;
 }
 
 /* issue 15: autograd node applies -> torch.profiler's node names, vtables */
@@ -496,6 +499,67 @@ static void test_libtorch_2(void **state)
 		       "/var/cache/tbpf/venv-torch2/bin/python", 0);
 }
 
+/* The boxed-call entry (issue 15): the pure scanners on bytes, then both
+ * installed libtorch builds; on torch 2.x (with .symtab) the typeinfo
+ * route must find the symbol's address. */
+static void test_boxedop_scan(void **state)
+{
+	/* push %r12; push %rbp; mov g(%rip),%rbp; push %rbx; mov (%rdi),%r12 */
+	static const uint8_t inv[] = { 0x41, 0x54, 0x55, 0x48, 0x8b, 0x2d, 1, 2, 3, 4,
+				       0x53, 0x4c, 0x8b, 0x27, 0x48, 0x89, 0xf3 };
+	/* lea 0x10(%rip),%rax ; nop ; lea -0x20(%rip),%rcx */
+	static const uint8_t code[] = { 0x48, 0x8d, 0x05, 0x10, 0, 0, 0, 0x90,
+					0x48, 0x8d, 0x0d, 0xe0, 0xff, 0xff, 0xff };
+	uint64_t site[4], tgt[4];
+
+	assert_true(boxedop_invoke_shape(inv, sizeof(inv)));
+	assert_false(boxedop_invoke_shape(inv + 3, sizeof(inv) - 3));   /* no push */
+	assert_int_equal(boxedop_leas(code, sizeof(code), 0x1000, 0, ~0ull, site, tgt, 4), 2);
+	assert_int_equal(site[0], 0x1000);
+	assert_int_equal(tgt[0], 0x1000 + 7 + 0x10);
+	assert_int_equal(site[1], 0x1008);
+	assert_int_equal(tgt[1], 0x1008 + 7 - 0x20);
+	assert_int_equal(boxedop_leas(code, sizeof(code), 0x1000, 0x1010, 0x1020, site, tgt, 4), 1);
+	/* FNV-1a 64 of "name\0overload", computed independently in Python */
+	assert_int_equal(boxedop_key("aten::linear", ""), 0xdc47cc560264b502ull);
+	assert_int_equal(boxedop_key("aten::add", "Tensor"), 0xcf882e102123c933ull);
+}
+
+static void check_boxed(const char *lib, uint64_t want)
+{
+	struct elf_file *ef;
+	uint64_t a = 0, b = 0;
+
+	if (access(lib, R_OK)) {
+		fprintf(stderr, "  %s not installed: skipped\n", lib);
+		return;
+	}
+	assert_int_equal(elf_file_open(lib, &ef), 0);
+	assert_int_equal(boxedop_find(ef, true, &a), 0);
+	assert_int_equal(boxedop_find(ef, false, &b), 0);
+	assert_int_equal(a, b);
+	if (want)
+		assert_int_equal(a, want);
+	fprintf(stderr, "  %s: boxed-call entry at 0x%llx\n", lib, (unsigned long long)a);
+	elf_file_close(ef);
+}
+
+static void test_boxedop_libtorch(void **state)
+{
+	struct elf_file *ef;
+	struct elf_sym s;
+	const char *t2 = "/var/cache/tbpf/venv-torch2/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so";
+
+	/* Debian 1.13 is stripped: checked by objdump, 0x42e05b0 */
+	check_boxed("/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13.0", 0x42e05b0);
+	if (!access(t2, R_OK)) {
+		assert_int_equal(elf_file_open(t2, &ef), 0);
+		assert_int_equal(elf_file_find_sym(ef, BOXEDOP_INVOKE_SYM, &s), 0);
+		elf_file_close(ef);
+		check_boxed(t2, s.value);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -506,6 +570,8 @@ int main(void)
 		cmocka_unit_test(test_fake_library),
 		cmocka_unit_test(test_libtorch_113),
 		cmocka_unit_test(test_libtorch_2),
+		cmocka_unit_test(test_boxedop_scan),
+		cmocka_unit_test(test_boxedop_libtorch),
 	};
 	return cmocka_run_group_tests_name("opsyms", tests, setup, teardown);
 }

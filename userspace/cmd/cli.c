@@ -59,14 +59,18 @@ static const char usage_text[] =
 "      --with-flops       a FLOPs column (torch.profiler's with_flops formulas)\n"
 "      --ops              tree: list the ops under each layer\n"
 "      --min-pct P        tree: hide layers under P% of the CPU total\n"
+"      --layer-filter SUBSTR  tree: only layers whose path (Net.blocks.0)\n"
+"                         contains SUBSTR, what runs under them and their\n"
+"                         parents (torchprof's paths); rows are coloured by\n"
+"                         depth on a terminal (NO_COLOR=1: plain)\n"
 "      --no-python        do not walk Python stacks (no layers, less cost)\n"
 "      --exits MODE       how op exits are observed: auto (default: return\n"
 "                         probes made exception-safe by a ptrace guard, else\n"
 "                         infer), return, infer (entry probes only: exact\n"
 "                         counts, approximate durations, no ptrace)\n"
-"      --redispatch       also probe at::_ops::*::redispatch: counts ops that\n"
-"                         enter by the boxed path (torch.ops.aten.X,\n"
-"                         TorchScript); ~70% more probe hits in eager code\n"
+"      --redispatch       also probe at::_ops::*::redispatch (~70% more probe\n"
+"                         hits in eager code); the boxed path (torch.ops.aten.X,\n"
+"                         TorchScript) is counted without it\n"
 "      --profile-memory   CPU Mem / Self CPU Mem (and CUDA Mem) per op and layer,\n"
 "                         as torch.profiler(profile_memory=True) counts them;\n"
 "                         memory still live at the end by allocating op and\n"
@@ -110,6 +114,7 @@ static const char usage_text[] =
 "  sudo tbpf --pid 1234 --duration 30s --sort cpu_time_total --row-limit 20\n"
 "  sudo tbpf --pid 1234 --duration 10s --format json -o ops.json\n"
 "  sudo tbpf --pid 1234 --duration 10s --format tree --ops\n"
+"  sudo tbpf --pid 1234 --duration 10s --format tree --layer-filter features --min-pct 1\n"
 "  sudo tbpf --pid 1234 --duration 10s --group-by-input-shape --sort cpu_time_total\n"
 "  sudo tbpf --pid 1234 --duration 10s --profile-memory --sort self_cpu_memory_usage\n"
 "  sudo tbpf --pid 1234 --duration 10s --inproc   # in-process callbacks\n"
@@ -169,7 +174,7 @@ static int parse_entries(const char *arg, uint32_t lo, uint32_t hi, uint32_t *ou
 enum { O_SORT = 256, O_ROWS, O_NOMULTI, O_RECORD, O_BYOVL, O_OPS, O_MINPCT, O_NOPY,
        O_INJECT /* issue 6 */, O_INJECT_FORCE, O_REDISPATCH,
        O_SHAPES /* issue 16 */, O_BYSHAPE, O_FLOPS, O_MEMORY /* issue 17 */, O_MEMMAP,
-       O_INPROC /* issue 19 */, O_MERGE /* issue 18 */ };
+       O_INPROC /* issue 19 */, O_MERGE /* issue 18 */, O_LFILTER /* issue 15 */ };
 static const struct option live_longopts[] = {
 	SELECT_LONGOPTS,
 	STEP_LONGOPTS,
@@ -190,6 +195,7 @@ static const struct option live_longopts[] = {
 	{ "mem-map-size", required_argument, NULL, O_MEMMAP },
 	{ "ops", no_argument, NULL, O_OPS },
 	{ "min-pct", required_argument, NULL, O_MINPCT },
+	{ "layer-filter", required_argument, NULL, O_LFILTER },
 	{ "no-python", no_argument, NULL, O_NOPY },
 	{ "inject", no_argument, NULL, O_INJECT },
 	{ "inject-force", no_argument, NULL, O_INJECT_FORCE },
@@ -276,6 +282,9 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 		case O_MINPCT:
 			if (parse_pct(optarg, &o->min_pct))
 				return usage_error("invalid --min-pct '%s' (0-100)", optarg);
+			break;
+		case O_LFILTER:
+			o->layer_filter = optarg;
 			break;
 		case O_NOPY:
 			o->python = false;

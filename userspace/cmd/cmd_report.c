@@ -17,6 +17,7 @@
 #include "report.h"
 #include "options.h"
 #include "steps.h"
+#include "tree.h"
 
 #define REPORT_TREE EXPORT_TREE
 
@@ -35,6 +36,12 @@ static const char usage[] =
 "                      tree: model (default, named_modules() order),\n"
 "                      cpu_time_total, self_cpu_time_total, count, name\n"
 "  -n, --row-limit N   table rows (default 100, -1 = all)\n"
+"      --ops           tree: list the ops under each layer\n"
+"      --min-pct P     tree: hide rows under P% of the CPU total\n"
+"      --layer-filter SUBSTR  tree: only layers whose path (Net.blocks.0)\n"
+"                      contains SUBSTR, what runs under them and their\n"
+"                      parents (torchprof's paths); rows are coloured by\n"
+"                      depth on a terminal (NO_COLOR=1: plain)\n"
 "      --by-overload   table: one row per op overload (aten::add.Tensor)\n"
 "      --group-by-input-shape  table: one row per input shapes too (a capture\n"
 "                      recorded with --record-shapes), Input Shapes column\n"
@@ -62,6 +69,7 @@ static const char usage[] =
 "Examples:\n"
 "  tbpf report run.tbpf\n"
 "  tbpf report run.tbpf --format chrome -o run.json\n"
+"  tbpf report run.tbpf --format tree --ops --layer-filter blocks.0\n"
 "  tbpf report run.tbpf --schedule wait=1,warmup=1,active=3   # steps 2-4 only\n"
 "  tbpf report all.tbpf --merge        # two jobs' ops as one table\n"
 "  tbpf report run.tbpf --format folded | flamegraph.pl > run.svg\n"
@@ -75,7 +83,7 @@ static const char usage[] =
 static int run_aggregated(FILE *out, int fmt, struct capture_reader *r,
 			  const struct export_opts *o)
 {
-	struct tree_opts to = { 0 };
+	struct tree_opts to = o && o->tree ? *o->tree : (struct tree_opts){ 0 };
 	struct tbpf_model m;
 	/* the table shows layers only beside CUDA kernels */
 	unsigned parts = MODEL_CUDA | (fmt == EXPORT_TABLE ? MODEL_LAYERS_WITH_CUDA : MODEL_LAYERS);
@@ -267,12 +275,16 @@ int cmd_report(int argc, char **argv)
 		{ "by-overload", no_argument, NULL, 'O' },
 		{ "group-by-input-shape", no_argument, NULL, 'S' },
 		{ "with-flops", no_argument, NULL, 'F' },
+		{ "ops", no_argument, NULL, 'P' },
+		{ "min-pct", required_argument, NULL, 'm' },
+		{ "layer-filter", required_argument, NULL, 'L' },
 		{ "merge", no_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		STEP_LONGOPTS,
 		{ 0 },
 	};
 	struct export_opts o = { 0 };
+	struct tree_opts tro = { 0 };
 	struct step_opts so = { 0 };
 	char *why = NULL;
 	const char *format = "table", *out = NULL;
@@ -308,6 +320,19 @@ int cmd_report(int argc, char **argv)
 		case 'O': o.by_overload = true; break;
 		case 'S': o.by_shape = true; break;
 		case 'F': o.with_flops = true; break;
+		case 'P': tro.ops = 1; break;
+		case 'L': tro.filter = optarg; break;
+		case 'm': {
+			char *end;
+			double v = strtod(optarg, &end);
+
+			if (*end || end == optarg || !(v >= 0 && v <= 100)) {
+				fprintf(stderr, "tbpf report: invalid --min-pct '%s' (0-100)\n", optarg);
+				return 2;
+			}
+			tro.min_pct = v;
+			break;
+		}
 		case 'M': o.merge = true; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default:
@@ -347,6 +372,8 @@ int cmd_report(int argc, char **argv)
 	}
 	char *msg = NULL;
 	struct export_summary sum;
+	tro.color = (!out || !strcmp(out, "-")) && tree_want_color(stdout);
+	o.tree = &tro;
 	o.step_label = so.label;
 	o.sched = so.sched.set ? &so.sched : NULL;
 	if (so.sched.set)   /* chrome: the first active cycle; --tensorboard: each */

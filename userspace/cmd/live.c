@@ -429,7 +429,8 @@ static int render_model(const struct live_opts *o, const struct export_opts *eo,
 			const struct tbpf_model *m)
 {
 	bool tree_fmt = !strcmp(fmt, "tree");
-	struct tree_opts to = { .ops = o->tree_ops, .min_pct = o->min_pct };
+	struct tree_opts to = { .ops = o->tree_ops, .min_pct = o->min_pct,
+				.filter = o->layer_filter };
 	FILE *out;
 	int rc = 0, err;
 
@@ -448,6 +449,7 @@ static int render_model(const struct live_opts *o, const struct export_opts *eo,
 		fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
 		return TBPF_EXIT_ERROR;
 	}
+	to.color = tree_want_color(out);
 	err = export_model(out, tree_fmt ? EXPORT_TREE : strcmp(fmt, "json") ? EXPORT_TABLE
 		: EXPORT_JSON, m, eo, &to);
 	if (out != stdout && fclose(out) && !err)

@@ -44,6 +44,7 @@ struct live_opts {
 	bool with_flops;           /* --with-flops: FLOPs column (needs shapes) */
 	bool tree_ops;             /* --format tree: ops under each layer */
 	double min_pct;            /* --format tree: hide smaller rows */
+	const char *layer_filter;  /* --format tree: --layer-filter SUBSTR */
 	bool wait_torch;           /* tbpf run: attach once the pid maps libtorch */
 	/* tbpf run: let the held command exec, once tbpf can hold it again
 	 * where it maps libtorch (issue 13) */

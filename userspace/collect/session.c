@@ -39,6 +39,7 @@
 #include "cuda_session.h"
 #include "gpu_session.h"
 #include "elfsym.h"
+#include "boxedop.h"
 #include "shape_session.h"
 #include "shapes.h"
 #include "mem_attach.h"
@@ -427,6 +428,49 @@ static size_t node_evals_set(struct session *s, struct tgt *tg, bool add)
 	return n;
 }
 
+/* Operator name -> row for the boxed-call probe (issue 15, boxedop.h):
+ * every ::call operator by the hash of its c10::OperatorName.  Removing
+ * also drops the OperatorDef* cache of the process.  Returns how many
+ * names were written or deleted. */
+static size_t boxed_names_set(struct session *s, struct tgt *tg, bool add)
+{
+	int fd = bpf_map__fd(s->skel->maps.boxed_names);
+	int dfd = bpf_map__fd(s->skel->maps.boxed_defs);
+	struct tbpf_boxkey key = { .pid = (uint32_t)tg->t.pid }, k, next;
+	size_t n = 0;
+	bool boxed = false;
+
+	for (size_t i = 0; i < tg->t.nlibs; i++)
+		for (size_t j = 0; j < tg->t.libs[i].n; j++)
+			boxed |= (tg->t.libs[i].cookies[j] & TBPF_COOKIE_BOXED) != 0;
+	if (!boxed)
+		return 0;
+	for (size_t i = 0; i < tg->t.nlibs; i++) {
+		const struct target_lib *l = &tg->t.libs[i];
+
+		for (size_t j = 0; j < l->syms.n; j++) {
+			const struct opsym *o = &l->syms.v[j];
+			struct tbpf_boxop v = { l->id_base + o->op_index + 1, o->name_id };
+
+			if (o->kind != OPSYM_OP || o->redispatch)
+				continue;
+			key.key = boxedop_key(o->name, o->overload);
+			if (add ? !bpf_map_update_elem(fd, &key, &v, BPF_ANY)
+				: !bpf_map_delete_elem(fd, &key))
+				n++;
+		}
+	}
+	if (add)
+		return n;
+	/* the cache of this process's OperatorDef pointers */
+	for (int more = !bpf_map_get_next_key(dfd, NULL, &k); more; k = next) {
+		more = !bpf_map_get_next_key(dfd, &k, &next);
+		if (k.pid == (uint32_t)tg->t.pid)
+			bpf_map_delete_elem(dfd, &k);
+	}
+	return n;
+}
+
 /* record_function scopes (issue 15): entry probes on the RecordFunction
  * constructor and end(); no return probes, so nothing for the guard. */
 static int attach_scope_hooks(struct session *s, struct tgt *tg)
@@ -442,6 +486,11 @@ static int attach_scope_hooks(struct session *s, struct tgt *tg)
 	if (!err)
 		err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_scope_end, h->host_path,
 					&h->end_off, &zero, 1, false, tg->t.pid, s->multi);
+	/* names of FUNCTION-scope RecordFunctions (dynamo, autograd.Function) */
+	if (!err && h->py_path && h->npend)
+		err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_scope_pend, h->py_path,
+					h->pend_off, h->pend_kind, h->npend, false, tg->t.pid,
+					s->multi);
 	/* module calls need Python stacks; without them nothing to count */
 	if (!err && h->modcall_off && s->cfg.python && tg->ps)
 		err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_module_call, h->host_path,
@@ -534,6 +583,7 @@ static void tgt_detach(struct session *s, struct tgt *tg)
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.pids), &key);
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.py_procs), &key);
 	node_evals_set(s, tg, false);
+	boxed_names_set(s, tg, false);
 }
 
 static bool is_attached(struct session *s, pid_t pid)
@@ -697,6 +747,7 @@ static void attach_mem_probes(struct session *s, struct tgt *tg)
 static void attach_extras(struct session *s, struct tgt *tg)
 {
 	node_evals_set(s, tg, true);
+	boxed_names_set(s, tg, true);
 	if (attach_scope_hooks(s, tg))
 		fprintf(stderr, "tbpf: warning: pid %d: no record_function scope rows (no "
 				"at::RecordFunction entry points found or attachable)\n", tg->t.pid);

@@ -663,3 +663,60 @@ static int for_each_rostring(struct elf_file *ef, const char *prefix, bool conta
 	}
 	return 0;
 }
+
+/* ---- raw views for code scans (issue 15: the boxed-call finder) ------- */
+
+int elf_file_image(const struct elf_file *ef, const uint8_t **image, size_t *size)
+{
+	if (!ef->image)
+		return -ENOENT;
+	*image = (const uint8_t *)ef->image;
+	*size = ef->image_size;
+	return 0;
+}
+
+int elf_file_exec_segment(const struct elf_file *ef, size_t k, uint64_t *vaddr,
+			  uint64_t *off, uint64_t *size)
+{
+	for (size_t i = 0; i < ef->nload; i++) {
+		const GElf_Phdr *p = &ef->load[i];
+
+		if (!(p->p_flags & PF_X) || p->p_offset > ef->image_size ||
+		    p->p_filesz > ef->image_size - p->p_offset)
+			continue;
+		if (k-- == 0) {
+			*vaddr = p->p_vaddr;
+			*off = p->p_offset;
+			*size = p->p_filesz;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int elf_file_find_relative(struct elf_file *ef, uint64_t addend, uint64_t *where)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(ef->elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
+			continue;
+		if (!(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Rela r;
+
+			if (!gelf_getrela(d, (int)i, &r))
+				break;
+			if (GELF_R_TYPE(r.r_info) == R_X86_64_RELATIVE &&
+			    (uint64_t)r.r_addend == addend) {
+				*where = r.r_offset;
+				return 0;
+			}
+		}
+	}
+	return -ENOENT;
+}

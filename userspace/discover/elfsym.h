@@ -75,4 +75,14 @@ int elf_file_for_each_rostring_with(struct elf_file *ef, const char *needle,
  * starts with prefix. */
 bool elf_file_has_sym_prefix(struct elf_file *ef, const char *prefix);
 
+/* Raw views for code scans (issue 15).  The whole mapped file. */
+int elf_file_image(const struct elf_file *ef, const uint8_t **image, size_t *size);
+/* The k-th executable PT_LOAD's vaddr, file offset and file size; -ENOENT
+ * past the last. */
+int elf_file_exec_segment(const struct elf_file *ef, size_t k, uint64_t *vaddr,
+			  uint64_t *off, uint64_t *size);
+/* The address an R_X86_64_RELATIVE relocation with this addend writes
+ * (the first such); -ENOENT when none does. */
+int elf_file_find_relative(struct elf_file *ef, uint64_t addend, uint64_t *where);
+
 #endif

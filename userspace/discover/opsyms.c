@@ -1,6 +1,7 @@
 /* opsyms.c - discovery stage: the PyTorch operators of one libtorch
  * (at::_ops::<op>::call / ::redispatch) and their torch.profiler names. */
 #include "opsyms.h"
+#include "boxedop.h"
 #include "argdesc.h"
 #include "elfsym.h"
 #include "grow.h"
@@ -571,6 +572,29 @@ static int collect_sym(const struct elf_sym *s, void *ctx)
 	return o->mangled ? 0 : -ENOMEM;
 }
 
+/* The boxed-call entry (TorchScript, torch.ops): one probe for every
+ * operator called that way; absent is no error. */
+static int collect_boxed(struct collect *c, struct elf_file *ef)
+{
+	struct opsym *o;
+	uint64_t va, off;
+
+	if (boxedop_find(ef, true, &va) || elf_file_vaddr_to_off(ef, va, &off))
+		return 0;
+	if (!(o = collect_new(c)))
+		return -ENOMEM;
+	o->kind = OPSYM_BOXED;
+	o->struct_name = strdup("~boxed");
+	o->name = strdup("[boxed call]");
+	o->overload = strdup("");
+	o->mangled = strdup(BOXEDOP_INVOKE_SYM);
+	o->vaddr = va;
+	o->file_off = off;
+	if (!o->struct_name || !o->name || !o->overload || !o->mangled)
+		return -ENOMEM;
+	return 0;
+}
+
 static int add_rostring(const char *s, void *ctx)
 {
 	opname_map_add(ctx, s);
@@ -623,6 +647,8 @@ int opsyms_discover(const char *path, struct opsym_set *out)
 		err = elf_file_for_each_sym_in(ef, false, collect_sym, &c);
 	if (err == -ENOENT)
 		err = 0;
+	if (!err && c.n)
+		err = collect_boxed(&c, ef);
 	if (err)
 		goto out;
 	out->v = c.v;

@@ -20,6 +20,7 @@ struct opsym {
 	int name_source;     /* enum opname_source that named it */
 	int kind;            /* enum opsym_kind */
 	uint8_t ret;         /* OPSYM_OP: enum argdesc_ret, from its schema */
+	uint32_t name_id;    /* set by target_open: the cookie's name id */
 	uint64_t vtable;     /* OPSYM_NODE_EVAL: ELF vaddr the node class's
 			      * objects point to (_ZTV... + 16), 0 = unknown */
 };
@@ -34,6 +35,9 @@ enum opsym_kind {
 			      * evaluate_function: <Node>" of one node class */
 	OPSYM_EVAL,          /* Engine::evaluate_function (Node* in rdx): its
 			      * rows take the NODE_EVAL id of the node's class */
+	OPSYM_BOXED,         /* the boxed-call entry (boxedop.h): its rows take
+			      * the id of the operator it calls, read from the
+			      * OperatorHandle (boxed_names map) */
 };
 
 struct opsym_set {

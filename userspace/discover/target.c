@@ -159,6 +159,68 @@ static void lib_bias(struct target_lib *l, const struct pm_maps *m)
 	}
 }
 
+static bool is_torch_python(const char *base, void *ctx)
+{
+	(void)ctx;
+	return !strncmp(base, "libtorch_python.so", 18);
+}
+
+/* libtorch_python as the target maps it, else beside libtorch (`tbpf run`
+ * attaches when libtorch_cpu is mapped, before its Python extension). */
+static char *torch_python_path(struct target *t, const struct pm_maps *m, const char *libtorch)
+{
+	char **paths = NULL, *p = NULL, *slash;
+	size_t n = 0;
+
+	if (!procmaps_libs(m, is_torch_python, NULL, &paths, &n) && n)
+		p = procmaps_host_path(t->pid, paths[0]);
+	procmaps_free_paths(paths, n);
+	if (p || !(slash = strrchr(libtorch, '/')))
+		return p;
+	if (asprintf(&p, "%.*s/libtorch_python.so", (int)(slash - libtorch), libtorch) < 0)
+		return NULL;
+	if (access(p, R_OK)) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* The names of FUNCTION-scope RecordFunctions (issue 15): where
+ * libtorch_python is about to construct one whose name it holds. */
+static int find_pend_hooks(struct target *t, const struct pm_maps *m, const char *libtorch)
+{
+	static const struct { const char *sym; uint64_t kind; } want[] = {
+		{ "_pytorch_record_function_enter", TBPF_PEND_CSTR },
+		{ "_Z17THPFunction_applyP7_objectS0_", TBPF_PEND_PYTYPE },
+		{ "_ZN12_GLOBAL__N_117THPFunction_applyEP7_objectS1_", TBPF_PEND_PYTYPE },
+	};
+	char *path = torch_python_path(t, m, libtorch);
+	struct elf_file *ef = NULL;
+	struct elf_sym s;
+	uint64_t off;
+
+	if (!path)
+		return 0;
+	if (elf_file_open(path, &ef)) {
+		free(path);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]) && t->scope.npend < 2; i++) {
+		if (elf_file_find_sym(ef, want[i].sym, &s) || !s.defined || !s.value ||
+		    elf_file_vaddr_to_off(ef, s.value, &off))
+			continue;
+		t->scope.pend_off[t->scope.npend] = off;
+		t->scope.pend_kind[t->scope.npend++] = want[i].kind;
+	}
+	elf_file_close(ef);
+	if (t->scope.npend)
+		t->scope.py_path = path;
+	else
+		free(path);
+	return 0;
+}
+
 /* The function at file offset off of path, probed at its first instruction
  * the kernel emulates (probesite.h: a single-stepped probe costs a second
  * trap, ~15 us here) when only instructions writing may_write come first. */
@@ -171,7 +233,7 @@ static uint64_t site_past_prologue(const char *path, uint64_t off, unsigned may_
 
 /* The scope entry points of issue 15 in the first libtorch that exports
  * both; none found is no error (no scope rows). */
-static int find_scope_hooks(struct target *t)
+static int find_scope_hooks(struct target *t, const struct pm_maps *m)
 {
 	for (size_t i = 0; i < t->nlibs; i++) {
 		struct elf_file *ef = NULL;
@@ -202,7 +264,7 @@ static int find_scope_hooks(struct target *t)
 									  PS_RSP | PS_RDI);
 			elf_file_close(ef);
 		}
-		return 0;
+		return find_pend_hooks(t, m, t->libs[i].host_path);
 	}
 	return 0;
 }
@@ -316,6 +378,7 @@ int target_open(pid_t pid, uint32_t id_base, unsigned flags, struct target *t, c
 			/* syms are sorted by name: equal names are adjacent */
 			if (k == 0 || strcmp(s->name, l->syms.v[k - 1].name))
 				name_id++;
+			l->syms.v[k].name_id = name_id & 0xffffff;
 			if (s->redispatch && !(flags & TARGET_REDISPATCH))
 				continue;
 			if (s->kind == OPSYM_NODE_EVAL)   /* a name, no probe */
@@ -324,6 +387,7 @@ int target_open(pid_t pid, uint32_t id_base, unsigned flags, struct target *t, c
 			l->cookies[l->n++] = (uint64_t)(l->id_base + s->op_index + 1) |
 					     (s->redispatch ? TBPF_COOKIE_REDISPATCH : 0) |
 					     (s->kind == OPSYM_EVAL ? TBPF_COOKIE_NODE_EVAL : 0) |
+					     (s->kind == OPSYM_BOXED ? TBPF_COOKIE_BOXED : 0) |
 					     ((uint64_t)(name_id & 0xffffff) << TBPF_COOKIE_NAME_SHIFT);
 		}
 		t->nprobes += l->n;
@@ -356,7 +420,7 @@ int target_open(pid_t pid, uint32_t id_base, unsigned flags, struct target *t, c
 			}
 		}
 	}
-	err = find_scope_hooks(t);
+	err = find_scope_hooks(t, &maps);
 	if (!err)
 		err = find_hooks(t, &maps);
 	if (err && asprintf(why, "cannot inspect unwinder libraries: %s", strerror(-err)) < 0)
@@ -383,6 +447,7 @@ void target_close(struct target *t)
 	free(t->libs);
 	free(t->hooks);
 	free(t->scope.host_path);
+	free(t->scope.py_path);
 	free(t->ops);
 	free(t->comm);
 	free(t->cmdline);

@@ -43,6 +43,13 @@ struct target_scope_hooks {
 	uint64_t modcall_off; /* torch::jit::tracer::getTracingState(), which
 			       * nn.Module._call_impl calls once per module
 			       * call (forward counts); 0: not exported */
+	/* libtorch_python's callers that name a FUNCTION-scope RecordFunction
+	 * (tbpf_scope_pend): torch._dynamo's _pytorch_record_function_enter,
+	 * THPFunction_apply; py_path NULL when none was found */
+	char *py_path;
+	uint64_t pend_off[2];
+	uint64_t pend_kind[2];  /* enum tbpf_pend_kind (the attach cookie) */
+	size_t npend;
 };
 
 struct op_def {

@@ -41,6 +41,7 @@ enum export_format {
 	EXPORT_NFORMATS
 };
 
+struct tree_opts;
 struct export_opts {
 	const char *sort;    /* table/json sort key (profile_sort_keys); NULL = self_cpu_time_total */
 	long row_limit;      /* table rows: 0 = 100 (torch.profiler's default), < 0 = all */
@@ -67,6 +68,9 @@ struct export_opts {
 	const struct export_dist *dist;   /* distributedInfo by pid */
 	size_t ndist;
 	const char *trace_name;       /* "traceName" (NULL: none) */
+	/* tree (tbpf report): --ops, --min-pct, --layer-filter, colour; NULL:
+	 * defaults; the order is .sort's */
+	const struct tree_opts *tree;
 	const struct export_devprop *devprops;   /* "deviceProperties" (issue 18) */
 	size_t ndevprops;
 };

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "export.h"
 #include "tree.h"
@@ -19,6 +20,7 @@ struct row {
 	char self[48], total[48], count[24];
 	char launches[24], sync[32];   /* CUDA columns (tree has_cuda) */
 	char mem[4][24];               /* CPU Mem, Self CPU Mem, CUDA Mem, Self CUDA Mem */
+	unsigned depth;                /* 0: a root; colours the row */
 };
 
 struct rows {
@@ -33,6 +35,7 @@ struct item {
 	const char *name;
 	uint64_t self_ns, total_ns, calls, launches;
 	const int64_t *mem, *self_mem;   /* [0] CPU [1] CUDA */
+	char *path;                      /* dotted layer path (layers only) */
 };
 
 int tree_sort_parse(const char *s, enum tree_sort *out)
@@ -128,7 +131,7 @@ static int cmp_item(const void *a, const void *b, void *arg)
 	return strcmp(x->name, y->name);
 }
 
-static int rows_add(struct rows *rs, const char *prefix, const char *name,
+static int rows_add(struct rows *rs, unsigned depth, const char *prefix, const char *name,
 		    const char *cls, uint64_t self, int blank_zero_self,
 		    uint64_t total, uint64_t calls, uint64_t all,
 		    const struct layer_cuda *cuda, const int64_t *mem, const int64_t *self_mem)
@@ -141,6 +144,7 @@ static int rows_add(struct rows *rs, const char *prefix, const char *name,
 	if (asprintf(&r->node, "%s%s", prefix, name) < 0)
 		return -ENOMEM;
 	r->cls = cls ? cls : "";
+	r->depth = depth;
 	if (blank_zero_self && !self)
 		r->self[0] = 0;
 	else
@@ -162,15 +166,60 @@ static int rows_add(struct rows *rs, const char *prefix, const char *name,
 	return 0;
 }
 
-/* Emit the visible children of n; `lead` is the indentation of n's kids. */
-static int walk(struct rows *rs, const struct layer_node *n, const char *lead,
-		int is_top, const struct tree_opts *o, uint64_t all, int has_cuda, int fwd)
+int tree_want_color(FILE *out)
+{
+	const char *nc = getenv("NO_COLOR");
+
+	return out && isatty(fileno(out)) && !(nc && *nc);
+}
+
+/* path's layer, or one below it, matches the filter */
+static int path_matches(const struct layer_node *n, const char *path, const char *f)
+{
+	int hit = !f || strstr(path, f) != NULL;
+
+	for (size_t i = 0; !hit && i < n->nkids; i++) {
+		char *kp = NULL;
+
+		if (asprintf(&kp, "%s.%s", path, n->kids[i]->name) < 0)
+			return 1;   /* no memory: show rather than hide */
+		hit = path_matches(n->kids[i], kp, f);
+		free(kp);
+	}
+	return hit;
+}
+
+/* Whether a sibling stays: --min-pct (layers that launched CUDA work
+ * stay) and --layer-filter (ops only under a matching layer). */
+static int visible(const struct item *it, const char *path, const struct tree_opts *o,
+		   uint64_t all)
+{
+	if (pct(it->total_ns, all) < o->min_pct && !it->launches)
+		return 0;
+	if (!o->filter)
+		return 1;
+	if (it->op)
+		return path && strstr(path, o->filter) != NULL;
+	return path_matches(it->node, it->path, o->filter);
+}
+
+static void items_free(struct item *it, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(it[i].path);
+	free(it);
+}
+
+/* The children of n (`path` its dotted path, NULL for the top) as items,
+ * with the ones hidden by the options left out; returns how many stay or
+ * -ENOMEM. */
+static long collect(const struct layer_node *n, const char *path, const struct tree_opts *o,
+		    uint64_t all, int fwd, struct item **out)
 {
 	struct item *it;
 	size_t cnt = 0, i, nvis = 0;
-	int err = 0;
 
-	it = calloc(n->nkids + (o->ops ? n->nops : 0) + 1, sizeof(*it));
+	*out = it = calloc(n->nkids + (o->ops ? n->nops : 0) + 1, sizeof(*it));
 	if (!it)
 		return -ENOMEM;
 	for (i = 0; o->ops && i < n->nops; i++) {
@@ -178,7 +227,7 @@ static int walk(struct rows *rs, const struct layer_node *n, const char *lead,
 
 		it[cnt++] = (struct item){ NULL, op, op->name, op->self_ns,
 					   op->total_ns, op->calls, op->launches, op->mem_total,
-					   op->mem_self };
+					   op->mem_self, NULL };
 	}
 	for (i = 0; i < n->nkids; i++) {
 		const struct layer_node *k = n->kids[i];
@@ -187,16 +236,39 @@ static int walk(struct rows *rs, const struct layer_node *n, const char *lead,
 		 * torchprof's; op calls for special rows and old captures */
 		uint64_t count = fwd && k->kind == LAYER_MODULE ? k->forward_calls : k->calls;
 
-		it[cnt++] = (struct item){ k, NULL, k->name, k->self_ns,
-					   k->total_ns, count, k->cuda.launches, k->mem,
-					   k->self_mem };
+		it[cnt] = (struct item){ k, NULL, k->name, k->self_ns,
+					 k->total_ns, count, k->cuda.launches, k->mem,
+					 k->self_mem, NULL };
+		if ((path ? asprintf(&it[cnt].path, "%s.%s", path, k->name)
+			  : asprintf(&it[cnt].path, "%s", k->name)) < 0) {
+			it[cnt].path = NULL;
+			items_free(it, cnt);
+			return -ENOMEM;
+		}
+		cnt++;
 	}
-	/* hide rows under --min-pct (layers that launched CUDA work stay) */
-	for (i = 0; i < cnt; i++)
-		if (pct(it[i].total_ns, all) >= o->min_pct || it[i].launches)
+	for (i = 0; i < cnt; i++) {
+		if (visible(&it[i], path, o, all))
 			it[nvis++] = it[i];
+		else
+			free(it[i].path);
+	}
+	return (long)nvis;
+}
+
+/* Emit the visible children of n; `lead` is the indentation of n's kids. */
+static int walk(struct rows *rs, const struct layer_node *n, const char *path,
+		unsigned depth, const char *lead, const struct tree_opts *o, uint64_t all,
+		int has_cuda, int fwd)
+{
+	struct item *it;
+	long nvis = collect(n, path, o, all, fwd, &it);
+	int err = 0, is_top = !path;
+
+	if (nvis < 0)
+		return (int)nvis;
 	qsort_r(it, nvis, sizeof(*it), cmp_item, (void *)&o->sort);
-	for (i = 0; i < nvis && !err; i++) {
+	for (long i = 0; i < nvis && !err; i++) {
 		int last = i + 1 == nvis;
 		char *prefix = NULL, *kidlead = NULL;
 
@@ -207,21 +279,22 @@ static int walk(struct rows *rs, const struct layer_node *n, const char *lead,
 			break;
 		}
 		if (it[i].op)
-			err = rows_add(rs, prefix, it[i].name, NULL, it[i].self_ns, 0,
+			err = rows_add(rs, depth, prefix, it[i].name, NULL, it[i].self_ns, 0,
 				       it[i].total_ns, it[i].calls, all,
 				       has_cuda ? &(struct layer_cuda){ .launches =
 						   it[i].op->launches } : NULL, it[i].mem, it[i].self_mem);
 		else
-			err = rows_add(rs, prefix, it[i].name, it[i].node->cls,
+			err = rows_add(rs, depth, prefix, it[i].name, it[i].node->cls,
 				       it[i].self_ns, 1, it[i].total_ns,
 				       it[i].calls, all, has_cuda ? &it[i].node->cuda : NULL,
 				       it[i].mem, it[i].self_mem);
 		if (!err && it[i].node)
-			err = walk(rs, it[i].node, kidlead, 0, o, all, has_cuda, fwd);
+			err = walk(rs, it[i].node, it[i].path, depth + 1, kidlead, o, all,
+				   has_cuda, fwd);
 		free(prefix);
 		free(kidlead);
 	}
-	free(it);
+	items_free(it, nvis);
 	return err;
 }
 
@@ -240,6 +313,15 @@ static void pad(FILE *f, size_t n, char c)
 {
 	while (n--)
 		fputc(c, f);
+}
+
+/* A row's colour by its depth, as the levels cycle (roots bold). */
+static const char *depth_color(unsigned depth)
+{
+	static const char *const pal[] = { "\033[1;36m", "\033[32m", "\033[33m",
+					   "\033[35m", "\033[34m", "\033[36m" };
+
+	return pal[depth % (sizeof(pal) / sizeof(pal[0]))];
 }
 
 #define TREE_MAXCOLS 11
@@ -294,7 +376,7 @@ int tree_render(FILE *f, const struct layer_tree *t, const struct tree_opts *o)
 	const char *cells[TREE_MAXCOLS];
 	int err;
 
-	err = walk(&rs, &t->top, "", 1, o, t->total_ns, t->has_cuda, t->has_modcalls);
+	err = walk(&rs, &t->top, NULL, 0, "", o, t->total_ns, t->has_cuda, t->has_modcalls);
 	if (err)
 		goto out;
 	for (c = 0; c < ncols; c++)
@@ -330,12 +412,16 @@ int tree_render(FILE *f, const struct layer_tree *t, const struct tree_opts *o)
 		row_cells(&rs.r[i], which, ncols, cells);
 		for (c = 0; c < ncols; c++) {
 			fputs("| ", f);
+			if (o->color && c == 0)
+				fputs(depth_color(rs.r[i].depth), f);
 			if (c >= 2)
 				pad(f, w[c] - dwidth(cells[c]), ' ');
 			fputs(cells[c], f);
 			if (c < 2)
 				pad(f, w[c] - dwidth(cells[c]), ' ');
 			fputc(' ', f);
+			if (o->color && c + 1 == ncols)
+				fputs("\033[0m", f);
 		}
 		fputs("|\n", f);
 	}

@@ -26,7 +26,16 @@ struct tree_opts {
 	int ops;              /* list ops under each layer (--ops) */
 	double min_pct;       /* hide rows under this % of CPU total */
 	enum tree_sort sort;
+	/* --layer-filter: show the layers whose dotted path ("Net.blocks.0")
+	 * contains this substring, with everything under them and their
+	 * ancestors to place them (torchprof's `paths`); NULL: all */
+	const char *filter;
+	int color;            /* colour rows by depth (ANSI; cmd decides:
+			       * a terminal and no NO_COLOR) */
 };
+
+/* Whether to colour the tree on `out`: a terminal, NO_COLOR unset or empty. */
+int tree_want_color(FILE *out);
 
 /* "model", "cpu_time_total"/"total", "self_cpu_time_total"/"self",
  * "count", "name", "launches", "self_cpu_memory_usage",
