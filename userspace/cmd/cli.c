@@ -54,6 +54,9 @@ static const char usage_text[] =
 "      --group-by-input-shape  table: one row per (op, input shapes), an Input\n"
 "                         Shapes column (key_averages(group_by_input_shape=True))\n"
 "      --with-flops       a FLOPs column (torch.profiler's with_flops formulas)\n"
+"      --group-by-stack N table, json: one row per (op, N innermost Python\n"
+"                         frames), a Source Location column as torch.profiler's\n"
+"                         key_averages(group_by_stack_n=N) with with_stack=True\n"
 "      --ops              tree: list the ops under each layer\n"
 "      --min-pct P        tree: hide layers under P% of the CPU total\n"
 "      --no-python        do not walk Python stacks (no layers, less cost)\n"
@@ -105,6 +108,7 @@ static const char usage_text[] =
 "  sudo tbpf --pid 1234 --duration 10s --format json -o ops.json\n"
 "  sudo tbpf --pid 1234 --duration 10s --format tree --ops\n"
 "  sudo tbpf --pid 1234 --duration 10s --group-by-input-shape --sort cpu_time_total\n"
+"  sudo tbpf --pid 1234 --duration 10s --group-by-stack 5 --row-limit 20\n"
 "  sudo tbpf --pid 1234 --duration 10s --profile-memory --sort self_cpu_memory_usage\n"
 "  sudo TBPF_INPROC_EXPERIMENTAL=1 tbpf --pid 1234 --inproc   # experimental\n"
 "  sudo tbpf --pid 1234 --duration 10s -o run.tbpf\n"
@@ -161,7 +165,7 @@ static int parse_entries(const char *arg, uint32_t lo, uint32_t hi, uint32_t *ou
 /* The live command's own options (select_opt and step_opt take theirs). */
 enum { O_SORT = 256, O_ROWS, O_NOMULTI, O_RECORD, O_BYOVL, O_OPS, O_MINPCT, O_NOPY,
        O_INJECT /* issue 6 */, O_INJECT_FORCE, O_REDISPATCH,
-       O_SHAPES /* issue 16 */, O_BYSHAPE, O_FLOPS, O_MEMORY /* issue 17 */, O_MEMMAP,
+       O_SHAPES /* issue 16 */, O_BYSHAPE, O_FLOPS, O_BYSTACK, O_MEMORY /* issue 17 */, O_MEMMAP,
        O_INPROC /* issue 19 */ };
 static const struct option live_longopts[] = {
 	SELECT_LONGOPTS,
@@ -176,6 +180,7 @@ static const struct option live_longopts[] = {
 	{ "record-shapes", no_argument, NULL, O_SHAPES },
 	{ "group-by-input-shape", no_argument, NULL, O_BYSHAPE },
 	{ "with-flops", no_argument, NULL, O_FLOPS },
+	{ "group-by-stack", required_argument, NULL, O_BYSTACK },
 	{ "no-uprobe-multi", no_argument, NULL, O_NOMULTI },
 	{ "redispatch", no_argument, NULL, O_REDISPATCH },
 	{ "profile-memory", no_argument, NULL, O_MEMORY },
@@ -259,6 +264,16 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 		case O_FLOPS:
 			o->record_shapes = o->with_flops = true;
 			break;
+		case O_BYSTACK: {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || end == optarg || v < 1 || v > 32)
+				return usage_error("invalid --group-by-stack '%s' (frames, 1 .. 32)",
+						   optarg);
+			o->stack_n = (unsigned)v;
+			break;
+		}
 		case O_OPS:
 			o->tree_ops = true;
 			break;
@@ -323,6 +338,9 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 	rc = live_parse(argc, argv, &o);
 	if (rc != LIVE_GO_ON)
 		return rc;
+	if (o.stack_n && (!o.python || o.inproc))   /* issue 16 */
+		return usage_error("%s", "--group-by-stack needs Python stacks (not with "
+				   "--no-python or --inproc)");
 	if (o.inject && (start || !o.sel.npids))   /* issue 6 */
 		return usage_error("%s", start ? "tbpf run loads the CUPTI agent itself: no --inject"
 					       : "--inject needs --pid");

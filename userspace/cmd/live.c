@@ -344,7 +344,8 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 {
 	struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
 				  .by_overload = o->by_overload, .by_shape = o->by_shape,
-				  .with_flops = o->with_flops, .step_label = o->steps.label };
+				  .with_flops = o->with_flops, .stack_n = o->stack_n,
+				  .step_label = o->steps.label };
 	const char *fmt = o->format ? o->format : "table";
 	const struct cuda_model *cm = session_cuda(s, NULL, NULL);
 
@@ -398,6 +399,8 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 	} else if (!strcmp(fmt, "table") || !strcmp(fmt, "json")) {
 		FILE *out = open_out(o->out);
 
+		if (o->stack_n && (err = session_srcloc(s, &m->prof, o->stack_n)))
+			fprintf(stderr, "tbpf: --group-by-stack: %s\n", strerror(-err));
 		if (!out) {
 			fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
 			return TBPF_EXIT_ERROR;

@@ -41,6 +41,7 @@ struct live_opts {
 	bool record_shapes;        /* --record-shapes: input shapes at op entry */
 	bool by_shape;             /* --group-by-input-shape: rows per shapes */
 	bool with_flops;           /* --with-flops: FLOPs column (needs shapes) */
+	unsigned stack_n;          /* --group-by-stack N: Source Location rows */
 	bool tree_ops;             /* --format tree: ops under each layer */
 	double min_pct;            /* --format tree: hide smaller rows */
 	bool wait_torch;           /* tbpf run: attach once the pid maps libtorch */

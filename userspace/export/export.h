@@ -45,6 +45,9 @@ struct export_opts {
 	bool by_shape;       /* table: one row per input shapes too, an Input
 			      * Shapes column (--group-by-input-shape) */
 	bool with_flops;     /* table, json: a FLOPs column (--with-flops) */
+	unsigned stack_n;    /* table, json: one row per Source Location too, its N
+			      * innermost entries (--group-by-stack N; rows' srcloc
+			      * set by profile_apply_srcloc); 0: none */
 	/* json: extra top-level members written before the closing brace
 	 * (the CUDA tables: "kernels", "copies", ...); NULL = none */
 	int (*json_extra)(FILE *out, void *ctx);
