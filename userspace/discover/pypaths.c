@@ -2,6 +2,7 @@
  * command line, for torch.profiler's file-name cut (--group-by-stack). */
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,9 +52,11 @@ int pypaths_from_cmdline(const char *args, size_t len, const char *cwd,
 			return 0;
 		}
 		if (a[0] == '-' && a[1]) {
-			if (takes_value(a))
-				a += l + 1;
+			bool val = takes_value(a);
+
 			a += l + 1;
+			if (val && a < end)
+				a += strnlen(a, (size_t)(end - a)) + 1;
 			continue;
 		}
 		if (a[0] == '-')
