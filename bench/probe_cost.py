@@ -37,10 +37,11 @@ import sys, time
 sys.path.insert(0, %r)
 import wl_common  # noqa
 import torch
-import dispatch_bound
+import argparse, importlib
 torch.set_num_threads(1)
-step = dispatch_bound.setup(None)
-for _ in range(200):
+wl = importlib.import_module(%r)
+step = wl.setup(argparse.Namespace(seed=0, gap_ms=0, intra_threads=1))
+for _ in range(%d):
     step()
 print("READY", flush=True)
 for line in sys.stdin:
@@ -49,14 +50,14 @@ for line in sys.stdin:
     for _ in range(n):
         step()
     print("%%.9f %%.9f" %% (time.perf_counter() - t0, time.thread_time() - c0), flush=True)
-""" % WL
+"""
 
 
 def prog_list():
-    """[(id, name, run_time_ns, run_cnt)] of every tbpf op program loaded."""
+    """[(id, name, run_time_ns, run_cnt)] of every BPF program loaded."""
     out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True, check=True)
-    return [(p["id"], p["name"], p.get("run_time_ns", 0), p.get("run_cnt", 0))
-            for p in json.loads(out.stdout) if p.get("name") in ("tbpf_op_entry", "tbpf_op_exit")]
+    return [(p["id"], p.get("name", "?"), p.get("run_time_ns", 0), p.get("run_cnt", 0))
+            for p in json.loads(out.stdout)]
 
 
 def held_prog_ids(pid):
@@ -75,10 +76,16 @@ def held_prog_ids(pid):
 
 
 def prog_stats(pid):
-    """{name: (run_time_ns, run_cnt)} of tbpf's op programs held by pid
-    (this bpftool lists no owning pids; other tbpf runs may be loaded)."""
+    """{name: (run_time_ns, run_cnt)} of the programs held by pid, summed
+    by name (this bpftool lists no owning pids; other tbpf runs may be
+    loaded)."""
     ids = held_prog_ids(pid)
-    return {name: (t, c) for i, name, t, c in prog_list() if i in ids}
+    out = {}
+    for i, name, t, c in prog_list():
+        if i in ids:
+            t0, c0 = out.get(name, (0, 0))
+            out[name] = (t0 + t, c0 + c)
+    return out
 
 
 def set_stats(v):
@@ -101,12 +108,15 @@ def main():
     ap.add_argument("--iters", type=int, default=3000)
     ap.add_argument("--ops-per-iter", type=float, default=95.0,
                     help="ATen ops per iteration as torch.profiler counts them (bench.py --count-ops)")
+    ap.add_argument("--workload", default="dispatch_bound",
+                    help="a tests/workloads module with setup(args) -> step (dispatch_bound, transformer_step)")
+    ap.add_argument("--warm", type=int, default=200, help="steps before READY")
     ap.add_argument("tbpf_args", nargs="*")
     a = ap.parse_args()
 
     with open("/proc/sys/kernel/bpf_stats_enabled") as f:
         old = f.read().strip()
-    worker = subprocess.Popen([a.python, "-c", WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    worker = subprocess.Popen([a.python, "-c", WORKER % (WL, a.workload, a.warm)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               text=True)
     rows = []
     try:
@@ -138,12 +148,14 @@ def main():
                  "attach_ms": float(ms.group(1)) if ms else None}
             r["per_op_us"] = (r["tbpf_us"] - r["base_us"]) / a.ops_per_iter
             r["per_op_cpu_us"] = (r["tbpf_cpu_us"] - r["base_cpu_us"]) / a.ops_per_iter
-            for name, key in (("tbpf_op_entry", "entry"), ("tbpf_op_exit", "exit")):
-                if name in s1:
-                    dt = s1[name][0] - s0.get(name, (0, 0))[0]
-                    dc = s1[name][1] - s0.get(name, (0, 0))[1]
+            for name in s1:
+                dt = s1[name][0] - s0.get(name, (0, 0))[0]
+                dc = s1[name][1] - s0.get(name, (0, 0))[1]
+                if dc:
+                    key = name[5:] if name.startswith("tbpf_") else name
                     r[key + "_hits_per_iter"] = dc / a.iters
-                    r[key + "_ns"] = dt / dc if dc else None
+                    r[key + "_ns"] = dt / dc
+                    r[key + "_us_per_iter"] = dt / a.iters / 1000
             rows.append(r)
             print(json.dumps(r), file=sys.stderr)
     finally:

@@ -8,6 +8,7 @@
 #include "tbpf_abi.h"
 #include "elfsym.h"
 #include "procmaps.h"
+#include "probesite.h"
 #include "target.h"
 
 static char *read_small_file(const char *path, size_t *len)
@@ -157,6 +158,16 @@ static void lib_bias(struct target_lib *l, const struct pm_maps *m)
 	}
 }
 
+/* The function at file offset off of path, probed at its first instruction
+ * the kernel emulates (probesite.h: a single-stepped probe costs a second
+ * trap, ~15 us here) when only instructions writing may_write come first. */
+static uint64_t site_past_prologue(const char *path, uint64_t off, unsigned may_write)
+{
+	long k = probe_site_offset_file(path, off, may_write);
+
+	return k > 0 ? off + (uint64_t)k : off;
+}
+
 /* The scope entry points of issue 15 in the first libtorch that exports
  * both; none found is no error (no scope rows). */
 static int find_scope_hooks(struct target *t)
@@ -179,12 +190,15 @@ static int find_scope_hooks(struct target *t)
 		t->scope.host_path = strdup(t->libs[i].host_path);
 		if (!t->scope.host_path)
 			return -ENOMEM;
-		t->scope.new_off = a;
-		t->scope.end_off = b;
+		t->scope.new_off = site_past_prologue(t->scope.host_path, a, 0);
+		/* end() reads only rdi (this) */
+		t->scope.end_off = site_past_prologue(t->scope.host_path, b, 0);
 		if (!elf_file_open(t->libs[i].host_path, &ef)) {
+			/* the module-call probe reads no register */
 			if (!elf_file_find_sym(ef, "_ZN5torch3jit6tracer15getTracingStateEv", &s) &&
 			    s.defined && s.value && !elf_file_vaddr_to_off(ef, s.value, &a))
-				t->scope.modcall_off = a;
+				t->scope.modcall_off = site_past_prologue(t->scope.host_path, a,
+									  PS_RSP | PS_RDI);
 			elf_file_close(ef);
 		}
 		return 0;
