@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "export.h"
 #include "cmd_run.h"
 #include "cmd_daemon.h"
 #include "live.h"
@@ -57,6 +58,8 @@ static const char usage_text[] =
 "      --group-by-stack N table, json: one row per (op, N innermost Python\n"
 "                         frames), a Source Location column as torch.profiler's\n"
 "                         key_averages(group_by_stack_n=N) with with_stack=True\n"
+"      --metric M         folded, pprof: self_cpu_time_total (default) or count\n"
+"                         (op calls), as torch.profiler's export_stacks(metric=)\n"
 "      --ops              tree: list the ops under each layer\n"
 "      --min-pct P        tree: hide layers under P% of the CPU total\n"
 "      --no-python        do not walk Python stacks (no layers, less cost)\n"
@@ -165,7 +168,7 @@ static int parse_entries(const char *arg, uint32_t lo, uint32_t hi, uint32_t *ou
 /* The live command's own options (select_opt and step_opt take theirs). */
 enum { O_SORT = 256, O_ROWS, O_NOMULTI, O_RECORD, O_BYOVL, O_OPS, O_MINPCT, O_NOPY,
        O_INJECT /* issue 6 */, O_INJECT_FORCE, O_REDISPATCH,
-       O_SHAPES /* issue 16 */, O_BYSHAPE, O_FLOPS, O_BYSTACK, O_MEMORY /* issue 17 */, O_MEMMAP,
+       O_SHAPES /* issue 16 */, O_BYSHAPE, O_FLOPS, O_BYSTACK, O_METRIC, O_MEMORY /* issue 17 */, O_MEMMAP,
        O_INPROC /* issue 19 */ };
 static const struct option live_longopts[] = {
 	SELECT_LONGOPTS,
@@ -181,6 +184,7 @@ static const struct option live_longopts[] = {
 	{ "group-by-input-shape", no_argument, NULL, O_BYSHAPE },
 	{ "with-flops", no_argument, NULL, O_FLOPS },
 	{ "group-by-stack", required_argument, NULL, O_BYSTACK },
+	{ "metric", required_argument, NULL, O_METRIC },
 	{ "no-uprobe-multi", no_argument, NULL, O_NOMULTI },
 	{ "redispatch", no_argument, NULL, O_REDISPATCH },
 	{ "profile-memory", no_argument, NULL, O_MEMORY },
@@ -272,6 +276,17 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 				return usage_error("invalid --group-by-stack '%s' (frames, 1 .. 32)",
 						   optarg);
 			o->stack_n = (unsigned)v;
+			break;
+		}
+		case O_METRIC: {
+			int e = export_metric_parse(optarg, &o->metric_count);
+
+			if (e == -ENOTSUP)
+				return usage_error("--metric %s: not available, the stacks carry no "
+						   "device times yet", optarg);
+			if (e)
+				return usage_error("unknown --metric '%s' (self_cpu_time_total, count)",
+						   optarg);
 			break;
 		}
 		case O_OPS:

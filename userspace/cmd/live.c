@@ -345,6 +345,7 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 	struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
 				  .by_overload = o->by_overload, .by_shape = o->by_shape,
 				  .with_flops = o->with_flops, .stack_n = o->stack_n,
+				  .metric_count = o->metric_count,
 				  .step_label = o->steps.label };
 	const char *fmt = o->format ? o->format : "table";
 	const struct cuda_model *cm = session_cuda(s, NULL, NULL);
