@@ -57,7 +57,12 @@ static volatile int exiting, forked;
 static uint64_t handles[2];
 static int registered, pidfd = -1;
 static pthread_mutex_t name_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint32_t name_hashes[TBPF_INPROC_NAMES * 2]; /* open addressing set */
+/* Open addressing set of the published names' hashes.  Only published
+ * names go in (at most TBPF_INPROC_NAMES), so it is never more than half
+ * full and every probe loop ends at an empty slot.  (It once took every
+ * new hash: after 2 * TBPF_INPROC_NAMES distinct names, e.g. a
+ * record_function named per step, the next new name spun forever.) */
+static uint32_t name_hashes[TBPF_INPROC_NAMES * 2];
 
 struct thread_state {
 	uint32_t tid, depth;
@@ -95,6 +100,7 @@ static void name_publish(uint32_t h, const char *s, uint8_t flags)
 		uint32_t n = tbpf_inproc.nnames_used;
 
 		if (n >= TBPF_INPROC_NAMES) {
+			/* table full: this record's name is not published */
 			tbpf_inproc.names_lost++;
 		} else {
 			struct tbpf_inproc_name *e = &tbpf_inproc_names[n];
@@ -104,8 +110,8 @@ static void name_publish(uint32_t h, const char *s, uint8_t flags)
 			strncpy(e->name, s, sizeof(e->name) - 1);
 			e->name[sizeof(e->name) - 1] = 0;
 			__atomic_store_n(&tbpf_inproc.nnames_used, n + 1, __ATOMIC_RELEASE);
+			__atomic_store_n(&name_hashes[i], h, __ATOMIC_RELEASE);
 		}
-		__atomic_store_n(&name_hashes[i], h, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&name_lock);
 }

@@ -211,7 +211,6 @@ def main():
     tb_modes = ["tbpf --exits=%s" % m for m in args.exits.split(",") if m] or ["tbpf"]
     if args.inproc:
         tb_modes.append("tbpf --inproc")
-        os.environ["TBPF_INPROC_EXPERIMENTAL"] = "1"   # the mode's explicit yes (README)
     if not (os.path.exists(args.tbpf) and os.access(args.tbpf, os.X_OK)):
         print("bench: %s not built (run make): tbpf rows will read n/a" % args.tbpf, file=sys.stderr)
     if os.geteuid() != 0:

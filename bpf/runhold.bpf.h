@@ -11,19 +11,32 @@
  * States: RUN_HOLD_* in tbpf_abi.h. */
 
 __u32 run_hold;   /* .bss, set by user space to RUN_HOLD_ARMED */
+__u32 run_hold_cuda;  /* .bss: hold at libcudart/libcuda too (issue 18: a
+		       * plain CUDA program maps no libtorch; a Python job
+		       * maps libcudart first, then libtorch: user space
+		       * re-arms for libtorch_cpu alone after the first stop) */
 
-static __always_inline bool is_libtorch_cpu(struct file *file)
+static __always_inline bool name_is(const char *buf, const char *want, int n)
 {
-	static const char want[] = "libtorch_cpu.so";
-	const unsigned char *name = BPF_CORE_READ(file, f_path.dentry, d_name.name);
-	char buf[sizeof(want)];
-
-	if (bpf_probe_read_kernel_str(buf, sizeof(buf), name) != sizeof(buf))
-		return false;
-	for (int i = 0; i < (int)sizeof(want) - 1; i++)
+	for (int i = 0; i < n; i++)
 		if (buf[i] != want[i])
 			return false;
 	return true;
+}
+
+/* 1: libtorch_cpu.so*; 2: libcudart*, libcuda.so* (with run_hold_cuda) */
+static __always_inline int hold_lib(struct file *file)
+{
+	const unsigned char *name = BPF_CORE_READ(file, f_path.dentry, d_name.name);
+	char buf[16] = {};
+
+	if (bpf_probe_read_kernel_str(buf, sizeof(buf), name) < 10)
+		return 0;
+	if (name_is(buf, "libtorch_cpu.so", 15))
+		return 1;
+	if (run_hold_cuda && (name_is(buf, "libcudart", 9) || name_is(buf, "libcuda.so", 10)))
+		return 2;
+	return 0;
 }
 
 SEC("tp_btf/sys_enter")
@@ -44,7 +57,7 @@ int BPF_PROG(tbpf_run_mmap, struct pt_regs *regs, long id)
 	fds = BPF_CORE_READ(bpf_get_current_task_btf(), files, fdt, fd);
 	if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
 		return 0;
-	if (is_libtorch_cpu(file))
+	if (hold_lib(file))
 		run_hold = RUN_HOLD_MAPPED;
 	return 0;
 }

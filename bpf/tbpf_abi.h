@@ -231,7 +231,7 @@ struct tbpf_inproc_ctl {
 	__u64 drops;          /* (agent) records lost: ring full */
 	__u64 unmatched;      /* (agent) ends without their start */
 	__u64 overflow;       /* (agent) starts deeper than TBPF_INPROC_STACK */
-	__u64 names_lost;     /* (agent) name table full */
+	__u64 names_lost;     /* (agent) records whose name the full table could not take */
 	char detail[64];      /* (agent) one-line reason */
 	__u64 tail;           /* (tbpf) slots consumed */
 	__u8 pad0[56];

@@ -74,7 +74,20 @@ torch_version() {
 
 _set() { printf -v "$1" '%s' "$2"; }
 
-_alive() { kill -0 "$1" 2>/dev/null && [ "$(ps -o stat= -p "$1" 2>/dev/null | cut -c1)" != Z ]; }
+# _alive PID: PID exists and has not exited (a zombie counts as exited).
+# One read of /proc/PID/stat by the shell itself, no child process.  (It was
+# `kill -0` and then `ps -o stat=` in a command substitution: bash could reap
+# the exited target while waiting for that substitution, ps then printed
+# nothing, and "" != Z said alive.  wait_exit failed at once, with "still
+# running after 300s", on a target that had exited normally: issue 19's
+# --inproc "hang", about 1 run in 100 here, more on a loaded machine.)
+_alive() {
+	local st
+	[[ $1 =~ ^[0-9]+$ ]] || return 1   # "" would read /proc//stat = /proc/stat
+	{ read -r st < "/proc/$1/stat"; } 2> /dev/null || return 1
+	st=${st##*) }
+	[[ ${st:0:1} != [ZX] ]]
+}
 
 # start_workload NAME PY SCRIPT ARGS...: start tests/workloads/SCRIPT and
 # wait for its READY line.  Sets NAME_pid, NAME_out, NAME_err.
@@ -182,17 +195,35 @@ start_daemon() {
 # go PID: the go signal of the workload protocol (tests/workloads/wl_common.py).
 go() { kill -USR1 "$1"; }
 
+# dump_stuck PID: what a process that did not exit is doing, into the log:
+# each thread's name, state, kernel wait channel and kernel stack, then the
+# user stacks from gdb when it is installed (evidence, not a check).
+dump_stuck() {
+	local pid=$1 t
+	echo "--- pid $pid did not exit: threads (name state wchan), kernel stacks"
+	for t in /proc/"$pid"/task/*; do
+		echo "tid ${t##*/} $(cat "$t/comm" 2>/dev/null) $(cut -d' ' -f3 "$t/stat" 2>/dev/null) $(cat "$t/wchan" 2>/dev/null)"
+		sed 's/^/    /' "$t/stack" 2>/dev/null
+	done
+	if command -v gdb > /dev/null; then
+		timeout 60 gdb -p "$pid" -batch -ex 'thread apply all bt 30' 2>&1 |
+			grep -E '^(Thread|#)' | head -n 300
+	fi
+	echo "---"
+}
+
 # wait_exit NAME TIMEOUT: wait for NAME_pid to exit; sets NAME_rc.  Fails
 # the test if it is still running after TIMEOUT seconds.
 wait_exit() {
-	local name=$1 timeout=$2 pidvar="${1}_pid" i rc=0
+	local name=$1 timeout=$2 pidvar="${1}_pid" i rc=0 t0=$SECONDS
 	local pid=${!pidvar}
 	for ((i = 0; i < timeout * 10; i++)); do
 		_alive "$pid" || break
 		sleep 0.1
 	done
 	if _alive "$pid"; then
-		fail "$name (pid $pid) still running after ${timeout}s"
+		dump_stuck "$pid"
+		fail "$name (pid $pid) still running after $((SECONDS - t0)) s (timeout ${timeout}s)"
 	fi
 	wait "$pid" || rc=$?
 	_set "${name}_rc" "$rc"

@@ -15,17 +15,11 @@
 # Every case runs; the failures are listed together.
 # timeout: 300
 . "$(dirname "$0")/lib.sh"
-# the mode needs an explicit yes (a target once did not exit; see README)
-export TBPF_INPROC_EXPERIMENTAL=1
 need_root
 need_tbpf
 need_torch "$PY1"
 
 problems=()   # filled by expect/bad (lib.sh)
-
-# without the explicit yes the mode refuses, before touching any process
-expect "no TBPF_INPROC_EXPERIMENTAL" "2" "experimental.*TBPF_INPROC_EXPERIMENTAL=1" \
-	env -u TBPF_INPROC_EXPERIMENTAL "$TBPF" --pid $$ --inproc --duration 1s
 
 true &
 dead=$!

@@ -20,8 +20,6 @@
 # SEED (default: time) seeds the kill delays.
 # timeout: 900
 . "$(dirname "$0")/lib.sh"
-# the mode needs an explicit yes (a target once did not exit; see README)
-export TBPF_INPROC_EXPERIMENTAL=1
 need_root
 need_tbpf
 

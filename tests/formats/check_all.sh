@@ -28,7 +28,9 @@ step() { printf 'check_all: %-9s %s\n' "$1" "$2"; }
 
 for f in table json chrome perfetto folded pprof; do
 	ext=$f; case $f in table) ext=txt;; chrome) ext=json.trace;; perfetto) ext=perfetto-trace;; pprof) ext=pb.gz;; esac
-	"$tbpf" report "$cap" --format "$f" --row-limit -1 -o "$out/run.$ext" 2>"$out/$f.err" ||
+	# the table of every process at once (--merge): its calls are the JSON's
+	merge=(); [ $f = table ] && merge=(--merge)
+	"$tbpf" report "$cap" --format "$f" --row-limit -1 "${merge[@]}" -o "$out/run.$ext" 2>"$out/$f.err" ||
 		fail "tbpf report --format $f: $(cat "$out/$f.err")"
 done
 

@@ -385,6 +385,59 @@ static void test_json(void **state)
 	cuda_model_free(&m);
 }
 
+/* issue 18: one row per API, every record a call, host time only for the
+ * calls probed at return (synchronous copies/sets, syncs); table and JSON */
+static void test_api_calls(void **state)
+{
+	struct cuda_model m;
+	const struct cuda_apistat **v;
+	size_t n;
+	char *s;
+
+	cuda_model_init(&m, resolve, NULL);
+	for (int i = 0; i < 5; i++)
+		ADD(&m, launch(1, CU_cudaLaunchKernel, 0x1100, 1, 1, 0, 0, 0));
+	ADD(&m, launch(1, CU_cuLaunchKernel, 0x1200, 1, 1, 0, 0, 0));
+	ADD(&m, memop(CU_cudaMemcpy, CP_HTOD, 100, 700));
+	ADD(&m, memop(CU_cudaMemcpy, CP_DTOH, 100, 300));
+	ADD(&m, memop(CU_cudaMemcpyAsync, CP_HTOD, 100, 0));
+	ADD(&m, sync_rec(CU_cudaDeviceSynchronize, 0, 2000));
+	ADD(&m, alloc_rec(CU_cudaMalloc, 0, 64, 2));
+	ADD(&m, alloc_rec(CU_cudaFree, 0, 0, 0));
+	v = cuda_model_apis(&m, &n);
+	assert_non_null(v);
+	assert_int_equal(n, 7);
+	/* by host time, then calls, then name */
+	assert_int_equal(v[0]->api, CU_cudaDeviceSynchronize);
+	assert_int_equal(v[1]->api, CU_cudaMemcpy);
+	assert_int_equal(v[1]->calls, 2);
+	assert_int_equal(v[1]->timed, 2);
+	assert_int_equal(v[1]->total_ns, 1000);
+	assert_int_equal(v[1]->max_ns, 700);
+	assert_int_equal(v[2]->api, CU_cudaLaunchKernel);
+	assert_int_equal(v[2]->calls, 5);
+	assert_int_equal(v[2]->timed, 0);
+	assert_string_equal(cuda_model_api_name(v[3]->api), "cuLaunchKernel");
+	assert_string_equal(cuda_model_api_name(v[4]->api), "cudaFree");
+	assert_string_equal(cuda_model_api_name(v[5]->api), "cudaMalloc");
+	assert_string_equal(cuda_model_api_name(v[6]->api), "cudaMemcpyAsync");
+	assert_int_equal(v[6]->timed, 0);
+	free(v);
+	s = render(&m, false);
+	assert_non_null(strstr(s, "cudaMemcpy                                   2         2       1.000us       0.500us       0.700us\n"));
+	assert_non_null(strstr(s, "cudaLaunchKernel                             5         0             -             -             -\n"));
+	assert_true(strstr(s, "CUDA API calls") < strstr(s, "CUDA kernels"));
+	free(s);
+	s = render(&m, true);
+	assert_non_null(strstr(s, "{\"name\": \"cudaMemcpy\", \"calls\": 2, \"timed_calls\": 2, \"total_ns\": 1000, \"max_ns\": 700}"));
+	free(s);
+	cuda_model_reset(&m);
+	v = cuda_model_apis(&m, &n);
+	assert_int_equal(n, 0);
+	free(v);
+	cuda_model_free(&m);
+}
+
 static void test_lib_kind(void **state)
 {
 	assert_int_equal(cuda_lib_kind("/usr/local/cuda/lib64/libcudart.so.13"), CUDA_LIB_RUNTIME);
@@ -423,6 +476,7 @@ int main(void)
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_reset),
 		cmocka_unit_test(test_lib_kind),
+		cmocka_unit_test(test_api_calls),
 		cmocka_unit_test(test_api_table),
 	};
 

@@ -14,6 +14,8 @@
 #include "cmd_report.h"
 #include "export.h"
 #include "fixture_capture.h"
+#include "model.h"
+#include "steps.h"
 #include "pbwriter.h"
 #include "profile.h"
 
@@ -83,7 +85,9 @@ static void export_ok(const char *fmt, const char *file, const struct export_opt
 
 static void test_table_golden(void **state)
 {
-	struct export_opts o = { 0 };
+	/* both processes of the fixture in one table (sections:
+	 * test_per_process) */
+	struct export_opts o = { .merge = true };
 	export_ok("table", "run.txt", &o);
 	int st;
 	/* the op table (the capture's CUDA tables follow it: test_cuda_layers) */
@@ -106,6 +110,7 @@ static void test_table_golden(void **state)
 
 	/* --sort count --row-limit 2: add (4), mm (2) */
 	o.sort = "count";
+	o.merge = true;
 	o.row_limit = 2;
 	export_ok("table", "run2.txt", &o);
 	got = run(&st, "sed -n '4,5p' %s | awk '{print $1, $7}'", out_path("run2.txt"));
@@ -113,11 +118,170 @@ static void test_table_golden(void **state)
 	free(got);
 
 	/* by overload: the name column gains ".Tensor" */
-	o = (struct export_opts){ .by_overload = true };
+	o = (struct export_opts){ .by_overload = true, .merge = true };
 	export_ok("table", "run3.txt", &o);
 	got = run(&st, "grep -c 'aten::add.Tensor ' %s", out_path("run3.txt"));
 	assert_string_equal(got, "1\n");
 	free(got);
+}
+
+/* Several processes (issue 18): the fixture's pids 100 and 200 split into
+ * one part each, by hand: pid 100 add 4, convolution 1, conv2d 1, relu 1,
+ * mm 1 (8 calls); pid 200 mm 1.  Each op's calls over the parts add up to
+ * the merged row.  The table has a section per process with its header. */
+static void test_per_process(void **state)
+{
+	struct capture_reader *r = capture_reader_open(cap);
+	struct tbpf_model m;
+	struct prof_op *all = NULL;
+	size_t nall = 0;
+	int st;
+
+	(void)state;
+	assert_non_null(r);
+	model_init(&m);
+	assert_int_equal(model_from_capture(r, MODEL_CUDA | MODEL_LAYERS, &m), 0);
+	assert_int_equal(model_split_capture(&m, capture_reader_meta(r)), 0);
+	assert_int_equal(m.nprocs, 2);
+	assert_int_equal(m.procs[0].pid, 100);
+	assert_string_equal(m.procs[0].cmdline, "python3 train.py");
+	assert_string_equal(m.procs[0].torch, "1.13.0");
+	assert_int_equal(m.procs[1].pid, 200);
+	assert_string_equal(m.procs[1].cmdline, "python3 bench.py");
+	assert_string_equal(m.procs[1].torch, "");   /* written without one */
+	assert_non_null(m.procs[0].m->tree);
+	assert_int_equal(profile_fold(&m.prof, PROF_BY_NAME, &all, &nall), 0);
+	uint64_t total[2] = { 0 };
+	for (size_t i = 0; i < nall; i++) {
+		uint64_t sum = 0;
+
+		for (size_t p = 0; p < 2; p++) {
+			const struct profile *pp = &m.procs[p].m->prof;
+
+			assert_int_equal(pp->npids, 1);
+			assert_int_equal(pp->pids[0], m.procs[p].pid);
+			for (size_t k = 0; k < pp->nops; k++) {
+				assert_int_equal(pp->ops[k].pid, m.procs[p].pid);
+				if (!strcmp(pp->ops[k].name, all[i].name)) {
+					sum += pp->ops[k].calls;
+					total[p] += pp->ops[k].calls;
+				}
+			}
+		}
+		assert_int_equal(sum, all[i].calls);
+	}
+	assert_int_equal(total[0], 8);
+	assert_int_equal(total[1], 1);
+	free(all);
+	model_free(&m);
+	capture_reader_close(r);
+
+	struct export_opts o = { .row_limit = -1 };
+	export_ok("table", "procs.txt", &o);
+	char *got = run(&st, "grep -c '^Self CPU time total' %s; grep '^== ' %s", out_path("procs.txt"),
+			out_path("procs.txt"));
+	assert_string_equal(got, "2\n"
+			    "== pid 100: python3 train.py (torch 1.13.0): 8 op calls ==\n"
+			    "== pid 200: python3 bench.py (torch unknown): 1 op calls ==\n"
+			    "== all processes ==\n");
+	free(got);
+	/* --merge: one table, today's */
+	o.merge = true;
+	export_ok("table", "merged.txt", &o);
+	got = run(&st, "grep -c '^== ' %s; awk '$1 == \"aten::mm\" {print $7}' %s",
+		  out_path("merged.txt"), out_path("merged.txt"));
+	assert_string_equal(got, "0\n2\n");
+	free(got);
+}
+
+/* --steps / --schedule (issue 18): a capture of pid 7, one thread; the
+ * optimizer scope (Optimizer.step#SGD.step) ends steps at 110, 150, 190,
+ * 230: step 0 [110,150) has op A, step 1 [150,190) A, B and the scope at
+ * [180,190), step 2 [190,230) A.  schedule(wait=1, active=1, repeat=1)
+ * records step 1 only: A 1, B 1, the scope 1, and ProfilerStep* one call
+ * of 40 ns of which 40 - (10 + 3 + 10) = 17 outside its ops. */
+static void test_steps_cut(void **state)
+{
+	enum { A = 1, B = 2, SC = TBPF_SCOPE_ID_BASE | 5 };
+	static const struct { int type; uint64_t t; uint32_t op; } ev[] = {
+		{ REC_OP_ENTER, 100, SC }, { REC_OP_EXIT, 110, SC },
+		{ REC_OP_ENTER, 120, A }, { REC_OP_EXIT, 130, A },
+		{ REC_OP_ENTER, 140, SC }, { REC_OP_EXIT, 150, SC },
+		{ REC_OP_ENTER, 160, A }, { REC_OP_EXIT, 170, A },
+		{ REC_OP_ENTER, 175, B }, { REC_OP_EXIT, 178, B },
+		{ REC_OP_ENTER, 180, SC }, { REC_OP_EXIT, 190, SC },
+		{ REC_OP_ENTER, 200, A }, { REC_OP_EXIT, 210, A },
+		{ REC_OP_ENTER, 220, SC }, { REC_OP_EXIT, 230, SC },
+	};
+	char path[300];
+	int err;
+	uint32_t pid = 7;
+	struct capture_run_info ri = { .start_mono_ns = T0, .start_real_ns = 1, .pids = &pid,
+				       .npids = 1, .tbpf_version = "t", .host = "h" };
+	struct step_schedule sched = { .wait = 1, .active = 1, .repeat = 1, .set = true };
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/steps.tbpf", dir);
+	struct capture_writer *w = capture_writer_open(path, &err);
+	assert_non_null(w);
+	err = capture_write_run(w, &ri);
+	err = err ?: capture_write_process(w, 7, "python3", "python3 train.py");
+	for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]) && !err; i++) {
+		struct rec_op r = fx_op(ev[i].type, 7, 7, ev[i].t, ev[i].op, 0, 0, 0);
+
+		err = capture_write_raw(w, &r, sizeof(r));
+	}
+	err = err ?: capture_write_op(w, A, "aten::a", "");
+	err = err ?: capture_write_op(w, B, "aten::b", "");
+	err = err ?: capture_write_op(w, SC, "Optimizer.step#SGD.step", "");
+	assert_int_equal(err, 0);
+	assert_int_equal(capture_writer_close(w), 0);
+
+	struct capture_reader *r = capture_reader_open(path);
+	struct tbpf_model m;
+
+	assert_non_null(r);
+	assert_null(capture_reader_error(r));
+	model_init(&m);
+	assert_int_equal(model_from_capture_steps(r, 0, NULL, &sched, &m), 0);
+	assert_non_null(m.steps);
+	assert_int_equal(m.steps->n, 1);
+	assert_int_equal(m.steps->v[0].k, 1);
+	uint64_t a = 0, b = 0, sc = 0, st = 0;
+	for (size_t i = 0; i < m.prof.nops; i++) {
+		const struct prof_op *o = &m.prof.ops[i];
+
+		if (!strcmp(o->name, "aten::a"))
+			a += o->calls;
+		else if (!strcmp(o->name, "aten::b"))
+			b += o->calls;
+		else if (!strcmp(o->name, "Optimizer.step#SGD.step"))
+			sc += o->calls;
+		else if (!strcmp(o->name, PROF_STEP_ROW)) {
+			st += o->calls;
+			assert_int_equal(o->total_ns, 40);
+			assert_int_equal(o->self_ns, 17);
+		} else {
+			fail_msg("unexpected row %s", o->name);
+		}
+	}
+	assert_int_equal(a, 1);
+	assert_int_equal(b, 1);
+	assert_int_equal(sc, 1);
+	assert_int_equal(st, 1);
+	model_free(&m);
+	/* without a schedule: every op, no ProfilerStep* row */
+	model_init(&m);
+	assert_int_equal(model_from_capture(r, 0, &m), 0);
+	a = 0;
+	for (size_t i = 0; i < m.prof.nops; i++) {
+		assert_string_not_equal(m.prof.ops[i].name, PROF_STEP_ROW);
+		if (!strcmp(m.prof.ops[i].name, "aten::a"))
+			a += m.prof.ops[i].calls;
+	}
+	assert_int_equal(a, 3);
+	model_free(&m);
+	capture_reader_close(r);
 }
 
 /* Our table and torch.profiler's own _build_table for the same totals. */
@@ -594,6 +758,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table_golden),
+		cmocka_unit_test(test_per_process),
+		cmocka_unit_test(test_steps_cut),
 		cmocka_unit_test(test_table_matches_torch),
 		cmocka_unit_test(test_table_empty),
 		cmocka_unit_test(test_json),

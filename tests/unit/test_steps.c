@@ -195,6 +195,33 @@ static struct rec_op nest_exit(uint32_t pid, uint32_t tid, uint16_t depth)
 	return o;
 }
 
+/* The table's window (issue 18): a time is in an active step of its
+ * process, steps numbered from the first boundary; before the first and
+ * from the last boundary on, in none; another process, its own steps. */
+static void test_window(void **state)
+{
+	struct steps st = { 0 };
+	struct step_schedule s = { .wait = 1, .warmup = 1, .active = 2, .repeat = 1, .set = true };
+
+	(void)state;
+	for (uint64_t t = 100; t <= 600; t += 100)   /* steps 0..4: [100,200) ... [500,600) */
+		assert_int_equal(steps_add(&st, 7, 7, t), 0);
+	assert_int_equal(steps_add(&st, 8, 8, 1000), 0);
+	assert_int_equal(steps_add(&st, 8, 8, 2000), 0);
+	assert_false(steps_window_has(&st, &s, 7, 99));    /* before boundary 0 */
+	assert_false(steps_window_has(&st, &s, 7, 150));   /* step 0: wait */
+	assert_false(steps_window_has(&st, &s, 7, 299));   /* step 1: warmup */
+	assert_true(steps_window_has(&st, &s, 7, 300));    /* step 2: active */
+	assert_true(steps_window_has(&st, &s, 7, 499));    /* step 3: active */
+	assert_false(steps_window_has(&st, &s, 7, 500));   /* step 4: after the cycle */
+	assert_false(steps_window_has(&st, &s, 7, 600));   /* from the last boundary on */
+	assert_false(steps_window_has(&st, &s, 8, 1500));  /* pid 8's step 0: wait */
+	assert_false(steps_window_has(&st, &s, 9, 300));   /* no boundaries */
+	s = (struct step_schedule){ .active = 1, .repeat = 1, .set = true };
+	assert_true(steps_window_has(&st, &s, 8, 1999));
+	steps_free(&st);
+}
+
 static void test_nested_boundary(void **state)
 {
 	struct steps st = { 0 };
@@ -245,6 +272,7 @@ int main(void)
 		cmocka_unit_test(test_watch),
 		cmocka_unit_test(test_stats),
 		cmocka_unit_test(test_nested_boundary),
+		cmocka_unit_test(test_window),
 	};
 	return cmocka_run_group_tests_name("steps", tests, NULL, NULL);
 }

@@ -66,6 +66,9 @@ def main():
                         "e.g. wait=1,warmup=1,active=2,repeat=2 (N: steps to run)")
     p.add_argument("--tb", help="tensorboard_trace_handler directory (with --profile)")
     p.add_argument("--kineto", help="export_chrome_trace file (with --profile)")
+    p.add_argument("--counts", help="with --profile: the active cycle's aten:: op calls "
+                   "(every RecordFunction, wl_common.profiler_op_counts) and key_averages() "
+                   "rows as JSON to this file")
     p.add_argument("--seconds", type=float, default=60.0)
     p.add_argument("--iters", type=int, default=0,
                    help="after go: exactly this many steps, then exit (no --seconds)")
@@ -87,6 +90,13 @@ def main():
         from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
 
         def on_ready(prof):
+            if a.counts:
+                import json
+                from wl_common import profiler_op_counts
+                rows = {e.key: int(e.count) for e in prof.key_averages()}
+                with open(a.counts, "w") as f:
+                    json.dump({"ops": profiler_op_counts(prof), "rows": rows,
+                               "torch": torch.__version__}, f, sort_keys=True)
             if a.tb:
                 tensorboard_trace_handler(a.tb)(prof)
             if a.kineto:

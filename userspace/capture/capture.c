@@ -60,7 +60,8 @@ int capture_meta_add_process(struct capture_meta *m, uint32_t pid, const char *c
 	p->pid = pid;
 	p->comm = mstr(m, comm);
 	p->cmdline = mstr(m, cmdline);
-	if (!p->comm || !p->cmdline)
+	p->torch = mstr(m, "");
+	if (!p->comm || !p->cmdline || !p->torch)
 		return -ENOMEM;
 	m->nprocs++;
 	m->sorted = false;
@@ -532,13 +533,21 @@ int capture_write_run(struct capture_writer *w, const struct capture_run_info *r
 	return m_end(w);
 }
 
-int capture_write_process(struct capture_writer *w, uint32_t pid, const char *comm, const char *cmdline)
+int capture_write_process_torch(struct capture_writer *w, uint32_t pid, const char *comm,
+				const char *cmdline, const char *torch)
 {
 	m_begin(w, REC_META_PROCESS, 0);
 	m_u32(w, pid);
 	m_str(w, comm);
 	m_str(w, cmdline);
+	if (torch && torch[0])
+		m_str(w, torch);
 	return m_end(w);
+}
+
+int capture_write_process(struct capture_writer *w, uint32_t pid, const char *comm, const char *cmdline)
+{
+	return capture_write_process_torch(w, pid, comm, cmdline, NULL);
 }
 
 int capture_write_thread(struct capture_writer *w, uint32_t pid, uint32_t tid, const char *name)
@@ -782,9 +791,15 @@ static int load_meta(struct capture_reader *r, const struct rec_hdr *h, uint64_t
 	}
 	case REC_META_PROCESS: {
 		uint32_t pid = c_u32(&c);
-		const char *comm = c_str(&c, m), *cmd = c_str(&c, m);
+		const char *comm = c_str(&c, m), *cmd = c_str(&c, m), *torch = NULL;
+
+		/* the torch version: optional (a zero pad reads as "") */
+		if (!c.bad && c.end - c.p >= 4)
+			torch = c_str(&c, m);
 		if (!c.bad)
 			err = capture_meta_add_process(m, pid, comm, cmd);
+		if (!c.bad && !err && torch)
+			m->procs[m->nprocs - 1].torch = torch;
 		break;
 	}
 	case REC_META_THREAD: {

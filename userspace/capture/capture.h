@@ -17,7 +17,8 @@
  *
  *   RUN     u64 start_mono_ns, u64 start_real_ns, u32 mode, u32 probes,
  *           u32 npids, u32 pids[npids], str tbpf_version, str host
- *   PROCESS u32 pid, str comm, str cmdline
+ *   PROCESS u32 pid, str comm, str cmdline[, str torch_version] (the last
+ *           optional: captures before it end at cmdline)
  *   THREAD  u32 pid, u32 tid, str name
  *   OP      u32 op_id, str name, str overload
  *   STACK   u32 pid, u64 stack_id, u32 nframes, then per frame (innermost
@@ -111,7 +112,7 @@ struct capture_end {
 	const char *gpu_note;      /* why there are no GPU timings, or "" */
 };
 
-struct capture_process { uint32_t pid; const char *comm, *cmdline; };
+struct capture_process { uint32_t pid; const char *comm, *cmdline, *torch; };   /* torch: "" unknown */
 struct capture_thread { uint32_t pid, tid; const char *name; };
 struct capture_op { uint32_t op_id; const char *name, *overload; };
 struct capture_stack {
@@ -196,6 +197,9 @@ struct capture_writer *capture_writer_fdopen(FILE *f, int *err);
 int capture_write_raw(struct capture_writer *w, const void *rec, size_t len);
 int capture_write_run(struct capture_writer *w, const struct capture_run_info *ri);
 int capture_write_process(struct capture_writer *w, uint32_t pid, const char *comm, const char *cmdline);
+/* ... and the torch version it runs (NULL: unknown) */
+int capture_write_process_torch(struct capture_writer *w, uint32_t pid, const char *comm,
+				const char *cmdline, const char *torch);
 int capture_write_thread(struct capture_writer *w, uint32_t pid, uint32_t tid, const char *name);
 int capture_write_op(struct capture_writer *w, uint32_t op_id, const char *name, const char *overload);
 /* Frames innermost first; frames that do not fit in one record are cut

@@ -50,6 +50,9 @@ static const char usage_text[] =
 "                         self_cpu_time_total, count, name\n"
 "      --row-limit N      table rows (default 100, -1 = all)\n"
 "      --by-overload      one row per overload (aten::add.Tensor ...)\n"
+"      --merge            several processes (system-wide, several --pid) in one\n"
+"                         table/tree; default: a section per process (pid,\n"
+"                         command line, torch version, its totals)\n"
 "      --record-shapes    read each op's input shapes at its entry: json rows\n"
 "                         per shapes (input_shapes), Input Dims in traces\n"
 "      --group-by-input-shape  table: one row per (op, input shapes), an Input\n"
@@ -94,7 +97,9 @@ static const char usage_text[] =
 "                         {host}_{pid}.{time_ns}.pt.trace.json, for TensorBoard's\n"
 "                         PyTorch Profiler plugin and HTA\n"
 "      --steps N          stop after N whole training steps (a step ends where\n"
-"                         the optimizer's step ends, or --step-on's label)\n"
+"                         the optimizer's step ends, or --step-on's label);\n"
+"                         table, tree and json cover exactly those steps, with\n"
+"                         a ProfilerStep* row as torch.profiler's\n"
 "      --schedule SPEC    torch.profiler.schedule: skip_first=N,wait=N,warmup=N,\n"
 "                         active=N,repeat=N; stops after the last cycle (repeat\n"
 "                         0: at --duration); one trace per active cycle\n"
@@ -107,18 +112,20 @@ static const char usage_text[] =
 "Examples:\n"
 "  sudo tbpf --pid 1234 --duration 10s\n"
 "  sudo tbpf --duration 10s                 # every PyTorch process on the host\n"
+"  sudo tbpf --pid 1234 --pid 5678 --duration 10s --merge   # one table of both\n"
 "  sudo tbpf --pid 1234 --duration 30s --sort cpu_time_total --row-limit 20\n"
 "  sudo tbpf --pid 1234 --duration 10s --format json -o ops.json\n"
 "  sudo tbpf --pid 1234 --duration 10s --format tree --ops\n"
 "  sudo tbpf --pid 1234 --duration 10s --group-by-input-shape --sort cpu_time_total\n"
 "  sudo tbpf --pid 1234 --duration 10s --group-by-stack 5 --row-limit 20\n"
 "  sudo tbpf --pid 1234 --duration 10s --profile-memory --sort self_cpu_memory_usage\n"
-"  sudo TBPF_INPROC_EXPERIMENTAL=1 tbpf --pid 1234 --inproc   # experimental\n"
+"  sudo tbpf --pid 1234 --duration 10s --inproc   # in-process callbacks\n"
 "  sudo tbpf --pid 1234 --duration 10s -o run.tbpf\n"
 "  sudo tbpf --pid 1234 --steps 5 --tensorboard runs/job  # tensorboard --logdir runs\n"
 "  sudo tbpf --pid 1234 --schedule wait=1,warmup=1,active=3,repeat=2 --tensorboard runs/job\n"
 "  tbpf report run.tbpf --format perfetto -o run.perfetto-trace\n"
 "  sudo tbpf run --format tree -- python3 train.py\n"
+"  sudo tbpf run -- ./my_cuda_app             # a plain CUDA program: its CUDA API calls\n"
 "  tbpf diff before.tbpf after.tbpf          # what got slower\n"
 "  sudo tbpf daemon --listen 127.0.0.1:9464  # Prometheus /metrics, every PyTorch job\n"
 "  tbpf report run.tbpf --format folded | flamegraph.pl > ops.svg\n"
@@ -168,8 +175,8 @@ static int parse_entries(const char *arg, uint32_t lo, uint32_t hi, uint32_t *ou
 /* The live command's own options (select_opt and step_opt take theirs). */
 enum { O_SORT = 256, O_ROWS, O_NOMULTI, O_RECORD, O_BYOVL, O_OPS, O_MINPCT, O_NOPY,
        O_INJECT /* issue 6 */, O_INJECT_FORCE, O_REDISPATCH,
-       O_SHAPES /* issue 16 */, O_BYSHAPE, O_FLOPS, O_BYSTACK, O_METRIC, O_MEMORY /* issue 17 */, O_MEMMAP,
-       O_INPROC /* issue 19 */ };
+       O_SHAPES /* issue 16 */, O_BYSHAPE, O_FLOPS, O_BYSTACK, O_METRIC, O_MEMORY /* issue 17 */,
+       O_MEMMAP, O_INPROC /* issue 19 */, O_MERGE /* issue 18 */ };
 static const struct option live_longopts[] = {
 	SELECT_LONGOPTS,
 	STEP_LONGOPTS,
@@ -180,6 +187,7 @@ static const struct option live_longopts[] = {
 	{ "sort", required_argument, NULL, O_SORT },
 	{ "row-limit", required_argument, NULL, O_ROWS },
 	{ "by-overload", no_argument, NULL, O_BYOVL },
+	{ "merge", no_argument, NULL, O_MERGE },
 	{ "record-shapes", no_argument, NULL, O_SHAPES },
 	{ "group-by-input-shape", no_argument, NULL, O_BYSHAPE },
 	{ "with-flops", no_argument, NULL, O_FLOPS },
@@ -258,6 +266,9 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 		}
 		case O_BYOVL:
 			o->by_overload = true;
+			break;
+		case O_MERGE:
+			o->merge = true;
 			break;
 		case O_SHAPES:
 			o->record_shapes = true;

@@ -46,7 +46,10 @@ static const char usage[] =
 "                      (and per active cycle of --schedule), for TensorBoard's\n"
 "                      PyTorch Profiler plugin and HTA\n"
 "      --steps N, --schedule SPEC, --step-on LABEL   steps as in `tbpf --help`:\n"
-"                      chrome keeps the first active cycle's steps\n"
+"                      table, tree and json cover the active steps only (with\n"
+"                      a ProfilerStep* row); chrome the first active cycle's\n"
+"      --merge         several processes in one table/tree (default: a section\n"
+"                      per process: pid, command line, torch, totals)\n"
 "  -h, --help          this text\n"
 "\n"
 "Formats:\n"
@@ -62,6 +65,8 @@ static const char usage[] =
 "Examples:\n"
 "  tbpf report run.tbpf\n"
 "  tbpf report run.tbpf --format chrome -o run.json\n"
+"  tbpf report run.tbpf --schedule wait=1,warmup=1,active=3   # steps 2-4 only\n"
+"  tbpf report all.tbpf --merge        # two jobs' ops as one table\n"
 "  tbpf report run.tbpf --format folded | flamegraph.pl > run.svg\n"
 "  tbpf report run.tbpf --format folded --metric count > calls.folded\n"
 "  tbpf report run.tbpf --format pprof -o run.pb.gz && go tool pprof -top run.pb.gz\n"
@@ -86,13 +91,21 @@ static int run_aggregated(FILE *out, int fmt, struct capture_reader *r,
 	struct step_stats ss = { 0 };
 
 	model_init(&m);
-	err = model_from_capture(r, parts, &m);
-	/* JSON: per-step times when the capture shows whole steps (issue 18) */
-	if (!err && fmt == EXPORT_JSON)
-		err = steps_from_capture(r, o ? o->step_label : NULL, &st);
-	if (!err && fmt == EXPORT_JSON && st.n)
-		err = step_stats_from_capture(r, &st, &ss);
-	m.steps = &ss;
+	if (o && o->sched && o->sched->set) {
+		/* --steps / --schedule: the active steps only (issue 18) */
+		err = model_from_capture_steps(r, parts, o->step_label, o->sched, &m);
+	} else {
+		err = model_from_capture(r, parts, &m);
+		/* JSON: per-step times when the capture shows whole steps */
+		if (!err && fmt == EXPORT_JSON)
+			err = steps_from_capture(r, o ? o->step_label : NULL, &st);
+		if (!err && fmt == EXPORT_JSON && st.n)
+			err = step_stats_from_capture(r, &st, &ss);
+		m.steps = &ss;
+	}
+	/* several processes: a section each, unless --merge */
+	if (!err && !(o && o->merge))
+		err = model_split_capture(&m, capture_reader_meta(r));
 	if (!err)
 		err = export_model(out, fmt, &m, o, &to);
 	m.steps = NULL;
@@ -258,7 +271,8 @@ int cmd_report(int argc, char **argv)
 		{ "by-overload", no_argument, NULL, 'O' },
 		{ "group-by-input-shape", no_argument, NULL, 'S' },
 		{ "with-flops", no_argument, NULL, 'F' },
-		{ "metric", required_argument, NULL, 'M' },
+		{ "merge", no_argument, NULL, 'M' },
+		{ "metric", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		STEP_LONGOPTS,
 		{ 0 },
@@ -299,7 +313,8 @@ int cmd_report(int argc, char **argv)
 		case 'O': o.by_overload = true; break;
 		case 'S': o.by_shape = true; break;
 		case 'F': o.with_flops = true; break;
-		case 'M': {
+		case 'M': o.merge = true; break;
+		case 'm': {
 			int e = export_metric_parse(optarg, &o.metric_count);
 
 			if (e) {
@@ -349,6 +364,7 @@ int cmd_report(int argc, char **argv)
 	char *msg = NULL;
 	struct export_summary sum;
 	o.step_label = so.label;
+	o.sched = so.sched.set ? &so.sched : NULL;
 	if (so.sched.set)   /* chrome: the first active cycle; --tensorboard: each */
 		o.step_window = steps_cycle(&so.sched, 0, &o.step_first, &o.step_count);
 	if (so.tensorboard)

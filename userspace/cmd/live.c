@@ -30,6 +30,7 @@
 #include "live_inproc.h"
 #include "profile.h"
 #include "guard.h"
+#include "gpudev.h"
 #include "gpu_session.h"
 #include "inject.h"
 #include "cmd_run.h"
@@ -41,6 +42,8 @@
 #include "version.h"
 #include "strf.h"
 #include "steps.h"
+#include "torchver.h"
+#include "grow.h"
 
 static volatile sig_atomic_t stop_signal;
 
@@ -95,25 +98,80 @@ void live_write_threads(struct capture_writer *cw, pid_t pid)
 	closedir(d);
 }
 
-/* Process, op and thread names of targets added since `from`. */
-static void write_target_meta(struct capture_writer *cw, struct session *s, size_t from)
+/* Each target's command line and torch version (issue 18: the sections
+ * of several processes), read while it runs. */
+struct live_procs {
+	struct model_proc_info *v;
+	size_t n, cap;
+};
+
+static const char *procs_torch(const struct live_procs *lp, uint32_t pid)
 {
+	for (size_t i = 0; i < lp->n; i++)
+		if (lp->v[i].pid == pid)
+			return lp->v[i].torch;
+	return NULL;
+}
+
+static void procs_scan(struct live_procs *lp, struct session *s)
+{
+	for (size_t i = 0; i < session_ntargets(s); i++) {
+		const struct target *t = session_target_detail(s, i);
+		char *ver = NULL, *where = NULL;
+
+		if (procs_torch(lp, (uint32_t)t->pid))
+			continue;   /* known */
+		if (GROW(lp->v, lp->n, lp->cap, 8))
+			return;
+		torchver_of(t->pid, &ver, &where);
+		free(where);
+		lp->v[lp->n++] = (struct model_proc_info){ (uint32_t)t->pid,
+							   strdup(t->cmdline ? t->cmdline : ""),
+							   ver ? ver : strdup("") };
+	}
+}
+
+static void procs_free(struct live_procs *lp)
+{
+	for (size_t i = 0; i < lp->n; i++) {
+		free((char *)lp->v[i].cmdline);
+		free((char *)lp->v[i].torch);
+	}
+	free(lp->v);
+}
+
+static void write_target_ops(struct capture_writer *cw, const struct target *t)
+{
+	for (size_t k = 0; k < t->nlibs; k++) {
+		const struct target_lib *l = &t->libs[k];
+
+		for (size_t j = 0; j < l->syms.n; j++) {
+			const struct opsym *o = &l->syms.v[j];
+
+			if (!o->redispatch)
+				capture_write_op(cw, l->id_base + o->op_index + 1, o->name,
+						 o->overload);
+		}
+	}
+}
+
+/* Process, op and thread names of targets added since `from`; the op
+ * names of CUDA-only targets (issue 18) that have mapped libtorch since. */
+static void write_target_meta(struct capture_writer *cw, struct session *s, size_t from,
+			      const struct live_procs *lp)
+{
+	size_t up;
+
+	while (session_take_upgraded(s, &up))
+		if (up < from)
+			write_target_ops(cw, session_target_detail(s, up));
 	for (size_t i = from; i < session_ntargets(s); i++) {
 		const struct target *t = session_target_detail(s, i);
 
-		capture_write_process(cw, (uint32_t)t->pid, t->comm ? t->comm : "",
-				      t->cmdline ? t->cmdline : "");
-		for (size_t k = 0; k < t->nlibs; k++) {
-			const struct target_lib *l = &t->libs[k];
-
-			for (size_t j = 0; j < l->syms.n; j++) {
-				const struct opsym *o = &l->syms.v[j];
-
-				if (!o->redispatch)
-					capture_write_op(cw, l->id_base + o->op_index + 1, o->name,
-							 o->overload);
-			}
-		}
+		capture_write_process_torch(cw, (uint32_t)t->pid, t->comm ? t->comm : "",
+					    t->cmdline ? t->cmdline : "",
+					    procs_torch(lp, (uint32_t)t->pid));
+		write_target_ops(cw, t);
 		live_write_threads(cw, t->pid);
 	}
 }
@@ -195,17 +253,31 @@ static char *targets_desc(struct session *s)
 	return asprintf(&d, "the %zu processes", session_ntargets(s)) < 0 ? NULL : d;
 }
 
+static bool all_cuda_only(struct session *s)
+{
+	for (size_t i = 0; i < session_ntargets(s); i++)
+		if (!session_target(s, i)->cuda_only)
+			return false;
+	return session_ntargets(s) > 0;
+}
+
 /* An empty result is never silent (issue 13): one line saying why. */
 static void report_empty(struct session *s, const uint64_t *cnt, uint64_t duration)
 {
 	char *who;
 
 	if (!session_ntargets(s)) {
-		fprintf(stderr, "tbpf: no op seen: no PyTorch process was found during the %.2f s "
-				"window\n", duration / 1e9);
+		fprintf(stderr, "tbpf: no op seen: no PyTorch or CUDA process was found during the "
+				"%.2f s window\n", duration / 1e9);
 		return;
 	}
 	who = targets_desc(s);
+	if (all_cuda_only(s)) {   /* issue 18: a plain CUDA program */
+		fprintf(stderr, "tbpf: no op table: %s maps no libtorch; its CUDA API calls "
+				"follow\n", who ? who : "the targets");
+		free(who);
+		return;
+	}
 	if (!cnt[CNT_ENTRIES])
 		fprintf(stderr, "tbpf: no op ran in %s during the %.2f s window: the op probes saw "
 				"no hit (entries 0, exits %llu)\n", who ? who : "the targets",
@@ -305,6 +377,20 @@ static bool steps_done(const struct live_opts *o, struct session *s, const struc
 	return alive > 0;
 }
 
+/* issue 18: the host's GPUs for Kineto's deviceProperties (chrome and
+ * --tensorboard), asked of the driver now; none without a GPU.  Free
+ * eo->devprops after the export. */
+static void query_devices(struct export_opts *eo)
+{
+	struct export_devprop *v = NULL;
+	size_t n = 0;
+
+	if (!gpudev_query(&v, &n)) {
+		eo->devprops = v;
+		eo->ndevprops = n;
+	}
+}
+
 /* --tensorboard DIR from the capture; 0 or the exit code. */
 static int live_tensorboard(const struct live_opts *o, const char *capture_path,
 			    const struct live_dist *ld)
@@ -319,7 +405,9 @@ static int live_tensorboard(const struct live_opts *o, const char *capture_path,
 		capture_reader_close(r);
 		return TBPF_EXIT_ERROR;
 	}
+	query_devices(&eo);
 	err = export_tensorboard(o->steps.tensorboard, r, &eo, &o->steps.sched, stderr, &msg);
+	free((void *)eo.devprops);
 	capture_reader_close(r);
 	if (err) {
 		fprintf(stderr, "tbpf: --tensorboard: %s\n", msg ? msg : strerror(-err));
@@ -336,112 +424,134 @@ static FILE *open_out(const char *path)
 	return fopen(path, "we");
 }
 
+/* --format tree / table / json of model m to -o.  0 or the exit code. */
+static int render_model(const struct live_opts *o, const struct export_opts *eo, const char *fmt,
+			const struct tbpf_model *m)
+{
+	bool tree_fmt = !strcmp(fmt, "tree");
+	struct tree_opts to = { .ops = o->tree_ops, .min_pct = o->min_pct };
+	FILE *out;
+	int rc = 0, err;
+
+	if (tree_fmt && o->sort && tree_sort_parse(o->sort, &to.sort)) {
+		fprintf(stderr, "tbpf: --sort %s is not a tree column (cpu_time_total, "
+				"self_cpu_time_total, count, launches, name, model, "
+				"self_cpu_memory_usage, cpu_memory_usage)\n", o->sort);
+		return TBPF_EXIT_USAGE;
+	}
+	if (tree_fmt && !m->tree) {
+		fprintf(stderr, "tbpf: no layer tree: Python stacks were not available\n");
+		return TBPF_EXIT_ERROR;
+	}
+	out = open_out(o->out);
+	if (!out) {
+		fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
+		return TBPF_EXIT_ERROR;
+	}
+	err = export_model(out, tree_fmt ? EXPORT_TREE : strcmp(fmt, "json") ? EXPORT_TABLE
+		: EXPORT_JSON, m, eo, &to);
+	if (out != stdout && fclose(out) && !err)
+		err = -errno;
+	if (err) {
+		fprintf(stderr, "tbpf: output failed: %s\n", strerror(-err));
+		rc = TBPF_EXIT_ERROR;
+	}
+	return rc;
+}
+
+/* --steps / --schedule: table, tree and json of the active steps only,
+ * from the capture (model_from_capture_steps, as `tbpf report --steps`).
+ * 0 or the exit code. */
+static int render_steps(const struct live_opts *o, const struct export_opts *eo, const char *fmt,
+			const char *capture_path, const struct live_procs *lp)
+{
+	struct capture_reader *r = capture_reader_open(capture_path);
+	unsigned parts = MODEL_CUDA | (!strcmp(fmt, "table") ? MODEL_LAYERS_WITH_CUDA : MODEL_LAYERS);
+	struct tbpf_model m;
+	int err, rc;
+
+	if (!r || capture_reader_error(r)) {
+		fprintf(stderr, "tbpf: %s\n", r ? capture_reader_error(r) : "out of memory");
+		capture_reader_close(r);
+		return TBPF_EXIT_ERROR;
+	}
+	model_init(&m);
+	err = model_from_capture_steps(r, parts, o->steps.label, &o->steps.sched, &m);
+	if (!err && !o->merge)
+		err = model_split_capture(&m, capture_reader_meta(r));
+	(void)lp;   /* the capture's PROCESS records carry the same */
+	if (err) {
+		fprintf(stderr, "tbpf: reading the steps from %s failed: %s\n", capture_path,
+			capture_reader_error(r) ? capture_reader_error(r) : strerror(-err));
+		rc = TBPF_EXIT_ERROR;
+	} else {
+		rc = render_model(o, eo, fmt, &m);
+	}
+	model_free(&m);
+	capture_reader_close(r);
+	return rc;
+}
+
 /* The collected model (ops, CUDA tables, layers) as --format asks, through
  * export_model like `tbpf report`; trace formats from the capture.  0 or
  * the exit code. */
 static int live_render(const struct live_opts *o, struct session *s, struct tbpf_model *m,
-		       const char *capture_path)
+		       const char *capture_path, const struct live_procs *lp)
 {
 	struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
 				  .by_overload = o->by_overload, .by_shape = o->by_shape,
 				  .with_flops = o->with_flops, .stack_n = o->stack_n,
-				  .metric_count = o->metric_count,
-				  .step_label = o->steps.label };
+				  .metric_count = o->metric_count, .step_label = o->steps.label,
+				  .merge = o->merge };
 	const char *fmt = o->format ? o->format : "table";
 	const struct cuda_model *cm = session_cuda(s, NULL, NULL);
+	bool aggregated = !strcmp(fmt, "tree") || !strcmp(fmt, "table") || !strcmp(fmt, "json");
+	int rc = 0, err;
 
 	/* chrome with --steps/--schedule: the first active cycle's steps
 	 * (--tensorboard writes every cycle) */
 	if (o->steps.sched.set)
 		eo.step_window = steps_cycle(&o->steps.sched, 0, &eo.step_first, &eo.step_count);
-	bool tree_fmt = !strcmp(fmt, "tree");
-	int rc = 0, err;
-
-	m->cuda = cm;
-	m->op_name = cuda_op_name;
-	m->op_name_ctx = s;
-	if (o->python && (tree_fmt || !strcmp(fmt, "json") ||
-			  (!strcmp(fmt, "table") && ((cm && !cuda_model_empty(cm)) || m->mem)))) {
-		/* issue 5: launches, copies and syncs per layer */
-		err = session_layer_tree(s, &m->prof, cm, &m->tree);
-		if (err)
-			fprintf(stderr, "tbpf: building the layer tree failed: %s\n", strerror(-err));
-	}
-	if (tree_fmt) {
-		FILE *out = open_out(o->out);
-		struct tree_opts to = { .ops = o->tree_ops, .min_pct = o->min_pct };
-
-		if (o->sort && tree_sort_parse(o->sort, &to.sort)) {
-			fprintf(stderr, "tbpf: --sort %s is not a tree column (cpu_time_total, "
-					"self_cpu_time_total, count, launches, name, model, "
-					"self_cpu_memory_usage, cpu_memory_usage)\n", o->sort);
-			rc = TBPF_EXIT_USAGE;
-		} else if (!out) {
-			fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
-			rc = TBPF_EXIT_ERROR;
-		} else if (!m->tree) {
-			fprintf(stderr, "tbpf: no layer tree: Python stacks were not available\n");
-			rc = TBPF_EXIT_ERROR;
-		} else {
-			err = export_model(out, EXPORT_TREE, m, &eo, &to);
-			if (err) {
-				fprintf(stderr, "tbpf: output failed: %s\n", strerror(-err));
-				rc = TBPF_EXIT_ERROR;
-			}
-		}
-		if (out && out != stdout)
-			fclose(out);
-		return rc;
-	}
 	if ((o->record || o->steps.tensorboard) && !o->format) {
 		if (o->record)
 			fprintf(stderr, "tbpf: capture written to %s (%llu records)\n", capture_path,
 			(unsigned long long)session_records(s));
-	} else if (!strcmp(fmt, "table") || !strcmp(fmt, "json")) {
-		FILE *out = open_out(o->out);
-
+		return 0;
+	}
+	if (aggregated && o->steps.sched.set && capture_path)
+		return render_steps(o, &eo, fmt, capture_path, lp);
+	if (aggregated) {
+		m->cuda = cm;
+		m->op_name = cuda_op_name;
+		m->op_name_ctx = s;
+		if (o->python && (!strcmp(fmt, "tree") || !strcmp(fmt, "json") ||
+				  (!strcmp(fmt, "table") && ((cm && !cuda_model_empty(cm)) || m->mem)))) {
+			/* issue 5: launches, copies and syncs per layer */
+			err = session_layer_tree(s, &m->prof, cm, &m->tree);
+			if (err)
+				fprintf(stderr, "tbpf: building the layer tree failed: %s\n",
+					strerror(-err));
+		}
 		if (o->stack_n && (err = session_srcloc(s, &m->prof, o->stack_n)))
 			fprintf(stderr, "tbpf: --group-by-stack: %s\n", strerror(-err));
-		if (!out) {
-			fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
+		/* several processes: a section each (issue 18) */
+		if (!o->merge && (err = session_model_split(s, m, lp->v, lp->n))) {
+			fprintf(stderr, "tbpf: splitting the processes failed: %s\n", strerror(-err));
 			return TBPF_EXIT_ERROR;
 		}
-		struct steps st = { 0 };
-		struct step_stats ss = { 0 };
-
-		/* JSON of a --steps/--schedule run: per-step times from the
-		 * capture (issue 18) */
-		if (!strcmp(fmt, "json") && o->steps.sched.set && capture_path) {
-			struct capture_reader *r = capture_reader_open(capture_path);
-
-			if (r && !capture_reader_error(r) &&
-			    !steps_from_capture(r, o->steps.label, &st) &&
-			    !step_stats_from_capture(r, &st, &ss))
-				step_stats_keep_active(&ss, &o->steps.sched);
-			capture_reader_close(r);
-			m->steps = &ss;
-		}
-		err = export_model(out, strcmp(fmt, "json") ? EXPORT_TABLE : EXPORT_JSON, m, &eo, NULL);
-		m->steps = NULL;
-		step_stats_free(&ss);
-		steps_free(&st);
-		if (out != stdout && fclose(out) && !err)
-			err = -errno;
-		if (err) {
-			fprintf(stderr, "tbpf: output failed: %s\n", strerror(-err));
-			rc = TBPF_EXIT_ERROR;
-		}
-	} else {
-		char *emsg = NULL;
-
-		err = export_capture(capture_path, fmt, o->out, &eo, &emsg);
-		if (err) {
-			fprintf(stderr, "tbpf: export to %s failed: %s\n", fmt,
-				emsg ? emsg : strerror(-err));
-			rc = TBPF_EXIT_ERROR;
-		}
-		free(emsg);
+		return render_model(o, &eo, fmt, m);
 	}
+	char *emsg = NULL;
+
+	query_devices(&eo);
+	err = export_capture(capture_path, fmt, o->out, &eo, &emsg);
+	free((void *)eo.devprops);
+	eo.devprops = NULL;
+	if (err) {
+		fprintf(stderr, "tbpf: export to %s failed: %s\n", fmt, emsg ? emsg : strerror(-err));
+		rc = TBPF_EXIT_ERROR;
+	}
+	free(emsg);
 	return rc;
 }
 
@@ -481,7 +591,7 @@ static int attach_when_torch(struct session *s, const struct live_opts *o, pid_t
 
 			*t0 = now_ns(CLOCK_MONOTONIC);
 			err = session_add_target(s, pid, why);
-			if (!err && stopped && o->verbose)
+			if (!err && stopped && o->verbose && !session_target(s, 0)->cuda_only)
 				fprintf(stderr, "tbpf: pid %d held where it loaded libtorch while the "
 						"probes attached\n", pid);
 			if (err != -ENOENT)
@@ -500,7 +610,10 @@ static int attach_when_torch(struct session *s, const struct live_opts *o, pid_t
 		}
 		usleep(held ? 2000 : 20000);
 	}
-	session_hold_release(s);   /* continues the held command */
+	/* continues the held command; one that mapped libcudart but no
+	 * libtorch is held again where it maps libtorch_cpu (issue 18) */
+	if (err || !session_hold_rearm(s))
+		session_hold_release(s);
 	return err;
 }
 
@@ -553,7 +666,17 @@ static void announce(const struct live_opts *o, struct session *s, uint64_t prob
 	/* before the `attached` line: that line is the last, all is live */
 	if (session_cuda(s, &cp, &cl) && cl)
 		fprintf(stderr, "tbpf: CUDA: %zu probes in %zu libraries\n", cp, cl);
-	if (o->sel.npids == 1) {
+	if (o->sel.npids == 1 && session_target(s, 0)->cuda_only) {
+		const struct session_target_info *ti = session_target(s, 0);
+
+		fprintf(stderr, "tbpf: attached %zu CUDA probes to pid %d (%s) in %.1f ms (BPF load "
+				"%.0f ms); %s; Ctrl-C to stop\n",
+			cp, ti->pid, ti->comm ? ti->comm : "?", attach_ns / 1e6, load_ns / 1e6,
+			o->wait_torch ? "no libtorch mapped yet: CUDA API calls, and op probes "
+					"from where it maps libtorch (held there)" :
+					"no libtorch mapped: CUDA API calls only (op probes follow "
+					"within a second if it imports torch)");
+	} else if (o->sel.npids == 1) {
 		const struct session_target_info *ti = session_target(s, 0);
 
 		fprintf(stderr, "tbpf: attached %llu probes to pid %d (%s) in %.1f ms (BPF load %.0f ms); "
@@ -576,7 +699,7 @@ static void announce(const struct live_opts *o, struct session *s, uint64_t prob
 static const char *poll_until_stop(const struct live_opts *o, struct session *s,
 				   struct capture_writer *cw, size_t *written, uint64_t t_mono,
 				   uint64_t last_scan, bool system_wide, const struct steps_watch *sw,
-				   struct live_dist *ld)
+				   struct live_dist *ld, struct live_procs *lp)
 {
 	while (!stop_signal) {
 		uint64_t now = now_ns(CLOCK_MONOTONIC), el = now - t_mono;
@@ -593,10 +716,14 @@ static const char *poll_until_stop(const struct live_opts *o, struct session *s,
 			session_scan(s);
 			last_scan = now;
 		}
+		if (lp->n < session_ntargets(s))
+			procs_scan(lp, s);
 		if (cw && *written < session_ntargets(s)) {
-			write_target_meta(cw, s, *written);
+			write_target_meta(cw, s, *written, lp);
 			*written = session_ntargets(s);
 			dist_scan(ld, s);
+		} else if (cw) {
+			write_target_meta(cw, s, *written, lp);   /* upgraded targets' ops */
 		}
 		if (steps_done(o, s, sw)) {
 			/* the Python stacks are named every second poll
@@ -760,6 +887,7 @@ static struct session_config session_config_of(const struct live_opts *o)
 		.gpu_agent = o->inject ? GPU_AGENT_INJECT : o->gpu_run ? GPU_AGENT_RUN : GPU_AGENT_OFF,
 		.inject_flags = o->inject_force ? INJECT_FORCE : 0,
 		.run_hold = o->wait_torch,
+		.cuda_only_ok = true,       /* issue 18: plain CUDA programs */
 		.shapes = o->record_shapes,
 		.memory = o->memory,
 		.mem_map_size = o->mem_map_size,
@@ -806,6 +934,7 @@ int live_run(const struct live_opts *o)
 	char *agent_path = cfg.gpu_agent ? run_agent_path() : NULL;   /* issue 6 */
 	struct steps_watch sw = { .label = o->steps.label };   /* issue 18 */
 	struct live_dist ld = { .n = 0 };
+	struct live_procs lp = { 0 };
 	struct session *s = NULL;
 	struct capture_writer *cw = NULL;
 	char *capture_path = NULL, *why = NULL;
@@ -874,16 +1003,17 @@ int live_run(const struct live_opts *o)
 	for (size_t i = 0; i < session_ntargets(s); i++)
 		probes += session_target(s, i)->nprobes;
 	announce(o, s, probes, t_mono - t0, t_load, cfg.system_wide);
+	procs_scan(&lp, s);
 	if (cw) {
 		write_run_meta(cw, s, mode, t_mono, t_real);
-		write_target_meta(cw, s, 0);
+		write_target_meta(cw, s, 0, &lp);
 		written = session_ntargets(s);
 	}
 	dist_scan(&ld, s);
 	sw.after_ns = t_mono;   /* steps from the attached line on (steps_from_capture too) */
 
 	stop_reason = poll_until_stop(o, s, cw, &written, t_mono, last_scan, cfg.system_wide, &sw,
-				      &ld);
+				      &ld, &lp);
 	duration = now_ns(CLOCK_MONOTONIC) - t_mono;
 	if (cw)
 		for (size_t i = 0; i < session_ntargets(s); i++)
@@ -907,6 +1037,11 @@ int live_run(const struct live_opts *o)
 	}
 	if (!model.prof.nops)
 		report_empty(s, counters, duration);
+	/* op probes added during the run (CUDA-only targets that mapped
+	 * libtorch, issue 18) count too */
+	probes = 0;
+	for (size_t i = 0; i < session_ntargets(s); i++)
+		probes += session_target(s, i)->nprobes;
 	live_run_info(s, &model.prof, duration, probes, counters, stop_reason);
 	if (cw) {
 		err = end_capture(cw, s, counters, duration, stop_reason, model.prof.gpu_note,
@@ -917,7 +1052,7 @@ int live_run(const struct live_opts *o)
 			goto done;
 		}
 	}
-	err = live_render(o, s, &model, capture_path);
+	err = live_render(o, s, &model, capture_path, &lp);
 	if (err)
 		rc = err;
 	warn_steps_unseen(o, s, &sw, stop_reason);
@@ -935,5 +1070,6 @@ out:
 	free(agent_path);
 	mem_model_free(&mm);
 	steps_watch_free(&sw);
+	procs_free(&lp);
 	return rc;
 }

@@ -238,6 +238,10 @@ static void report_totals(const struct live_opts *o, const struct inproc_totals 
 	if (tot->overflow)
 		fprintf(stderr, "tbpf: %llu RecordFunctions nested deeper than %d were not counted\n",
 			(unsigned long long)tot->overflow, TBPF_INPROC_STACK);
+	if (tot->names_lost)
+		fprintf(stderr, "tbpf: %llu in-process records' names did not fit the agent's table "
+				"of %d names: their rows read op#ID\n",
+			(unsigned long long)tot->names_lost, TBPF_INPROC_NAMES);
 	fprintf(stderr, "tbpf: stopped (%s) after %.2f s\n", why, duration / 1e9);
 	if (!tot->records)
 		fprintf(stderr, "tbpf: no op ran in pid %d during the %.2f s window: the in-process "
@@ -328,12 +332,6 @@ static char *capture_path(const struct live_opts *o, bool *tmp)
 	return strdup(tmpl);
 }
 
-/* A torch 1.13 target once did not exit after its work with a torch.profiler
- * session open beside the agent's callbacks (test_inproc_safety, 1 of about
- * 5 runs; once on 2.8 without it): until that is understood the mode needs
- * an explicit yes, and the message says why. */
-#define INPROC_ACK_ENV "TBPF_INPROC_EXPERIMENTAL"
-
 int live_inproc_run(const struct live_opts *o)
 {
 	unsigned layouts[64];
@@ -351,11 +349,6 @@ int live_inproc_run(const struct live_opts *o)
 	const char *stop_why;
 	int rc, err = 0;
 
-	if (!getenv(INPROC_ACK_ENV) || strcmp(getenv(INPROC_ACK_ENV), "1")) {
-		fprintf(stderr, "tbpf: --inproc is experimental: a target was seen not to exit after "
-				"its work; set " INPROC_ACK_ENV "=1 to use it anyway\n");
-		return TBPF_EXIT_USAGE;
-	}
 	model_init(&model);
 	rc = check_torch(o, layouts);
 	if (rc)

@@ -38,6 +38,7 @@ struct live_opts {
 	bool no_multi;             /* force per-probe attach (testing) */
 	bool redispatch;           /* probe ::redispatch too (boxed-path ops) */
 	bool by_overload;          /* table rows per overload */
+	bool merge;                /* --merge: several processes in one table */
 	bool record_shapes;        /* --record-shapes: input shapes at op entry */
 	bool by_shape;             /* --group-by-input-shape: rows per shapes */
 	bool with_flops;           /* --with-flops: FLOPs column (needs shapes) */

@@ -63,6 +63,8 @@ struct tgt {
 	struct shape_target shapes;/* --record-shapes (issue 16) */
 	char *py_note;
 	char *py_dir;              /* sys.path[0] "/dir/", Source Location cut */
+	bool ops_new;              /* op probes added after a CUDA-only attach,
+				    * not yet taken (session_take_upgraded) */
 };
 
 struct scope_def {
@@ -97,6 +99,7 @@ struct session {
 	struct uprobe_set hold;     /* tbpf run: _dl_debug_state in the loader */
 	struct bpf_link *hold_mmap; /* tbpf run: tp_btf/sys_enter (mmap) */
 	int shapes_ok;              /* -1 not checked yet, 0 layout not verified, 1 ok */
+	bool hold_upgrade;          /* the hold waits for libtorch_cpu in a CUDA-only target */
 };
 
 static struct tgt *tgt_by_pid(struct session *s, uint32_t pid)
@@ -735,6 +738,36 @@ static void add_cuda_probes(struct session *s, struct tgt *tg)
 	free(cwhy);
 }
 
+static unsigned target_flags(const struct session *s)
+{
+	return (s->cfg.redispatch ? TARGET_REDISPATCH : 0) |
+	       (s->cfg.cuda && s->cfg.cuda_only_ok ? TARGET_CUDA_ONLY : 0);
+}
+
+/* issue 18: a target without libtorch: the pid filter and the CUDA probes
+ * (the only ones); failing to attach them is the target's error. */
+static int add_cuda_only(struct session *s, struct tgt *tg, char **why)
+{
+	pid_t pid = tg->t.pid;
+	char *cwhy = NULL;
+	int n = filter_add_pid(s, pid, why);
+
+	if (n)
+		return n;
+	if (s->cfg.gpu_agent)
+		add_gpu_agent(s, pid);
+	n = cuda_session_add(&s->cuda, s->skel, pid, &tg->t.maps, &cwhy);
+	if (n <= 0) {
+		*why = strf("process %d (%s) maps no libtorch and its CUDA probes failed: %s", pid,
+			    tg->t.comm ? tg->t.comm : "?",
+			    cwhy ? cwhy : n ? strerror(-n) : "no CUDA library attached");
+		free(cwhy);
+		return n ? n : -ENOENT;
+	}
+	tg->info.exits = "none";
+	return 0;
+}
+
 static void tgt_publish(struct session *s, struct tgt *tg)
 {
 	tg->alive = true;
@@ -744,6 +777,7 @@ static void tgt_publish(struct session *s, struct tgt *tg)
 	tg->info.nprobes = tg->guard ? guard_entry_probes(tg->guard) : tg->entry.nprobes;
 	tg->info.alive = true;
 	tg->info.python = tg->py_note;
+	tg->info.cuda_only = tg->t.cuda_only;
 	s->v[s->n++] = tg;
 }
 
@@ -757,10 +791,32 @@ static void tgt_free(struct session *s, struct tgt *tg)
 	free(tg);
 }
 
+/* The op side of a target that maps libtorch: Python, shapes, the
+ * sharing verdict, op probes (guard or entry probes), extras. */
+static int attach_torch(struct session *s, struct tgt *tg, bool filter, char **why)
+{
+	bool no_returns;
+	int err;
+
+	if (s->cfg.python)
+		setup_python(s, tg);
+	err = s->cfg.shapes ? setup_shapes(s, tg, why) : 0;
+	if (!err)
+		err = decide_sharing(s, tg, &no_returns, why);
+	if (!err && filter)
+		err = filter_add_pid(s, tg->t.pid, why);
+	if (!err && filter && s->cfg.gpu_agent)
+		add_gpu_agent(s, tg->t.pid);
+	if (!err)
+		err = attach_op_probes(s, tg, no_returns, why);
+	if (!err)
+		attach_extras(s, tg);
+	return err;
+}
+
 int session_add_target(struct session *s, pid_t pid, char **why)
 {
 	struct tgt *tg;
-	bool no_returns;
 	int err;
 
 	*why = NULL;
@@ -774,33 +830,84 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 		return -ENOMEM;
 	tg->pidfd = -1;
 	tg->id_base = s->next_id;
-	err = target_open(pid, tg->id_base, s->cfg.redispatch ? TARGET_REDISPATCH : 0, &tg->t, why);
+	err = target_open(pid, tg->id_base, target_flags(s), &tg->t, why);
 	if (err) {
 		free(tg);
 		return err;
 	}
 	s->next_id = tg->id_base + (uint32_t)tg->t.nops - 1;
 	tg->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (s->cfg.python)
-		setup_python(s, tg);
-	err = s->cfg.shapes ? setup_shapes(s, tg, why) : 0;
-	if (!err)
-		err = decide_sharing(s, tg, &no_returns, why);
-	if (!err)
-		err = filter_add_pid(s, pid, why);
-	if (!err && s->cfg.gpu_agent)
-		add_gpu_agent(s, pid);
-	if (!err)
-		err = attach_op_probes(s, tg, no_returns, why);
+	err = tg->t.cuda_only ? add_cuda_only(s, tg, why) : attach_torch(s, tg, true, why);
 	if (err) {
 		tgt_free(s, tg);
 		return err;
 	}
-	attach_extras(s, tg);
 	tgt_publish(s, tg);
-	if (s->cfg.cuda)
+	if (s->cfg.cuda && !tg->t.cuda_only)
 		add_cuda_probes(s, tg);
 	return 0;
+}
+
+/* issue 18: a CUDA-only target that has mapped libtorch since: its ops
+ * discovered and probed like a new target's (the pid filter, CUDA probes
+ * and GPU agent stay).  Quiet while it maps no libtorch; a failure is one
+ * warning and the target stays CUDA-only. */
+static void tgt_upgrade(struct session *s, struct tgt *tg)
+{
+	struct target nt;
+	uint32_t base = s->next_id;
+	char *why = NULL;
+	int err = target_open(tg->t.pid, base, target_flags(s), &nt, &why);
+
+	if (err || nt.cuda_only) {
+		if (!err)
+			target_close(&nt);
+		else if (err != -ESRCH) {   /* e.g. a libtorch without ops: once */
+			fprintf(stderr, "tbpf: warning: pid %d: %s; CUDA calls only\n", tg->t.pid,
+				why ? why : strerror(-err));
+			tg->t.cuda_only = false;   /* not examined again */
+		}
+		free(why);
+		return;
+	}
+	s->next_id = base + (uint32_t)nt.nops - 1;
+	target_close(&tg->t);
+	tg->t = nt;
+	tg->id_base = base;
+	tg->info.comm = tg->t.comm;
+	tg->info.cmdline = tg->t.cmdline;
+	tg->info.cuda_only = false;
+	err = attach_torch(s, tg, false, &why);
+	if (err) {
+		fprintf(stderr, "tbpf: warning: pid %d mapped libtorch but its op probes failed: %s; "
+				"CUDA calls only\n", tg->t.pid, why ? why : strerror(-err));
+		free(why);
+		return;
+	}
+	tg->info.nprobes = tg->guard ? guard_entry_probes(tg->guard) : tg->entry.nprobes;
+	tg->info.python = tg->py_note;
+	tg->ops_new = true;
+	fprintf(stderr, "tbpf: pid %d (%s) mapped libtorch: %zu op probes live, exits: %s\n",
+		tg->t.pid, tg->t.comm ? tg->t.comm : "?", tg->info.nprobes, tg->info.exits);
+}
+
+/* CUDA-only targets that may have imported torch since the last look. */
+static void upgrade_scan(struct session *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i]->alive && s->v[i]->t.cuda_only)
+			tgt_upgrade(s, s->v[i]);
+}
+
+bool session_take_upgraded(struct session *s, size_t *i)
+{
+	for (size_t k = 0; k < s->n; k++)
+		if (s->v[k]->ops_new) {
+			s->v[k]->ops_new = false;
+			*i = k;
+			return true;
+		}
+	return false;
 }
 
 /* The dynamic linker the command runs under: the x86-64 default (Debian's
@@ -847,6 +954,7 @@ int session_hold_torch(struct session *s, char **why)
 		session_hold_release(s);
 		return err;
 	}
+	s->skel->bss->run_hold_cuda = s->cfg.cuda && s->cfg.cuda_only_ok;
 	s->skel->bss->run_hold = RUN_HOLD_ARMED;
 	return 0;
 }
@@ -856,8 +964,23 @@ bool session_torch_held(struct session *s)
 	return s->skel->bss->run_hold == RUN_HOLD_STOPPED;
 }
 
+bool session_hold_rearm(struct session *s)
+{
+	bool stopped = s->skel->bss->run_hold == RUN_HOLD_STOPPED;
+
+	if (!s->hold.nprobes || !s->hold_mmap || s->n != 1 || !s->v[0]->t.cuda_only)
+		return false;
+	s->skel->bss->run_hold_cuda = 0;
+	s->skel->bss->run_hold = RUN_HOLD_ARMED;
+	s->hold_upgrade = true;
+	if (stopped)
+		kill(s->cfg.only_pid, SIGCONT);
+	return true;
+}
+
 void session_hold_release(struct session *s)
 {
+	s->hold_upgrade = false;
 	if (s->skel->bss->run_hold == RUN_HOLD_STOPPED)
 		kill(s->cfg.only_pid, SIGCONT);
 	s->skel->bss->run_hold = RUN_HOLD_OFF;
@@ -915,6 +1038,12 @@ static void announce_target(struct session *s, const struct tgt *tg)
 {
 	if (!s->scans && !s->cfg.verbose)
 		return;
+	if (tg->t.cuda_only) {
+		fprintf(stderr, "tbpf: attached to pid %d (%s): CUDA probes only (no libtorch)%s\n",
+			tg->t.pid, tg->t.comm ? tg->t.comm : "?",
+			s->scans ? "; found during the run" : "");
+		return;
+	}
 	fprintf(stderr, "tbpf: attached to pid %d (%s): %zu probes live, exits: %s%s\n",
 		tg->t.pid, tg->t.comm ? tg->t.comm : "?", tg->info.nprobes, tg->info.exits,
 		s->scans ? "; found during the run" : "");
@@ -943,12 +1072,18 @@ int session_scan(struct session *s)
 		if (procmaps_read(pid, &m))
 			continue;
 		if (procmaps_libtorch_libs(pid, &m, &paths, &n) || n == 0) {
+			bool cuda = (target_flags(s) & TARGET_CUDA_ONLY) && target_maps_cuda(&m);
+
 			procmaps_free(&m);
 			procmaps_free_paths(paths, n);
-			continue;   /* may import torch later: scanned again */
+			paths = NULL;
+			n = 0;
+			if (!cuda)
+				continue;   /* may import torch later: scanned again */
+		} else {
+			procmaps_free(&m);
+			procmaps_free_paths(paths, n);
 		}
-		procmaps_free(&m);
-		procmaps_free_paths(paths, n);
 		if (session_add_target(s, pid, &why) == 0) {
 			added++;
 			announce_target(s, s->v[s->n - 1]);
@@ -990,8 +1125,18 @@ int session_poll(struct session *s, int ms)
 	if (s->cfg.python && ++s->stack_ticks % 2 == 0)
 		sync_stacks(s);
 	/* libraries loaded since attach (about once a second) */
-	if (s->cfg.cuda && ++s->cuda_ticks % 10 == 0)
+	if (s->cfg.cuda && ++s->cuda_ticks % 10 == 0) {
 		cuda_session_rescan(&s->cuda, s->skel);
+		upgrade_scan(s);   /* issue 18: CUDA-only targets that imported torch */
+	}
+	/* tbpf run: the CUDA-only command stopped where it maps libtorch_cpu */
+	if (s->hold_upgrade && session_torch_held(s)) {
+		upgrade_scan(s);
+		if (s->cfg.verbose)
+			fprintf(stderr, "tbpf: pid %d held where it loaded libtorch while the probes "
+					"attached\n", s->cfg.only_pid);
+		session_hold_release(s);
+	}
 	if (s->cfg.gpu_agent && ++s->gpu_ticks % 10 == 0)
 		gpu_session_poll(&s->gpu);   /* issue 6: agent status */
 	for (size_t i = 0; i < s->n; i++) {
@@ -1321,6 +1466,7 @@ void session_detach_all(struct session *s)
 {
 	size_t slow = 0;
 
+	session_hold_release(s);   /* a held command continues */
 	infer_sampler_stop(&s->sampler);
 	for (size_t i = 0; i < s->n; i++)
 		slow += s->v[i]->entry.nlinks;
@@ -1388,6 +1534,19 @@ int session_srcloc(struct session *s, struct profile *p, unsigned depth)
 		err = profile_add_srcstack(p, st->pid, st->id, st->src, st->nsrc);
 	}
 	return err ? err : profile_apply_srcloc(p, depth);
+}
+
+int session_model_split(struct session *s, struct tbpf_model *m,
+			const struct model_proc_info *info, size_t ninfo)
+{
+	struct layer_stack *ls = NULL;
+	size_t nls = 0;
+	int err = m->tree ? stackstore_layer_stacks(&s->stacks, &ls, &nls) : 0;
+
+	if (!err)
+		err = model_split(m, ls, nls, info, ninfo);
+	free(ls);
+	return err;
 }
 
 static void stacks_forget_pid(struct session *s, uint32_t pid)

@@ -58,6 +58,12 @@ struct session_config {
 	const char *agent_path;
 	unsigned inject_flags;      /* enum inject_flags (--inject-force) */
 	bool run_hold;              /* tbpf run: load the hold (session_hold_torch) */
+	/* issue 18: with cuda, a process that maps libcudart/libcuda but no
+	 * libtorch is a target with the CUDA probes only (target_open's
+	 * TARGET_CUDA_ONLY; session_scan takes them too); once it maps
+	 * libtorch its op probes follow (checked once a second, and by the
+	 * run hold) */
+	bool cuda_only_ok;
 	bool shapes;                /* --record-shapes: input shapes at op entry */
 	/* --profile-memory (issue 17): allocator probes, per-op bytes,
 	 * REC_MEM records into `mem` (the memory model, NULL: not kept);
@@ -80,6 +86,7 @@ struct session_target_info {
 	const char *exits;          /* "return" or "infer" */
 	bool alive;
 	const char *python;         /* detected interpreter or why not */
+	bool cuda_only;             /* CUDA probes only: no libtorch mapped (yet) */
 };
 
 struct session;
@@ -97,6 +104,14 @@ int session_hold_torch(struct session *s, char **why);
 bool session_torch_held(struct session *s);
 /* Hold links off; a process stopped by it is continued. */
 void session_hold_release(struct session *s);
+/* After session_add_target took the held process as CUDA-only (it mapped
+ * libcudart first): hold again where it maps libtorch_cpu and continue it;
+ * session_poll adds the op probes at that stop.  False (nothing done)
+ * when the target is no CUDA-only one or there is no hold. */
+bool session_hold_rearm(struct session *s);
+/* A target that gained op probes since the last call (it mapped libtorch
+ * after a CUDA-only attach): true with *i its index, once per target. */
+bool session_take_upgraded(struct session *s, size_t *i);
 /* System-wide: attach every new process that maps libtorch and passes
  * the filters; returns how many were added. */
 int session_scan(struct session *s);
@@ -126,6 +141,12 @@ void session_close(struct session *s);
  * empty (cm may be NULL).  0 or -errno; layers_free(*out). */
 struct layer_tree;
 struct cuda_model;
+/* Several processes (issue 18): model_split of m over the session's
+ * layer stacks (info: command lines and torch versions).  0 or -errno. */
+struct tbpf_model;
+struct model_proc_info;
+int session_model_split(struct session *s, struct tbpf_model *m,
+			const struct model_proc_info *info, size_t ninfo);
 int session_layer_tree(struct session *s, const struct profile *p, const struct cuda_model *cm,
 		       struct layer_tree **out);
 /* --group-by-stack N: every Python stack named during the run as

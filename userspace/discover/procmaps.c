@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 static const char deleted_sfx[] = " (deleted)";
 
@@ -392,6 +394,17 @@ int pm_symbolizer_refresh(struct pm_symbolizer *s)
 	return 0;
 }
 
+/* Whether e->path, seen from here, is the very file mapped (device and
+ * inode): so a symbolizer can still open it once the process is gone and
+ * /proc/PID/root with it (issue 18: short plain CUDA programs). */
+static bool same_file(const struct pm_entry *e)
+{
+	struct stat st;
+
+	return e->path[0] == '/' && !stat(e->path, &st) && st.st_ino == e->inode &&
+	       major(st.st_dev) == e->dev_major && minor(st.st_dev) == e->dev_minor;
+}
+
 static struct pm_file *pm_file_get(struct pm_symbolizer *s, const struct pm_entry *e)
 {
 	for (size_t i = 0; i < s->nfiles; i++)
@@ -413,6 +426,8 @@ static struct pm_file *pm_file_get(struct pm_symbolizer *s, const struct pm_entr
 	}
 	f->err = elf_file_open(host, &f->ef);
 	free(host);
+	if (f->err && same_file(e))   /* the process exited: its file by path */
+		f->err = elf_file_open(e->path, &f->ef);
 	s->nfiles++;
 	return f;
 }

@@ -10,6 +10,7 @@
 #include "procmaps.h"
 #include "probesite.h"
 #include "target.h"
+#include "strf.h"
 
 static char *read_small_file(const char *path, size_t *len)
 {
@@ -206,6 +207,46 @@ static int find_scope_hooks(struct target *t)
 	return 0;
 }
 
+/* Whether the maps hold libcudart (any soname) or libcuda. */
+bool target_maps_cuda(const struct pm_maps *m)
+{
+	char **p = NULL;
+	size_t n = 0;
+	bool yes = false;
+
+	if (!procmaps_libs(m, procmaps_is_libcudart, NULL, &p, &n))
+		yes = n > 0;
+	procmaps_free_paths(p, n);
+	if (yes)
+		return true;
+	if (!procmaps_libs(m, procmaps_is_libcuda, NULL, &p, &n))
+		yes = n > 0;
+	procmaps_free_paths(p, n);
+	return yes;
+}
+
+/* No libtorch mapped: a CUDA-only target (TARGET_CUDA_ONLY and a CUDA
+ * library mapped: 0, no ops), else -ENOENT with the reason. */
+static int no_torch(struct target *t, const struct pm_maps *maps, unsigned flags, char **why)
+{
+	const char *comm = t->comm ? t->comm : "?";
+
+	if (!(flags & TARGET_CUDA_ONLY)) {
+		*why = strf("process %d (%s) does not map libtorch: is it a PyTorch process "
+			    "(has it imported torch yet)?", t->pid, comm);
+		return -ENOENT;
+	}
+	if (!target_maps_cuda(maps)) {
+		*why = strf("process %d (%s) maps neither libtorch nor libcudart/libcuda: is it "
+			    "a PyTorch or CUDA process (has it imported torch yet)?", t->pid, comm);
+		return -ENOENT;
+	}
+	t->cuda_only = true;
+	t->nops = 1;   /* slot 0 only */
+	t->ops = calloc(1, sizeof(*t->ops));
+	return t->ops ? 0 : -ENOMEM;
+}
+
 int target_open(pid_t pid, uint32_t id_base, unsigned flags, struct target *t, char **why)
 {
 	struct pm_maps maps = { 0 };
@@ -235,10 +276,7 @@ int target_open(pid_t pid, uint32_t id_base, unsigned flags, struct target *t, c
 		goto out;
 	}
 	if (npaths == 0) {
-		err = -ENOENT;
-		if (asprintf(why, "process %d (%s) does not map libtorch: is it a PyTorch process "
-			     "(has it imported torch yet)?", pid, t->comm ? t->comm : "?") < 0)
-			*why = NULL;
+		err = no_torch(t, &maps, flags, why);
 		goto out;
 	}
 	t->libs = calloc(npaths, sizeof(*t->libs));

@@ -62,6 +62,7 @@ struct target {
 	size_t nprobes;
 	char *comm;
 	char *cmdline;
+	bool cuda_only;        /* TARGET_CUDA_ONLY: no libtorch, CUDA libraries */
 	struct pm_maps maps;   /* /proc/PID/maps at target_open: the one parse
 				* the other discoveries of this target reuse */
 };
@@ -75,6 +76,12 @@ enum target_flags {
 	 * TorchScript), whose first probed function is a ::redispatch, are
 	 * missed.  See README, "Counting like torch.profiler". */
 	TARGET_REDISPATCH = 1 << 0,
+	/* issue 18: a process that maps libcudart or libcuda but no
+	 * libtorch (a plain CUDA program, or Python before `import torch`)
+	 * is a target too: target_open succeeds with cuda_only set, no libs
+	 * and no ops (only the CUDA probes apply).  Without the flag, or
+	 * when it maps neither, -ENOENT with a one-line reason. */
+	TARGET_CUDA_ONLY = 1 << 1,
 };
 
 /* 0, or -errno with *why (malloc'd) a one-line reason such as
@@ -82,6 +89,8 @@ enum target_flags {
  * flags: enum target_flags. */
 int target_open(pid_t pid, uint32_t id_base, unsigned flags, struct target *t, char **why);
 void target_close(struct target *t);
+/* Whether maps hold libcudart (any soname) or libcuda (issue 18). */
+bool target_maps_cuda(const struct pm_maps *m);
 
 /* Read /proc/PID/comm and cmdline (spaces for NULs); malloc'd or NULL. */
 char *proc_comm(pid_t pid);

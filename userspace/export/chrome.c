@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "shapes.h"
+#include "devprops.h"
 #include "capture.h"
 #include "export.h"
 #include "grow.h"
@@ -830,6 +831,7 @@ static void c_end(void *vc)
 	steps_write(c);
 	fprintf(c->out, "\n],\n\"displayTimeUnit\":\"ns\",\n\"baseTimeNanoseconds\":%" PRIu64, base_real);
 	dist_info(c);
+	devprops_json(c->out, c->o->devprops, c->o->ndevprops);
 	if (c->o->trace_name) {
 		fputs(",\n\"traceName\":", c->out);
 		json_str(c->out, c->o->trace_name);

@@ -312,6 +312,37 @@ static int print_allocs(FILE *f, const struct cuda_model *m)
 	return 0;
 }
 
+/* issue 18: every API called, as torch.profiler lists its cuda_runtime
+ * rows (host time only where the probes timed the call) */
+static int print_apis(FILE *f, const struct cuda_model *m)
+{
+	size_t n;
+	const struct cuda_apistat **v = cuda_model_apis(m, &n);
+	char tot[32], avg[32], max[32];
+
+	if (!v)
+		return -ENOMEM;
+	fprintf(f, "CUDA API calls (host side; Host times of the calls probed at return)\n");
+	rule(f, 96);
+	fprintf(f, "%-34s  %10s  %8s  %12s  %12s  %12s\n", "Name", "# of Calls", "Timed",
+		"Host total", "Host avg", "Host max");
+	rule(f, 96);
+	for (size_t i = 0; i < n; i++) {
+		const struct cuda_apistat *a = v[i];
+
+		fmt_ns(tot, sizeof(tot), a->total_ns);
+		fmt_ns(avg, sizeof(avg), a->timed ? a->total_ns / a->timed : 0);
+		fmt_ns(max, sizeof(max), a->max_ns);
+		if (!a->timed)
+			strcpy(tot, "-"), strcpy(avg, "-"), strcpy(max, "-");
+		fprintf(f, "%-34s  %10" PRIu64 "  %8" PRIu64 "  %12s  %12s  %12s\n",
+			cuda_model_api_name(a->api), a->calls, a->timed, tot, avg, max);
+	}
+	rule(f, 96);
+	free(v);
+	return 0;
+}
+
 int cuda_tables_print(FILE *f, const struct cuda_model *m, cuda_opname_fn opname,
 		      void *ctx, const char *device_note)
 {
@@ -328,8 +359,13 @@ int cuda_tables_print_ex(FILE *f, const struct cuda_model *m, cuda_opname_fn opn
 		copies |= m->copies[d].count > 0;
 	if (cuda_model_empty(m))
 		return 0;
-	if (m->nkernels && (err = print_kernels(f, m, opname, ctx, layers)))
+	if ((err = print_apis(f, m)))
 		return err;
+	if (m->nkernels) {
+		fputc('\n', f);
+		if ((err = print_kernels(f, m, opname, ctx, layers)))
+			return err;
+	}
 	if (copies) {
 		fputc('\n', f);
 		print_copies(f, m);
@@ -376,6 +412,23 @@ static int json_kernel_layers(FILE *f, const struct cuda_kernel *k, const struct
 		fprintf(f, ", \"launches\": %" PRIu64 "}", v[i].launches);
 	}
 	fputc(']', f);
+	free(v);
+	return 0;
+}
+
+/* "api_calls" entries (issue 18) */
+static int json_apis(FILE *f, const struct cuda_model *m)
+{
+	size_t n;
+	const struct cuda_apistat **v = cuda_model_apis(m, &n);
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s\n  {\"name\": \"%s\", \"calls\": %" PRIu64 ", \"timed_calls\": %"
+			PRIu64 ", \"total_ns\": %" PRIu64 ", \"max_ns\": %" PRIu64 "}", i ? "," : "",
+			cuda_model_api_name(v[i]->api), v[i]->calls, v[i]->timed, v[i]->total_ns,
+			v[i]->max_ns);
 	free(v);
 	return 0;
 }
@@ -457,6 +510,13 @@ int cuda_json_members_ex(FILE *f, const struct cuda_model *m, cuda_opname_fn opn
 			", \"bytes\": %" PRIu64 ", \"frees\": %" PRIu64 ", \"freed_bytes\": %" PRIu64
 			"}", i ? "," : "", cuda_model_api_name(av[i]->api), av[i]->calls,
 			av[i]->failed, av[i]->bytes, av[i]->frees, av[i]->freed_bytes);
+	fprintf(f, "],\n\"api_calls\": [");
+	if (json_apis(f, m)) {
+		free(kv);
+		free(sv);
+		free(av);
+		return -ENOMEM;
+	}
 	fprintf(f, "],\n\"allocation_live_bytes\": %" PRIu64 ",\n\"allocation_peak_bytes\": %" PRIu64,
 		m->live_bytes, m->peak_bytes);
 	free(kv);

@@ -19,9 +19,12 @@ struct profile;
 struct calltree;
 struct capture_reader;
 struct steps;
+struct step_schedule;
 
 /* distributedInfo of one process (issue 18): RANK, WORLD_SIZE and the
  * backend from the target's environment. */
+struct export_devprop;
+
 struct export_dist {
 	uint32_t pid;
 	int rank, world_size;
@@ -50,6 +53,8 @@ struct export_opts {
 	unsigned stack_n;    /* table, json: one row per Source Location too, its N
 			      * innermost entries (--group-by-stack N; rows' srcloc
 			      * set by profile_apply_srcloc); 0: none */
+	bool merge;          /* table, tree, json: several processes as one
+			      * (--merge); else one section per process */
 	/* json: extra top-level members written before the closing brace
 	 * (the CUDA tables: "kernels", "copies", ...); NULL = none */
 	int (*json_extra)(FILE *out, void *ctx);
@@ -59,11 +64,16 @@ struct export_opts {
 	const struct steps *steps;    /* step boundaries: ProfilerStep#k spans (NULL: found
 				       * by export_chrome with step_label) */
 	const char *step_label;       /* scope that ends a step (NULL: Optimizer.step#) */
+	/* table, tree, json: only the steps sched records, with
+	 * ProfilerStep* rows (model_from_capture_steps); NULL: all */
+	const struct step_schedule *sched;
 	bool step_window;             /* only events that begin in steps [step_first, +step_count) */
 	uint32_t step_first, step_count;
 	const struct export_dist *dist;   /* distributedInfo by pid */
 	size_t ndist;
 	const char *trace_name;       /* "traceName" (NULL: none) */
+	const struct export_devprop *devprops;   /* "deviceProperties" (issue 18) */
+	size_t ndevprops;
 };
 
 /* "table" -> EXPORT_TABLE ...; -EINVAL when unknown. */

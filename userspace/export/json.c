@@ -38,7 +38,13 @@
  *                                minus freed while the op was open (with its
  *                                children / alone), torch.profiler's names
  *     }
- *   ]
+ *   ],
+ *   ... then, when the model has them (export/report.c): the layer tree,
+ *   the CUDA tables, "steps", the memory tables, and with several
+ *   processes (issue 18; not with --merge):
+ *   "processes": [ {"pid": int, "cmdline": str, "torch_version": str
+ *                   ("" unknown), "calls": int, "self_ns": int (its rows'
+ *                   sums, ProfilerStep* left out), "steps": int} ]
  * }
  */
 #include <errno.h>

@@ -6,6 +6,8 @@
 #include "mem_tables.h"
 #include "model.h"
 #include "report.h"
+#include "jsonutil.h"
+#include "profile.h"
 
 /* "steps": per step its time, op time and gaps (issue 18) */
 static void steps_json(FILE *out, const struct step_stats *ss)
@@ -23,6 +25,39 @@ static void steps_json(FILE *out, const struct step_stats *ss)
 			(unsigned long long)s->ops);
 	}
 	fputs(ss->n ? "\n  ]" : "]", out);
+}
+
+/* A process's op calls and self time (its section header, its JSON). */
+static void proc_totals(const struct profile *p, uint64_t *calls, uint64_t *self_ns)
+{
+	*calls = *self_ns = 0;
+	for (size_t i = 0; i < p->nops; i++) {
+		if (p->ops[i].op_id == PROF_OPID_STEP)
+			continue;
+		*calls += p->ops[i].calls;
+		*self_ns += p->ops[i].self_ns;
+	}
+}
+
+/* "processes": per process its command line, torch and totals (issue 18;
+ * its rows are the "ops" with its pid) */
+static void procs_json(FILE *out, const struct tbpf_model *m)
+{
+	fputs("  \"processes\": [", out);
+	for (size_t i = 0; i < m->nprocs; i++) {
+		const struct model_proc *pp = &m->procs[i];
+		uint64_t calls, self;
+
+		proc_totals(&pp->m->prof, &calls, &self);
+		fprintf(out, "%s\n    {\"pid\": %u, \"cmdline\": ", i ? "," : "", pp->pid);
+		json_str(out, pp->cmdline);
+		fputs(", \"torch_version\": ", out);
+		json_str(out, pp->torch);
+		fprintf(out, ", \"calls\": %llu, \"self_ns\": %llu, \"steps\": %zu}",
+			(unsigned long long)calls, (unsigned long long)self,
+			pp->m->steps ? pp->m->steps->n : 0);
+	}
+	fputs(m->nprocs ? "\n  ]" : "]", out);
 }
 
 /* Members after "ops": the layer tree, then the CUDA tables, the steps. */
@@ -46,13 +81,61 @@ static int json_extra(FILE *out, void *ctx)
 		if (any)
 			fputs(",\n", out);
 		steps_json(out, m->steps);
+		any = true;
 	}
 	if (!err && m->mem) {
-		if (m->tree || m->cuda)
+		if (any)
 			fputs(",\n", out);
 		err = mem_json_member(out, m);
+		any = true;
+	}
+	if (!err && m->nprocs) {
+		if (any)
+			fputs(",\n", out);
+		procs_json(out, m);
 	}
 	return err;
+}
+
+/* "== pid 1234: python3 train.py (torch 1.13.0): 5400 op calls ==" */
+static void section_header(FILE *out, const struct model_proc *pp, bool first)
+{
+	uint64_t calls, self;
+
+	proc_totals(&pp->m->prof, &calls, &self);
+	fprintf(out, "%s== pid %u: %s (torch %s): %llu op calls", first ? "" : "\n", pp->pid,
+		pp->cmdline[0] ? pp->cmdline : "?", pp->torch[0] ? pp->torch : "unknown",
+		(unsigned long long)calls);
+	if (pp->m->steps && pp->m->steps->n)
+		fprintf(out, ", %zu steps", pp->m->steps->n);
+	fputs(" ==\n", out);
+}
+
+/* Several processes: a table or tree per process, then the CUDA and
+ * memory tables of the whole run (not split per process). */
+static int export_sections(FILE *out, int fmt, const struct tbpf_model *m,
+			   const struct export_opts *eo, const struct tree_opts *to)
+{
+	int err = 0;
+
+	for (size_t i = 0; !err && i < m->nprocs; i++) {
+		section_header(out, &m->procs[i], i == 0);
+		err = export_model(out, fmt, m->procs[i].m, eo, to);
+		if (err == -ENOENT && fmt == EXPORT_TREE) {
+			fputs("(no layer tree: no Python stacks)\n", out);
+			err = 0;
+		}
+	}
+	if (!err && fmt == EXPORT_TABLE && ((m->cuda && !cuda_model_empty(m->cuda)) || m->mem))
+		fputs("\n== all processes ==\n", out);
+	if (!err && fmt == EXPORT_TABLE && m->cuda && !cuda_model_empty(m->cuda)) {
+		err = cuda_tables_print_ex(out, m->cuda, m->op_name, m->op_name_ctx, m->tree, NULL);
+		if (!err && ferror(out))
+			err = -EIO;
+	}
+	if (!err && fmt == EXPORT_TABLE && m->mem)
+		err = mem_tables_print(out, m);
+	return err ? err : ferror(out) ? -EIO : 0;
 }
 
 int export_model(FILE *out, int fmt, const struct tbpf_model *m, const struct export_opts *o,
@@ -61,13 +144,17 @@ int export_model(FILE *out, int fmt, const struct tbpf_model *m, const struct ex
 	struct export_opts eo = o ? *o : (struct export_opts){ 0 };
 	int err;
 
+	if (m->nprocs > 1 && !eo.merge && fmt != EXPORT_JSON)
+		return export_sections(out, fmt, m, &eo, to);
+
 	if (fmt == EXPORT_TREE) {
 		struct tree_opts t = to ? *to : (struct tree_opts){ 0 };
 
 		return m->tree ? tree_render(out, m->tree, &t) : -ENOENT;
 	}
 	if (fmt == EXPORT_JSON) {
-		if (m->cuda || m->tree || m->mem || (m->steps && m->steps->n)) {
+		if (m->cuda || m->tree || m->mem || (m->steps && m->steps->n) ||
+		    (m->nprocs > 1 && !eo.merge)) {
 			eo.json_extra = json_extra;
 			eo.json_extra_ctx = (void *)m;
 		}

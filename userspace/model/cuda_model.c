@@ -2,6 +2,7 @@
  * and allocation tables; kernel names resolved once per (pid, address). */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,11 @@ _Static_assert(sizeof(struct rec_memop) % 8 == 0, "record ABI");
 _Static_assert(sizeof(struct rec_sync) % 8 == 0, "record ABI");
 _Static_assert(sizeof(struct rec_alloc) % 8 == 0, "record ABI");
 _Static_assert(CUDA_NDIRS == CP_SET + 1, "copy directions");
+_Static_assert(CU_API_MAX <= CU_API_MAX_, "api table");
+/* every CUDA record starts with pid, api after its header */
+_Static_assert(offsetof(struct rec_launch, api) == offsetof(struct rec_memop, api) &&
+	       offsetof(struct rec_launch, api) == offsetof(struct rec_sync, api) &&
+	       offsetof(struct rec_launch, api) == offsetof(struct rec_alloc, api), "api offset");
 
 static const char *const api_names[CU_API_MAX] = {
 #define N(x) [CU_##x] = #x
@@ -436,6 +442,36 @@ static int add_alloc(struct cuda_model *m, const struct rec_alloc *r)
 	return 0;
 }
 
+/* The per-API row of a record: a call, and its host time when the
+ * probe timed it (synchronous copies/sets, synchronizations). */
+static void api_add(struct cuda_model *m, const void *rec)
+{
+	const struct rec_hdr *h = rec;
+	uint32_t api = ((const struct rec_launch *)rec)->api;
+	struct cuda_apistat *a;
+	uint64_t dur = 0;
+	bool timed = false;
+
+	if (api >= CU_API_MAX)
+		return;
+	if (h->type == REC_SYNC) {
+		dur = ((const struct rec_sync *)rec)->dur_ns;
+		timed = true;
+	} else if (h->type == REC_MEMOP && (api == CU_cudaMemcpy || api == CU_cudaMemset)) {
+		dur = ((const struct rec_memop *)rec)->dur_ns;
+		timed = true;
+	}
+	a = &m->apis[api];
+	a->api = api;
+	a->calls++;
+	if (!timed)
+		return;
+	a->timed++;
+	a->total_ns += dur;
+	if (dur > a->max_ns)
+		a->max_ns = dur;
+}
+
 int cuda_model_add(struct cuda_model *m, const void *rec, size_t len)
 {
 	const struct rec_hdr *h = rec;
@@ -456,6 +492,7 @@ int cuda_model_add(struct cuda_model *m, const void *rec, size_t len)
 		return -EINVAL;
 	}
 	m->records++;
+	api_add(m, rec);
 	switch (h->type) {
 	case REC_LAUNCH: err = add_launch(m, rec); break;
 	case REC_MEMOP: err = add_memop(m, rec); break;
@@ -463,6 +500,32 @@ int cuda_model_add(struct cuda_model *m, const void *rec, size_t len)
 	default: err = add_alloc(m, rec); break;
 	}
 	return err;
+}
+
+static int apistat_cmp(const void *x, const void *y)
+{
+	const struct cuda_apistat *a = *(const struct cuda_apistat *const *)x;
+	const struct cuda_apistat *b = *(const struct cuda_apistat *const *)y;
+
+	if (a->total_ns != b->total_ns)
+		return a->total_ns > b->total_ns ? -1 : 1;
+	if (a->calls != b->calls)
+		return a->calls > b->calls ? -1 : 1;
+	return strcmp(cuda_model_api_name(a->api), cuda_model_api_name(b->api));
+}
+
+const struct cuda_apistat **cuda_model_apis(const struct cuda_model *m, size_t *n)
+{
+	const struct cuda_apistat **v = calloc(CU_API_MAX, sizeof(*v));
+
+	*n = 0;
+	if (!v)
+		return NULL;
+	for (uint32_t i = 0; i < CU_API_MAX; i++)
+		if (m->apis[i].calls)
+			v[(*n)++] = &m->apis[i];
+	qsort(v, *n, sizeof(*v), apistat_cmp);
+	return v;
 }
 
 bool cuda_model_empty(const struct cuda_model *m)

@@ -8,7 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CUDA_MAX_DIMS 16   /* distinct launch configs kept per kernel */
+#define CUDA_MAX_DIMS 16
+#define CU_API_MAX_ 64      /* >= CU_API_MAX (checked in cuda_model.c) */   /* distinct launch configs kept per kernel */
 
 /* One launch configuration: dimensions, dynamic shared memory, stream. */
 struct cuda_dims {
@@ -104,6 +105,15 @@ typedef char *(*cuda_resolve_fn)(void *ctx, uint32_t pid, uint64_t addr, int *wh
 
 struct cuda_live { uint32_t pid; uint64_t ptr, bytes; };
 
+/* Calls of one CUDA API (issue 18: the table of a plain CUDA program,
+ * named as Kineto's cuda_runtime/cuda_driver events).  Host time only for
+ * the calls probed at return too (synchronous copies and sets,
+ * synchronizations): `timed` of the `calls`. */
+struct cuda_apistat {
+	uint32_t api;
+	uint64_t calls, timed, total_ns, max_ns;
+};
+
 struct cuda_model {
 	cuda_resolve_fn resolve;
 	void *resolve_ctx;
@@ -126,6 +136,7 @@ struct cuda_model {
 	size_t sidx_cap;
 	uint64_t live_bytes, peak_bytes;
 	uint64_t records, bad_records;
+	struct cuda_apistat apis[CU_API_MAX_];   /* by api id; calls 0: not seen */
 };
 
 void cuda_model_init(struct cuda_model *m, cuda_resolve_fn resolve, void *ctx);
@@ -142,6 +153,9 @@ int cuda_model_add(struct cuda_model *m, const void *rec, size_t len);
 const struct cuda_kernel **cuda_model_kernels(const struct cuda_model *m);
 const struct cuda_sync **cuda_model_syncs(const struct cuda_model *m);
 const struct cuda_alloc **cuda_model_allocs(const struct cuda_model *m);
+/* The APIs called, by host time desc, then calls desc, then name
+ * (malloc'd pointer array, *n set). */
+const struct cuda_apistat **cuda_model_apis(const struct cuda_model *m, size_t *n);
 
 /* Per-stack totals sorted by (pid, stack_id, outside_op) (malloc'd
  * pointer array, *n set). */

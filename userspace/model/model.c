@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "calltree.h"
+#include "grow.h"
 #include "gpucap.h"
 #include "model.h"
 #include "replay.h"
@@ -16,8 +17,26 @@ void model_init(struct tbpf_model *m)
 	profile_init(&m->prof);
 }
 
+static void procs_free(struct tbpf_model *m)
+{
+	for (size_t i = 0; i < m->nprocs; i++) {
+		if (m->procs[i].m) {
+			model_free(m->procs[i].m);
+			free(m->procs[i].m);
+		}
+	}
+	free(m->procs);
+	m->procs = NULL;
+	m->nprocs = 0;
+}
+
 void model_free(struct tbpf_model *m)
 {
+	procs_free(m);
+	if (m->steps == &m->steps_own)
+		m->steps = NULL;
+	step_stats_free(&m->steps_own);
+	steps_free(&m->steps_bounds);
 	layers_free(m->tree);
 	if (m->cuda_own_init)
 		cuda_model_free(&m->cuda_own);
@@ -72,8 +91,9 @@ static const char *capture_op_name(void *ctx, uint32_t id)
 
 /* Rows (+ device times, run info) into p; with cm, the CUDA records into
  * it (cuda_model_init'ed here); with ct (calltree_init'ed), the call tree. */
-static int replay_model(struct capture_reader *r, struct profile *p, struct cuda_model *cm,
-			struct calltree *ct, struct mem_model *mm)
+static int replay_model_w(struct capture_reader *r, struct profile *p, struct cuda_model *cm,
+			  struct calltree *ct, struct mem_model *mm, const struct steps *win,
+			  const struct step_schedule *sched)
 {
 	const struct capture_meta *m = capture_reader_meta(r);
 	const struct capture_stats *st = capture_reader_stats(r);
@@ -90,6 +110,8 @@ static int replay_model(struct capture_reader *r, struct profile *p, struct cuda
 	agg = profile_agg_new(p, m);
 	if (!agg)
 		return -ENOMEM;
+	if (win)
+		profile_agg_window(agg, win, sched);
 	if (ct && !(cb = calltree_build_new(ct, m))) {
 		profile_agg_free(agg);
 		return -ENOMEM;
@@ -129,6 +151,12 @@ static int replay_model(struct capture_reader *r, struct profile *p, struct cuda
 	return profile_capture_info(p, m, st, gpu_reached, gpu_devices);
 }
 
+static int replay_model(struct capture_reader *r, struct profile *p, struct cuda_model *cm,
+			struct calltree *ct, struct mem_model *mm)
+{
+	return replay_model_w(r, p, cm, ct, mm, NULL, NULL);
+}
+
 int profile_from_capture(struct capture_reader *r, struct profile *p)
 {
 	return replay_model(r, p, NULL, NULL, NULL);
@@ -140,7 +168,8 @@ int profile_calltree_from_capture(struct capture_reader *r, struct profile *p,
 	return replay_model(r, p, NULL, ct, NULL);
 }
 
-int model_from_capture(struct capture_reader *r, unsigned parts, struct tbpf_model *m)
+static int model_from_capture_w(struct capture_reader *r, unsigned parts, struct tbpf_model *m,
+				const struct step_schedule *sched)
 {
 	const struct capture_meta *meta = capture_reader_meta(r);
 	struct layer_stack *ls = NULL;
@@ -150,7 +179,10 @@ int model_from_capture(struct capture_reader *r, unsigned parts, struct tbpf_mod
 	m->cuda_own_init = parts & MODEL_CUDA;
 	m->mem_own_init = true;
 	mem_model_init(&m->mem_own);
-	err = replay_model(r, &m->prof, m->cuda_own_init ? &m->cuda_own : NULL, NULL, &m->mem_own);
+	err = replay_model_w(r, &m->prof, m->cuda_own_init ? &m->cuda_own : NULL, NULL, &m->mem_own,
+			     sched ? &m->steps_bounds : NULL, sched);
+	if (!err && sched)
+		err = profile_add_steps(&m->prof, &m->steps_own);
 	if (!err)
 		err = mem_model_finish(&m->mem_own);
 	m->mem_own.frees_before_attach = meta->end.counters[CNT_MEM_UNKNOWN_FREES];
@@ -170,6 +202,122 @@ int model_from_capture(struct capture_reader *r, unsigned parts, struct tbpf_mod
 	if (!err)
 		err = model_layers(&m->prof, ls, nls, m->cuda, &m->tree);
 	capture_layer_stacks_free(ls, nls);
+	return err;
+}
+
+int model_from_capture(struct capture_reader *r, unsigned parts, struct tbpf_model *m)
+{
+	return model_from_capture_w(r, parts, m, NULL);
+}
+
+int model_from_capture_steps(struct capture_reader *r, unsigned parts, const char *label,
+			     const struct step_schedule *sched, struct tbpf_model *m)
+{
+	int err = steps_from_capture(r, label, &m->steps_bounds);
+
+	if (!err)
+		err = step_stats_from_capture(r, &m->steps_bounds, &m->steps_own);
+	if (err)
+		return err;
+	step_stats_keep_active(&m->steps_own, sched);
+	m->steps = &m->steps_own;
+	return model_from_capture_w(r, parts, m, sched);
+}
+
+/* ---- several processes (issue 18) ------------------------------------------ */
+
+static const struct model_proc_info *info_of(const struct model_proc_info *v, size_t n,
+					     uint32_t pid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].pid == pid)
+			return &v[i];
+	return NULL;
+}
+
+/* Process pid's part of m: rows, steps, tree. */
+static int split_one(const struct tbpf_model *m, struct model_proc *pp,
+		     const struct layer_stack *ls, size_t nls)
+{
+	struct tbpf_model *pm = calloc(1, sizeof(*pm));
+	int err;
+
+	if (!pm)
+		return -ENOMEM;
+	model_init(pm);
+	pp->m = pm;
+	err = profile_of_pid(&m->prof, pp->pid, &pm->prof);
+	for (size_t i = 0; !err && m->steps && i < m->steps->n; i++) {
+		if (m->steps->v[i].pid != pp->pid)
+			continue;
+		if (GROW(pm->steps_own.v, pm->steps_own.n, pm->steps_own.cap, 8))
+			err = -ENOMEM;
+		else
+			pm->steps_own.v[pm->steps_own.n++] = m->steps->v[i];
+	}
+	if (err)
+		return err;
+	if (m->steps)
+		pm->steps = &pm->steps_own;
+	pm->op_name = m->op_name;
+	pm->op_name_ctx = m->op_name_ctx;
+	pp->cmdline = profile_intern(&pm->prof, pp->cmdline);
+	pp->torch = profile_intern(&pm->prof, pp->torch);
+	if (!pp->cmdline || !pp->torch)
+		return -ENOMEM;
+	/* the CUDA rows of the tree are the whole run's: not split */
+	return m->tree ? model_layers(&pm->prof, ls, nls, NULL, &pm->tree) : 0;
+}
+
+int model_split(struct tbpf_model *m, const struct layer_stack *ls, size_t nls,
+		const struct model_proc_info *info, size_t ninfo)
+{
+	uint32_t *pids;
+	size_t n;
+	int err = profile_row_pids(&m->prof, &pids, &n);
+
+	procs_free(m);
+	if (err || n < 2) {
+		free(pids);
+		return err;
+	}
+	m->procs = calloc(n, sizeof(*m->procs));
+	if (!m->procs) {
+		free(pids);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n && !err; i++) {
+		const struct model_proc_info *in = info_of(info, ninfo, pids[i]);
+
+		m->procs[i] = (struct model_proc){ .pid = pids[i],
+						   .cmdline = in && in->cmdline ? in->cmdline : "",
+						   .torch = in && in->torch ? in->torch : "" };
+		m->nprocs = i + 1;
+		err = split_one(m, &m->procs[i], ls, nls);
+	}
+	free(pids);
+	if (err)
+		procs_free(m);
+	return err;
+}
+
+int model_split_capture(struct tbpf_model *m, const struct capture_meta *meta)
+{
+	struct model_proc_info *info = calloc(meta->nprocs + 1, sizeof(*info));
+	struct layer_stack *ls = NULL;
+	size_t nls = 0;
+	int err;
+
+	if (!info)
+		return -ENOMEM;
+	for (size_t i = 0; i < meta->nprocs; i++)
+		info[i] = (struct model_proc_info){ meta->procs[i].pid, meta->procs[i].cmdline,
+						    meta->procs[i].torch };
+	err = m->tree ? capture_layer_stacks(meta, &ls, &nls) : 0;
+	if (!err)
+		err = model_split(m, ls, nls, info, meta->nprocs);
+	capture_layer_stacks_free(ls, nls);
+	free(info);
 	return err;
 }
 
@@ -259,8 +407,12 @@ int model_layers(const struct profile *p, const struct layer_stack *ls, size_t n
 	*out = NULL;
 	if (!ops)
 		return -ENOMEM;
-	for (size_t i = 0; i < p->nops; i++)
-		ops[i] = (struct layer_opstat){ .stack_id = p->ops[i].stack_id,
+	size_t k = 0;
+
+	for (size_t i = 0; i < p->nops; i++) {
+		if (p->ops[i].op_id == PROF_OPID_STEP)
+			continue;   /* a step is no op of a layer */
+		ops[k++] = (struct layer_opstat){ .stack_id = p->ops[i].stack_id,
 						.op = p->ops[i].name, .calls = p->ops[i].calls,
 						.self_ns = p->ops[i].self_ns,
 						.total_ns = p->ops[i].total_ns,
@@ -269,7 +421,8 @@ int model_layers(const struct profile *p, const struct layer_stack *ls, size_t n
 						.mem_total = { p->ops[i].mem_total[0],
 							       p->ops[i].mem_total[1] },
 						.outside_op = p->ops[i].op_id == TBPF_OPID_MEMORY };
-	err = layers_build(ls, nls, ops, p->nops, out);
+	}
+	err = layers_build(ls, nls, ops, k, out);
 	for (size_t i = 0; !err && i < p->nmodcalls; i++)
 		err = layers_add_modcall(*out, p->modcalls[i].stack_id, p->modcalls[i].calls);
 	if (!err) {

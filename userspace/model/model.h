@@ -37,6 +37,19 @@ enum model_part {
 	MODEL_LAYERS_WITH_CUDA = 1 << 2,   /* the tree only beside CUDA tables */
 };
 
+/* One process of a run with several (issue 18): its own rows, layer tree
+ * and steps, for the per-process sections of tables, trees and JSON. */
+struct model_proc {
+	uint32_t pid;
+	const char *cmdline, *torch;        /* "" unknown */
+	struct tbpf_model *m;
+};
+/* What the feed knows of a process: its command line and torch version. */
+struct model_proc_info {
+	uint32_t pid;
+	const char *cmdline, *torch;
+};
+
 struct tbpf_model {
 	struct profile prof;                /* op rows, run info, device times */
 	const struct cuda_model *cuda;      /* NULL: no CUDA tables */
@@ -51,6 +64,13 @@ struct tbpf_model {
 	const struct mem_model *mem;
 	struct mem_model mem_own;           /* the capture's (mem points here) */
 	bool mem_own_init;
+	/* several processes (model_split): one part each, pid order; 0
+	 * parts: one process, or --merge */
+	struct model_proc *procs;
+	size_t nprocs;
+	/* model_from_capture_steps: the boundaries and the active steps */
+	struct steps steps_bounds;
+	struct step_stats steps_own;
 };
 
 void model_init(struct tbpf_model *m);
@@ -64,6 +84,25 @@ void model_free(struct tbpf_model *m);
  * it has Python stacks; with the CUDA rows when both).  0, -EINVAL
  * (corrupt capture: capture_reader_error) or -ENOMEM. */
 int model_from_capture(struct capture_reader *r, unsigned parts, struct tbpf_model *m);
+/* model_from_capture, cut to the steps sched records (--steps /
+ * --schedule, issue 18): only the ops (and [memory] records) that begin in
+ * an active step of their process (boundaries: label's scope, NULL the
+ * optimizer's), one PROF_STEP_ROW call per active step, m->steps the
+ * active steps.  As torch.profiler's key_averages() after a schedule.
+ * The CUDA and memory tables are not cut. */
+struct step_schedule;
+int model_from_capture_steps(struct capture_reader *r, unsigned parts, const char *label,
+			     const struct step_schedule *sched, struct tbpf_model *m);
+/* One part per process when the run has several (m->procs, pid order):
+ * each with the rows of its pid, its steps (from m->steps) and, when
+ * m->tree is set, its own layer tree over the layer stacks ls; command
+ * line and torch version from info (by pid; missing: "").  Nothing when
+ * one process.  0 or -ENOMEM. */
+int model_split(struct tbpf_model *m, const struct layer_stack *ls, size_t nls,
+		const struct model_proc_info *info, size_t ninfo);
+/* The same from the capture's meta tables (process records, stacks). */
+int model_split_capture(struct tbpf_model *m, const struct capture_meta *meta);
+
 /* The op rows only (diff, tests): model_from_capture without parts, into
  * an initialized profile. */
 int profile_from_capture(struct capture_reader *r, struct profile *p);

@@ -9,6 +9,7 @@
 #include "profile.h"
 #include "shapes.h"
 #include "srcloc.h"
+#include "steps.h"
 #include "strintern.h"
 #include "replay.h"
 #include "timeline.h"
@@ -139,7 +140,8 @@ int profile_add_op(struct profile *p, const struct prof_op *o)
 	e->name = profile_intern(p, o->name);
 	e->overload = profile_intern(p, o->overload);
 	e->shapes = profile_intern(p, o->shapes);
-	if (!e->name || !e->overload || !e->shapes)
+	e->srcloc = profile_intern(p, o->srcloc);
+	if (!e->name || !e->overload || !e->shapes || !e->srcloc)
 		return -ENOMEM;
 	p->index[i] = ++p->nops;
 	return 0;
@@ -357,7 +359,15 @@ struct agg_ctx {
 	struct agg_thread *th;
 	size_t nth, cth;
 	int err;
+	/* --steps / --schedule: only slices that begin in an active step */
+	const struct steps *win;
+	const struct step_schedule *sched;
 };
+
+static bool agg_keep(const struct agg_ctx *c, uint32_t pid, uint64_t t)
+{
+	return !c->win || steps_window_has(c->win, c->sched, pid, t);
+}
 
 static struct agg_frame *agg_frame_at(struct agg_ctx *c, uint32_t pid, uint32_t tid, uint32_t d)
 {
@@ -414,6 +424,7 @@ static void agg_slice_end(void *vctx, const struct tl_slice *s)
 
 	int64_t ms[2] = { 0 }, mt[2] = { 0 };
 	bool own = f && f->op_id == s->op_id;
+	bool keep = agg_keep(ctx, s->pid, s->begin_ns);
 
 	if (own)
 		for (int i = 0; i < 2; i++) {
@@ -431,7 +442,8 @@ static void agg_slice_end(void *vctx, const struct tl_slice *s)
 			u.mem_total[i] = -f->dup_mem_total[i];
 			ms[i] += f->dup_mem_self[i];
 		}
-		agg_add(ctx, &u);
+		if (keep)
+			agg_add(ctx, &u);
 		self += f->dup_self;
 	}
 	if (pf) {
@@ -467,7 +479,8 @@ static void agg_slice_end(void *vctx, const struct tl_slice *s)
 		.mem_self = { ms[0], ms[1] },
 		.mem_total = { mt[0], mt[1] },
 	};
-	agg_add(ctx, &o);
+	if (keep)
+		agg_add(ctx, &o);
 }
 
 /* --profile-memory: an allocation or free (REC_MEM) to the op on top of
@@ -493,6 +506,8 @@ static void agg_mem(void *vctx, const struct tl_cuda *c)
 		f->mem_total[dev] += r->bytes;
 		return;
 	}
+	if (!agg_keep(ctx, c->pid, c->rec->ts_ns))
+		return;
 	struct prof_op o = { .pid = c->pid, .op_id = TBPF_OPID_MEMORY, .name = "", .overload = "",
 			     .calls = 1 };
 	o.mem_self[dev] = o.mem_total[dev] = r->bytes;
@@ -526,6 +541,13 @@ struct profile_agg *profile_agg_new(struct profile *p, const struct capture_meta
 		return NULL;
 	}
 	return a;
+}
+
+void profile_agg_window(struct profile_agg *a, const struct steps *st,
+			const struct step_schedule *s)
+{
+	a->ctx.win = st;
+	a->ctx.sched = s;
 }
 
 struct replay_sink profile_agg_sink(struct profile_agg *a)
@@ -668,4 +690,71 @@ int profile_add_gpu(struct profile *p, const struct gj_result *res, uint32_t pid
 			return err;
 	}
 	return reached;
+}
+
+/* ---- per process (issue 18) ------------------------------------------------ */
+
+int profile_row_pids(const struct profile *p, uint32_t **pids, size_t *n)
+{
+	uint32_t *v = malloc((p->nops + p->npids + 1) * sizeof(*v));
+	size_t k = 0, u = 0;
+
+	*pids = NULL;
+	*n = 0;
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->npids; i++)
+		v[k++] = p->pids[i];
+	for (size_t i = 0; i < p->nops; i++)
+		v[k++] = p->ops[i].pid;
+	qsort(v, k, sizeof(*v), cmp_pid);
+	for (size_t i = 0; i < k; i++)
+		if (!u || v[u - 1] != v[i])
+			v[u++] = v[i];
+	*pids = v;
+	*n = u;
+	return 0;
+}
+
+int profile_of_pid(const struct profile *src, uint32_t pid, struct profile *dst)
+{
+	int err = profile_set_pids(dst, &pid, 1);
+
+	dst->duration_ns = src->duration_ns;
+	dst->probes_attached = src->probes_attached;
+	dst->events_dropped = src->events_dropped;
+	dst->has_gpu_times = src->has_gpu_times;
+	dst->has_memory = src->has_memory;
+	dst->has_cuda_memory = src->has_cuda_memory;
+	dst->exit_mode = profile_intern(dst, src->exit_mode);
+	dst->gpu_note = profile_intern(dst, src->gpu_note);
+	dst->mode = profile_intern(dst, src->mode);
+	if (err || !dst->exit_mode || !dst->gpu_note || !dst->mode)
+		return -ENOMEM;
+	for (size_t i = 0; i < src->nops; i++)
+		if (src->ops[i].pid == pid && (err = profile_add_op(dst, &src->ops[i])))
+			return err;
+	for (size_t i = 0; i < src->nmodcalls; i++) {
+		const struct prof_modcall *m = &src->modcalls[i];
+
+		if (m->pid == pid && (err = profile_add_modcall(dst, pid, m->stack_id, m->calls)))
+			return err;
+	}
+	return 0;
+}
+
+int profile_add_steps(struct profile *p, const struct step_stats *ss)
+{
+	for (size_t i = 0; ss && i < ss->n; i++) {
+		const struct step_stat *s = &ss->v[i];
+		struct prof_op o = { .pid = s->pid, .op_id = PROF_OPID_STEP,
+				     .name = PROF_STEP_ROW, .overload = "", .calls = 1,
+				     .self_ns = s->gap_ns, .total_ns = s->dur_ns,
+				     .max_ns = s->dur_ns };
+		int err = profile_add_op(p, &o);
+
+		if (err)
+			return err;
+	}
+	return 0;
 }

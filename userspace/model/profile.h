@@ -77,6 +77,13 @@ struct profile {
  * name), op id TBPF_OPID_MEMORY. */
 #define PROF_MEMORY_ROW "[memory]"
 
+/* A step of --steps / --schedule (issue 18): one row per process named as
+ * torch.profiler's key_averages() names its ProfilerStep#N spans (its
+ * _rewrite_name with_wildcard: every step in one row, a call per step);
+ * self time: the step's time outside its outermost ops. */
+#define PROF_STEP_ROW "ProfilerStep*"
+#define PROF_OPID_STEP 0x7ffffff1u   /* never an op id: TBPF_OPID_MEMORY's range */
+
 void profile_init(struct profile *p);
 void profile_free(struct profile *p);
 /* Intern a string for the profile's lifetime (NULL -> ""); NULL on ENOMEM. */
@@ -127,6 +134,12 @@ struct capture_stats;
 struct replay_sink;
 struct profile_agg;
 struct profile_agg *profile_agg_new(struct profile *p, const struct capture_meta *m);
+/* Keep only the slices (and [memory] records) that begin in a step s
+ * records (steps_window_has); st and s must outlive the replay. */
+struct steps;
+struct step_schedule;
+void profile_agg_window(struct profile_agg *a, const struct steps *st,
+			const struct step_schedule *s);
 struct replay_sink profile_agg_sink(struct profile_agg *a);
 void profile_agg_free(struct profile_agg *a);
 /* After the rows: names from the capture's op table, pids, duration,
@@ -142,5 +155,16 @@ int profile_capture_info(struct profile *p, const struct capture_meta *m,
 struct gj_result;
 int profile_add_gpu(struct profile *p, const struct gj_result *res, uint32_t pid,
 		    const char *(*op_name)(void *ctx, uint32_t id, const char **overload), void *ctx);
+
+/* ---- several processes (issue 18) ---- */
+/* The pids of the run and of the rows, ascending, once each (*pids
+ * malloc'd).  0 or -ENOMEM. */
+int profile_row_pids(const struct profile *p, uint32_t **pids, size_t *n);
+/* The rows and module calls of pid alone into dst (profile_init'ed), with
+ * src's run info (pids: pid).  0 or -ENOMEM. */
+int profile_of_pid(const struct profile *src, uint32_t pid, struct profile *dst);
+/* One PROF_STEP_ROW call per step of ss (its pid).  0 or -ENOMEM. */
+struct step_stats;
+int profile_add_steps(struct profile *p, const struct step_stats *ss);
 
 #endif /* TBPF_PROFILE_H */

@@ -382,3 +382,24 @@ void step_stats_keep_active(struct step_stats *ss, const struct step_schedule *s
 			ss->v[n++] = ss->v[i];
 	ss->n = n;
 }
+
+bool steps_window_has(const struct steps *st, const struct step_schedule *s, uint32_t pid,
+		      uint64_t t)
+{
+	const struct step_proc *p = steps_proc(st, pid);
+	size_t lo = 0, hi;
+
+	if (!p || p->n < 2 || t < p->t[0] || t >= p->t[p->n - 1])
+		return false;
+	/* the last boundary <= t: step lo */
+	hi = p->n - 1;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->t[mid] <= t)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return steps_is_active(s, (uint32_t)lo);
+}

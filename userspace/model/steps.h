@@ -51,6 +51,12 @@ bool steps_cycle(const struct step_schedule *s, uint32_t c, uint32_t *first, uin
 bool steps_is_active(const struct step_schedule *s, uint32_t k);
 /* Keep only the steps s records. */
 void step_stats_keep_active(struct step_stats *ss, const struct step_schedule *s);
+/* Time t of process pid is in a step s records (issue 18: tables, trees
+ * and JSON cut to the active steps, as torch.profiler's key_averages
+ * covers only them).  Pure. */
+struct steps;
+bool steps_window_has(const struct steps *st, const struct step_schedule *s, uint32_t pid,
+		      uint64_t t);
 /* Boundaries a process must show before the schedule is complete (stop
  * then); 0 when the schedule never ends (repeat 0). */
 uint64_t steps_bounds_needed(const struct step_schedule *s);
