@@ -102,5 +102,24 @@ gzip -dc "$out/run.pb.gz" | protoc --proto_path="$here" --decode=perftools.profi
 if grep -nE '^\s*[0-9]+:' "$out/pprof-decoded.txt" | head -3 | grep .; then fail "pprof: unknown fields"; fi
 step pprof "ok ($pprof_calls calls)"
 
+# --metric count (torch.profiler's export_stacks metric): folded counts and
+# pprof's default sample type are the op calls, every dispatcher call
+"$tbpf" report "$cap" --format folded --metric count -o "$out/count.folded" 2>"$out/count.err" ||
+	fail "tbpf report --format folded --metric count: $(cat "$out/count.err")"
+$py "$here/check_folded.py" "$out/count.folded" > /dev/null || fail "folded --metric count lines"
+folded_calls=$(awk '{ s += $NF } END { print s + 0 }' "$out/count.folded")
+[ "$folded_calls" = "$json_all" ] || fail "folded --metric count has $folded_calls calls, json $json_all"
+"$tbpf" report "$cap" --format pprof --metric count -o "$out/count.pb.gz" 2>"$out/count.err" ||
+	fail "tbpf report --format pprof --metric count: $(cat "$out/count.err")"
+gotmp=$(mktemp -d /tmp/tbpf-go.XXXXXX)
+HOME=$gotmp GOPATH=$gotmp/gopath GOCACHE=$gotmp/cache GOFLAGS= \
+	go tool pprof -top -nodecount=100000 -nodefraction=0 -edgefraction=0 "$out/count.pb.gz" > "$out/pprof-count.txt" 2>"$out/pprof.err" ||
+	{ rm -rf "$gotmp"; fail "go tool pprof --metric count: $(cat "$out/pprof.err")"; }
+rm -rf "$gotmp"
+grep -q '^Type: calls$' "$out/pprof-count.txt" || fail "pprof --metric count: default sample type is not calls"
+count_calls=$(awk '/^ *flat  *flat%/ { t = 1; next } t { s += $1 } END { print s + 0 }' "$out/pprof-count.txt")
+[ "$count_calls" = "$json_all" ] || fail "pprof --metric count has $count_calls calls, json $json_all"
+step metric "ok (folded and pprof --metric count: $folded_calls calls)"
+
 [ $keep = 1 ] || rm -rf "$out"
 echo "check_all: all formats read back"

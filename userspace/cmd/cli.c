@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "export.h"
 #include "cmd_run.h"
 #include "cmd_daemon.h"
 #include "live.h"
@@ -57,6 +58,11 @@ static const char usage_text[] =
 "      --group-by-input-shape  table: one row per (op, input shapes), an Input\n"
 "                         Shapes column (key_averages(group_by_input_shape=True))\n"
 "      --with-flops       a FLOPs column (torch.profiler's with_flops formulas)\n"
+"      --group-by-stack N table, json: one row per (op, N innermost Python\n"
+"                         frames), a Source Location column as torch.profiler's\n"
+"                         key_averages(group_by_stack_n=N) with with_stack=True\n"
+"      --metric M         folded, pprof: self_cpu_time_total (default) or count\n"
+"                         (op calls), as torch.profiler's export_stacks(metric=)\n"
 "      --ops              tree: list the ops under each layer\n"
 "      --min-pct P        tree: hide layers under P% of the CPU total\n"
 "      --layer-filter SUBSTR  tree: only layers whose path (Net.blocks.0)\n"
@@ -116,6 +122,7 @@ static const char usage_text[] =
 "  sudo tbpf --pid 1234 --duration 10s --format tree --ops\n"
 "  sudo tbpf --pid 1234 --duration 10s --format tree --layer-filter features --min-pct 1\n"
 "  sudo tbpf --pid 1234 --duration 10s --group-by-input-shape --sort cpu_time_total\n"
+"  sudo tbpf --pid 1234 --duration 10s --group-by-stack 5 --row-limit 20\n"
 "  sudo tbpf --pid 1234 --duration 10s --profile-memory --sort self_cpu_memory_usage\n"
 "  sudo tbpf --pid 1234 --duration 10s --inproc   # in-process callbacks\n"
 "  sudo tbpf --pid 1234 --duration 10s -o run.tbpf\n"
@@ -173,8 +180,8 @@ static int parse_entries(const char *arg, uint32_t lo, uint32_t hi, uint32_t *ou
 /* The live command's own options (select_opt and step_opt take theirs). */
 enum { O_SORT = 256, O_ROWS, O_NOMULTI, O_RECORD, O_BYOVL, O_OPS, O_MINPCT, O_NOPY,
        O_INJECT /* issue 6 */, O_INJECT_FORCE, O_REDISPATCH,
-       O_SHAPES /* issue 16 */, O_BYSHAPE, O_FLOPS, O_MEMORY /* issue 17 */, O_MEMMAP,
-       O_INPROC /* issue 19 */, O_MERGE /* issue 18 */, O_LFILTER /* issue 15 */ };
+       O_SHAPES /* issue 16 */, O_BYSHAPE, O_FLOPS, O_BYSTACK, O_METRIC, O_MEMORY /* issue 17 */,
+       O_MEMMAP, O_INPROC /* issue 19 */, O_MERGE /* issue 18 */, O_LFILTER /* issue 15 */ };
 static const struct option live_longopts[] = {
 	SELECT_LONGOPTS,
 	STEP_LONGOPTS,
@@ -189,6 +196,8 @@ static const struct option live_longopts[] = {
 	{ "record-shapes", no_argument, NULL, O_SHAPES },
 	{ "group-by-input-shape", no_argument, NULL, O_BYSHAPE },
 	{ "with-flops", no_argument, NULL, O_FLOPS },
+	{ "group-by-stack", required_argument, NULL, O_BYSTACK },
+	{ "metric", required_argument, NULL, O_METRIC },
 	{ "no-uprobe-multi", no_argument, NULL, O_NOMULTI },
 	{ "redispatch", no_argument, NULL, O_REDISPATCH },
 	{ "profile-memory", no_argument, NULL, O_MEMORY },
@@ -276,6 +285,27 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 		case O_FLOPS:
 			o->record_shapes = o->with_flops = true;
 			break;
+		case O_BYSTACK: {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || end == optarg || v < 1 || v > 32)
+				return usage_error("invalid --group-by-stack '%s' (frames, 1 .. 32)",
+						   optarg);
+			o->stack_n = (unsigned)v;
+			break;
+		}
+		case O_METRIC: {
+			int e = export_metric_parse(optarg, &o->metric_count);
+
+			if (e == -ENOTSUP)
+				return usage_error("--metric %s: not available, the stacks carry no "
+						   "device times yet", optarg);
+			if (e)
+				return usage_error("unknown --metric '%s' (self_cpu_time_total, count)",
+						   optarg);
+			break;
+		}
 		case O_OPS:
 			o->tree_ops = true;
 			break;
@@ -343,6 +373,9 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 	rc = live_parse(argc, argv, &o);
 	if (rc != LIVE_GO_ON)
 		return rc;
+	if (o.stack_n && (!o.python || o.inproc))   /* issue 16 */
+		return usage_error("%s", "--group-by-stack needs Python stacks (not with "
+				   "--no-python or --inproc)");
 	if (o.inject && (start || !o.sel.npids))   /* issue 6 */
 		return usage_error("%s", start ? "tbpf run loads the CUPTI agent itself: no --inject"
 					       : "--inject needs --pid");

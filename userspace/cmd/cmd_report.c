@@ -46,6 +46,9 @@ static const char usage[] =
 "      --group-by-input-shape  table: one row per input shapes too (a capture\n"
 "                      recorded with --record-shapes), Input Shapes column\n"
 "      --with-flops    table and json: torch.profiler's FLOPs (same captures)\n"
+"      --metric M      folded, pprof: self_cpu_time_total (default: self time,\n"
+"                      us in folded) or count (op calls), as torch.profiler's\n"
+"                      export_stacks(metric=...)\n"
 "      --tensorboard DIR  a TensorBoard run folder: one Kineto trace per process\n"
 "                      (and per active cycle of --schedule), for TensorBoard's\n"
 "                      PyTorch Profiler plugin and HTA\n"
@@ -73,6 +76,7 @@ static const char usage[] =
 "  tbpf report run.tbpf --schedule wait=1,warmup=1,active=3   # steps 2-4 only\n"
 "  tbpf report all.tbpf --merge        # two jobs' ops as one table\n"
 "  tbpf report run.tbpf --format folded | flamegraph.pl > run.svg\n"
+"  tbpf report run.tbpf --format folded --metric count > calls.folded\n"
 "  tbpf report run.tbpf --format pprof -o run.pb.gz && go tool pprof -top run.pb.gz\n"
 "\n"
 "Exit status: 0 success, 1 unreadable or corrupt capture or write error,\n"
@@ -279,6 +283,7 @@ int cmd_report(int argc, char **argv)
 		{ "min-pct", required_argument, NULL, 'm' },
 		{ "layer-filter", required_argument, NULL, 'L' },
 		{ "merge", no_argument, NULL, 'M' },
+		{ "metric", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		STEP_LONGOPTS,
 		{ 0 },
@@ -334,6 +339,17 @@ int cmd_report(int argc, char **argv)
 			break;
 		}
 		case 'M': o.merge = true; break;
+		case 'T': {
+			int e = export_metric_parse(optarg, &o.metric_count);
+
+			if (e) {
+				fprintf(stderr, "tbpf report: --metric %s: %s\n", optarg,
+					e == -ENOTSUP ? "not available: the stacks carry no device times yet"
+						      : "unknown (self_cpu_time_total, count)");
+				return 2;
+			}
+			break;
+		}
 		case 'h': fputs(usage, stdout); return 0;
 		default:
 			if (optopt)

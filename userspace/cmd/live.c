@@ -502,7 +502,8 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 {
 	struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
 				  .by_overload = o->by_overload, .by_shape = o->by_shape,
-				  .with_flops = o->with_flops, .step_label = o->steps.label,
+				  .with_flops = o->with_flops, .stack_n = o->stack_n,
+				  .metric_count = o->metric_count, .step_label = o->steps.label,
 				  .merge = o->merge };
 	const char *fmt = o->format ? o->format : "table";
 	const struct cuda_model *cm = session_cuda(s, NULL, NULL);
@@ -533,6 +534,8 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 				fprintf(stderr, "tbpf: building the layer tree failed: %s\n",
 					strerror(-err));
 		}
+		if (o->stack_n && (err = session_srcloc(s, &m->prof, o->stack_n)))
+			fprintf(stderr, "tbpf: --group-by-stack: %s\n", strerror(-err));
 		/* several processes: a section each (issue 18) */
 		if (!o->merge && (err = session_model_split(s, m, lp->v, lp->n))) {
 			fprintf(stderr, "tbpf: splitting the processes failed: %s\n", strerror(-err));

@@ -42,6 +42,8 @@ struct live_opts {
 	bool record_shapes;        /* --record-shapes: input shapes at op entry */
 	bool by_shape;             /* --group-by-input-shape: rows per shapes */
 	bool with_flops;           /* --with-flops: FLOPs column (needs shapes) */
+	unsigned stack_n;          /* --group-by-stack N: Source Location rows */
+	bool metric_count;         /* --metric count: folded/pprof count calls */
 	bool tree_ops;             /* --format tree: ops under each layer */
 	double min_pct;            /* --format tree: hide smaller rows */
 	const char *layer_filter;  /* --format tree: --layer-filter SUBSTR */

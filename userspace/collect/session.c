@@ -27,10 +27,12 @@
 #include "infer_sampler.h"
 #include "procmaps.h"
 #include "pyoffsets.h"
+#include "pypaths.h"
 #include "pysym.h"
 #include "stacks.h"
 #include "model.h"
 #include "profile.h"
+#include "srcloc.h"
 #include "session.h"
 #include "units.h"
 #include "probeshare.h"
@@ -61,6 +63,7 @@ struct tgt {
 	struct pysym *ps;          /* NULL: no supported Python */
 	struct shape_target shapes;/* --record-shapes (issue 16) */
 	char *py_note;
+	char *py_dir;              /* sys.path[0] "/dir/", Source Location cut */
 	bool ops_new;              /* op probes added after a CUDA-only attach,
 				    * not yet taken (session_take_upgraded) */
 };
@@ -119,7 +122,9 @@ static void stack_seen(struct session *s, const struct rec_pystack *r)
 	tg = tgt_by_pid(s, r->pid);
 	if (!tg || !tg->ps)
 		return;
-	if (stackstore_add(&s->stacks, tg->ps, r->pid, r, &st)) {
+	const char *pre[1] = { tg->py_dir };
+
+	if (stackstore_add(&s->stacks, tg->ps, r->pid, r, pre, tg->py_dir ? 1 : 0, &st)) {
 		s->stack_errors++;
 		return;
 	}
@@ -620,6 +625,7 @@ static void setup_python(struct session *s, struct tgt *tg)
 		if (tg->ps)
 			bpf_map_update_elem(bpf_map__fd(s->skel->maps.py_procs), &key, &tg->pp, BPF_ANY);
 		tg->py_note = strf("Python %u.%u", tg->pp.version >> 8, tg->pp.version & 0xff);
+		pypaths_read(tg->t.pid, &tg->py_dir);   /* none: files keep their dirs */
 		free(pwhy);
 		return;
 	}
@@ -832,6 +838,7 @@ static void tgt_free(struct session *s, struct tgt *tg)
 	target_close(&tg->t);
 	pysym_free(tg->ps);
 	free(tg->py_note);
+	free(tg->py_dir);
 	free(tg);
 }
 
@@ -1566,6 +1573,20 @@ int session_layer_tree(struct session *s, const struct profile *p, const struct 
 	return err;
 }
 
+int session_srcloc(struct session *s, struct profile *p, unsigned depth)
+{
+	int err = 0;
+
+	if (s->cfg.python)
+		sync_stacks(s);
+	for (size_t i = 0; i < s->stacks.n && !err; i++) {
+		const struct sym_stack *st = &s->stacks.v[i];
+
+		err = profile_add_srcstack(p, st->pid, st->id, st->src, st->nsrc);
+	}
+	return err ? err : profile_apply_srcloc(p, depth);
+}
+
 int session_model_split(struct session *s, struct tbpf_model *m,
 			const struct model_proc_info *info, size_t ninfo)
 {
@@ -1614,6 +1635,7 @@ size_t session_reap(struct session *s)
 		target_close(&tg->t);
 		pysym_free(tg->ps);
 		free(tg->py_note);
+		free(tg->py_dir);
 		free(tg);
 		freed++;
 	}
@@ -1636,6 +1658,7 @@ void session_close(struct session *s)
 		target_close(&s->v[i]->t);
 		pysym_free(s->v[i]->ps);
 		free(s->v[i]->py_note);
+		free(s->v[i]->py_dir);
 		free(s->v[i]);
 	}
 	stackstore_free(&s->stacks);

@@ -42,3 +42,16 @@ char *export_fmt_memory(char *buf, size_t len, int64_t b)
 		snprintf(buf, len, "%lld b", (long long)b);
 	return buf;
 }
+
+int export_metric_parse(const char *name, bool *count)
+{
+	if (!strcmp(name, "self_cpu_time_total"))
+		*count = false;
+	else if (!strcmp(name, "count"))
+		*count = true;
+	else if (!strcmp(name, "self_cuda_time_total"))
+		return -ENOTSUP;
+	else
+		return -EINVAL;
+	return 0;
+}

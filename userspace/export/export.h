@@ -49,6 +49,11 @@ struct export_opts {
 	bool by_shape;       /* table: one row per input shapes too, an Input
 			      * Shapes column (--group-by-input-shape) */
 	bool with_flops;     /* table, json: a FLOPs column (--with-flops) */
+	bool metric_count;   /* folded, pprof: op calls instead of self CPU time
+			      * (--metric count; export_stacks' metric) */
+	unsigned stack_n;    /* table, json: one row per Source Location too, its N
+			      * innermost entries (--group-by-stack N; rows' srcloc
+			      * set by profile_apply_srcloc); 0: none */
 	bool merge;          /* table, tree, json: several processes as one
 			      * (--merge); else one section per process */
 	/* json: extra top-level members written before the closing brace
@@ -81,6 +86,11 @@ const char *export_format_name(int fmt);
 /* Bytes as torch.profiler's tables show them (_format_memory: "1.50 Mb",
  * "-12 b", powers of 1024).  Returns buf. */
 char *export_fmt_memory(char *buf, size_t len, int64_t b);
+/* --metric NAME for folded and pprof (torch.profiler's export_stacks
+ * metric): "self_cpu_time_total" (false) or "count" (true); -EINVAL for
+ * anything else, -ENOTSUP for "self_cuda_time_total" (the call tree has
+ * no device times). */
+int export_metric_parse(const char *name, bool *count);
 /* Formats that need a binary-safe output (perfetto, pprof). */
 bool export_format_binary(int fmt);
 

@@ -2,7 +2,8 @@
  *
  * One line per unique stack, root first: "frame;frame;leaf <count>" where
  * count is the self time in microseconds (rounded; stacks under 0.5 us are
- * left out).  Python frames print as "file:function" with the file's base
+ * left out), or with metric_count the op calls (torch.profiler's
+ * export_stacks metric).  Python frames print as "file:function" with the file's base
  * name, layers and ops by name.  In names ';' becomes ':', line breaks and
  * tabs become spaces, and a name ending in " <digits>" gets its last space
  * replaced by '_' so no reader takes it for the count.
@@ -70,6 +71,7 @@ int export_folded(FILE *out, const struct calltree *ct, const struct export_opts
 	struct line *lines = calloc(ct->nnodes ? ct->nnodes : 1, sizeof(*lines));
 	uint32_t *path = NULL;
 	size_t n = 0, maxd = 0;
+	bool count = o && o->metric_count;
 	int err = 0;
 
 	if (!lines)
@@ -84,7 +86,9 @@ int export_folded(FILE *out, const struct calltree *ct, const struct export_opts
 	}
 	for (size_t i = 1; i < ct->nnodes; i++) {
 		const struct ct_node *nd = &ct->nodes[i];
-		if (nd->self_ns == 0)
+		uint64_t v = count ? nd->calls : nd->self_ns;
+
+		if (v == 0)
 			continue;
 		struct sbuf b = { 0 };
 		calltree_path(ct, i, path);
@@ -111,7 +115,7 @@ int export_folded(FILE *out, const struct calltree *ct, const struct export_opts
 			goto out;
 		}
 		lines[n].text = b.p;
-		lines[n].ns = nd->self_ns;
+		lines[n].ns = v;
 		n++;
 	}
 	/* equal texts (e.g. frames differing only in line numbers) merge */
@@ -121,7 +125,7 @@ int export_folded(FILE *out, const struct calltree *ct, const struct export_opts
 		size_t j = i;
 		for (; j < n && !strcmp(lines[j].text, lines[i].text); j++)
 			ns += lines[j].ns;
-		uint64_t us = (ns + 500) / 1000;
+		uint64_t us = count ? ns : (ns + 500) / 1000;
 		if (us)
 			fprintf(out, "%s %llu\n", lines[i].text, (unsigned long long)us);
 		i = j;

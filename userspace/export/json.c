@@ -28,6 +28,9 @@
  *       "input_shapes": str,     --record-shapes: one row per input shapes
  *                                too, torch.profiler's notation "[[2, 3], []]"
  *       "flops": int,            --with-flops: torch.profiler's FLOPs, all calls
+ *       "source_location": [str...]  --group-by-stack N: one row per Source
+ *                                Location too, its N innermost entries
+ *                                ("file(line): function", "nn.Module: Net_0")
  *       "self_cuda_ns": int, "cuda_total_ns": int   only with gpu_times
  *       "cpu_memory_usage": int, "self_cpu_memory_usage": int,
  *       "cuda_memory_usage": int, "self_cuda_memory_usage": int
@@ -63,8 +66,10 @@ int export_json(FILE *out, const struct profile *p, const struct export_opts *o)
 
 	for (size_t i = 0; i < p->nops; i++)
 		shapes |= p->ops[i].shapes && p->ops[i].shapes[0];
-	if ((err = profile_fold(p, PROF_BY_PID | PROF_BY_OVERLOAD | (shapes ? PROF_BY_SHAPE : 0),
-				&rows, &n)))
+	bool src = o && o->stack_n;
+
+	if ((err = profile_fold(p, PROF_BY_PID | PROF_BY_OVERLOAD | (shapes ? PROF_BY_SHAPE : 0) |
+				(src ? PROF_BY_SRCLOC : 0), &rows, &n)))
 		return err;
 	profile_sort(rows, n, o ? o->sort : NULL);
 	bool launches = false;
@@ -103,6 +108,25 @@ int export_json(FILE *out, const struct profile *p, const struct export_opts *o)
 		}
 		if (flops)
 			fprintf(out, ", \"flops\": %llu", (unsigned long long)r->flops);
+		if (src) {
+			const char *e = r->srcloc ? r->srcloc : "";
+
+			fputs(", \"source_location\": [", out);
+			for (int k = 0; *e; k++) {
+				size_t l = strcspn(e, "\n");
+				char *one = strndup(e, l);
+
+				if (!one) {
+					free(rows);
+					return -ENOMEM;
+				}
+				fputs(k ? ", " : "", out);
+				json_str(out, one);
+				free(one);
+				e += l + (e[l] == '\n');
+			}
+			fputc(']', out);
+		}
 		if (p->has_gpu_times)
 			fprintf(out, ", \"self_cuda_ns\": %llu, \"cuda_total_ns\": %llu",
 				(unsigned long long)r->self_cuda_ns, (unsigned long long)r->cuda_total_ns);

@@ -3,7 +3,8 @@
  * Sample types cpu/nanoseconds (self time) and calls/count; one sample per
  * call-tree node with self time or calls, locations leaf first; one
  * location per frame (id = frame index + 1) with one line {function,
- * line}; one function per (name, file).  Default sample type "cpu".
+ * line}; one function per (name, file).  Default sample type "cpu", or
+ * "calls" with metric_count (--metric count).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -210,7 +211,7 @@ int export_pprof(FILE *out, const struct calltree *ct, const struct export_opts 
 	pb_varint(&w, P_DURATION, ct->duration_ns);
 	value_type(&w, P_PERIOD_TYPE, si[0], si[1]);
 	pb_varint(&w, P_PERIOD, 1);
-	pb_varint(&w, P_DEFAULT_TYPE, si[0]);
+	pb_varint(&w, P_DEFAULT_TYPE, o && o->metric_count ? si[2] : si[0]);
 	if (w.err) {
 		err = w.err;
 		goto out;

@@ -9,6 +9,8 @@
 #define COL_W 12
 #define MAX_NAME_W 55
 #define MAX_SHAPES_W 80
+#define MAX_SRC_W 75
+#define MAX_STACK_ENTRY 5
 #define SPACING 2
 
 /* _format_time: value in us, 3 decimals, unit us/ms/s */
@@ -56,7 +58,7 @@ static void cell(FILE *out, const char *s, int w)
 static void sep_w(FILE *out, const int *widths, int ncols)
 {
 	for (int c = 0; c < ncols; c++) {
-		for (int i = 0; i < widths[c]; i++)
+		for (int i = 0; i < (widths[c] < 0 ? -widths[c] : widths[c]); i++)
 			putc_unlocked('-', out);
 		fprintf(out, "%*s", SPACING, "");
 	}
@@ -110,7 +112,7 @@ struct tab {
 	struct prof_op *rows;
 	size_t n;
 	char **names;             /* "aten::add" or "aten::add.Tensor" */
-	size_t name_w, shapes_w;
+	size_t name_w, shapes_w, src_w;
 	bool has_cuda, has_launch;
 	uint64_t sum_self, sum_self_cuda;
 	int fscale;               /* FLOPs unit, -1: no FLOPs column */
@@ -198,6 +200,56 @@ static void tab_columns(struct tab *t)
 	t->fscale = t->o->with_flops ? flops_scale(t->rows, t->n) : -1;
 	if (t->fscale >= 0)
 		tab_col(t, flops_header(t->fscale), COL_W);
+	/* torch.profiler: the Source Location column (left-aligned) fits the
+	 * longest entry + 4, at most 75; only when some row has a stack */
+	for (size_t i = 0; t->o->stack_n && i < t->n; i++)
+		for (const char *e = t->rows[i].srcloc; e && *e;) {
+			size_t l = strcspn(e, "\n");
+
+			if (l + 4 > t->src_w)
+				t->src_w = l + 4;
+			e += l + (e[l] == '\n');
+		}
+	if (t->src_w > MAX_SRC_W)
+		t->src_w = MAX_SRC_W;
+	if (t->src_w)
+		tab_col(t, "Source Location", -(int)t->src_w);
+}
+
+/* _build_table's trim_path: the last w characters, "..." in front. */
+static void src_cell(FILE *out, const char *e, size_t len, size_t w)
+{
+	char b[MAX_SRC_W + 8];
+
+	if (len > w) {
+		e += len - w;
+		len = w;
+		if (len > 3) {
+			snprintf(b, sizeof(b), "...%.*s", (int)len - 3, e + 3);
+			e = b;
+		}
+	}
+	fprintf(out, "%-*.*s%*s", (int)w, (int)len, e, SPACING, "");
+}
+
+/* The rest of a row's Source Location, one entry a line, then a blank line. */
+static void src_lines(const struct tab *t, const char *e)
+{
+	int k = 1;
+
+	while (e && *e && k < MAX_STACK_ENTRY) {
+		size_t l = strcspn(e, "\n");
+
+		for (int c = 0; c < t->nh - 1; c++)
+			cell(t->out, "", t->widths[c]);
+		src_cell(t->out, e, l, t->src_w);
+		putc_unlocked('\n', t->out);
+		e += l + (e[l] == '\n');
+		k++;
+	}
+	for (int c = 0; c < t->nh; c++)
+		cell(t->out, "", t->widths[c]);
+	putc_unlocked('\n', t->out);
 }
 
 static void tab_row(const struct tab *t, size_t i)
@@ -259,6 +311,15 @@ static void tab_row(const struct tab *t, size_t i)
 		flops_cell(b, sizeof(b), r->flops, t->fscale);
 		cell(out, b, COL_W);
 	}
+	if (t->src_w) {
+		const char *e = r->srcloc ? r->srcloc : "";
+		size_t l = strcspn(e, "\n");
+
+		src_cell(out, e, l, t->src_w);
+		putc_unlocked('\n', out);
+		src_lines(t, e[l] ? e + l + 1 : NULL);
+		return;
+	}
 	putc_unlocked('\n', out);
 }
 
@@ -274,7 +335,8 @@ int export_table(FILE *out, const struct profile *p, const struct export_opts *o
 	if (o->sort && !profile_sort_key_valid(o->sort))
 		return -EINVAL;
 	if ((err = profile_fold(p, (o->by_overload ? PROF_BY_OVERLOAD : PROF_BY_NAME) |
-				   (o->by_shape ? PROF_BY_SHAPE : 0), &t.rows, &t.n)))
+				   (o->by_shape ? PROF_BY_SHAPE : 0) |
+				   (o->stack_n ? PROF_BY_SRCLOC : 0), &t.rows, &t.n)))
 		return err;
 	/* no op: torch prints "", tbpf the header and the footer (issue 13) */
 	profile_sort(t.rows, t.n, o->sort);

@@ -8,6 +8,7 @@
 #include "gpujoin.h"
 #include "profile.h"
 #include "shapes.h"
+#include "srcloc.h"
 #include "steps.h"
 #include "strintern.h"
 #include "replay.h"
@@ -27,6 +28,9 @@ void profile_free(struct profile *p)
 	free(p->pids);
 	free(p->ops);
 	free(p->modcalls);
+	for (size_t i = 0; i < p->nsrcs; i++)
+		free(p->srcs[i].f);
+	free(p->srcs);
 	free(p->index);
 	strintern_free(p->strings);
 	profile_init(p);
@@ -136,7 +140,8 @@ int profile_add_op(struct profile *p, const struct prof_op *o)
 	e->name = profile_intern(p, o->name);
 	e->overload = profile_intern(p, o->overload);
 	e->shapes = profile_intern(p, o->shapes);
-	if (!e->name || !e->overload || !e->shapes)
+	e->srcloc = profile_intern(p, o->srcloc);
+	if (!e->name || !e->overload || !e->shapes || !e->srcloc)
 		return -ENOMEM;
 	p->index[i] = ++p->nops;
 	return 0;
@@ -178,6 +183,9 @@ static int cmp_fold(const void *a, const void *b)
 	if ((fold_by & PROF_BY_SHAPE) && (c = strcmp(x->shapes ? x->shapes : "",
 						     y->shapes ? y->shapes : "")))
 		return c;
+	if ((fold_by & PROF_BY_SRCLOC) && (c = strcmp(x->srcloc ? x->srcloc : "",
+						      y->srcloc ? y->srcloc : "")))
+		return c;
 	return 0;
 }
 
@@ -203,6 +211,8 @@ int profile_fold(const struct profile *p, unsigned by, struct prof_op **rows, si
 			o.shape_id = 0;
 			o.shapes = "";
 		}
+		if (!(by & PROF_BY_SRCLOC))
+			o.srcloc = "";
 		if (n && cmp_fold(&r[n - 1], &o) == 0) {
 			struct prof_op *e = &r[n - 1];
 			if (e->op_id != o.op_id)
@@ -308,6 +318,8 @@ static int cmp_rows(const void *pa, const void *pb)
 	if ((c = cmp_u64(x->pid, y->pid)))
 		return c;
 	if ((c = strcmp(x->shapes ? x->shapes : "", y->shapes ? y->shapes : "")))
+		return c;
+	if ((c = strcmp(x->srcloc ? x->srcloc : "", y->srcloc ? y->srcloc : "")))
 		return c;
 	return cmp_u64(x->stack_id, y->stack_id);
 }

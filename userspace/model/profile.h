@@ -25,6 +25,9 @@ struct prof_op {
 	uint64_t shape_id;
 	const char *shapes;
 	uint64_t flops;    /* --with-flops: torch.profiler's FLOPs, all calls */
+	/* --group-by-stack N: the Source Location, N entries '\n'-joined
+	 * (profile_apply_srcloc, srcloc.h); NULL/"" none */
+	const char *srcloc;
 	/* --profile-memory: bytes allocated minus freed while the op was
 	 * open on its thread, alone (self) and with its children (total),
 	 * [0] CPU, [1] CUDA: torch.profiler's self_cpu_memory_usage,
@@ -60,6 +63,10 @@ struct profile {
 	/* module calls (TBPF_MODCALL_ID rows, REC_MODCALL records) */
 	struct prof_modcall *modcalls;
 	size_t nmodcalls, capmodcalls;
+	/* Python stacks as torch.profiler's Source Location entries
+	 * (srcloc.h), by (pid, stack_id) */
+	struct prof_srcstack *srcs;
+	size_t nsrcs, csrcs;
 	/* internals */
 	struct strintern *strings;
 	uint32_t *index;               /* open addressing: row + 1, 0 = empty */
@@ -102,6 +109,7 @@ enum prof_fold_key {
 	PROF_BY_PID = 1 << 1,
 	PROF_BY_STACK = 1 << 2,
 	PROF_BY_SHAPE = 1 << 3,   /* the Input Shapes text */
+	PROF_BY_SRCLOC = 1 << 4,  /* the Source Location text */
 };
 /* New array of folded rows, ordered by (pid, name, overload, stack) as
  * keyed; fields not in the key are 0 / "" in the result.  Free *rows. */

@@ -104,6 +104,7 @@ static void umap_free(struct umap *m, void (*fr)(void *))
 /* ---- caches ---------------------------------------------------------- */
 struct code_info {
 	char *func, *file;
+	char *name;         /* co_name (func may be the qualified name) */
 	int firstlineno;
 	uint8_t *linetab;
 	size_t linetab_len;
@@ -350,6 +351,7 @@ static void code_free(void *p)
 	struct code_info *c = p;
 
 	free(c->func);
+	free(c->name);
 	free(c->file);
 	free(c->linetab);
 	free(c);
@@ -378,6 +380,8 @@ static struct code_info *code_get(struct pysym *ps, uint64_t code)
 		return NULL;
 	o = rd64(ps, code + (pp->co_qualname != NONE ? pp->co_qualname : pp->co_name));
 	c->func = o ? read_str(ps, o) : NULL;
+	o = pp->co_qualname != NONE ? rd64(ps, code + pp->co_name) : 0;
+	c->name = o ? read_str(ps, o) : NULL;
 	o = rd64(ps, code + pp->co_filename);
 	c->file = o ? read_str(ps, o) : NULL;
 	if (!c->func || !c->file) {
@@ -482,7 +486,9 @@ int pysym_frame(struct pysym *ps, const struct tbpf_pyframe *f,
 	if (!c)
 		return -EFAULT;
 	out->func = c->func;
+	out->name = c->name ? c->name : c->func;
 	out->file = c->file;
+	out->firstline = c->firstlineno;
 	if (c->linetab)
 		out->line = ps->pp.kind == PYK_FRAMEOBJ ?
 			pysym_line_310(c->linetab, c->linetab_len, c->firstlineno, f->lasti) :
@@ -918,6 +924,20 @@ int pysym_layers(struct pysym *ps, const struct tbpf_pyframe *frames,
 	if (err)
 		return err;
 	return layers_push(out, &cap, orphan_label(ps, inner, inner_cls), inner_cls, 0);
+}
+
+unsigned pysym_module_order(struct pysym *ps, uint64_t mod)
+{
+	struct root_info *r;
+	struct mod_info *m;
+
+	if (!mod)
+		return 0;
+	if (umap_get(&ps->roots, mod))
+		return 1;
+	r = root_owning(ps, mod);
+	m = r ? umap_get(&r->mods, mod) : NULL;
+	return m ? m->order : 0;
 }
 
 struct pysym *pysym_new(pid_t pid, const struct tbpf_pyproc *pp,

@@ -17,8 +17,10 @@ struct pysym;
 
 struct pysym_frame {
 	const char *func;  /* qualified name (3.11+) or name */
+	const char *name;  /* co_name */
 	const char *file;
 	int line;          /* -1 unknown */
+	int firstline;     /* co_firstlineno */
 	const char *cls;   /* class of `self` when it is an nn.Module, else NULL */
 	uint64_t module;   /* that module's address, else 0 */
 };
@@ -49,6 +51,10 @@ int pysym_frame(struct pysym *ps, const struct tbpf_pyframe *f,
 int pysym_layers(struct pysym *ps, const struct tbpf_pyframe *frames,
 		 unsigned nframes, struct pysym_layers *out);
 void pysym_layers_clear(struct pysym_layers *l);
+
+/* A module's position in its root's named_modules() (root 1) as the
+ * layer walks found it; 0 unknown. */
+unsigned pysym_module_order(struct pysym *ps, uint64_t mod);
 
 /* Pure helpers, exposed for tests. */
 /* Line of byte offset `lasti` from a 3.11+ location table. */

@@ -1,5 +1,6 @@
 /* stacks.c - symbolize stage: captured Python stacks -> frames and layers. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "stacks.h"
@@ -22,6 +23,13 @@ void sym_stack_clear(struct sym_stack *s)
 		free(s->names[i]);
 		free(s->classes[i]);
 	}
+	for (unsigned i = 0; i < s->nsrc; i++) {
+		free((char *)s->src[i].text);
+		free((char *)s->src[i].cls);
+	}
+	free(s->src);
+	s->src = NULL;
+	s->nsrc = 0;
 	free(s->frames);
 	free(s->names);
 	free(s->classes);
@@ -105,6 +113,48 @@ int stack_frames_build(const struct pysym_frame *pf, unsigned n, const struct py
 	return 0;
 }
 
+static bool named(const struct pysym_frame *f, const char *name)
+{
+	return f->name && !strcmp(f->name, name);
+}
+
+int stack_src_build(const struct pysym_frame *pf, unsigned n, const char *const *prefixes,
+		    size_t nprefixes, struct sym_stack *out)
+{
+	out->src = calloc(n + 1, sizeof(*out->src));
+	out->nsrc = 0;
+	if (!out->src)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		const struct pysym_frame *f = &pf[i];
+		struct prof_srcframe *e = &out->src[out->nsrc];
+		char *t;
+
+		if (!f->name || !f->file)
+			continue;   /* shim or unreadable */
+		if (f->module && (named(f, "_wrapped_call_impl") ||
+				  (named(f, "_call_impl") &&
+				   !(i + 1 < n && pf[i + 1].module == f->module &&
+				     named(&pf[i + 1], "_wrapped_call_impl"))))) {
+			e->module = f->module;
+			if (!(e->cls = strdup(f->cls ? f->cls : "?"))) {
+				sym_stack_clear(out);
+				return -ENOMEM;
+			}
+			out->nsrc++;
+			continue;
+		}
+		if (asprintf(&t, "%s(%d): %s", srcloc_trim(f->file, prefixes, nprefixes),
+			     f->firstline, f->name) < 0) {
+			sym_stack_clear(out);
+			return -ENOMEM;
+		}
+		e->text = t;
+		out->nsrc++;
+	}
+	return 0;
+}
+
 void stackstore_free(struct stackstore *ss)
 {
 	for (size_t i = 0; i < ss->n; i++)
@@ -122,7 +172,8 @@ const struct sym_stack *stackstore_find(const struct stackstore *ss, uint32_t pi
 }
 
 int stackstore_add(struct stackstore *ss, struct pysym *ps, uint32_t pid,
-		   const struct rec_pystack *r, const struct sym_stack **out)
+		   const struct rec_pystack *r, const char *const *prefixes, size_t nprefixes,
+		   const struct sym_stack **out)
 {
 	unsigned n = r->nframes > TBPF_MAX_PYFRAMES ? TBPF_MAX_PYFRAMES : r->nframes;
 	struct pysym_frame pf[TBPF_MAX_PYFRAMES];
@@ -138,8 +189,15 @@ int stackstore_add(struct stackstore *ss, struct pysym *ps, uint32_t pid,
 		memset(&l, 0, sizeof(l));
 	err = stack_frames_build(pf, n, &l, &s);
 	pysym_layers_clear(&l);
-	if (err)
+	if (!err)
+		err = stack_src_build(pf, n, prefixes, nprefixes, &s);
+	if (err) {
+		sym_stack_clear(&s);
 		return err;
+	}
+	for (unsigned i = 0; i < s.nsrc; i++)
+		if (!s.src[i].text)
+			s.src[i].order = pysym_module_order(ps, s.src[i].module);
 	if (GROW(ss->v, ss->n, ss->cap, 64)) {
 		sym_stack_clear(&s);
 		return -ENOMEM;

@@ -1,0 +1,144 @@
+"""stack_model.py - ops at several Python call sites, for --group-by-stack
+(issue 16: torch.profiler's with_stack=True, key_averages(group_by_stack_n=N)).
+
+Two instances of one module class (nn.Module: Block_0, Block_1) under a
+root module, called from two sites, five levels below step(); ops made by
+Python operators (no C function call in between: torch.profiler's stack
+is all Python frames and module calls) and by tensor methods and
+torch.nn.functional (torch.profiler puts "<built-in method ...>" entries
+first, which a frame stack does not show).
+
+--profile runs the same work under torch.profiler(with_stack=True, and
+experimental_config verbose=True on torch 2.x, without which 2.x records
+no Python stacks) and prints one JSON object:
+  "events": {"name|entry;entry;...": calls}  raw records (every call):
+            the first N entries of the stack without "<built-in ...>"
+  "rows":   {"name|entry;...": count}        key_averages(group_by_stack_n=N)
+Otherwise the wl_common protocol (READY, go, RESULT).
+"""
+import argparse
+import time
+
+import wl_common  # noqa: F401  (blocks SIGUSR1 before torch starts threads)
+from wl_common import add_common_args, print_json, ready, result, wait_go
+
+import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(d, d) / d, requires_grad=False)
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        y = x @ self.w           # operators: no C call entry
+        return helper(self.act(y))
+
+
+def helper(y):
+    return y * 2.0 + 1.0
+
+
+class Net(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.b1 = Block(d)
+        self.b2 = Block(d)
+
+    def forward(self, x):
+        return self.b2(self.b1(x)) - x
+
+
+def site_a(net, x):
+    return net(x)
+
+
+def site_b(net, x):
+    return net(x * 3.0).sum()    # also a method
+
+
+def level3(net, x):
+    site_a(net, x)
+    site_b(net, x)
+    return -x
+
+
+def level2(net, x):
+    return level3(net, x)
+
+
+def level1(net, x):
+    return level2(net, x)
+
+
+def level0(net, x):
+    return level1(net, x)
+
+
+def make():
+    torch.manual_seed(0)
+    net = Net(8)
+    x = torch.ones(4, 8)
+
+    def step():
+        level0(net, x)
+    return step
+
+
+def key(name, stack):
+    return "%s|%s" % (name, ";".join(stack))
+
+
+def reference(prof, n):
+    events = {}
+    for e in prof.profiler.kineto_results.events():
+        if not e.name().startswith("aten::"):
+            continue
+        st = [s for s in e.stack() if not s.startswith("<built-in")]
+        st = [s for s in st if torch.autograd.profiler_util._filter_stack_entry(s)]
+        k = key(e.name(), st[:n])
+        events[k] = events.get(k, 0) + 1
+    rows = {}
+    for e in prof.key_averages(group_by_stack_n=n):
+        if e.key.startswith("aten::"):
+            k = key(e.key, e.stack[:n])
+            rows[k] = rows.get(k, 0) + int(e.count)
+    return {"events": events, "rows": rows}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    add_common_args(p)
+    p.add_argument("--iters", type=int, default=3)
+    p.add_argument("--depth", type=int, default=5)
+    p.add_argument("--profile", action="store_true")
+    p.add_argument("--linger", type=float, default=0.0,
+                   help="seconds to stay alive after the work (no torch op)")
+    a = p.parse_args()
+    torch.set_num_threads(a.intra_threads)
+    step = make()
+    step()  # warm-up
+    if a.profile:
+        kw = {}
+        if not torch.__version__.startswith("1."):
+            kw["experimental_config"] = torch._C._profiler._ExperimentalConfig(verbose=True)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                    with_stack=True, **kw) as prof:
+            for _ in range(a.iters):
+                step()
+        ref = reference(prof, a.depth)
+        ref["iters"] = a.iters
+        print_json(ref)
+        return
+    ready()
+    wait_go(a)
+    for _ in range(a.iters):
+        step()
+    time.sleep(a.linger)
+    result(iters=a.iters)
+
+
+if __name__ == "__main__":
+    main()
