@@ -103,6 +103,25 @@ static int invoke_before(const uint8_t *img, const uint64_t seg[3], uint64_t msi
 	return -ENOENT;
 }
 
+/* boxedop_leas over all of the code (270 MB in libtorch_cpu) in 16 MB
+ * steps, giving each step's pages back (elf_file_drop_pages): a match
+ * starts below a step's end, so a step of n + 6 bytes finds each once. */
+static size_t leas_chunked(struct elf_file *ef, const uint8_t *code, size_t n, uint64_t vaddr,
+			   uint64_t want, uint64_t *site, uint64_t *target, size_t max)
+{
+	const size_t step = 16u << 20;
+	size_t found = 0;
+
+	for (size_t off = 0; off < n && found < max; off += step) {
+		size_t len = n - off < step + 6 ? n - off : step + 6;
+
+		found += boxedop_leas(code + off, len, vaddr + off, want, want, site + found,
+				      target + found, max - found);
+		elf_file_drop_pages(ef);
+	}
+	return found;
+}
+
 static int find_by_typeinfo(struct elf_file *ef, uint64_t *vaddr)
 {
 	struct tiname ti = { 0 };
@@ -122,7 +141,7 @@ static int find_by_typeinfo(struct elf_file *ef, uint64_t *vaddr)
 	tinfo -= 8;
 	text = img + seg[1];
 	/* _M_manager's __get_type_info: lea typeinfo(%rip) */
-	n1 = boxedop_leas(text, seg[2], seg[0], tinfo, tinfo, s1, t1, 4);
+	n1 = leas_chunked(ef, text, seg[2], seg[0], tinfo, s1, t1, 4);
 	for (size_t i = 0; i < n1; i++) {
 		/* createOperatorFromC10: lea _M_manager(%rip), where _M_manager
 		 * starts at most 1 KiB before its typeinfo load */

@@ -77,6 +77,9 @@ bool elf_file_has_sym_prefix(struct elf_file *ef, const char *prefix);
 
 /* Raw views for code scans (issue 15).  The whole mapped file. */
 int elf_file_image(const struct elf_file *ef, const uint8_t **image, size_t *size);
+/* Give back the pages of the file's mapping read so far (they stay in the
+ * page cache; pointers into the image stay valid and fault them back). */
+void elf_file_drop_pages(struct elf_file *ef);
 /* The k-th executable PT_LOAD's vaddr, file offset and file size; -ENOENT
  * past the last. */
 int elf_file_exec_segment(const struct elf_file *ef, size_t k, uint64_t *vaddr,
