@@ -26,12 +26,21 @@ size_t boxedop_leas(const uint8_t *code, size_t n, uint64_t vaddr, uint64_t lo, 
 {
 	size_t found = 0;
 
-	for (size_t i = 0; i + 7 <= n && found < max; i++) {
+	if (n < 7)
+		return 0;
+	/* memchr for the opcode byte: a byte-by-byte loop took 0.2-0.7 s
+	 * over libtorch_cpu's code, most of tbpf's attach time */
+	for (const uint8_t *p = code + 1, *end = code + n - 5; p < end && found < max; p++) {
+		const uint8_t *q = memchr(p, 0x8d, (size_t)(end - p));
+		size_t i;
 		int32_t disp;
 		uint64_t t;
 
-		if ((code[i] != 0x48 && code[i] != 0x4c) || code[i + 1] != 0x8d ||
-		    (code[i + 2] & 0xc7) != 0x05)
+		if (!q)
+			break;
+		p = q;
+		i = (size_t)(q - code) - 1;
+		if ((code[i] != 0x48 && code[i] != 0x4c) || (code[i + 2] & 0xc7) != 0x05)
 			continue;
 		memcpy(&disp, code + i + 3, 4);
 		t = vaddr + i + 7 + (int64_t)disp;
