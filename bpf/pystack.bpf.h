@@ -314,8 +314,10 @@ static __always_inline __u64 pystack_capture(struct task_struct *task, __u32 pid
 		if (sz > sizeof(*r))
 			sz = sizeof(*r);
 		/* new stacks are rare and must be symbolized while the target
-		 * lives: wake the reader */
-		if (bpf_ringbuf_output(&events, r, sz, 0))
+		 * lives: wake the reader even behind unread no-wakeup records
+		 * (flag 0 wakes only an idle ring's reader, so a short recorded
+		 * job could exit before its last stacks were named) */
+		if (bpf_ringbuf_output(&events, r, sz, BPF_RB_FORCE_WAKEUP))
 			pystack_count(CNT_DROPS);
 	}
 	return id;
