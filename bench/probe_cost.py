@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """probe_cost.py - per-op cost of tbpf's probes, measured inside one process.
 
-One worker process runs the dispatch-bound step (tests/workloads/
-dispatch_bound.py) on command.  Each round times N iterations without
+One worker process runs a workload's step (--workload: a tests/workloads
+module with setup(args) -> step; default dispatch_bound) on command.  Each round times N iterations without
 tbpf, attaches `tbpf --pid WORKER ARGS...`, times N iterations again while
 reading the kernel's BPF run-time statistics (kernel.bpf_stats_enabled=1)
-of tbpf's own tbpf_op_entry / tbpf_op_exit programs before and after a second
+of every BPF program the tbpf process holds before and after a second
 probed run (the statistics add two clock reads per program run, so the
 timed run is done with them off), and stops tbpf.  Baseline and probed runs alternate in the same process, so
 allocator, caches and the Python state are the same for both.
@@ -13,11 +13,14 @@ allocator, caches and the Python state are the same for both.
 Per round: us/iter without and with tbpf, per-op overhead ((with -
 without) / ATen ops per iteration), the same from the worker thread's CPU
 time (user + system, which includes the traps and BPF programs but not
-time other processes take the CPU: steadier on a shared machine), probe hits per iteration (entry
-program runs / N), and the mean BPF run time of the entry and exit
-programs.  Prints the medians over rounds as one line of JSON.
+time other processes take the CPU: steadier on a shared machine), and per
+program (tbpf_ prefix dropped): hits per iteration (NAME_hits_per_iter),
+mean BPF run time (NAME_ns) and BPF time per iteration (NAME_us_per_iter).
+Prints the medians over rounds as one line of JSON.
 
   sudo bench/probe_cost.py --rounds 5 -- --exits=infer --no-python
+  sudo bench/probe_cost.py --python VENV/bin/python --workload transformer_step \
+      --warm 10 --iters 40 --rounds 3 --ops-per-iter 1965
 """
 import argparse
 import json
