@@ -54,6 +54,8 @@ def make_transformer():
 
     def step():
         layer(x).sum().backward()
+    # the gradients accumulated over every step: the job's result
+    step.check = lambda: float(sum(p.grad.double().sum() for p in layer.parameters()))
     return step
 
 
@@ -180,6 +182,9 @@ def main():
     p.add_argument("--model", choices=sorted(MODELS), default="edge")
     p.add_argument("--iters", type=int, default=5)
     p.add_argument("--profile", action="store_true")
+    p.add_argument("--checksum", action="store_true",
+                   help="RESULT checksum= (transformer: its gradients; computed after the "
+                   "steps, with ops of its own)")
     a = p.parse_args()
     torch.set_num_threads(a.intra_threads)
     step = MODELS[a.model]()
@@ -198,7 +203,8 @@ def main():
     wait_go(a)
     for _ in range(a.iters):
         step()
-    result(iters=a.iters)
+    check = getattr(step, "check", None) if a.checksum else None
+    result(iters=a.iters, checksum="%.9g" % check() if check else "na")
 
 
 if __name__ == "__main__":
