@@ -42,7 +42,7 @@ static uint64_t mono_ns(clockid_t c)
 }
 
 /* $TBPF_INPROC_PATH, else beside the tbpf binary or in ../lib/tbpf/. */
-static char *inproc_agent_path(void)
+char *inproc_agent_path(void)
 {
 	const char *env = getenv("TBPF_INPROC_PATH");
 	char exe[PATH_MAX], *p = NULL;
