@@ -4,8 +4,9 @@
 #  - counts: a two-thread job (scopes_model.py: record_function labels,
 #    DataLoader, SGD/AdamW, backward) runs its iterations while the daemon
 #    (1 s windows) is attached; one scrape of /metrics after it ended must
-#    hold, for every aten:: op, exactly the calls torch.profiler's raw
-#    records count for the same iterations, histogram counts equal to the
+#    hold, for every name (aten ops, autograd nodes, record_function and
+#    optimizer scopes), exactly the calls torch.profiler's raw records
+#    count for the same iterations, histogram counts equal to the
 #    calls, and `promtool check metrics` (when installed) accepts it; the
 #    job's checksum equals the torch.profiler run's.
 #  - SIGKILL of the daemon mid-run: the agent's control block (read from
@@ -67,12 +68,12 @@ kill_case() {
 	local py=$1 v=$2 label want got pid h1 h2
 	label="torch $(torch_version "$py") daemon --inproc"
 	log "== $label: SIGKILL of the daemon"
-	start_workload wr$v "$py" scopes_model.py --iters 150 --threads 2
+	start_workload wr$v "$py" scopes_model.py --iters 8000 --threads 2
 	go "$(get wr$v pid)"
 	wait_exit wr$v 300
 	expect_rc wr$v 0
 	want=$(result_field "$(get wr$v out)" checksum)
-	start_workload wk$v "$py" scopes_model.py --iters 150 --threads 2
+	start_workload wk$v "$py" scopes_model.py --iters 8000 --threads 2
 	pid=$(get wk$v pid)
 	start_daemon --inproc --pid "$pid" --window 1s -v
 	wait_attached "$pid"

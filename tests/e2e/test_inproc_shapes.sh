@@ -3,7 +3,9 @@
 # RecordFunction agent reads each RecordFunction's input IValues, issue 19
 # part 1 / issue 16): tbpf's (op, input shapes) rows and calls equal
 # torch.profiler's (record_shapes=True raw records and
-# key_averages(group_by_input_shape=True)) on the edge-case workload (0-dim,
+# key_averages(group_by_input_shape=True)), every row, not only aten ops
+# (autograd nodes with their gradients' shapes, evaluate_function,
+# optimizer scopes), on the edge-case workload (0-dim,
 # empty, 6- and 7-dim, transposed views, tensor lists, optional and
 # undefined tensors, scalars), a CNN and a transformer layer, torch 1.13 and
 # 2.8; FLOPs equal with_flops'; the workload's result is unchanged; the
@@ -36,7 +38,7 @@ inproc_shapes_case() {
 	grep -q '"mode": *"in-process RecordFunction callbacks"' "$(get $tb out)" ||
 		fail "$label: the json does not say the in-process mode"
 	python3 "$E2E_DIR/compare_shapes.py" "$(get $tb out)" "$T/ref_$model.json" \
-		--pid "$(get $wl pid)" --label "$label" --flops ||
+		--pid "$(get $wl pid)" --label "$label" --flops --all ||
 		fail "$label: tbpf's (op, input shapes) rows differ from torch.profiler's (see log)"
 	if [ "$model" = edge ]; then
 		"$TBPF" report "$T/$model.tbpf" --format json --with-flops -o "$T/$model.report.json" ||
@@ -44,7 +46,7 @@ inproc_shapes_case() {
 		"$TBPF" report "$T/$model.tbpf" --format chrome -o "$T/$model.trace.json" ||
 			fail "$label: tbpf report --format chrome failed"
 		python3 "$E2E_DIR/compare_shapes.py" "$T/$model.report.json" "$T/ref_$model.json" \
-			--pid "$(get $wl pid)" --label "$label (capture)" --flops \
+			--pid "$(get $wl pid)" --label "$label (capture)" --flops --all \
 			--chrome "$T/$model.trace.json" ||
 			fail "$label: the capture's rows or trace differ from torch.profiler's (see log)"
 	fi

@@ -11,7 +11,9 @@
 
 --profile runs the same counted work under torch.profiler(record_shapes,
 with_flops, with_stack) instead of waiting and prints one JSON object:
-  "events": {"name|shapes": calls}        raw records (every call)
+  "events": {"name|shapes": calls}        raw records (every call) of aten:: ops
+  "events_all": {"name|shapes": calls}    every raw record (autograd nodes,
+                                          record_function scopes, ...)
   "rows":   {"name|shapes": count}        key_averages(group_by_input_shape=True)
   "flops":  {"name|shapes": flops}        its FLOPs per row
   "stacks": {"name|frame;frame;...": count}  key_averages(group_by_stack_n=5)
@@ -145,10 +147,11 @@ def key(name, shapes):
 
 
 def reference(prof):
-    events = {}
+    events, events_all = {}, {}
     for e in prof.profiler.kineto_results.events():
+        k = key(e.name(), str(list(e.shapes())) if e.shapes() is not None else "[]")
+        events_all[k] = events_all.get(k, 0) + 1
         if e.name().startswith("aten::"):
-            k = key(e.name(), str(list(e.shapes())) if e.shapes() is not None else "[]")
             events[k] = events.get(k, 0) + 1
     rows, flops = {}, {}
     for e in prof.key_averages(group_by_input_shape=True):
@@ -173,7 +176,7 @@ def reference(prof):
             if dims is not None:
                 k = key(ev["name"], json.dumps(dims))
                 trace[k] = trace.get(k, 0) + 1
-    return {"events": events, "rows": rows, "flops": flops, "stacks": stacks, "trace": trace}
+    return {"events": events, "events_all": events_all, "rows": rows, "flops": flops, "stacks": stacks, "trace": trace}
 
 
 def main():
