@@ -79,10 +79,52 @@ inproc_shapes_kill() {
 	log "$label: OK (checksum $got)"
 }
 
+# attach/detach cycles on one running job, shapes on, off, on (the agent
+# re-registers its callbacks with and without needs_inputs): each run's
+# rows have shapes exactly when asked, the agent ends "stopped", and the
+# job's result equals an unprofiled run's.
+inproc_shapes_cycles() {
+	local py=$1 label want got pid i args out
+	label="torch $(torch_version "$py") --inproc, shapes on/off/on cycles"
+	log "== $label"
+	start_workload wc "$py" shapes_model.py --model transformer --iters 20000 --checksum
+	start_workload wcr "$py" shapes_model.py --model transformer --iters 20000 --checksum
+	go "$(get wcr pid)"
+	wait_exit wcr 300
+	expect_rc wcr 0
+	want=$(result_field "$(get wcr out)" checksum)
+	pid=$(get wc pid)
+	go "$pid"
+	for i in 1 2 3; do
+		args=(--record-shapes)
+		[ $i = 2 ] && args=()
+		out="$T/cycle$i.json"
+		"$TBPF" --pid "$pid" --inproc --format json --duration 0.7s "${args[@]}" -o "$out" \
+			2> "$T/cycle$i.err" || fail "$label: run $i failed: $(tail -n 2 "$T/cycle$i.err")"
+		python3 - "$out" "$pid" "${#args[@]}" << 'PY' || fail "$label: run $i: rows and shapes disagree with what was asked"
+import json, sys
+doc = json.load(open(sys.argv[1])); pid = int(sys.argv[2]); want = sys.argv[3] == "1"
+rows = [o for o in doc["ops"] if o["pid"] == pid and o["name"].startswith("aten::")]
+assert rows, "no aten rows"
+has = [bool(o.get("input_shapes")) for o in rows]
+assert all(has) if want else not any(has), "input_shapes on %d of %d rows" % (sum(has), len(has))
+PY
+	done
+	_alive "$pid" || fail "$label: the job ended before the cycles did: raise --iters"
+	python3 "$E2E_DIR/inproc_state.py" "$pid" | grep -q "state=stopped" ||
+		fail "$label: the agent says $(python3 "$E2E_DIR/inproc_state.py" "$pid")"
+	wait_exit wc 300
+	expect_rc wc 0
+	got=$(result_field "$(get wc out)" checksum)
+	[ -n "$want" ] && [ "$want" = "$got" ] || fail "$label: checksum '$got', '$want' unprofiled"
+	log "$label: OK"
+}
+
 for py in "$PY1" "$PY2"; do
 	need_torch "$py"
 	inproc_shapes_case "$py" edge 3
 	inproc_shapes_case "$py" cnn 2
 	inproc_shapes_case "$py" transformer 2
 	inproc_shapes_kill "$py"
+	inproc_shapes_cycles "$py"
 done
