@@ -28,7 +28,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-_Static_assert(sizeof(struct tbpf_inproc_rec) == 24, "inproc rec ABI");
+_Static_assert(sizeof(struct tbpf_inproc_rec) == 32, "inproc rec ABI");
 _Static_assert(sizeof(struct tbpf_inproc_name) == TBPF_INPROC_NAME_MAX, "name ABI");
 _Static_assert(sizeof(struct tbpf_inproc_ctl) % 8 == 0, "ctl ABI");
 
@@ -40,6 +40,7 @@ EXPORT volatile struct tbpf_inproc_ctl tbpf_inproc = {
 };
 EXPORT struct tbpf_inproc_rec tbpf_inproc_ring[TBPF_INPROC_SLOTS];
 EXPORT struct tbpf_inproc_name tbpf_inproc_names[TBPF_INPROC_NAMES];
+EXPORT struct tbpf_shape tbpf_inproc_shapes[TBPF_INPROC_SHAPES];
 
 static struct {
 	uint64_t (*add_global)(struct tbpf_rf_callback cb);
@@ -88,6 +89,8 @@ static inline uint32_t fnv1a(const char *s)
 	return h ? h : 1;
 }
 
+#include "inproc_shapes.h"
+
 /* ---- names: published before the first record that uses them ---------- */
 static void name_publish(uint32_t h, const char *s, uint8_t flags)
 {
@@ -129,7 +132,8 @@ static inline void name_known(uint32_t h, const char *s, uint8_t flags)
 }
 
 /* ---- the ring ------------------------------------------------------------ */
-static inline void emit(uint8_t kind, uint8_t flags, uint32_t hash, uint32_t depth)
+static inline void emit(uint8_t kind, uint8_t flags, uint32_t hash, uint32_t depth,
+			uint32_t shape)
 {
 	struct thread_state *t = &ts_;
 	uint64_t head = __atomic_load_n(&tbpf_inproc.head, __ATOMIC_RELAXED), tail;
@@ -150,6 +154,7 @@ static inline void emit(uint8_t kind, uint8_t flags, uint32_t hash, uint32_t dep
 	r->kind = kind;
 	r->flags = flags;
 	r->depth = (uint16_t)depth;
+	r->shape = shape;
 	__atomic_store_n(&r->stamp, (uint32_t)(head + 1), __ATOMIC_RELEASE);
 }
 
@@ -157,7 +162,7 @@ static inline void on_start(const void *rf, uint8_t flags)
 {
 	struct thread_state *t = &ts_;
 	const char *name;
-	uint32_t h;
+	uint32_t h, shape = 0;
 
 	if (!enabled)
 		return;
@@ -170,9 +175,11 @@ static inline void on_start(const void *rf, uint8_t flags)
 	name = api.name(rf);
 	h = fnv1a(name ? name : "");
 	name_known(h, name ? name : "", flags);
+	if (shapes_on)
+		shape = shape_of(rf, h);
 	t->open[t->depth] = rf;
 	t->hash[t->depth] = h;
-	emit(INPROC_ENTER, flags, h, t->depth);
+	emit(INPROC_ENTER, flags, h, t->depth, shape);
 	t->depth++;
 }
 
@@ -191,7 +198,7 @@ static inline void on_end(const void *rf, uint8_t flags)
 		return;
 	}
 	t->depth = (uint32_t)i;   /* frames above it ended elsewhere: dropped */
-	emit(INPROC_EXIT, flags, t->hash[i], (uint32_t)i);
+	emit(INPROC_EXIT, flags, t->hash[i], (uint32_t)i, 0);
 }
 
 static void *start_op(void **ret, const void *rf)
@@ -265,6 +272,8 @@ static void pin_self(void)
 static void remove_callbacks(uint32_t state, const char *detail)
 {
 	enabled = 0;
+	shapes_on = 0;
+	tbpf_inproc.shapes_on = 0;
 	if (registered && !exiting) {
 		api.remove(handles[0]);
 		api.remove(handles[1]);
@@ -303,6 +312,8 @@ static void start(void)
 		return;
 	}
 	pidfd = fd;
+	shapes_setup();
+	op.needs_inputs = user.needs_inputs = shapes_on;
 	for (int i = 0; i < RF_NUM_SCOPES; i++) {
 		op.scopes[i] = i != RF_USER_SCOPE;
 		user.scopes[i] = i == RF_USER_SCOPE;
@@ -416,6 +427,8 @@ __attribute__((constructor)) static void inproc_ctor(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	tbpf_inproc.ring = (uint64_t)(uintptr_t)tbpf_inproc_ring;
 	tbpf_inproc.names = (uint64_t)(uintptr_t)tbpf_inproc_names;
+	tbpf_inproc.shapes = (uint64_t)(uintptr_t)tbpf_inproc_shapes;
+	tbpf_inproc.nshapes = TBPF_INPROC_SHAPES;
 	/* loaded means resident: tbpf never unloads it */
 	pin_self();
 }

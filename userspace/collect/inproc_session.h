@@ -5,6 +5,7 @@
  * one model builder makes the rows (docs/inproc.md). */
 #ifndef TBPF_INPROC_SESSION_H
 #define TBPF_INPROC_SESSION_H
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "tbpf_abi.h"
@@ -16,6 +17,9 @@ struct inproc_out {
 	int (*op)(void *ctx, const struct rec_op *r);
 	/* a name before the first record with its op id; once per id */
 	int (*name)(void *ctx, uint32_t op_id, const char *name);
+	/* --record-shapes: a shape list before the first record with its
+	 * id (REC_OP_ENTER as struct rec_op_shape, h.size says); once per id */
+	int (*shape)(void *ctx, uint64_t shape_id, const struct tbpf_shape *s);
 	void *ctx;
 };
 
@@ -25,6 +29,8 @@ struct inproc_totals {
 	uint64_t unmatched;  /* ends without their start */
 	uint64_t overflow;   /* starts deeper than TBPF_INPROC_STACK */
 	uint64_t names_lost;
+	uint64_t shapes_lost;  /* calls without shapes: the agent's table was full */
+	uint64_t shapes_bad;   /* tensors whose sizes did not multiply to numel */
 };
 
 struct inproc_session *inproc_session_new(const struct inproc_out *out);
@@ -34,6 +40,12 @@ struct inproc_session *inproc_session_new(const struct inproc_out *out);
  * agent, -EPROTO the agent refused (no symbols, ...). */
 int inproc_session_add(struct inproc_session *s, pid_t pid, const char *agent_path,
 		       unsigned layout, char **why);
+/* The same, with input shapes read through iv (the target torch's,
+ * inproc_ivlayout_for; NULL: none).  *shapes_on: whether the agent reads
+ * them (false with a NULL iv, or when the agent could not set them up). */
+int inproc_session_add_shapes(struct inproc_session *s, pid_t pid, const char *agent_path,
+			      unsigned layout, const struct tbpf_inproc_ivlayout *iv,
+			      bool *shapes_on, char **why);
 /* Drain every target to the output; returns how many are alive, or the
  * output's -errno. */
 int inproc_session_poll(struct inproc_session *s);

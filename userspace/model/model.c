@@ -357,6 +357,11 @@ int model_feed_name(struct model_feed *f, uint32_t op_id, const char *name, cons
 	return capture_meta_add_op(&f->meta, op_id, name, overload);
 }
 
+int model_feed_shape(struct model_feed *f, uint64_t shape_id, const struct tbpf_shape *s)
+{
+	return capture_meta_add_shape(&f->meta, shape_id, s);
+}
+
 int model_feed_record(struct model_feed *f, const struct rec_hdr *h)
 {
 	capture_meta_finish(&f->meta);   /* sorts only after names were added */

@@ -134,6 +134,9 @@ struct model_feed *model_feed_new(struct tbpf_model *m);
 int model_feed_name(struct model_feed *f, uint32_t op_id, const char *name, const char *overload);
 /* One REC_OP_ENTER/EXIT record; 0 or -errno. */
 int model_feed_record(struct model_feed *f, const struct rec_hdr *h);
+/* An input shape list (--record-shapes) by its id, as a REC_SHAPE record
+ * gives it to a capture's meta table. */
+int model_feed_shape(struct model_feed *f, uint64_t shape_id, const struct tbpf_shape *s);
 /* Close the open frames, name the rows, take the run info of run/end (as a
  * capture's run and end records would give it).  0 or -errno. */
 int model_feed_finish(struct model_feed *f, const struct capture_run *run,
