@@ -172,18 +172,31 @@ static void test_per_process(void **state)
 	}
 	assert_int_equal(total[0], 8);
 	assert_int_equal(total[1], 1);
+	/* CUDA tables per process: the fixture's launch and cudaMalloc are
+	 * pid 100's; pid 200 made no CUDA call */
+	assert_non_null(m.cuda);
+	assert_non_null(m.procs[0].m->cuda);
+	assert_null(m.procs[1].m->cuda);
+	assert_int_equal(m.procs[0].m->cuda->records, m.cuda->records);
+	assert_int_equal(m.procs[0].m->cuda->nkernels, 1);
+	assert_int_equal(m.procs[0].m->cuda->kernels[0].launches, m.cuda->kernels[0].launches);
+	assert_string_equal(m.procs[0].m->cuda->kernels[0].name, m.cuda->kernels[0].name);
+	assert_int_equal(m.procs[0].m->cuda->peak_bytes, m.cuda->peak_bytes);
 	free(all);
 	model_free(&m);
 	capture_reader_close(r);
 
 	struct export_opts o = { .row_limit = -1 };
 	export_ok("table", "procs.txt", &o);
-	char *got = run(&st, "grep -c '^Self CPU time total' %s; grep '^== ' %s", out_path("procs.txt"),
-			out_path("procs.txt"));
+	char *got = run(&st, "grep -c '^Self CPU time total' %s; grep -E '^(== |CUDA )' %s",
+			out_path("procs.txt"), out_path("procs.txt"));
+	/* the CUDA tables inside pid 100's section, none in pid 200's */
 	assert_string_equal(got, "2\n"
-			    "== pid 100: python3 train.py (torch 1.13.0): 8 op calls ==\n"
-			    "== pid 200: python3 bench.py (torch unknown): 1 op calls ==\n"
-			    "== all processes ==\n");
+			    "== pid 100: python3 train.py (torch 1.13.0): 8 op calls, 2 CUDA API calls ==\n"
+			    "CUDA API calls (host side; Host times of the calls probed at return)\n"
+			    "CUDA kernels (host-side launches)\n"
+			    "CUDA allocations\n"
+			    "== pid 200: python3 bench.py (torch unknown): 1 op calls ==\n");
 	free(got);
 	/* --merge: one table, today's */
 	o.merge = true;
