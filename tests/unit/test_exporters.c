@@ -239,11 +239,27 @@ static void test_steps_cut(void **state)
 	assert_non_null(w);
 	err = capture_write_run(w, &ri);
 	err = err ?: capture_write_process(w, 7, "python3", "python3 train.py");
+	/* a kernel launched by each aten::a (steps 0, 1, 2) and by aten::b
+	 * (step 1) */
+	static const uint64_t launch_t[] = { 125, 165, 176, 205 };
+	size_t nl = 0;
+
 	for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]) && !err; i++) {
 		struct rec_op r = fx_op(ev[i].type, 7, 7, ev[i].t, ev[i].op, 0, 0, 0);
 
 		err = capture_write_raw(w, &r, sizeof(r));
+		while (!err && nl < 4 && launch_t[nl] < (i + 1 < sizeof(ev) / sizeof(ev[0]) ?
+							 ev[i + 1].t : UINT64_MAX)) {
+			struct rec_launch l = { .h = { .type = REC_LAUNCH, .size = sizeof(l), .tid = 7,
+						       .ts_ns = T0 + launch_t[nl] },
+						.pid = 7, .api = CU_cudaLaunchKernel, .func = 0x1000,
+						.op_id = launch_t[nl] == 176 ? B : A };
+
+			err = capture_write_raw(w, &l, sizeof(l));
+			nl++;
+		}
 	}
+	assert_int_equal(nl, 4);
 	err = err ?: capture_write_op(w, A, "aten::a", "");
 	err = err ?: capture_write_op(w, B, "aten::b", "");
 	err = err ?: capture_write_op(w, SC, "Optimizer.step#SGD.step", "");
@@ -283,9 +299,35 @@ static void test_steps_cut(void **state)
 	assert_int_equal(sc, 1);
 	assert_int_equal(st, 1);
 	model_free(&m);
+	/* the CUDA tables too: step 1's two launches (issue 18) */
+	model_init(&m);
+	assert_int_equal(model_from_capture_steps(r, MODEL_CUDA, NULL, &sched, &m), 0);
+	assert_non_null(m.cuda);
+	assert_int_equal(m.cuda->records, 2);
+	assert_int_equal(m.cuda->apis[CU_cudaLaunchKernel].calls, 2);
+	assert_int_equal(cuda_model_of_pid(m.cuda, 7)->records, 2);
+	model_free(&m);
+	/* repeat=2 (active=1, steps 0 and 1): the last cycle's, step 1, as
+	 * torch.profiler's key_averages() after the run */
+	struct step_schedule rep = { .active = 1, .repeat = 2, .set = true };
+	model_init(&m);
+	assert_int_equal(model_from_capture_steps(r, MODEL_CUDA, NULL, &rep, &m), 0);
+	assert_int_equal(m.steps->n, 1);
+	assert_int_equal(m.steps->v[0].k, 1);
+	assert_int_equal(m.cuda->records, 2);
+	b = 0;
+	for (size_t i = 0; i < m.prof.nops; i++) {
+		if (!strcmp(m.prof.ops[i].name, "aten::b") || !strcmp(m.prof.ops[i].name, PROF_STEP_ROW))
+			b += m.prof.ops[i].calls;
+		else if (!strcmp(m.prof.ops[i].name, "aten::a"))
+			assert_int_equal(m.prof.ops[i].calls, 1);
+	}
+	assert_int_equal(b, 2);
+	model_free(&m);
 	/* without a schedule: every op, no ProfilerStep* row */
 	model_init(&m);
-	assert_int_equal(model_from_capture(r, 0, &m), 0);
+	assert_int_equal(model_from_capture(r, MODEL_CUDA, &m), 0);
+	assert_int_equal(m.cuda->records, 4);
 	a = 0;
 	for (size_t i = 0; i < m.prof.nops; i++) {
 		assert_string_not_equal(m.prof.ops[i].name, PROF_STEP_ROW);

@@ -249,7 +249,9 @@ int model_from_capture_steps(struct capture_reader *r, unsigned parts, const cha
 		err = step_stats_from_capture(r, &m->steps_bounds, &m->steps_own);
 	if (err)
 		return err;
-	step_stats_keep_active(&m->steps_own, sched);
+	/* a repeating schedule: the last cycle, as key_averages() shows it */
+	steps_last_cycle(&m->steps_bounds, sched);
+	step_stats_keep_active(&m->steps_own, sched, &m->steps_bounds);
 	m->steps = &m->steps_own;
 	return model_from_capture_w(r, parts, m, sched);
 }
