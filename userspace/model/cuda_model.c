@@ -477,25 +477,46 @@ static int add_alloc(struct cuda_model *m, const struct rec_alloc *r)
 	return 0;
 }
 
+bool cuda_rec_host_ns(const struct rec_hdr *h, uint64_t *ns)
+{
+	*ns = 0;
+	switch (h->type) {
+	case REC_SYNC:
+		*ns = ((const struct rec_sync *)h)->dur_ns;
+		return true;
+	case REC_MEMOP: {
+		const struct rec_memop *r = (const void *)h;
+
+		*ns = r->dur_ns;
+		/* before return timing: only the synchronous ones */
+		return (r->flags & MEMOP_TIMED) || r->api == CU_cudaMemcpy ||
+		       r->api == CU_cudaMemset;
+	}
+	case REC_LAUNCH:
+		if (h->size < sizeof(struct rec_launch))
+			return false;
+		*ns = ((const struct rec_launch *)h)->dur_ns;
+		return *ns != 0;
+	case REC_ALLOC:
+		if (h->size < sizeof(struct rec_alloc))
+			return false;
+		*ns = ((const struct rec_alloc *)h)->dur_ns;
+		return *ns != 0;
+	}
+	return false;
+}
+
 /* The per-API row of a record: a call, and its host time when the
- * probe timed it (synchronous copies/sets, synchronizations). */
+ * probes timed it. */
 static void api_add(struct cuda_model *m, const void *rec)
 {
-	const struct rec_hdr *h = rec;
 	uint32_t api = ((const struct rec_launch *)rec)->api;
 	struct cuda_apistat *a;
-	uint64_t dur = 0;
-	bool timed = false;
+	uint64_t dur;
+	bool timed = cuda_rec_host_ns(rec, &dur);
 
 	if (api >= CU_API_MAX)
 		return;
-	if (h->type == REC_SYNC) {
-		dur = ((const struct rec_sync *)rec)->dur_ns;
-		timed = true;
-	} else if (h->type == REC_MEMOP && (api == CU_cudaMemcpy || api == CU_cudaMemset)) {
-		dur = ((const struct rec_memop *)rec)->dur_ns;
-		timed = true;
-	}
 	a = &m->apis[api];
 	a->api = api;
 	a->calls++;
@@ -547,10 +568,10 @@ int cuda_model_add(struct cuda_model *m, const void *rec, size_t len)
 	if (len < sizeof(*h))
 		return -EINVAL;
 	switch (h->type) {
-	case REC_LAUNCH: need = sizeof(struct rec_launch); break;
+	case REC_LAUNCH: need = REC_LAUNCH_V1_SIZE; break;   /* dur_ns since issue 18 */
 	case REC_MEMOP: need = sizeof(struct rec_memop); break;
 	case REC_SYNC: need = sizeof(struct rec_sync); break;
-	case REC_ALLOC: need = sizeof(struct rec_alloc); break;
+	case REC_ALLOC: need = REC_ALLOC_V1_SIZE; break;
 	default: return 0;
 	}
 	if (len < need || h->size < need) {

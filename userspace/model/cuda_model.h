@@ -106,9 +106,9 @@ typedef char *(*cuda_resolve_fn)(void *ctx, uint32_t pid, uint64_t addr, int *wh
 struct cuda_live { uint32_t pid; uint64_t ptr, bytes; };
 
 /* Calls of one CUDA API (issue 18: the table of a plain CUDA program,
- * named as Kineto's cuda_runtime/cuda_driver events).  Host time only for
- * the calls probed at return too (synchronous copies and sets,
- * synchronizations): `timed` of the `calls`. */
+ * named as Kineto's cuda_runtime/cuda_driver events).  Host time of the
+ * calls timed at their return (every call since return timing;
+ * cuda_rec_host_ns): `timed` of the `calls`. */
 struct cuda_apistat {
 	uint32_t api;
 	uint64_t calls, timed, total_ns, max_ns;
@@ -182,6 +182,12 @@ int cuda_model_to_layers(const struct cuda_model *m, struct layer_tree *t);
 /* The tables of one process (issue 18: a section each), or NULL when pid
  * made no CUDA record.  Valid while m is. */
 const struct cuda_model *cuda_model_of_pid(const struct cuda_model *m, uint32_t pid);
+
+/* The host time of a CUDA record (REC_LAUNCH, REC_MEMOP, REC_SYNC,
+ * REC_ALLOC of h->size bytes) into *ns; false when the probes did not time
+ * the call (records older than return timing, issue 18).  Pure. */
+struct rec_hdr;
+bool cuda_rec_host_ns(const struct rec_hdr *h, uint64_t *ns);
 
 /* True when no CUDA record was added. */
 bool cuda_model_empty(const struct cuda_model *m);
