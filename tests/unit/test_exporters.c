@@ -193,7 +193,7 @@ static void test_per_process(void **state)
 	/* the CUDA tables inside pid 100's section, none in pid 200's */
 	assert_string_equal(got, "2\n"
 			    "== pid 100: python3 train.py (torch 1.13.0): 8 op calls, 2 CUDA API calls ==\n"
-			    "CUDA API calls (host side; Host times of the calls probed at return)\n"
+			    "CUDA API calls (host side; Self CPU: time in the call, of the timed calls)\n"
 			    "CUDA kernels (host-side launches)\n"
 			    "CUDA allocations\n"
 			    "== pid 200: python3 bench.py (torch unknown): 1 op calls ==\n");
