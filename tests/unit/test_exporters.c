@@ -14,6 +14,8 @@
 #include "cmd_report.h"
 #include "export.h"
 #include "fixture_capture.h"
+#include "mem_tables.h"
+#include "memory.h"
 #include "model.h"
 #include "steps.h"
 #include "pbwriter.h"
@@ -205,6 +207,49 @@ static void test_per_process(void **state)
 		  out_path("merged.txt"), out_path("merged.txt"));
 	assert_string_equal(got, "0\n2\n");
 	free(got);
+}
+
+/* A process's part of the memory tables (issue 18: mem_pid): its live
+ * allocations and its devices only; the whole run's without it. */
+static void test_mem_per_process(void **state)
+{
+	struct mem_model mm;
+	struct tbpf_model m;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	mem_model_init(&mm);
+	for (uint32_t pid = 7; pid <= 8; pid++) {
+		struct rec_mem r = { .h = { .type = REC_MEM, .size = sizeof(r), .tid = pid, .ts_ns = pid },
+				     .pid = pid, .dev_type = TBPF_C10_DEV_CPU, .dev_index = -1,
+				     .ptr = 0x1000 * pid, .bytes = 100 * pid };
+		assert_int_equal(mem_model_add(&mm, &r), 0);
+	}
+	assert_int_equal(mem_model_finish(&mm), 0);
+	model_init(&m);
+	m.mem = &mm;
+	m.mem_pid = 8;
+	f = open_memstream(&buf, &len);
+	assert_int_equal(mem_tables_print(f, &m), 0);
+	assert_int_equal(mem_json_member(f, &m), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "Peak CPU memory of pid 8: 800 b"));
+	assert_null(strstr(buf, "pid 7"));
+	assert_null(strstr(buf, "\"pid\": 7"));
+	assert_non_null(strstr(buf, "\"pid\": 8, \"device\": \"CPU\", \"device_index\": -1, \"op\""));
+	free(buf);
+	m.mem_pid = 0;   /* the whole run */
+	f = open_memstream(&buf, &len);
+	assert_int_equal(mem_tables_print(f, &m), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "pid 7"));
+	assert_non_null(strstr(buf, "pid 8"));
+	free(buf);
+	m.mem = NULL;
+	model_free(&m);
+	mem_model_free(&mm);
 }
 
 /* --steps / --schedule (issue 18): a capture of pid 7, one thread; the
@@ -815,6 +860,7 @@ int main(void)
 		cmocka_unit_test(test_table_golden),
 		cmocka_unit_test(test_per_process),
 		cmocka_unit_test(test_steps_cut),
+		cmocka_unit_test(test_mem_per_process),
 		cmocka_unit_test(test_table_matches_torch),
 		cmocka_unit_test(test_table_empty),
 		cmocka_unit_test(test_json),
