@@ -137,15 +137,18 @@ static __always_inline __u64 pystack_mix(__u64 h, __u64 v)
 }
 
 /* One frame per bpf_loop() step: verified once, whatever the depth. */
+struct pystack_loop {
+	struct pystack_scratch *s;
+};
+
 static long pystack_step(__u32 i, void *ctx)
 {
-	__u32 zero = 0, flags = 0, lasti = 0, n;
-	struct pystack_scratch *s;
+	__u32 flags = 0, lasti = 0, n;
+	struct pystack_scratch *s = ((struct pystack_loop *)ctx)->s;
 	struct tbpf_pyproc *pp;
 	struct tbpf_pyframe *f;
 	__u64 frame, code, instr, self;
 
-	s = bpf_map_lookup_elem(&pystack_scratch_map, &zero);
 	if (!s)
 		return 1;
 	pp = &s->pp;
@@ -279,7 +282,13 @@ static __always_inline __u64 pystack_capture(struct task_struct *task, __u32 pid
 	s->n = 0;
 	s->id = pystack_mix(0xcbf29ce484222325ULL, pid);
 	/* shim frames take steps too: allow a few more than we keep */
-	bpf_loop(TBPF_MAX_PYFRAMES + 8, pystack_step, NULL, 0);
+	{
+		/* the scratch reaches each step through the loop's context:
+		 * no map lookup per frame */
+		struct pystack_loop lc = { .s = s };
+
+		bpf_loop(TBPF_MAX_PYFRAMES + 8, pystack_step, &lc, 0);
+	}
 	n = s->n;
 	id = s->id;
 	if (n == 0)
