@@ -326,6 +326,18 @@ struct rec_launch {
 	__u32 op_id;     /* op on top of the thread's stack, 0 = none */
 	__u32 stack_id;  /* Python stack of the outermost op */
 	__u32 depth;
+	__u64 dur_ns;    /* host time in the call (issue 18: written at its
+			  * return; 0 = not timed); absent in records of
+			  * REC_LAUNCH_V1_SIZE */
+};
+/* Records before return timing (older captures): no dur_ns, not timed. */
+#define REC_LAUNCH_V1_SIZE 80
+
+/* rec_memop.flags */
+enum tbpf_memop_flags {
+	MEMOP_TIMED = 1 << 0,   /* dur_ns is the call's host time (issue 18:
+				 * every copy and set since return timing;
+				 * before it only cudaMemcpy and cudaMemset) */
 };
 
 enum tbpf_copy_dir { CP_UNKNOWN = 0, CP_HTOD, CP_DTOH, CP_DTOD, CP_HTOH, CP_SET };
@@ -336,11 +348,11 @@ struct rec_memop {
 	__u32 api;
 	__u64 bytes;
 	__u64 stream;
-	__u64 dur_ns;    /* host time in the call (synchronous copies) */
+	__u64 dur_ns;    /* host time in the call (MEMOP_TIMED) */
 	__u32 dir;       /* enum tbpf_copy_dir */
 	__u32 op_id;
 	__u32 stack_id;
-	__u32 pad;
+	__u32 flags;     /* enum tbpf_memop_flags */
 };
 
 struct rec_sync {
@@ -363,9 +375,12 @@ struct rec_alloc {
 	__u64 bytes;       /* 0 for frees */
 	__u32 op_id;
 	__u32 stack_id;
-	__u32 ret;         /* the API's return code (allocations; 0 for frees) */
+	__u32 ret;         /* the API's return code */
 	__u32 pad;
+	__u64 dur_ns;      /* host time in the call (issue 18; 0 = not
+			    * timed); absent in records of REC_ALLOC_V1_SIZE */
 };
+#define REC_ALLOC_V1_SIZE 56
 
 /* ==== BEGIN REC_GPU (CUPTI agent, issue 6) ==============================
  * Records the in-process agent (agent/tbpf_agent.c) builds from CUPTI

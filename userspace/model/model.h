@@ -62,6 +62,7 @@ struct tbpf_model {
 	bool cuda_own_init;
 	/* --profile-memory: live at the end, peaks (NULL: not profiled) */
 	const struct mem_model *mem;
+	uint32_t mem_pid;                   /* a process's part: mem's rows of it */
 	struct mem_model mem_own;           /* the capture's (mem points here) */
 	bool mem_own_init;
 	/* several processes (model_split): one part each, pid order; 0
@@ -89,12 +90,14 @@ int model_from_capture(struct capture_reader *r, unsigned parts, struct tbpf_mod
  * an active step of their process (boundaries: label's scope, NULL the
  * optimizer's), one PROF_STEP_ROW call per active step, m->steps the
  * active steps.  As torch.profiler's key_averages() after a schedule.
- * The CUDA and memory tables are not cut. */
+ * The CUDA and memory tables are cut the same way (a record is kept when
+ * its time is in an active step of its process). */
 struct step_schedule;
 int model_from_capture_steps(struct capture_reader *r, unsigned parts, const char *label,
 			     const struct step_schedule *sched, struct tbpf_model *m);
 /* One part per process when the run has several (m->procs, pid order):
- * each with the rows of its pid, its steps (from m->steps) and, when
+ * each with the rows of its pid, its steps (from m->steps), its CUDA
+ * tables (cuda_model_of_pid), its memory rows (mem_pid) and, when
  * m->tree is set, its own layer tree over the layer stacks ls; command
  * line and torch version from info (by pid; missing: "").  Nothing when
  * one process.  0 or -ENOMEM. */
