@@ -24,11 +24,13 @@ need_tbpf
 UNSEEN="detach,detach_"
 EVAL="autograd::engine::evaluate_function"
 
+# scopes_case PY ITERS [TBPF ARGS...]
 scopes_case() {
 	local py=$1 iters=$2 label wl=wl_s tb=tb_s
-	label="torch $(torch_version "$py"), 2 threads, $iters batches each"
+	shift 2
+	label="torch $(torch_version "$py"), 2 threads, $iters batches each${*:+, $*}"
 	log "== $label"
-	profiled_pair "$py" scopes_model.py "--iters $iters --threads 2 --bad-backward 2" $wl $tb "$label"
+	profiled_pair "$py" scopes_model.py "--iters $iters --threads 2 --bad-backward 2" $wl $tb "$label" "$@"
 	local out caught
 	out=$(get $wl out)
 	caught=$(result_field "$out" caught)
@@ -45,6 +47,9 @@ scopes_case() {
 scopes_case /usr/bin/python3 10
 if [ -x "$PY2" ] && "$PY2" -c 'import torch' 2>/dev/null; then
 	scopes_case "$PY2" 10
+	# entry probes only (what tbpf falls back to without the guard): the
+	# PyNode frames close by the stack-pointer rule and at the catch
+	scopes_case "$PY2" 10 --exits infer
 else
 	log "torch 2.x venv missing: only torch 1.13 checked"
 fi
