@@ -34,6 +34,10 @@
 /* The boxed-call entry (TorchScript, torch.ops; issue 15): the row is the
  * operator's whose OperatorHandle the call carries (boxed_names) */
 #define TBPF_COOKIE_BOXED (1ULL << 34)
+/* torch::autograd::PyNode::apply (libtorch_python; issue 15): a custom
+ * autograd.Function's backward node, one C++ class for every Python
+ * Function; the row is named from the Python object (py_nodes) */
+#define TBPF_COOKIE_PYNODE (1ULL << 35)
 /* bits 40..63: the op's name id (same for every overload of a name), for
  * torch.profiler's rule that an op whose only child has its own name is
  * shown as one op (aten::sum -> aten::sum.dim_IntList) */
@@ -176,6 +180,22 @@ struct tbpf_boxop {
 	__u32 op_id;      /* 0: not an operator tbpf names (a SKIP frame) */
 	__u32 name_id;    /* TBPF_COOKIE_NAMEID of its ::call */
 };
+/* py_nodes map: pid -> where its PyNodes keep their Python object.  A
+ * PyNode's row is Py_TYPE(obj)->tp_name ("MyFnBackward"), obj at
+ * PyNode+obj_off (derived from PyNode::name()'s code, discover/pynode.h);
+ * the evaluate_function of a Node whose vtable is `vtable` gets
+ * TBPF_PYNODE_EVAL_PREFIX + that name.  Both rows are op rows with ids in
+ * the scope range (named through scope_names like scopes), but their
+ * frames are ordinary op frames (exits by return probe). */
+struct tbpf_pynode {
+	__u64 vtable;     /* PyNode's vtable in the process; 0: unknown */
+	__u32 obj_off;
+	__u32 pad;
+};
+#define TBPF_PYNODE_EVAL_PREFIX "autograd::engine::evaluate_function: "
+#define TBPF_PYNODE_EVAL_PREFIX_LEN 37
+#define TBPF_PYTYPE_TP_NAME 24    /* offsetof(PyTypeObject, tp_name), 3.8 .. 3.13 */
+#define TBPF_PYOBJ_TYPE 8         /* offsetof(PyObject, ob_type) */
 #define TBPF_BOXED_NAME_MAX 64      /* name bytes hashed ("aten::...") */
 #define TBPF_BOXED_OVL_MAX 32       /* overload bytes hashed */
 /* ==== END scopes ======================================================== */

@@ -433,6 +433,27 @@ static size_t node_evals_set(struct session *s, struct tgt *tg, bool add)
 	return n;
 }
 
+/* Where the process's PyNodes keep their Python object, for the BPF side
+ * (issue 15, pynode.h), before PyNode::apply's probe goes live. */
+static void py_nodes_set(struct session *s, struct tgt *tg, bool add)
+{
+	int fd = bpf_map__fd(s->skel->maps.py_nodes);
+	__u32 key = (__u32)tg->t.pid;
+	struct tbpf_pynode v = { .vtable = tg->t.scope.pynode_vtable,
+				 .obj_off = tg->t.scope.pynode_obj_off };
+
+	if (!add) {
+		bpf_map_delete_elem(fd, &key);
+		return;
+	}
+	if (tg->t.scope.pynode_why) {
+		fprintf(stderr, "tbpf: warning: pid %d: no custom autograd.Function backward rows "
+				"(%s)\n", tg->t.pid, tg->t.scope.pynode_why);
+		return;
+	}
+	bpf_map_update_elem(fd, &key, &v, BPF_ANY);
+}
+
 /* Operator name -> row for the boxed-call probe (issue 15, boxedop.h):
  * every ::call operator by the hash of its c10::OperatorName.  Removing
  * also drops the OperatorDef* cache of the process.  Returns how many
@@ -589,6 +610,7 @@ static void tgt_detach(struct session *s, struct tgt *tg)
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.py_procs), &key);
 	node_evals_set(s, tg, false);
 	boxed_names_set(s, tg, false);
+	py_nodes_set(s, tg, false);
 }
 
 static bool is_attached(struct session *s, pid_t pid)
@@ -858,6 +880,8 @@ static int attach_torch(struct session *s, struct tgt *tg, bool filter, char **w
 		err = filter_add_pid(s, tg->t.pid, why);
 	if (!err && filter && s->cfg.gpu_agent)
 		add_gpu_agent(s, tg->t.pid);
+	if (!err)
+		py_nodes_set(s, tg, true);
 	if (!err)
 		err = attach_op_probes(s, tg, no_returns, why);
 	if (!err)

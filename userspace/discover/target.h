@@ -50,6 +50,15 @@ struct target_scope_hooks {
 	uint64_t pend_off[2];
 	uint64_t pend_kind[2];  /* enum tbpf_pend_kind (the attach cookie) */
 	size_t npend;
+	/* custom autograd.Function backward nodes (pynode.h): PyNode::apply
+	 * is probed as one more target_lib (libtorch_python, cookie
+	 * TBPF_COOKIE_PYNODE); where its Python object is, and PyNode's vptr
+	 * in the target (0: libtorch_python not mapped yet, so no
+	 * evaluate_function row named).  pynode_why: why there are no PyNode
+	 * rows (static text), NULL when there are. */
+	uint32_t pynode_obj_off;
+	uint64_t pynode_vtable;
+	const char *pynode_why;
 };
 
 struct op_def {
