@@ -125,6 +125,36 @@ bad:
 	cnt_add(CNT_SHAPE_BAD, 1);
 }
 
+/* The Input type of each argument (tbpf_abi.h, enum tbpf_itype): the
+ * classes the op's signature gives, each optional's engaged flag read
+ * where the ABI put it (a register byte, a stack word, or one byte read
+ * through the reference it was passed by). */
+static __always_inline void shape_itypes(struct pt_regs *ctx, const __u64 *regs,
+					 const struct tbpf_argdesc *a, struct tbpf_shape *s)
+{
+	__builtin_memcpy(s->itype, a->itype, sizeof(s->itype));
+	for (int j = 0; j < TBPF_SHAPE_MAX_OPTS; j++) {
+		__u32 b = a->opt_byte[j], ai = a->opt_argi[j];
+		__u8 on = 0;
+		__u64 w;
+
+		if (j >= a->nopts)
+			break;
+		if (ai >= TBPF_SHAPE_MAX_ARGS)
+			continue;
+		w = arg_word(ctx, regs, a->opt_where[j]);
+		if (b & TBPF_OPT_INDIRECT) {
+			if (bpf_probe_read_user(&on, 1, (void *)(w + (b & 0x3f)))) {
+				s->itype[ai] = ITYPE_UNKNOWN;
+				continue;
+			}
+		} else {
+			on = (__u8)(w >> (8 * (b & 7)));
+		}
+		s->itype[ai] = on ? (__u8)(s->itype[ai] & ~ITYPE_OPT) : ITYPE_NONE;
+	}
+}
+
 /* The shape id of this call's inputs (0: none read), stored in `shapes`
  * (and, for a new id in record mode, a REC_SHAPE record). */
 static __always_inline __u64 shape_capture(struct pt_regs *ctx, __u32 pid, __u32 tid,
@@ -193,6 +223,7 @@ static __always_inline __u64 shape_capture(struct pt_regs *ctx, __u32 pid, __u32
 		}
 		shape_tensor(s, i, impl, l, pid);
 	}
+	shape_itypes(ctx, regs, a, s);
 	/* FNV-1a over the shape (64-bit words) */
 	{
 		__u64 *w = (__u64 *)s;

@@ -385,7 +385,10 @@ int capture_check_bpf_record(const struct rec_hdr *h, size_t len)
 	case REC_SYNC: need = sizeof(struct rec_sync); break;
 	case REC_ALLOC: need = sizeof(struct rec_alloc); break;
 	case REC_SCOPE_NAME: need = sizeof(struct rec_scope_name); break;
-	case REC_SHAPE: need = sizeof(struct rec_shape); break;
+	case REC_SHAPE:
+		/* captures written before Input type had no itype[] */
+		need = sizeof(struct rec_shape) - TBPF_SHAPE_MAX_ARGS;
+		break;
 	case REC_MEM: need = sizeof(struct rec_mem); break;
 	case REC_UNWIND:
 	case REC_GPU:
@@ -1011,8 +1014,19 @@ static void reader_scan(struct capture_reader *r)
 		}
 		if (h->type == REC_SHAPE) {
 			const struct rec_shape *sr = (const void *)h;
+			struct tbpf_shape old;
 
-			if (capture_meta_add_shape(&r->meta, sr->shape_id, &sr->s)) {
+			if (h->size < sizeof(*sr)) {
+				/* before Input type: dims followed kind[]; no types */
+				memcpy(&old, &sr->s, offsetof(struct tbpf_shape, itype));
+				memset(old.itype, ITYPE_UNKNOWN, sizeof(old.itype));
+				memcpy(old.dims, (const char *)&sr->s + offsetof(struct tbpf_shape, itype),
+				       sizeof(old.dims));
+				sr = NULL;
+			}
+			if (capture_meta_add_shape(&r->meta, sr ? sr->shape_id :
+						   ((const struct rec_shape *)h)->shape_id,
+						   sr ? &sr->s : &old)) {
 				rerr(r, at, "out of memory");
 				return;
 			}

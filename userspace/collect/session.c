@@ -1301,7 +1301,7 @@ int session_collect(struct session *s, struct profile *p)
 {
 	bool shapes = s->cfg.shapes && shapes_verified(s);
 	int shapes_fd = bpf_map__fd(s->skel->maps.shapes);
-	char text[1024];
+	char text[1024], types[1024];
 	uint64_t flops_per_call = 0;
 	int ncpu = libbpf_num_possible_cpus();
 	int fd = bpf_map__fd(s->skel->maps.opstats);
@@ -1340,11 +1340,15 @@ int session_collect(struct session *s, struct profile *p)
 			struct tbpf_shape sh;
 
 			row.shape_id = key.shape_id;
-			if (!shape_text(shapes_fd, key.shape_id, text, sizeof(text), &sh))
+			types[0] = '\0';
+			if (!shape_text(shapes_fd, key.shape_id, text, sizeof(text), &sh)) {
 				flops_per_call = shape_flops(row.name, &sh);
-			else
+				shape_types(&sh, types, sizeof(types));
+			} else {
 				flops_per_call = 0;
+			}
 			row.shapes = text;
+			row.types = types;
 		}
 		row.overload = d && d->overload ? d->overload : "";
 		for (int c = 0; c < ncpu; c++) {
