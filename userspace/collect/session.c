@@ -111,6 +111,20 @@ static struct tgt *tgt_by_pid(struct session *s, uint32_t pid)
 	return NULL;
 }
 
+/* --record: a stack's Source Location entries, for `tbpf report
+ * --group-by-stack N` (issue 16). */
+static void write_srcstack(struct capture_writer *cw, const struct sym_stack *st)
+{
+	struct capture_srcentry e[TBPF_MAX_PYFRAMES + 1];
+	unsigned n = st->nsrc < TBPF_MAX_PYFRAMES + 1 ? st->nsrc : TBPF_MAX_PYFRAMES + 1;
+
+	for (unsigned i = 0; i < n; i++)
+		e[i] = (struct capture_srcentry){ .text = st->src[i].text, .cls = st->src[i].cls,
+						  .module = st->src[i].module,
+						  .order = st->src[i].order };
+	capture_write_srcstack(cw, st->pid, st->id, e, n);
+}
+
 /* Symbolize one captured stack now, while the target can be read. */
 static void stack_seen(struct session *s, const struct rec_pystack *r)
 {
@@ -128,8 +142,10 @@ static void stack_seen(struct session *s, const struct rec_pystack *r)
 		s->stack_errors++;
 		return;
 	}
-	if (s->cfg.cw && st)
+	if (s->cfg.cw && st) {
 		capture_write_stack(s->cfg.cw, st->pid, st->id, st->frames, st->nframes);
+		write_srcstack(s->cfg.cw, st);
+	}
 }
 
 /* New stacks in the BPF dedup map (table mode has no records). */
