@@ -767,7 +767,8 @@ struct tbpf_argdesc {
 struct tbpf_tlayout {
 	__u16 sizes_off;      /* TensorImpl -> sizes_and_strides_.size_ */
 	__u16 numel_off;      /* TensorImpl -> numel_ */
-	__u16 dtype_off;      /* TensorImpl -> data_type_ (u16 ScalarType) */
+	__u16 dtype_off;      /* TensorImpl -> data_type_ (u16 ScalarType); the
+			       * reader needs numel_off + 8 (one read of both) */
 	__u16 opt_value_off;  /* optional<Tensor> -> the TensorImpl* */
 	__u16 opt_flag_off;   /* optional<Tensor> -> engaged byte */
 	__u16 pad[3];
