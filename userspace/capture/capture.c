@@ -812,8 +812,10 @@ static const char *c_str(struct mcur *c, struct capture_meta *m)
 }
 
 static const char *const meta_names[] = {
-	"run", "process", "thread", "op", "stack", "kernel", "end",
+	"run", "process", "thread", "op", "stack", "kernel", "end", "source location",
 };
+_Static_assert(sizeof(meta_names) / sizeof(meta_names[0]) == REC_META_MAX - REC_META_RUN,
+	       "a name per meta record type");
 
 static int load_meta(struct capture_reader *r, const struct rec_hdr *h, uint64_t at)
 {
