@@ -785,15 +785,47 @@ enum tbpf_arg_kind {
 	ARGK_SYMINT = 5,      /* c10::SymInt by value: a pointer to it */
 };
 
+/* torch.profiler's "Input type" of each argument (Kineto's trace arg,
+ * _KinetoEvent.dtypes()): a tensor's dtype name, "Scalar" (int, float,
+ * bool, Scalar and the enums kept as ints: ScalarType, Layout,
+ * MemoryFormat), "ScalarList" (int/float/bool lists, torch 2.x; 1.13
+ * shows ""), "TensorList", or "" (None, undefined tensors, Device,
+ * strings, generators, lists of optional tensors...).  tbpf_argdesc.itype
+ * holds the class its C++ type gives each argument, ITYPE_OPT set when
+ * it is an optional whose presence decides it ("" when None); the BPF
+ * side resolves ITYPE_OPT per call into tbpf_shape.itype. */
+enum tbpf_itype {
+	ITYPE_NONE = 0,       /* "" */
+	ITYPE_TENSOR = 1,     /* the dtype of the tensor entry of that
+			       * argument ("" when None or undefined) */
+	ITYPE_SCALAR = 2,     /* "Scalar" */
+	ITYPE_SCALARLIST = 3, /* "ScalarList" */
+	ITYPE_TENSORLIST = 4, /* "TensorList" */
+	ITYPE_UNKNOWN = 5,    /* a type tbpf cannot classify or place: "?" */
+	ITYPE_OPT = 0x80,     /* (argdesc only) shown only when engaged */
+};
+#define TBPF_SHAPE_MAX_OPTS 8     /* optional arguments whose flag is read */
+#define TBPF_OPT_INDIRECT 0x80    /* opt_byte: the word points to the optional */
+
 struct tbpf_argdesc {
 	__u8 nargs;           /* the schema's arguments (the list's length) */
 	__u8 ntensors;        /* entries used below */
-	__u8 pad[2];
+	__u8 nopts;           /* optional-argument flags read (opt_*) */
+	__u8 pad[1];
 	__u8 argi[TBPF_SHAPE_MAX_TENSORS];  /* argument index */
 	__u8 where[TBPF_SHAPE_MAX_TENSORS]; /* < 6: register, else stack slot
 					     * where-6 at rsp+8+8*(where-6) */
 	__u8 kind[TBPF_SHAPE_MAX_TENSORS];  /* enum tbpf_arg_kind */
 	__u8 pad2[4];
+	/* Input type (see enum tbpf_itype) */
+	__u8 itype[TBPF_SHAPE_MAX_ARGS];    /* per argument, ITYPE_OPT maybe set */
+	__u8 opt_argi[TBPF_SHAPE_MAX_OPTS]; /* the optional's argument index */
+	__u8 opt_where[TBPF_SHAPE_MAX_OPTS];/* the word holding its engaged flag
+					     * (register or stack slot, as where) */
+	__u8 opt_byte[TBPF_SHAPE_MAX_OPTS]; /* the flag's byte in that word, or
+					     * TBPF_OPT_INDIRECT | byte offset
+					     * from the address the word holds
+					     * (an optional passed by reference) */
 };
 
 /* Where a process's torch keeps what the reader needs (bytes into the
@@ -803,7 +835,8 @@ struct tbpf_argdesc {
 struct tbpf_tlayout {
 	__u16 sizes_off;      /* TensorImpl -> sizes_and_strides_.size_ */
 	__u16 numel_off;      /* TensorImpl -> numel_ */
-	__u16 dtype_off;      /* TensorImpl -> data_type_ (u16 ScalarType) */
+	__u16 dtype_off;      /* TensorImpl -> data_type_ (u16 ScalarType); the
+			       * reader needs numel_off + 8 (one read of both) */
 	__u16 opt_value_off;  /* optional<Tensor> -> the TensorImpl* */
 	__u16 opt_flag_off;   /* optional<Tensor> -> engaged byte */
 	__u16 pad[3];
@@ -823,6 +856,11 @@ struct tbpf_shape {
 	__u8 dtype[TBPF_SHAPE_MAX_TENSORS];  /* c10::ScalarType */
 	__u8 kind[TBPF_SHAPE_MAX_TENSORS];   /* enum tbpf_arg_kind */
 	__u8 pad2[4];
+	/* Input type of each argument: enum tbpf_itype, ITYPE_OPT resolved
+	 * (ITYPE_NONE when the optional was None).  A writer that knows the
+	 * arguments (the in-process agent) fills it directly; all zero
+	 * (every "") when nothing filled it. */
+	__u8 itype[TBPF_SHAPE_MAX_ARGS];
 	__s64 dims[TBPF_SHAPE_MAX_TENSORS][TBPF_SHAPE_MAX_DIMS];
 };
 

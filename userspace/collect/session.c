@@ -111,6 +111,20 @@ static struct tgt *tgt_by_pid(struct session *s, uint32_t pid)
 	return NULL;
 }
 
+/* --record: a stack's Source Location entries, for `tbpf report
+ * --group-by-stack N` (issue 16). */
+static void write_srcstack(struct capture_writer *cw, const struct sym_stack *st)
+{
+	struct capture_srcentry e[TBPF_MAX_PYFRAMES + 1];
+	unsigned n = st->nsrc < TBPF_MAX_PYFRAMES + 1 ? st->nsrc : TBPF_MAX_PYFRAMES + 1;
+
+	for (unsigned i = 0; i < n; i++)
+		e[i] = (struct capture_srcentry){ .text = st->src[i].text, .cls = st->src[i].cls,
+						  .module = st->src[i].module,
+						  .order = st->src[i].order };
+	capture_write_srcstack(cw, st->pid, st->id, e, n);
+}
+
 /* Symbolize one captured stack now, while the target can be read. */
 static void stack_seen(struct session *s, const struct rec_pystack *r)
 {
@@ -128,8 +142,10 @@ static void stack_seen(struct session *s, const struct rec_pystack *r)
 		s->stack_errors++;
 		return;
 	}
-	if (s->cfg.cw && st)
+	if (s->cfg.cw && st) {
 		capture_write_stack(s->cfg.cw, st->pid, st->id, st->frames, st->nframes);
+		write_srcstack(s->cfg.cw, st);
+	}
 }
 
 /* New stacks in the BPF dedup map (table mode has no records). */
@@ -1325,7 +1341,7 @@ int session_collect(struct session *s, struct profile *p)
 {
 	bool shapes = s->cfg.shapes && shapes_verified(s);
 	int shapes_fd = bpf_map__fd(s->skel->maps.shapes);
-	char text[1024];
+	char text[1024], types[1024];
 	uint64_t flops_per_call = 0;
 	int ncpu = libbpf_num_possible_cpus();
 	int fd = bpf_map__fd(s->skel->maps.opstats);
@@ -1364,11 +1380,15 @@ int session_collect(struct session *s, struct profile *p)
 			struct tbpf_shape sh;
 
 			row.shape_id = key.shape_id;
-			if (!shape_text(shapes_fd, key.shape_id, text, sizeof(text), &sh))
+			types[0] = '\0';
+			if (!shape_text(shapes_fd, key.shape_id, text, sizeof(text), &sh)) {
 				flops_per_call = shape_flops(row.name, &sh);
-			else
+				shape_types(&sh, types, sizeof(types));
+			} else {
 				flops_per_call = 0;
+			}
 			row.shapes = text;
+			row.types = types;
 		}
 		row.overload = d && d->overload ? d->overload : "";
 		for (int c = 0; c < ncpu; c++) {
