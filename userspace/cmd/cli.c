@@ -92,8 +92,9 @@ static const char usage_text[] =
 "      --inproc           load tbpf's RecordFunction agent into --pid (ptrace +\n"
 "                         dlopen) and record ops with in-process callbacks, as\n"
 "                         torch.profiler does: lower cost than uprobes; torch\n"
-"                         1.13 and 2.8 (others: the uprobe mode); no Python\n"
-"                         stacks (no tree) yet\n"
+"                         1.13 and 2.8 (others: the uprobe mode); the agent\n"
+"                         walks Python stacks for --format tree/json, traces\n"
+"                         and --record (not for the table; --no-python: none)\n"
 "      --ring-size SIZE   record ring buffer (default 16M); raise it when\n"
 "                         events are reported dropped\n"
 "      --tensorboard DIR  also write a TensorBoard run folder: one Kineto trace\n"
@@ -125,6 +126,7 @@ static const char usage_text[] =
 "  sudo tbpf --pid 1234 --duration 10s --group-by-stack 5 --row-limit 20\n"
 "  sudo tbpf --pid 1234 --duration 10s --profile-memory --sort self_cpu_memory_usage\n"
 "  sudo tbpf --pid 1234 --duration 10s --inproc   # in-process callbacks\n"
+"  sudo tbpf --pid 1234 --duration 10s --inproc --format tree   # layers, in-process\n"
 "  sudo tbpf --pid 1234 --duration 10s -o run.tbpf\n"
 "  sudo tbpf --pid 1234 --steps 5 --tensorboard runs/job  # tensorboard --logdir runs\n"
 "  sudo tbpf --pid 1234 --schedule wait=1,warmup=1,active=3,repeat=2 --tensorboard runs/job\n"
@@ -382,9 +384,9 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 	if (o.inproc && (start || !o.sel.npids))   /* issue 19 */
 		return usage_error("%s", start ? "--inproc attaches to running processes: use --pid"
 					       : "--inproc needs --pid");
-	if (o.inproc && (o.inject || o.redispatch || (o.format && !strcmp(o.format, "tree"))))
-		return usage_error("%s", "--inproc records RecordFunctions only: no --inject, "
-					 "--redispatch or --format tree (no Python stacks yet)");
+	if (o.inproc && (o.inject || o.redispatch))
+		return usage_error("%s", "--inproc records RecordFunctions only: no --inject or "
+					 "--redispatch");
 	if (start) {
 		if (o.sel.npids)
 			return usage_error("%s", "tbpf run profiles the command it starts: no --pid");
