@@ -137,15 +137,18 @@ static __always_inline __u64 pystack_mix(__u64 h, __u64 v)
 }
 
 /* One frame per bpf_loop() step: verified once, whatever the depth. */
+struct pystack_loop {
+	struct pystack_scratch *s;
+};
+
 static long pystack_step(__u32 i, void *ctx)
 {
-	__u32 zero = 0, flags = 0, lasti = 0, n;
-	struct pystack_scratch *s;
+	__u32 flags = 0, lasti = 0, n;
+	struct pystack_scratch *s = ((struct pystack_loop *)ctx)->s;
 	struct tbpf_pyproc *pp;
 	struct tbpf_pyframe *f;
 	__u64 frame, code, instr, self;
 
-	s = bpf_map_lookup_elem(&pystack_scratch_map, &zero);
 	if (!s)
 		return 1;
 	pp = &s->pp;
@@ -227,9 +230,10 @@ static __always_inline __u64 pystack_top_frame(const struct tbpf_pyproc *pp,
 	return frame;
 }
 
-/* Does the innermost Python frame run nn.Module._call_impl?  Its code
- * object's co_name, an ASCII str, is compared with TBPF_MODCALL_FUNC. */
-static __always_inline bool pystack_top_is_call_impl(struct task_struct *task, __u32 pid)
+/* The innermost Python frame when it runs nn.Module._call_impl, else 0.
+ * Its code object's co_name, an ASCII str, is compared with
+ * TBPF_MODCALL_FUNC. */
+static __always_inline __u64 pystack_top_call_impl(struct task_struct *task, __u32 pid)
 {
 	static const char want[] = TBPF_MODCALL_FUNC;
 	struct tbpf_pyproc *pp = bpf_map_lookup_elem(&py_procs, &pid);
@@ -238,39 +242,38 @@ static __always_inline bool pystack_top_is_call_impl(struct task_struct *task, _
 	__u8 owner = 0;
 
 	if (!pp || pp->kind == PYK_NONE || pp->co_name == TBPF_PYOFF_NONE)
-		return false;
+		return 0;
 	frame = pystack_top_frame(pp, task);
 	if (!frame)
-		return false;
+		return 0;
 	if (pp->fr_owner != TBPF_PYOFF_NONE &&
 	    (bpf_probe_read_user(&owner, 1, (const void *)(frame + pp->fr_owner)) || owner == 3))
-		return false;   /* a C-stack shim, not Python code */
+		return 0;   /* a C-stack shim, not Python code */
 	code = pystack_rd(frame + pp->fr_code);
 	str = code ? pystack_rd(code + pp->co_name) : 0;
 	if (!str || bpf_probe_read_user(name, sizeof(name), (const void *)(str + pp->str_ascii_data)))
-		return false;
+		return 0;
 	for (int i = 0; i < (int)sizeof(want); i++)
 		if (name[i] != want[i])
-			return false;
-	return true;
+			return 0;
+	return frame;
 }
 
-static __always_inline __u64 pystack_capture(struct task_struct *task, __u32 pid)
+/* The stack of Python frames from `frame` (the thread's innermost) out;
+ * returns its id, 0 when there is none. */
+static __always_inline __u64 pystack_capture_from(__u32 pid, __u64 frame)
 {
 	struct tbpf_pyproc *pp;
 	struct pystack_scratch *s;
 	struct rec_pystack *r;
 	__u32 zero = 0, n;
-	__u64 frame, id;
+	__u64 id;
 
 	pp = bpf_map_lookup_elem(&py_procs, &pid);
-	if (!pp || pp->kind == PYK_NONE)
+	if (!pp || pp->kind == PYK_NONE || !frame)
 		return 0;
 	s = bpf_map_lookup_elem(&pystack_scratch_map, &zero);
 	if (!s)
-		return 0;
-	frame = pystack_top_frame(pp, task);
-	if (!frame)
 		return 0;
 
 	s->pp = *pp;
@@ -279,7 +282,13 @@ static __always_inline __u64 pystack_capture(struct task_struct *task, __u32 pid
 	s->n = 0;
 	s->id = pystack_mix(0xcbf29ce484222325ULL, pid);
 	/* shim frames take steps too: allow a few more than we keep */
-	bpf_loop(TBPF_MAX_PYFRAMES + 8, pystack_step, NULL, 0);
+	{
+		/* the scratch reaches each step through the loop's context:
+		 * no map lookup per frame */
+		struct pystack_loop lc = { .s = s };
+
+		bpf_loop(TBPF_MAX_PYFRAMES + 8, pystack_step, &lc, 0);
+	}
 	n = s->n;
 	id = s->id;
 	if (n == 0)
@@ -321,6 +330,16 @@ static __always_inline __u64 pystack_capture(struct task_struct *task, __u32 pid
 			pystack_count(CNT_DROPS);
 	}
 	return id;
+}
+
+/* The calling thread's Python stack; its id, 0 when there is none. */
+static __always_inline __u64 pystack_capture(struct task_struct *task, __u32 pid)
+{
+	struct tbpf_pyproc *pp = bpf_map_lookup_elem(&py_procs, &pid);
+
+	if (!pp || pp->kind == PYK_NONE)
+		return 0;
+	return pystack_capture_from(pid, pystack_top_frame(pp, task));
 }
 
 #endif /* TBPF_PYSTACK_BPF_H */

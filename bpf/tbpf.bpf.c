@@ -975,14 +975,15 @@ int BPF_KPROBE(tbpf_module_call)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	struct task_struct *task;
-	__u64 stack;
+	__u64 stack, frame;
 
 	if (!(tbpf_mode & TBPF_MODE_PYSTACK) || !pid_ok(pid))
 		return 0;
 	task = (struct task_struct *)bpf_get_current_task();
-	if (!pystack_top_is_call_impl(task, pid))
+	frame = pystack_top_call_impl(task, pid);
+	if (!frame)
 		return 0;
-	stack = pystack_capture(task, pid);
+	stack = pystack_capture_from(pid, frame);
 	if (!stack)
 		return 0;
 	cnt_add(CNT_MODCALLS, 1);

@@ -112,31 +112,73 @@ static int invoke_before(const uint8_t *img, const uint64_t seg[3], uint64_t msi
 	return -ENOENT;
 }
 
-/* boxedop_leas over all of the code (270 MB in libtorch_cpu) in 16 MB
+#define CHUNK (4u << 20)
+
+/* boxedop_leas over all of the code (270 MB in libtorch_cpu) in 4 MB
  * steps, giving each step's pages back (elf_file_drop_pages): a match
  * starts below a step's end, so a step of n + 6 bytes finds each once. */
 static size_t leas_chunked(struct elf_file *ef, const uint8_t *code, size_t n, uint64_t vaddr,
-			   uint64_t want, uint64_t *site, uint64_t *target, size_t max)
+			   uint64_t lo, uint64_t hi, uint64_t *site, uint64_t *target, size_t max)
 {
-	const size_t step = 16u << 20;
 	size_t found = 0;
 
-	for (size_t off = 0; off < n && found < max; off += step) {
-		size_t len = n - off < step + 6 ? n - off : step + 6;
+	for (size_t off = 0; off < n && found < max; off += CHUNK) {
+		size_t len = n - off < CHUNK + 6 ? n - off : CHUNK + 6;
 
-		found += boxedop_leas(code + off, len, vaddr + off, want, want, site + found,
+		found += boxedop_leas(code + off, len, vaddr + off, lo, hi, site + found,
 				      target + found, max - found);
 		elf_file_drop_pages(ef);
 	}
 	return found;
 }
 
+/* The nearest function start before a typeinfo load is _M_manager's:
+ * try the lea targets from the nearest down. */
+static int try_managers(const uint8_t *img, const uint64_t *seg, const uint64_t *s2, uint64_t *t2,
+			size_t n2, uint64_t *vaddr)
+{
+	for (size_t tries = 0; tries < n2; tries++) {
+		size_t best = n2;
+
+		for (size_t k = 0; k < n2; k++)
+			if (t2[k] && (best == n2 || t2[k] > t2[best]))
+				best = k;
+		if (best == n2)
+			break;
+		if (!invoke_before(img, seg, s2[best], vaddr))
+			return 0;
+		t2[best] = 0;
+	}
+	return -ENOENT;
+}
+
+#define NEAR_WINDOW (1u << 20)
+
+/* createOperatorFromC10's lea _M_manager(%rip), where _M_manager starts at
+ * most 1 KiB before its typeinfo load at s1: first within NEAR_WINDOW of
+ * s1 (the same translation unit: 3 KiB apart in torch 1.13), then in all
+ * of the code. */
+static int find_manager_user(struct elf_file *ef, const uint8_t *img, const uint64_t *seg,
+			     uint64_t s1, uint64_t *vaddr)
+{
+	const uint8_t *text = img + seg[1];
+	uint64_t s2[16], t2[16], lo = s1 - seg[0] > NEAR_WINDOW ? s1 - NEAR_WINDOW : seg[0];
+	uint64_t hi = seg[0] + seg[2] - s1 > NEAR_WINDOW ? s1 + NEAR_WINDOW : seg[0] + seg[2];
+	size_t n2;
+
+	n2 = boxedop_leas(text + (lo - seg[0]), hi - lo, lo, s1 - 1024, s1, s2, t2, 16);
+	if (!try_managers(img, seg, s2, t2, n2, vaddr))
+		return 0;
+	n2 = leas_chunked(ef, text, seg[2], seg[0], s1 - 1024, s1, s2, t2, 16);
+	return try_managers(img, seg, s2, t2, n2, vaddr);
+}
+
 static int find_by_typeinfo(struct elf_file *ef, uint64_t *vaddr)
 {
 	struct tiname ti = { 0 };
-	const uint8_t *img, *text;
-	uint64_t seg[3], name_va, tinfo, s1[4], t1[4], s2[16], t2[16];
-	size_t isz, n1, n2;
+	const uint8_t *img;
+	uint64_t seg[3], name_va, tinfo, s1[4], t1[4];
+	size_t isz, n1;
 
 	if (elf_file_image(ef, &img, &isz) || elf_file_exec_segment(ef, 0, &seg[0], &seg[1], &seg[2]))
 		return -ENOENT;
@@ -148,27 +190,17 @@ static int find_by_typeinfo(struct elf_file *ef, uint64_t *vaddr)
 	if (elf_file_find_relative(ef, name_va, &tinfo))
 		return -ENOENT;
 	tinfo -= 8;
-	text = img + seg[1];
-	/* _M_manager's __get_type_info: lea typeinfo(%rip) */
-	n1 = leas_chunked(ef, text, seg[2], seg[0], tinfo, s1, t1, 4);
-	for (size_t i = 0; i < n1; i++) {
-		/* createOperatorFromC10: lea _M_manager(%rip), where _M_manager
-		 * starts at most 1 KiB before its typeinfo load */
-		n2 = boxedop_leas(text, seg[2], seg[0], s1[i] - 1024, s1[i], s2, t2, 16);
-		/* the nearest function start before the load is _M_manager's:
-		 * try the targets from the nearest down */
-		for (size_t tries = 0; tries < n2; tries++) {
-			size_t best = n2;
+	/* _M_manager's __get_type_info: lea typeinfo(%rip), tried as each
+	 * CHUNK is scanned so the scan stops at the first that leads to
+	 * invoke */
+	for (size_t off = 0; off < seg[2]; off += CHUNK) {
+		size_t len = seg[2] - off < CHUNK + 6 ? seg[2] - off : CHUNK + 6;
 
-			for (size_t k = 0; k < n2; k++)
-				if (t2[k] && (best == n2 || t2[k] > t2[best]))
-					best = k;
-			if (best == n2)
-				break;
-			if (!invoke_before(img, seg, s2[best], vaddr))
+		n1 = boxedop_leas(img + seg[1] + off, len, seg[0] + off, tinfo, tinfo, s1, t1, 4);
+		elf_file_drop_pages(ef);
+		for (size_t i = 0; i < n1; i++)
+			if (!find_manager_user(ef, img, seg, s1[i], vaddr))
 				return 0;
-			t2[best] = 0;
-		}
 	}
 	return -ENOENT;
 }
