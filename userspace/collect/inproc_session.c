@@ -131,6 +131,10 @@ static int locate_or_inject(pid_t pid, const char *agent_path, struct inproc_loc
 	}
 	/* INJECT_FORCE: the CUPTI-subscriber refusal is about the CUPTI agent */
 	err = inject_dlopen(pid, agent_path, INJECT_FORCE, &handle, why);
+	/* a SIGKILLed target is still exiting when ptrace reports its thread
+	 * gone (not yet a zombie): give it up to 100 ms to finish */
+	for (int i = 0; err && i < 20 && !proc_exited(pid); i++)
+		usleep(5000);
 	if (err && proc_exited(pid)) {
 		free(*why);
 		*why = strf("pid %d exited while tbpf loaded its in-process agent", pid);
