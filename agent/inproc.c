@@ -43,6 +43,7 @@ EXPORT volatile struct tbpf_inproc_ctl tbpf_inproc = {
 };
 EXPORT struct tbpf_inproc_rec tbpf_inproc_ring[TBPF_INPROC_SLOTS];
 EXPORT struct tbpf_inproc_name tbpf_inproc_names[TBPF_INPROC_NAMES];
+EXPORT struct tbpf_shape tbpf_inproc_shapes[TBPF_INPROC_SHAPES];
 
 static struct {
 	uint64_t (*add_global)(struct tbpf_rf_callback cb);
@@ -92,6 +93,8 @@ static inline uint32_t fnv1a(const char *s)
 	return h ? h : 1;
 }
 
+#include "inproc_shapes.h"
+
 /* ---- names: published before the first record that uses them ---------- */
 static void name_publish(uint32_t h, const char *s, uint8_t flags)
 {
@@ -134,7 +137,7 @@ static inline void name_known(uint32_t h, const char *s, uint8_t flags)
 
 /* ---- the ring ------------------------------------------------------------ */
 static inline void emit(uint8_t kind, uint8_t flags, uint32_t hash, uint32_t depth,
-			uint32_t stack)
+			uint32_t shape, uint32_t stack)
 {
 	struct thread_state *t = &ts_;
 	uint64_t head = __atomic_load_n(&tbpf_inproc.head, __ATOMIC_RELAXED), tail;
@@ -155,8 +158,8 @@ static inline void emit(uint8_t kind, uint8_t flags, uint32_t hash, uint32_t dep
 	r->kind = kind;
 	r->flags = flags;
 	r->depth = (uint16_t)depth;
+	r->shape = shape;
 	r->stack = stack;
-	r->pad = 0;
 	__atomic_store_n(&r->stamp, (uint32_t)(head + 1), __ATOMIC_RELEASE);
 }
 
@@ -164,7 +167,7 @@ static inline void on_start(const void *rf, uint8_t flags)
 {
 	struct thread_state *t = &ts_;
 	const char *name;
-	uint32_t h;
+	uint32_t h, shape = 0;
 
 	if (!enabled)
 		return;
@@ -177,10 +180,12 @@ static inline void on_start(const void *rf, uint8_t flags)
 	name = api.name(rf);
 	h = fnv1a(name ? name : "");
 	name_known(h, name ? name : "", flags);
+	if (shapes_on)
+		shape = shape_of(rf, h);
 	t->open[t->depth] = rf;
 	t->hash[t->depth] = h;
 	t->fl[t->depth] = flags;
-	emit(INPROC_ENTER, flags, h, t->depth,
+	emit(INPROC_ENTER, flags, h, t->depth, shape,
 	     py_on ? py_stack_at(t->top, t->ins, t->stk, t->fl, t->depth) : 0);
 	t->depth++;
 }
@@ -200,7 +205,7 @@ static inline void on_end(const void *rf, uint8_t flags)
 		return;
 	}
 	t->depth = (uint32_t)i;   /* frames above it ended elsewhere: dropped */
-	emit(INPROC_EXIT, flags, t->hash[i], (uint32_t)i, 0);
+	emit(INPROC_EXIT, flags, t->hash[i], (uint32_t)i, 0, 0);
 }
 
 static void *start_op(void **ret, const void *rf)
@@ -275,6 +280,8 @@ static void remove_callbacks(uint32_t state, const char *detail)
 {
 	enabled = 0;
 	py_on = 0;
+	shapes_on = 0;
+	tbpf_inproc.shapes_on = 0;
 	if (registered && !exiting) {
 		api.remove(handles[0]);
 		api.remove(handles[1]);
@@ -313,6 +320,8 @@ static void start(void)
 		return;
 	}
 	pidfd = fd;
+	shapes_setup();
+	op.needs_inputs = user.needs_inputs = shapes_on;
 	for (int i = 0; i < RF_NUM_SCOPES; i++) {
 		op.scopes[i] = i != RF_USER_SCOPE;
 		user.scopes[i] = i == RF_USER_SCOPE;
@@ -451,6 +460,8 @@ __attribute__((constructor)) static void inproc_ctor(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	tbpf_inproc.ring = (uint64_t)(uintptr_t)tbpf_inproc_ring;
 	tbpf_inproc.names = (uint64_t)(uintptr_t)tbpf_inproc_names;
+	tbpf_inproc.shapes = (uint64_t)(uintptr_t)tbpf_inproc_shapes;
+	tbpf_inproc.nshapes = TBPF_INPROC_SHAPES;
 	/* loaded means resident: tbpf never unloads it */
 	pin_self();
 }

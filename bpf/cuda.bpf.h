@@ -5,11 +5,15 @@
  * thread_get, tramp_page).
  *
  * One program serves every API with the same argument layout; the attach
- * cookie is the API id (enum tbpf_cuda_api).  Calls with a duration
- * (synchronizations, synchronous copies) and calls whose result is only
- * known at return (cudaMalloc's *devPtr) keep an entry in `cuda_pending`
- * (tid -> entry state) that the return probe completes; these C APIs do
- * not throw, so return probes are safe on them.
+ * cookie is the API id (enum tbpf_cuda_api).  Every call is timed (issue
+ * 18: Kineto's cuda_runtime events have a duration, the API table a host
+ * time): its entry keeps its state per thread, in `cuda_pending` (copies,
+ * sets, syncs, allocations: the arguments) or `cuda_lpend` (launches: the
+ * whole record), and its return probe writes the record with the time in
+ * the call and the results known only then (cudaMalloc's *devPtr, the
+ * return code).  These C APIs do not throw, so return probes are safe on
+ * them; a call whose return is never seen (the thread died inside it)
+ * writes no record.
  *
  * libcudart calls the driver API underneath (cudaMalloc -> cuMemAlloc,
  * cudaStreamSynchronize -> cuStreamSynchronize, ...).  Each runtime entry
@@ -33,6 +37,12 @@ struct cuda_pending {
 	__u32 pad;
 };
 
+/* A launch between its entry and its return. */
+struct cuda_lpending {
+	__u64 sp;       /* return slot at entry; 0 = none pending */
+	struct rec_launch r;
+};
+
 struct cuda_rt_call {
 	__u64 sp;       /* return slot of the last runtime API entry */
 	__u64 ra;       /* return address found there at entry */
@@ -44,6 +54,13 @@ struct {
 	__type(key, __u32);
 	__type(value, struct cuda_pending);
 } cuda_pending SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);   /* entries of exited threads age out */
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct cuda_lpending);
+} cuda_lpend SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);   /* entries of exited threads age out */
@@ -196,6 +213,7 @@ static __always_inline int cuda_launch(struct pt_regs *ctx)
 	__u32 api = (__u32)bpf_get_attach_cookie(ctx);
 	__u64 sp = PT_REGS_SP(ctx), now, pystack;
 	__u32 stack_id, depth, op_id;
+	struct cuda_lpending *lp;
 	struct rec_launch *r;
 	__u64 stk[4] = {};   /* return address, stack arguments 7..9 */
 
@@ -207,9 +225,23 @@ static __always_inline int cuda_launch(struct pt_regs *ctx)
 	now = bpf_ktime_get_ns();
 	op_id = cuda_top_op(tid, sp, &stack_id, &pystack, &depth);
 	cuda_count_launch(pid, op_id, pystack);
-	r = cuda_reserve(sizeof(*r), REC_LAUNCH, tid, now);
-	if (!r)
-		return 0;
+	/* the record waits in the thread's slot for the return (in place
+	 * when the thread has one: a hash update costs more) */
+	lp = bpf_map_lookup_elem(&cuda_lpend, &tid);
+	if (!lp) {
+		struct cuda_lpending z = {};
+
+		bpf_map_update_elem(&cuda_lpend, &tid, &z, BPF_ANY);
+		lp = bpf_map_lookup_elem(&cuda_lpend, &tid);
+		if (!lp)
+			return 0;
+	}
+	lp->sp = sp;
+	r = &lp->r;
+	r->h.type = REC_LAUNCH;
+	r->h.size = sizeof(*r);
+	r->h.tid = tid;
+	r->h.ts_ns = now;
 	r->pid = pid;
 	r->api = api;
 	r->op_id = op_id;
@@ -217,6 +249,7 @@ static __always_inline int cuda_launch(struct pt_regs *ctx)
 	r->depth = depth;
 	r->shmem = 0;
 	r->stream = 0;
+	r->dur_ns = 0;
 	__builtin_memset(r->grid, 0, sizeof(r->grid));
 	__builtin_memset(r->block, 0, sizeof(r->block));
 	switch (api) {
@@ -280,7 +313,6 @@ static __always_inline int cuda_launch(struct pt_regs *ctx)
 		r->stream = PT_REGS_PARM2(ctx);
 		break;
 	}
-	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 	return 0;
 }
 
@@ -288,6 +320,34 @@ SEC("uprobe")
 int BPF_KPROBE(tbpf_cuda_launch)
 {
 	return cuda_launch(ctx);
+}
+
+/* The launch's return: its record, with the time in the call. */
+SEC("uprobe")
+int BPF_KPROBE(tbpf_cuda_launch_ret)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	__u32 api = (__u32)bpf_get_attach_cookie(ctx);
+	struct cuda_lpending *lp;
+	struct rec_launch *r;
+	__u64 now;
+
+	if (!pid_ok(pid))
+		return 0;
+	lp = bpf_map_lookup_elem(&cuda_lpend, &tid);
+	/* ours: the same call (a skipped nested one left no entry) */
+	if (!lp || !lp->sp || lp->sp + 8 != PT_REGS_SP(ctx) || lp->r.api != api)
+		return 0;
+	now = bpf_ktime_get_ns();
+	lp->sp = 0;
+	r = cuda_reserve(sizeof(*r), REC_LAUNCH, tid, lp->r.h.ts_ns);
+	if (!r)
+		return 0;
+	__builtin_memcpy(r, &lp->r, sizeof(*r));
+	r->dur_ns = now > lp->r.h.ts_ns ? now - lp->r.h.ts_ns : 1;
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	return 0;
 }
 
 /* ---- copies and sets ------------------------------------------------------ */
@@ -366,7 +426,7 @@ static __always_inline void cuda_emit_memop(__u32 tid, __u64 ts, __u32 pid, __u3
 	r->dir = dir;
 	r->op_id = op_id;
 	r->stack_id = stack_id;
-	r->pad = 0;
+	r->flags = MEMOP_TIMED;
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 
@@ -406,14 +466,9 @@ int BPF_KPROBE(tbpf_cuda_memop)
 		return 0;
 	now = bpf_ktime_get_ns();
 	op_id = cuda_top_op(tid, sp, &stack_id, &pystack, &depth);
-	if (api == CU_cudaMemcpy || api == CU_cudaMemset) {
-		/* synchronous: completed (with its duration) at return */
-		cuda_pend(tid, now, sp, api, PT_REGS_PARM3(ctx),
-			  PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), op_id, stack_id);
-		return 0;
-	}
-	cuda_emit_memop(tid, now, pid, api, PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
-			PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), 0, op_id, stack_id);
+	/* completed (with its duration) at return */
+	cuda_pend(tid, now, sp, api, PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx),
+		  PT_REGS_PARM5(ctx), op_id, stack_id);
 	return 0;
 }
 
@@ -433,7 +488,7 @@ int BPF_KPROBE(tbpf_cuda_memop_ret)
 		return 0;
 	now = bpf_ktime_get_ns();
 	cuda_emit_memop(tid, p->ts, pid, api, 0, p->a0, p->a1, p->a2,
-			now > p->ts ? now - p->ts : 0, p->op_id, p->stack_id);
+			now > p->ts ? now - p->ts : 1, p->op_id, p->stack_id);
 	bpf_map_delete_elem(&cuda_pending, &tid);
 	return 0;
 }
@@ -480,7 +535,7 @@ int BPF_KPROBE(tbpf_cuda_sync_ret)
 	if (r) {
 		r->pid = pid;
 		r->api = api;
-		r->dur_ns = now > p->ts ? now - p->ts : 0;
+		r->dur_ns = now > p->ts ? now - p->ts : 1;
 		r->handle = p->a0;
 		r->op_id = p->op_id;
 		r->stack_id = p->stack_id;
@@ -496,7 +551,7 @@ int BPF_KPROBE(tbpf_cuda_sync_ret)
 
 static __always_inline void cuda_emit_alloc(__u32 tid, __u64 ts, __u32 pid, __u32 api,
 					    __u64 ptr, __u64 bytes, __u32 ret,
-					    __u32 op_id, __u32 stack_id)
+					    __u32 op_id, __u32 stack_id, __u64 dur)
 {
 	struct rec_alloc *r = cuda_reserve(sizeof(*r), REC_ALLOC, tid, ts);
 
@@ -510,6 +565,7 @@ static __always_inline void cuda_emit_alloc(__u32 tid, __u64 ts, __u32 pid, __u3
 	r->stack_id = stack_id;
 	r->ret = ret;
 	r->pad = 0;
+	r->dur_ns = dur;
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 
@@ -526,15 +582,8 @@ int BPF_KPROBE(tbpf_cuda_alloc)
 		return 0;
 	now = bpf_ktime_get_ns();
 	op_id = cuda_top_op(tid, sp, &stack_id, &pystack, &depth);
-	switch (api) {
-	case CU_cudaFree: case CU_cudaFreeAsync: case CU_cuMemFree: case CU_cuMemFreeAsync:
-		/* frees: the pointer is known at entry; the result is not
-		 * needed to keep live bytes (a failed free leaves the block
-		 * live, which only the caller's next free would show) */
-		cuda_emit_alloc(tid, now, pid, api, PT_REGS_PARM1(ctx), 0, 0, op_id, stack_id);
-		return 0;
-	}
-	/* (void **ptr, size_t bytes, ...): *ptr is read at return */
+	/* (void **ptr, size_t bytes, ...): *ptr is read at return; frees
+	 * (void *ptr): the pointer */
 	cuda_pend(tid, now, sp, api, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), 0,
 		  op_id, stack_id);
 	return 0;
@@ -548,16 +597,26 @@ int BPF_KPROBE(tbpf_cuda_alloc_ret)
 	__u32 api = (__u32)bpf_get_attach_cookie(ctx);
 	struct cuda_pending *p;
 	__u32 ret = (__u32)PT_REGS_RC(ctx);
-	__u64 ptr = 0;
+	__u64 ptr = 0, now = bpf_ktime_get_ns(), dur;
 
 	if (!pid_ok(pid))
 		return 0;
 	p = cuda_unpend(PT_REGS_SP(ctx), tid, api);
 	if (!p)
 		return 0;
+	dur = now > p->ts ? now - p->ts : 1;
+	switch (api) {
+	case CU_cudaFree: case CU_cudaFreeAsync: case CU_cuMemFree: case CU_cuMemFreeAsync:
+		/* frees: the pointer; a failed free leaves the block live in
+		 * the target, but the model ends it (the caller's next free
+		 * of it would show it) */
+		cuda_emit_alloc(tid, p->ts, pid, api, p->a0, 0, ret, p->op_id, p->stack_id, dur);
+		bpf_map_delete_elem(&cuda_pending, &tid);
+		return 0;
+	}
 	if (ret == 0)
 		bpf_probe_read_user(&ptr, sizeof(ptr), (void *)p->a0);
-	cuda_emit_alloc(tid, p->ts, pid, api, ptr, p->a1, ret, p->op_id, p->stack_id);
+	cuda_emit_alloc(tid, p->ts, pid, api, ptr, p->a1, ret, p->op_id, p->stack_id, dur);
 	bpf_map_delete_elem(&cuda_pending, &tid);
 	return 0;
 }

@@ -188,13 +188,15 @@ struct tbpf_boxop {
  * TBPF_SCOPE_ID_BASE | hash, every other RecordFunction
  * TBPF_INPROC_ID_BASE | hash (hash = FNV-1a 32 of the name). */
 #define TBPF_INPROC_MAGIC 0x636f72706e696274ULL  /* "tbinproc" */
-#define TBPF_INPROC_VERSION 2       /* 2: records carry a Python stack id */
+#define TBPF_INPROC_VERSION 3   /* 2: shapes (record 32 bytes, shape table);
+				 * 3: records carry a Python stack id */
 #define TBPF_INPROC_ID_BASE 0x40000000u
 #define TBPF_INPROC_ID_MASK 0x3fffffffu
 #define TBPF_INPROC_SLOTS (1u << 18)     /* ring slots (6 MiB) */
 #define TBPF_INPROC_NAMES 8192           /* name table entries */
 #define TBPF_INPROC_NAME_MAX 128         /* bytes with the NUL */
 #define TBPF_INPROC_STACK 64             /* RecordFunctions open per thread */
+#define TBPF_INPROC_SHAPES 8192          /* shape lists (struct tbpf_shape) kept */
 
 enum tbpf_inproc_kind { INPROC_ENTER = 1, INPROC_EXIT = 2 };
 enum tbpf_inproc_flags { INPROC_USER_SCOPE = 1 };
@@ -207,9 +209,10 @@ struct tbpf_inproc_rec {
 	__u8 kind;        /* enum tbpf_inproc_kind */
 	__u8 flags;       /* enum tbpf_inproc_flags */
 	__u16 depth;      /* open RecordFunctions of this thread below it */
-	__u32 stack;      /* low 32 bits of its Python stack id (0: none),
-			   * an entry of tbpf_inproc_stacks (issue 19 part 1) */
-	__u32 pad;
+	__u32 shape;      /* ENTER with --record-shapes: index + 1 into the
+			   * agent's tbpf_inproc_shapes[], 0 = none */
+	__u32 stack;      /* ENTER: low 32 bits of its Python stack id (0:
+			   * none), an entry of tbpf_inproc_stacks (issue 19) */
 };
 
 struct tbpf_inproc_name {
@@ -232,6 +235,25 @@ enum tbpf_inproc_request { INPROC_REQ_NONE = 0, INPROC_REQ_START = 1, INPROC_REQ
 /* Layouts of at::RecordFunctionCallback the agent can build (verified per
  * torch version by tbpf before it asks, docs/inproc.md). */
 enum tbpf_inproc_layout { INPROC_LAYOUT_NONE = 0, INPROC_LAYOUT_RFCB10 = 1 };
+
+/* Where the agent finds a RecordFunction's inputs and their sizes
+ * (--record-shapes), for one torch version: tbpf sends it before START
+ * (userspace/attach/inproc_layouts.h, checked against each torch's own
+ * headers by tests/unit/rf_layout.sh).  All offsets in bytes. */
+struct tbpf_inproc_ivlayout {
+	__u16 rf_inputs_off;  /* RecordFunction -> inputs_ (ArrayRef: data, size) */
+	__u16 iv_size;        /* sizeof(c10::IValue) */
+	__u16 iv_tag_off;     /* IValue -> tag (uint32 enum IValue::Tag) */
+	__u16 list_vec_off;   /* c10::detail::ListImpl -> list (std::vector<IValue>) */
+	__u16 ti_sizes_off;   /* TensorImpl -> sizes_and_strides_.size_; the inline
+			       * sizes (TBPF_SIZES_INLINE) or the out-of-line pointer
+			       * follow it */
+	__u16 ti_numel_off;   /* TensorImpl -> numel_ */
+	__u16 ti_dtype_off;   /* TensorImpl -> data_type_ (TypeMeta: u16 index) */
+	__u8 tag_none, tag_tensor, tag_int, tag_list; /* IValue::Tag None, Tensor,
+						       * Int, GenericList */
+	__u8 pad[6];
+};
 
 /* The agent's exported `tbpf_inproc` (process_vm_readv/writev). */
 struct tbpf_inproc_ctl {
@@ -259,6 +281,16 @@ struct tbpf_inproc_ctl {
 	__u8 pad1[56];
 	__u32 nnames_used;    /* (agent) name entries published */
 	__u32 pad2;
+	/* --record-shapes (version 2): tbpf writes want_shapes and iv before
+	 * START; the agent reads inputs only when want_shapes and iv is set */
+	__u32 want_shapes;
+	__u32 shapes_on;      /* (agent) 1 while callbacks read inputs */
+	struct tbpf_inproc_ivlayout iv;
+	__u64 shapes;         /* (agent) address of tbpf_inproc_shapes[] */
+	__u32 nshapes;        /* (agent) capacity */
+	__u32 nshapes_used;   /* (agent) shape lists published */
+	__u64 shapes_lost;    /* (agent) calls whose shape list the full table could not take */
+	__u64 shapes_bad;     /* (agent) tensors whose sizes did not multiply to numel */
 };
 /* ==== END inproc ========================================================= */
 
@@ -296,6 +328,18 @@ struct rec_launch {
 	__u32 op_id;     /* op on top of the thread's stack, 0 = none */
 	__u32 stack_id;  /* Python stack of the outermost op */
 	__u32 depth;
+	__u64 dur_ns;    /* host time in the call (issue 18: written at its
+			  * return; 0 = not timed); absent in records of
+			  * REC_LAUNCH_V1_SIZE */
+};
+/* Records before return timing (older captures): no dur_ns, not timed. */
+#define REC_LAUNCH_V1_SIZE 80
+
+/* rec_memop.flags */
+enum tbpf_memop_flags {
+	MEMOP_TIMED = 1 << 0,   /* dur_ns is the call's host time (issue 18:
+				 * every copy and set since return timing;
+				 * before it only cudaMemcpy and cudaMemset) */
 };
 
 enum tbpf_copy_dir { CP_UNKNOWN = 0, CP_HTOD, CP_DTOH, CP_DTOD, CP_HTOH, CP_SET };
@@ -306,11 +350,11 @@ struct rec_memop {
 	__u32 api;
 	__u64 bytes;
 	__u64 stream;
-	__u64 dur_ns;    /* host time in the call (synchronous copies) */
+	__u64 dur_ns;    /* host time in the call (MEMOP_TIMED) */
 	__u32 dir;       /* enum tbpf_copy_dir */
 	__u32 op_id;
 	__u32 stack_id;
-	__u32 pad;
+	__u32 flags;     /* enum tbpf_memop_flags */
 };
 
 struct rec_sync {
@@ -333,9 +377,12 @@ struct rec_alloc {
 	__u64 bytes;       /* 0 for frees */
 	__u32 op_id;
 	__u32 stack_id;
-	__u32 ret;         /* the API's return code (allocations; 0 for frees) */
+	__u32 ret;         /* the API's return code */
 	__u32 pad;
+	__u64 dur_ns;      /* host time in the call (issue 18; 0 = not
+			    * timed); absent in records of REC_ALLOC_V1_SIZE */
 };
+#define REC_ALLOC_V1_SIZE 56
 
 /* ==== BEGIN REC_GPU (CUPTI agent, issue 6) ==============================
  * Records the in-process agent (agent/tbpf_agent.c) builds from CUPTI

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """compare_shapes.py - tbpf's (op, input shapes) rows vs torch.profiler's (issue 16).
 
-usage: compare_shapes.py TBPF_JSON PROFILE_JSON --pid PID [--flops] [--label L]
+usage: compare_shapes.py TBPF_JSON PROFILE_JSON --pid PID [--flops] [--all] [--label L]
 
 PROFILE_JSON is what tests/workloads/shapes_model.py --profile prints.
 For every aten:: (name, shapes) torch.profiler recorded ("events": its raw
@@ -10,6 +10,9 @@ and "input_shapes" for PID with as many calls (calls + folded: key_averages()
 drops a same-name only child, depending on timestamps, see
 wl_common.profiler_op_counts), and no (name, shapes) torch.profiler lacks.
 Every key_averages(group_by_input_shape=True) row must be one of them.
+--all: every name, not only aten:: (autograd nodes with their input
+gradients' shapes, evaluate_function and record_function rows: what the
+in-process mode reads), against PROFILE_JSON's "events_all".
 --flops: tbpf's "flops" per (name, shapes) equal key_averages' FLOPs for
 every row torch.profiler gives FLOPs (scaled by the calls it saw: rows
 that lost a folded child count the same FLOPs per call).
@@ -27,6 +30,9 @@ def main():
     p.add_argument("--pid", type=int, required=True)
     p.add_argument("--flops", action="store_true")
     p.add_argument("--label", default="shapes")
+    p.add_argument("--all", action="store_true",
+                   help="every row, not only aten:: ops (the in-process mode sees every "
+                   "RecordFunction's inputs): compared with PROFILE_JSON's events_all")
     p.add_argument("--chrome", help="also tbpf's Chrome trace: its op events' \"Input Dims\" "
                    "must count as those of torch.profiler's own trace")
     a = p.parse_args()
@@ -39,7 +45,7 @@ def main():
         problems.append("events_dropped = %s" % doc["run"]["events_dropped"])
     tb, tb_flops, tb_calls = {}, {}, {}
     for op in doc["ops"]:
-        if op["pid"] != a.pid or not op["name"].startswith("aten::"):
+        if op["pid"] != a.pid or not (a.all or op["name"].startswith("aten::")):
             continue
         if "input_shapes" not in op:
             problems.append("row without input_shapes: %s" % op["name"])
@@ -48,12 +54,12 @@ def main():
         tb[k] = tb.get(k, 0) + op["calls"] + op.get("folded", 0)
         tb_calls[k] = tb_calls.get(k, 0) + op["calls"]
         tb_flops[k] = tb_flops.get(k, 0) + op.get("flops", 0)
-    want = ref["events"]
+    want = ref["events_all"] if a.all else ref["events"]
     for k in sorted(set(want) | set(tb)):
         if want.get(k, 0) != tb.get(k, 0):
             problems.append("%-60s torch.profiler %4d  tbpf %4d" % (k, want.get(k, 0), tb.get(k, 0)))
     for k in ref["rows"]:
-        if k not in want:
+        if k not in ref["events"]:
             problems.append("key_averages row %s is no raw record's (name, shapes)" % k)
     nflops = 0
     if a.flops:

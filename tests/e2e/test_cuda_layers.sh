@@ -137,6 +137,44 @@ print("%s: per-layer launches, copies and syncs as expected" % label)
 PY
 }
 
+# Return timing in a torch process (issue 18): every CUDA call of the
+# live JSON is timed, and each cuda_runtime event of the chrome trace is a
+# slice inside the op that made it (same External id, same thread); the
+# calls of one op take less than it.
+check_timed() {   # JSON CHROME LABEL
+	python3 - "$1" "$2" "$3" <<'PY'
+import collections, json, sys
+j, t, label = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+ev = t["traceEvents"] if isinstance(t, dict) else t
+errs = ["%s untimed: %s" % (a["name"], a) for a in j["api_calls"]
+        if not (a["timed_calls"] == a["calls"] and a["total_ns"] > 0)]
+ops = {(e["tid"], e["args"]["External id"]): e for e in ev
+       if e.get("cat") == "cpu_op" and "External id" in e.get("args", {})}
+inside, per = 0, collections.Counter()
+for e in ev:
+    if e.get("cat") != "cuda_runtime":
+        continue
+    op = ops.get((e["tid"], e["args"].get("External id")))
+    if e.get("ph") != "X" or not e.get("dur", 0) > 0:
+        errs.append("untimed event %s" % e); continue
+    if op is None or not (op["ts"] - 1e-3 <= e["ts"] and e["ts"] + e["dur"] <= op["ts"] + op["dur"] + 1e-3):
+        errs.append("%s [%.3f, +%.3f] outside its op %s" % (e["name"], e["ts"], e["dur"], op and (op["name"], op["ts"], op["dur"])))
+        continue
+    inside += 1
+    per[(e["tid"], e["args"]["External id"])] += e["dur"]
+for k, d in per.items():
+    if d > ops[k]["dur"] + 1e-3:
+        errs.append("calls of %s take %.3f us > its %.3f us" % (ops[k]["name"], d, ops[k]["dur"]))
+if not inside:
+    errs.append("no cuda_runtime event")
+if errs:
+    print("%s: %s" % (label, "; ".join(errs[:8]))); sys.exit(1)
+print("%s: %d API calls timed; %d cuda_runtime slices, each inside its op; host time %.3f ms"
+      % (label, sum(a["calls"] for a in j["api_calls"]), inside,
+         sum(a["total_ns"] for a in j["api_calls"]) / 1e6))
+PY
+}
+
 run_torch() {
 	local tag=$1 py=$2
 	need_torch "$py"
@@ -146,6 +184,8 @@ run_torch() {
 		report "$T/$tag.tbpf" $f "$T/$tag.report.$f"
 		check $f "$T/$tag.report.$f" "$tag report $f" || fail "$tag: report $f (see log)"
 	done
+	report "$T/$tag.tbpf" chrome "$T/$tag.report.chrome"
+	check_timed "$T/$tag.json" "$T/$tag.report.chrome" "$tag timed" || fail "$tag: timed calls (see log)"
 }
 
 run_torch torch1 "$PY1"

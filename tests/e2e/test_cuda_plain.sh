@@ -6,7 +6,13 @@
 #    system-wide run (`--comm`): the per-API calls (api_calls), the kernels'
 #    names and launches, and Kineto's cuda_runtime events in the chrome
 #    trace equal the counts the program printed of its own calls (2 threads);
-#  - host times exist exactly for the calls probed at return;
+#  - every call is timed at its return (launches and async calls too):
+#    each API's timed calls equal its calls, with a host time > 0; the
+#    chrome trace's cuda_runtime events are slices with dur > 0 that do not
+#    overlap on their thread, and each thread's sum fits in the wall time
+#    the program measured for that thread (CLOCK_MONOTONIC around its calls);
+#  - two programs at once under two --pid: each process's section (table)
+#    and processes[].cuda (JSON) has that program's own counts;
 #  - a process that maps neither libtorch nor libcudart/libcuda: one line,
 #    exit 1.
 # The reference is the program's own count of the calls it made.
@@ -32,13 +38,15 @@ got = {a["name"]: a["calls"] for a in j["api_calls"]}
 errs = []
 if got != want:
     errs.append("api_calls %s != program's %s" % (got, want))
-timed = {a["name"] for a in j["api_calls"] if a["timed_calls"]}
-exp_timed = {"cudaMemcpy", "cudaMemset", "cudaStreamSynchronize", "cudaDeviceSynchronize"}
-if timed != exp_timed:
-    errs.append("timed APIs %s != %s" % (sorted(timed), sorted(exp_timed)))
-for a in j["api_calls"]:
-    if a["name"] in exp_timed and not (a["timed_calls"] == a["calls"] and a["total_ns"] > 0):
+for a in j["api_calls"]:   # every call timed at its return (issue 18)
+    if not (a["timed_calls"] == a["calls"] and a["total_ns"] > 0 and a["max_ns"] > 0
+            and a["max_ns"] <= a["total_ns"]):
         errs.append("host time of %s: %s" % (a["name"], a))
+walls = [json.loads(l[7:]) for l in open(sys.argv[2]) if l.startswith("thread ")]
+wall = sum(w["end_ns"] - w["begin_ns"] for w in walls)
+host = sum(a["total_ns"] for a in j["api_calls"])
+if not walls or host > wall:
+    errs.append("host time of all calls %d ns > the threads' wall time %d ns" % (host, wall))
 k = {x["name"]: x["launches"] for x in j["kernels"]}
 if k != kern:
     errs.append("kernels %s != program's %s" % (k, kern))
@@ -46,8 +54,9 @@ if j["ops"]:
     errs.append("ops in a process without libtorch: %s" % j["ops"][:3])
 if errs:
     print("\n".join(errs)); sys.exit(1)
-print("%s: %d API calls in %d APIs, %d kernel launches: equal to the program's own counts"
-      % (sys.argv[3], sum(got.values()), len(got), sum(k.values())))
+print("%s: %d API calls in %d APIs, %d kernel launches: equal to the program's own counts;"
+      " host time %.3f ms of the threads' %.3f ms" % (sys.argv[3], sum(got.values()), len(got),
+      sum(k.values()), host / 1e6, wall / 1e6))
 PY
 }
 
@@ -66,8 +75,32 @@ if dict(c) != want:
     print("cuda_runtime events %s != program's %s" % (dict(c), want)); sys.exit(1)
 kn = collections.Counter(e["args"]["kernel"] for e in ev
                          if e.get("cat") == "cuda_runtime" and e["name"] == "cudaLaunchKernel")
-print("chrome: %d cuda_runtime events, by name equal to the program's counts; kernels %s"
-      % (sum(c.values()), dict(kn)))
+# timed at return (issue 18): slices with a duration, one after the other on
+# their thread, within the thread's wall time the program measured
+walls = {w["tid"]: w["end_ns"] - w["begin_ns"] for w in
+         (json.loads(l[7:]) for l in open(sys.argv[2]) if l.startswith("thread "))}
+errs, per = [], collections.defaultdict(list)
+for e in ev:
+    if e.get("cat") != "cuda_runtime":
+        continue
+    if e.get("ph") != "X" or not e.get("dur", 0) > 0:
+        errs.append("untimed event %s" % e)
+    else:
+        per[e["tid"]].append((e["ts"], e["dur"]))
+for tid, v in per.items():
+    v.sort()
+    for (a, da), (b, _) in zip(v, v[1:]):
+        if a + da > b + 1e-3:
+            errs.append("tid %d: a call at %.3f+%.3f overlaps the next at %.3f" % (tid, a, da, b))
+            break
+    tot = sum(d for _, d in v) * 1000
+    if tid not in walls or tot > walls[tid]:
+        errs.append("tid %d: calls %.0f ns > its wall time %s ns" % (tid, tot, walls.get(tid)))
+if errs:
+    print("\n".join(errs[:10])); sys.exit(1)
+print("chrome: %d cuda_runtime events, by name equal to the program's counts; kernels %s;"
+      " per thread host time/wall: %s" % (sum(c.values()), dict(kn), ", ".join(
+      "%.3f/%.3f ms" % (sum(d for _, d in per[t]) / 1e3, walls[t] / 1e6) for t in sorted(per))))
 PY
 }
 
@@ -95,6 +128,59 @@ for fmt in json chrome; do
 		bad "tbpf report of the CUDA-only capture: $(cat "$T/rep.err")"
 	check "$T/rep.$fmt.json" "$T/prog.$fmt.out" "tbpf report of the --pid capture"
 done
+
+# two programs at once (issue 18): a section each with its own CUDA tables
+log "== two programs, two --pid: a section each"
+"$PROG" --wait 3 1 > "$T/prog.a.out" 2>&1 &
+pa=$!
+"$PROG" --wait 5 2 > "$T/prog.b.out" 2>&1 &
+pb=$!
+_E2E_PIDS+=("$pa" "$pb")
+for _ in $(seq 200); do grep -q '^ready' "$T/prog.a.out" && grep -q '^ready' "$T/prog.b.out" && break; sleep 0.05; done
+timeout 60 "$TBPF" --pid $pa --pid $pb --format json -o "$T/two.json" --record "$T/two.tbpf" \
+	2> "$T/two.err" &
+tb=$!
+for _ in $(seq 600); do grep -q '^tbpf: attached' "$T/two.err" && break; sleep 0.05; done
+kill -USR1 $pa $pb
+wait $pa || bad "program a failed under tbpf"
+wait $pb || bad "program b failed under tbpf"
+wait $tb || bad "tbpf on two programs exited $?: $(cat "$T/two.err")"
+"$TBPF" report "$T/two.tbpf" --format table > "$T/two.table" 2> "$T/two.rep.err" ||
+	bad "report of the two-program capture: $(cat "$T/two.rep.err")"
+python3 - "$T/two.json" "$T/two.table" "$pa" "$T/prog.a.out" "$pb" "$T/prog.b.out" <<'PY' || bad "two programs"
+import json, re, sys
+j = json.load(open(sys.argv[1])); table = open(sys.argv[2]).read()
+errs, total = [], {}
+procs = {p["pid"]: p for p in j["processes"]}
+sections = re.split(r"^== pid (\d+): .*==$", table, flags=re.M)
+sec = {int(sections[i]): sections[i + 1] for i in range(1, len(sections), 2)}
+for pid, out in ((int(sys.argv[3]), sys.argv[4]), (int(sys.argv[5]), sys.argv[6])):
+    want = json.loads([l for l in open(out) if l.startswith("done ")][-1][5:])
+    kern = want.pop("kernels")
+    p = procs.get(pid, {})
+    got = {a["name"]: a["calls"] for a in p.get("cuda", {}).get("api_calls", [])}
+    if got != want:
+        errs.append("pid %d: processes[].cuda.api_calls %s != its own %s" % (pid, got, want))
+    k = {x["name"]: x["launches"] for x in p.get("cuda", {}).get("kernels", [])}
+    if k != kern or any(x["pid"] != pid for x in p.get("cuda", {}).get("kernels", [])):
+        errs.append("pid %d: kernels %s != its own %s" % (pid, k, kern))
+    api = re.search(r"^CUDA API calls.*?\n\n", sec.get(pid, "") + "\n\n", re.M | re.S)
+    rows = dict(re.findall(r"^(cuda\w+)\s+(\d+)\s", api.group(0) if api else "", re.M))
+    if {n: int(c) for n, c in rows.items()} != want:
+        errs.append("pid %d: table section %s != its own %s" % (pid, rows, want))
+    for n, c in want.items():
+        total[n] = total.get(n, 0) + c
+merged = {a["name"]: a["calls"] for a in j["api_calls"]}
+if merged != total:
+    errs.append("merged api_calls %s != the sum %s" % (merged, total))
+if "== all processes ==" in table:
+    errs.append("an 'all processes' part is left")
+if errs:
+    print("\n".join(errs)); sys.exit(1)
+print("two programs: each section's and processes[].cuda's API calls equal its own counts "
+      "(%d and %d calls); merged: the sum" % tuple(sum(json.loads([l for l in open(o) if
+      l.startswith("done ")][-1][5:]).get(n, 0) for n in total) for o in (sys.argv[4], sys.argv[6])))
+PY
 
 # tbpf run: held where the loader maps libcudart, before the first call
 log "== tbpf run -- cuda_plain"
@@ -145,7 +231,11 @@ want = {"cuLaunchKernel": 4, "cuLaunchKernelEx": 1, "cuMemcpyHtoDAsync": 2, "cuM
         "cuStreamSynchronize": 3, "cuCtxSynchronize": 1, "cuMemAlloc": 2, "cuMemFree": 1}
 if got != want:
     print("api_calls %s != the program's %s" % (got, want)); sys.exit(1)
-print("libcuda only: %d driver API calls as the program makes them" % sum(got.values()))
+untimed = [a for a in j["api_calls"] if not (a["timed_calls"] == a["calls"] and a["total_ns"] > 0)]
+if untimed:
+    print("driver calls not timed at return: %s" % untimed); sys.exit(1)
+print("libcuda only: %d driver API calls as the program makes them, each timed"
+      % sum(got.values()))
 PY
 fi
 

@@ -16,6 +16,10 @@
 #    active cycle's torch.profiler counts, and the table has the one
 #    ProfilerStep* row key_averages() has, with as many calls (torch 2.x;
 #    torch 1.13: against its legacy trace's events in the ProfilerStep spans).
+#  - the same with a repeating schedule(wait=1, warmup=1, active=2,
+#    repeat=2): torch.profiler's key_averages() after the run is the last
+#    cycle's (checked: equal to the last on_trace_ready's rows), and tbpf's
+#    table and JSON equal it, op by op, with 2 ProfilerStep* calls.
 # timeout: 900
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -123,10 +127,10 @@ sys.exit(0 if ok else 1)
 PY
 
 steps_case() {
-	local py=$1 ver sched=wait=1,warmup=1,active=2,repeat=1
+	local py=$1 ver sched=${2:-wait=1,warmup=1,active=2,repeat=1} nsteps=${3:-4}
 	ver=$(torch_version "$py")
 	log "== torch $ver: --schedule $sched against torch.profiler's schedule"
-	"$py" "$WL/steps_model.py" --profile 4 --schedule "$sched" --counts "$T/steps.ref.json" \
+	"$py" "$WL/steps_model.py" --profile $nsteps --schedule "$sched" --counts "$T/steps.ref.json" \
 		--kineto "$T/steps.ref.trace" > /dev/null 2> "$T/steps.ref.err" ||
 		fail "torch $ver: torch.profiler run failed: $(tail -n 2 "$T/steps.ref.err")"
 	start_workload ws "$py" steps_model.py --seconds 300
@@ -145,6 +149,12 @@ steps_case() {
 import collections, json, re, sys
 tb, ref, pid = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
 trace = json.load(open(sys.argv[5]))
+final = json.load(open(sys.argv[2] + ".final"))["rows"]
+# key_averages() after the run is what the last on_trace_ready saw (the
+# last cycle of a repeating schedule): the reference for the table
+if final != ref["rows"]:
+    print("MISMATCH torch.profiler's key_averages() after the run %s != its last cycle's %s"
+          % (final, ref["rows"])); sys.exit(1)
 if isinstance(trace, list):
     # torch 1.13 from Debian has no Kineto: no raw records, and its
     # key_averages() counts what its own profiler ran too.  The reference
@@ -195,3 +205,5 @@ PY
 }
 steps_case "$PY2"
 steps_case "$PY1"
+steps_case "$PY2" wait=1,warmup=1,active=2,repeat=2 8
+steps_case "$PY1" wait=1,warmup=1,active=2,repeat=2 8

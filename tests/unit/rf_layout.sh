@@ -5,7 +5,14 @@
 # offsets, trivially copyable (passed in memory like the C struct), the
 # callback types the agent's functions stand for, NUM_SCOPES and
 # USER_SCOPE; and the three symbols the agent resolves exported by the
-# matching libtorch_cpu.  A tree that is absent is reported, not checked.
+# matching libtorch_cpu.  And --inproc --record-shapes' input layout for
+# the tree's torch version (userspace/attach/inproc_layouts.h, picked by
+# TORCH_VERSION_MAJOR/MINOR): RecordFunction::inputs_, IValue's size, tag
+# offset and type, the Tag values of None/Tensor/Int/GenericList,
+# ListImpl::list, TensorImpl's sizes_and_strides_ (size_ first, the inline
+# sizes or out-of-line pointer after it), numel_ and data_type_; a tree
+# whose version has no entry there fails.  A tree that is absent is
+# reported, not checked.
 set -u
 cd "$(dirname "$0")/../.."
 PY2=${PY2:-/var/cache/tbpf/venv-torch2/bin/python}
@@ -52,13 +59,59 @@ static_assert(!std::is_trivially_destructible<std::unique_ptr<at::ObserverContex
 static_assert((int)at::RecordScope::NUM_SCOPES == RF_NUM_SCOPES, "NUM_SCOPES");
 static_assert((int)at::RecordScope::USER_SCOPE == RF_USER_SCOPE, "USER_SCOPE");
 static_assert(std::is_same<at::CallbackHandle, uint64_t>::value, "handle");
+
+/* --inproc --record-shapes (inproc_layouts.h) for this tree's version */
+#include <ATen/core/ivalue.h>
+#include <ATen/core/List.h>
+#include <c10/core/TensorImpl.h>
+#include <torch/version.h>
+#define _Static_assert static_assert
+extern "C" {
+#include "tbpf_abi.h"
+#include "inproc_layouts.h"
+}
+#if TORCH_VERSION_MAJOR == 1 && TORCH_VERSION_MINOR == 13
+constexpr tbpf_inproc_ivlayout IV = INPROC_IV_T1_13;
+#elif TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR == 8
+constexpr tbpf_inproc_ivlayout IV = INPROC_IV_T2_8;
+#else
+#error "no inproc_layouts.h entry for this torch version"
+#endif
+using SAS = c10::impl::SizesAndStrides;
+static_assert(IV.rf_inputs_off == offsetof(at::RecordFunction, inputs_), "RecordFunction::inputs_");
+static_assert(std::is_same<decltype(at::RecordFunction::inputs_), c10::ArrayRef<const c10::IValue>>::value,
+	      "inputs_ is an ArrayRef<const IValue>");
+static_assert(offsetof(c10::ArrayRef<const c10::IValue>, Data) == 0 &&
+	      offsetof(c10::ArrayRef<const c10::IValue>, Length) == 8, "ArrayRef: data, size");
+static_assert(IV.iv_size == sizeof(c10::IValue), "sizeof(IValue)");
+static_assert(offsetof(c10::IValue, payload) == 0, "IValue::payload");
+static_assert(IV.iv_tag_off == offsetof(c10::IValue, tag), "IValue::tag");
+static_assert(sizeof(c10::IValue::Tag) == 4, "Tag is 32 bits");
+static_assert(IV.tag_none == (int)c10::IValue::Tag::None, "Tag::None");
+static_assert(IV.tag_tensor == (int)c10::IValue::Tag::Tensor, "Tag::Tensor");
+static_assert(IV.tag_int == (int)c10::IValue::Tag::Int, "Tag::Int");
+static_assert(IV.tag_list == (int)c10::IValue::Tag::GenericList, "Tag::GenericList");
+static_assert(sizeof(at::Tensor) == 8, "a Tensor is its TensorImpl pointer");
+static_assert(IV.list_vec_off == offsetof(c10::detail::ListImpl, list), "ListImpl::list");
+static_assert(std::is_same<decltype(c10::detail::ListImpl::list), std::vector<c10::IValue>>::value,
+	      "ListImpl::list is a vector<IValue>");
+static_assert(IV.ti_sizes_off == offsetof(c10::TensorImpl, sizes_and_strides_) + offsetof(SAS, size_),
+	      "TensorImpl::sizes_and_strides_.size_");
+static_assert(offsetof(SAS, inlineStorage_) == 8 && offsetof(SAS, outOfLineStorage_) == 8,
+	      "sizes inline or out of line right after size_");
+static_assert(C10_SIZES_AND_STRIDES_MAX_INLINE_SIZE == TBPF_SIZES_INLINE, "inline sizes");
+static_assert(IV.ti_numel_off == offsetof(c10::TensorImpl, numel_), "TensorImpl::numel_");
+static_assert(std::is_same<decltype(c10::TensorImpl::numel_), int64_t>::value, "numel_ is int64");
+static_assert(IV.ti_dtype_off == offsetof(c10::TensorImpl, data_type_), "TensorImpl::data_type_");
+static_assert(sizeof(caffe2::TypeMeta) == 2, "TypeMeta is its u16 index");
 CPP
 fail=0
 for t in "${trees[@]}"; do
 	inc=${t%%|*} lib=${t#*|}
 	if g++ -std=c++17 -fsyntax-only -fno-access-control -w -I"$inc" -I"$inc/torch/csrc/api/include" \
-		-Iagent "$src" 2> /tmp/rf_layout.err; then
-		echo "rf_layout: $inc: RecordFunctionCallback matches agent/rf_layout.h"
+		-Iagent -Ibpf -Iuserspace/attach "$src" 2> /tmp/rf_layout.err; then
+		echo "rf_layout: $inc: RecordFunctionCallback matches agent/rf_layout.h," \
+		     "inputs/IValue/TensorImpl match userspace/attach/inproc_layouts.h"
 	else
 		echo "rf_layout: $inc: MISMATCH"; head -n 20 /tmp/rf_layout.err; fail=1
 	fi
@@ -67,5 +120,9 @@ for t in "${trees[@]}"; do
 		nm -D --defined-only "$lib" | grep -q " T $sym\$" ||
 			{ echo "rf_layout: $lib does not export $sym"; fail=1; }
 	done
+	# the agent's dlsym for an undefined tensor (--record-shapes)
+	c10=$(ls "$(dirname "$lib")"/libc10.so* 2>/dev/null | head -n 1)
+	nm -D --defined-only "$c10" | grep -q " B _ZN3c1019UndefinedTensorImpl10_singletonE\$" ||
+		{ echo "rf_layout: $c10 does not export c10::UndefinedTensorImpl::_singleton"; fail=1; }
 done
 exit $fail

@@ -278,7 +278,7 @@ static void test_bad_records(void **state)
 	struct rec_op op = { .h = { .type = REC_OP_ENTER, .size = sizeof(op) } };
 
 	cuda_model_init(&m, NULL, NULL);
-	assert_int_equal(cuda_model_add(&m, &r, sizeof(r) - 8), -EINVAL);
+	assert_int_equal(cuda_model_add(&m, &r, REC_LAUNCH_V1_SIZE - 8), -EINVAL);
 	r.h.size = 16;
 	assert_int_equal(cuda_model_add(&m, &r, sizeof(r)), -EINVAL);
 	assert_int_equal(cuda_model_add(&m, &r, 4), -EINVAL);
@@ -438,6 +438,99 @@ static void test_api_calls(void **state)
 	cuda_model_free(&m);
 }
 
+/* Return timing (issue 18): a launch, async copy, allocation or free
+ * timed at its return carries its host time; records of captures made
+ * before it (the shorter launch and allocation layouts, copies without
+ * MEMOP_TIMED other than cudaMemcpy/cudaMemset) count as untimed calls. */
+static void test_host_times(void **state)
+{
+	struct cuda_model m;
+	struct rec_launch l = launch(1, CU_cudaLaunchKernel, 0x1100, 1, 1, 0, 0, 0);
+	struct rec_memop mo = memop(CU_cudaMemcpyAsync, CP_HTOD, 100, 0);
+	struct rec_alloc a = alloc_rec(CU_cudaFree, 0x10, 0, 1);
+	uint64_t ns;
+
+	(void)state;
+	cuda_model_init(&m, resolve, NULL);
+	l.dur_ns = 300;
+	ADD(&m, l);
+	l.dur_ns = 500;
+	ADD(&m, l);
+	assert_true(cuda_rec_host_ns(&l.h, &ns));
+	assert_int_equal(ns, 500);
+	/* an older capture's launch: 80 bytes, no dur_ns */
+	l.h.size = REC_LAUNCH_V1_SIZE;
+	assert_false(cuda_rec_host_ns(&l.h, &ns));
+	assert_int_equal(cuda_model_add(&m, &l, REC_LAUNCH_V1_SIZE), 0);
+	ADD(&m, mo);                         /* async copy, untimed (old) */
+	assert_false(cuda_rec_host_ns(&mo.h, &ns));
+	mo.flags = MEMOP_TIMED;
+	mo.dur_ns = 40;
+	ADD(&m, mo);
+	a.dur_ns = 900;
+	ADD(&m, a);
+	a.h.size = REC_ALLOC_V1_SIZE;
+	assert_int_equal(cuda_model_add(&m, &a, REC_ALLOC_V1_SIZE), 0);
+	assert_int_equal(m.apis[CU_cudaLaunchKernel].calls, 3);
+	assert_int_equal(m.apis[CU_cudaLaunchKernel].timed, 2);
+	assert_int_equal(m.apis[CU_cudaLaunchKernel].total_ns, 800);
+	assert_int_equal(m.apis[CU_cudaLaunchKernel].max_ns, 500);
+	assert_int_equal(m.kernels[0].launches, 3);
+	assert_int_equal(m.apis[CU_cudaMemcpyAsync].calls, 2);
+	assert_int_equal(m.apis[CU_cudaMemcpyAsync].timed, 1);
+	assert_int_equal(m.apis[CU_cudaMemcpyAsync].total_ns, 40);
+	assert_int_equal(m.apis[CU_cudaFree].calls, 2);
+	assert_int_equal(m.apis[CU_cudaFree].timed, 1);
+	assert_int_equal(m.apis[CU_cudaFree].total_ns, 900);
+	cuda_model_free(&m);
+}
+
+/* One model per process (issue 18): each holds its pid's records only,
+ * with kernel names from the parent (resolved once); the parent sums. */
+static void test_per_process(void **state)
+{
+	struct cuda_model m;
+	const struct cuda_model *p1, *p2;
+
+	(void)state;
+	resolves = 0;
+	cuda_model_init(&m, resolve, NULL);
+	ADD(&m, launch(1, CU_cudaLaunchKernel, 0x1100, 1, 1, 0, 0, 0));
+	ADD(&m, launch(1, CU_cudaLaunchKernel, 0x1100, 1, 1, 0, 0, 0));
+	ADD(&m, launch(2, CU_cudaLaunchKernel, 0x1100, 1, 1, 0, 0, 0));
+	ADD(&m, memop(CU_cudaMemcpy, CP_HTOD, 100, 700));      /* pid 1 */
+	struct rec_sync sy = sync_rec(CU_cudaDeviceSynchronize, 0, 2000);
+	sy.pid = 2;
+	ADD(&m, sy);
+	struct rec_alloc al = alloc_rec(CU_cudaMalloc, 0x10, 64, 0);
+	al.pid = 2;
+	ADD(&m, al);
+	assert_int_equal(resolves, 2);     /* (1, 0x1100), (2, 0x1100) */
+	p1 = cuda_model_of_pid(&m, 1);
+	p2 = cuda_model_of_pid(&m, 2);
+	assert_non_null(p1);
+	assert_non_null(p2);
+	assert_null(cuda_model_of_pid(&m, 3));
+	assert_int_equal(m.nprocs, 2);
+	assert_int_equal(p1->records, 3);
+	assert_int_equal(p2->records, 3);
+	assert_int_equal(p1->nkernels, 1);
+	assert_int_equal(p1->kernels[0].launches, 2);
+	assert_string_equal(p1->kernels[0].name, m.kernels[0].name);
+	assert_int_equal(p2->kernels[0].launches, 1);
+	assert_int_equal(p1->copies[CP_HTOD].count, 1);
+	assert_int_equal(p2->copies[CP_HTOD].count, 0);
+	assert_int_equal(p1->nsyncs, 0);
+	assert_int_equal(p2->nsyncs, 1);
+	assert_int_equal(p2->peak_bytes, 64);
+	assert_int_equal(p1->peak_bytes, 0);
+	assert_int_equal(m.apis[CU_cudaLaunchKernel].calls, 3);
+	assert_int_equal(p1->apis[CU_cudaLaunchKernel].calls + p2->apis[CU_cudaLaunchKernel].calls, 3);
+	cuda_model_reset(&m);
+	assert_int_equal(m.nprocs, 0);
+	cuda_model_free(&m);
+}
+
 static void test_lib_kind(void **state)
 {
 	assert_int_equal(cuda_lib_kind("/usr/local/cuda/lib64/libcudart.so.13"), CUDA_LIB_RUNTIME);
@@ -478,6 +571,8 @@ int main(void)
 		cmocka_unit_test(test_lib_kind),
 		cmocka_unit_test(test_api_calls),
 		cmocka_unit_test(test_api_table),
+		cmocka_unit_test(test_host_times),
+		cmocka_unit_test(test_per_process),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

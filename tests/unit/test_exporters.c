@@ -14,6 +14,8 @@
 #include "cmd_report.h"
 #include "export.h"
 #include "fixture_capture.h"
+#include "mem_tables.h"
+#include "memory.h"
 #include "model.h"
 #include "steps.h"
 #include "pbwriter.h"
@@ -172,18 +174,31 @@ static void test_per_process(void **state)
 	}
 	assert_int_equal(total[0], 8);
 	assert_int_equal(total[1], 1);
+	/* CUDA tables per process: the fixture's launch and cudaMalloc are
+	 * pid 100's; pid 200 made no CUDA call */
+	assert_non_null(m.cuda);
+	assert_non_null(m.procs[0].m->cuda);
+	assert_null(m.procs[1].m->cuda);
+	assert_int_equal(m.procs[0].m->cuda->records, m.cuda->records);
+	assert_int_equal(m.procs[0].m->cuda->nkernels, 1);
+	assert_int_equal(m.procs[0].m->cuda->kernels[0].launches, m.cuda->kernels[0].launches);
+	assert_string_equal(m.procs[0].m->cuda->kernels[0].name, m.cuda->kernels[0].name);
+	assert_int_equal(m.procs[0].m->cuda->peak_bytes, m.cuda->peak_bytes);
 	free(all);
 	model_free(&m);
 	capture_reader_close(r);
 
 	struct export_opts o = { .row_limit = -1 };
 	export_ok("table", "procs.txt", &o);
-	char *got = run(&st, "grep -c '^Self CPU time total' %s; grep '^== ' %s", out_path("procs.txt"),
-			out_path("procs.txt"));
+	char *got = run(&st, "grep -c '^Self CPU time total' %s; grep -E '^(== |CUDA )' %s",
+			out_path("procs.txt"), out_path("procs.txt"));
+	/* the CUDA tables inside pid 100's section, none in pid 200's */
 	assert_string_equal(got, "2\n"
-			    "== pid 100: python3 train.py (torch 1.13.0): 8 op calls ==\n"
-			    "== pid 200: python3 bench.py (torch unknown): 1 op calls ==\n"
-			    "== all processes ==\n");
+			    "== pid 100: python3 train.py (torch 1.13.0): 8 op calls, 2 CUDA API calls ==\n"
+			    "CUDA API calls (host side; Self CPU: time in the call, of the timed calls)\n"
+			    "CUDA kernels (host-side launches)\n"
+			    "CUDA allocations\n"
+			    "== pid 200: python3 bench.py (torch unknown): 1 op calls ==\n");
 	free(got);
 	/* --merge: one table, today's */
 	o.merge = true;
@@ -192,6 +207,49 @@ static void test_per_process(void **state)
 		  out_path("merged.txt"), out_path("merged.txt"));
 	assert_string_equal(got, "0\n2\n");
 	free(got);
+}
+
+/* A process's part of the memory tables (issue 18: mem_pid): its live
+ * allocations and its devices only; the whole run's without it. */
+static void test_mem_per_process(void **state)
+{
+	struct mem_model mm;
+	struct tbpf_model m;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	mem_model_init(&mm);
+	for (uint32_t pid = 7; pid <= 8; pid++) {
+		struct rec_mem r = { .h = { .type = REC_MEM, .size = sizeof(r), .tid = pid, .ts_ns = pid },
+				     .pid = pid, .dev_type = TBPF_C10_DEV_CPU, .dev_index = -1,
+				     .ptr = 0x1000 * pid, .bytes = 100 * pid };
+		assert_int_equal(mem_model_add(&mm, &r), 0);
+	}
+	assert_int_equal(mem_model_finish(&mm), 0);
+	model_init(&m);
+	m.mem = &mm;
+	m.mem_pid = 8;
+	f = open_memstream(&buf, &len);
+	assert_int_equal(mem_tables_print(f, &m), 0);
+	assert_int_equal(mem_json_member(f, &m), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "Peak CPU memory of pid 8: 800 b"));
+	assert_null(strstr(buf, "pid 7"));
+	assert_null(strstr(buf, "\"pid\": 7"));
+	assert_non_null(strstr(buf, "\"pid\": 8, \"device\": \"CPU\", \"device_index\": -1, \"op\""));
+	free(buf);
+	m.mem_pid = 0;   /* the whole run */
+	f = open_memstream(&buf, &len);
+	assert_int_equal(mem_tables_print(f, &m), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "pid 7"));
+	assert_non_null(strstr(buf, "pid 8"));
+	free(buf);
+	m.mem = NULL;
+	model_free(&m);
+	mem_model_free(&mm);
 }
 
 /* --steps / --schedule (issue 18): a capture of pid 7, one thread; the
@@ -226,11 +284,27 @@ static void test_steps_cut(void **state)
 	assert_non_null(w);
 	err = capture_write_run(w, &ri);
 	err = err ?: capture_write_process(w, 7, "python3", "python3 train.py");
+	/* a kernel launched by each aten::a (steps 0, 1, 2) and by aten::b
+	 * (step 1) */
+	static const uint64_t launch_t[] = { 125, 165, 176, 205 };
+	size_t nl = 0;
+
 	for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]) && !err; i++) {
 		struct rec_op r = fx_op(ev[i].type, 7, 7, ev[i].t, ev[i].op, 0, 0, 0);
 
 		err = capture_write_raw(w, &r, sizeof(r));
+		while (!err && nl < 4 && launch_t[nl] < (i + 1 < sizeof(ev) / sizeof(ev[0]) ?
+							 ev[i + 1].t : UINT64_MAX)) {
+			struct rec_launch l = { .h = { .type = REC_LAUNCH, .size = sizeof(l), .tid = 7,
+						       .ts_ns = T0 + launch_t[nl] },
+						.pid = 7, .api = CU_cudaLaunchKernel, .func = 0x1000,
+						.op_id = launch_t[nl] == 176 ? B : A };
+
+			err = capture_write_raw(w, &l, sizeof(l));
+			nl++;
+		}
 	}
+	assert_int_equal(nl, 4);
 	err = err ?: capture_write_op(w, A, "aten::a", "");
 	err = err ?: capture_write_op(w, B, "aten::b", "");
 	err = err ?: capture_write_op(w, SC, "Optimizer.step#SGD.step", "");
@@ -270,9 +344,35 @@ static void test_steps_cut(void **state)
 	assert_int_equal(sc, 1);
 	assert_int_equal(st, 1);
 	model_free(&m);
+	/* the CUDA tables too: step 1's two launches (issue 18) */
+	model_init(&m);
+	assert_int_equal(model_from_capture_steps(r, MODEL_CUDA, NULL, &sched, &m), 0);
+	assert_non_null(m.cuda);
+	assert_int_equal(m.cuda->records, 2);
+	assert_int_equal(m.cuda->apis[CU_cudaLaunchKernel].calls, 2);
+	assert_int_equal(cuda_model_of_pid(m.cuda, 7)->records, 2);
+	model_free(&m);
+	/* repeat=2 (active=1, steps 0 and 1): the last cycle's, step 1, as
+	 * torch.profiler's key_averages() after the run */
+	struct step_schedule rep = { .active = 1, .repeat = 2, .set = true };
+	model_init(&m);
+	assert_int_equal(model_from_capture_steps(r, MODEL_CUDA, NULL, &rep, &m), 0);
+	assert_int_equal(m.steps->n, 1);
+	assert_int_equal(m.steps->v[0].k, 1);
+	assert_int_equal(m.cuda->records, 2);
+	b = 0;
+	for (size_t i = 0; i < m.prof.nops; i++) {
+		if (!strcmp(m.prof.ops[i].name, "aten::b") || !strcmp(m.prof.ops[i].name, PROF_STEP_ROW))
+			b += m.prof.ops[i].calls;
+		else if (!strcmp(m.prof.ops[i].name, "aten::a"))
+			assert_int_equal(m.prof.ops[i].calls, 1);
+	}
+	assert_int_equal(b, 2);
+	model_free(&m);
 	/* without a schedule: every op, no ProfilerStep* row */
 	model_init(&m);
-	assert_int_equal(model_from_capture(r, 0, &m), 0);
+	assert_int_equal(model_from_capture(r, MODEL_CUDA, &m), 0);
+	assert_int_equal(m.cuda->records, 4);
 	a = 0;
 	for (size_t i = 0; i < m.prof.nops; i++) {
 		assert_string_not_equal(m.prof.ops[i].name, PROF_STEP_ROW);
@@ -760,6 +860,7 @@ int main(void)
 		cmocka_unit_test(test_table_golden),
 		cmocka_unit_test(test_per_process),
 		cmocka_unit_test(test_steps_cut),
+		cmocka_unit_test(test_mem_per_process),
 		cmocka_unit_test(test_table_matches_torch),
 		cmocka_unit_test(test_table_empty),
 		cmocka_unit_test(test_json),

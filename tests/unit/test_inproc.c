@@ -84,6 +84,48 @@ static void layouts(void **state)
 	assert_int_equal(inproc_layout_for(NULL), INPROC_LAYOUT_NONE);
 }
 
+/* --record-shapes: a layout only for the versions inproc_layouts.h has
+ * (checked against their headers by rf_layout.sh) */
+static void ivlayouts(void **state)
+{
+	const struct tbpf_inproc_ivlayout *a = inproc_ivlayout_for("1.13.0a0");
+	const struct tbpf_inproc_ivlayout *b = inproc_ivlayout_for("2.8.0+cpu");
+
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(a->ti_sizes_off, 72);    /* intrusive_ptr_target: 2 x size_t */
+	assert_int_equal(b->ti_sizes_off, 64);    /* 2.x: 2 x uint32 refcounts */
+	assert_int_equal(a->tag_list, 12);
+	assert_int_equal(b->tag_list, 13);        /* 2.x added a tag before it */
+	assert_int_equal(a->iv_size, 16);
+	assert_ptr_equal(inproc_ivlayout_for("1.13.1"), a);
+	assert_null(inproc_ivlayout_for("2.7.1"));
+	assert_null(inproc_ivlayout_for("2.80.0"));
+	assert_null(inproc_ivlayout_for(""));
+	assert_null(inproc_ivlayout_for(NULL));
+}
+
+/* an ENTER slot with a shape: the uprobe mode's REC_OP_ENTER + shape id,
+ * ids distinct per process and table entry */
+static void to_rec_op_shape(void **state)
+{
+	struct tbpf_inproc_rec r = { .stamp = 1, .tid = 77, .ts_ns = 5, .hash = 0x1234,
+				     .kind = INPROC_ENTER, .depth = 2, .shape = 9 };
+	struct rec_op_shape o;
+
+	inproc_to_rec_op_shape(&r, 42, &o);
+	assert_int_equal(o.op.h.type, REC_OP_ENTER);
+	assert_int_equal(o.op.h.size, sizeof(o));
+	assert_int_equal(o.op.pid, 42);
+	assert_int_equal(o.op.depth, 2);
+	assert_int_equal(o.op.op_id, inproc_op_id(0x1234, 0));
+	assert_int_equal(o.shape_id, inproc_shape_id(42, 9));
+	assert_true(o.shape_id != 0);
+	assert_true(inproc_shape_id(42, 9) != inproc_shape_id(43, 9));
+	assert_true(inproc_shape_id(42, 9) != inproc_shape_id(42, 10));
+	assert_int_equal(inproc_shape_id(42, 0), 0);
+}
+
 static void committed(void **state)
 {
 	struct tbpf_inproc_rec v[4] = { { .stamp = 11 }, { .stamp = 12 }, { .stamp = 0 },
@@ -168,6 +210,8 @@ int main(void)
 		cmocka_unit_test(soname),
 		cmocka_unit_test(pkg_dir),
 		cmocka_unit_test(layouts),
+		cmocka_unit_test(ivlayouts),
+		cmocka_unit_test(to_rec_op_shape),
 		cmocka_unit_test(committed),
 		cmocka_unit_test(to_rec_op),
 		cmocka_unit_test(stack_to_rec),

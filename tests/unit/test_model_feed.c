@@ -142,10 +142,108 @@ static void same_rows_as_replay(void **state)
 	unlink(path);
 }
 
+/* --inproc --record-shapes: shape lists handed to the feed (as the
+ * agent's table is drained, after some records) give the rows, Input
+ * Shapes text and FLOPs a capture with REC_SHAPE records gives. */
+static void shapes_as_replay(void **state)
+{
+	char path[] = "/tmp/test_model_feed_sh-XXXXXX";
+	struct tbpf_shape sh[2] = {
+		{ .nargs = 2, .ntensors = 2, .argi = { 0, 1 }, .ndim = { 2, 2 },
+		  .kind = { ARGK_TENSOR, ARGK_TENSOR }, .dims = { { 2, 3 }, { 3, 4 } } },
+		{ .nargs = 3, .ntensors = 1, .argi = { 0 }, .ndim = { 6 }, .kind = { ARGK_TENSOR },
+		  .dims = { { 1, 2, 1, 2, 1, 3 } } },
+	};
+	uint64_t ids[2] = { (uint64_t)300 << 32 | 1, (uint64_t)300 << 32 | 2 };
+	struct rec_op_shape e[3];
+	struct rec_op x[3];
+	uint32_t pids[] = { 300 };
+	struct capture_run run = { .present = true, .npids = 1, .pids = pids,
+				   .mode = TBPF_MODE_EXITS | TBPF_MODE_INPROC | TBPF_MODE_SHAPES };
+	struct capture_end end = { .present = true, .duration_ns = 1000, .exit_mode = "duration",
+				   .gpu_note = "none" };
+	struct capture_run_info ri = { .mode = run.mode, .npids = 1, .pids = pids,
+				       .tbpf_version = "t", .host = "h" };
+	struct capture_end_info ei = { .duration_ns = 1000, .exit_mode = "duration", .gpu_note = "none" };
+	struct capture_writer *w;
+	struct capture_reader *r;
+	struct tbpf_model a, b;
+	struct model_feed *f;
+	int fd = mkstemp(path), err = 0;
+
+	for (int i = 0; i < 3; i++) {
+		uint32_t op = i < 2 ? OP_MM : OP_ADD;
+
+		e[i].op = fx_op(REC_OP_ENTER, 300, 300, 1000 * i, op, 0, 0, 0);
+		e[i].op.h.size = sizeof(e[i]);
+		e[i].shape_id = ids[i < 2 ? 0 : 1];
+		x[i] = fx_op(REC_OP_EXIT, 300, 300, 1000 * i + 500, op, 0, 0, 0);
+	}
+	assert_true(fd >= 0);
+	close(fd);
+	w = capture_writer_open(path, &err);
+	assert_non_null(w);
+	assert_int_equal(capture_write_run(w, &ri), 0);
+	for (int i = 0; i < 2; i++) {
+		struct rec_shape rs = { .h = { .type = REC_SHAPE, .size = sizeof(rs) }, .pid = 300,
+					.shape_id = ids[i], .s = sh[i] };
+
+		assert_int_equal(capture_write_raw(w, &rs, sizeof(rs)), 0);
+	}
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(capture_write_raw(w, &e[i], sizeof(e[i])), 0);
+		assert_int_equal(capture_write_raw(w, &x[i], sizeof(x[i])), 0);
+	}
+	assert_int_equal(capture_write_op(w, OP_MM, "aten::mm", ""), 0);
+	assert_int_equal(capture_write_op(w, OP_ADD, "aten::add", "Tensor"), 0);
+	assert_int_equal(capture_write_end(w, &ei), 0);
+	assert_int_equal(capture_writer_close(w), 0);
+	model_init(&a);
+	r = capture_reader_open(path);
+	assert_non_null(r);
+	assert_int_equal(model_from_capture(r, 0, &a), 0);
+
+	model_init(&b);
+	f = model_feed_new(&b);
+	assert_non_null(f);
+	assert_int_equal(model_feed_name(f, OP_MM, "aten::mm", ""), 0);
+	assert_int_equal(model_feed_name(f, OP_ADD, "aten::add", "Tensor"), 0);
+	assert_int_equal(model_feed_shape(f, ids[0], &sh[0]), 0);
+	for (int i = 0; i < 3; i++) {
+		if (i == 2)   /* the second list arrives with a later drain */
+			assert_int_equal(model_feed_shape(f, ids[1], &sh[1]), 0);
+		assert_int_equal(model_feed_record(f, &e[i].op.h), 0);
+		assert_int_equal(model_feed_record(f, &x[i].h), 0);
+	}
+	assert_int_equal(model_feed_finish(f, &run, &end), 0);
+
+	assert_int_equal(a.prof.nops, 2);
+	assert_int_equal(b.prof.nops, 2);
+	sorted_rows(&a.prof);
+	sorted_rows(&b.prof);
+	for (size_t i = 0; i < 2; i++) {
+		assert_string_equal(a.prof.ops[i].shapes, b.prof.ops[i].shapes);
+		assert_int_equal(a.prof.ops[i].calls, b.prof.ops[i].calls);
+		assert_int_equal(a.prof.ops[i].flops, b.prof.ops[i].flops);
+	}
+	assert_string_equal(b.prof.ops[0].name, "aten::add");
+	assert_string_equal(b.prof.ops[0].shapes, "[[1, 2, 1, 2, 1, 3], [], []]");
+	assert_int_equal(b.prof.ops[0].flops, 12);       /* add: numel of the first */
+	assert_string_equal(b.prof.ops[1].shapes, "[[2, 3], [3, 4]]");
+	assert_int_equal(b.prof.ops[1].calls, 2);
+	assert_int_equal(b.prof.ops[1].flops, 2 * 2 * 3 * 4 * 2);  /* mm: 2*m*k*n per call */
+	model_free(&b);
+	model_feed_free(f);
+	model_free(&a);
+	capture_reader_close(r);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(same_rows_as_replay),
+		cmocka_unit_test(shapes_as_replay),
 	};
 	return cmocka_run_group_tests_name("model_feed", tests, NULL, NULL);
 }

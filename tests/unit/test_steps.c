@@ -178,7 +178,7 @@ static void test_stats(void **state)
 	assert_true(steps_is_active(&sched, 2));
 	assert_false(steps_is_active(&sched, 3));
 	assert_true(steps_is_active(&sched, 4));
-	step_stats_keep_active(&ss, &sched);
+	step_stats_keep_active(&ss, &sched, NULL);
 	assert_int_equal(ss.n, 0);
 	step_stats_free(&ss);
 	steps_free(&st);
@@ -219,6 +219,54 @@ static void test_window(void **state)
 	assert_false(steps_window_has(&st, &s, 9, 300));   /* no boundaries */
 	s = (struct step_schedule){ .active = 1, .repeat = 1, .set = true };
 	assert_true(steps_window_has(&st, &s, 8, 1999));
+	steps_free(&st);
+}
+
+/* A repeating schedule (issue 18): schedule(wait=1, warmup=1, active=2,
+ * repeat=2) records steps 2-3 and 6-7; torch.profiler's key_averages()
+ * after the run is the last cycle's, so the window is steps 6-7 for a
+ * process that showed them, 2-3 for one that stopped before step 6, the
+ * whole step 6 of one stopped inside the second cycle, and nothing for one
+ * with no whole active step.  The per-step stats keep the same steps. */
+static void test_last_cycle(void **state)
+{
+	struct steps st = { 0 };
+	struct step_schedule s = { .wait = 1, .warmup = 1, .active = 2, .repeat = 2, .set = true };
+	struct step_stats ss = { 0 };
+
+	(void)state;
+	for (uint64_t t = 100; t <= 1000; t += 100)   /* pid 7: steps 0..8 */
+		assert_int_equal(steps_add(&st, 7, 7, t), 0);
+	for (uint64_t t = 100; t <= 600; t += 100)    /* pid 8: steps 0..4 */
+		assert_int_equal(steps_add(&st, 8, 8, t), 0);
+	for (uint64_t t = 100; t <= 800; t += 100)    /* pid 9: steps 0..6 */
+		assert_int_equal(steps_add(&st, 9, 9, t), 0);
+	for (uint64_t t = 100; t <= 300; t += 100)    /* pid 10: steps 0..1 */
+		assert_int_equal(steps_add(&st, 10, 10, t), 0);
+	assert_true(steps_window_has(&st, &s, 7, 350));     /* before: every cycle */
+	steps_last_cycle(&st, &s);
+	assert_false(steps_window_has(&st, &s, 7, 350));    /* step 2: first cycle */
+	assert_false(steps_window_has(&st, &s, 7, 450));    /* step 3 */
+	assert_false(steps_window_has(&st, &s, 7, 650));    /* step 5: warmup */
+	assert_true(steps_window_has(&st, &s, 7, 700));     /* step 6 */
+	assert_true(steps_window_has(&st, &s, 7, 899));     /* step 7 */
+	assert_false(steps_window_has(&st, &s, 7, 950));    /* step 8: after */
+	assert_true(steps_window_has(&st, &s, 8, 350));     /* pid 8: its only cycle */
+	assert_true(steps_window_has(&st, &s, 8, 450));
+	assert_true(steps_window_has(&st, &s, 9, 750));     /* pid 9: step 6 of 6-7 */
+	assert_false(steps_window_has(&st, &s, 9, 350));
+	assert_false(steps_window_has(&st, &s, 10, 150));   /* pid 10: none active */
+	assert_false(steps_window_has(&st, &s, 10, 250));
+	assert_int_equal(step_stats_init(&ss, &st), 0);
+	step_stats_finish(&ss);
+	step_stats_keep_active(&ss, &s, &st);
+	uint32_t want[][2] = { { 7, 6 }, { 7, 7 }, { 8, 2 }, { 8, 3 }, { 9, 6 } };
+	assert_int_equal(ss.n, 5);
+	for (size_t i = 0; i < ss.n; i++) {
+		assert_int_equal(ss.v[i].pid, want[i][0]);
+		assert_int_equal(ss.v[i].k, want[i][1]);
+	}
+	step_stats_free(&ss);
 	steps_free(&st);
 }
 
@@ -273,6 +321,7 @@ int main(void)
 		cmocka_unit_test(test_stats),
 		cmocka_unit_test(test_nested_boundary),
 		cmocka_unit_test(test_window),
+		cmocka_unit_test(test_last_cycle),
 	};
 	return cmocka_run_group_tests_name("steps", tests, NULL, NULL);
 }

@@ -11,7 +11,9 @@
 
 --profile runs the same counted work under torch.profiler(record_shapes,
 with_flops, with_stack) instead of waiting and prints one JSON object:
-  "events": {"name|shapes": calls}        raw records (every call)
+  "events": {"name|shapes": calls}        raw records (every call) of aten:: ops
+  "events_all": {"name|shapes": calls}    every raw record (autograd nodes,
+                                          record_function scopes, ...)
   "rows":   {"name|shapes": count}        key_averages(group_by_input_shape=True)
   "flops":  {"name|shapes": flops}        its FLOPs per row
   "stacks": {"name|frame;frame;...": count}  key_averages(group_by_stack_n=5)
@@ -54,6 +56,8 @@ def make_transformer():
 
     def step():
         layer(x).sum().backward()
+    # the gradients accumulated over every step: the job's result
+    step.check = lambda: float(sum(p.grad.double().sum() for p in layer.parameters()))
     return step
 
 
@@ -143,10 +147,11 @@ def key(name, shapes):
 
 
 def reference(prof):
-    events = {}
+    events, events_all = {}, {}
     for e in prof.profiler.kineto_results.events():
+        k = key(e.name(), str(list(e.shapes())) if e.shapes() is not None else "[]")
+        events_all[k] = events_all.get(k, 0) + 1
         if e.name().startswith("aten::"):
-            k = key(e.name(), str(list(e.shapes())) if e.shapes() is not None else "[]")
             events[k] = events.get(k, 0) + 1
     rows, flops = {}, {}
     for e in prof.key_averages(group_by_input_shape=True):
@@ -171,7 +176,7 @@ def reference(prof):
             if dims is not None:
                 k = key(ev["name"], json.dumps(dims))
                 trace[k] = trace.get(k, 0) + 1
-    return {"events": events, "rows": rows, "flops": flops, "stacks": stacks, "trace": trace}
+    return {"events": events, "events_all": events_all, "rows": rows, "flops": flops, "stacks": stacks, "trace": trace}
 
 
 def main():
@@ -180,6 +185,9 @@ def main():
     p.add_argument("--model", choices=sorted(MODELS), default="edge")
     p.add_argument("--iters", type=int, default=5)
     p.add_argument("--profile", action="store_true")
+    p.add_argument("--checksum", action="store_true",
+                   help="RESULT checksum= (transformer: its gradients; computed after the "
+                   "steps, with ops of its own)")
     a = p.parse_args()
     torch.set_num_threads(a.intra_threads)
     step = MODELS[a.model]()
@@ -198,7 +206,8 @@ def main():
     wait_go(a)
     for _ in range(a.iters):
         step()
-    result(iters=a.iters)
+    check = getattr(step, "check", None) if a.checksum else None
+    result(iters=a.iters, checksum="%.9g" % check() if check else "na")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ So every step runs the very same ops, and the optimizer's
 warmup=1, active=N) and tensorboard_trace_handler(DIR) (with_stack,
 with_modules), calling prof.step() after each step as its docs show; N+2
 steps, then exit.  --schedule wait=1,...: that schedule, N steps.
+--counts FILE: each on_trace_ready's counts to FILE (the last cycle's
+stay), and key_averages() after the run to FILE.final.
 --iters K --profile-all --kineto FILE: K steps under a plain
 torch.profiler, export_chrome_trace(FILE).  --iters K alone (wl_common
 protocol): after go, exactly K steps, RESULT, exit.
@@ -111,6 +113,13 @@ def main():
             for _ in range(nsteps):
                 train_step(model, loader, opt)
                 prof.step()
+        if a.counts:
+            # what a user reads after the run: key_averages() (the last
+            # cycle on_trace_ready saw, with a repeating schedule)
+            import json
+            with open(a.counts + ".final", "w") as f:
+                json.dump({"rows": {e.key: int(e.count) for e in prof.key_averages()}}, f,
+                          sort_keys=True)
         return
     ready()
     wait_go(a)

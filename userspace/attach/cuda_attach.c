@@ -17,47 +17,48 @@
 #include "procmaps.h"
 #include "uprobe.h"
 
-/* ---- API table (cookie = API id; _ptsz/_ptds and _v2 names share ids) -- -------------------------------------------------------- */
+/* ---- API table (cookie = API id; _ptsz/_ptds and _v2 names share ids);
+ * every API is timed at its return too (issue 18) ------------------------ */
 
 #define S(n, a, g, r) { #n, CU_##a, g, r }
 const struct cuda_api_sym cuda_api_syms[] = {
-	S(cudaLaunchKernel, cudaLaunchKernel, CG_LAUNCH, false),
-	S(cudaLaunchKernel_ptsz, cudaLaunchKernel_ptsz, CG_LAUNCH, false),
-	S(cudaLaunchKernelExC, cudaLaunchKernelExC, CG_LAUNCH, false),
-	S(cudaLaunchKernelExC_ptsz, cudaLaunchKernelExC_ptsz, CG_LAUNCH, false),
-	S(cudaLaunchCooperativeKernel, cudaLaunchCooperativeKernel, CG_LAUNCH, false),
-	S(cudaLaunchCooperativeKernel_ptsz, cudaLaunchCooperativeKernel_ptsz, CG_LAUNCH, false),
-	S(cudaGraphLaunch, cudaGraphLaunch, CG_LAUNCH, false),
-	S(cudaGraphLaunch_ptsz, cudaGraphLaunch_ptsz, CG_LAUNCH, false),
-	S(cuLaunchKernel, cuLaunchKernel, CG_LAUNCH, false),
-	S(cuLaunchKernel_ptsz, cuLaunchKernel_ptsz, CG_LAUNCH, false),
-	S(cuLaunchKernelEx, cuLaunchKernelEx, CG_LAUNCH, false),
-	S(cuLaunchKernelEx_ptsz, cuLaunchKernelEx_ptsz, CG_LAUNCH, false),
-	S(cuGraphLaunch, cuGraphLaunch, CG_LAUNCH, false),
-	S(cuGraphLaunch_ptsz, cuGraphLaunch_ptsz, CG_LAUNCH, false),
+	S(cudaLaunchKernel, cudaLaunchKernel, CG_LAUNCH, true),
+	S(cudaLaunchKernel_ptsz, cudaLaunchKernel_ptsz, CG_LAUNCH, true),
+	S(cudaLaunchKernelExC, cudaLaunchKernelExC, CG_LAUNCH, true),
+	S(cudaLaunchKernelExC_ptsz, cudaLaunchKernelExC_ptsz, CG_LAUNCH, true),
+	S(cudaLaunchCooperativeKernel, cudaLaunchCooperativeKernel, CG_LAUNCH, true),
+	S(cudaLaunchCooperativeKernel_ptsz, cudaLaunchCooperativeKernel_ptsz, CG_LAUNCH, true),
+	S(cudaGraphLaunch, cudaGraphLaunch, CG_LAUNCH, true),
+	S(cudaGraphLaunch_ptsz, cudaGraphLaunch_ptsz, CG_LAUNCH, true),
+	S(cuLaunchKernel, cuLaunchKernel, CG_LAUNCH, true),
+	S(cuLaunchKernel_ptsz, cuLaunchKernel_ptsz, CG_LAUNCH, true),
+	S(cuLaunchKernelEx, cuLaunchKernelEx, CG_LAUNCH, true),
+	S(cuLaunchKernelEx_ptsz, cuLaunchKernelEx_ptsz, CG_LAUNCH, true),
+	S(cuGraphLaunch, cuGraphLaunch, CG_LAUNCH, true),
+	S(cuGraphLaunch_ptsz, cuGraphLaunch_ptsz, CG_LAUNCH, true),
 
 	S(cudaMemcpy, cudaMemcpy, CG_MEMOP, true),
 	S(cudaMemcpy_ptds, cudaMemcpy, CG_MEMOP, true),
-	S(cudaMemcpyAsync, cudaMemcpyAsync, CG_MEMOP, false),
-	S(cudaMemcpyAsync_ptsz, cudaMemcpyAsync_ptsz, CG_MEMOP, false),
-	S(cudaMemsetAsync, cudaMemsetAsync, CG_MEMOP, false),
-	S(cudaMemsetAsync_ptsz, cudaMemsetAsync_ptsz, CG_MEMOP, false),
+	S(cudaMemcpyAsync, cudaMemcpyAsync, CG_MEMOP, true),
+	S(cudaMemcpyAsync_ptsz, cudaMemcpyAsync_ptsz, CG_MEMOP, true),
+	S(cudaMemsetAsync, cudaMemsetAsync, CG_MEMOP, true),
+	S(cudaMemsetAsync_ptsz, cudaMemsetAsync_ptsz, CG_MEMOP, true),
 	S(cudaMemset, cudaMemset, CG_MEMOP, true),
 	S(cudaMemset_ptds, cudaMemset, CG_MEMOP, true),
-	S(cuMemcpyAsync, cuMemcpyAsync, CG_MEMOP, false),
-	S(cuMemcpyAsync_ptsz, cuMemcpyAsync, CG_MEMOP, false),
-	S(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync, CG_MEMOP, false),
-	S(cuMemcpyHtoDAsync_v2_ptsz, cuMemcpyHtoDAsync, CG_MEMOP, false),
-	S(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync, CG_MEMOP, false),
-	S(cuMemcpyDtoHAsync_v2_ptsz, cuMemcpyDtoHAsync, CG_MEMOP, false),
-	S(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync, CG_MEMOP, false),
-	S(cuMemcpyDtoDAsync_v2_ptsz, cuMemcpyDtoDAsync, CG_MEMOP, false),
-	S(cuMemsetD8Async, cuMemsetD8Async, CG_MEMOP, false),
-	S(cuMemsetD8Async_ptsz, cuMemsetD8Async, CG_MEMOP, false),
-	S(cuMemsetD16Async, cuMemsetD16Async, CG_MEMOP, false),
-	S(cuMemsetD16Async_ptsz, cuMemsetD16Async, CG_MEMOP, false),
-	S(cuMemsetD32Async, cuMemsetD32Async, CG_MEMOP, false),
-	S(cuMemsetD32Async_ptsz, cuMemsetD32Async, CG_MEMOP, false),
+	S(cuMemcpyAsync, cuMemcpyAsync, CG_MEMOP, true),
+	S(cuMemcpyAsync_ptsz, cuMemcpyAsync, CG_MEMOP, true),
+	S(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync, CG_MEMOP, true),
+	S(cuMemcpyHtoDAsync_v2_ptsz, cuMemcpyHtoDAsync, CG_MEMOP, true),
+	S(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync, CG_MEMOP, true),
+	S(cuMemcpyDtoHAsync_v2_ptsz, cuMemcpyDtoHAsync, CG_MEMOP, true),
+	S(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync, CG_MEMOP, true),
+	S(cuMemcpyDtoDAsync_v2_ptsz, cuMemcpyDtoDAsync, CG_MEMOP, true),
+	S(cuMemsetD8Async, cuMemsetD8Async, CG_MEMOP, true),
+	S(cuMemsetD8Async_ptsz, cuMemsetD8Async, CG_MEMOP, true),
+	S(cuMemsetD16Async, cuMemsetD16Async, CG_MEMOP, true),
+	S(cuMemsetD16Async_ptsz, cuMemsetD16Async, CG_MEMOP, true),
+	S(cuMemsetD32Async, cuMemsetD32Async, CG_MEMOP, true),
+	S(cuMemsetD32Async_ptsz, cuMemsetD32Async, CG_MEMOP, true),
 
 	S(cudaStreamSynchronize, cudaStreamSynchronize, CG_SYNC, true),
 	S(cudaStreamSynchronize_ptsz, cudaStreamSynchronize, CG_SYNC, true),
@@ -69,17 +70,17 @@ const struct cuda_api_sym cuda_api_syms[] = {
 	S(cuEventSynchronize, cuEventSynchronize, CG_SYNC, true),
 
 	S(cudaMalloc, cudaMalloc, CG_ALLOC, true),
-	S(cudaFree, cudaFree, CG_ALLOC, false),
+	S(cudaFree, cudaFree, CG_ALLOC, true),
 	S(cudaMallocAsync, cudaMallocAsync, CG_ALLOC, true),
 	S(cudaMallocAsync_ptsz, cudaMallocAsync, CG_ALLOC, true),
-	S(cudaFreeAsync, cudaFreeAsync, CG_ALLOC, false),
-	S(cudaFreeAsync_ptsz, cudaFreeAsync, CG_ALLOC, false),
+	S(cudaFreeAsync, cudaFreeAsync, CG_ALLOC, true),
+	S(cudaFreeAsync_ptsz, cudaFreeAsync, CG_ALLOC, true),
 	S(cuMemAlloc_v2, cuMemAlloc, CG_ALLOC, true),
-	S(cuMemFree_v2, cuMemFree, CG_ALLOC, false),
+	S(cuMemFree_v2, cuMemFree, CG_ALLOC, true),
 	S(cuMemAllocAsync, cuMemAllocAsync, CG_ALLOC, true),
 	S(cuMemAllocAsync_ptsz, cuMemAllocAsync, CG_ALLOC, true),
-	S(cuMemFreeAsync, cuMemFreeAsync, CG_ALLOC, false),
-	S(cuMemFreeAsync_ptsz, cuMemFreeAsync, CG_ALLOC, false),
+	S(cuMemFreeAsync, cuMemFreeAsync, CG_ALLOC, true),
+	S(cuMemFreeAsync_ptsz, cuMemFreeAsync, CG_ALLOC, true),
 };
 #undef S
 const size_t cuda_api_nsyms = sizeof(cuda_api_syms) / sizeof(cuda_api_syms[0]);
@@ -112,7 +113,7 @@ static int set_why(char **why, int err, const char *what, const char *path)
 static struct bpf_program *prog_for(struct tbpf_bpf *skel, int group, bool ret)
 {
 	switch (group) {
-	case CG_LAUNCH: return ret ? NULL : skel->progs.tbpf_cuda_launch;
+	case CG_LAUNCH: return ret ? skel->progs.tbpf_cuda_launch_ret : skel->progs.tbpf_cuda_launch;
 	case CG_MEMOP: return ret ? skel->progs.tbpf_cuda_memop_ret : skel->progs.tbpf_cuda_memop;
 	case CG_SYNC: return ret ? skel->progs.tbpf_cuda_sync_ret : skel->progs.tbpf_cuda_sync;
 	case CG_ALLOC: return ret ? skel->progs.tbpf_cuda_alloc_ret : skel->progs.tbpf_cuda_alloc;

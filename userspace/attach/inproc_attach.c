@@ -9,6 +9,7 @@
 #include "agent_attach.h"
 #include "inject.h"
 #include "inproc_attach.h"
+#include "inproc_layouts.h"
 #include "remote.h"
 
 #define DRAIN_CHUNK 16384u   /* slots read at once */
@@ -20,6 +21,22 @@ static const struct { const char *prefix; unsigned layout; } verified[] = {
 	{ "1.13.", INPROC_LAYOUT_RFCB10 },
 	{ "2.8.", INPROC_LAYOUT_RFCB10 },
 };
+
+/* Versions whose inputs, IValue and TensorImpl layouts were checked
+ * against their headers (inproc_layouts.h, tests/unit/rf_layout.sh). */
+static const struct tbpf_inproc_ivlayout iv_t1_13 = INPROC_IV_T1_13, iv_t2_8 = INPROC_IV_T2_8;
+static const struct { const char *prefix; const struct tbpf_inproc_ivlayout *iv; } iv_verified[] = {
+	{ "1.13.", &iv_t1_13 },
+	{ "2.8.", &iv_t2_8 },
+};
+
+const struct tbpf_inproc_ivlayout *inproc_ivlayout_for(const char *v)
+{
+	for (size_t i = 0; v && i < sizeof(iv_verified) / sizeof(iv_verified[0]); i++)
+		if (!strncmp(v, iv_verified[i].prefix, strlen(iv_verified[i].prefix)))
+			return iv_verified[i].iv;
+	return NULL;
+}
 
 unsigned inproc_layout_for(const char *v)
 {
@@ -64,6 +81,22 @@ void inproc_to_rec_op(const struct tbpf_inproc_rec *r, uint32_t pid, struct rec_
 	o->stack_id = r->kind == INPROC_ENTER ? r->stack : 0;
 }
 
+uint64_t inproc_shape_id(uint32_t pid, uint32_t shape)
+{
+	/* never 0 for a shape; the uprobe mode's ids are hashes, these do
+	 * not go in the same capture */
+	return shape ? (uint64_t)pid << 32 | shape : 0;
+}
+
+void inproc_to_rec_op_shape(const struct tbpf_inproc_rec *r, uint32_t pid,
+			    struct rec_op_shape *o)
+{
+	memset(o, 0, sizeof(*o));
+	inproc_to_rec_op(r, pid, &o->op);
+	o->op.h.size = sizeof(*o);
+	o->shape_id = inproc_shape_id(pid, r->shape);
+}
+
 int inproc_locate(pid_t pid, struct inproc_loc *loc)
 {
 	char path[64], *rooted = NULL;
@@ -91,6 +124,8 @@ int inproc_locate(pid_t pid, struct inproc_loc *loc)
 		err = inject_elf_obj(rooted, "tbpf_inproc_py", base, &loc->py);
 	if (!err)
 		err = inject_elf_obj(rooted, "tbpf_inproc_stacks", base, &loc->stacks);
+	if (!err)
+		err = inject_elf_obj(rooted, "tbpf_inproc_shapes", base, &loc->shapes);
 	free(rooted);
 	return err;
 }
@@ -142,19 +177,31 @@ int inproc_request(pid_t pid, const struct inproc_loc *loc, uint32_t req, pid_t 
 	return err;
 }
 
+int inproc_set_shapes(pid_t pid, const struct inproc_loc *loc,
+		      const struct tbpf_inproc_ivlayout *iv)
+{
+	struct tbpf_inproc_ivlayout none = { 0 };
+	uint32_t want = iv != NULL;
+	int err = remote_write(pid, CTL_OFF(iv), iv ? iv : &none, sizeof(none));
+
+	return err ? err : remote_write(pid, CTL_OFF(want_shapes), &want, sizeof(want));
+}
+
 int inproc_reader_init(struct inproc_reader *rd, uint64_t tail)
 {
 	memset(rd, 0, sizeof(*rd));
 	rd->tail = tail;
 	rd->buf = malloc(DRAIN_CHUNK * sizeof(*rd->buf));
 	rd->nbuf = malloc(256 * sizeof(*rd->nbuf));
-	return rd->buf && rd->nbuf ? 0 : -ENOMEM;
+	rd->sbuf = malloc(64 * sizeof(*rd->sbuf));
+	return rd->buf && rd->nbuf && rd->sbuf ? 0 : -ENOMEM;
 }
 
 void inproc_reader_free(struct inproc_reader *rd)
 {
 	free(rd->buf);
 	free(rd->nbuf);
+	free(rd->sbuf);
 	memset(rd, 0, sizeof(*rd));
 }
 
@@ -197,6 +244,32 @@ static int drain_names(pid_t pid, const struct inproc_loc *loc, struct inproc_re
 	return err;
 }
 
+/* Shape lists are published before the records that use them, like names. */
+static int drain_shapes(pid_t pid, const struct inproc_loc *loc, struct inproc_reader *rd,
+			void *ctx)
+{
+	uint32_t used;
+	int err;
+
+	if (!rd->fn_shape || !loc->shapes)
+		return 0;
+	err = remote_read(pid, CTL_OFF(nshapes_used), &used, sizeof(used));
+	if (used > TBPF_INPROC_SHAPES)
+		used = TBPF_INPROC_SHAPES;
+	while (!err && rd->shapes_seen < used) {
+		uint32_t n = used - rd->shapes_seen;
+
+		if (n > 64)
+			n = 64;
+		err = remote_read(pid, loc->shapes + (uint64_t)rd->shapes_seen * sizeof(*rd->sbuf),
+				  rd->sbuf, n * sizeof(*rd->sbuf));
+		for (uint32_t i = 0; !err && i < n; i++)
+			err = rd->fn_shape(ctx, rd->shapes_seen + i + 1, &rd->sbuf[i]);
+		rd->shapes_seen += n;
+	}
+	return err;
+}
+
 long inproc_drain(pid_t pid, const struct inproc_loc *loc, struct inproc_reader *rd,
 		  inproc_rec_fn fn_rec, inproc_name_fn fn_name, void *ctx)
 {
@@ -220,6 +293,8 @@ long inproc_drain(pid_t pid, const struct inproc_loc *loc, struct inproc_reader 
 		/* names are published before the records that use them */
 		if (!err)
 			err = drain_names(pid, loc, rd, fn_name, ctx);
+		if (!err)
+			err = drain_shapes(pid, loc, rd, ctx);
 		for (size_t i = 0; !err && i < k; i++)
 			err = fn_rec(ctx, &rd->buf[i]);
 		if (err)

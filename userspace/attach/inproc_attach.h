@@ -18,11 +18,15 @@ struct inproc_loc {
 	uint64_t names;     /* struct tbpf_inproc_name tbpf_inproc_names[] */
 	uint64_t py;        /* struct tbpf_inproc_py tbpf_inproc_py */
 	uint64_t stacks;    /* struct tbpf_inproc_stack tbpf_inproc_stacks[] */
+	uint64_t shapes;    /* struct tbpf_shape tbpf_inproc_shapes[] */
 };
 
 /* Pure: the RecordFunctionCallback layout verified for a torch version
  * string ("1.13.1", "2.8.0+cpu", "1.13.0a0"); INPROC_LAYOUT_NONE if none. */
 unsigned inproc_layout_for(const char *torch_version);
+/* Pure: where the agent reads inputs and tensor sizes for that torch
+ * version (--record-shapes, inproc_layouts.h), or NULL. */
+const struct tbpf_inproc_ivlayout *inproc_ivlayout_for(const char *torch_version);
 /* The versions inproc_layout_for accepts, for messages ("1.13, 2.8"). */
 const char *inproc_verified_versions(void);
 
@@ -43,14 +47,30 @@ int inproc_read_ctl(pid_t pid, const struct inproc_loc *loc, struct tbpf_inproc_
 int inproc_request(pid_t pid, const struct inproc_loc *loc, uint32_t req, pid_t owner,
 		   uint32_t layout, int timeout_ms, struct tbpf_inproc_ctl *c);
 
-/* Drain what the producers committed: names first (fn_name), then the
- * records in ring order (fn_rec); tail written back.  Returns records
- * read or -errno. */
+/* Ask for input shapes at the next START (iv), or for none (NULL). */
+int inproc_set_shapes(pid_t pid, const struct inproc_loc *loc,
+		      const struct tbpf_inproc_ivlayout *iv);
+/* Pure: an ENTER slot with a shape as the uprobe mode's REC_OP_ENTER with
+ * a shape id (struct rec_op_shape): shape_id = inproc_shape_id(pid, slot). */
+void inproc_to_rec_op_shape(const struct tbpf_inproc_rec *r, uint32_t pid,
+			    struct rec_op_shape *out);
+/* Pure: the capture's shape id of the agent's shape table entry r->shape
+ * of pid (unique per process and entry; 0 when r->shape is 0). */
+uint64_t inproc_shape_id(uint32_t pid, uint32_t shape);
+
+/* Drain what the producers committed: names and shape lists first
+ * (fn_name, fn_shape: may be NULL), then the records in ring order
+ * (fn_rec); tail written back.  Returns records read or -errno. */
+/* a shape list of the agent's table, entry index + 1 (as r->shape) */
+typedef int (*inproc_shape_fn_t)(void *ctx, uint32_t shape, const struct tbpf_shape *s);
 struct inproc_reader {
 	uint64_t tail;        /* next ring index to read */
 	uint32_t names_seen;  /* name entries already passed on */
+	uint32_t shapes_seen; /* shape entries already passed on */
 	struct tbpf_inproc_rec *buf;
 	struct tbpf_inproc_name *nbuf;
+	struct tbpf_shape *sbuf;
+	inproc_shape_fn_t fn_shape;   /* set by the caller, or NULL */
 };
 typedef int (*inproc_rec_fn)(void *ctx, const struct tbpf_inproc_rec *r);
 typedef int (*inproc_name_fn)(void *ctx, const struct tbpf_inproc_name *n);

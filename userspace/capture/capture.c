@@ -380,10 +380,10 @@ int capture_check_bpf_record(const struct rec_hdr *h, size_t len)
 		need += (size_t)p->nframes * sizeof(struct tbpf_pyframe);
 		break;
 	}
-	case REC_LAUNCH: need = sizeof(struct rec_launch); break;
+	case REC_LAUNCH: need = REC_LAUNCH_V1_SIZE; break;   /* dur_ns since issue 18 */
 	case REC_MEMOP: need = sizeof(struct rec_memop); break;
 	case REC_SYNC: need = sizeof(struct rec_sync); break;
-	case REC_ALLOC: need = sizeof(struct rec_alloc); break;
+	case REC_ALLOC: need = REC_ALLOC_V1_SIZE; break;
 	case REC_SCOPE_NAME: need = sizeof(struct rec_scope_name); break;
 	case REC_SHAPE: need = sizeof(struct rec_shape); break;
 	case REC_MEM: need = sizeof(struct rec_mem); break;

@@ -8,6 +8,7 @@
 #include "strf.h"
 #include "cmd_daemon.h"
 #include "exitcode.h"
+#include "live_inproc.h"
 #include "session.h"
 #include "options.h"
 #include "units.h"
@@ -42,6 +43,9 @@ static const char usage[] =
 "      --exits MODE      auto, return or infer (default infer: no ptrace)\n"
 "      --no-cuda         no CUDA probes (kernel launch and copy counters)\n"
 "      --profile-memory  allocator probes: tbpf_op_self_memory_bytes per op\n"
+"      --inproc          with --pid: tbpf's RecordFunction agent in each target\n"
+"                        (as tbpf --inproc) instead of uprobes; op counters and\n"
+"                        histograms only (no pprof, budget, CUDA or memory)\n"
 "      --ring-size SIZE  ring buffer for CUDA records (default 2M: ~25,000\n"
 "                        records between two reads 100 ms apart)\n"
 "  -d, --duration TIME   stop after TIME (default: until SIGINT/SIGTERM)\n"
@@ -52,7 +56,8 @@ static const char usage[] =
 "  sudo tbpf daemon\n"
 "  sudo tbpf daemon --listen 0.0.0.0:9464 --label cluster=a --top 30\n"
 "  sudo tbpf daemon --pprof-dir /var/lib/tbpf --keep 60 --window 60s\n"
-"  sudo tbpf daemon --push http://pyroscope:4040 --max-overhead 1%\n";
+"  sudo tbpf daemon --push http://pyroscope:4040 --max-overhead 1%\n"
+"  sudo tbpf daemon --inproc --pid 1234 --window 10s\n";
 
 void daemon_opts_free(struct daemon_opts *o)
 {
@@ -102,7 +107,8 @@ static int label_opt(char *arg, struct daemon_opts *o, char **err)
 
 int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 {
-	enum { O_PPROF = 256, O_KEEP, O_PUSH, O_LABEL, O_TOP, O_BUDGET, O_APP, O_NO_CUDA, O_MEMORY };
+	enum { O_PPROF = 256, O_KEEP, O_PUSH, O_LABEL, O_TOP, O_BUDGET, O_APP, O_NO_CUDA, O_MEMORY,
+	       O_INPROC };
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "window", required_argument, NULL, 'w' },
@@ -117,6 +123,7 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 		SELECT_LONGOPTS,
 		{ "no-cuda", no_argument, NULL, O_NO_CUDA },
 		{ "profile-memory", no_argument, NULL, O_MEMORY },
+		{ "inproc", no_argument, NULL, O_INPROC },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -211,6 +218,9 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 		case O_NO_CUDA:
 			o->no_cuda = true;
 			break;
+		case O_INPROC:
+			o->inproc = true;
+			break;
 		case 'v':
 			o->verbose++;
 			break;
@@ -227,6 +237,16 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 	}
 	if (optind < argc) {
 		*err = strf("unexpected argument '%s'", argv[optind]);
+		return TBPF_EXIT_USAGE;
+	}
+	if (o->inproc && (!o->sel.npids || o->sel.comm || o->sel.cgroup)) {
+		*err = strf("--inproc loads the agent into the processes you name: use --pid "
+			    "(no system-wide scan, --comm or --cgroup)");
+		return TBPF_EXIT_USAGE;
+	}
+	if (o->inproc && (o->max_overhead > 0 || o->pprof_dir || o->push_url || o->memory)) {
+		*err = strf("--inproc gives op counters and histograms only: no --max-overhead, "
+			    "--pprof-dir, --push or --profile-memory");
 		return TBPF_EXIT_USAGE;
 	}
 	if (o->max_overhead > 0 && o->sel.exits != EXITS_INFER) {
@@ -251,6 +271,24 @@ int cmd_daemon(int argc, char **argv)
 		free(err);
 		daemon_opts_free(&o);
 		return rc;
+	}
+	if (o.inproc) {   /* issue 19 */
+		char *agent = inproc_agent_path();
+		int e;
+
+		if (!agent) {
+			fprintf(stderr, "tbpf: libtbpf_inproc.so not found (set TBPF_INPROC_PATH)\n");
+			daemon_opts_free(&o);
+			return TBPF_EXIT_ERROR;
+		}
+		o.inproc_agent = agent;
+		e = daemon_inproc_run(&o);
+		free(agent);
+		if (e != -EAGAIN) {
+			daemon_opts_free(&o);
+			return tbpf_exit_of(e);
+		}
+		o.inproc = false;   /* one line said so: the uprobe daemon */
 	}
 	rc = tbpf_exit_of(daemon_run(&o));
 	daemon_opts_free(&o);

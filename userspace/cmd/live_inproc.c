@@ -46,7 +46,7 @@ static uint64_t mono_ns(clockid_t c)
 }
 
 /* $TBPF_INPROC_PATH, else beside the tbpf binary or in ../lib/tbpf/. */
-static char *inproc_agent_path(void)
+char *inproc_agent_path(void)
 {
 	const char *env = getenv("TBPF_INPROC_PATH");
 	char exe[PATH_MAX], *p = NULL;
@@ -96,7 +96,8 @@ static char *read_line_file(pid_t pid, const char *what, bool nul_to_space)
 
 /* The layout for every target's torch; 0 with *layouts filled, or the
  * exit code / LIVE_INPROC_FALLBACK after one line. */
-static int check_torch(const struct live_opts *o, unsigned *layouts)
+static int check_torch(const struct live_opts *o, unsigned *layouts,
+		       const struct tbpf_inproc_ivlayout **ivs)
 {
 	for (size_t i = 0; i < o->sel.npids; i++) {
 		pid_t pid = o->sel.pids[i];
@@ -121,6 +122,11 @@ static int check_torch(const struct live_opts *o, unsigned *layouts)
 			return tbpf_exit_of(err);
 		}
 		layouts[i] = inproc_layout_for(ver);
+		ivs[i] = o->record_shapes ? inproc_ivlayout_for(ver) : NULL;
+		if (layouts[i] && o->record_shapes && !ivs[i])
+			fprintf(stderr, "tbpf: --inproc: torch %s in pid %d has no verified input "
+					"layout (verified: %s): going on without input shapes\n",
+				ver, pid, inproc_verified_versions());
 		if (!layouts[i])
 			fprintf(stderr, "tbpf: --inproc: torch %s in pid %d (%s) has no verified "
 					"RecordFunction layout (verified: %s); using the uprobe mode\n",
@@ -148,7 +154,16 @@ static int out_op(void *ctx, const struct rec_op *r)
 {
 	struct sink *k = ctx;
 
-	return k->cw ? capture_write_raw(k->cw, r, sizeof(*r)) : model_feed_record(k->feed, &r->h);
+	return k->cw ? capture_write_raw(k->cw, r, r->h.size) : model_feed_record(k->feed, &r->h);
+}
+
+static int out_shape(void *ctx, uint64_t id, const struct tbpf_shape *sh)
+{
+	struct sink *k = ctx;
+	struct rec_shape r = { .h = { .type = REC_SHAPE, .size = sizeof(r) }, .shape_id = id,
+			       .pid = (uint32_t)(id >> 32), .s = *sh };
+
+	return k->cw ? capture_write_raw(k->cw, &r, sizeof(r)) : model_feed_shape(k->feed, id, sh);
 }
 
 static int out_name(void *ctx, uint32_t op_id, const char *name)
@@ -179,14 +194,15 @@ static int exit_of_add(int err)
 }
 
 static struct capture_run run_info(const struct live_opts *o, uint64_t mono, uint64_t real,
-				  uint32_t *pids, char *host, size_t hostlen)
+				  uint32_t *pids, char *host, size_t hostlen, bool shapes)
 {
 	gethostname(host, hostlen - 1);
 	for (size_t i = 0; i < o->sel.npids; i++)
 		pids[i] = (uint32_t)o->sel.pids[i];
 	return (struct capture_run){
 		.present = true, .start_mono_ns = mono, .start_real_ns = real,
-		.mode = TBPF_MODE_RECORD | TBPF_MODE_EXITS | TBPF_MODE_INPROC,
+		.mode = TBPF_MODE_RECORD | TBPF_MODE_EXITS | TBPF_MODE_INPROC |
+			(shapes ? TBPF_MODE_SHAPES : 0),
 		/* "probes": the callbacks registered, two per process */
 		.probes_attached = 2 * (uint32_t)o->sel.npids,
 		.npids = (uint32_t)o->sel.npids, .pids = pids,
@@ -262,6 +278,13 @@ static void report_totals(const struct live_opts *o, const struct inproc_totals 
 	if (tot->overflow)
 		fprintf(stderr, "tbpf: %llu RecordFunctions nested deeper than %d were not counted\n",
 			(unsigned long long)tot->overflow, TBPF_INPROC_STACK);
+	if (tot->shapes_lost)
+		fprintf(stderr, "tbpf: %llu calls counted without input shapes: more distinct shape "
+				"lists than the agent's table holds (%d)\n",
+			(unsigned long long)tot->shapes_lost, TBPF_INPROC_SHAPES);
+	if (tot->shapes_bad)
+		fprintf(stderr, "tbpf: %llu tensors' sizes did not multiply to their numel: shown "
+				"as [?]\n", (unsigned long long)tot->shapes_bad);
 	if (tot->names_lost)
 		fprintf(stderr, "tbpf: %llu in-process records' names did not fit the agent's table "
 				"of %d names: their rows read op#ID\n",
@@ -315,7 +338,8 @@ static int render(const struct live_opts *o, const char *path, const struct tbpf
 	struct tree_opts to = { .ops = o->tree_ops, .min_pct = o->min_pct,
 				.filter = o->layer_filter };
 	struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
-				  .by_overload = o->by_overload, .tree = &to };
+				  .by_overload = o->by_overload, .by_shape = o->by_shape,
+				  .with_flops = o->with_flops, .tree = &to };
 	const char *fmt = o->format ? o->format : "table";
 	bool tree = !strcmp(fmt, "tree");
 	char *emsg = NULL;
@@ -371,11 +395,13 @@ static char *capture_path(const struct live_opts *o, bool *tmp)
 int live_inproc_run(const struct live_opts *o)
 {
 	unsigned layouts[64];
+	const struct tbpf_inproc_ivlayout *ivs[64];
+	bool shapes = false;
 	uint32_t pids[64];
 	char host[256] = "";
 	struct sigaction sa = { .sa_handler = on_sig };
 	struct sink k = { 0 };
-	struct inproc_out out = { .op = out_op, .name = out_name, .ctx = &k };
+	struct inproc_out out = { .op = out_op, .name = out_name, .shape = out_shape, .ctx = &k };
 	struct inproc_session *s = NULL;
 	struct tbpf_model model;
 	struct capture_run run;
@@ -386,7 +412,7 @@ int live_inproc_run(const struct live_opts *o)
 	int rc, err = 0;
 
 	model_init(&model);
-	rc = check_torch(o, layouts);
+	rc = check_torch(o, layouts, ivs);
 	if (rc)
 		return rc;
 	if (!(agent = inproc_agent_path())) {
@@ -423,7 +449,15 @@ int live_inproc_run(const struct live_opts *o)
 	sigaction(SIGHUP, &sa, NULL);
 	t0 = mono_ns(CLOCK_MONOTONIC);
 	for (size_t i = 0; i < o->sel.npids; i++) {
-		err = inproc_session_add(s, o->sel.pids[i], agent, layouts[i], &why);
+		bool on = false;
+
+		err = inproc_session_add_shapes(s, o->sel.pids[i], agent, layouts[i], ivs[i], &on,
+						&why);
+		if (!err && ivs[i] && !on)
+			fprintf(stderr, "tbpf: pid %d: the in-process agent cannot read inputs "
+					"(c10::UndefinedTensorImpl not found): going on without input "
+					"shapes\n", o->sel.pids[i]);
+		shapes |= on;
 		if (err) {
 			fprintf(stderr, "tbpf: %s\n", why ? why : strerror(-err));
 			free(why);
@@ -434,7 +468,7 @@ int live_inproc_run(const struct live_opts *o)
 	}
 	t_mono = mono_ns(CLOCK_MONOTONIC);
 	t_att = t_mono - t0;
-	run = run_info(o, t_mono, mono_ns(CLOCK_REALTIME), pids, host, sizeof(host));
+	run = run_info(o, t_mono, mono_ns(CLOCK_REALTIME), pids, host, sizeof(host), shapes);
 	if (k.cw)
 		write_meta(k.cw, o, &run);
 	if (o->sel.npids == 1)

@@ -9,6 +9,10 @@
  * written): the caller runs the uprobe mode instead. */
 #define LIVE_INPROC_FALLBACK (-1)
 
+/* libtbpf_inproc.so: $TBPF_INPROC_PATH, else beside the tbpf binary or
+ * in ../lib/tbpf/ (malloc'd realpath), or NULL. */
+char *inproc_agent_path(void);
+
 /* The exit code, or LIVE_INPROC_FALLBACK. */
 int live_inproc_run(const struct live_opts *o);
 

@@ -187,7 +187,7 @@ int gpu_session_record(struct gpu_session *gs, const void *data, size_t size)
 	case REC_LAUNCH: {
 		struct gj_host g;
 
-		if (size < sizeof(struct rec_launch))
+		if (size < REC_LAUNCH_V1_SIZE)
 			return 0;
 		gj_host_from_launch(&g, data);
 		PUSH(t, host, nhost, caphost, g);

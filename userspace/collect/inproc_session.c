@@ -86,15 +86,27 @@ static int on_name(void *ctx, const struct tbpf_inproc_name *n)
 	return s->out.name(s->out.ctx, id, n->name);
 }
 
+static int on_shape(void *ctx, uint32_t shape, const struct tbpf_shape *sh)
+{
+	struct inproc_session *s = ctx;
+
+	return s->out.shape(s->out.ctx, inproc_shape_id((uint32_t)s->cur_pid, shape), sh);
+}
+
 static int on_rec(void *ctx, const struct tbpf_inproc_rec *r)
 {
 	struct inproc_session *s = ctx;
+	struct rec_op_shape os;
 	struct rec_op o;
 
 	if (r->kind != INPROC_ENTER && r->kind != INPROC_EXIT)
 		return 0;
-	inproc_to_rec_op(r, (uint32_t)s->cur_pid, &o);
 	s->tot.records++;
+	if (r->kind == INPROC_ENTER && r->shape && s->out.shape) {
+		inproc_to_rec_op_shape(r, (uint32_t)s->cur_pid, &os);
+		return s->out.op(s->out.ctx, &os.op);
+	}
+	inproc_to_rec_op(r, (uint32_t)s->cur_pid, &o);
 	return s->out.op(s->out.ctx, &o);
 }
 
@@ -181,11 +193,23 @@ static void check_python(struct inproc_session *s, struct inproc_target *t)
 int inproc_session_add(struct inproc_session *s, pid_t pid, const char *agent_path,
 		       unsigned layout, char **why)
 {
+	bool on;
+
+	return inproc_session_add_shapes(s, pid, agent_path, layout, NULL, &on, why);
+}
+
+int inproc_session_add_shapes(struct inproc_session *s, pid_t pid, const char *agent_path,
+			      unsigned layout, const struct tbpf_inproc_ivlayout *iv,
+			      bool *shapes_on, char **why)
+{
 	struct inproc_target t = { .pid = pid };
 	struct tbpf_inproc_ctl c;
 	int err;
 
 	*why = NULL;
+	*shapes_on = false;
+	if (!s->out.shape)
+		iv = NULL;
 	err = locate_or_inject(pid, agent_path, &t.loc, why);
 	if (err)
 		goto fail;
@@ -197,6 +221,8 @@ int inproc_session_add(struct inproc_session *s, pid_t pid, const char *agent_pa
 		err = -EBUSY;
 		goto fail;
 	}
+	if (!err)
+		err = inproc_set_shapes(pid, &t.loc, iv);
 	if (!err)
 		err = setup_python(s, &t);
 	if (!err)
@@ -211,7 +237,10 @@ int inproc_session_add(struct inproc_session *s, pid_t pid, const char *agent_pa
 		err = -EPROTO;
 		goto fail;
 	}
+	*shapes_on = iv && c.shapes_on;
 	err = inproc_reader_init(&t.rd, c.tail);
+	if (!err && *shapes_on)
+		t.rd.fn_shape = on_shape;
 	if (err || GROW(s->t, s->n, s->cap, 4)) {
 		inproc_request(pid, &t.loc, INPROC_REQ_STOP, getpid(), layout, START_TIMEOUT_MS, &c);
 		err = -ENOMEM;
@@ -300,6 +329,8 @@ void inproc_session_totals(const struct inproc_session *s, struct inproc_totals 
 		tot->stacks += s->t[i].py.nstacks_used;
 		tot->stacks_lost += s->t[i].py.stacks_lost;
 		tot->bad_frames += s->t[i].py.bad_frames;
+		tot->shapes_lost += s->t[i].last.shapes_lost;
+		tot->shapes_bad += s->t[i].last.shapes_bad;
 	}
 }
 

@@ -5,6 +5,7 @@
  * one model builder makes the rows (docs/inproc.md). */
 #ifndef TBPF_INPROC_SESSION_H
 #define TBPF_INPROC_SESSION_H
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "tbpf_abi.h"
@@ -19,6 +20,9 @@ struct inproc_out {
 	/* issue 19 part 1: a Python stack the agent walked, before the drain
 	 * that follows it ends; NULL: the agent walks no stacks */
 	int (*stack)(void *ctx, const struct rec_pystack *r);
+	/* --record-shapes: a shape list before the first record with its
+	 * id (REC_OP_ENTER as struct rec_op_shape, h.size says); once per id */
+	int (*shape)(void *ctx, uint64_t shape_id, const struct tbpf_shape *s);
 	void *ctx;
 };
 
@@ -31,6 +35,8 @@ struct inproc_totals {
 	uint64_t stacks;       /* Python stacks published by the agents */
 	uint64_t stacks_lost;  /* new stacks their full tables could not take */
 	uint64_t bad_frames;   /* walks stopped at a frame that was not Python's */
+	uint64_t shapes_lost;  /* calls without shapes: the agent's table was full */
+	uint64_t shapes_bad;   /* tensors whose sizes did not multiply to numel */
 };
 
 struct inproc_session *inproc_session_new(const struct inproc_out *out);
@@ -40,6 +46,12 @@ struct inproc_session *inproc_session_new(const struct inproc_out *out);
  * agent, -EPROTO the agent refused (no symbols, ...). */
 int inproc_session_add(struct inproc_session *s, pid_t pid, const char *agent_path,
 		       unsigned layout, char **why);
+/* The same, with input shapes read through iv (the target torch's,
+ * inproc_ivlayout_for; NULL: none).  *shapes_on: whether the agent reads
+ * them (false with a NULL iv, or when the agent could not set them up). */
+int inproc_session_add_shapes(struct inproc_session *s, pid_t pid, const char *agent_path,
+			      unsigned layout, const struct tbpf_inproc_ivlayout *iv,
+			      bool *shapes_on, char **why);
 /* Drain every target to the output; returns how many are alive, or the
  * output's -errno. */
 int inproc_session_poll(struct inproc_session *s);

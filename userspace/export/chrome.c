@@ -34,6 +34,7 @@
 #include "shapes.h"
 #include "devprops.h"
 #include "capture.h"
+#include "cuda_model.h"
 #include "export.h"
 #include "grow.h"
 #include "steps.h"
@@ -557,11 +558,15 @@ static void c_cuda(void *vc, const struct tl_cuda *cu)
 	case REC_LAUNCH: {
 		const struct rec_launch *l = (const void *)cu->rec;
 		const char *k = capture_meta_kernel(c->m, l->pid, (uint64_t)l->func);
+		uint64_t dur;
+		bool timed = cuda_rec_host_ns(cu->rec, &dur);   /* issue 18 */
 		if (d) {
-			launch_slice(c, cu, l->api, l->h.ts_ns, d);
+			launch_slice(c, cu, l->api, l->h.ts_ns + dur, d);
 			fputs(",\"kernel\":", out);
 		} else {
-			cuda_common(c, cu, "i", l->api);
+			cuda_common(c, cu, timed ? "X" : "i", l->api);
+			if (timed)
+				dur_us(out, dur);
 			cuda_args(c, cu);
 			fputs("\"kernel\":", out);
 		}
@@ -624,7 +629,11 @@ static void c_cuda(void *vc, const struct tl_cuda *cu)
 	}
 	case REC_ALLOC: {
 		const struct rec_alloc *a = (const void *)cu->rec;
-		cuda_common(c, cu, "i", a->api);
+		uint64_t dur;
+		bool timed = cuda_rec_host_ns(cu->rec, &dur);
+		cuda_common(c, cu, timed ? "X" : "i", a->api);
+		if (timed)
+			dur_us(out, dur);
 		cuda_args(c, cu);
 		fprintf(out, "\"ptr\":\"0x%" PRIx64 "\",\"bytes\":%" PRIu64 "}}", (uint64_t)a->ptr, (uint64_t)a->bytes);
 		break;

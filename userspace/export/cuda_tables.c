@@ -322,10 +322,12 @@ static int print_apis(FILE *f, const struct cuda_model *m)
 
 	if (!v)
 		return -ENOMEM;
-	fprintf(f, "CUDA API calls (host side; Host times of the calls probed at return)\n");
+	/* as torch.profiler's rows of the runtime calls: Self CPU, the time
+	 * in the call (issue 18: timed at its return) */
+	fprintf(f, "CUDA API calls (host side; Self CPU: time in the call, of the timed calls)\n");
 	rule(f, 96);
 	fprintf(f, "%-34s  %10s  %8s  %12s  %12s  %12s\n", "Name", "# of Calls", "Timed",
-		"Host total", "Host avg", "Host max");
+		"Self CPU", "CPU time avg", "CPU time max");
 	rule(f, 96);
 	for (size_t i = 0; i < n; i++) {
 		const struct cuda_apistat *a = v[i];

@@ -57,12 +57,30 @@ static void groups_print(FILE *out, const struct tbpf_model *m, const struct mem
 		fprintf(out, "... %zu more (--format json lists all)\n", n - MEM_TABLE_ROWS);
 }
 
+/* A process's part (m->mem_pid, issue 18): its groups only. */
+static size_t keep_pid(const struct tbpf_model *m, struct mem_group *g, size_t n)
+{
+	size_t k = 0;
+
+	if (!m->mem_pid)
+		return n;
+	for (size_t i = 0; i < n; i++)
+		if (g[i].pid == m->mem_pid)
+			g[k++] = g[i];
+	return k;
+}
+
+static bool dev_shown(const struct tbpf_model *m, const struct mem_dev *d)
+{
+	return !m->mem_pid || d->pid == m->mem_pid;
+}
+
 int mem_tables_print(FILE *out, const struct tbpf_model *m)
 {
 	const struct mem_model *mm = m->mem;
 	struct mem_group *g = NULL;
 	size_t n = 0;
-	bool pids = m->prof.npids > 1;
+	bool pids = m->prof.npids > 1 && !m->mem_pid;
 	int err;
 
 	if (!mm)
@@ -70,6 +88,7 @@ int mem_tables_print(FILE *out, const struct tbpf_model *m)
 	err = mem_model_live_groups(mm, &g, &n);
 	if (err)
 		return err;
+	n = keep_pid(m, g, n);
 	fputs("\nMemory still live at the end, by allocating op and layer (largest first):\n", out);
 	if (!n)
 		fputs("(none)\n", out);
@@ -80,6 +99,8 @@ int mem_tables_print(FILE *out, const struct tbpf_model *m)
 		const struct mem_dev *d = &mm->devs[i];
 		char pk[32], lv[32], rs[32];
 
+		if (!dev_shown(m, d))
+			continue;
 		export_fmt_memory(pk, sizeof(pk), d->peak);
 		export_fmt_memory(lv, sizeof(lv), d->live);
 		fprintf(out, "\nPeak %s memory of pid %u: %s (of allocations made while profiled; "
@@ -97,8 +118,9 @@ int mem_tables_print(FILE *out, const struct tbpf_model *m)
 	}
 	if (mm->frees_before_attach || mm->untracked)
 		fprintf(out, "\nNot charged: %" PRIu64 " frees of memory allocated before tbpf "
-			"attached, %" PRIu64 " allocations not tracked (map full: --mem-map-size).\n",
-			mm->frees_before_attach, mm->untracked);
+			"attached, %" PRIu64 " allocations not tracked (map full: --mem-map-size)%s.\n",
+			mm->frees_before_attach, mm->untracked,
+			m->mem_pid ? "; counted for all processes together" : "");
 	return ferror(out) ? -EIO : 0;
 }
 
@@ -129,20 +151,23 @@ int mem_json_member(FILE *out, const struct tbpf_model *m)
 	err = mem_model_live_groups(mm, &g, &n);
 	if (err)
 		return err;
+	n = keep_pid(m, g, n);
 	fprintf(out, "  \"memory\": {\n    \"frees_before_attach\": %" PRIu64 ",\n"
 		"    \"allocations_untracked\": %" PRIu64 ",\n    \"live_at_end\": ",
 		mm->frees_before_attach, mm->untracked);
 	groups_json(out, m, g, n);
 	free(g);
 	fputs(",\n    \"devices\": [", out);
-	for (size_t i = 0; i < mm->ndevs; i++) {
+	for (size_t i = 0, k = 0; i < mm->ndevs; i++) {
 		const struct mem_dev *d = &mm->devs[i];
 
+		if (!dev_shown(m, d))
+			continue;
 		fprintf(out, "%s\n      {\"pid\": %u, \"device\": \"%s\", \"device_index\": %d, "
 			"\"peak_bytes\": %lld, \"peak_ts_ns\": %" PRIu64 ", \"live_bytes\": %lld, "
 			"\"allocations\": %" PRIu64 ", \"allocated_bytes\": %" PRIu64 ", \"frees\": %"
 			PRIu64 ", \"frees_unmatched\": %" PRIu64 ", \"max_reserved_bytes\": %" PRIu64
-			", \"peak_held_by\": ", i ? "," : "", d->pid, dev_name(d->dev_type),
+			", \"peak_held_by\": ", k++ ? "," : "", d->pid, dev_name(d->dev_type),
 			d->dev_index, (long long)d->peak, d->peak_ts, (long long)d->live, d->allocs,
 			d->alloc_bytes, d->frees, d->unknown_frees, d->max_reserved);
 		groups_json(out, m, d->peak_groups, d->npeak_groups);

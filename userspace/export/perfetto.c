@@ -22,6 +22,7 @@
 #include <string.h>
 #include "shapes.h"
 #include "capture.h"
+#include "cuda_model.h"
 #include "export.h"
 #include "framespans.h"
 #include "gpucap.h"
@@ -464,10 +465,16 @@ static void pf_cuda(void *vc, const struct tl_cuda *cu)
 	switch (h->type) {
 	case REC_LAUNCH: {
 		const struct rec_launch *l = (const void *)h;
-		if (d)
-			launch_slice(c, cu, l->api, h->ts_ns, "stream", l->stream, d);
-		else
+		uint64_t dur;
+		bool timed = cuda_rec_host_ns(h, &dur);   /* issue 18 */
+		if (d) {
+			launch_slice(c, cu, l->api, h->ts_ns + dur, "stream", l->stream, d);
+		} else if (timed) {
+			cuda_event(c, cu, l->api, SLICE_BEGIN, h->ts_ns, "stream", l->stream);
+			cuda_event(c, cu, l->api, SLICE_END, h->ts_ns + dur, NULL, 0);
+		} else {
 			cuda_event(c, cu, l->api, INSTANT, h->ts_ns, "stream", l->stream);
+		}
 		break;
 	}
 	case REC_MEMOP: {
@@ -488,7 +495,13 @@ static void pf_cuda(void *vc, const struct tl_cuda *cu)
 	}
 	case REC_ALLOC: {
 		const struct rec_alloc *a = (const void *)h;
-		cuda_event(c, cu, a->api, INSTANT, h->ts_ns, "bytes", a->bytes);
+		uint64_t dur;
+		if (cuda_rec_host_ns(h, &dur)) {
+			cuda_event(c, cu, a->api, SLICE_BEGIN, h->ts_ns, "bytes", a->bytes);
+			cuda_event(c, cu, a->api, SLICE_END, h->ts_ns + dur, NULL, 0);
+		} else {
+			cuda_event(c, cu, a->api, INSTANT, h->ts_ns, "bytes", a->bytes);
+		}
 		break;
 	}
 	}

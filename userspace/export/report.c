@@ -39,25 +39,41 @@ static void proc_totals(const struct profile *p, uint64_t *calls, uint64_t *self
 	}
 }
 
-/* "processes": per process its command line, torch and totals (issue 18;
- * its rows are the "ops" with its pid) */
-static void procs_json(FILE *out, const struct tbpf_model *m)
+/* "processes": per process its command line, torch and totals, and its
+ * own CUDA tables and memory (issue 18; its op rows are the "ops" with its
+ * pid) */
+static int procs_json(FILE *out, const struct tbpf_model *m)
 {
+	int err = 0;
+
 	fputs("  \"processes\": [", out);
-	for (size_t i = 0; i < m->nprocs; i++) {
+	for (size_t i = 0; !err && i < m->nprocs; i++) {
 		const struct model_proc *pp = &m->procs[i];
+		const struct tbpf_model *pm = pp->m;
 		uint64_t calls, self;
 
-		proc_totals(&pp->m->prof, &calls, &self);
+		proc_totals(&pm->prof, &calls, &self);
 		fprintf(out, "%s\n    {\"pid\": %u, \"cmdline\": ", i ? "," : "", pp->pid);
 		json_str(out, pp->cmdline);
 		fputs(", \"torch_version\": ", out);
 		json_str(out, pp->torch);
-		fprintf(out, ", \"calls\": %llu, \"self_ns\": %llu, \"steps\": %zu}",
+		fprintf(out, ", \"calls\": %llu, \"self_ns\": %llu, \"steps\": %zu",
 			(unsigned long long)calls, (unsigned long long)self,
-			pp->m->steps ? pp->m->steps->n : 0);
+			pm->steps ? pm->steps->n : 0);
+		if (pm->cuda && !cuda_model_empty(pm->cuda)) {
+			fputs(", \"cuda\": {\n", out);
+			err = cuda_json_members_ex(out, pm->cuda, pm->op_name, pm->op_name_ctx,
+						   pm->tree);
+			fputs("}", out);
+		}
+		if (!err && pm->mem) {
+			fputs(",\n", out);
+			err = mem_json_member(out, pm);
+		}
+		fputc('}', out);
 	}
 	fputs(m->nprocs ? "\n  ]" : "]", out);
+	return err;
 }
 
 /* Members after "ops": the layer tree, then the CUDA tables, the steps. */
@@ -92,7 +108,7 @@ static int json_extra(FILE *out, void *ctx)
 	if (!err && m->nprocs) {
 		if (any)
 			fputs(",\n", out);
-		procs_json(out, m);
+		err = procs_json(out, m);
 	}
 	return err;
 }
@@ -106,13 +122,15 @@ static void section_header(FILE *out, const struct model_proc *pp, bool first)
 	fprintf(out, "%s== pid %u: %s (torch %s): %llu op calls", first ? "" : "\n", pp->pid,
 		pp->cmdline[0] ? pp->cmdline : "?", pp->torch[0] ? pp->torch : "unknown",
 		(unsigned long long)calls);
+	if (pp->m->cuda && !cuda_model_empty(pp->m->cuda))
+		fprintf(out, ", %llu CUDA API calls", (unsigned long long)pp->m->cuda->records);
 	if (pp->m->steps && pp->m->steps->n)
 		fprintf(out, ", %zu steps", pp->m->steps->n);
 	fputs(" ==\n", out);
 }
 
-/* Several processes: a table or tree per process, then the CUDA and
- * memory tables of the whole run (not split per process). */
+/* Several processes: a table or tree per process, each with its own CUDA
+ * and memory tables (issue 18). */
 static int export_sections(FILE *out, int fmt, const struct tbpf_model *m,
 			   const struct export_opts *eo, const struct tree_opts *to)
 {
@@ -126,15 +144,6 @@ static int export_sections(FILE *out, int fmt, const struct tbpf_model *m,
 			err = 0;
 		}
 	}
-	if (!err && fmt == EXPORT_TABLE && ((m->cuda && !cuda_model_empty(m->cuda)) || m->mem))
-		fputs("\n== all processes ==\n", out);
-	if (!err && fmt == EXPORT_TABLE && m->cuda && !cuda_model_empty(m->cuda)) {
-		err = cuda_tables_print_ex(out, m->cuda, m->op_name, m->op_name_ctx, m->tree, NULL);
-		if (!err && ferror(out))
-			err = -EIO;
-	}
-	if (!err && fmt == EXPORT_TABLE && m->mem)
-		err = mem_tables_print(out, m);
 	return err ? err : ferror(out) ? -EIO : 0;
 }
 

@@ -27,11 +27,19 @@ struct daemon_opts {
 	struct session_select sel;
 	bool no_cuda;                /* no libcudart/libcuda probes */
 	bool memory;                 /* --profile-memory: per-op bytes (issue 17) */
+	/* --inproc (issue 19): the RecordFunction agent in each --pid target
+	 * instead of uprobes (fleet/daemon_inproc.c); the agent's path */
+	bool inproc;
+	const char *inproc_agent;
 	int verbose;
 };
 
 /* Run until a signal or o->duration_ns.  0, or -errno after a message on
  * stderr: -EPERM without root, session_open's errors, -EIO for the rest. */
 int daemon_run(const struct daemon_opts *o);
+
+/* daemon_run with o->inproc: -EAGAIN (after one line) when a target's
+ * torch has no verified layout: the caller runs daemon_run without it. */
+int daemon_inproc_run(const struct daemon_opts *o);
 
 #endif /* TBPF_DAEMON_H */

@@ -170,7 +170,7 @@ int gpucap_feed(struct gpucap *g, const struct rec_hdr *h)
 	struct gj_host host;
 	switch (h->type) {
 	case REC_LAUNCH:
-		if (h->size < sizeof(struct rec_launch))
+		if (h->size < REC_LAUNCH_V1_SIZE)
 			return 0;
 		gj_host_from_launch(&host, (const void *)h);
 		PUSH(p->host, p->nhost, p->chost, host);

@@ -22,6 +22,9 @@ _Static_assert(CU_API_MAX <= CU_API_MAX_, "api table");
 _Static_assert(offsetof(struct rec_launch, api) == offsetof(struct rec_memop, api) &&
 	       offsetof(struct rec_launch, api) == offsetof(struct rec_sync, api) &&
 	       offsetof(struct rec_launch, api) == offsetof(struct rec_alloc, api), "api offset");
+_Static_assert(offsetof(struct rec_launch, pid) == offsetof(struct rec_memop, pid) &&
+	       offsetof(struct rec_launch, pid) == offsetof(struct rec_sync, pid) &&
+	       offsetof(struct rec_launch, pid) == offsetof(struct rec_alloc, pid), "pid offset");
 
 static const char *const api_names[CU_API_MAX] = {
 #define N(x) [CU_##x] = #x
@@ -67,6 +70,11 @@ void cuda_model_init(struct cuda_model *m, cuda_resolve_fn resolve, void *ctx)
 
 void cuda_model_free(struct cuda_model *m)
 {
+	for (size_t i = 0; i < m->nprocs; i++) {
+		cuda_model_free(m->procs[i]);
+		free(m->procs[i]);
+	}
+	free(m->procs);
 	for (size_t i = 0; i < m->nkernels; i++) {
 		free(m->kernels[i].name);
 		free(m->kernels[i].ops);
@@ -133,12 +141,39 @@ static bool api_is_driver_launch(uint32_t api)
 	       api == CU_cuLaunchKernelEx || api == CU_cuLaunchKernelEx_ptsz;
 }
 
+static const struct cuda_kernel *kernel_find(const struct cuda_model *m, uint32_t pid,
+					     uint64_t func)
+{
+	size_t h;
+
+	if (!m->kidx_cap)
+		return NULL;
+	h = khash(pid, func, m->kidx_cap);
+	while (m->kidx[h]) {
+		const struct cuda_kernel *k = &m->kernels[m->kidx[h] - 1];
+
+		if (k->pid == pid && k->func == func)
+			return k;
+		h = (h + 1) & (m->kidx_cap - 1);
+	}
+	return NULL;
+}
+
 static int kernel_name(struct cuda_model *m, struct cuda_kernel *k)
 {
 	char *name = NULL;
 	int where = CUDA_ADDR_NOFILE;
 	int r;
 
+	if (m->parent) {   /* a process's model: named once, by the parent */
+		const struct cuda_kernel *pk = kernel_find(m->parent, k->pid, k->func);
+
+		if (pk) {
+			k->src = pk->src;
+			k->name = strdup(pk->name);
+			return k->name ? 0 : -ENOMEM;
+		}
+	}
 	if (api_is_graph(k->api)) {
 		k->src = CUDA_NAME_GRAPH;
 		r = asprintf(&k->name, "<graph exec 0x%" PRIx64 ">", k->func);
@@ -442,25 +477,46 @@ static int add_alloc(struct cuda_model *m, const struct rec_alloc *r)
 	return 0;
 }
 
+bool cuda_rec_host_ns(const struct rec_hdr *h, uint64_t *ns)
+{
+	*ns = 0;
+	switch (h->type) {
+	case REC_SYNC:
+		*ns = ((const struct rec_sync *)h)->dur_ns;
+		return true;
+	case REC_MEMOP: {
+		const struct rec_memop *r = (const void *)h;
+
+		*ns = r->dur_ns;
+		/* before return timing: only the synchronous ones */
+		return (r->flags & MEMOP_TIMED) || r->api == CU_cudaMemcpy ||
+		       r->api == CU_cudaMemset;
+	}
+	case REC_LAUNCH:
+		if (h->size < sizeof(struct rec_launch))
+			return false;
+		*ns = ((const struct rec_launch *)h)->dur_ns;
+		return *ns != 0;
+	case REC_ALLOC:
+		if (h->size < sizeof(struct rec_alloc))
+			return false;
+		*ns = ((const struct rec_alloc *)h)->dur_ns;
+		return *ns != 0;
+	}
+	return false;
+}
+
 /* The per-API row of a record: a call, and its host time when the
- * probe timed it (synchronous copies/sets, synchronizations). */
+ * probes timed it. */
 static void api_add(struct cuda_model *m, const void *rec)
 {
-	const struct rec_hdr *h = rec;
 	uint32_t api = ((const struct rec_launch *)rec)->api;
 	struct cuda_apistat *a;
-	uint64_t dur = 0;
-	bool timed = false;
+	uint64_t dur;
+	bool timed = cuda_rec_host_ns(rec, &dur);
 
 	if (api >= CU_API_MAX)
 		return;
-	if (h->type == REC_SYNC) {
-		dur = ((const struct rec_sync *)rec)->dur_ns;
-		timed = true;
-	} else if (h->type == REC_MEMOP && (api == CU_cudaMemcpy || api == CU_cudaMemset)) {
-		dur = ((const struct rec_memop *)rec)->dur_ns;
-		timed = true;
-	}
 	a = &m->apis[api];
 	a->api = api;
 	a->calls++;
@@ -472,34 +528,76 @@ static void api_add(struct cuda_model *m, const void *rec)
 		a->max_ns = dur;
 }
 
+/* The model of process pid (made on its first record). */
+static struct cuda_model *proc_get(struct cuda_model *m, uint32_t pid)
+{
+	struct cuda_model *c;
+
+	for (size_t i = 0; i < m->nprocs; i++)
+		if (m->procs[i]->pid == pid)
+			return m->procs[i];
+	if (GROW(m->procs, m->nprocs, m->capprocs, 4))
+		return NULL;
+	c = malloc(sizeof(*c));
+	if (!c)
+		return NULL;
+	cuda_model_init(c, m->resolve, m->resolve_ctx);
+	c->parent = m;
+	c->pid = pid;
+	m->procs[m->nprocs++] = c;
+	return c;
+}
+
+const struct cuda_model *cuda_model_of_pid(const struct cuda_model *m, uint32_t pid)
+{
+	for (size_t i = 0; m && i < m->nprocs; i++)
+		if (m->procs[i]->pid == pid)
+			return m->procs[i];
+	return NULL;
+}
+
+static int add_one(struct cuda_model *m, const void *rec);
+
 int cuda_model_add(struct cuda_model *m, const void *rec, size_t len)
 {
 	const struct rec_hdr *h = rec;
+	struct cuda_model *pm;
 	size_t need;
 	int err;
 
 	if (len < sizeof(*h))
 		return -EINVAL;
 	switch (h->type) {
-	case REC_LAUNCH: need = sizeof(struct rec_launch); break;
+	case REC_LAUNCH: need = REC_LAUNCH_V1_SIZE; break;   /* dur_ns since issue 18 */
 	case REC_MEMOP: need = sizeof(struct rec_memop); break;
 	case REC_SYNC: need = sizeof(struct rec_sync); break;
-	case REC_ALLOC: need = sizeof(struct rec_alloc); break;
+	case REC_ALLOC: need = REC_ALLOC_V1_SIZE; break;
 	default: return 0;
 	}
 	if (len < need || h->size < need) {
 		m->bad_records++;
 		return -EINVAL;
 	}
+	err = add_one(m, rec);
+	if (err || m->parent)
+		return err;
+	/* and into the model of its process (issue 18: a section each) */
+	pm = proc_get(m, ((const struct rec_launch *)rec)->pid);
+	return pm ? add_one(pm, rec) : -ENOMEM;
+}
+
+static int add_one(struct cuda_model *m, const void *rec)
+{
+	const struct rec_hdr *h = rec;
+
 	m->records++;
 	api_add(m, rec);
 	switch (h->type) {
-	case REC_LAUNCH: err = add_launch(m, rec); break;
-	case REC_MEMOP: err = add_memop(m, rec); break;
-	case REC_SYNC: err = add_sync(m, rec); break;
-	default: err = add_alloc(m, rec); break;
+	case REC_LAUNCH: return add_launch(m, rec);
+	case REC_MEMOP: return add_memop(m, rec);
+	case REC_SYNC: return add_sync(m, rec);
+	default: return add_alloc(m, rec);
 	}
-	return err;
 }
 
 static int apistat_cmp(const void *x, const void *y)

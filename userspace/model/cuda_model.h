@@ -106,9 +106,9 @@ typedef char *(*cuda_resolve_fn)(void *ctx, uint32_t pid, uint64_t addr, int *wh
 struct cuda_live { uint32_t pid; uint64_t ptr, bytes; };
 
 /* Calls of one CUDA API (issue 18: the table of a plain CUDA program,
- * named as Kineto's cuda_runtime/cuda_driver events).  Host time only for
- * the calls probed at return too (synchronous copies and sets,
- * synchronizations): `timed` of the `calls`. */
+ * named as Kineto's cuda_runtime/cuda_driver events).  Host time of the
+ * calls timed at their return (every call since return timing;
+ * cuda_rec_host_ns): `timed` of the `calls`. */
 struct cuda_apistat {
 	uint32_t api;
 	uint64_t calls, timed, total_ns, max_ns;
@@ -137,6 +137,13 @@ struct cuda_model {
 	uint64_t live_bytes, peak_bytes;
 	uint64_t records, bad_records;
 	struct cuda_apistat apis[CU_API_MAX_];   /* by api id; calls 0: not seen */
+	/* issue 18: the same tables per process, one model each (pid
+	 * order of first record); a process's model has none of its own and
+	 * names its kernels from its parent's */
+	struct cuda_model **procs;
+	size_t nprocs, capprocs;
+	const struct cuda_model *parent;
+	uint32_t pid;                    /* a process's model: its pid */
 };
 
 void cuda_model_init(struct cuda_model *m, cuda_resolve_fn resolve, void *ctx);
@@ -171,6 +178,16 @@ int cuda_model_layer_rows(const struct cuda_model *m, struct layer_cudastat **ro
  * their launches, kernels, copies and sync time.  0 or -ENOMEM. */
 struct layer_tree;
 int cuda_model_to_layers(const struct cuda_model *m, struct layer_tree *t);
+
+/* The tables of one process (issue 18: a section each), or NULL when pid
+ * made no CUDA record.  Valid while m is. */
+const struct cuda_model *cuda_model_of_pid(const struct cuda_model *m, uint32_t pid);
+
+/* The host time of a CUDA record (REC_LAUNCH, REC_MEMOP, REC_SYNC,
+ * REC_ALLOC of h->size bytes) into *ns; false when the probes did not time
+ * the call (records older than return timing, issue 18).  Pure. */
+struct rec_hdr;
+bool cuda_rec_host_ns(const struct rec_hdr *h, uint64_t *ns);
 
 /* True when no CUDA record was added. */
 bool cuda_model_empty(const struct cuda_model *m);

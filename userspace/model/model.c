@@ -2,6 +2,7 @@
  * (see model.h): one replay of a capture into profile rows, device times,
  * CUDA tables and the layer tree; the layer tree for live sessions too. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,10 +59,35 @@ static char *capture_resolve(void *ctx, uint32_t pid, uint64_t addr, int *where)
 	return n ? strdup(n) : NULL;
 }
 
+/* --steps / --schedule (issue 18): the CUDA and memory records of the
+ * active steps only, as the op rows (profile_agg_window). */
+struct cut {
+	void *inner;
+	const struct steps *win;            /* NULL: every record */
+	const struct step_schedule *sched;
+};
+
+/* Every CUDA record and rec_mem has its pid right after the header. */
+_Static_assert(offsetof(struct rec_launch, pid) == sizeof(struct rec_hdr) &&
+	       offsetof(struct rec_mem, pid) == sizeof(struct rec_hdr), "pid after header");
+
+static bool cut_keep(const struct cut *c, const struct rec_hdr *h)
+{
+	if (!c->win)
+		return true;
+	if (h->size < sizeof(*h) + sizeof(uint32_t))
+		return false;
+	return steps_window_has(c->win, c->sched, *(const uint32_t *)(h + 1), h->ts_ns);
+}
+
 static int cuda_sink(void *ctx, const struct rec_hdr *h)
 {
-	int ret = cuda_model_add(ctx, h, h->size);
+	const struct cut *c = ctx;
+	int ret;
 
+	if (!cut_keep(c, h))
+		return 0;
+	ret = cuda_model_add(c->inner, h, h->size);
 	return ret == -ENOMEM ? ret : 0;   /* a record it cannot use is skipped */
 }
 
@@ -74,9 +100,11 @@ static int modcall_sink(void *ctx, const struct rec_hdr *h)
 
 static int mem_sink(void *ctx, const struct rec_hdr *h)
 {
-	if (h->size < sizeof(struct rec_mem))
+	const struct cut *c = ctx;
+
+	if (h->size < sizeof(struct rec_mem) || !cut_keep(c, h))
 		return 0;
-	return mem_model_add(ctx, (const struct rec_mem *)h) == -ENOMEM ? -ENOMEM : 0;
+	return mem_model_add(c->inner, (const struct rec_mem *)h) == -ENOMEM ? -ENOMEM : 0;
 }
 
 static const char *capture_op_name(void *ctx, uint32_t id)
@@ -117,15 +145,17 @@ static int replay_model_w(struct capture_reader *r, struct profile *p, struct cu
 		return -ENOMEM;
 	}
 	ret = gpucap_init(&g, true);
+	struct cut ccut = { cm, win, sched }, mcut = { mm, win, sched };
+
 	if (!ret) {
 		/* device times (REC_GPU): Self CUDA, and CUDA total over the op
 		 * spans open at each launch (the op and its ancestors) */
 		struct replay_sink sinks[] = {
 			profile_agg_sink(agg),
 			gpucap_sink(&g, r),
-			{ cm ? CUDA_RECS : 0, cuda_sink, NULL, cm },
+			{ cm ? CUDA_RECS : 0, cuda_sink, NULL, &ccut },
 			{ REPLAY_TYPE(REC_MODCALL), modcall_sink, NULL, p },
-			{ mm ? REPLAY_TYPE(REC_MEM) : 0, mem_sink, NULL, mm },
+			{ mm ? REPLAY_TYPE(REC_MEM) : 0, mem_sink, NULL, &mcut },
 			{ 0 },   /* the call tree's, when asked */
 		};
 
@@ -219,7 +249,9 @@ int model_from_capture_steps(struct capture_reader *r, unsigned parts, const cha
 		err = step_stats_from_capture(r, &m->steps_bounds, &m->steps_own);
 	if (err)
 		return err;
-	step_stats_keep_active(&m->steps_own, sched);
+	/* a repeating schedule: the last cycle, as key_averages() shows it */
+	steps_last_cycle(&m->steps_bounds, sched);
+	step_stats_keep_active(&m->steps_own, sched, &m->steps_bounds);
 	m->steps = &m->steps_own;
 	return model_from_capture_w(r, parts, m, sched);
 }
@@ -265,8 +297,13 @@ static int split_one(const struct tbpf_model *m, struct model_proc *pp,
 	pp->torch = profile_intern(&pm->prof, pp->torch);
 	if (!pp->cmdline || !pp->torch)
 		return -ENOMEM;
-	/* the CUDA rows of the tree are the whole run's: not split */
-	return m->tree ? model_layers(&pm->prof, ls, nls, NULL, &pm->tree) : 0;
+	/* its own CUDA and memory tables (issue 18) */
+	pm->cuda = cuda_model_of_pid(m->cuda, pp->pid);
+	if (m->mem) {
+		pm->mem = m->mem;
+		pm->mem_pid = pp->pid;
+	}
+	return m->tree ? model_layers(&pm->prof, ls, nls, pm->cuda, &pm->tree) : 0;
 }
 
 int model_split(struct tbpf_model *m, const struct layer_stack *ls, size_t nls,
@@ -355,6 +392,11 @@ struct model_feed *model_feed_new(struct tbpf_model *m)
 int model_feed_name(struct model_feed *f, uint32_t op_id, const char *name, const char *overload)
 {
 	return capture_meta_add_op(&f->meta, op_id, name, overload);
+}
+
+int model_feed_shape(struct model_feed *f, uint64_t shape_id, const struct tbpf_shape *s)
+{
+	return capture_meta_add_shape(&f->meta, shape_id, s);
 }
 
 int model_feed_record(struct model_feed *f, const struct rec_hdr *h)

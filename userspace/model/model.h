@@ -62,6 +62,7 @@ struct tbpf_model {
 	bool cuda_own_init;
 	/* --profile-memory: live at the end, peaks (NULL: not profiled) */
 	const struct mem_model *mem;
+	uint32_t mem_pid;                   /* a process's part: mem's rows of it */
 	struct mem_model mem_own;           /* the capture's (mem points here) */
 	bool mem_own_init;
 	/* several processes (model_split): one part each, pid order; 0
@@ -89,12 +90,14 @@ int model_from_capture(struct capture_reader *r, unsigned parts, struct tbpf_mod
  * an active step of their process (boundaries: label's scope, NULL the
  * optimizer's), one PROF_STEP_ROW call per active step, m->steps the
  * active steps.  As torch.profiler's key_averages() after a schedule.
- * The CUDA and memory tables are not cut. */
+ * The CUDA and memory tables are cut the same way (a record is kept when
+ * its time is in an active step of its process). */
 struct step_schedule;
 int model_from_capture_steps(struct capture_reader *r, unsigned parts, const char *label,
 			     const struct step_schedule *sched, struct tbpf_model *m);
 /* One part per process when the run has several (m->procs, pid order):
- * each with the rows of its pid, its steps (from m->steps) and, when
+ * each with the rows of its pid, its steps (from m->steps), its CUDA
+ * tables (cuda_model_of_pid), its memory rows (mem_pid) and, when
  * m->tree is set, its own layer tree over the layer stacks ls; command
  * line and torch version from info (by pid; missing: "").  Nothing when
  * one process.  0 or -ENOMEM. */
@@ -134,6 +137,9 @@ struct model_feed *model_feed_new(struct tbpf_model *m);
 int model_feed_name(struct model_feed *f, uint32_t op_id, const char *name, const char *overload);
 /* One REC_OP_ENTER/EXIT record; 0 or -errno. */
 int model_feed_record(struct model_feed *f, const struct rec_hdr *h);
+/* An input shape list (--record-shapes) by its id, as a REC_SHAPE record
+ * gives it to a capture's meta table. */
+int model_feed_shape(struct model_feed *f, uint64_t shape_id, const struct tbpf_shape *s);
 /* Close the open frames, name the rows, take the run info of run/end (as a
  * capture's run and end records would give it).  0 or -errno. */
 int model_feed_finish(struct model_feed *f, const struct capture_run *run,

@@ -373,12 +373,39 @@ bool steps_is_active(const struct step_schedule *s, uint32_t k)
 	return x % cyc >= (uint64_t)s->wait + s->warmup;
 }
 
-void step_stats_keep_active(struct step_stats *ss, const struct step_schedule *s)
+void steps_last_cycle(struct steps *st, const struct step_schedule *s)
+{
+	for (size_t i = 0; i < st->n; i++) {
+		struct step_proc *p = &st->v[i];
+		uint64_t whole = p->n ? p->n - 1 : 0;   /* steps 0 .. whole-1 */
+		uint32_t first, count;
+
+		p->win_set = true;
+		p->win_first = p->win_count = 0;
+		for (uint32_t c = 0; steps_cycle(s, c, &first, &count) && first < whole; c++) {
+			p->win_first = first;
+			p->win_count = (uint32_t)(whole - first < count ? whole - first : count);
+			if (c == UINT32_MAX)
+				break;
+		}
+	}
+}
+
+/* Step k of process p is in its window (steps_last_cycle), if it has one. */
+static bool in_window(const struct step_proc *p, uint32_t k)
+{
+	return !p || !p->win_set ||
+	       (k >= p->win_first && (uint64_t)k < (uint64_t)p->win_first + p->win_count);
+}
+
+void step_stats_keep_active(struct step_stats *ss, const struct step_schedule *s,
+			    const struct steps *st)
 {
 	size_t n = 0;
 
 	for (size_t i = 0; i < ss->n; i++)
-		if (steps_is_active(s, ss->v[i].k))
+		if (steps_is_active(s, ss->v[i].k) &&
+		    (!st || in_window(steps_proc(st, ss->v[i].pid), ss->v[i].k)))
 			ss->v[n++] = ss->v[i];
 	ss->n = n;
 }
@@ -401,5 +428,5 @@ bool steps_window_has(const struct steps *st, const struct step_schedule *s, uin
 		else
 			hi = mid;
 	}
-	return steps_is_active(s, (uint32_t)lo);
+	return steps_is_active(s, (uint32_t)lo) && in_window(p, (uint32_t)lo);
 }

@@ -49,14 +49,24 @@ int steps_schedule_parse(const char *spec, struct step_schedule *s, const char *
 bool steps_cycle(const struct step_schedule *s, uint32_t c, uint32_t *first, uint32_t *count);
 /* Is step k recorded by the schedule (in an active cycle)? */
 bool steps_is_active(const struct step_schedule *s, uint32_t k);
-/* Keep only the steps s records. */
-void step_stats_keep_active(struct step_stats *ss, const struct step_schedule *s);
+/* Keep only the steps s records; with st (NULL: none), only those of the
+ * window steps_last_cycle chose for each process. */
+struct steps;
+void step_stats_keep_active(struct step_stats *ss, const struct step_schedule *s,
+			    const struct steps *st);
 /* Time t of process pid is in a step s records (issue 18: tables, trees
  * and JSON cut to the active steps, as torch.profiler's key_averages
  * covers only them).  Pure. */
 struct steps;
 bool steps_window_has(const struct steps *st, const struct step_schedule *s, uint32_t pid,
 		      uint64_t t);
+/* The last active cycle of each process that has at least one whole step
+ * (its whole steps), as the window of steps_window_has and
+ * step_stats_keep_active (issue 18: torch.profiler's key_averages() after
+ * a repeating schedule covers the last cycle on_trace_ready saw, and a
+ * partial one when the profiler stopped inside it).  A process with no
+ * whole active step keeps none.  Pure. */
+void steps_last_cycle(struct steps *st, const struct step_schedule *s);
 /* Boundaries a process must show before the schedule is complete (stop
  * then); 0 when the schedule never ends (repeat 0). */
 uint64_t steps_bounds_needed(const struct step_schedule *s);
@@ -66,6 +76,9 @@ struct step_proc {
 	uint32_t pid, tid;          /* tid: the thread of the first boundary; the others are ignored */
 	uint64_t *t;                /* boundary times (CLOCK_MONOTONIC ns) */
 	size_t n, cap;
+	/* steps_last_cycle: the steps [win_first, win_first + win_count) */
+	bool win_set;
+	uint32_t win_first, win_count;
 };
 struct step_pending { uint32_t pid, tid; uint64_t t; };
 struct steps {

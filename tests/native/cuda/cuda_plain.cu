@@ -4,7 +4,10 @@
 // prints how often it called each API, as JSON on its last line:
 //   done {"cudaMalloc": 6, "cudaLaunchKernel": 12, ...}
 // Without a GPU every call fails with an error code, yet each is a real
-// call into libcudart (the host API entry and exit happen).
+// call into libcudart (the host API entry and exit happen).  Before it, a
+// line per worker thread: its tid and the CLOCK_MONOTONIC ns it ran, the
+// wall time its calls' host times must fit in:
+//   thread {"tid": 1234, "begin_ns": ..., "end_ns": ...}
 //   cuda_plain [--wait] ITERS [THREADS]
 //     --wait: print "ready PID" and wait for SIGUSR1 before the first call
 //     (tbpf --pid attaches in between); else start at once (tbpf run).
@@ -14,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 __global__ void plain_saxpy(float *y, const float *x, float a, int n)
@@ -87,13 +92,26 @@ static void step(float *host, size_t bytes)
 	count(FREE, 2);
 }
 
+struct span { long tid; unsigned long long begin_ns, end_ns; };
+
+static unsigned long long mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
+}
+
 static void *worker(void *arg)
 {
+	struct span *sp = (struct span *)arg;
 	float *host = (float *)calloc(1024, sizeof(float));
 
-	(void)arg;
+	sp->tid = (long)syscall(SYS_gettid);
+	sp->begin_ns = mono_ns();
 	for (int i = 0; i < iters; i++)
 		step(host, 1024 * sizeof(float));
+	sp->end_ns = mono_ns();
 	free(host);
 	return NULL;
 }
@@ -102,6 +120,7 @@ int main(int argc, char **argv)
 {
 	int a = 1, threads = 1;
 	pthread_t tid[16];
+	struct span spans[16];
 
 	if (argc > 1 && !strcmp(argv[1], "--wait")) {
 		struct sigaction sa;
@@ -124,9 +143,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	for (int t = 0; t < threads; t++)
-		pthread_create(&tid[t], NULL, worker, NULL);
+		pthread_create(&tid[t], NULL, worker, &spans[t]);
 	for (int t = 0; t < threads; t++)
 		pthread_join(tid[t], NULL);
+	for (int t = 0; t < threads; t++)
+		printf("thread {\"tid\": %ld, \"begin_ns\": %llu, \"end_ns\": %llu}\n", spans[t].tid,
+		       spans[t].begin_ns, spans[t].end_ns);
 	printf("done {");
 	for (int i = 0; i < NAPI; i++)
 		printf("%s\"%s\": %lu", i ? ", " : "", names[i], counts[i]);

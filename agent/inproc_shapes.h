@@ -1,0 +1,218 @@
+/* inproc_shapes.h - part of agent/inproc.c (included there, static):
+ * --inproc --record-shapes.  The callbacks are registered with
+ * needs_inputs, so torch hands each RecordFunction its inputs as IValues
+ * (the op's boxed arguments; a node's input tensors); the start callback
+ * turns them into the uprobe mode's struct tbpf_shape (bpf/tbpf_abi.h:
+ * one entry per input, a tensor's sizes, [] for everything else), as
+ * torch.profiler's record_shapes does (InputOutputEncoder: Tensor ->
+ * sizes, undefined tensor, scalar, tensor list, None, other -> []).
+ *
+ * Where things are comes from tbpf (struct tbpf_inproc_ivlayout in the
+ * control block, per torch version: userspace/attach/inproc_layouts.h,
+ * checked against the headers by tests/unit/rf_layout.sh).  tbpf sends a
+ * layout only for a verified version; without one the agent reads no
+ * inputs.  Each tensor is still checked: sizes whose product is not
+ * numel_ are "[?]" (shapes_bad).
+ *
+ * A shape list is hashed while it is read; the first call of a hash
+ * publishes the list in tbpf_inproc_shapes[] (under a mutex, before any
+ * record refers to it) and records carry its index + 1. */
+#include <stdbool.h>
+
+static volatile int shapes_on;
+static struct tbpf_inproc_ivlayout L;
+static const void *undef_impl;     /* &c10::UndefinedTensorImpl::_singleton */
+static uint32_t conv2d_hash;       /* ints are read for its FLOPs only */
+static pthread_mutex_t shape_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t shape_keys[TBPF_INPROC_SHAPES * 2];
+static uint32_t shape_slot[TBPF_INPROC_SHAPES * 2];
+static __thread struct tbpf_shape cur_;
+
+static inline uint64_t mix(uint64_t h, uint64_t v)
+{
+	h = (h ^ v) * 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 32);
+}
+
+static int find_c10(struct dl_phdr_info *info, size_t size, void *data)
+{
+	const char *base = strrchr(info->dlpi_name, '/');
+
+	base = base ? base + 1 : info->dlpi_name;
+	if (strncmp(base, "libc10.so", 9))
+		return 0;
+	*(void **)data = dlopen(info->dlpi_name, RTLD_NOW | RTLD_NOLOAD);
+	return 1;
+}
+
+/* At START (under ctl_lock): read inputs only when tbpf asked and sent a
+ * layout, and the undefined tensor's singleton is found. */
+static void shapes_setup(void)
+{
+	struct tbpf_inproc_ivlayout l = tbpf_inproc.iv;
+	void *h = NULL;
+
+	shapes_on = 0;
+	tbpf_inproc.shapes_on = 0;
+	if (!tbpf_inproc.want_shapes)
+		return;
+	if (l.iv_size < 16 || !l.rf_inputs_off || !l.ti_sizes_off || !l.ti_numel_off) {
+		tbpf_inproc.want_shapes = 0;
+		return;
+	}
+	dl_iterate_phdr(find_c10, &h);
+	undef_impl = h ? dlsym(h, "_ZN3c1019UndefinedTensorImpl10_singletonE") : NULL;
+	if (!undef_impl)
+		return;
+	L = l;
+	conv2d_hash = fnv1a("aten::conv2d");
+	tbpf_inproc.shapes_bad = tbpf_inproc.shapes_lost = 0;
+	shapes_on = 1;
+	tbpf_inproc.shapes_on = 1;
+}
+
+static uint32_t shape_publish(uint64_t h, uint32_t i, const struct tbpf_shape *s)
+{
+	uint32_t mask = TBPF_INPROC_SHAPES * 2 - 1, n, r = 0;
+	struct tbpf_shape *e;
+
+	pthread_mutex_lock(&shape_lock);
+	while (shape_keys[i] && shape_keys[i] != h)
+		i = (i + 1) & mask;
+	if (shape_keys[i]) {
+		r = shape_slot[i];
+	} else if ((n = tbpf_inproc.nshapes_used) >= TBPF_INPROC_SHAPES) {
+		tbpf_inproc.shapes_lost++;   /* table full: this call has no shapes */
+	} else {
+		e = &tbpf_inproc_shapes[n];
+		memset(e, 0, sizeof(*e));
+		e->nargs = s->nargs;
+		e->ntensors = s->ntensors;
+		for (unsigned k = 0; k < s->ntensors; k++) {
+			unsigned nd = s->ndim[k] < TBPF_SHAPE_BAD ? s->ndim[k] : 0;
+
+			e->argi[k] = s->argi[k];
+			e->ndim[k] = s->ndim[k];
+			e->dtype[k] = s->dtype[k];
+			e->kind[k] = s->kind[k];
+			memcpy(e->dims[k], s->dims[k],
+			       (nd < TBPF_SHAPE_MAX_DIMS ? nd : TBPF_SHAPE_MAX_DIMS) * sizeof(__s64));
+		}
+		r = n + 1;
+		shape_slot[i] = r;
+		__atomic_store_n(&tbpf_inproc.nshapes_used, n + 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&shape_keys[i], h, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&shape_lock);
+	return r;
+}
+
+static inline uint32_t shape_index(uint64_t h, const struct tbpf_shape *s)
+{
+	uint32_t mask = TBPF_INPROC_SHAPES * 2 - 1, i = (uint32_t)h & mask;
+	uint64_t v;
+
+	while ((v = __atomic_load_n(&shape_keys[i], __ATOMIC_ACQUIRE))) {
+		if (v == h)
+			return shape_slot[i];
+		i = (i + 1) & mask;
+	}
+	return shape_publish(h, i, s);
+}
+
+/* One tensor argument into entry k: sizes, or NONE (undefined), or BAD. */
+static inline uint64_t read_tensor(const char *impl, struct tbpf_shape *s, unsigned k, uint64_t h)
+{
+	const char *ss;
+	const int64_t *d;
+	uint64_t nd;
+	int64_t p = 1;
+
+	s->kind[k] = ARGK_TENSOR;
+	s->dtype[k] = 0;
+	if (!impl || impl == undef_impl) {
+		s->ndim[k] = TBPF_SHAPE_NONE;
+		return mix(h, TBPF_SHAPE_NONE);
+	}
+	ss = impl + L.ti_sizes_off;
+	nd = *(const uint64_t *)ss;
+	d = nd <= TBPF_SIZES_INLINE ? (const int64_t *)(ss + 8) : *(const int64_t *const *)(ss + 8);
+	if (nd >= TBPF_SHAPE_BAD || !d)
+		goto bad;
+	for (uint64_t i = 0; i < nd; i++) {
+		p *= d[i];
+		if (i < TBPF_SHAPE_MAX_DIMS)
+			s->dims[k][i] = d[i];
+		h = mix(h, (uint64_t)d[i]);
+	}
+	if (p != *(const int64_t *)(impl + L.ti_numel_off))
+		goto bad;
+	s->ndim[k] = (uint8_t)nd;
+	s->dtype[k] = (uint8_t)*(const uint16_t *)(impl + L.ti_dtype_off);
+	return mix(h, nd << 8 | s->dtype[k]);
+bad:
+	__atomic_fetch_add(&tbpf_inproc.shapes_bad, 1, __ATOMIC_RELAXED);
+	s->ndim[k] = TBPF_SHAPE_BAD;
+	return mix(h, TBPF_SHAPE_BAD);
+}
+
+/* An int list (conv2d's stride, padding, dilation) into entry k; false
+ * when it holds anything but ints (a tensor list: shown []). */
+static inline bool read_ints(const char *list, struct tbpf_shape *s, unsigned k, uint64_t *h)
+{
+	const char *b = *(const char *const *)(list + L.list_vec_off);
+	const char *e = *(const char *const *)(list + L.list_vec_off + 8);
+	unsigned n = 0;
+
+	for (; b && b < e && n < TBPF_SHAPE_MAX_DIMS; b += L.iv_size, n++) {
+		if (*(const uint32_t *)(b + L.iv_tag_off) != L.tag_int)
+			return false;
+		s->dims[k][n] = *(const int64_t *)b;
+		*h = mix(*h, (uint64_t)s->dims[k][n]);
+	}
+	s->kind[k] = ARGK_INTLIST;
+	s->ndim[k] = (uint8_t)n;
+	return true;
+}
+
+/* The RecordFunction's inputs as a shape list; its index + 1, or 0. */
+static uint32_t shape_of(const void *rf, uint32_t name_hash)
+{
+	struct tbpf_shape *s = &cur_;
+	const char *in = (const char *)rf + L.rf_inputs_off;
+	const char *iv = *(const char *const *)in;
+	size_t n = *(const size_t *)(in + 8);
+	bool ints = name_hash == conv2d_hash;
+	uint64_t h = 0x51ed270b27e5a5c9ull;
+	unsigned k = 0;
+
+	if (!iv)
+		n = 0;
+	if (n > 255)
+		n = 255;
+	s->nargs = (uint8_t)n;
+	for (unsigned a = 0; a < n; a++, iv += L.iv_size) {
+		uint32_t tag = *(const uint32_t *)(iv + L.iv_tag_off);
+
+		if (k >= TBPF_SHAPE_MAX_TENSORS)
+			break;
+		if (tag == L.tag_tensor) {
+			s->argi[k] = (uint8_t)a;
+			h = mix(h, a);
+			h = read_tensor(*(const char *const *)iv, s, k++, h);
+		} else if (ints && tag == L.tag_int) {
+			s->argi[k] = (uint8_t)a;
+			s->kind[k] = ARGK_INT;
+			s->ndim[k] = 1;
+			s->dims[k][0] = *(const int64_t *)iv;
+			h = mix(mix(h, a | 1u << 16), (uint64_t)s->dims[k++][0]);
+		} else if (ints && tag == L.tag_list && *(const char *const *)iv) {
+			s->argi[k] = (uint8_t)a;
+			h = mix(h, a | 2u << 16);
+			k += read_ints(*(const char *const *)iv, s, k, &h);
+		}
+	}
+	s->ntensors = (uint8_t)k;
+	h = mix(h, n << 8 | k);
+	return shape_index(h ? h : 1, s);
+}

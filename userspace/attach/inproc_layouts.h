@@ -1,0 +1,27 @@
+/* inproc_layouts.h - where a RecordFunction's inputs and their tensors'
+ * sizes are, per torch version (--inproc --record-shapes, issue 19/16):
+ * struct tbpf_inproc_ivlayout values the agent reads with.
+ *
+ * Every value is checked against the torch headers of the version it
+ * names by tests/unit/rf_layout.sh (part of `make unit`), with
+ * offsetof/sizeof and the IValue::Tag enum of the real classes:
+ *   RecordFunction::inputs_ (c10::ArrayRef<const IValue>: data, size),
+ *   sizeof(IValue), IValue::tag (uint32), IValue::Tag None/Tensor/Int/
+ *   GenericList, c10::detail::ListImpl::list, TensorImpl::
+ *   sizes_and_strides_ (size_ first, then the inline sizes or the
+ *   out-of-line pointer), TensorImpl::numel_, TensorImpl::data_type_.
+ * A torch version without an entry here gets no shapes in --inproc (one
+ * line, then the run goes on without them). */
+#ifndef TBPF_INPROC_LAYOUTS_H
+#define TBPF_INPROC_LAYOUTS_H
+
+/* torch 1.13 (Debian libtorch-dev 1.13 headers) */
+#define INPROC_IV_T1_13 { .rf_inputs_off = 208, .iv_size = 16, .iv_tag_off = 8, \
+	.list_vec_off = 24, .ti_sizes_off = 72, .ti_numel_off = 168, .ti_dtype_off = 176, \
+	.tag_none = 0, .tag_tensor = 1, .tag_int = 5, .tag_list = 12 }
+/* torch 2.8 (the PyPI wheel's torch/include) */
+#define INPROC_IV_T2_8 { .rf_inputs_off = 208, .iv_size = 16, .iv_tag_off = 8, \
+	.list_vec_off = 16, .ti_sizes_off = 64, .ti_numel_off = 160, .ti_dtype_off = 168, \
+	.tag_none = 0, .tag_tensor = 1, .tag_int = 5, .tag_list = 13 }
+
+#endif
