@@ -208,7 +208,8 @@ struct tbpf_pynode {
  * TBPF_SCOPE_ID_BASE | hash, every other RecordFunction
  * TBPF_INPROC_ID_BASE | hash (hash = FNV-1a 32 of the name). */
 #define TBPF_INPROC_MAGIC 0x636f72706e696274ULL  /* "tbinproc" */
-#define TBPF_INPROC_VERSION 2   /* 2: shapes (record 32 bytes, shape table) */
+#define TBPF_INPROC_VERSION 3   /* 2: shapes (record 32 bytes, shape table);
+				 * 3: records carry a Python stack id */
 #define TBPF_INPROC_ID_BASE 0x40000000u
 #define TBPF_INPROC_ID_MASK 0x3fffffffu
 #define TBPF_INPROC_SLOTS (1u << 18)     /* ring slots (6 MiB) */
@@ -230,7 +231,8 @@ struct tbpf_inproc_rec {
 	__u16 depth;      /* open RecordFunctions of this thread below it */
 	__u32 shape;      /* ENTER with --record-shapes: index + 1 into the
 			   * agent's tbpf_inproc_shapes[], 0 = none */
-	__u32 pad;
+	__u32 stack;      /* ENTER: low 32 bits of its Python stack id (0:
+			   * none), an entry of tbpf_inproc_stacks (issue 19) */
 };
 
 struct tbpf_inproc_name {
@@ -757,6 +759,35 @@ struct tbpf_pyproc {
 	__u64 cell_type;      /* &PyCell_Type: `self` captured by a closure */
 };
 /* ==== END pystack ======================================================= */
+
+/* ==== BEGIN inproc Python stacks (issue 19 part 1; docs/inproc.md) =====
+ * With --inproc the agent walks the calling thread's Python stack itself
+ * (the walk of bpf/pystack.bpf.h, in its own memory) when a RecordFunction
+ * starts at depth 0, directly in a user scope, or under a Python frame
+ * other than its parent's; it publishes each new stack once in
+ * `tbpf_inproc_stacks` before a record refers to it.  tbpf writes the
+ * interpreter's offsets (pyproc_detect) into `tbpf_inproc_py` before
+ * START; `on` = 0 walks nothing. */
+#define TBPF_INPROC_STACKS 8192
+struct tbpf_inproc_stack {
+	__u64 stack_id;
+	__u32 nframes;
+	__u32 pad;
+	struct tbpf_pyframe frames[TBPF_MAX_PYFRAMES]; /* innermost first */
+};
+
+struct tbpf_inproc_py {
+	struct tbpf_pyproc pp;   /* (tbpf) the interpreter's offsets */
+	__u32 on;                /* (tbpf) walk stacks from the next START */
+	__u32 pid;               /* (tbpf) the target's pid as tbpf sees it (ids) */
+	__u64 code_type;         /* (agent) &PyCode_Type: every frame's code is checked */
+	__u32 nstacks_used;      /* (agent) entries published */
+	__u32 state;             /* (agent) 0 off, 1 walking, 2 refused (detail) */
+	__u64 stacks_lost;       /* (agent) new stacks the full table could not take */
+	__u64 bad_frames;        /* (agent) walks stopped at a frame that was not Python's */
+	char detail[64];         /* (agent) why not walking */
+};
+/* ==== END inproc Python stacks ========================================== */
 
 /* ==== BEGIN shapes (input shapes, issue 16) ============================
  * At op entry (TBPF_MODE_SHAPES) the BPF side reads the op's Tensor and

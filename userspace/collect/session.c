@@ -148,6 +148,12 @@ static void stack_seen(struct session *s, const struct rec_pystack *r)
 	}
 }
 
+void session_note_pystack(struct session *s, const struct rec_pystack *r)
+{
+	if (s->cfg.python)
+		stack_seen(s, r);
+}
+
 /* New stacks in the BPF dedup map (table mode has no records). */
 static void sync_stacks(struct session *s)
 {
@@ -829,6 +835,8 @@ static void add_cuda_probes(struct session *s, struct tgt *tg)
 
 static unsigned target_flags(const struct session *s)
 {
+	if (s->cfg.modcalls_only)
+		return TARGET_NO_OPS;
 	return (s->cfg.redispatch ? TARGET_REDISPATCH : 0) |
 	       (s->cfg.cuda && s->cfg.cuda_only_ok ? TARGET_CUDA_ONLY : 0);
 }
@@ -905,6 +913,32 @@ static int attach_torch(struct session *s, struct tgt *tg, bool filter, char **w
 	return err;
 }
 
+/* --inproc (issue 19): Python offsets, the pid filter and the module-call
+ * probe (forward counts of the layer tree); nothing on the ops. */
+static int attach_modcalls(struct session *s, struct tgt *tg, char **why)
+{
+	const struct target_scope_hooks *h = &tg->t.scope;
+	uint64_t zero = 0;
+	int err;
+
+	if (s->cfg.python)
+		setup_python(s, tg);
+	err = filter_add_pid(s, tg->t.pid, why);
+	if (err || !tg->ps)
+		return err;
+	if (!h->host_path || !h->modcall_off) {
+		fprintf(stderr, "tbpf: warning: pid %d: no torch::jit::tracer::getTracingState in "
+				"libtorch: the layer tree has no forward counts\n", tg->t.pid);
+		return 0;
+	}
+	err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_module_call, h->host_path,
+				&h->modcall_off, &zero, 1, false, tg->t.pid, s->multi);
+	if (err)
+		*why = strf("cannot attach the module-call probe: %s", strerror(-err));
+	tg->info.exits = "in-process";
+	return err;
+}
+
 int session_add_target(struct session *s, pid_t pid, char **why)
 {
 	struct tgt *tg;
@@ -928,7 +962,8 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 	}
 	s->next_id = tg->id_base + (uint32_t)tg->t.nops - 1;
 	tg->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	err = tg->t.cuda_only ? add_cuda_only(s, tg, why) : attach_torch(s, tg, true, why);
+	err = s->cfg.modcalls_only ? attach_modcalls(s, tg, why) :
+	      tg->t.cuda_only ? add_cuda_only(s, tg, why) : attach_torch(s, tg, true, why);
 	if (err) {
 		tgt_free(s, tg);
 		return err;

@@ -417,6 +417,10 @@ int target_open(pid_t pid, uint32_t id_base, unsigned flags, struct target *t, c
 			err = -ENOMEM;
 			goto out;
 		}
+		if (flags & TARGET_NO_OPS) {
+			t->nlibs++;
+			continue;
+		}
 		err = opsyms_discover(l->host_path, &l->syms);
 		if (err) {
 			if (asprintf(why, "cannot read symbols of %s: %s", l->host_path,
@@ -456,7 +460,7 @@ int target_open(pid_t pid, uint32_t id_base, unsigned flags, struct target *t, c
 		nops_total += l->syms.n_ops;
 		lib_bias(l, &maps);
 	}
-	if (t->nprobes == 0) {
+	if (t->nprobes == 0 && !(flags & TARGET_NO_OPS)) {
 		err = -ENOENT;
 		if (asprintf(why, "libtorch in process %d has no at::_ops entry points "
 			     "(unsupported torch build?)", pid) < 0)

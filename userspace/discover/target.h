@@ -98,6 +98,9 @@ enum target_flags {
 	 * and no ops (only the CUDA probes apply).  Without the flag, or
 	 * when it maps neither, -ENOENT with a one-line reason. */
 	TARGET_CUDA_ONLY = 1 << 1,
+	/* --inproc (issue 19): the libtorch libraries and the scope hooks
+	 * (the module-call probe) only; no op symbols read, no ops */
+	TARGET_NO_OPS = 1 << 2,
 };
 
 /* 0, or -errno with *why (malloc'd) a one-line reason such as
