@@ -27,6 +27,13 @@ if set(mods) != ran:
 unknown = set(mods) - set(ref["modules"])
 if unknown:
     print("%s: paths not in named_modules(): %s" % (tag, sorted(unknown))); ok = False
+# torch 1.13's profiler, with the markers, sometimes reports one or two
+# fewer aten::empty / aten::resolve_conj calls in a layer than the job
+# makes (seen on blocks.0.bn and [no module], about 1 test run in 5, where
+# tbpf's counts are the same every run): on torch 1.13 those two ops may
+# be short by FLOAT_BY in the reference.
+FLOAT = ("aten::empty", "aten::resolve_conj")
+FLOAT_BY = 2
 # per-layer op counts (ops whose innermost module is the layer)
 nomod = [l for l in layers if l["kind"] == "no_module"]
 for path, want in sorted(ref["layers"].items()):
@@ -53,11 +60,32 @@ for path, want in sorted(ref["layers"].items()):
     def ok_count(op, w, g):
         if w == g:
             return True
-        return torch_tag == "torch1" and g <= w <= g + folded.get(op, 0)
+        lo = g - FLOAT_BY if op in FLOAT else g
+        return torch_tag == "torch1" and lo <= w <= g + folded.get(op, 0)
     diff = {op: (want.get(op, 0), got.get(op, 0)) for op in set(want) | set(got)
             if not ok_count(op, want.get(op, 0), got.get(op, 0))}
     if diff:
         print("%s: layer %r: op counts (profiler, tbpf) differ: %s" % (tag, path, diff)); ok = False
     else:
         print("%s: layer %-22r %3d ops, %5d calls: equal" % (tag, path, len(want), sum(want.values())))
+# every aten op over all layers against an unhooked profiler run of the
+# same steps (layers_model.py's "totals"; no markers to place).  Not on
+# torch 1.13: five such runs of this deterministic job, no tbpf anywhere,
+# gave aten::empty 398-400, aten::mean 11-14, aten::mul 50-53 for 10 steps.
+if "totals" in ref and torch_tag != "torch1":
+    tot = {}
+    for l in layers:
+        if l["kind"] in ("module", "no_module"):
+            for o in l["ops"]:
+                if o["name"].startswith("aten::"):
+                    tot[o["name"]] = tot.get(o["name"], 0) + o["calls"]
+    want_tot = ref["totals"]
+    bad = {op: (want_tot.get(op, 0), tot.get(op, 0)) for op in set(want_tot) | set(tot)
+           if not ok_count(op, want_tot.get(op, 0), tot.get(op, 0))}
+    if bad:
+        print("%s: op totals over all layers (unhooked profiler, tbpf) differ: %s" % (tag, bad))
+        ok = False
+    else:
+        print("%s: op totals over all layers: %d ops, %d calls: equal to an unhooked profiler run"
+              % (tag, len(tot), sum(tot.values())))
 sys.exit(0 if ok else 1)

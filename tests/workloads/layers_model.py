@@ -111,6 +111,7 @@ def marker_cost(record_function, profile, activities, k=8):
     got = aten_counts(prof)
     inside = got.get("__calib__", {})
     outside = got.get("[no module]", {})
+
     # torch 1.13 places the handle's aten::empty inside or just outside
     # the region by microsecond timestamps, so on a fast box some of the k
     # land on the other side (7/8, 5/8 seen here with no tbpf anywhere):
@@ -157,6 +158,16 @@ def profile_json(model, x, target, iters):
         rf.__exit__(None, None, None)
         pool[m].append(rf)
 
+    # every aten op's count in the same steps without hooks or markers:
+    # exact on every torch (test_layers.sh compares tbpf's totals with it)
+    with profile(activities=acts) as plain:
+        for _ in range(iters):
+            model.zero_grad(set_to_none=True)
+            step(model, x, target)
+    totals = {}
+    for ev in plain.events():
+        if ev.name.startswith("aten::"):
+            totals[ev.name] = totals.get(ev.name, 0) + 1
     for m in names:
         m.register_forward_pre_hook(pre)
         m.register_forward_hook(post)
@@ -181,7 +192,7 @@ def profile_json(model, x, target, iters):
     layers = {r: d for r, d in layers.items() if d}
     return {"torch": torch.__version__,
             "modules": [n for n, _ in model.named_modules()],
-            "ran": sorted(ran), "layers": layers,
+            "ran": sorted(ran), "layers": layers, "totals": totals,
             "marker_cost": {"inside": inside, "outside": outside}}
 
 
