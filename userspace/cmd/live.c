@@ -526,6 +526,12 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 		m->cuda = cm;
 		m->op_name = cuda_op_name;
 		m->op_name_ctx = s;
+		/* issue 18: the CUDA runtime calls as rows under their ops,
+		 * by the same model stage as a capture's */
+		if ((err = cuda_ops_to_profile(&m->prof, cm))) {
+			fprintf(stderr, "tbpf: CUDA call rows: %s\n", strerror(-err));
+			return TBPF_EXIT_ERROR;
+		}
 		if (o->python && (!strcmp(fmt, "tree") || !strcmp(fmt, "json") ||
 				  (!strcmp(fmt, "table") && ((cm && !cuda_model_empty(cm)) || m->mem)))) {
 			/* issue 5: launches, copies and syncs per layer */
