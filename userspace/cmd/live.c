@@ -273,8 +273,8 @@ static void report_empty(struct session *s, const uint64_t *cnt, uint64_t durati
 	}
 	who = targets_desc(s);
 	if (all_cuda_only(s)) {   /* issue 18: a plain CUDA program */
-		fprintf(stderr, "tbpf: no op table: %s maps no libtorch; its CUDA API calls "
-				"follow\n", who ? who : "the targets");
+		fprintf(stderr, "tbpf: no ops: %s maps no libtorch; the op table has its CUDA "
+				"runtime calls only, the CUDA tables follow\n", who ? who : "the targets");
 		free(who);
 		return;
 	}
