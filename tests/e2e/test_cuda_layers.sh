@@ -175,14 +175,72 @@ print("%s: %d API calls timed; %d cuda_runtime slices, each inside its op; host 
 PY
 }
 
+# The CUDA runtime calls as op rows (issue 18), as torch.profiler's
+# key_averages() has them (Kineto's cuda_runtime events nested in the op
+# that made them): the counts the workload made (from its parameters),
+# per layer under the op that made them, and each test op's Self CPU is
+# its CPU total less its calls' time, exactly.
+check_rows() {   # check_rows KIND FILE LABEL: KIND = json or table
+	python3 - "$1" "$2" "$3" $ITERS $CONV $HEAD $NORM <<'PY'
+import json, re, sys
+kind, path, label = sys.argv[1:4]
+N, CONV, HEAD, NORM = map(int, sys.argv[4:8])
+want = {"cudaLaunchKernel": (CONV + HEAD + 2 * NORM) * N, "cudaMemcpyAsync": N,
+        "cudaStreamSynchronize": N}
+errs = []
+def need(cond, what):
+    if not cond:
+        errs.append(what)
+if kind == "json":
+    j = json.load(open(path))
+    got = {}
+    for o in j["ops"]:
+        if o["name"].startswith("cuda"):
+            got[o["name"]] = got.get(o["name"], 0) + o["calls"]
+            need(o["self_ns"] == o["total_ns"] and o["total_ns"] > 0, "%s untimed or self != total: %s" % (o["name"], o))
+    need(got == want, "rows %s != %s" % (got, want))
+    # per layer: the calls under the ops that made them; the lk ops' self
+    # plus their calls' time is their total
+    wl = {"Model/encoder/conv": {"cudaLaunchKernel": CONV * N},
+          "Model/encoder/norm": {"cudaLaunchKernel": NORM * N},
+          "Model/encoder": {"cudaMemcpyAsync": N},
+          "Model/head": {"cudaLaunchKernel": HEAD * N, "cudaStreamSynchronize": N},
+          "Model/head/norm": {"cudaLaunchKernel": NORM * N}}
+    layers = {l["path"]: l for l in j["layers"]}
+    for p, w in wl.items():
+        ops = layers[p]["ops"]
+        calls = {o["name"]: o["calls"] for o in ops if o["name"].startswith("cuda")}
+        need(calls == w, "%s: rows %s != %s" % (p, calls, w))
+        lk = [o for o in ops if o["name"].startswith("aten::lk")]
+        child = sum(o["total_ns"] for o in ops if o["name"].startswith("cuda"))
+        need(sum(o["total_ns"] - o["self_ns"] for o in lk) == child,
+             "%s: lk ops' total - self %d != their calls' %d" % (p, sum(o["total_ns"] - o["self_ns"] for o in lk), child))
+        need(all(o["self_ns"] > 0 for o in lk), "%s: lk op self 0: %s" % (p, lk))
+        need(layers[p]["self_ns"] == sum(o["self_ns"] for o in ops), "%s: layer self != its ops'" % p)
+else:
+    got = {}
+    for l in open(path).read().split("\n\n")[0].splitlines():
+        m = re.match(r"^ *(cuda\w+) .* (\d+) +\d+ *$", l)
+        if m:
+            got[m.group(1)] = int(m.group(2))
+    need(got == want, "table rows %s != %s" % (got, want))
+if errs:
+    print("%s: %s" % (label, "; ".join(errs[:8]))); sys.exit(1)
+print("%s: CUDA runtime call rows %s under their ops, parents' self less their time" % (label, want))
+PY
+}
+
 run_torch() {
 	local tag=$1 py=$2
 	need_torch "$py"
 	live ${tag}j "$py" --format json -o "$T/$tag.json" --record "$T/$tag.tbpf"
 	check json "$T/$tag.json" "$tag live json" || fail "$tag: live json (see log)"
+	check_rows json "$T/$tag.json" "$tag live json rows" || fail "$tag: live json CUDA rows (see log)"
 	for f in json tree table; do
 		report "$T/$tag.tbpf" $f "$T/$tag.report.$f"
 		check $f "$T/$tag.report.$f" "$tag report $f" || fail "$tag: report $f (see log)"
+		[ $f = tree ] || check_rows $f "$T/$tag.report.$f" "$tag report $f rows" ||
+			fail "$tag: report $f CUDA rows (see log)"
 	done
 	report "$T/$tag.tbpf" chrome "$T/$tag.report.chrome"
 	check_timed "$T/$tag.json" "$T/$tag.report.chrome" "$tag timed" || fail "$tag: timed calls (see log)"
@@ -194,6 +252,8 @@ check tree "$T/torch1.live.tree" "torch1 live tree" || fail "torch1: live tree (
 cat "$T/torch1.live.tree"
 live torch1s "$PY1" --format table -o "$T/torch1.live.table"
 check table "$T/torch1.live.table" "torch1 live table" || fail "torch1: live table (see log)"
+check_rows table "$T/torch1.live.table" "torch1 live table rows" || fail "torch1: live table CUDA rows (see log)"
+sed -n '1,16p' "$T/torch1.live.table"
 grep -A6 '^CUDA kernels' "$T/torch1.live.table"
 run_torch torch2 "$PY2"
 log "CUDA launches, copies and syncs land in their layers on every torch here"

@@ -21,6 +21,8 @@ static const char kineto[] =
 "   \"args\": {\"Input Dims\": [[16, 32], [64, 32]], \"Input type\": [\"float\", \"\\\"q\\u00e9\"], \"Concrete Inputs\": [\"\", null, true]}},\n"
 "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::t\", \"pid\": 7, \"tid\": 10, \"ts\": 111, \"dur\": 2},\n"
 "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::addmm\", \"pid\": 7, \"tid\": 10, \"ts\": 115, \"dur\": 10.001},\n"
+"  {\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 7, \"tid\": 10, \"ts\": 116, \"dur\": 3, \"args\": {\"correlation\": 5}},\n"
+"  {\"ph\": \"X\", \"cat\": \"cuda_driver\", \"name\": \"cuLaunchKernel\", \"pid\": 7, \"tid\": 10, \"ts\": 120, \"dur\": 1},\n"
 "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::sum\", \"pid\": 7, \"tid\": 10, \"ts\": 140, \"dur\": 10},\n"
 "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::sum\", \"pid\": 7, \"tid\": 10, \"ts\": 141, \"dur\": 8},\n"
 "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 7, \"tid\": \"11\", \"ts\": 120, \"dur\": 5},\n"
@@ -65,7 +67,15 @@ static void test_kineto_rows(void **state)
 	assert_int_equal(r->total_ns, 20250);
 	assert_int_equal(r->self_ns, 20250 - 2000 - 10001);
 	r = row(&p, "aten::addmm");
-	assert_int_equal(r->self_ns, 10001);
+	/* its cudaLaunchKernel (Kineto's cuda_runtime event inside it, issue
+	 * 18) is a row of its own, out of its self; driver calls are none */
+	assert_int_equal(r->self_ns, 10001 - 3000);
+	assert_int_equal(r->total_ns, 10001);
+	r = row(&p, "cudaLaunchKernel");
+	assert_non_null(r);
+	assert_int_equal(r->calls, 1);
+	assert_int_equal(r->self_ns, 3000);
+	assert_null(row(&p, "cuLaunchKernel"));
 	assert_int_equal(row(&p, "aten::mm")->calls, 1);
 	/* the only same-name child: folded, as tbpf's rows count it */
 	struct prof_op *rows;

@@ -273,8 +273,8 @@ static void report_empty(struct session *s, const uint64_t *cnt, uint64_t durati
 	}
 	who = targets_desc(s);
 	if (all_cuda_only(s)) {   /* issue 18: a plain CUDA program */
-		fprintf(stderr, "tbpf: no op table: %s maps no libtorch; its CUDA API calls "
-				"follow\n", who ? who : "the targets");
+		fprintf(stderr, "tbpf: no ops: %s maps no libtorch; the op table has its CUDA "
+				"runtime calls only, the CUDA tables follow\n", who ? who : "the targets");
 		free(who);
 		return;
 	}
@@ -526,6 +526,12 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 		m->cuda = cm;
 		m->op_name = cuda_op_name;
 		m->op_name_ctx = s;
+		/* issue 18: the CUDA runtime calls as rows under their ops,
+		 * by the same model stage as a capture's */
+		if ((err = cuda_ops_to_profile(&m->prof, cm))) {
+			fprintf(stderr, "tbpf: CUDA call rows: %s\n", strerror(-err));
+			return TBPF_EXIT_ERROR;
+		}
 		if (o->python && (!strcmp(fmt, "tree") || !strcmp(fmt, "json") ||
 				  (!strcmp(fmt, "table") && ((cm && !cuda_model_empty(cm)) || m->mem)))) {
 			/* issue 5: launches, copies and syncs per layer */

@@ -34,8 +34,9 @@ static void proc_totals(const struct profile *p, uint64_t *calls, uint64_t *self
 	for (size_t i = 0; i < p->nops; i++) {
 		if (p->ops[i].op_id == PROF_OPID_STEP)
 			continue;
-		*calls += p->ops[i].calls;
 		*self_ns += p->ops[i].self_ns;
+		if (!cuda_ops_is_row(p->ops[i].op_id))   /* CUDA API calls: counted apart */
+			*calls += p->ops[i].calls;
 	}
 }
 

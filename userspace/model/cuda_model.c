@@ -82,6 +82,8 @@ void cuda_model_free(struct cuda_model *m)
 	}
 	free(m->sstats);
 	free(m->sidx);
+	free(m->opapis);
+	free(m->oidx);
 	free(m->kernels);
 	free(m->kidx);
 	free(m->syncs);
@@ -592,6 +594,8 @@ static int add_one(struct cuda_model *m, const void *rec)
 
 	m->records++;
 	api_add(m, rec);
+	if (cuda_opapi_add(m, rec))
+		return -ENOMEM;
 	switch (h->type) {
 	case REC_LAUNCH: return add_launch(m, rec);
 	case REC_MEMOP: return add_memop(m, rec);

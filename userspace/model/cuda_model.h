@@ -114,6 +114,14 @@ struct cuda_apistat {
 	uint64_t calls, timed, total_ns, max_ns;
 };
 
+/* The calls of one API made under one op (issue 18: torch.profiler's rows
+ * of Kineto's cuda_runtime events, nested under the op that made them):
+ * op_id 0 = outside any op.  total_ns: host time of the timed calls. */
+struct cuda_opapi {
+	uint32_t pid, op_id, stack_id, api;
+	uint64_t calls, total_ns, max_ns;
+};
+
 struct cuda_model {
 	cuda_resolve_fn resolve;
 	void *resolve_ctx;
@@ -137,6 +145,10 @@ struct cuda_model {
 	uint64_t live_bytes, peak_bytes;
 	uint64_t records, bad_records;
 	struct cuda_apistat apis[CU_API_MAX_];   /* by api id; calls 0: not seen */
+	struct cuda_opapi *opapis;       /* per (pid, op, stack, api), cuda_ops.c */
+	size_t nopapis, capopapis;
+	uint32_t *oidx;                  /* open addressing: index + 1 */
+	size_t oidx_cap;
 	/* issue 18: the same tables per process, one model each (pid
 	 * order of first record); a process's model has none of its own and
 	 * names its kernels from its parent's */
@@ -188,6 +200,10 @@ const struct cuda_model *cuda_model_of_pid(const struct cuda_model *m, uint32_t 
  * the call (records older than return timing, issue 18).  Pure. */
 struct rec_hdr;
 bool cuda_rec_host_ns(const struct rec_hdr *h, uint64_t *ns);
+
+/* Count one CUDA record under its (pid, op, stack, api) (cuda_ops.c).
+ * 0 or -ENOMEM. */
+int cuda_opapi_add(struct cuda_model *m, const void *rec);
 
 /* True when no CUDA record was added. */
 bool cuda_model_empty(const struct cuda_model *m);

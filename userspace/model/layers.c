@@ -70,7 +70,8 @@ static int op_add(struct layer_node *n, const struct layer_opstat *s)
 		n->self_mem[d] += s->mem_self[d];
 	}
 	n->self_ns += s->self_ns;
-	n->self_calls += s->calls;
+	if (!s->cuda_call)
+		n->self_calls += s->calls;
 	return 0;
 }
 

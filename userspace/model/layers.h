@@ -34,6 +34,8 @@ struct layer_opstat {
 	int64_t mem_self[2], mem_total[2];  /* --profile-memory, [0] CPU [1] CUDA */
 	int outside_op;                 /* allocations outside any op (the
 					 * "[memory]" row): LAYER_NOOP_NAME */
+	int cuda_call;                  /* a CUDA runtime call row (cuda_ops.h):
+					 * in the layer's ops, not its op calls */
 };
 
 enum layer_kind { LAYER_MODULE, LAYER_NOMODULE, LAYER_NOPYTHON, LAYER_UNRESOLVED, LAYER_NOOP };

@@ -225,6 +225,9 @@ static int model_from_capture_w(struct capture_reader *r, unsigned parts, struct
 	m->op_name_ctx = (void *)meta;
 	if (m->cuda_own_init && !cuda_model_empty(&m->cuda_own))
 		m->cuda = &m->cuda_own;
+	/* issue 18: the CUDA runtime calls as rows under their ops */
+	if ((err = cuda_ops_to_profile(&m->prof, m->cuda)))
+		return err;
 	if (!meta->nstacks || !((parts & MODEL_LAYERS) ||
 				 ((parts & MODEL_LAYERS_WITH_CUDA) && (m->cuda || m->mem))))
 		return 0;
@@ -462,7 +465,8 @@ int model_layers(const struct profile *p, const struct layer_stack *ls, size_t n
 						.mem_self = { p->ops[i].mem_self[0], p->ops[i].mem_self[1] },
 						.mem_total = { p->ops[i].mem_total[0],
 							       p->ops[i].mem_total[1] },
-						.outside_op = p->ops[i].op_id == TBPF_OPID_MEMORY };
+						.outside_op = p->ops[i].op_id == TBPF_OPID_MEMORY,
+						.cuda_call = cuda_ops_is_row(p->ops[i].op_id) };
 	}
 	err = layers_build(ls, nls, ops, k, out);
 	for (size_t i = 0; !err && i < p->nmodcalls; i++)

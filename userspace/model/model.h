@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include "capture.h"
 #include "cuda_model.h"
+#include "cuda_ops.h"
 #include "layers.h"
 #include "memory.h"
 #include "profile.h"
