@@ -135,8 +135,6 @@ static void tsc_refine(void)
 {
 	uint64_t t, n;
 
-	if (!use_tsc)
-		return;
 	tsc_pair(&t, &n);
 	if (t > tsc0 && n > ns0)
 		__atomic_store_n(&tsc_mult, (uint64_t)((((unsigned __int128)(n - ns0)) << 32) / (t - tsc0)),
@@ -162,12 +160,11 @@ static void tsc_setup(void)
 	use_tsc = 0;
 	if (getenv("TBPF_INPROC_NO_TSC") || !clocksource_is_tsc())
 		return;
+	tsc_mult = 0;
 	tsc_pair(&tsc0, &ns0);
 	usleep(5000);
-	use_tsc = 1;
 	tsc_refine();
-	if (!tsc_mult)
-		use_tsc = 0;
+	use_tsc = tsc_mult != 0;   /* the rate is known before any callback uses it */
 }
 
 /* A name's id: eight bytes per step (fnv1a went byte by byte: 15 ns on
@@ -494,7 +491,7 @@ static void *ctl_main(void *arg)
 		if (!exiting) {
 			serve();
 			watch_owner();
-			if (registered)
+			if (registered && use_tsc)
 				tsc_refine();
 		}
 		pthread_mutex_unlock(&ctl_lock);
