@@ -65,7 +65,7 @@ static void shapes_setup(void)
 	if (!undef_impl)
 		return;
 	L = l;
-	conv2d_hash = fnv1a("aten::conv2d");
+	conv2d_hash = name_hash("aten::conv2d");
 	tbpf_inproc.shapes_bad = tbpf_inproc.shapes_lost = 0;
 	shapes_on = 1;
 	tbpf_inproc.shapes_on = 1;

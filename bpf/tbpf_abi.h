@@ -206,7 +206,8 @@ struct tbpf_pynode {
  * into a ring in its own memory; tbpf reads it with process_vm_readv and
  * turns each slot into a REC_OP_ENTER/EXIT record.  Op ids: user scopes
  * TBPF_SCOPE_ID_BASE | hash, every other RecordFunction
- * TBPF_INPROC_ID_BASE | hash (hash = FNV-1a 32 of the name). */
+ * TBPF_INPROC_ID_BASE | hash (hash: agent/inproc.c name_hash(), 32 bits
+ * of the name, an opaque id: names travel in the name table). */
 #define TBPF_INPROC_MAGIC 0x636f72706e696274ULL  /* "tbinproc" */
 #define TBPF_INPROC_VERSION 3   /* 2: shapes (record 32 bytes, shape table);
 				 * 3: records carry a Python stack id */
@@ -224,8 +225,8 @@ enum tbpf_inproc_flags { INPROC_USER_SCOPE = 1 };
 struct tbpf_inproc_rec {
 	__u32 stamp;      /* ring index + 1 (low 32 bits): written last */
 	__u32 tid;        /* kernel thread id */
-	__u64 ts_ns;      /* CLOCK_MONOTONIC */
-	__u32 hash;       /* FNV-1a 32 of RecordFunction::name() */
+	__u64 ts_ns;      /* CLOCK_MONOTONIC (from the TSC, see inproc.c) */
+	__u32 hash;       /* name_hash() of RecordFunction::name() */
 	__u8 kind;        /* enum tbpf_inproc_kind */
 	__u8 flags;       /* enum tbpf_inproc_flags */
 	__u16 depth;      /* open RecordFunctions of this thread below it */
