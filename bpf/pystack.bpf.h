@@ -39,14 +39,6 @@ struct {
 
 #define PYSTACK_SELFCACHE 512
 
-/* 3.11+: a thread's _PyInterpreterFrames lie in its data stack chunks,
- * callers below callees.  One read of the PYSTACK_BLOCK bytes ending at
- * the innermost frame's header usually holds several frames, and a user
- * read costs mostly per call, not per byte. */
-#ifndef PYSTACK_BLOCK
-#define PYSTACK_BLOCK 2048
-#endif
-
 struct pystack_scratch {
 	struct rec_pystack rec;
 	struct tbpf_pyproc pp;   /* copy of this pid's config */
@@ -54,10 +46,7 @@ struct pystack_scratch {
 	__u64 id;                /* running hash */
 	__u32 n;                 /* frames stored */
 	__u32 pad;
-	__u64 blk_lo, blk_hi;    /* user range held in blk ([lo, hi)) */
 	__u8 fbuf[TBPF_PYFRAME_READ + 8];
-	/* + 128: a frame at the block's end stays in bounds for the verifier */
-	__u8 blk[PYSTACK_BLOCK + 128];
 	__u8 sbuf[16];
 	/* direct-mapped cache: code object | 1 when its first local is an
 	 * argument named "self", | 2 when not (code objects are aligned) */
@@ -154,31 +143,6 @@ static __always_inline void pystack_self_learn(struct pystack_scratch *s, __u64 
 		s->selfcache[slot] = tag | kind;
 }
 
-/* Fill s->blk with the bytes up to the end of the frame header at
- * `frame`.  The frame itself is readable, so when the full block is not
- * (a chunk at the start of a mapping), read from the frame's page on. */
-static __always_inline void pystack_block(struct pystack_scratch *s, __u64 frame)
-{
-	__u64 hi = frame + TBPF_PYFRAME_READ, lo = hi - PYSTACK_BLOCK, len;
-
-	s->blk_lo = s->blk_hi = 0;
-	if (frame < PYSTACK_BLOCK)
-		return;
-	if (!bpf_probe_read_user(s->blk, PYSTACK_BLOCK, (const void *)lo)) {
-		s->blk_lo = lo;
-		s->blk_hi = hi;
-		return;
-	}
-	lo = frame & ~4095ULL;
-	len = hi - lo;
-	if (len < TBPF_PYFRAME_READ || len > PYSTACK_BLOCK)
-		return;
-	if (!bpf_probe_read_user(s->blk, len, (const void *)lo)) {
-		s->blk_lo = lo;
-		s->blk_hi = hi;
-	}
-}
-
 static __always_inline __u64 pystack_mix(__u64 h, __u64 v)
 {
 	h ^= v;
@@ -200,7 +164,6 @@ static long pystack_step(__u32 i, void *ctx)
 	struct tbpf_pyproc *pp;
 	struct tbpf_pyframe *f;
 	__u64 frame, code, instr, self;
-	const __u8 *buf;
 
 	if (!s)
 		return 1;
@@ -208,26 +171,22 @@ static long pystack_step(__u32 i, void *ctx)
 	frame = s->frame;
 	if (!frame)
 		return 1;
-	if (frame >= s->blk_lo && frame + TBPF_PYFRAME_READ <= s->blk_hi) {
-		buf = s->blk + ((frame - s->blk_lo) & (PYSTACK_BLOCK - 1));
-	} else if (bpf_probe_read_user(s->fbuf, TBPF_PYFRAME_READ, (const void *)frame)) {
+	if (bpf_probe_read_user(s->fbuf, TBPF_PYFRAME_READ, (const void *)frame)) {
 		pystack_count(CNT_PYSTACK_FAIL);
 		s->frame = 0;
 		return 1;
-	} else {
-		buf = s->fbuf;
 	}
-	s->frame = pystack_fld(buf, pp->fr_previous, 8);
-	code = pystack_fld(buf, pp->fr_code, 8);
+	s->frame = pystack_fld(s->fbuf, pp->fr_previous, 8);
+	code = pystack_fld(s->fbuf, pp->fr_code, 8);
 	/* FRAME_OWNED_BY_CSTACK (3.12+): an entry shim, not Python code */
 	if (pp->fr_owner != TBPF_PYOFF_NONE &&
-	    pystack_fld(buf, pp->fr_owner, 1) == 3)
+	    pystack_fld(s->fbuf, pp->fr_owner, 1) == 3)
 		return 0;
 	if (pp->kind == PYK_IFRAME) {
-		instr = pystack_fld(buf, pp->fr_instr, 8);
+		instr = pystack_fld(s->fbuf, pp->fr_instr, 8);
 		if (instr > code + pp->co_code)
 			lasti = instr - (code + pp->co_code);
-		self = pystack_fld(buf, pp->fr_localsplus, 8);
+		self = pystack_fld(s->fbuf, pp->fr_localsplus, 8);
 	} else {
 		__u32 li = 0;
 
@@ -351,9 +310,6 @@ static __always_inline __u64 pystack_capture_from(__u32 pid, __u64 frame)
 	s->frame = frame;
 	s->n = 0;
 	s->id = pystack_mix(0xcbf29ce484222325ULL, pid);
-	s->blk_lo = s->blk_hi = 0;
-	if (pp->kind == PYK_IFRAME)
-		pystack_block(s, frame);
 	/* shim frames take steps too: allow a few more than we keep */
 	{
 		/* the scratch reaches each step through the loop's context:
