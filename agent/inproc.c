@@ -29,10 +29,13 @@
 #define EXPORT __attribute__((visibility("default")))
 
 _Static_assert(sizeof(struct tbpf_inproc_rec) == 32, "inproc rec ABI");
+_Static_assert(sizeof(struct tbpf_inproc_stack) % 8 == 0, "stack ABI");
+_Static_assert(sizeof(struct tbpf_inproc_py) % 8 == 0, "py ABI");
 _Static_assert(sizeof(struct tbpf_inproc_name) == TBPF_INPROC_NAME_MAX, "name ABI");
 _Static_assert(sizeof(struct tbpf_inproc_ctl) % 8 == 0, "ctl ABI");
 
 #include "rf_layout.h"
+#include "pywalk.h"
 
 EXPORT volatile struct tbpf_inproc_ctl tbpf_inproc = {
 	.magic = TBPF_INPROC_MAGIC, .version = TBPF_INPROC_VERSION, .state = INPROC_LOADED,
@@ -69,6 +72,7 @@ struct thread_state {
 	uint32_t tid, depth;
 	const void *open[TBPF_INPROC_STACK];
 	uint32_t hash[TBPF_INPROC_STACK];
+	PY_THREAD_FIELDS   /* Python stacks per open RecordFunction (pywalk.h) */
 };
 static __thread struct thread_state ts_;
 
@@ -133,7 +137,7 @@ static inline void name_known(uint32_t h, const char *s, uint8_t flags)
 
 /* ---- the ring ------------------------------------------------------------ */
 static inline void emit(uint8_t kind, uint8_t flags, uint32_t hash, uint32_t depth,
-			uint32_t shape)
+			uint32_t shape, uint32_t stack)
 {
 	struct thread_state *t = &ts_;
 	uint64_t head = __atomic_load_n(&tbpf_inproc.head, __ATOMIC_RELAXED), tail;
@@ -155,6 +159,7 @@ static inline void emit(uint8_t kind, uint8_t flags, uint32_t hash, uint32_t dep
 	r->flags = flags;
 	r->depth = (uint16_t)depth;
 	r->shape = shape;
+	r->stack = stack;
 	__atomic_store_n(&r->stamp, (uint32_t)(head + 1), __ATOMIC_RELEASE);
 }
 
@@ -179,7 +184,9 @@ static inline void on_start(const void *rf, uint8_t flags)
 		shape = shape_of(rf, h);
 	t->open[t->depth] = rf;
 	t->hash[t->depth] = h;
-	emit(INPROC_ENTER, flags, h, t->depth, shape);
+	t->fl[t->depth] = flags;
+	emit(INPROC_ENTER, flags, h, t->depth, shape,
+	     py_on ? py_stack_at(t->top, t->ins, t->stk, t->fl, t->depth) : 0);
 	t->depth++;
 }
 
@@ -198,7 +205,7 @@ static inline void on_end(const void *rf, uint8_t flags)
 		return;
 	}
 	t->depth = (uint32_t)i;   /* frames above it ended elsewhere: dropped */
-	emit(INPROC_EXIT, flags, t->hash[i], (uint32_t)i, 0);
+	emit(INPROC_EXIT, flags, t->hash[i], (uint32_t)i, 0, 0);
 }
 
 static void *start_op(void **ret, const void *rf)
@@ -272,6 +279,7 @@ static void pin_self(void)
 static void remove_callbacks(uint32_t state, const char *detail)
 {
 	enabled = 0;
+	py_on = 0;
 	shapes_on = 0;
 	tbpf_inproc.shapes_on = 0;
 	if (registered && !exiting) {
@@ -323,6 +331,7 @@ static void start(void)
 	tbpf_inproc.tail = __atomic_load_n(&tbpf_inproc.head, __ATOMIC_ACQUIRE);
 	tbpf_inproc.drops = tbpf_inproc.unmatched = tbpf_inproc.overflow = 0;
 	tbpf_inproc.generation++;
+	py_start();
 	enabled = 1;
 	handles[0] = api.add_global(op);
 	handles[1] = api.add_global(user);
@@ -394,17 +403,41 @@ static void atfork_child(void)
  * built torch's callback manager (a function-local static, destroyed by
  * exit's handlers in reverse order of registration: ours runs first), and
  * from our destructor. */
+/* The process is exiting with tbpf still reading: tbpf drains the ring
+ * every 20 ms, so the records of the job's last ops would go with the
+ * process.  Wait until tbpf has read them (tail reaches head), tbpf
+ * exits, or 250 ms pass: a bounded delay of the exit, only while a tbpf
+ * is attached. */
+static void wait_drained(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	for (int i = 0; fd >= 0 && i < 125; i++) {
+		uint64_t head = __atomic_load_n(&tbpf_inproc.head, __ATOMIC_ACQUIRE);
+
+		if (__atomic_load_n(&tbpf_inproc.tail, __ATOMIC_ACQUIRE) >= head)
+			return;
+		if (poll(&p, 1, 0) != 0)   /* tbpf exited (or the fd is bad) */
+			return;
+		usleep(2000);
+	}
+}
+
 static void inproc_dtor(void)
 {
+	int fd;
+
 	if (forked) {
 		exiting = 1;
 		enabled = 0;
 		return;
 	}
 	pthread_mutex_lock(&ctl_lock);
+	fd = !exiting && registered ? pidfd : -1;
 	exiting = 1;
 	enabled = 0;
 	pthread_mutex_unlock(&ctl_lock);
+	wait_drained(fd);
 }
 
 __attribute__((destructor)) static void inproc_fini(void)

@@ -77,8 +77,8 @@ static __always_inline void shape_tensor(struct tbpf_shape *s, __u32 i, __u64 im
 					 const struct tbpf_tlayout *l, __u32 pid)
 {
 	__u64 hdr[1 + TBPF_SIZES_INLINE] = {};
-	__s64 numel = -1, prod = 1;
-	__u16 dt = 0;
+	__s64 nd_dt[2] = { -1, 0 };   /* numel_, then data_type_ (dtype_off = numel_off + 8) */
+	__s64 prod = 1;
 	__u32 nd;
 
 	if (i >= TBPF_SHAPE_MAX_TENSORS)
@@ -88,15 +88,17 @@ static __always_inline void shape_tensor(struct tbpf_shape *s, __u32 i, __u64 im
 		s->ndim[i] = TBPF_SHAPE_NONE;
 		return;
 	}
+	/* numel_ and data_type_ in one read: the calibration derives
+	 * dtype_off as numel_off + 8 (discover/tlayout.c) */
 	if (!impl || bpf_probe_read_user(hdr, sizeof(hdr), (void *)(impl + l->sizes_off)) ||
-	    bpf_probe_read_user(&numel, sizeof(numel), (void *)(impl + l->numel_off)))
+	    bpf_probe_read_user(nd_dt, sizeof(nd_dt), (void *)(impl + l->numel_off)))
 		return;
-	bpf_probe_read_user(&dt, sizeof(dt), (void *)(impl + l->dtype_off));
+
 	shape_sample(pid, impl);
 	nd = (__u32)hdr[0];
 	if (hdr[0] > 64)
 		goto bad;
-	if (nd == 0 && numel == 0) {     /* c10::UndefinedTensorImpl: [] */
+	if (nd == 0 && nd_dt[0] == 0) {     /* c10::UndefinedTensorImpl: [] */
 		s->ndim[i] = TBPF_SHAPE_NONE;
 		return;
 	}
@@ -116,13 +118,43 @@ static __always_inline void shape_tensor(struct tbpf_shape *s, __u32 i, __u64 im
 		prod *= s->dims[i][k];
 	}
 	/* sizes must multiply to numel: a wrong layout does not */
-	if (nd <= TBPF_SHAPE_MAX_DIMS && prod != numel)
+	if (nd <= TBPF_SHAPE_MAX_DIMS && prod != nd_dt[0])
 		goto bad;
 	s->ndim[i] = nd;
-	s->dtype[i] = (__u8)dt;
+	s->dtype[i] = (__u8)nd_dt[1];
 	return;
 bad:
 	cnt_add(CNT_SHAPE_BAD, 1);
+}
+
+/* The Input type of each argument (tbpf_abi.h, enum tbpf_itype): the
+ * classes the op's signature gives, each optional's engaged flag read
+ * where the ABI put it (a register byte, a stack word, or one byte read
+ * through the reference it was passed by). */
+static __always_inline void shape_itypes(struct pt_regs *ctx, const __u64 *regs,
+					 const struct tbpf_argdesc *a, struct tbpf_shape *s)
+{
+	__builtin_memcpy(s->itype, a->itype, sizeof(s->itype));
+	for (int j = 0; j < TBPF_SHAPE_MAX_OPTS; j++) {
+		__u32 b = a->opt_byte[j], ai = a->opt_argi[j];
+		__u8 on = 0;
+		__u64 w;
+
+		if (j >= a->nopts)
+			break;
+		if (ai >= TBPF_SHAPE_MAX_ARGS)
+			continue;
+		w = arg_word(ctx, regs, a->opt_where[j]);
+		if (b & TBPF_OPT_INDIRECT) {
+			if (bpf_probe_read_user(&on, 1, (void *)(w + (b & 0x3f)))) {
+				s->itype[ai] = ITYPE_UNKNOWN;
+				continue;
+			}
+		} else {
+			on = (__u8)(w >> (8 * (b & 7)));
+		}
+		s->itype[ai] = on ? (__u8)(s->itype[ai] & ~ITYPE_OPT) : ITYPE_NONE;
+	}
 }
 
 /* The shape id of this call's inputs (0: none read), stored in `shapes`
@@ -193,12 +225,20 @@ static __always_inline __u64 shape_capture(struct pt_regs *ctx, __u32 pid, __u32
 		}
 		shape_tensor(s, i, impl, l, pid);
 	}
-	/* FNV-1a over the shape (64-bit words) */
+	shape_itypes(ctx, regs, a, s);
+	/* FNV-1a over the shape (64-bit words): the header, then the dims
+	 * of the entries used (the others are zero) */
 	{
 		__u64 *w = (__u64 *)s;
 
-		for (int k = 0; k < (int)(sizeof(*s) / 8); k++)
+		for (int k = 0; k < (int)(offsetof(struct tbpf_shape, dims) / 8); k++)
 			h = (h ^ w[k]) * 1099511628211ULL;
+		for (int i = 0; i < TBPF_SHAPE_MAX_TENSORS; i++) {
+			if (i >= s->ntensors)
+				break;
+			for (int k = 0; k < TBPF_SHAPE_MAX_DIMS; k++)
+				h = (h ^ (__u64)s->dims[i][k]) * 1099511628211ULL;
+		}
 	}
 	if (!h)
 		h = 1;

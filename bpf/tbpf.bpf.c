@@ -452,6 +452,76 @@ static __always_inline void pop_returned(struct tbpf_thread *t, __u32 tid, __u64
 #define HAVE_PYSTACK 1
 #endif
 
+/* ==== scope names (issue 15): record_function scopes, PyNodes ======== */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct tbpf_scope_name);
+} scope_names SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tbpf_scope_name);
+} scope_scratch SEC(".maps");
+
+/* The scope id of the name n holds (len bytes, NUL excluded). */
+static __always_inline __u32 scope_hash_buf(const struct tbpf_scope_name *n, long len)
+{
+	__u32 h = 2166136261u;
+
+	for (int i = 0; i < TBPF_SCOPE_NAME_MAX; i++) {
+		if (i >= len)
+			break;
+		h = (h ^ (__u8)n->name[i]) * 16777619u;
+	}
+	return TBPF_SCOPE_ID_BASE | (h & TBPF_SCOPE_ID_MASK);
+}
+
+/* Read the C string at p into n and hash it: the scope id, 0 when it is
+ * empty or unreadable, or when want_len >= 0 and the string's length is
+ * not want_len (a std::string's own length: the NUL exactly at its end). */
+static __always_inline __u32 scope_hash_name(__u64 p, long want_len, struct tbpf_scope_name *n)
+{
+	long got;
+
+	got = bpf_probe_read_user_str(n->name, sizeof(n->name), (void *)p);
+	if (got <= 1)
+		return 0;
+	if (want_len >= 0 &&
+	    (want_len < TBPF_SCOPE_NAME_MAX - 1 ? got != want_len + 1 : got != TBPF_SCOPE_NAME_MAX))
+		return 0;
+	return scope_hash_buf(n, got - 1);
+}
+
+/* The first time the name `id` is seen: into scope_names (live) and a
+ * REC_SCOPE_NAME record (captures). */
+static __always_inline void scope_name_note(__u32 pid, __u32 tid, __u64 now, __u32 id,
+					    const struct tbpf_scope_name *n)
+{
+	struct rec_scope_name *r;
+
+	if (bpf_map_update_elem(&scope_names, &id, n, BPF_NOEXIST) ||
+	    !(tbpf_mode & TBPF_MODE_RECORD))
+		return;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		cnt_add(CNT_DROPS, 1);
+		return;
+	}
+	r->h.type = REC_SCOPE_NAME;
+	r->h.size = sizeof(*r);
+	r->h.tid = tid;
+	r->h.ts_ns = now;
+	r->pid = pid;
+	r->scope_id = id;
+	__builtin_memcpy(r->name, n->name, sizeof(r->name));
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+}
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -459,17 +529,68 @@ struct {
 	__type(value, __u32);
 } node_evals SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct tbpf_pynode);
+} py_nodes SEC(".maps");
+
+/* The row of a custom autograd.Function's backward node (a PyNode at
+ * `node`; tbpf_pynode in tbpf_abi.h): Py_TYPE(obj)->tp_name, with `eval`
+ * the evaluate_function row of it.  0 when the process has no PyNode
+ * layout, or the object does not read. */
+static __always_inline __u32 pynode_row(const struct tbpf_pynode *pn, __u32 pid, __u32 tid,
+					__u64 now, __u64 node, bool eval)
+{
+	struct tbpf_scope_name *n;
+	__u64 obj = 0, type = 0, name = 0;
+	__u32 zero = 0, id;
+	long got;
+
+	if (bpf_probe_read_user(&obj, sizeof(obj), (void *)(node + pn->obj_off)) || !obj ||
+	    bpf_probe_read_user(&type, sizeof(type), (void *)(obj + TBPF_PYOBJ_TYPE)) || !type ||
+	    bpf_probe_read_user(&name, sizeof(name), (void *)(type + TBPF_PYTYPE_TP_NAME)) || !name)
+		return 0;
+	n = bpf_map_lookup_elem(&scope_scratch, &zero);
+	if (!n)
+		return 0;
+	if (eval) {
+		__builtin_memcpy(n->name, TBPF_PYNODE_EVAL_PREFIX, TBPF_PYNODE_EVAL_PREFIX_LEN);
+		got = bpf_probe_read_user_str(n->name + TBPF_PYNODE_EVAL_PREFIX_LEN,
+					      TBPF_SCOPE_NAME_MAX - TBPF_PYNODE_EVAL_PREFIX_LEN,
+					      (void *)name);
+		if (got <= 1)
+			return 0;
+		got += TBPF_PYNODE_EVAL_PREFIX_LEN;
+	} else {
+		got = bpf_probe_read_user_str(n->name, TBPF_SCOPE_NAME_MAX, (void *)name);
+		if (got <= 1)
+			return 0;
+	}
+	id = scope_hash_buf(n, got - 1);
+	scope_name_note(pid, tid, now, id, n);
+	return id;
+}
+
 /* The evaluate_function row of the node `node` (its class, from its
- * vtable pointer), else `dflt`. */
-static __always_inline __u32 node_eval_id(__u32 pid, __u64 node, __u32 dflt)
+ * vtable pointer; a PyNode's from its Python object), else `dflt`. */
+static __always_inline __u32 node_eval_id(__u32 pid, __u32 tid, __u64 now, __u64 node, __u32 dflt)
 {
 	struct tbpf_vtkey k = { .pid = pid };
-	__u32 *id;
+	struct tbpf_pynode *pn;
+	__u32 *id, py;
 
 	if (!node || bpf_probe_read_user(&k.vtable, sizeof(k.vtable), (void *)node))
 		return dflt;
 	id = bpf_map_lookup_elem(&node_evals, &k);
-	return id ? *id : dflt;
+	if (id)
+		return *id;
+	pn = bpf_map_lookup_elem(&py_nodes, &pid);
+	if (!pn || !pn->vtable || pn->vtable != k.vtable)
+		return dflt;
+	py = pynode_row(pn, pid, tid, now, node, true);
+	return py ? py : dflt;
 }
 
 /* ==== boxed calls (TorchScript, torch.ops; issue 15, boxedop.h) ======== */
@@ -607,7 +728,17 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	op_id = TBPF_COOKIE_OPID(cookie);
 	name_id = TBPF_COOKIE_NAMEID(cookie);
 	if (cookie & TBPF_COOKIE_NODE_EVAL)
-		op_id = node_eval_id(pid, PT_REGS_PARM3(ctx), op_id);
+		op_id = node_eval_id(pid, tid, now, PT_REGS_PARM3(ctx), op_id);
+	if (cookie & TBPF_COOKIE_PYNODE) {
+		struct tbpf_pynode *pn = bpf_map_lookup_elem(&py_nodes, &pid);
+
+		/* variable_list PyNode::apply(variable_list&&): rdi is the
+		 * returned vector, rsi `this`.  No layout or no object:
+		 * transparent, like an unnamed boxed op */
+		op_id = pn ? pynode_row(pn, pid, tid, now, PT_REGS_PARM2(ctx), false) : 0;
+		if (!op_id)
+			flags |= OPF_SKIP;
+	}
 	if (cookie & TBPF_COOKIE_BOXED) {
 		struct tbpf_boxop bo = boxed_op(pid, PT_REGS_PARM1(ctx));
 
@@ -675,7 +806,8 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	f->nchild = 0;
 	f->dup_op = 0;
 	f->shape = 0;
-	if ((tbpf_mode & TBPF_MODE_SHAPES) && !(flags & OPF_SKIP) && !(cookie & TBPF_COOKIE_BOXED))
+	if ((tbpf_mode & TBPF_MODE_SHAPES) && !(flags & OPF_SKIP) &&
+	    !(cookie & (TBPF_COOKIE_BOXED | TBPF_COOKIE_PYNODE)))
 		f->shape = shape_capture(ctx, pid, tid,
 					 cookie & (0xffffffffULL | TBPF_COOKIE_REDISPATCH), now);
 	if (tbpf_mode & TBPF_MODE_MEMORY)
@@ -718,42 +850,6 @@ static __always_inline int op_exit(struct pt_regs *ctx)
 }
 
 /* ==== scopes (record_function, issue 15; see tbpf_abi.h) ============== */
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, struct tbpf_scope_name);
-} scope_names SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct tbpf_scope_name);
-} scope_scratch SEC(".maps");
-
-/* Read the C string at p into n and hash it: the scope id, 0 when it is
- * empty or unreadable, or when want_len >= 0 and the string's length is
- * not want_len (a std::string's own length: the NUL exactly at its end). */
-static __always_inline __u32 scope_hash_name(__u64 p, long want_len, struct tbpf_scope_name *n)
-{
-	__u32 h = 2166136261u;
-	long got;
-
-	got = bpf_probe_read_user_str(n->name, sizeof(n->name), (void *)p);
-	if (got <= 1)
-		return 0;
-	if (want_len >= 0 &&
-	    (want_len < TBPF_SCOPE_NAME_MAX - 1 ? got != want_len + 1 : got != TBPF_SCOPE_NAME_MAX))
-		return 0;
-	for (int i = 0; i < TBPF_SCOPE_NAME_MAX; i++) {
-		if (i >= got - 1)
-			break;
-		h = (h ^ (__u8)n->name[i]) * 16777619u;
-	}
-	return TBPF_SCOPE_ID_BASE | (h & TBPF_SCOPE_ID_MASK);
-}
 
 /* The scope's name: the std::string the record_function entry points
  * (record_function_enter / _new, torch 1.13 .. 2.8) keep in r12 while
@@ -834,23 +930,7 @@ static __always_inline int scope_open(struct pt_regs *ctx, __u32 pid, __u32 tid,
 	__u32 d;
 
 	cnt_add(CNT_ENTRIES, 1);
-	if (!bpf_map_update_elem(&scope_names, &id, n, BPF_NOEXIST) &&
-	    (tbpf_mode & TBPF_MODE_RECORD)) {
-		struct rec_scope_name *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-
-		if (r) {
-			r->h.type = REC_SCOPE_NAME;
-			r->h.size = sizeof(*r);
-			r->h.tid = tid;
-			r->h.ts_ns = now;
-			r->pid = pid;
-			r->scope_id = id;
-			__builtin_memcpy(r->name, n->name, sizeof(r->name));
-			bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
-		} else {
-			cnt_add(CNT_DROPS, 1);
-		}
-	}
+	scope_name_note(pid, tid, now, id, n);
 	t = thread_enter(tid, pid);
 	if (!t)
 		return 0;

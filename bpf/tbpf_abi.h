@@ -34,6 +34,10 @@
 /* The boxed-call entry (TorchScript, torch.ops; issue 15): the row is the
  * operator's whose OperatorHandle the call carries (boxed_names) */
 #define TBPF_COOKIE_BOXED (1ULL << 34)
+/* torch::autograd::PyNode::apply (libtorch_python; issue 15): a custom
+ * autograd.Function's backward node, one C++ class for every Python
+ * Function; the row is named from the Python object (py_nodes) */
+#define TBPF_COOKIE_PYNODE (1ULL << 35)
 /* bits 40..63: the op's name id (same for every overload of a name), for
  * torch.profiler's rule that an op whose only child has its own name is
  * shown as one op (aten::sum -> aten::sum.dim_IntList) */
@@ -176,6 +180,22 @@ struct tbpf_boxop {
 	__u32 op_id;      /* 0: not an operator tbpf names (a SKIP frame) */
 	__u32 name_id;    /* TBPF_COOKIE_NAMEID of its ::call */
 };
+/* py_nodes map: pid -> where its PyNodes keep their Python object.  A
+ * PyNode's row is Py_TYPE(obj)->tp_name ("MyFnBackward"), obj at
+ * PyNode+obj_off (derived from PyNode::name()'s code, discover/pynode.h);
+ * the evaluate_function of a Node whose vtable is `vtable` gets
+ * TBPF_PYNODE_EVAL_PREFIX + that name.  Both rows are op rows with ids in
+ * the scope range (named through scope_names like scopes), but their
+ * frames are ordinary op frames (exits by return probe). */
+struct tbpf_pynode {
+	__u64 vtable;     /* PyNode's vtable in the process; 0: unknown */
+	__u32 obj_off;
+	__u32 pad;
+};
+#define TBPF_PYNODE_EVAL_PREFIX "autograd::engine::evaluate_function: "
+#define TBPF_PYNODE_EVAL_PREFIX_LEN 37
+#define TBPF_PYTYPE_TP_NAME 24    /* offsetof(PyTypeObject, tp_name), 3.8 .. 3.13 */
+#define TBPF_PYOBJ_TYPE 8         /* offsetof(PyObject, ob_type) */
 #define TBPF_BOXED_NAME_MAX 64      /* name bytes hashed ("aten::...") */
 #define TBPF_BOXED_OVL_MAX 32       /* overload bytes hashed */
 /* ==== END scopes ======================================================== */
@@ -188,7 +208,8 @@ struct tbpf_boxop {
  * TBPF_SCOPE_ID_BASE | hash, every other RecordFunction
  * TBPF_INPROC_ID_BASE | hash (hash = FNV-1a 32 of the name). */
 #define TBPF_INPROC_MAGIC 0x636f72706e696274ULL  /* "tbinproc" */
-#define TBPF_INPROC_VERSION 2   /* 2: shapes (record 32 bytes, shape table) */
+#define TBPF_INPROC_VERSION 3   /* 2: shapes (record 32 bytes, shape table);
+				 * 3: records carry a Python stack id */
 #define TBPF_INPROC_ID_BASE 0x40000000u
 #define TBPF_INPROC_ID_MASK 0x3fffffffu
 #define TBPF_INPROC_SLOTS (1u << 18)     /* ring slots (6 MiB) */
@@ -210,7 +231,8 @@ struct tbpf_inproc_rec {
 	__u16 depth;      /* open RecordFunctions of this thread below it */
 	__u32 shape;      /* ENTER with --record-shapes: index + 1 into the
 			   * agent's tbpf_inproc_shapes[], 0 = none */
-	__u32 pad;
+	__u32 stack;      /* ENTER: low 32 bits of its Python stack id (0:
+			   * none), an entry of tbpf_inproc_stacks (issue 19) */
 };
 
 struct tbpf_inproc_name {
@@ -738,6 +760,35 @@ struct tbpf_pyproc {
 };
 /* ==== END pystack ======================================================= */
 
+/* ==== BEGIN inproc Python stacks (issue 19 part 1; docs/inproc.md) =====
+ * With --inproc the agent walks the calling thread's Python stack itself
+ * (the walk of bpf/pystack.bpf.h, in its own memory) when a RecordFunction
+ * starts at depth 0, directly in a user scope, or under a Python frame
+ * other than its parent's; it publishes each new stack once in
+ * `tbpf_inproc_stacks` before a record refers to it.  tbpf writes the
+ * interpreter's offsets (pyproc_detect) into `tbpf_inproc_py` before
+ * START; `on` = 0 walks nothing. */
+#define TBPF_INPROC_STACKS 8192
+struct tbpf_inproc_stack {
+	__u64 stack_id;
+	__u32 nframes;
+	__u32 pad;
+	struct tbpf_pyframe frames[TBPF_MAX_PYFRAMES]; /* innermost first */
+};
+
+struct tbpf_inproc_py {
+	struct tbpf_pyproc pp;   /* (tbpf) the interpreter's offsets */
+	__u32 on;                /* (tbpf) walk stacks from the next START */
+	__u32 pid;               /* (tbpf) the target's pid as tbpf sees it (ids) */
+	__u64 code_type;         /* (agent) &PyCode_Type: every frame's code is checked */
+	__u32 nstacks_used;      /* (agent) entries published */
+	__u32 state;             /* (agent) 0 off, 1 walking, 2 refused (detail) */
+	__u64 stacks_lost;       /* (agent) new stacks the full table could not take */
+	__u64 bad_frames;        /* (agent) walks stopped at a frame that was not Python's */
+	char detail[64];         /* (agent) why not walking */
+};
+/* ==== END inproc Python stacks ========================================== */
+
 /* ==== BEGIN shapes (input shapes, issue 16) ============================
  * At op entry (TBPF_MODE_SHAPES) the BPF side reads the op's Tensor and
  * optional Tensor arguments where the x86-64 ABI put them, as the op's
@@ -765,15 +816,47 @@ enum tbpf_arg_kind {
 	ARGK_SYMINT = 5,      /* c10::SymInt by value: a pointer to it */
 };
 
+/* torch.profiler's "Input type" of each argument (Kineto's trace arg,
+ * _KinetoEvent.dtypes()): a tensor's dtype name, "Scalar" (int, float,
+ * bool, Scalar and the enums kept as ints: ScalarType, Layout,
+ * MemoryFormat), "ScalarList" (int/float/bool lists, torch 2.x; 1.13
+ * shows ""), "TensorList", or "" (None, undefined tensors, Device,
+ * strings, generators, lists of optional tensors...).  tbpf_argdesc.itype
+ * holds the class its C++ type gives each argument, ITYPE_OPT set when
+ * it is an optional whose presence decides it ("" when None); the BPF
+ * side resolves ITYPE_OPT per call into tbpf_shape.itype. */
+enum tbpf_itype {
+	ITYPE_NONE = 0,       /* "" */
+	ITYPE_TENSOR = 1,     /* the dtype of the tensor entry of that
+			       * argument ("" when None or undefined) */
+	ITYPE_SCALAR = 2,     /* "Scalar" */
+	ITYPE_SCALARLIST = 3, /* "ScalarList" */
+	ITYPE_TENSORLIST = 4, /* "TensorList" */
+	ITYPE_UNKNOWN = 5,    /* a type tbpf cannot classify or place: "?" */
+	ITYPE_OPT = 0x80,     /* (argdesc only) shown only when engaged */
+};
+#define TBPF_SHAPE_MAX_OPTS 8     /* optional arguments whose flag is read */
+#define TBPF_OPT_INDIRECT 0x80    /* opt_byte: the word points to the optional */
+
 struct tbpf_argdesc {
 	__u8 nargs;           /* the schema's arguments (the list's length) */
 	__u8 ntensors;        /* entries used below */
-	__u8 pad[2];
+	__u8 nopts;           /* optional-argument flags read (opt_*) */
+	__u8 pad[1];
 	__u8 argi[TBPF_SHAPE_MAX_TENSORS];  /* argument index */
 	__u8 where[TBPF_SHAPE_MAX_TENSORS]; /* < 6: register, else stack slot
 					     * where-6 at rsp+8+8*(where-6) */
 	__u8 kind[TBPF_SHAPE_MAX_TENSORS];  /* enum tbpf_arg_kind */
 	__u8 pad2[4];
+	/* Input type (see enum tbpf_itype) */
+	__u8 itype[TBPF_SHAPE_MAX_ARGS];    /* per argument, ITYPE_OPT maybe set */
+	__u8 opt_argi[TBPF_SHAPE_MAX_OPTS]; /* the optional's argument index */
+	__u8 opt_where[TBPF_SHAPE_MAX_OPTS];/* the word holding its engaged flag
+					     * (register or stack slot, as where) */
+	__u8 opt_byte[TBPF_SHAPE_MAX_OPTS]; /* the flag's byte in that word, or
+					     * TBPF_OPT_INDIRECT | byte offset
+					     * from the address the word holds
+					     * (an optional passed by reference) */
 };
 
 /* Where a process's torch keeps what the reader needs (bytes into the
@@ -783,7 +866,8 @@ struct tbpf_argdesc {
 struct tbpf_tlayout {
 	__u16 sizes_off;      /* TensorImpl -> sizes_and_strides_.size_ */
 	__u16 numel_off;      /* TensorImpl -> numel_ */
-	__u16 dtype_off;      /* TensorImpl -> data_type_ (u16 ScalarType) */
+	__u16 dtype_off;      /* TensorImpl -> data_type_ (u16 ScalarType); the
+			       * reader needs numel_off + 8 (one read of both) */
 	__u16 opt_value_off;  /* optional<Tensor> -> the TensorImpl* */
 	__u16 opt_flag_off;   /* optional<Tensor> -> engaged byte */
 	__u16 pad[3];
@@ -803,6 +887,11 @@ struct tbpf_shape {
 	__u8 dtype[TBPF_SHAPE_MAX_TENSORS];  /* c10::ScalarType */
 	__u8 kind[TBPF_SHAPE_MAX_TENSORS];   /* enum tbpf_arg_kind */
 	__u8 pad2[4];
+	/* Input type of each argument: enum tbpf_itype, ITYPE_OPT resolved
+	 * (ITYPE_NONE when the optional was None).  A writer that knows the
+	 * arguments (the in-process agent) fills it directly; all zero
+	 * (every "") when nothing filled it. */
+	__u8 itype[TBPF_SHAPE_MAX_ARGS];
 	__s64 dims[TBPF_SHAPE_MAX_TENSORS][TBPF_SHAPE_MAX_DIMS];
 };
 

@@ -16,6 +16,11 @@ in-process mode reads), against PROFILE_JSON's "events_all".
 --flops: tbpf's "flops" per (name, shapes) equal key_averages' FLOPs for
 every row torch.profiler gives FLOPs (scaled by the calls it saw: rows
 that lost a folded child count the same FLOPs per call).
+Input type (torch.profiler's per-argument types, its records' dtypes()):
+a row's "input_types" must be the one list torch.profiler's calls of that
+(name, shapes) had; a row without one only where they had several.
+--chrome: every op event's "Input type" too, per call: (name, Input Dims,
+Input type) counted as torch.profiler's records.
 Exit 0 when all hold, 1 otherwise, with the differences.
 """
 import argparse
@@ -43,7 +48,7 @@ def main():
     problems = []
     if doc["run"].get("events_dropped", 0):
         problems.append("events_dropped = %s" % doc["run"]["events_dropped"])
-    tb, tb_flops, tb_calls = {}, {}, {}
+    tb, tb_flops, tb_calls, tb_types = {}, {}, {}, {}
     for op in doc["ops"]:
         if op["pid"] != a.pid or not (a.all or op["name"].startswith("aten::")):
             continue
@@ -54,10 +59,29 @@ def main():
         tb[k] = tb.get(k, 0) + op["calls"] + op.get("folded", 0)
         tb_calls[k] = tb_calls.get(k, 0) + op["calls"]
         tb_flops[k] = tb_flops.get(k, 0) + op.get("flops", 0)
+        tb_types.setdefault(k, []).append(op.get("input_types"))
     want = ref["events_all"] if a.all else ref["events"]
     for k in sorted(set(want) | set(tb)):
         if want.get(k, 0) != tb.get(k, 0):
             problems.append("%-60s torch.profiler %4d  tbpf %4d" % (k, want.get(k, 0), tb.get(k, 0)))
+    # Input type per row: torch.profiler's type lists per (name, shapes)
+    ref_types = {}
+    for k in ref.get("types", {}):
+        name, dims, types = k.split("|", 2)
+        kk = "%s|%s" % (name, str(json.loads(dims)))
+        ref_types.setdefault(kk, set()).add(types)
+    ntyped = 0
+    for k, lists in sorted(tb_types.items()):
+        want_t = ref_types.get(k, set())
+        for t in lists:
+            if t is None:
+                if len(want_t) == 1:
+                    problems.append("types %s: tbpf none, torch.profiler %s" % (k, next(iter(want_t))))
+                continue
+            ntyped += 1
+            if json.dumps(t) not in want_t:
+                problems.append("types %s: tbpf %s, torch.profiler %s" % (
+                    k, json.dumps(t), " or ".join(sorted(want_t)) or "no call"))
     for k in ref["rows"]:
         if k not in ref["events"]:
             problems.append("key_averages row %s is no raw record's (name, shapes)" % k)
@@ -77,7 +101,7 @@ def main():
     if a.chrome:
         with open(a.chrome) as f:
             tr = json.load(f)
-        got = {}
+        got, got_types = {}, {}
         for ev in tr.get("traceEvents", tr if isinstance(tr, list) else []):
             if ev.get("ph") != "X" or ev.get("pid") != a.pid or \
                     not str(ev.get("name", "")).startswith("aten::"):
@@ -88,6 +112,9 @@ def main():
                 continue
             k = "%s|%s" % (ev["name"], json.dumps(dims))
             got[k] = got.get(k, 0) + 1
+            k = "%s|%s|%s" % (ev["name"], json.dumps(dims),
+                              json.dumps(ev["args"].get("Input type")))
+            got_types[k] = got_types.get(k, 0) + 1
         # Kineto 2.x nests a tensor list's sizes in its trace
         # ([[[2, 3], [2, 3]], []] for cat); its tables, and tbpf, show []
         # (README: a known difference): compared as []
@@ -114,9 +141,16 @@ def main():
                     k, want_tr.get(k, 0), got.get(k, 0)))
         print("%s: chrome trace: %d (op, Input Dims) keys, %d events compared with %s" % (
             a.label, len(want_tr), sum(want_tr.values()), src))
-    print("%s: %d (op, input shapes) keys, %d calls compared%s" % (
+        want_ty = ref.get("types", {})
+        for k in sorted(set(want_ty) | set(got_types)):
+            if want_ty.get(k, 0) != got_types.get(k, 0):
+                problems.append("chrome types %-47s torch.profiler %4d  tbpf %4d" % (
+                    k, want_ty.get(k, 0), got_types.get(k, 0)))
+        print("%s: chrome trace: %d (op, Input Dims, Input type) keys, %d events compared "
+              "with its records' dtypes()" % (a.label, len(want_ty), sum(want_ty.values())))
+    print("%s: %d (op, input shapes) keys, %d calls compared%s, %d rows' input types" % (
         a.label, len(want), sum(want.values()),
-        ", %d FLOPs rows" % nflops if a.flops else ""))
+        ", %d FLOPs rows" % nflops if a.flops else "", ntyped))
     for pr in problems:
         print("  " + pr)
     return 1 if problems else 0

@@ -21,63 +21,8 @@ run_one() {
 	wait_exit wl_$tag 300
 	wait_exit tb_$tag 60
 	[ "$(get tb_$tag rc)" = 0 ] || fail "$tag: tbpf exit $(get tb_$tag rc): $(tail -n 2 "$(get tb_$tag err)")"
-	python3 - "$T/ref_$tag.json" "$T/tbpf_$tag.json" "$tag" <<'PY' || fail "$tag: layer tree differs from named_modules()/torch.profiler (see log)"
-import json, sys
-ref = json.load(open(sys.argv[1])); tb = json.load(open(sys.argv[2])); tag = sys.argv[3]
-layers = tb.get("layers")
-if layers is None:
-    sys.exit("%s: no 'layers' in tbpf's JSON" % tag)
-def dotted(path):                 # "Net/blocks/0/conv" -> "blocks.0.conv", "Net" -> ""
-    parts = path.split("/")
-    return ".".join(parts[1:])
-mods = {dotted(l["path"]): l for l in layers if l["kind"] == "module"}
-folded = {}
-for o in tb["ops"]:
-    folded[o["name"]] = folded.get(o["name"], 0) + o.get("folded", 0)
-ran = set(ref["ran"])
-ok = True
-if set(mods) != ran:
-    print("%s: module paths differ\n  only tbpf: %s\n  only named_modules (ran): %s"
-          % (tag, sorted(set(mods) - ran), sorted(ran - set(mods))))
-    ok = False
-unknown = set(mods) - set(ref["modules"])
-if unknown:
-    print("%s: paths not in named_modules(): %s" % (tag, sorted(unknown))); ok = False
-# per-layer op counts (ops whose innermost module is the layer)
-nomod = [l for l in layers if l["kind"] == "no_module"]
-for path, want in sorted(ref["layers"].items()):
-    # the reference counts aten:: ops (aten_counts); tbpf's layers also
-    # hold the scope and autograd node rows (issue 15, test_scopes.sh)
-    if path == "[no module]":
-        got = {o["name"]: o["calls"] for l in nomod for o in l["ops"] if o["name"].startswith("aten::")}
-    elif path in mods:
-        got = {o["name"]: o["calls"] for o in mods[path]["ops"] if o["name"].startswith("aten::")}
-    else:
-        print("%s: layer %r missing in tbpf" % (tag, path)); ok = False; continue
-    if path == "[no module]" and tag == "torch1":
-        # torch 1.13's profiler places record_function's own aten::empty
-        # (the handle tensor) inside or outside the region by microsecond
-        # timestamps: the reference's count here floats by a few with no
-        # tbpf anywhere (layers_model.py's calibration notes it), so this
-        # one op of this one row is not compared
-        want = {op: n for op, n in want.items() if op != "aten::empty"}
-        got = {op: n for op, n in got.items() if op != "aten::empty"}
-    # torch 1.13's profiler removes an op nested as the only child of a
-    # same-name op (EventList._remove_dup_nodes) only when its timestamps
-    # let it see the nesting, so its counts float between tbpf's calls
-    # (all removed) and calls + folded (none removed); 2.x is exact.
-    def ok_count(op, w, g):
-        if w == g:
-            return True
-        return tag == "torch1" and g <= w <= g + folded.get(op, 0)
-    diff = {op: (want.get(op, 0), got.get(op, 0)) for op in set(want) | set(got)
-            if not ok_count(op, want.get(op, 0), got.get(op, 0))}
-    if diff:
-        print("%s: layer %r: op counts (profiler, tbpf) differ: %s" % (tag, path, diff)); ok = False
-    else:
-        print("%s: layer %-22r %3d ops, %5d calls: equal" % (tag, path, len(want), sum(want.values())))
-sys.exit(0 if ok else 1)
-PY
+	python3 "$(dirname "$0")/check_layer_ops.py" "$T/ref_$tag.json" "$T/tbpf_$tag.json" "$tag" ||
+		fail "$tag: layer tree differs from named_modules()/torch.profiler (see log)"
 }
 
 need_torch "$PY1"

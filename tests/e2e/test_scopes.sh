@@ -2,31 +2,44 @@
 # test_scopes.sh - issue 15: every row of torch.profiler's key_averages()
 # (not only aten::) with its count, in tbpf's default mode, torch 1.13 and
 # 2.x: nested record_function labels on two threads, a DataLoader
-# (num_workers=0), SGD and AdamW, backward, a custom autograd.Function
-# (tests/workloads/scopes_model.py, compared by compare_rows.py).  The rows
-# the uprobe mode cannot see are listed here and in the README, and must be
-# exactly the missing ones.  Self times: a label that holds only other
-# labels has self = total - its children's totals.
+# (num_workers=0), SGD and AdamW, backward, a custom autograd.Function with
+# its backward node (MyFnBackward) and that node's evaluate_function row,
+# and a second custom Function whose backward raises a Python exception
+# (BadFn, --bad-backward: the C++ exception leaves PyNode::apply through
+# its return probe's frame; the job's result and its caught count must be
+# unchanged) (tests/workloads/scopes_model.py, compared by
+# compare_rows.py).  The rows the uprobe mode cannot see are listed here
+# and in the README, and must be exactly the missing ones.  Self times: a
+# label that holds only other labels has self = total - its children's
+# totals; so do the custom Functions' backward nodes (each runs one op
+# nothing else runs: aten::sub, aten::neg) and their evaluate_function
+# rows (which hold the node).
 # timeout: 900
 . "$(dirname "$0")/lib.sh"
 need_root
 need_tbpf
 
-# Python-side rows: the custom Function's forward (RECORD_FUNCTION in
-# libtorch_python's THPFunction_apply), its backward node (a PyNode, named
-# after the Python class), and the "detach"/"detach_" RecordFunctions of
-# VariableTypeManual, which no probed function brackets.  The PyNode's
-# evaluate_function row is there, without the node's name.
-UNSEEN="MyFnBackward,detach,detach_"
-RENAMED="autograd::engine::evaluate_function=autograd::engine::evaluate_function: MyFnBackward"
+# The "detach"/"detach_" RecordFunctions of VariableTypeManual, which no
+# probed function brackets.
+UNSEEN="detach,detach_"
+EVAL="autograd::engine::evaluate_function"
 
+# scopes_case PY ITERS [TBPF ARGS...]
 scopes_case() {
 	local py=$1 iters=$2 label wl=wl_s tb=tb_s
-	label="torch $(torch_version "$py"), 2 threads, $iters batches each"
+	shift 2
+	label="torch $(torch_version "$py"), 2 threads, $iters batches each${*:+, $*}"
 	log "== $label"
-	profiled_pair "$py" scopes_model.py "--iters $iters --threads 2" $wl $tb "$label"
+	profiled_pair "$py" scopes_model.py "--iters $iters --threads 2 --bad-backward 2" $wl $tb "$label" "$@"
+	local out caught
+	out=$(get $wl out)
+	caught=$(result_field "$out" caught)
+	[ "$caught" -gt 0 ] && [ "$caught" = "$(result_field "$out" expected_caught)" ] ||
+		fail "$label: BadFn's backward errors: caught $caught of $(result_field "$out" expected_caught) under tbpf"
 	python3 "$E2E_DIR/compare_rows.py" "$(get $tb out)" "$T/$wl.prof.json" --pid "$(get $wl pid)" \
-		--unseen "$UNSEEN" --renamed "$RENAMED" --nest "train_step=forward+backward+optimizer" ||
+		--unseen "$UNSEEN" --nest "train_step=forward+backward+optimizer" \
+		--nest "MyFnBackward=aten::sub" --nest "$EVAL: MyFnBackward=MyFnBackward" \
+		--nest "BadFnBackward=aten::neg" --nest "$EVAL: BadFnBackward=BadFnBackward" ||
 		fail "$label: tbpf's rows differ from torch.profiler's (see log)"
 	log "$label: OK"
 }
@@ -34,6 +47,9 @@ scopes_case() {
 scopes_case /usr/bin/python3 10
 if [ -x "$PY2" ] && "$PY2" -c 'import torch' 2>/dev/null; then
 	scopes_case "$PY2" 10
+	# entry probes only (what tbpf falls back to without the guard): the
+	# PyNode frames close by the stack-pointer rule and at the catch
+	scopes_case "$PY2" 10 --exits infer
 else
 	log "torch 2.x venv missing: only torch 1.13 checked"
 fi

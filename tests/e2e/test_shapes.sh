@@ -5,7 +5,10 @@
 # and the edge-case workload (0-dim, empty, 6- and 7-dim, transposed
 # views, tensor lists, optional and undefined tensors, scalars), under
 # torch 1.13 and 2.x; the FLOPs (mm, addmm, bmm, baddbmm, conv1d/2d/3d
-# and convolution, add, mul) equal with_flops'.
+# and convolution, add, mul) equal with_flops'; the Input type of every
+# call (live JSON rows, and the capture's Chrome trace per event) equals
+# torch.profiler's records' (dtypes(): dtype names, Scalar, ScalarList,
+# TensorList, "" for None, optionals given and not).
 # timeout: 600
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -19,9 +22,9 @@ shapes_case() {
 		> "$T/ref_$model.json" 2> "$T/ref_$model.err" ||
 		fail "$label: torch.profiler run failed: $(tail -n 2 "$T/ref_$model.err" | tr '\n' ' ')"
 	start_workload $wl "$py" shapes_model.py --model "$model" --iters "$iters"
-	# the edge case is also recorded: the capture's rows (tbpf report) and
-	# its Chrome trace's "Input Dims" are compared too
-	[ "$model" = edge ] && rec=(--record "$T/$model.tbpf")
+	# every case is also recorded: the capture's rows (tbpf report) and its
+	# Chrome trace's "Input Dims" and "Input type" are compared too
+	rec=(--record "$T/$model.tbpf")
 	start_tbpf $tb --pid "$(get $wl pid)" --format json --duration 600s --record-shapes --with-flops "${rec[@]}"
 	go "$(get $wl pid)"
 	wait_exit $wl 300
@@ -34,16 +37,14 @@ shapes_case() {
 	python3 "$E2E_DIR/compare_shapes.py" "$(get $tb out)" "$T/ref_$model.json" \
 		--pid "$(get $wl pid)" --label "$label" "${extra[@]}" ||
 		fail "$label: tbpf's (op, input shapes) rows differ from torch.profiler's (see log)"
-	if [ "$model" = edge ]; then
-		"$TBPF" report "$T/$model.tbpf" --format json --with-flops -o "$T/$model.report.json" ||
-			fail "$label: tbpf report --format json failed"
-		"$TBPF" report "$T/$model.tbpf" --format chrome -o "$T/$model.trace.json" ||
-			fail "$label: tbpf report --format chrome failed"
-		python3 "$E2E_DIR/compare_shapes.py" "$T/$model.report.json" "$T/ref_$model.json" \
-			--pid "$(get $wl pid)" --label "$label (capture)" --flops \
-			--chrome "$T/$model.trace.json" ||
-			fail "$label: the capture's (op, input shapes) rows or trace differ from torch.profiler's (see log)"
-	fi
+	"$TBPF" report "$T/$model.tbpf" --format json --with-flops -o "$T/$model.report.json" ||
+		fail "$label: tbpf report --format json failed"
+	"$TBPF" report "$T/$model.tbpf" --format chrome -o "$T/$model.trace.json" ||
+		fail "$label: tbpf report --format chrome failed"
+	python3 "$E2E_DIR/compare_shapes.py" "$T/$model.report.json" "$T/ref_$model.json" \
+		--pid "$(get $wl pid)" --label "$label (capture)" --flops \
+		--chrome "$T/$model.trace.json" ||
+		fail "$label: the capture's (op, input shapes) rows or trace differ from torch.profiler's (see log)"
 	log "$label: OK"
 }
 

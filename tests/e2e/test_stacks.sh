@@ -3,7 +3,8 @@
 # and calls equal torch.profiler's (with_stack=True; on torch 2.x with
 # experimental_config verbose=True) raw records and
 # key_averages(group_by_stack_n=5) on a model whose ops run at several
-# call sites and in two instances of one module class, torch 1.13 and 2.x.
+# call sites and in two instances of one module class, torch 1.13 and 2.x;
+# so do `tbpf report --group-by-stack 5`'s rows from the run's capture.
 # torch.profiler's "<built-in ...>" C call entries are left out of its
 # stacks before the comparison (a frame stack does not show them).  The
 # workload lingers a second after its work: tbpf names the stacks while
@@ -21,7 +22,8 @@ stacks_case() {
 	"$py" "$WL/stack_model.py" --profile --iters 100 > "$T/ref.json" 2> "$T/ref.err" ||
 		fail "$label: torch.profiler run failed: $(tail -n 2 "$T/ref.err" | tr '\n' ' ')"
 	start_workload wl "$py" stack_model.py --iters 100 --linger 1
-	start_tbpf tb --pid "$(get wl pid)" --format json --duration 600s --group-by-stack 5
+	start_tbpf tb --pid "$(get wl pid)" --format json --duration 600s --group-by-stack 5 \
+		--record "$T/stacks.tbpf"
 	go "$(get wl pid)"
 	wait_exit wl 300
 	expect_rc wl 0
@@ -30,6 +32,16 @@ stacks_case() {
 	python3 "$E2E_DIR/compare_stacks.py" "$(get tb out)" "$T/ref.json" \
 		--pid "$(get wl pid)" --label "$label" ||
 		fail "$label: tbpf's (op, Source Location) rows differ from torch.profiler's (see log)"
+	# the capture carries the entries: tbpf report gives the same rows
+	"$TBPF" report "$T/stacks.tbpf" --format json --group-by-stack 5 -o "$T/report.json" ||
+		fail "$label: tbpf report --group-by-stack 5 failed"
+	python3 "$E2E_DIR/compare_stacks.py" "$T/report.json" "$T/ref.json" \
+		--pid "$(get wl pid)" --label "$label (capture)" ||
+		fail "$label: the capture's (op, Source Location) rows differ from torch.profiler's (see log)"
+	"$TBPF" report "$T/stacks.tbpf" --group-by-stack 5 --row-limit 5 > "$T/report.txt" ||
+		fail "$label: tbpf report --group-by-stack 5 (table) failed"
+	grep -q "Source Location" "$T/report.txt" ||
+		fail "$label: the capture's table has no Source Location column"
 	log "$label: OK"
 }
 

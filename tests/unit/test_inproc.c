@@ -165,6 +165,42 @@ static void to_rec_op(void **state)
 	assert_true(TBPF_IS_SCOPE_ID(o.op_id));
 	assert_int_equal(o.op_id, inproc_op_id(0xdeadbeef, INPROC_USER_SCOPE));
 	assert_int_equal(o.flags, OPF_SCOPE);
+	/* the Python stack id rides on the enter record only */
+	r.stack = 0x89abcdefu;
+	inproc_to_rec_op(&r, 42, &o);
+	assert_int_equal(o.stack_id, 0);
+	r.kind = INPROC_ENTER;
+	inproc_to_rec_op(&r, 42, &o);
+	assert_int_equal(o.stack_id, 0x89abcdefu);
+}
+
+/* An agent's published stack as the BPF walker's REC_PYSTACK record:
+ * the size counts only the frames it has; a bad count is clamped. */
+static void stack_to_rec(void **state)
+{
+	static struct tbpf_inproc_stack e;
+	struct rec_pystack r;
+
+	e.stack_id = 0x1122334455667788ull;
+	e.nframes = 2;
+	e.frames[0] = (struct tbpf_pyframe){ .code = 0x1000, .self = 0x2000, .lasti = 12,
+					     .flags = PYF_SELF };
+	e.frames[1] = (struct tbpf_pyframe){ .code = 0x3000, .lasti = 4, .flags = PYF_TRUNC };
+	inproc_stack_to_rec(&e, 99, &r);
+	assert_int_equal(r.h.type, REC_PYSTACK);
+	assert_int_equal(r.h.size, sizeof(r) - sizeof(r.frames) + 2 * sizeof(r.frames[0]));
+	assert_int_equal(r.h.size % 8, 0);
+	assert_int_equal(r.pid, 99);
+	assert_int_equal(r.nframes, 2);
+	assert_int_equal(r.stack_id, 0x1122334455667788ull);
+	assert_int_equal(r.frames[0].self, 0x2000);
+	assert_int_equal(r.frames[0].flags, PYF_SELF);
+	assert_int_equal(r.frames[1].code, 0x3000);
+	assert_int_equal(r.frames[1].flags, PYF_TRUNC);
+	e.nframes = 1000;
+	inproc_stack_to_rec(&e, 99, &r);
+	assert_int_equal(r.nframes, TBPF_MAX_PYFRAMES);
+	assert_int_equal(r.h.size, sizeof(r));
 }
 
 int main(void)
@@ -178,6 +214,7 @@ int main(void)
 		cmocka_unit_test(to_rec_op_shape),
 		cmocka_unit_test(committed),
 		cmocka_unit_test(to_rec_op),
+		cmocka_unit_test(stack_to_rec),
 	};
 	return cmocka_run_group_tests_name("inproc", tests, NULL, NULL);
 }

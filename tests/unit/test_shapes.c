@@ -3,7 +3,9 @@
  * (and every op of the installed libtorch), schema return kinds, the
  * TensorImpl layout calibration on real TensorImpl bytes of both torch
  * versions (tests/fixtures/tensorimpl: accepted and rejected sets), the
- * shape text in torch.profiler's notation and the FLOPs formulas. */
+ * shape text in torch.profiler's notation, the Input type classes of real
+ * signatures (with each optional's flag read) and their text, and the
+ * FLOPs formulas. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -135,11 +137,112 @@ static void test_argdesc_real(void **state)
 		    false, 2, (struct place[]){ { 0, 1, T } }, 1);
 }
 
+/* ---- Input type classes and optional flags ------------------------------ */
+
+struct optread { int argi, where, byte; };
+
+/* sig's Input type classes (one char per argument: t tensor, s Scalar,
+ * l ScalarList, L TensorList, - "", ? unknown; upper-case S and M: an
+ * optional Scalar / ScalarList whose flag is read) and the flag reads. */
+static void check_itype(const char *sig, enum argdesc_ret ret, bool std_lib, const char *classes,
+			const struct optread *want, int nwant)
+{
+	struct tbpf_argdesc d;
+	char got[TBPF_SHAPE_MAX_ARGS + 1];
+
+	if (argdesc_parse(sig, false, ret, std_lib, false, &d))
+		fail_msg("%s: not placed", sig);
+	for (unsigned a = 0; a < d.nargs; a++) {
+		static const char c[] = "-tslL?";
+		unsigned it = d.itype[a];
+
+		got[a] = it == (ITYPE_SCALAR | ITYPE_OPT) ? 'S' :
+			 it == (ITYPE_SCALARLIST | ITYPE_OPT) ? 'M' : it <= ITYPE_UNKNOWN ? c[it] : '!';
+	}
+	got[d.nargs] = '\0';
+	if (strcmp(got, classes))
+		fail_msg("%s: classes %s, want %s", sig, got, classes);
+	if (d.nopts != nwant)
+		fail_msg("%s: %u flags read, want %d", sig, d.nopts, nwant);
+	for (int i = 0; i < nwant; i++)
+		if (d.opt_argi[i] != want[i].argi || d.opt_where[i] != want[i].where ||
+		    d.opt_byte[i] != want[i].byte)
+			fail_msg("%s: flag %d: arg %u word %u byte %#x, want %d %d %#x", sig, i,
+				 d.opt_argi[i], d.opt_where[i], d.opt_byte[i], want[i].argi,
+				 want[i].where, want[i].byte);
+}
+
+#define IND TBPF_OPT_INDIRECT
+
+/* What torch.profiler recorded for these ops (tests/e2e/test_shapes.sh
+ * compares every call): the classes come from the real signatures of
+ * libtorch 1.13 (c10::optional, flag first) and 2.8 (std::optional, flag
+ * after the payload). */
+static void test_argdesc_itype(void **state)
+{
+	(void)state;
+	/* tensors, a Scalar by reference: no flag */
+	check_itype("at::_ops::add_Tensor::call(at::Tensor const&, at::Tensor const&, c10::Scalar const&)",
+		    ARGRET_MEMORY, false, "tts", NULL, 0);
+	/* int lists: "" in 1.13, ScalarList in 2.8; TensorList */
+	check_itype("at::_ops::view::call(at::Tensor const&, c10::ArrayRef<long>)", ARGRET_MEMORY,
+		    false, "t-", NULL, 0);
+	check_itype("at::_ops::view::call(at::Tensor const&, c10::ArrayRef<c10::SymInt>)",
+		    ARGRET_MEMORY, true, "tl", NULL, 0);
+	check_itype("at::_ops::cat::call(c10::IListRef<at::Tensor> const&, long)", ARGRET_MEMORY,
+		    true, "Ls", NULL, 0);
+	/* strings, devices: "" */
+	check_itype("at::_ops::gelu::call(at::Tensor const&, c10::basic_string_view<char>)",
+		    ARGRET_MEMORY, false, "t-", NULL, 0);
+	/* optional ScalarType by value: c10 flag in byte 0, std in byte 1 */
+	check_itype("at::_ops::softmax_int::call(at::Tensor const&, long, c10::optional<c10::ScalarType>)",
+		    ARGRET_MEMORY, false, "tsS", (struct optread[]){ { 2, 3, 0 } }, 1);
+	check_itype("at::_ops::softmax_int::call(at::Tensor const&, long, std::optional<c10::ScalarType>)",
+		    ARGRET_MEMORY, true, "tsS", (struct optread[]){ { 2, 3, 1 } }, 1);
+	/* optional Scalar by reference: c10 flag at +0, std after the
+	 * 32-byte Scalar */
+	check_itype("at::_ops::clamp::call(at::Tensor const&, c10::optional<c10::Scalar> const&, c10::optional<c10::Scalar> const&)",
+		    ARGRET_MEMORY, false, "tSS", (struct optread[]){ { 1, 2, IND | 0 }, { 2, 3, IND | 0 } }, 2);
+	check_itype("at::_ops::clamp::call(at::Tensor const&, std::optional<c10::Scalar> const&, std::optional<c10::Scalar> const&)",
+		    ARGRET_MEMORY, true, "tSS", (struct optread[]){ { 1, 2, IND | 32 }, { 2, 3, IND | 32 } }, 2);
+	/* optional<double>: c10 takes two integer registers (flag first),
+	 * so the second goes to the stack; std passes the flag alone in an
+	 * integer register (the double in xmm) */
+	check_itype("at::_ops::upsample_nearest2d::call(at::Tensor const&, c10::ArrayRef<long>, c10::optional<double>, c10::optional<double>)",
+		    ARGRET_MEMORY, false, "t-SS", (struct optread[]){ { 2, 4, 0 }, { 3, STK(0), 0 } }, 2);
+	check_itype("at::_ops::upsample_nearest2d::call(at::Tensor const&, c10::ArrayRef<c10::SymInt>, std::optional<double>, std::optional<double>)",
+		    ARGRET_MEMORY, true, "tlSS", (struct optread[]){ { 2, 4, 0 }, { 3, 5, 0 } }, 2);
+	/* 2.8: OptionalArrayRef and optional<ArrayRef> are 24 bytes in
+	 * memory, the flag in their third word */
+	check_itype("at::_ops::upsample_nearest2d_vec::call(at::Tensor const&, c10::OptionalArrayRef<c10::SymInt>, std::optional<c10::ArrayRef<double> >)",
+		    ARGRET_MEMORY, true, "tMM", (struct optread[]){ { 1, STK(2), 0 }, { 2, STK(5), 0 } }, 2);
+	/* 1.13: optional int lists are "" whatever they hold: no read */
+	check_itype("at::_ops::upsample_nearest2d_vec::call(at::Tensor const&, c10::OptionalArrayRef<long>, c10::optional<c10::ArrayRef<double> >)",
+		    ARGRET_MEMORY, false, "t--", NULL, 0);
+	/* optional<long>: two words; 2.8's flag in the second; the SymInt
+	 * optional goes by invisible reference (non-trivial), flag after 8 */
+	check_itype("at::_ops::x::call(at::Tensor const&, std::optional<long>, std::optional<c10::ScalarType>)",
+		    ARGRET_MEMORY, true, "tSS", (struct optread[]){ { 1, 3, 0 }, { 2, 4, 1 } }, 2);
+	check_itype("at::_ops::slice_Tensor::call(at::Tensor const&, long, std::optional<c10::SymInt>, std::optional<c10::SymInt>, c10::SymInt)",
+		    ARGRET_MEMORY, true, "tsSSs", (struct optread[]){ { 2, 3, IND | 8 }, { 3, 4, IND | 8 } }, 2);
+	/* 1.13 embedding_bag.padding_idx: its optional<long> on the stack,
+	 * after the optional tensor's reference and a bool */
+	check_itype("at::_ops::embedding_bag_padding_idx::call(at::Tensor const&, at::Tensor const&, at::Tensor const&, bool, long, bool, c10::optional<at::Tensor> const&, bool, c10::optional<long>)",
+		    ARGRET_MEMORY, false, "tttssstsS", (struct optread[]){ { 8, STK(3), 0 } }, 1);
+	/* 2.8 aten::empty: the device is "" given or not, its others read */
+	check_itype("at::_ops::empty_memory_format::call(c10::ArrayRef<c10::SymInt>, std::optional<c10::ScalarType>, std::optional<c10::Layout>, std::optional<c10::Device>, std::optional<bool>, std::optional<c10::MemoryFormat>)",
+		    ARGRET_MEMORY, true, "lSS-SS",
+		    (struct optread[]){ { 1, 3, 1 }, { 2, 4, 1 }, { 4, STK(0), 1 }, { 5, STK(1), 1 } }, 4);
+	/* a type tbpf does not know: "?", and nothing after it is read */
+	check_itype("at::_ops::y::call(at::Tensor const&, c10::Weird, c10::optional<bool>, long)",
+		    ARGRET_MEMORY, false, "t??s", NULL, 0);
+}
+
 /* Every op of a real libtorch: most are placed, none wrongly typed. */
 static void check_lib(const char *lib, size_t want_min_pct)
 {
 	struct opsym_set s;
-	size_t ops = 0, placed = 0, tensors = 0, noret = 0;
+	size_t ops = 0, placed = 0, tensors = 0, noret = 0, untyped = 0;
 	bool std_lib = false;
 
 	if (!tu_exists(lib)) {
@@ -162,16 +265,24 @@ static void check_lib(const char *lib, size_t want_min_pct)
 		dm = tbpf_demangle(o->mangled);
 		assert_non_null(dm);
 		if (!argdesc_parse(dm, false, o->ret, std_lib, false, &d)) {
+			bool unk = false;
+
 			placed++;
 			tensors += d.ntensors;
+			for (unsigned a = 0; a < d.nargs; a++)
+				unk |= d.itype[a] == ITYPE_UNKNOWN;
+			untyped += unk;
 			for (unsigned k = 0; k < d.ntensors; k++)
 				assert_true(d.where[k] < TBPF_ARG_REGS + 32);
 		}
 		free(dm);
 	}
 	fprintf(stderr, "  %s: %zu of %zu ::call placed (%zu tensor arguments), %zu without a "
-			"schema return\n", lib, placed, ops, tensors, noret);
+			"schema return, %zu placed with an Input type \"?\"\n", lib, placed, ops,
+		tensors, noret, untyped);
 	assert_true(placed * 100 >= ops * want_min_pct);
+	/* nearly every placed op has every argument's Input type */
+	assert_true(untyped * 100 <= placed * 2);
 	opsyms_free(&s);
 }
 
@@ -194,6 +305,7 @@ struct fix {
 	long long sizes[64][8];
 	int ndim[64];          /* -1: unknown (BPF samples, storages) */
 	long long numel[64];
+	int dtype[64];         /* c10::ScalarType, -1: not given */
 	bool storage[64];
 	size_t n;
 };
@@ -210,9 +322,11 @@ static void load_fix(const char *rel, struct fix *f)
 	while (fgets(line, sizeof(line), fp) && f->n < 64) {
 		char shape[128], numel[32], hex[600];
 		size_t i = f->n;
+		int dt = -1;
 
-		if (line[0] == '#' || sscanf(line, "%127s %31s %599s", shape, numel, hex) != 3)
+		if (line[0] == '#' || sscanf(line, "%127s %31s %599s %d", shape, numel, hex, &dt) < 3)
 			continue;
+		f->dtype[i] = dt;
 		assert_int_equal(strlen(hex), 2 * TBPF_TSAMPLE_BYTES);
 		for (int k = 0; k < TBPF_TSAMPLE_BYTES; k++) {
 			unsigned v;
@@ -282,6 +396,10 @@ static void check_accept(const char *rel, unsigned so, unsigned no)
 		}
 		assert_int_equal(d, f->ndim[i]);
 		assert_int_equal(numel, f->numel[i]);
+		/* and its dtype, at the offset the calibration derived */
+		if (f->dtype[i] >= 0)
+			assert_int_equal(f->s[i].bytes[l.dtype_off] | f->s[i].bytes[l.dtype_off + 1] << 8,
+					 f->dtype[i]);
 		for (int k = 0; k < d; k++)
 			assert_int_equal(sizes[k], f->sizes[i][k]);
 	}
@@ -354,6 +472,42 @@ static void test_calibrate_reject(void **state)
 	expect_reject(v, 8, -ENOENT, "one shape");
 	/* no samples */
 	expect_reject(v, 0, -ENOENT, "no samples");
+	/* sizes fit, but what follows numel_ is no dtype (a ScalarType
+	 * beyond the last), or no device (device_opt_ disengaged in a
+	 * tensor with elements), or the two optional spellings mixed */
+	for (int c = 0; c < 3; c++) {
+		static const char *const what[] = { "no ScalarType after numel_",
+			"no device after the dtype", "c10 and std optional<Device> mixed" };
+		unsigned char *d;
+
+		n = tensors_of(b, v);
+		d = v[0].bytes + 160 + 8;   /* 2.8: numel_ at 160 */
+		if (c == 0) {
+			d[0] = TLAYOUT_DTYPES;
+			d[1] = 0;
+		} else if (c == 1) {
+			d[2] = d[3] = d[4] = 0;
+		} else {
+			d[2] = 1;        /* c10::optional<Device>: flag, type, index */
+			d[3] = 0;
+			d[4] = 0xff;
+		}
+		expect_reject(v, n, -EINVAL, what[c]);
+	}
+	/* an undefined tensor's TensorImpl (0-dim, no elements, no device)
+	 * among real ones is passed over */
+	n = tensors_of(b, v);
+	memset(v[n].bytes, 0, sizeof(v[n].bytes));
+	memcpy(v[n].bytes, v[0].bytes, 64);
+	v[n].ok = 1;
+	{
+		struct tbpf_tlayout l = { 0 };
+		const char *why = NULL;
+
+		if (tlayout_calibrate(v, n + 1, 2, &l, &why))
+			fail_msg("with an undefined tensor: %s", why);
+		assert_int_equal(l.dtype_off, 168);
+	}
 	free(a);
 	free(b);
 }
@@ -414,6 +568,52 @@ static void test_format(void **state)
 	assert_string_equal(buf, "[[0]");
 }
 
+static void test_types(void **state)
+{
+	struct tbpf_shape s = mk(6);
+	char buf[256];
+	size_t n;
+
+	(void)state;
+	/* a float tensor, a bool one, None, a Scalar, a list, a string */
+	put_t(&s, 0, T, 2, (long long[]){ 2, 3 });
+	s.dtype[0] = 6;
+	put_t(&s, 1, T, 1, (long long[]){ 3 });
+	s.dtype[1] = 11;
+	put_t(&s, 2, O, TBPF_SHAPE_NONE, NULL);
+	s.itype[0] = s.itype[1] = s.itype[2] = ITYPE_TENSOR;
+	s.itype[3] = ITYPE_SCALAR;
+	s.itype[4] = ITYPE_SCALARLIST;
+	s.itype[5] = ITYPE_NONE;
+	n = shape_types(&s, buf, sizeof(buf));
+	assert_int_equal(n, strlen(buf));
+	assert_string_equal(buf, "[\"float\", \"bool\", \"\", \"Scalar\", \"ScalarList\", \"\"]");
+	/* a tensor list; an unreadable tensor and an unknown type: "?" */
+	s = mk(3);
+	put_t(&s, 1, T, TBPF_SHAPE_BAD, NULL);
+	s.itype[0] = ITYPE_TENSORLIST;
+	s.itype[1] = ITYPE_TENSOR;
+	s.itype[2] = ITYPE_UNKNOWN;
+	shape_types(&s, buf, sizeof(buf));
+	assert_string_equal(buf, "[\"TensorList\", \"?\", \"?\"]");
+	/* the dtype names torch.profiler writes, 1.13 and 2.8 */
+	assert_string_equal(shape_dtype_name(4), "long int");
+	assert_string_equal(shape_dtype_name(5), "c10::Half");
+	assert_string_equal(shape_dtype_name(15), "c10::BFloat16");
+	assert_string_equal(shape_dtype_name(27), "short unsigned int");
+	assert_string_equal(shape_dtype_name(45), "c10::Float4_e2m1fn_x2");
+	assert_string_equal(shape_dtype_name(46), "");
+	assert_int_equal(shape_dtype_count(), TLAYOUT_DTYPES);
+	/* a capture from before Input type (every class unknown): none */
+	s = mk(2);
+	memset(s.itype, ITYPE_UNKNOWN, sizeof(s.itype));
+	assert_int_equal(shape_types(&s, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "");
+	s = mk(0);
+	shape_types(&s, buf, sizeof(buf));
+	assert_string_equal(buf, "[]");
+}
+
 static void test_flops(void **state)
 {
 	struct tbpf_shape s = mk(2);
@@ -467,12 +667,14 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_schema_ret),
 		cmocka_unit_test(test_argdesc_real),
+		cmocka_unit_test(test_argdesc_itype),
 		cmocka_unit_test(test_argdesc_lib_113),
 		cmocka_unit_test(test_argdesc_lib_2),
 		cmocka_unit_test(test_calibrate_113),
 		cmocka_unit_test(test_calibrate_28),
 		cmocka_unit_test(test_calibrate_reject),
 		cmocka_unit_test(test_format),
+		cmocka_unit_test(test_types),
 		cmocka_unit_test(test_flops),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,7 +30,9 @@ from torch.utils.data import DataLoader, TensorDataset
 
 
 class MyFn(torch.autograd.Function):
-    """A custom autograd Function: its backward node is named MyFnBackward."""
+    """A custom autograd Function: its backward node is named MyFnBackward.
+    Its backward computes 2g as g - (-1)g (exactly g * 2.0), so aten::sub,
+    which nothing else here runs, is the backward node's only child."""
 
     @staticmethod
     def forward(ctx, x):
@@ -38,7 +40,22 @@ class MyFn(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g):
-        return g * 2.0
+        return torch.sub(g, g, alpha=-1)
+
+
+class BadFn(torch.autograd.Function):
+    """A custom autograd Function whose backward raises (--bad-backward):
+    the Python exception leaves PyNode::apply as a C++ exception, through
+    the autograd engine, and reaches the caller as this ValueError."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        g.neg()
+        raise ValueError("BadFn.backward fails on purpose")
 
 
 class Net(nn.Module):
@@ -55,7 +72,7 @@ _init_lock = threading.Lock()
 
 
 class Worker:
-    def __init__(self, idx, seed, iters, batch=8):
+    def __init__(self, idx, seed, iters, batch=8, bad_backward=0):
         with _init_lock:
             torch.manual_seed(seed)
             self.model = Net()
@@ -70,6 +87,8 @@ class Worker:
             self.opt = torch.optim.AdamW(params, lr=0.001)
         self.idx = idx
         self.checksum = None
+        self.bad_backward = bad_backward
+        self.caught = self.expected = 0
 
     def run(self):
         rf, arf = torch.profiler.record_function, torch.autograd.profiler.record_function
@@ -86,8 +105,23 @@ class Worker:
                 with opt:
                     self.opt.step()
                     self.opt.zero_grad()
+            if self.bad_backward:
+                self.bad_step(x)
         with torch.no_grad():
             self.checksum = float(sum(p.double().sum() for p in self.model.parameters()))
+
+
+    def bad_step(self, x):
+        """--bad-backward N: N backward passes through BadFn, each of which
+        must fail with BadFn's ValueError and nothing else."""
+        for _ in range(self.bad_backward):
+            self.expected += 1
+            leaf = x.detach().requires_grad_()
+            try:
+                BadFn.apply(leaf).sum().backward()
+            except ValueError as e:
+                if "on purpose" in str(e):
+                    self.caught += 1
 
 
 def rows_of(prof):
@@ -121,6 +155,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--bad-backward", type=int, default=0, metavar="N",
+                   help="per batch, N more backward passes through BadFn, whose "
+                        "backward raises (caught; RESULT caught=expected)")
     p.add_argument("--profile", action="store_true",
                    help="run the counted iterations under torch.profiler, print JSON")
     add_common_args(p)
@@ -128,8 +165,9 @@ def main():
     torch.set_num_threads(args.intra_threads)
 
     n = args.threads
-    workers = [Worker(i, args.seed + i, args.iters) for i in range(n)]
-    warm = [Worker(i, args.seed + 100 + i, 2) for i in range(n)]
+    workers = [Worker(i, args.seed + i, args.iters, bad_backward=args.bad_backward)
+               for i in range(n)]
+    warm = [Worker(i, args.seed + 100 + i, 2, bad_backward=args.bad_backward) for i in range(n)]
     for w in warm:   # warm-up: the same code paths, other objects
         w.run()
     rows, events = {}, {}
@@ -148,7 +186,9 @@ def main():
             merge(rows, out["r"][0])
             merge(events, out["r"][1])
         print_json({"rows": rows, "events": events, "iters": args.iters, "threads": n,
-                    "checksum": ",".join("%.12e" % w.checksum for w in workers)})
+                    "checksum": ",".join("%.12e" % w.checksum for w in workers),
+                    "caught": sum(w.caught for w in workers),
+                    "expected_caught": sum(w.expected for w in workers)})
         return
     ready()
     wait_go(args)
@@ -158,7 +198,8 @@ def main():
     for t in threads:
         t.join()
     result(checksum=",".join("%.12e" % w.checksum for w in workers), iters=args.iters,
-           threads=n)
+           threads=n, caught=sum(w.caught for w in workers),
+           expected_caught=sum(w.expected for w in workers))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
 --model edge         the argument kinds torch.profiler records: 0-dim,
                      empty, 6-dim (sizes out of line), transposed views,
                      tensor lists (cat, stack), optional tensors given and
-                     None, undefined tensors, int lists and scalars
+                     None, undefined tensors, int lists and scalars, and
+                     for Input type optional scalars given and None
 --model sites        the same ops called from several Python lines, for
                      group_by_stack_n
 
@@ -18,6 +19,8 @@ with_flops, with_stack) instead of waiting and prints one JSON object:
   "flops":  {"name|shapes": flops}        its FLOPs per row
   "stacks": {"name|frame;frame;...": count}  key_averages(group_by_stack_n=5)
   "trace":  {"name|dims": count}          "Input Dims" of its Chrome trace
+  "types":  {"name|dims|types": calls}    raw records' Input type (dtypes()),
+                                          dims and types as JSON lists
 Otherwise the wl_common protocol (READY, go, RESULT).
 """
 import argparse
@@ -83,6 +86,7 @@ def make_edge():
     bag_off = torch.tensor([0, 3])
     bag_w = torch.ones(6)
     one = torch.ones(1)
+    img = torch.ones(1, 1, 3, 3)
 
     def step():
         a.add(a)
@@ -116,6 +120,24 @@ def make_edge():
         torch.nansum(a, dim=[0], out=out3)
         F.embedding_bag(bag_in, emb, bag_off, mode="sum", per_sample_weights=bag_w)
         one.item()   # returns a c10::Scalar: in memory, the tensor in rsi
+        # Input type: optionals given and None, by value (ScalarType,
+        # int/SymInt, double: its flag in an integer register), by
+        # reference (Scalar), lists (ScalarList in 2.x), strings, dtypes
+        a.clamp(min=0.0)
+        a.clamp(max=1.0)
+        F.softmax(a, -1)
+        F.softmax(a, -1, dtype=torch.float64)
+        a.sum(dim=[0], dtype=torch.float64)
+        a[:, 1:]
+        a[:, :2]
+        F.interpolate(img, scale_factor=2.0)
+        F.interpolate(img, size=(6, 6))
+        F.gelu(a, approximate="tanh")
+        a.to(torch.float64)
+        torch.zeros(2, dtype=torch.int32)
+        torch.var(a, dim=1, correction=0)
+        # an optional int given (two registers; None in the call above)
+        F.embedding_bag(bag_in, emb, bag_off, mode="sum", padding_idx=0)
     return step
 
 
@@ -147,12 +169,15 @@ def key(name, shapes):
 
 
 def reference(prof):
-    events, events_all = {}, {}
+    events, events_all, types = {}, {}, {}
     for e in prof.profiler.kineto_results.events():
         k = key(e.name(), str(list(e.shapes())) if e.shapes() is not None else "[]")
         events_all[k] = events_all.get(k, 0) + 1
         if e.name().startswith("aten::"):
             events[k] = events.get(k, 0) + 1
+            k = "%s|%s|%s" % (e.name(), json.dumps(list(e.shapes() or [])),
+                              json.dumps(list(e.dtypes() or [])))
+            types[k] = types.get(k, 0) + 1
     rows, flops = {}, {}
     for e in prof.key_averages(group_by_input_shape=True):
         if e.key.startswith("aten::"):
@@ -176,7 +201,8 @@ def reference(prof):
             if dims is not None:
                 k = key(ev["name"], json.dumps(dims))
                 trace[k] = trace.get(k, 0) + 1
-    return {"events": events, "events_all": events_all, "rows": rows, "flops": flops, "stacks": stacks, "trace": trace}
+    return {"events": events, "events_all": events_all, "rows": rows, "flops": flops,
+            "stacks": stacks, "trace": trace, "types": types}
 
 
 def main():

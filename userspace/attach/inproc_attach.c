@@ -78,6 +78,7 @@ void inproc_to_rec_op(const struct tbpf_inproc_rec *r, uint32_t pid, struct rec_
 	o->op_id = inproc_op_id(r->hash, r->flags);
 	o->depth = r->depth;
 	o->flags = (r->flags & INPROC_USER_SCOPE) ? OPF_SCOPE : 0;
+	o->stack_id = r->kind == INPROC_ENTER ? r->stack : 0;
 }
 
 uint64_t inproc_shape_id(uint32_t pid, uint32_t shape)
@@ -119,6 +120,10 @@ int inproc_locate(pid_t pid, struct inproc_loc *loc)
 		err = inject_elf_obj(rooted, "tbpf_inproc_ring", base, &loc->ring);
 	if (!err)
 		err = inject_elf_obj(rooted, "tbpf_inproc_names", base, &loc->names);
+	if (!err)
+		err = inject_elf_obj(rooted, "tbpf_inproc_py", base, &loc->py);
+	if (!err)
+		err = inject_elf_obj(rooted, "tbpf_inproc_stacks", base, &loc->stacks);
 	if (!err)
 		err = inject_elf_obj(rooted, "tbpf_inproc_shapes", base, &loc->shapes);
 	free(rooted);
@@ -303,4 +308,64 @@ long inproc_drain(pid_t pid, const struct inproc_loc *loc, struct inproc_reader 
 			break;
 	}
 	return total;
+}
+
+/* ---- Python stacks (issue 19 part 1) ------------------------------------- */
+
+#define PY_OFF(f) (loc->py + offsetof(struct tbpf_inproc_py, f))
+
+int inproc_set_python(pid_t pid, const struct inproc_loc *loc, const struct tbpf_pyproc *pp,
+		      bool on)
+{
+	struct { uint32_t on, pid; } w = { on, (uint32_t)pid };
+	int err = 0;
+
+	if (on)
+		err = remote_write(pid, PY_OFF(pp), pp, sizeof(*pp));
+	if (!err)
+		err = remote_write(pid, PY_OFF(on), &w, sizeof(w));
+	return err;
+}
+
+int inproc_read_py(pid_t pid, const struct inproc_loc *loc, struct tbpf_inproc_py *py)
+{
+	int err = remote_read(pid, loc->py, py, sizeof(*py));
+
+	if (!err)
+		py->detail[sizeof(py->detail) - 1] = 0;
+	return err;
+}
+
+void inproc_stack_to_rec(const struct tbpf_inproc_stack *e, uint32_t pid, struct rec_pystack *r)
+{
+	uint32_t n = e->nframes > TBPF_MAX_PYFRAMES ? TBPF_MAX_PYFRAMES : e->nframes;
+
+	memset(r, 0, sizeof(*r));
+	r->h.type = REC_PYSTACK;
+	r->h.size = (uint16_t)(sizeof(*r) - sizeof(r->frames) + n * sizeof(r->frames[0]));
+	r->pid = pid;
+	r->nframes = n;
+	r->stack_id = e->stack_id;
+	memcpy(r->frames, e->frames, n * sizeof(r->frames[0]));
+}
+
+long inproc_drain_stacks(pid_t pid, const struct inproc_loc *loc, uint32_t *seen,
+			 inproc_stack_fn fn, void *ctx)
+{
+	struct tbpf_inproc_stack e;
+	struct rec_pystack r;
+	uint32_t used;
+	long n = 0;
+	int err = remote_read(pid, PY_OFF(nstacks_used), &used, sizeof(used));
+
+	if (used > TBPF_INPROC_STACKS)
+		used = TBPF_INPROC_STACKS;
+	for (; !err && *seen < used; (*seen)++, n++) {
+		err = remote_read(pid, loc->stacks + (uint64_t)*seen * sizeof(e), &e, sizeof(e));
+		if (!err) {
+			inproc_stack_to_rec(&e, (uint32_t)pid, &r);
+			err = fn(ctx, &r);
+		}
+	}
+	return err ? err : n;
 }

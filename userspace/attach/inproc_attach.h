@@ -16,6 +16,8 @@ struct inproc_loc {
 	uint64_t ctl;       /* struct tbpf_inproc_ctl tbpf_inproc */
 	uint64_t ring;      /* struct tbpf_inproc_rec tbpf_inproc_ring[] */
 	uint64_t names;     /* struct tbpf_inproc_name tbpf_inproc_names[] */
+	uint64_t py;        /* struct tbpf_inproc_py tbpf_inproc_py */
+	uint64_t stacks;    /* struct tbpf_inproc_stack tbpf_inproc_stacks[] */
 	uint64_t shapes;    /* struct tbpf_shape tbpf_inproc_shapes[] */
 };
 
@@ -76,5 +78,18 @@ int inproc_reader_init(struct inproc_reader *rd, uint64_t tail);
 void inproc_reader_free(struct inproc_reader *rd);
 long inproc_drain(pid_t pid, const struct inproc_loc *loc, struct inproc_reader *rd,
 		  inproc_rec_fn fn_rec, inproc_name_fn fn_name, void *ctx);
+
+/* Python stacks (issue 19 part 1): the interpreter's offsets for the
+ * agent's walker (on = false: no walk) before START; after it, *py gets
+ * the agent's side (state, detail, counters). */
+int inproc_set_python(pid_t pid, const struct inproc_loc *loc, const struct tbpf_pyproc *pp,
+		      bool on);
+int inproc_read_py(pid_t pid, const struct inproc_loc *loc, struct tbpf_inproc_py *py);
+/* Pure: a published stack as the BPF walker's REC_PYSTACK record. */
+void inproc_stack_to_rec(const struct tbpf_inproc_stack *e, uint32_t pid, struct rec_pystack *r);
+/* Stacks published since *seen, to fn in order; returns how many or -errno. */
+typedef int (*inproc_stack_fn)(void *ctx, const struct rec_pystack *r);
+long inproc_drain_stacks(pid_t pid, const struct inproc_loc *loc, uint32_t *seen,
+			 inproc_stack_fn fn, void *ctx);
 
 #endif

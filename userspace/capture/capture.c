@@ -19,6 +19,9 @@ void capture_meta_free(struct capture_meta *m)
 {
 	for (size_t i = 0; i < m->nstacks; i++)
 		free(m->stacks[i].frames);
+	for (size_t i = 0; i < m->nsrcstacks; i++)
+		free(m->srcstacks[i].e);
+	free(m->srcstacks);
 	free(m->procs);
 	free(m->threads);
 	free(m->ops);
@@ -124,6 +127,35 @@ int capture_meta_add_stack(struct capture_meta *m, uint32_t pid, uint64_t stack_
 	s->frames = f;
 	m->nstacks++;
 	m->sorted = false;
+	return 0;
+}
+
+int capture_meta_add_srcstack(struct capture_meta *m, uint32_t pid, uint64_t stack_id,
+			      const struct capture_srcentry *e, uint32_t n)
+{
+	struct capture_srcstack *s = PUSH(m, srcstacks, nsrcstacks, csrcstacks);
+	struct capture_srcentry *c;
+
+	if (!s)
+		return -ENOMEM;
+	c = calloc(n ? n : 1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		c[i].text = e[i].text ? mstr(m, e[i].text) : NULL;
+		c[i].cls = mstr(m, e[i].cls ? e[i].cls : "");
+		c[i].module = e[i].module;
+		c[i].order = e[i].order;
+		if ((e[i].text && !c[i].text) || !c[i].cls) {
+			free(c);
+			return -ENOMEM;
+		}
+	}
+	s->pid = pid;
+	s->stack_id = stack_id;
+	s->n = n;
+	s->e = c;
+	m->nsrcstacks++;
 	return 0;
 }
 
@@ -385,7 +417,10 @@ int capture_check_bpf_record(const struct rec_hdr *h, size_t len)
 	case REC_SYNC: need = sizeof(struct rec_sync); break;
 	case REC_ALLOC: need = REC_ALLOC_V1_SIZE; break;
 	case REC_SCOPE_NAME: need = sizeof(struct rec_scope_name); break;
-	case REC_SHAPE: need = sizeof(struct rec_shape); break;
+	case REC_SHAPE:
+		/* captures written before Input type had no itype[] */
+		need = sizeof(struct rec_shape) - TBPF_SHAPE_MAX_ARGS;
+		break;
 	case REC_MEM: need = sizeof(struct rec_mem); break;
 	case REC_UNWIND:
 	case REC_GPU:
@@ -590,6 +625,27 @@ int capture_write_stack(struct capture_writer *w, uint32_t pid, uint64_t stack_i
 	}
 }
 
+int capture_write_srcstack(struct capture_writer *w, uint32_t pid, uint64_t stack_id,
+			   const struct capture_srcentry *e, uint32_t n)
+{
+	/* innermost first: cut from the outermost end when too big */
+	for (uint32_t k = n;; k--) {
+		m_begin(w, REC_META_SRCLOC, 0);
+		m_u32(w, pid);
+		m_u64(w, stack_id);
+		m_u32(w, k);
+		for (uint32_t i = 0; i < k; i++) {
+			m_u32(w, e[i].text ? 1 : 2);   /* 1: frame, 2: module call */
+			m_u32(w, e[i].order);
+			m_u64(w, e[i].module);
+			m_str(w, e[i].text);      /* NULL: empty */
+			m_str(w, e[i].cls);
+		}
+		if (!w->overflow || k == 0)
+			return m_end(w);
+	}
+}
+
 int capture_write_kernel(struct capture_writer *w, uint32_t pid, uint64_t addr, const char *name)
 {
 	m_begin(w, REC_META_KERNEL, 0);
@@ -756,8 +812,10 @@ static const char *c_str(struct mcur *c, struct capture_meta *m)
 }
 
 static const char *const meta_names[] = {
-	"run", "process", "thread", "op", "stack", "kernel", "end",
+	"run", "process", "thread", "op", "stack", "kernel", "end", "source location",
 };
+_Static_assert(sizeof(meta_names) / sizeof(meta_names[0]) == REC_META_MAX - REC_META_RUN,
+	       "a name per meta record type");
 
 static int load_meta(struct capture_reader *r, const struct rec_hdr *h, uint64_t at)
 {
@@ -841,6 +899,37 @@ static int load_meta(struct capture_reader *r, const struct rec_hdr *h, uint64_t
 		if (!c.bad)
 			err = capture_meta_add_stack(m, pid, id, f, n);
 		free(f);
+		break;
+	}
+	case REC_META_SRCLOC: {
+		uint32_t pid = c_u32(&c);
+		uint64_t id = c_u64(&c);
+		uint32_t n = c_u32(&c);
+		struct capture_srcentry *e;
+
+		/* each entry takes at least 24 bytes */
+		if (c.bad || n > (size_t)(c.end - c.p) / 24) {
+			c.bad = true;
+			break;
+		}
+		e = calloc(n ? n : 1, sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < n && !c.bad; i++) {
+			uint32_t kind = c_u32(&c);
+			const char *text;
+
+			e[i].order = c_u32(&c);
+			e[i].module = c_u64(&c);
+			text = c_str(&c, m);
+			e[i].cls = c_str(&c, m);
+			e[i].text = kind == 1 ? text : NULL;
+			if (kind != 1 && kind != 2)
+				c.bad = true;
+		}
+		if (!c.bad)
+			err = capture_meta_add_srcstack(m, pid, id, e, n);
+		free(e);
 		break;
 	}
 	case REC_META_KERNEL: {
@@ -1011,8 +1100,19 @@ static void reader_scan(struct capture_reader *r)
 		}
 		if (h->type == REC_SHAPE) {
 			const struct rec_shape *sr = (const void *)h;
+			struct tbpf_shape old;
 
-			if (capture_meta_add_shape(&r->meta, sr->shape_id, &sr->s)) {
+			if (h->size < sizeof(*sr)) {
+				/* before Input type: dims followed kind[]; no types */
+				memcpy(&old, &sr->s, offsetof(struct tbpf_shape, itype));
+				memset(old.itype, ITYPE_UNKNOWN, sizeof(old.itype));
+				memcpy(old.dims, (const char *)&sr->s + offsetof(struct tbpf_shape, itype),
+				       sizeof(old.dims));
+				sr = NULL;
+			}
+			if (capture_meta_add_shape(&r->meta, sr ? sr->shape_id :
+						   ((const struct rec_shape *)h)->shape_id,
+						   sr ? &sr->s : &old)) {
 				rerr(r, at, "out of memory");
 				return;
 			}

@@ -67,6 +67,7 @@ enum capture_meta_type {
 	REC_META_STACK = 0x104,
 	REC_META_KERNEL = 0x105,
 	REC_META_END = 0x106,
+	REC_META_SRCLOC = 0x107,   /* a stack's Source Location entries (issue 16) */
 	REC_META_MAX
 };
 
@@ -122,6 +123,17 @@ struct capture_stack {
 	struct capture_frame *frames;   /* innermost first */
 };
 struct capture_kernel { uint32_t pid; uint64_t addr; const char *name; };
+/* torch.profiler's Source Location entries of a stack (--group-by-stack,
+ * issue 16), innermost first: a Python function's "file(line): name"
+ * (text), or an nn.Module call (text NULL: class, module address and its
+ * named_modules() position, 0 unknown), as the live session has them. */
+struct capture_srcentry { const char *text, *cls; uint64_t module; uint32_t order; };
+struct capture_srcstack {
+	uint32_t pid;
+	uint64_t stack_id;
+	uint32_t n;
+	struct capture_srcentry *e;
+};
 /* an input shape list (REC_SHAPE, issue 16), by its shape id */
 struct capture_shape { uint64_t id; struct tbpf_shape s; };
 
@@ -135,6 +147,7 @@ struct capture_meta {
 	struct capture_stack *stacks; size_t nstacks, cstacks;
 	struct capture_kernel *kernels; size_t nkernels, ckernels;
 	struct capture_shape *shapes; size_t nshapes, cshapes;
+	struct capture_srcstack *srcstacks; size_t nsrcstacks, csrcstacks;
 	bool sorted;
 	struct strintern *strings;
 	uint32_t *op_index;   /* op_id -> ops index + 1 for small ids (after finish) */
@@ -150,6 +163,8 @@ int capture_meta_add_op(struct capture_meta *m, uint32_t op_id, const char *name
 int capture_meta_add_stack(struct capture_meta *m, uint32_t pid, uint64_t stack_id,
 			   const struct capture_frame *frames, uint32_t nframes);
 int capture_meta_add_kernel(struct capture_meta *m, uint32_t pid, uint64_t addr, const char *name);
+int capture_meta_add_srcstack(struct capture_meta *m, uint32_t pid, uint64_t stack_id,
+			      const struct capture_srcentry *e, uint32_t n);
 /* Sort and de-duplicate the tables; lookups call it when needed. */
 void capture_meta_finish(struct capture_meta *m);
 const struct capture_op *capture_meta_op(const struct capture_meta *m, uint32_t op_id);
@@ -207,6 +222,9 @@ int capture_write_op(struct capture_writer *w, uint32_t op_id, const char *name,
 int capture_write_stack(struct capture_writer *w, uint32_t pid, uint64_t stack_id,
 			const struct capture_frame *frames, uint32_t nframes);
 int capture_write_kernel(struct capture_writer *w, uint32_t pid, uint64_t addr, const char *name);
+/* A stack's Source Location entries (text NULL: a module call). */
+int capture_write_srcstack(struct capture_writer *w, uint32_t pid, uint64_t stack_id,
+			   const struct capture_srcentry *e, uint32_t n);
 int capture_write_end(struct capture_writer *w, const struct capture_end_info *ei);
 /* Bytes written so far (header included). */
 uint64_t capture_writer_bytes(const struct capture_writer *w);

@@ -94,7 +94,9 @@ static const char usage_text[] =
 "                         torch.profiler does: lower cost than uprobes; torch\n"
 "                         1.13 and 2.8 (others: the uprobe mode); with\n"
 "                         --record-shapes the callbacks read the inputs torch\n"
-"                         hands them; no Python stacks (no tree) yet\n"
+"                         hands them; the agent walks Python stacks for\n"
+"                         --format tree/json, traces and --record (not for\n"
+"                         the table; --no-python: none)\n"
 "      --ring-size SIZE   record ring buffer (default 16M); raise it when\n"
 "                         events are reported dropped\n"
 "      --tensorboard DIR  also write a TensorBoard run folder: one Kineto trace\n"
@@ -127,6 +129,7 @@ static const char usage_text[] =
 "  sudo tbpf --pid 1234 --duration 10s --group-by-stack 5 --row-limit 20\n"
 "  sudo tbpf --pid 1234 --duration 10s --profile-memory --sort self_cpu_memory_usage\n"
 "  sudo tbpf --pid 1234 --duration 10s --inproc   # in-process callbacks\n"
+"  sudo tbpf --pid 1234 --duration 10s --inproc --format tree   # layers, in-process\n"
 "  sudo tbpf --pid 1234 --duration 10s --inproc --group-by-input-shape --with-flops\n"
 "  sudo tbpf --pid 1234 --duration 10s -o run.tbpf\n"
 "  sudo tbpf --pid 1234 --steps 5 --tensorboard runs/job  # tensorboard --logdir runs\n"
@@ -385,9 +388,12 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 	if (o.inproc && (start || !o.sel.npids))   /* issue 19 */
 		return usage_error("%s", start ? "--inproc attaches to running processes: use --pid"
 					       : "--inproc needs --pid");
-	if (o.inproc && (o.inject || o.redispatch || (o.format && !strcmp(o.format, "tree"))))
-		return usage_error("%s", "--inproc records RecordFunctions only: no --inject, "
-					 "--redispatch or --format tree (no Python stacks yet)");
+	if (o.inproc && (o.steps.sched.set || o.steps.tensorboard))   /* not yet */
+		return usage_error("%s", "--inproc does not cut the run into steps yet: no --steps, "
+					 "--schedule or --tensorboard (use the uprobe mode)");
+	if (o.inproc && (o.inject || o.redispatch))
+		return usage_error("%s", "--inproc records RecordFunctions only: no --inject or "
+					 "--redispatch");
 	if (start) {
 		if (o.sel.npids)
 			return usage_error("%s", "tbpf run profiles the command it starts: no --pid");

@@ -15,6 +15,7 @@
 #include "model.h"
 #include "profile.h"
 #include "report.h"
+#include "srcloc.h"
 #include "options.h"
 #include "steps.h"
 #include "tree.h"
@@ -46,6 +47,9 @@ static const char usage[] =
 "      --group-by-input-shape  table: one row per input shapes too (a capture\n"
 "                      recorded with --record-shapes), Input Shapes column\n"
 "      --with-flops    table and json: torch.profiler's FLOPs (same captures)\n"
+"      --group-by-stack N  table and json: one row per (op, N innermost Python\n"
+"                      frames), a Source Location column (a capture recorded\n"
+"                      with Python stacks)\n"
 "      --metric M      folded, pprof: self_cpu_time_total (default: self time,\n"
 "                      us in folded) or count (op calls), as torch.profiler's\n"
 "                      export_stacks(metric=...)\n"
@@ -79,6 +83,7 @@ static const char usage[] =
 "  tbpf report all.tbpf --merge        # two jobs' ops as one table\n"
 "  tbpf report run.tbpf --format folded | flamegraph.pl > run.svg\n"
 "  tbpf report run.tbpf --format folded --metric count > calls.folded\n"
+"  tbpf report run.tbpf --group-by-stack 5 --row-limit 20\n"
 "  tbpf report run.tbpf --format pprof -o run.pb.gz && go tool pprof -top run.pb.gz\n"
 "\n"
 "Exit status: 0 success, 1 unreadable or corrupt capture or write error,\n"
@@ -112,6 +117,13 @@ static int run_aggregated(FILE *out, int fmt, struct capture_reader *r,
 		if (!err && fmt == EXPORT_JSON && st.n)
 			err = step_stats_from_capture(r, &st, &ss);
 		m.steps = &ss;
+	}
+	/* --group-by-stack N: the Source Location entries the live session
+	 * had, from the capture (issue 16) */
+	if (!err && o && o->stack_n && (fmt == EXPORT_TABLE || fmt == EXPORT_JSON)) {
+		err = profile_srcloc_from_capture(&m.prof, capture_reader_meta(r), o->stack_n);
+		if (err == -ENOENT)
+			err = -ENODATA;
 	}
 	/* several processes: a section each, unless --merge */
 	if (!err && !(o && o->merge))
@@ -226,6 +238,9 @@ int export_capture_ex(const char *capture_path, const char *format, const char *
 	else if (err == -ENOENT && fmt == REPORT_TREE)
 		*errmsg = strf("%s: no layer tree: the capture has no Python stacks "
 			       "(recorded with --no-python?)", capture_path);
+	else if (err == -ENODATA && o && o->stack_n)
+		*errmsg = strf("%s: --group-by-stack: the capture has no Source Location entries "
+			       "(recorded with --no-python, or by a tbpf before them)", capture_path);
 	else if (err)
 		*errmsg = strf("%s: %s", to_stdout ? "<stdout>" : out_path, strerror(-err));
 	if (to_stdout) {
@@ -281,6 +296,7 @@ int cmd_report(int argc, char **argv)
 		{ "by-overload", no_argument, NULL, 'O' },
 		{ "group-by-input-shape", no_argument, NULL, 'S' },
 		{ "with-flops", no_argument, NULL, 'F' },
+		{ "group-by-stack", required_argument, NULL, 'G' },
 		{ "ops", no_argument, NULL, 'P' },
 		{ "min-pct", required_argument, NULL, 'm' },
 		{ "layer-filter", required_argument, NULL, 'L' },
@@ -327,6 +343,18 @@ int cmd_report(int argc, char **argv)
 		case 'O': o.by_overload = true; break;
 		case 'S': o.by_shape = true; break;
 		case 'F': o.with_flops = true; break;
+		case 'G': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || end == optarg || v < 1 || v > 32) {
+				fprintf(stderr, "tbpf report: invalid --group-by-stack '%s' (frames, "
+					"1 .. 32)\n", optarg);
+				return 2;
+			}
+			o.stack_n = (unsigned)v;
+			break;
+		}
 		case 'P': tro.ops = 1; break;
 		case 'L': tro.filter = optarg; break;
 		case 'm': {

@@ -15,16 +15,20 @@
 #include "cmd_report.h"
 #include "exitcode.h"
 #include "inproc_attach.h"
+#include "inproc_py.h"
 #include "inproc_session.h"
 #include "live.h"
 #include "live_inproc.h"
 #include "model.h"
+#include "session.h"
 #include "report.h"
 #include "torchver.h"
+#include "tree.h"
 #include "version.h"
 #include "strf.h"
 
 #define POLL_MS 20
+#define POLL_FAST_US 1000
 
 static volatile sig_atomic_t stop_sig;
 
@@ -143,6 +147,7 @@ static int check_torch(const struct live_opts *o, unsigned *layouts,
 struct sink {
 	struct capture_writer *cw;
 	struct model_feed *feed;
+	struct session *py;    /* the module-call probe, stacks named (inproc_py.h) */
 };
 
 static int out_op(void *ctx, const struct rec_op *r)
@@ -169,11 +174,18 @@ static int out_name(void *ctx, uint32_t op_id, const char *name)
 		     : model_feed_name(k->feed, op_id, name, "");
 }
 
+static int out_stack(void *ctx, const struct rec_pystack *r)
+{
+	struct sink *k = ctx;
+
+	return k->py ? inproc_py_stack(k->py, r) : 0;
+}
+
 static bool wants_capture(const struct live_opts *o)
 {
 	const char *f = o->format ? o->format : "table";
 
-	return o->record || (strcmp(f, "table") && strcmp(f, "json"));
+	return o->record || (strcmp(f, "table") && strcmp(f, "json") && strcmp(f, "tree"));
 }
 
 static int exit_of_add(int err)
@@ -219,12 +231,16 @@ static void write_meta(struct capture_writer *cw, const struct live_opts *o,
 	}
 }
 
-static const char *poll_loop(const struct live_opts *o, struct inproc_session *s, uint64_t t0,
-			     int *err)
+static const char *poll_loop(const struct live_opts *o, struct inproc_session *s,
+			     struct session *py, uint64_t t0, int *err)
 {
+	uint64_t seen = 0;
+
 	for (;;) {
 		int live = inproc_session_poll(s);
 
+		if (py)
+			session_poll(py, 0);   /* module calls; stacks named while alive */
 		if (live < 0) {
 			*err = live;
 			return "error";
@@ -235,6 +251,14 @@ static const char *poll_loop(const struct live_opts *o, struct inproc_session *s
 			return "signal";
 		if (o->duration_ns && mono_ns(CLOCK_MONOTONIC) - t0 >= o->duration_ns)
 			return "duration";
+		/* new Python stacks are named by reading the target's objects:
+		 * while they come, poll at once, as the BPF walker's records
+		 * wake the uprobe mode's reader (a short job may exit first) */
+		if (inproc_session_stacks(s) != seen) {
+			seen = inproc_session_stacks(s);
+			usleep(POLL_FAST_US);
+			continue;
+		}
 		usleep(POLL_MS * 1000);
 	}
 }
@@ -311,10 +335,13 @@ static int finish(const struct live_opts *o, struct sink *k, struct inproc_sessi
 
 static int render(const struct live_opts *o, const char *path, const struct tbpf_model *m)
 {
+	struct tree_opts to = { .ops = o->tree_ops, .min_pct = o->min_pct,
+				.filter = o->layer_filter };
 	struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
 				  .by_overload = o->by_overload, .by_shape = o->by_shape,
-				  .with_flops = o->with_flops };
+				  .with_flops = o->with_flops, .tree = &to };
 	const char *fmt = o->format ? o->format : "table";
+	bool tree = !strcmp(fmt, "tree");
 	char *emsg = NULL;
 	FILE *out;
 	int err;
@@ -325,13 +352,22 @@ static int render(const struct live_opts *o, const char *path, const struct tbpf
 	}
 	if (path) {
 		err = export_capture(path, fmt, o->out, &eo, &emsg);
+	} else if (tree && !m->tree) {
+		fprintf(stderr, "tbpf: no layer tree: Python stacks were not available\n");
+		return TBPF_EXIT_ERROR;
+	} else if (tree && o->sort && tree_sort_parse(o->sort, &to.sort)) {
+		fprintf(stderr, "tbpf: --sort %s is not a tree column (cpu_time_total, "
+				"self_cpu_time_total, count, launches, name, model)\n", o->sort);
+		return TBPF_EXIT_USAGE;
 	} else {
 		out = !o->out || !strcmp(o->out, "-") ? stdout : fopen(o->out, "we");
 		if (!out) {
 			fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
 			return TBPF_EXIT_ERROR;
 		}
-		err = export_model(out, strcmp(fmt, "json") ? EXPORT_TABLE : EXPORT_JSON, m, &eo, NULL);
+		to.color = tree && tree_want_color(out);
+		err = export_model(out, tree ? EXPORT_TREE : strcmp(fmt, "json") ? EXPORT_TABLE
+			: EXPORT_JSON, m, &eo, &to);
 		if (out != stdout && fclose(out) && !err)
 			err = -errno;
 	}
@@ -401,6 +437,8 @@ int live_inproc_run(const struct live_opts *o)
 		rc = TBPF_EXIT_ERROR;
 		goto out;
 	}
+	if (inproc_py_wanted(o) && (k.py = inproc_py_open(o, k.cw, k.cw ? NULL : &model.prof)))
+		out.stack = out_stack;
 	if (!(s = inproc_session_new(&out))) {
 		fprintf(stderr, "tbpf: out of memory\n");
 		rc = TBPF_EXIT_ERROR;
@@ -440,16 +478,20 @@ int live_inproc_run(const struct live_opts *o)
 		fprintf(stderr, "tbpf: attached in-process RecordFunction callbacks to %zu "
 				"processes in %.1f ms; Ctrl-C to stop\n", o->sel.npids, t_att / 1e6);
 	err = 0;
-	stop_why = poll_loop(o, s, t_mono, &err);
+	stop_why = poll_loop(o, s, k.py, t_mono, &err);
 	inproc_session_stop(s);
+	inproc_py_stop(k.py);
 	if (err)
 		fprintf(stderr, "tbpf: handing on the records failed: %s\n", strerror(-err));
 	rc = finish(o, &k, s, &run, mono_ns(CLOCK_MONOTONIC) - t_mono, stop_why, path);
 	if (!rc && err)
 		rc = TBPF_EXIT_ERROR;
+	if (!rc && !k.cw && k.py && (err = inproc_py_tree(k.py, &model.prof, &model.tree)))
+		fprintf(stderr, "tbpf: building the layer tree failed: %s\n", strerror(-err));
 	if (!rc)
 		rc = render(o, path, &model);
 out:
+	inproc_py_close(k.py);
 	if (k.cw)
 		capture_writer_close(k.cw);
 	inproc_session_free(s);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "inject.h"
+#include "pyoffsets.h"
 #include "inproc_attach.h"
 #include "inproc_session.h"
 #include "grow.h"
@@ -20,6 +21,8 @@ struct inproc_target {
 	struct inproc_loc loc;
 	struct inproc_reader rd;
 	struct tbpf_inproc_ctl last;
+	uint32_t stacks_seen;    /* agent stack entries handed on */
+	struct tbpf_inproc_py py;
 };
 
 struct inproc_session {
@@ -31,6 +34,7 @@ struct inproc_session {
 	struct inproc_totals tot;
 	pid_t cur_pid;
 	int err;
+	uint64_t new_stacks;    /* stacks handed on since inproc_session_new */
 };
 
 struct inproc_session *inproc_session_new(const struct inproc_out *out)
@@ -139,6 +143,10 @@ static int locate_or_inject(pid_t pid, const char *agent_path, struct inproc_loc
 	}
 	/* INJECT_FORCE: the CUPTI-subscriber refusal is about the CUPTI agent */
 	err = inject_dlopen(pid, agent_path, INJECT_FORCE, &handle, why);
+	/* a SIGKILLed target is still exiting when ptrace reports its thread
+	 * gone (not yet a zombie): give it up to 100 ms to finish */
+	for (int i = 0; err && i < 20 && !proc_exited(pid); i++)
+		usleep(5000);
 	if (err && proc_exited(pid)) {
 		free(*why);
 		*why = strf("pid %d exited while tbpf loaded its in-process agent", pid);
@@ -151,6 +159,35 @@ static int locate_or_inject(pid_t pid, const char *agent_path, struct inproc_loc
 		*why = strf("pid %d: %s loaded but not found in its maps: %s", pid,
 			    INPROC_LIB_NAME, strerror(-err));
 	return err;
+}
+
+/* The agent's Python walker on (offsets of pid's interpreter) when the
+ * output takes stacks, else off: an agent left on by an earlier run is
+ * turned off.  No Python is a warning, not an error. */
+static int setup_python(struct inproc_session *s, struct inproc_target *t)
+{
+	struct tbpf_pyproc pp;
+	char *pwhy = NULL;
+	bool on = false;
+
+	memset(&pp, 0, sizeof(pp));
+	if (s->out.stack) {
+		on = !pyproc_detect(t->pid, &pp, &pwhy);
+		if (!on)
+			fprintf(stderr, "tbpf: pid %d: no Python stacks or layers (%s); the op table "
+					"is unaffected\n", t->pid, pwhy ? pwhy : "unsupported interpreter");
+		free(pwhy);
+	}
+	return inproc_set_python(t->pid, &t->loc, &pp, on);
+}
+
+static void check_python(struct inproc_session *s, struct inproc_target *t)
+{
+	if (!s->out.stack || inproc_read_py(t->pid, &t->loc, &t->py))
+		return;
+	if (t->py.state == 2)
+		fprintf(stderr, "tbpf: pid %d: no Python stacks or layers (the in-process agent: "
+				"%s); the op table is unaffected\n", t->pid, t->py.detail);
 }
 
 int inproc_session_add(struct inproc_session *s, pid_t pid, const char *agent_path,
@@ -187,6 +224,8 @@ int inproc_session_add_shapes(struct inproc_session *s, pid_t pid, const char *a
 	if (!err)
 		err = inproc_set_shapes(pid, &t.loc, iv);
 	if (!err)
+		err = setup_python(s, &t);
+	if (!err)
 		err = inproc_request(pid, &t.loc, INPROC_REQ_START, getpid(), layout,
 				     START_TIMEOUT_MS, &c);
 	if (err) {
@@ -208,6 +247,7 @@ int inproc_session_add_shapes(struct inproc_session *s, pid_t pid, const char *a
 		*why = strf("out of memory");
 		goto fail;
 	}
+	check_python(s, &t);
 	t.live = true;
 	t.last = c;
 	s->t[s->n++] = t;
@@ -218,18 +258,37 @@ fail:
 	return err;
 }
 
+static int on_stack(void *ctx, const struct rec_pystack *r)
+{
+	struct inproc_session *s = ctx;
+
+	return s->out.stack(s->out.ctx, r);
+}
+
 static void drain_one(struct inproc_session *s, struct inproc_target *t)
 {
 	long n;
 
 	s->cur_pid = t->pid;
 	n = inproc_drain(t->pid, &t->loc, &t->rd, on_rec, on_name, s);
+	/* the stacks those records use were published before them */
+	if (n >= 0 && s->out.stack) {
+		long k = inproc_drain_stacks(t->pid, &t->loc, &t->stacks_seen, on_stack, s);
+
+		if (k < 0)
+			n = k;
+		else
+			s->new_stacks += (uint64_t)k;
+	}
 	if (n == -ESRCH || proc_exited(t->pid))
 		t->live = false;
 	else if (n < 0 && n != -EFAULT && !s->err)
 		s->err = (int)n;
-	if (t->live)
+	if (t->live) {
 		inproc_read_ctl(t->pid, &t->loc, &t->last);
+		if (s->out.stack)
+			inproc_read_py(t->pid, &t->loc, &t->py);
+	}
 }
 
 int inproc_session_poll(struct inproc_session *s)
@@ -267,6 +326,9 @@ void inproc_session_totals(const struct inproc_session *s, struct inproc_totals 
 		tot->unmatched += s->t[i].last.unmatched;
 		tot->overflow += s->t[i].last.overflow;
 		tot->names_lost += s->t[i].last.names_lost;
+		tot->stacks += s->t[i].py.nstacks_used;
+		tot->stacks_lost += s->t[i].py.stacks_lost;
+		tot->bad_frames += s->t[i].py.bad_frames;
 		tot->shapes_lost += s->t[i].last.shapes_lost;
 		tot->shapes_bad += s->t[i].last.shapes_bad;
 	}
@@ -283,4 +345,9 @@ void inproc_session_free(struct inproc_session *s)
 	free(s->t);
 	free(s->ids);
 	free(s);
+}
+
+uint64_t inproc_session_stacks(const struct inproc_session *s)
+{
+	return s->new_stacks;
 }

@@ -17,6 +17,9 @@ struct inproc_out {
 	int (*op)(void *ctx, const struct rec_op *r);
 	/* a name before the first record with its op id; once per id */
 	int (*name)(void *ctx, uint32_t op_id, const char *name);
+	/* issue 19 part 1: a Python stack the agent walked, before the drain
+	 * that follows it ends; NULL: the agent walks no stacks */
+	int (*stack)(void *ctx, const struct rec_pystack *r);
 	/* --record-shapes: a shape list before the first record with its
 	 * id (REC_OP_ENTER as struct rec_op_shape, h.size says); once per id */
 	int (*shape)(void *ctx, uint64_t shape_id, const struct tbpf_shape *s);
@@ -29,6 +32,9 @@ struct inproc_totals {
 	uint64_t unmatched;  /* ends without their start */
 	uint64_t overflow;   /* starts deeper than TBPF_INPROC_STACK */
 	uint64_t names_lost;
+	uint64_t stacks;       /* Python stacks published by the agents */
+	uint64_t stacks_lost;  /* new stacks their full tables could not take */
+	uint64_t bad_frames;   /* walks stopped at a frame that was not Python's */
 	uint64_t shapes_lost;  /* calls without shapes: the agent's table was full */
 	uint64_t shapes_bad;   /* tensors whose sizes did not multiply to numel */
 };
@@ -52,6 +58,9 @@ int inproc_session_poll(struct inproc_session *s);
 /* STOP every live target and drain what is left. */
 void inproc_session_stop(struct inproc_session *s);
 void inproc_session_totals(const struct inproc_session *s, struct inproc_totals *t);
+/* Python stacks handed to out.stack so far (a poll that found new ones
+ * polls again soon: they are named while the target lives). */
+uint64_t inproc_session_stacks(const struct inproc_session *s);
 void inproc_session_free(struct inproc_session *s);
 
 #endif

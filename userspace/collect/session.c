@@ -111,6 +111,20 @@ static struct tgt *tgt_by_pid(struct session *s, uint32_t pid)
 	return NULL;
 }
 
+/* --record: a stack's Source Location entries, for `tbpf report
+ * --group-by-stack N` (issue 16). */
+static void write_srcstack(struct capture_writer *cw, const struct sym_stack *st)
+{
+	struct capture_srcentry e[TBPF_MAX_PYFRAMES + 1];
+	unsigned n = st->nsrc < TBPF_MAX_PYFRAMES + 1 ? st->nsrc : TBPF_MAX_PYFRAMES + 1;
+
+	for (unsigned i = 0; i < n; i++)
+		e[i] = (struct capture_srcentry){ .text = st->src[i].text, .cls = st->src[i].cls,
+						  .module = st->src[i].module,
+						  .order = st->src[i].order };
+	capture_write_srcstack(cw, st->pid, st->id, e, n);
+}
+
 /* Symbolize one captured stack now, while the target can be read. */
 static void stack_seen(struct session *s, const struct rec_pystack *r)
 {
@@ -128,8 +142,16 @@ static void stack_seen(struct session *s, const struct rec_pystack *r)
 		s->stack_errors++;
 		return;
 	}
-	if (s->cfg.cw && st)
+	if (s->cfg.cw && st) {
 		capture_write_stack(s->cfg.cw, st->pid, st->id, st->frames, st->nframes);
+		write_srcstack(s->cfg.cw, st);
+	}
+}
+
+void session_note_pystack(struct session *s, const struct rec_pystack *r)
+{
+	if (s->cfg.python)
+		stack_seen(s, r);
 }
 
 /* New stacks in the BPF dedup map (table mode has no records). */
@@ -433,6 +455,27 @@ static size_t node_evals_set(struct session *s, struct tgt *tg, bool add)
 	return n;
 }
 
+/* Where the process's PyNodes keep their Python object, for the BPF side
+ * (issue 15, pynode.h), before PyNode::apply's probe goes live. */
+static void py_nodes_set(struct session *s, struct tgt *tg, bool add)
+{
+	int fd = bpf_map__fd(s->skel->maps.py_nodes);
+	__u32 key = (__u32)tg->t.pid;
+	struct tbpf_pynode v = { .vtable = tg->t.scope.pynode_vtable,
+				 .obj_off = tg->t.scope.pynode_obj_off };
+
+	if (!add) {
+		bpf_map_delete_elem(fd, &key);
+		return;
+	}
+	if (tg->t.scope.pynode_why) {
+		fprintf(stderr, "tbpf: warning: pid %d: no custom autograd.Function backward rows "
+				"(%s)\n", tg->t.pid, tg->t.scope.pynode_why);
+		return;
+	}
+	bpf_map_update_elem(fd, &key, &v, BPF_ANY);
+}
+
 /* Operator name -> row for the boxed-call probe (issue 15, boxedop.h):
  * every ::call operator by the hash of its c10::OperatorName.  Removing
  * also drops the OperatorDef* cache of the process.  Returns how many
@@ -589,6 +632,7 @@ static void tgt_detach(struct session *s, struct tgt *tg)
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.py_procs), &key);
 	node_evals_set(s, tg, false);
 	boxed_names_set(s, tg, false);
+	py_nodes_set(s, tg, false);
 }
 
 static bool is_attached(struct session *s, pid_t pid)
@@ -791,6 +835,8 @@ static void add_cuda_probes(struct session *s, struct tgt *tg)
 
 static unsigned target_flags(const struct session *s)
 {
+	if (s->cfg.modcalls_only)
+		return TARGET_NO_OPS;
 	return (s->cfg.redispatch ? TARGET_REDISPATCH : 0) |
 	       (s->cfg.cuda && s->cfg.cuda_only_ok ? TARGET_CUDA_ONLY : 0);
 }
@@ -859,9 +905,37 @@ static int attach_torch(struct session *s, struct tgt *tg, bool filter, char **w
 	if (!err && filter && s->cfg.gpu_agent)
 		add_gpu_agent(s, tg->t.pid);
 	if (!err)
+		py_nodes_set(s, tg, true);
+	if (!err)
 		err = attach_op_probes(s, tg, no_returns, why);
 	if (!err)
 		attach_extras(s, tg);
+	return err;
+}
+
+/* --inproc (issue 19): Python offsets, the pid filter and the module-call
+ * probe (forward counts of the layer tree); nothing on the ops. */
+static int attach_modcalls(struct session *s, struct tgt *tg, char **why)
+{
+	const struct target_scope_hooks *h = &tg->t.scope;
+	uint64_t zero = 0;
+	int err;
+
+	if (s->cfg.python)
+		setup_python(s, tg);
+	err = filter_add_pid(s, tg->t.pid, why);
+	if (err || !tg->ps)
+		return err;
+	if (!h->host_path || !h->modcall_off) {
+		fprintf(stderr, "tbpf: warning: pid %d: no torch::jit::tracer::getTracingState in "
+				"libtorch: the layer tree has no forward counts\n", tg->t.pid);
+		return 0;
+	}
+	err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_module_call, h->host_path,
+				&h->modcall_off, &zero, 1, false, tg->t.pid, s->multi);
+	if (err)
+		*why = strf("cannot attach the module-call probe: %s", strerror(-err));
+	tg->info.exits = "in-process";
 	return err;
 }
 
@@ -888,7 +962,8 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 	}
 	s->next_id = tg->id_base + (uint32_t)tg->t.nops - 1;
 	tg->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	err = tg->t.cuda_only ? add_cuda_only(s, tg, why) : attach_torch(s, tg, true, why);
+	err = s->cfg.modcalls_only ? attach_modcalls(s, tg, why) :
+	      tg->t.cuda_only ? add_cuda_only(s, tg, why) : attach_torch(s, tg, true, why);
 	if (err) {
 		tgt_free(s, tg);
 		return err;
@@ -1301,7 +1376,7 @@ int session_collect(struct session *s, struct profile *p)
 {
 	bool shapes = s->cfg.shapes && shapes_verified(s);
 	int shapes_fd = bpf_map__fd(s->skel->maps.shapes);
-	char text[1024];
+	char text[1024], types[1024];
 	uint64_t flops_per_call = 0;
 	int ncpu = libbpf_num_possible_cpus();
 	int fd = bpf_map__fd(s->skel->maps.opstats);
@@ -1340,11 +1415,15 @@ int session_collect(struct session *s, struct profile *p)
 			struct tbpf_shape sh;
 
 			row.shape_id = key.shape_id;
-			if (!shape_text(shapes_fd, key.shape_id, text, sizeof(text), &sh))
+			types[0] = '\0';
+			if (!shape_text(shapes_fd, key.shape_id, text, sizeof(text), &sh)) {
 				flops_per_call = shape_flops(row.name, &sh);
-			else
+				shape_types(&sh, types, sizeof(types));
+			} else {
 				flops_per_call = 0;
+			}
 			row.shapes = text;
+			row.types = types;
 		}
 		row.overload = d && d->overload ? d->overload : "";
 		for (int c = 0; c < ncpu; c++) {

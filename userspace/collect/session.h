@@ -75,6 +75,10 @@ struct session_config {
 	 * boundaries); NULL = none */
 	void (*record_hook)(void *ctx, const struct rec_hdr *h, size_t size);
 	void *record_hook_ctx;
+	/* --inproc (issue 19): a target gets the pid filter, its Python
+	 * offsets and the module-call probe only (forward counts; the ops
+	 * come from the in-process agent), no op discovery */
+	bool modcalls_only;
 };
 
 struct mem_model;
@@ -136,6 +140,11 @@ int session_pidfd(struct session *s, size_t i);
  * maps stay readable until session_close. */
 void session_detach_all(struct session *s);
 void session_close(struct session *s);
+/* --inproc (issue 19): a Python stack the in-process agent walked, named
+ * now (while the target lives) in the session's stack store and written
+ * to the capture like the BPF walker's. */
+struct rec_pystack;
+void session_note_pystack(struct session *s, const struct rec_pystack *r);
 /* The nn.Module layer tree of a collected profile (Python stacks named
  * during the run; model_layers), with the CUDA rows of cm when it is not
  * empty (cm may be NULL).  0 or -errno; layers_free(*out). */

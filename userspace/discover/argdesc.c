@@ -65,17 +65,27 @@ static struct argclass classify_optional(const char *in, size_t n, bool std_opt)
 		c.ints = 1;
 		return c;
 	}
-	if (small_scalar(in, n)) {   /* bool, enums, Device: <= 8 bytes */
-		c.ints = 1;
-		return c;
-	}
+	/* before small_scalar(), which has "long": optional<long> is a flag
+	 * word and a value word, two registers */
 	if (is(in, n, "long")) {
 		c.ints = 2;
 		return c;
 	}
-	if (is(in, n, "double")) {
+	if (small_scalar(in, n)) {   /* bool, enums, Device: <= 8 bytes */
 		c.ints = 1;
-		c.sse = 1;
+		return c;
+	}
+	if (is(in, n, "double")) {
+		/* c10::optional's storage is a union of a char and the double:
+		 * INTEGER, so both words go in integer registers; std::optional's
+		 * (an empty byte and the double) is SSE: the double in an SSE
+		 * register, the flag word in an integer one */
+		if (std_opt) {
+			c.ints = 1;
+			c.sse = 1;
+		} else {
+			c.ints = 2;
+		}
 		return c;
 	}
 	if (starts(in, n, "c10::ArrayRef<")) {
@@ -192,6 +202,159 @@ static int int_kind(const char *t, size_t n)
 	return 0;
 }
 
+/* ---- Input type (tbpf_abi.h, enum tbpf_itype) ---------------------------- */
+
+/* The class of a non-optional type (t without " const&" / "&"). */
+static int base_itype(const char *t, size_t n, bool std_lib)
+{
+	static const char *const scalar[] = {
+		"c10::Scalar", "long", "int", "double", "float", "bool", "c10::SymInt",
+		"c10::ScalarType", "c10::Layout", "c10::MemoryFormat", "c10::QScheme",
+		"signed char", "unsigned char", "short", "unsigned long",
+	};
+	static const char *const none[] = {
+		"c10::Device", "at::Dimname", "c10::basic_string_view<char>", "at::Generator",
+		"c10::Storage", "c10::Stream", "c10::ArrayRef<at::Dimname>", "c10::DispatchKeySet",
+		"c10::List<c10::optional<at::Tensor> >", "c10::List<std::optional<at::Tensor> >",
+		"c10::List<c10::optional<at::Tensor>>", "c10::List<std::optional<at::Tensor>>",
+	};
+	static const char *const slist[] = {
+		"c10::ArrayRef<long>", "c10::ArrayRef<c10::SymInt>", "c10::ArrayRef<double>",
+		"c10::ArrayRef<c10::Scalar>", "c10::ArrayRef<bool>",
+	};
+
+	if (is(t, n, "at::Tensor"))
+		return ITYPE_TENSOR;
+	if (is(t, n, "c10::ArrayRef<at::Tensor>") || is(t, n, "c10::IListRef<at::Tensor>") ||
+	    is(t, n, "c10::List<at::Tensor>"))
+		return ITYPE_TENSORLIST;
+	for (size_t i = 0; i < sizeof(scalar) / sizeof(scalar[0]); i++)
+		if (is(t, n, scalar[i]))
+			return ITYPE_SCALAR;
+	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
+		if (is(t, n, none[i]))
+			return ITYPE_NONE;
+	if (starts(t, n, "std::basic_string_view<char"))
+		return ITYPE_NONE;
+	/* int, float and bool lists: "ScalarList" from torch 2.x on (taken
+	 * as the torches that spell optionals std::optional), "" in 1.13 */
+	for (size_t i = 0; i < sizeof(slist) / sizeof(slist[0]); i++)
+		if (is(t, n, slist[i]))
+			return std_lib ? ITYPE_SCALARLIST : ITYPE_NONE;
+	if (starts(t, n, "std::array<bool,"))
+		return std_lib ? ITYPE_SCALARLIST : ITYPE_NONE;
+	return ITYPE_UNKNOWN;
+}
+
+/* The bytes of a std::optional's payload (its engaged flag follows it);
+ * 0: not known. */
+static int payload_bytes(const char *t, size_t n)
+{
+	static const char *const one[] = { "bool", "c10::ScalarType", "c10::Layout",
+		"c10::MemoryFormat", "c10::QScheme" };
+
+	for (size_t i = 0; i < sizeof(one) / sizeof(one[0]); i++)
+		if (is(t, n, one[i]))
+			return 1;
+	if (is(t, n, "long") || is(t, n, "double") || is(t, n, "c10::SymInt"))
+		return 8;
+	if (starts(t, n, "c10::ArrayRef<"))
+		return 16;
+	if (is(t, n, "c10::Scalar"))
+		return 32;    /* Tag, then a union with c10::complex<double>,
+			       * alignas(16): 32 bytes (1.13 .. 2.8) */
+	return 0;
+}
+
+/* Where an argument's engaged flag is: delta words from the argument's
+ * first word, byte in that word (| TBPF_OPT_INDIRECT: through the
+ * pointer the word holds). */
+struct optflag {
+	int delta, byte;
+};
+
+/* The Input type class of one parameter type and, when ITYPE_OPT, where
+ * its flag is (*f), given where the ABI put it (in_regs). */
+static int param_itype(const char *t, size_t n, bool std_lib, bool in_regs, struct optflag *f)
+{
+	bool ref = ends(t, n, " const&") || ends(t, n, "&");
+	size_t bn = ends(t, n, " const&") ? n - 7 : ends(t, n, "&") ? n - 1 : n;
+	bool c10o = starts(t, bn, "c10::optional<"), stdo = starts(t, bn, "std::optional<");
+	const char *in;
+	size_t inn;
+	int cls, pb;
+
+	memset(f, 0, sizeof(*f));
+	if (starts(t, bn, "c10::OptionalArrayRef<")) {
+		if (!std_lib)
+			return ITYPE_NONE;     /* 1.13: lists show "" */
+		/* std::optional<ArrayRef>: 24 bytes in memory, flag after 16 */
+		if (ref || in_regs)
+			return ITYPE_UNKNOWN;
+		f->delta = 2;
+		return ITYPE_SCALARLIST | ITYPE_OPT;
+	}
+	if (!c10o && !stdo)
+		return base_itype(t, bn, std_lib);
+	if (!ends(t, bn, ">"))
+		return ITYPE_UNKNOWN;
+	in = t + 14;
+	inn = bn - 15 - (t[bn - 2] == ' ');
+	cls = base_itype(in, inn, std_lib);
+	if (cls == ITYPE_TENSOR || cls == ITYPE_NONE || cls == ITYPE_UNKNOWN)
+		return cls;          /* optional tensors: read with the tensors */
+	pb = stdo ? payload_bytes(in, inn) : 0;
+	if (stdo && !pb)
+		return ITYPE_UNKNOWN;
+	/* by reference (or by invisible reference: SymInt, non-trivial) */
+	if (ref || is(in, inn, "c10::SymInt")) {
+		f->byte = TBPF_OPT_INDIRECT | pb;
+		return cls | ITYPE_OPT;
+	}
+	if (cls == ITYPE_SCALARLIST) {
+		/* std::optional<ArrayRef>: 24 bytes, in memory, flag after 16 */
+		if (!stdo || in_regs)
+			return ITYPE_UNKNOWN;
+		f->delta = 2;
+		return cls | ITYPE_OPT;
+	}
+	/* by value: c10::optional keeps its flag first, std::optional after
+	 * the payload: within the word (<= 7 bytes of payload), else the
+	 * next word; an optional<double> passes its flag in an INTEGER
+	 * register (the double in an SSE one), or both words on the stack */
+	if (pb && pb < 8) {
+		f->byte = pb;
+	} else if (pb == 8 && !(is(in, inn, "double") && in_regs)) {
+		f->delta = 1;
+	}
+	return cls | ITYPE_OPT;
+}
+
+/* d->itype[ai] of parameter (t, n) at `where` (-1: not placed), and
+ * its flag's read when it is an optional. */
+static void set_itype(struct tbpf_argdesc *d, int ai, const char *t, size_t n, bool std_lib,
+		      int where)
+{
+	struct optflag f;
+	int cls;
+
+	if (ai < 0 || ai >= TBPF_SHAPE_MAX_ARGS)
+		return;
+	cls = param_itype(t, n, std_lib, where >= 0 && where < TBPF_ARG_REGS, &f);
+	if ((cls & ITYPE_OPT) && (where < 0 || d->nopts >= TBPF_SHAPE_MAX_OPTS ||
+				  where + f.delta > 255))
+		cls = ITYPE_UNKNOWN;
+	if (cls & ITYPE_OPT) {
+		/* a register's next word is the next register; on the stack,
+		 * the next slot (an argument is never split between them) */
+		d->opt_argi[d->nopts] = (__u8)ai;
+		d->opt_where[d->nopts] = (__u8)(where + f.delta);
+		d->opt_byte[d->nopts] = (__u8)f.byte;
+		d->nopts++;
+	}
+	d->itype[ai] = (__u8)cls;
+}
+
 int argdesc_parse(const char *dm, bool redispatch, enum argdesc_ret ret, bool std_lib,
 		  bool want_ints, struct tbpf_argdesc *d)
 {
@@ -223,6 +386,8 @@ int argdesc_parse(const char *dm, bool redispatch, enum argdesc_ret ret, bool st
 			where = TBPF_ARG_REGS + slot;
 			slot += c.mem ? c.mem : c.ints + c.sse;
 		}
+		if (!(redispatch && argi == 0))
+			set_itype(d, argi - (redispatch ? 1 : 0), p, n, std_lib, sure ? where : -1);
 		if (!c.kind && want_ints && c.known)
 			c.kind = int_kind(p, n);
 		if (c.kind) {

@@ -9,6 +9,7 @@
 #include "elfsym.h"
 #include "procmaps.h"
 #include "probesite.h"
+#include "pynode.h"
 #include "target.h"
 #include "strf.h"
 
@@ -166,14 +167,19 @@ static bool is_torch_python(const char *base, void *ctx)
 }
 
 /* libtorch_python as the target maps it, else beside libtorch (`tbpf run`
- * attaches when libtorch_cpu is mapped, before its Python extension). */
-static char *torch_python_path(struct target *t, const struct pm_maps *m, const char *libtorch)
+ * attaches when libtorch_cpu is mapped, before its Python extension);
+ * *mapped: the path in the target's maps, NULL when not mapped. */
+static char *torch_python_path(struct target *t, const struct pm_maps *m, const char *libtorch,
+			       char **mapped)
 {
 	char **paths = NULL, *p = NULL, *slash;
 	size_t n = 0;
 
-	if (!procmaps_libs(m, is_torch_python, NULL, &paths, &n) && n)
+	*mapped = NULL;
+	if (!procmaps_libs(m, is_torch_python, NULL, &paths, &n) && n) {
 		p = procmaps_host_path(t->pid, paths[0]);
+		*mapped = strdup(paths[0]);
+	}
 	procmaps_free_paths(paths, n);
 	if (p || !(slash = strrchr(libtorch, '/')))
 		return p;
@@ -186,6 +192,53 @@ static char *torch_python_path(struct target *t, const struct pm_maps *m, const 
 	return p;
 }
 
+/* PyNode's vptr in the target: its file offset in a mapping of `mapped`. */
+static uint64_t pynode_vptr(const struct pm_maps *m, const char *mapped, uint64_t off)
+{
+	uint64_t addr;
+
+	for (size_t i = 0; mapped && i < m->n; i++)
+		if (m->v[i].path && !strcmp(m->v[i].path, mapped) &&
+		    !procmaps_file_off_to_addr(&m->v[i], off, &addr))
+			return addr;
+	return 0;
+}
+
+/* Custom autograd.Function backward nodes (pynode.h): PyNode::apply in
+ * libtorch_python at path as one more probed library.  Not found is no
+ * error: no such rows, and pynode_why says why. */
+static int find_pynode(struct target *t, const struct pm_maps *m, const char *path,
+		       const char *mapped)
+{
+	struct pynode_site ps;
+	struct target_lib *nl, *l;
+
+	if (pynode_find(path, &ps, &t->scope.pynode_why))
+		return 0;
+	nl = realloc(t->libs, (t->nlibs + 1) * sizeof(*nl));
+	if (!nl)
+		return -ENOMEM;
+	t->libs = nl;
+	l = &t->libs[t->nlibs];
+	memset(l, 0, sizeof(*l));
+	l->path = strdup(mapped ? mapped : path);
+	l->host_path = strdup(path);
+	l->offsets = calloc(1, sizeof(*l->offsets));
+	l->cookies = calloc(1, sizeof(*l->cookies));
+	t->nlibs++;   /* freed by target_close from here on */
+	if (!l->path || !l->host_path || !l->offsets || !l->cookies)
+		return -ENOMEM;
+	/* starts with a push (checked on 1.13 and 2.8): probed at its entry */
+	l->offsets[0] = ps.apply_off;
+	l->cookies[0] = TBPF_COOKIE_PYNODE;
+	l->n = 1;
+	t->nprobes += 1;
+	t->scope.pynode_obj_off = ps.obj_off;
+	t->scope.pynode_vtable = pynode_vptr(m, mapped, ps.vtable_off);
+	t->scope.pynode_why = NULL;
+	return 0;
+}
+
 /* The names of FUNCTION-scope RecordFunctions (issue 15): where
  * libtorch_python is about to construct one whose name it holds. */
 static int find_pend_hooks(struct target *t, const struct pm_maps *m, const char *libtorch)
@@ -195,13 +248,21 @@ static int find_pend_hooks(struct target *t, const struct pm_maps *m, const char
 		{ "_Z17THPFunction_applyP7_objectS0_", TBPF_PEND_PYTYPE },
 		{ "_ZN12_GLOBAL__N_117THPFunction_applyEP7_objectS1_", TBPF_PEND_PYTYPE },
 	};
-	char *path = torch_python_path(t, m, libtorch);
+	char *mapped = NULL, *path = torch_python_path(t, m, libtorch, &mapped);
 	struct elf_file *ef = NULL;
 	struct elf_sym s;
 	uint64_t off;
+	int err;
 
+	t->scope.pynode_why = "libtorch_python not found";
 	if (!path)
 		return 0;
+	err = find_pynode(t, m, path, mapped);
+	free(mapped);
+	if (err) {
+		free(path);
+		return err;
+	}
 	if (elf_file_open(path, &ef)) {
 		free(path);
 		return 0;
@@ -235,6 +296,7 @@ static uint64_t site_past_prologue(const char *path, uint64_t off, unsigned may_
  * both; none found is no error (no scope rows). */
 static int find_scope_hooks(struct target *t, const struct pm_maps *m)
 {
+	t->scope.pynode_why = "no libtorch exports at::RecordFunction";
 	for (size_t i = 0; i < t->nlibs; i++) {
 		struct elf_file *ef = NULL;
 		struct elf_sym s;
@@ -355,6 +417,10 @@ int target_open(pid_t pid, uint32_t id_base, unsigned flags, struct target *t, c
 			err = -ENOMEM;
 			goto out;
 		}
+		if (flags & TARGET_NO_OPS) {
+			t->nlibs++;
+			continue;
+		}
 		err = opsyms_discover(l->host_path, &l->syms);
 		if (err) {
 			if (asprintf(why, "cannot read symbols of %s: %s", l->host_path,
@@ -394,7 +460,7 @@ int target_open(pid_t pid, uint32_t id_base, unsigned flags, struct target *t, c
 		nops_total += l->syms.n_ops;
 		lib_bias(l, &maps);
 	}
-	if (t->nprobes == 0) {
+	if (t->nprobes == 0 && !(flags & TARGET_NO_OPS)) {
 		err = -ENOENT;
 		if (asprintf(why, "libtorch in process %d has no at::_ops entry points "
 			     "(unsupported torch build?)", pid) < 0)

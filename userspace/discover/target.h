@@ -50,6 +50,15 @@ struct target_scope_hooks {
 	uint64_t pend_off[2];
 	uint64_t pend_kind[2];  /* enum tbpf_pend_kind (the attach cookie) */
 	size_t npend;
+	/* custom autograd.Function backward nodes (pynode.h): PyNode::apply
+	 * is probed as one more target_lib (libtorch_python, cookie
+	 * TBPF_COOKIE_PYNODE); where its Python object is, and PyNode's vptr
+	 * in the target (0: libtorch_python not mapped yet, so no
+	 * evaluate_function row named).  pynode_why: why there are no PyNode
+	 * rows (static text), NULL when there are. */
+	uint32_t pynode_obj_off;
+	uint64_t pynode_vtable;
+	const char *pynode_why;
 };
 
 struct op_def {
@@ -89,6 +98,9 @@ enum target_flags {
 	 * and no ops (only the CUDA probes apply).  Without the flag, or
 	 * when it maps neither, -ENOENT with a one-line reason. */
 	TARGET_CUDA_ONLY = 1 << 1,
+	/* --inproc (issue 19): the libtorch libraries and the scope hooks
+	 * (the module-call probe) only; no op symbols read, no ops */
+	TARGET_NO_OPS = 1 << 2,
 };
 
 /* 0, or -errno with *why (malloc'd) a one-line reason such as

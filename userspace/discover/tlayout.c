@@ -83,6 +83,48 @@ static bool fits(const unsigned char *b, size_t so, size_t no, bool *telling,
 	return true;
 }
 
+/* An engaged optional<Device> at b: c10::optional (flag, type, index)
+ * when c10, else std::optional (type, index, flag); a CPU device's index
+ * is -1, a device's a small number. */
+static bool device_at(const unsigned char *b, bool c10)
+{
+	unsigned flag = c10 ? b[0] : b[2], type = c10 ? b[1] : b[0], index = c10 ? b[2] : b[1];
+
+	return flag == 1 && type < TLAYOUT_DEVICE_TYPES && (index == 0xff || index < 128);
+}
+
+/* Do the samples hold a ScalarType at dtype_off (caffe2::TypeMeta, a
+ * uint16 index) followed by an engaged optional<Device> (TensorImpl's
+ * device_opt_), all in one optional spelling?  An undefined tensor
+ * (0-dim, no elements) has no device and is passed over; at least `need`
+ * samples must show one. */
+static bool dtype_fits(const struct tbpf_tsample *s, size_t n, const struct tbpf_tlayout *l,
+		       size_t need)
+{
+	size_t c10 = 0, std = 0, used = 0;
+
+	if ((size_t)l->dtype_off + 2 + 3 > TBPF_TSAMPLE_BYTES)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		const unsigned char *b = s[i].bytes + l->dtype_off;
+		long long sizes[TBPF_SIZES_INLINE], numel;
+		unsigned short dt;
+
+		if (!s[i].ok)
+			continue;
+		memcpy(&dt, b, sizeof(dt));
+		if (dt >= TLAYOUT_DTYPES)
+			return false;
+		if ((b[2] | b[4]) == 0 && tlayout_decode(s[i].bytes, TBPF_TSAMPLE_BYTES, l, sizes,
+							  TBPF_SIZES_INLINE, &numel) == 0 && !numel)
+			continue;   /* an undefined tensor */
+		used++;
+		c10 += device_at(b + 2, true);
+		std += device_at(b + 2, false);
+	}
+	return used >= need && (c10 == used || std == used);
+}
+
 int tlayout_calibrate(const struct tbpf_tsample *s, size_t n, size_t need,
 		      struct tbpf_tlayout *out, const char **why)
 {
@@ -139,16 +181,9 @@ int tlayout_calibrate(const struct tbpf_tsample *s, size_t n, size_t need,
 	out->sizes_off = (__u16)best_so;
 	out->numel_off = (__u16)best_no;
 	out->dtype_off = (__u16)(best_no + 8);   /* data_type_ follows numel_ */
-	for (size_t i = 0; i < n; i++) {
-		unsigned short dt;
-
-		if (!s[i].ok)
-			continue;
-		memcpy(&dt, s[i].bytes + out->dtype_off, sizeof(dt));
-		if (dt > 40) {
-			*why = "the dtype after numel_ is not a ScalarType";
-			return -EINVAL;
-		}
+	if (!dtype_fits(s, n, out, need)) {
+		*why = "the bytes after numel_ are not a dtype and a device";
+		return -EINVAL;
 	}
 	*why = NULL;
 	return 0;

@@ -19,12 +19,20 @@
  * the library's op signatures (std_lib). */
 void tlayout_initial(bool std_lib, struct tbpf_tlayout *l);
 
+/* ScalarTypes (torch 2.8 has 46; 1.13's are a prefix) and DeviceTypes a
+ * TensorImpl may hold, for the dtype check. */
+#define TLAYOUT_DTYPES 46
+#define TLAYOUT_DEVICE_TYPES 32
+
 /* Pure: derive sizes_off, numel_off and dtype_off from the bytes of n
  * TensorImpls (samples with ok == 0 are ignored): the one pair of offsets
  * at which, in every sample, the dimension count is at most 64 and, when
  * the sizes are inline (<= 5 dims), they multiply to numel; at least
  * `need` samples of distinct shapes with a dimension and more than one
- * element must pin it.  opt_* fields are left as *out has them.
+ * element must pin it.  dtype_off is the 2 bytes after numel_, checked:
+ * in every sample a ScalarType followed by an engaged optional<Device>
+ * (TensorImpl's data_type_, device_opt_) in one optional spelling.
+ * opt_* fields are left as *out has them.
  * 0, or -ENOENT (too few telling samples) / -EINVAL (no or several
  * layouts fit) with *why (static string). */
 int tlayout_calibrate(const struct tbpf_tsample *s, size_t n, size_t need,

@@ -393,7 +393,8 @@ static void span_event(struct chrome_ctx *c, const struct fspan *sp, const struc
 }
 
 /* --record-shapes (issue 16): "Input Dims" as Kineto writes it, a JSON
- * list of lists (a tensor the reader could not read: null). */
+ * list of lists (a tensor the reader could not read: null), and "Input
+ * type", a list of strings. */
 static void input_dims(FILE *out, const struct tbpf_shape *sh)
 {
 	char dims[1024];
@@ -407,6 +408,10 @@ static void input_dims(FILE *out, const struct tbpf_shape *sh)
 			fputs("null", out);
 		else
 			fputc_unlocked(*p, out);
+	}
+	if (shape_types(sh, dims, sizeof(dims))) {
+		fputs(",\"Input type\":", out);
+		fputs(dims, out);
 	}
 }
 

@@ -27,6 +27,9 @@
  *       "launches": int,         only when any op launched CUDA work
  *       "input_shapes": str,     --record-shapes: one row per input shapes
  *                                too, torch.profiler's notation "[[2, 3], []]"
+ *       "input_types": [str...]  with input_shapes: torch.profiler's Input
+ *                                type per argument (["float", "Scalar", ""]);
+ *                                absent when the row's calls had several
  *       "flops": int,            --with-flops: torch.profiler's FLOPs, all calls
  *       "source_location": [str...]  --group-by-stack N: one row per Source
  *                                Location too, its N innermost entries
@@ -105,6 +108,8 @@ int export_json(FILE *out, const struct profile *p, const struct export_opts *o)
 		if (shapes) {
 			fputs(", \"input_shapes\": ", out);
 			json_str(out, r->shapes ? r->shapes : "");
+			if (r->types && r->types[0])
+				fprintf(out, ", \"input_types\": %s", r->types);
 		}
 		if (flops)
 			fprintf(out, ", \"flops\": %llu", (unsigned long long)r->flops);

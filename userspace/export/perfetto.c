@@ -349,6 +349,12 @@ static void pf_begin(void *vc, const struct tl_slice *s)
 			pb_string(&c->w, DA_NAME, "Input Dims");
 			pb_string(&c->w, DA_STRING, dims);
 			pb_end(&c->w, da);
+			if (shape_types(sh, dims, sizeof(dims))) {
+				da = pb_begin(&c->w, TE_DEBUG);
+				pb_string(&c->w, DA_NAME, "Input type");
+				pb_string(&c->w, DA_STRING, dims);
+				pb_end(&c->w, da);
+			}
 		}
 	}
 	pb_end(&c->w, te);

@@ -7,10 +7,13 @@
 #include "layers.h"
 #include "grow.h"
 
+/* By the low 32 bits, as records carry stack ids (rec_op.stack_id) and as
+ * ref_find matches them: rows keyed by the full id (live uprobe rows) and
+ * rows from records (captures, --inproc's feed) find the same stack. */
 static int cmp_u64(const void *a, const void *b)
 {
-	uint64_t x = ((const struct layer_stack *)a)->stack_id;
-	uint64_t y = ((const struct layer_stack *)b)->stack_id;
+	uint32_t x = (uint32_t)((const struct layer_stack *)a)->stack_id;
+	uint32_t y = (uint32_t)((const struct layer_stack *)b)->stack_id;
 
 	return x < y ? -1 : x > y;
 }

@@ -141,7 +141,8 @@ int profile_add_op(struct profile *p, const struct prof_op *o)
 	e->overload = profile_intern(p, o->overload);
 	e->shapes = profile_intern(p, o->shapes);
 	e->srcloc = profile_intern(p, o->srcloc);
-	if (!e->name || !e->overload || !e->shapes || !e->srcloc)
+	e->types = profile_intern(p, o->types);
+	if (!e->name || !e->overload || !e->shapes || !e->srcloc || !e->types)
 		return -ENOMEM;
 	p->index[i] = ++p->nops;
 	return 0;
@@ -210,6 +211,7 @@ int profile_fold(const struct profile *p, unsigned by, struct prof_op **rows, si
 		if (!(by & PROF_BY_SHAPE)) {
 			o.shape_id = 0;
 			o.shapes = "";
+			o.types = "";
 		}
 		if (!(by & PROF_BY_SRCLOC))
 			o.srcloc = "";
@@ -230,6 +232,8 @@ int profile_fold(const struct profile *p, unsigned by, struct prof_op **rows, si
 			e->flops += o.flops;
 			if (e->shape_id != o.shape_id)
 				e->shape_id = 0;
+			if (strcmp(e->types ? e->types : "", o.types ? o.types : ""))
+				e->types = "";
 			mem_add(e, &o);
 		} else {
 			r[n++] = o;
@@ -600,6 +604,9 @@ int profile_capture_info(struct profile *p, const struct capture_meta *m,
 			continue;
 		shape_format(sh, text, sizeof(text));
 		if (!(o->shapes = profile_intern(p, text)))
+			return -ENOMEM;
+		shape_types(sh, text, sizeof(text));
+		if (!(o->types = profile_intern(p, text)))
 			return -ENOMEM;
 		o->flops = shape_flops(o->name, sh) * o->calls;
 	}

@@ -24,6 +24,10 @@ struct prof_op {
 	 * text in torch.profiler's notation ("[[2, 3], []]", "" = none) */
 	uint64_t shape_id;
 	const char *shapes;
+	/* their Input type, the JSON list Kineto writes (shape_types(),
+	 * '["float", "Scalar"]'; "" = none; a row folded from calls of
+	 * several type lists: "" too) */
+	const char *types;
 	uint64_t flops;    /* --with-flops: torch.profiler's FLOPs, all calls */
 	/* --group-by-stack N: the Source Location, N entries '\n'-joined
 	 * (profile_apply_srcloc, srcloc.h); NULL/"" none */

@@ -61,16 +61,86 @@ size_t shape_format(const struct tbpf_shape *s, char *buf, size_t n)
 
 const char *shape_dtype_name(unsigned st)
 {
-	/* c10::ScalarType order; names as typeid().name() demangled, which
-	 * is what Kineto's "Input type" shows */
+	/* c10::ScalarType order (c10/core/ScalarType.h, 1.13 is a prefix of
+	 * 2.8's); names as torch.profiler writes them (TypeMeta::name(), the
+	 * demangled type), checked on both torches */
 	static const char *const v[] = {
 		"unsigned char", "signed char", "short int", "int", "long int", "c10::Half",
 		"float", "double", "c10::complex<c10::Half>", "c10::complex<float>",
 		"c10::complex<double>", "bool", "c10::qint8", "c10::quint8", "c10::qint32",
-		"c10::BFloat16",
+		"c10::BFloat16", "c10::quint4x2", "c10::quint2x4", "c10::bits1x8", "c10::bits2x4",
+		"c10::bits4x2", "c10::bits8", "c10::bits16", "c10::Float8_e5m2",
+		"c10::Float8_e4m3fn", "c10::Float8_e5m2fnuz", "c10::Float8_e4m3fnuz",
+		"short unsigned int", "unsigned int", "long unsigned int",
+		"c10::dummy_uint1_7_t<1>", "c10::dummy_uint1_7_t<2>", "c10::dummy_uint1_7_t<3>",
+		"c10::dummy_uint1_7_t<4>", "c10::dummy_uint1_7_t<5>", "c10::dummy_uint1_7_t<6>",
+		"c10::dummy_uint1_7_t<7>", "c10::dummy_int1_7_t<1>", "c10::dummy_int1_7_t<2>",
+		"c10::dummy_int1_7_t<3>", "c10::dummy_int1_7_t<4>", "c10::dummy_int1_7_t<5>",
+		"c10::dummy_int1_7_t<6>", "c10::dummy_int1_7_t<7>", "c10::Float8_e8m0fnu",
+		"c10::Float4_e2m1fn_x2",
 	};
 
 	return st < sizeof(v) / sizeof(v[0]) ? v[st] : "";
+}
+
+unsigned shape_dtype_count(void)
+{
+	unsigned n = 0;
+
+	while (shape_dtype_name(n)[0])
+		n++;
+	return n;
+}
+
+/* The Input type of argument a. */
+static const char *arg_type(const struct tbpf_shape *s, unsigned a)
+{
+	unsigned c = a < TBPF_SHAPE_MAX_ARGS ? s->itype[a] : ITYPE_UNKNOWN;
+
+	switch (c) {
+	case ITYPE_NONE:
+		return "";
+	case ITYPE_SCALAR:
+		return "Scalar";
+	case ITYPE_SCALARLIST:
+		return "ScalarList";
+	case ITYPE_TENSORLIST:
+		return "TensorList";
+	case ITYPE_TENSOR:
+		for (unsigned i = 0; i < s->ntensors && i < TBPF_SHAPE_MAX_TENSORS; i++) {
+			if (s->argi[i] != a || (s->kind[i] != ARGK_TENSOR &&
+						s->kind[i] != ARGK_OPT_TENSOR))
+				continue;
+			if (s->ndim[i] == TBPF_SHAPE_NONE)
+				return "";     /* None or undefined */
+			if (s->ndim[i] == TBPF_SHAPE_BAD || !shape_dtype_name(s->dtype[i])[0])
+				return "?";
+			return shape_dtype_name(s->dtype[i]);
+		}
+		return "?";
+	default:
+		return "?";
+	}
+}
+
+size_t shape_types(const struct tbpf_shape *s, char *buf, size_t n)
+{
+	struct out o = { buf, n, 0 };
+	unsigned known = 0;
+
+	if (n)
+		buf[0] = '\0';
+	for (unsigned a = 0; a < s->nargs && a < TBPF_SHAPE_MAX_ARGS; a++)
+		known += s->itype[a] != ITYPE_UNKNOWN;
+	if (s->nargs && !known)
+		return 0;   /* a capture from before Input type */
+	put(&o, "[");
+	for (unsigned a = 0; a < s->nargs; a++)
+		put(&o, a ? ", \"%s\"" : "\"%s\"", arg_type(s, a));
+	put(&o, "]");
+	if (n && o.len >= n)
+		buf[n - 1] = '\0';
+	return o.len;
 }
 
 /* The sizes of argument a when it is a tensor read (or the values of an

@@ -18,6 +18,16 @@ size_t shape_format(const struct tbpf_shape *s, char *buf, size_t n);
  * "float", "long int", "c10::Half", ... ("" when unknown). */
 const char *shape_dtype_name(unsigned scalar_type);
 
+/* Pure: the ScalarTypes shape_dtype_name() names (0 .. n-1). */
+unsigned shape_dtype_count(void);
+
+/* Pure: torch.profiler's "Input type" of the call, as the JSON list
+ * Kineto writes: ["float", "float", "Scalar", ""] (tbpf_abi.h, enum
+ * tbpf_itype; "?" for an argument tbpf could not classify or read).
+ * Length written, cut to fit n as shape_format; 0 and "" when no
+ * argument's type is known (a capture written before Input type). */
+size_t shape_types(const struct tbpf_shape *s, char *buf, size_t n);
+
 /* Pure: the FLOPs torch.profiler's with_flops counts for one call of the
  * op `name` ("aten::mm") with these inputs: mm, addmm, bmm, baddbmm,
  * conv2d (its stride, padding, dilation, groups read too), mul, add; 0

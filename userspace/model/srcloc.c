@@ -6,6 +6,7 @@
 #include <string.h>
 #include "profile.h"
 #include "srcloc.h"
+#include "capture.h"
 #include "grow.h"
 
 /* Length of the "<dir>/lib/pythonX.Y/" or "<dir>/{site,dist}-packages/"
@@ -217,4 +218,27 @@ int profile_apply_srcloc(struct profile *p, unsigned depth)
 	free(text);
 	free(mv);
 	return err;
+}
+
+int profile_srcloc_from_capture(struct profile *p, const struct capture_meta *m, unsigned depth)
+{
+	int err = 0;
+
+	if (!m->nsrcstacks)
+		return -ENOENT;
+	for (size_t i = 0; i < m->nsrcstacks && !err; i++) {
+		const struct capture_srcstack *cs = &m->srcstacks[i];
+		struct prof_srcframe *f = calloc(cs->n ? cs->n : 1, sizeof(*f));
+
+		if (!f)
+			return -ENOMEM;
+		for (uint32_t k = 0; k < cs->n; k++)
+			f[k] = (struct prof_srcframe){ .text = cs->e[k].text, .cls = cs->e[k].cls,
+						       .module = cs->e[k].module,
+						       .order = cs->e[k].order };
+		/* a capture's op rows carry the low 32 bits of the stack id */
+		err = profile_add_srcstack(p, cs->pid, cs->stack_id & 0xffffffffu, f, cs->n);
+		free(f);
+	}
+	return err ? err : profile_apply_srcloc(p, depth);
 }

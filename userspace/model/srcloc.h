@@ -54,4 +54,11 @@ int profile_add_srcstack(struct profile *p, uint32_t pid, uint64_t stack_id,
  * entries joined by '\n' ("" for rows without a stack).  0 or -ENOMEM. */
 int profile_apply_srcloc(struct profile *p, unsigned depth);
 
+struct capture_meta;
+/* The same from a capture's REC_META_SRCLOC records (`tbpf report
+ * --group-by-stack N`): the entries the live session had.  0, -ENOENT
+ * when the capture has none (recorded before they were written, or
+ * without Python stacks), -ENOMEM. */
+int profile_srcloc_from_capture(struct profile *p, const struct capture_meta *m, unsigned depth);
+
 #endif /* TBPF_SRCLOC_H */

@@ -1,0 +1,32 @@
+/* inproc_py.h - --inproc's Python side (issue 19 part 1): the module-call
+ * probe beside the in-process agent, and the agent's stacks named in the
+ * same stack store, so --inproc has the layer tree of the uprobe mode
+ * (docs/inproc.md, "Python stacks and the layer tree"). */
+#ifndef TBPF_INPROC_PY_H
+#define TBPF_INPROC_PY_H
+#include <stdbool.h>
+#include "options.h"
+
+struct capture_writer;
+struct session;
+struct profile;
+struct rec_pystack;
+struct layer_tree;
+
+/* Whether the output of o takes Python stacks in --inproc: every format
+ * but the table (the tree, json's layers, traces, --record captures). */
+bool inproc_py_wanted(const struct live_opts *o);
+/* A BPF session with the module-call probe on every --pid: its records
+ * and named stacks into cw (a capture), or (cw NULL) the module calls
+ * into p.  NULL after a warning: the run goes on without the tree. */
+struct session *inproc_py_open(const struct live_opts *o, struct capture_writer *cw,
+			       struct profile *p);
+/* struct inproc_out's stack callback (ctx: the session). */
+int inproc_py_stack(void *session, const struct rec_pystack *r);
+/* Detach the probe and drain the last module calls. */
+void inproc_py_stop(struct session *s);
+/* The layer tree of p's rows from the stacks named (model_layers). */
+int inproc_py_tree(struct session *s, const struct profile *p, struct layer_tree **out);
+void inproc_py_close(struct session *s);
+
+#endif
