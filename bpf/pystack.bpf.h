@@ -94,7 +94,11 @@ static __always_inline __u64 pystack_fld(const __u8 *buf, __u16 off, int size)
 	return v;
 }
 
-/* Is local 0 of this code object an argument called "self"? */
+/* Is local 0 of this code object an argument called "self"?  Returns
+ * PYSELF_NO, PYSELF_YES, or on 3.11+ once seen PYSELF_PLAIN / PYSELF_CELL
+ * (whether the slot holds the object or a cell: fixed per code object,
+ * as MAKE_CELL runs before any call the frame can make). */
+enum { PYSELF_NO = 2, PYSELF_YES = 1, PYSELF_PLAIN = 3, PYSELF_CELL = 5 };
 static __always_inline int pystack_is_self(const struct tbpf_pyproc *pp,
 					   struct pystack_scratch *s, __u64 code)
 {
@@ -102,14 +106,14 @@ static __always_inline int pystack_is_self(const struct tbpf_pyproc *pp,
 	__u64 known = s->selfcache[slot];
 	/* user addresses fit in 47 bits: tag entries with the pid above */
 	__u64 tag = code ^ ((__u64)(s->rec.pid & 0xffff) << 48);
-	__u64 res = 2, names, name0;
+	__u64 res = PYSELF_NO, names, name0;
 	__u32 argc = 0;
 
-	if ((known & ~3ULL) == tag)
-		return (known & 3) == 1;
+	if ((known & ~7ULL) == tag)
+		return known & 7;
 	if (bpf_probe_read_user(&argc, sizeof(argc),
 				(const void *)(code + pp->co_argcount)))
-		return 0; /* unreadable: do not cache */
+		return PYSELF_NO; /* unreadable: do not cache */
 	if (argc >= 1) {
 		names = pystack_rd(code + pp->co_varnames);
 		/* PyTupleObject: ob_item at +24 */
@@ -122,10 +126,21 @@ static __always_inline int pystack_is_self(const struct tbpf_pyproc *pp,
 					 (const void *)(name0 + pp->str_ascii_data)) &&
 		    s->sbuf[8] == 's' && s->sbuf[9] == 'e' && s->sbuf[10] == 'l' &&
 		    s->sbuf[11] == 'f' && s->sbuf[12] == 0)
-			res = 1;
+			res = PYSELF_YES;
 	}
 	s->selfcache[slot] = tag | res;
-	return res == 1;
+	return res;
+}
+
+/* Remember that code's `self` slot holds the object (or a cell). */
+static __always_inline void pystack_self_learn(struct pystack_scratch *s, __u64 code,
+					       int kind)
+{
+	__u32 slot = (code >> 4) & (PYSTACK_SELFCACHE - 1);
+	__u64 tag = code ^ ((__u64)(s->rec.pid & 0xffff) << 48);
+
+	if ((s->selfcache[slot] & ~7ULL) == tag)
+		s->selfcache[slot] = tag | kind;
 }
 
 static __always_inline __u64 pystack_mix(__u64 h, __u64 v)
@@ -144,6 +159,7 @@ struct pystack_loop {
 static long pystack_step(__u32 i, void *ctx)
 {
 	__u32 flags = 0, lasti = 0, n;
+	int sk;
 	struct pystack_scratch *s = ((struct pystack_loop *)ctx)->s;
 	struct tbpf_pyproc *pp;
 	struct tbpf_pyframe *f;
@@ -179,12 +195,25 @@ static long pystack_step(__u32 i, void *ctx)
 		lasti = 2 * li;
 		self = pystack_rd(frame + pp->fr_localsplus);
 	}
-	if (code && pystack_is_self(pp, s, code)) {
+	sk = code ? pystack_is_self(pp, s, code) : PYSELF_NO;
+	if (sk != PYSELF_NO) {
 		flags |= PYF_SELF;
 		/* a closure captured `self`: the slot holds a cell that dies
 		 * with the call, so store the object inside it */
-		if (self && pp->cell_type && pystack_rd(self + 8) == pp->cell_type)
-			self = pystack_rd(self + 16);
+		if (sk == PYSELF_CELL) {
+			self = self ? pystack_rd(self + 16) : 0;
+		} else if (sk == PYSELF_YES && self && pp->cell_type) {
+			if (pystack_rd(self + 8) == pp->cell_type) {
+				self = pystack_rd(self + 16);
+				sk = PYSELF_CELL;
+			} else {
+				sk = PYSELF_PLAIN;
+			}
+			/* 3.10 empties an argument's slot when it moves
+			 * it into a cell: learn only where the slot holds it */
+			if (pp->kind == PYK_IFRAME)
+				pystack_self_learn(s, code, sk);
+		}
 	} else {
 		self = 0;
 	}
