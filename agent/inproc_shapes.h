@@ -88,6 +88,7 @@ static uint32_t shape_publish(uint64_t h, uint32_t i, const struct tbpf_shape *s
 		memset(e, 0, sizeof(*e));
 		e->nargs = s->nargs;
 		e->ntensors = s->ntensors;
+		memcpy(e->itype, s->itype, sizeof(e->itype));
 		for (unsigned k = 0; k < s->ntensors; k++) {
 			unsigned nd = s->ndim[k] < TBPF_SHAPE_BAD ? s->ndim[k] : 0;
 
@@ -191,6 +192,9 @@ static uint32_t shape_of(const void *rf, uint32_t name_hash)
 	if (n > 255)
 		n = 255;
 	s->nargs = (uint8_t)n;
+	/* Input type is not read in-process yet: every argument "unknown",
+	 * which the model shows as no types (shape_types) */
+	memset(s->itype, ITYPE_UNKNOWN, sizeof(s->itype));
 	for (unsigned a = 0; a < n; a++, iv += L.iv_size) {
 		uint32_t tag = *(const uint32_t *)(iv + L.iv_tag_off);
 
