@@ -44,20 +44,13 @@
 #include "steps.h"
 #include "torchver.h"
 #include "grow.h"
+#include "clockns.h"
 
 static volatile sig_atomic_t stop_signal;
 
 static void on_signal(int sig)
 {
 	stop_signal = sig;
-}
-
-static uint64_t now_ns(clockid_t c)
-{
-	struct timespec ts;
-
-	clock_gettime(c, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 static bool wants_capture(const struct live_opts *o)
@@ -597,7 +590,7 @@ static int attach_when_torch(struct session *s, const struct live_opts *o, pid_t
 		if (!held || session_torch_held(s) || ++tick % 250 == 0) {
 			bool stopped = session_torch_held(s);
 
-			*t0 = now_ns(CLOCK_MONOTONIC);
+			*t0 = clock_ns(CLOCK_MONOTONIC);
 			err = session_add_target(s, pid, why);
 			if (!err && stopped && o->verbose && !session_target(s, 0)->cuda_only)
 				fprintf(stderr, "tbpf: pid %d held where it loaded libtorch while the "
@@ -710,7 +703,7 @@ static const char *poll_until_stop(const struct live_opts *o, struct session *s,
 				   struct live_dist *ld, struct live_procs *lp)
 {
 	while (!stop_signal) {
-		uint64_t now = now_ns(CLOCK_MONOTONIC), el = now - t_mono;
+		uint64_t now = clock_ns(CLOCK_MONOTONIC), el = now - t_mono;
 		int wait_ms = 100, live;
 
 		if (o->duration_ns) {
@@ -968,7 +961,7 @@ int live_run(const struct live_opts *o)
 	mem_model_init(&mm);
 	if (o->memory)
 		cfg.mem = &mm;
-	t0 = now_ns(CLOCK_MONOTONIC);
+	t0 = clock_ns(CLOCK_MONOTONIC);
 	cfg.agent_path = agent_path;
 	if (o->steps.sched.set) {
 		cfg.record_hook = steps_hook;
@@ -982,11 +975,11 @@ int live_run(const struct live_opts *o)
 		free(agent_path);
 		return tbpf_exit_of(code);
 	}
-	t_load = now_ns(CLOCK_MONOTONIC) - t0;
+	t_load = clock_ns(CLOCK_MONOTONIC) - t0;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	t0 = now_ns(CLOCK_MONOTONIC);
+	t0 = clock_ns(CLOCK_MONOTONIC);
 	if (capture_path) {
 		cw = capture_writer_open(capture_path, &err);
 		if (!cw) {
@@ -1002,10 +995,10 @@ int live_run(const struct live_opts *o)
 		goto out;
 	if (cfg.system_wide) {
 		session_scan(s);
-		last_scan = now_ns(CLOCK_MONOTONIC);
+		last_scan = clock_ns(CLOCK_MONOTONIC);
 	}
-	t_mono = now_ns(CLOCK_MONOTONIC);
-	t_real = now_ns(CLOCK_REALTIME);
+	t_mono = clock_ns(CLOCK_MONOTONIC);
+	t_real = clock_ns(CLOCK_REALTIME);
 	mode = (o->sel.exits != EXITS_INFER ? TBPF_MODE_EXITS : 0) | (cfg.record ? TBPF_MODE_RECORD : 0) |
 	       (o->memory ? TBPF_MODE_MEMORY : 0);
 	for (size_t i = 0; i < session_ntargets(s); i++)
@@ -1022,7 +1015,7 @@ int live_run(const struct live_opts *o)
 
 	stop_reason = poll_until_stop(o, s, cw, &written, t_mono, last_scan, cfg.system_wide, &sw,
 				      &ld, &lp);
-	duration = now_ns(CLOCK_MONOTONIC) - t_mono;
+	duration = clock_ns(CLOCK_MONOTONIC) - t_mono;
 	if (cw)
 		for (size_t i = 0; i < session_ntargets(s); i++)
 			live_write_threads(cw, session_target(s, i)->pid);

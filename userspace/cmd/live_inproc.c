@@ -26,6 +26,7 @@
 #include "tree.h"
 #include "version.h"
 #include "strf.h"
+#include "clockns.h"
 
 #define POLL_MS 20
 #define POLL_FAST_US 1000
@@ -35,14 +36,6 @@ static volatile sig_atomic_t stop_sig;
 static void on_sig(int sig)
 {
 	stop_sig = sig;
-}
-
-static uint64_t mono_ns(clockid_t c)
-{
-	struct timespec ts;
-
-	clock_gettime(c, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* $TBPF_INPROC_PATH, else beside the tbpf binary or in ../lib/tbpf/. */
@@ -249,7 +242,7 @@ static const char *poll_loop(const struct live_opts *o, struct inproc_session *s
 			return o->sel.npids > 1 ? "targets exited" : "target exited";
 		if (stop_sig)
 			return "signal";
-		if (o->duration_ns && mono_ns(CLOCK_MONOTONIC) - t0 >= o->duration_ns)
+		if (o->duration_ns && clock_ns(CLOCK_MONOTONIC) - t0 >= o->duration_ns)
 			return "duration";
 		/* new Python stacks are named by reading the target's objects:
 		 * while they come, poll at once, as the BPF walker's records
@@ -447,7 +440,7 @@ int live_inproc_run(const struct live_opts *o)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	t0 = mono_ns(CLOCK_MONOTONIC);
+	t0 = clock_ns(CLOCK_MONOTONIC);
 	for (size_t i = 0; i < o->sel.npids; i++) {
 		bool on = false;
 
@@ -466,9 +459,9 @@ int live_inproc_run(const struct live_opts *o)
 			goto out;
 		}
 	}
-	t_mono = mono_ns(CLOCK_MONOTONIC);
+	t_mono = clock_ns(CLOCK_MONOTONIC);
 	t_att = t_mono - t0;
-	run = run_info(o, t_mono, mono_ns(CLOCK_REALTIME), pids, host, sizeof(host), shapes);
+	run = run_info(o, t_mono, clock_ns(CLOCK_REALTIME), pids, host, sizeof(host), shapes);
 	if (k.cw)
 		write_meta(k.cw, o, &run);
 	if (o->sel.npids == 1)
@@ -483,7 +476,7 @@ int live_inproc_run(const struct live_opts *o)
 	inproc_py_stop(k.py);
 	if (err)
 		fprintf(stderr, "tbpf: handing on the records failed: %s\n", strerror(-err));
-	rc = finish(o, &k, s, &run, mono_ns(CLOCK_MONOTONIC) - t_mono, stop_why, path);
+	rc = finish(o, &k, s, &run, clock_ns(CLOCK_MONOTONIC) - t_mono, stop_why, path);
 	if (!rc && err)
 		rc = TBPF_EXIT_ERROR;
 	if (!rc && !k.cw && k.py && (err = inproc_py_tree(k.py, &model.prof, &model.tree)))

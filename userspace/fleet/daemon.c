@@ -28,14 +28,7 @@
 #include "window.h"
 #include "profile.h"
 #include "session.h"
-
-static uint64_t now_ns(clockid_t c)
-{
-	struct timespec ts;
-
-	clock_gettime(c, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
+#include "clockns.h"
 
 /* ---- the window's own figures -------------------------------------- */
 
@@ -377,7 +370,7 @@ static void daemon_loop(struct wctx *w, uint64_t t0, bool system_wide)
 	uint64_t last_scan = 0;
 
 	while (!stop_sig) {
-		uint64_t now = now_ns(CLOCK_MONOTONIC);
+		uint64_t now = clock_ns(CLOCK_MONOTONIC);
 
 		if (o->duration_ns && now - t0 >= o->duration_ns)
 			break;
@@ -388,7 +381,7 @@ static void daemon_loop(struct wctx *w, uint64_t t0, bool system_wide)
 		if (w->budget)
 			budget_tick(w->budget, w->s, now);
 		if (now - w->win_start_mono >= o->window_ns) {
-			int err = do_window(w, now, now_ns(CLOCK_REALTIME));
+			int err = do_window(w, now, clock_ns(CLOCK_REALTIME));
 
 			if (err)
 				fprintf(stderr, "tbpf: window failed: %s\n", strerror(-err));
@@ -398,7 +391,7 @@ static void daemon_loop(struct wctx *w, uint64_t t0, bool system_wide)
 			int ms = 100;
 
 			if (w->budget) {
-				uint64_t next = budget_next_ns(w->budget), t1 = now_ns(CLOCK_MONOTONIC);
+				uint64_t next = budget_next_ns(w->budget), t1 = clock_ns(CLOCK_MONOTONIC);
 
 				if (next <= t1)
 					ms = 0;
@@ -408,7 +401,7 @@ static void daemon_loop(struct wctx *w, uint64_t t0, bool system_wide)
 			session_poll(w->s, ms);
 		}
 	}
-	do_window(w, now_ns(CLOCK_MONOTONIC), now_ns(CLOCK_REALTIME));
+	do_window(w, clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_REALTIME));
 	fprintf(stderr, "tbpf: daemon stopped (%s) after %llu windows\n",
 		stop_sig ? "signal" : "duration", (unsigned long long)w->seq);
 }
@@ -497,9 +490,9 @@ int daemon_run(const struct daemon_opts *o)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	t0 = now_ns(CLOCK_MONOTONIC);
+	t0 = clock_ns(CLOCK_MONOTONIC);
 	w.win_start_mono = t0;
-	w.win_start_real = now_ns(CLOCK_REALTIME);
+	w.win_start_real = clock_ns(CLOCK_REALTIME);
 	if (cfg.system_wide)
 		session_scan(w.s);
 	session_counters(w.s, w.cnt_prev);

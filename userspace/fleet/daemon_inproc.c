@@ -30,6 +30,7 @@
 #include "opstream.h"
 #include "profile.h"
 #include "capture.h"
+#include "clockns.h"
 
 #define POLL_MS 20
 
@@ -38,14 +39,6 @@ static volatile sig_atomic_t stop_sig;
 static void on_signal(int sig)
 {
 	stop_sig = sig;
-}
-
-static uint64_t now_ns(clockid_t c)
-{
-	struct timespec ts;
-
-	clock_gettime(c, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 struct ictx {
@@ -194,11 +187,11 @@ static int attach_all(const struct daemon_opts *o, struct inproc_session *s, con
 
 static void loop(struct ictx *w, struct inproc_session *s)
 {
-	uint64_t t0 = now_ns(CLOCK_MONOTONIC), win = t0;
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), win = t0;
 	int alive = (int)w->o->sel.npids;
 
 	while (!stop_sig) {
-		uint64_t now = now_ns(CLOCK_MONOTONIC);
+		uint64_t now = clock_ns(CLOCK_MONOTONIC);
 		int live = inproc_session_poll(s);
 
 		if (live < 0)
@@ -217,7 +210,7 @@ static void loop(struct ictx *w, struct inproc_session *s)
 		usleep(POLL_MS * 1000);
 	}
 	inproc_session_stop(s);
-	do_window(w, now_ns(CLOCK_MONOTONIC) - win, 0);
+	do_window(w, clock_ns(CLOCK_MONOTONIC) - win, 0);
 	fprintf(stderr, "tbpf: daemon stopped (%s) after %llu windows\n",
 		stop_sig ? "signal" : "duration", (unsigned long long)w->seq);
 }
