@@ -428,21 +428,41 @@ static __always_inline void pop_below(struct tbpf_thread *t, __u32 tid, __u64 li
  * since nothing rewrites return addresses without return probes.  Frames
  * whose slot lies below `sp` (the thread's stack pointer now) have
  * returned too. */
+struct pop_returned_ctx {
+	struct tbpf_thread *t;
+	__u64 sp, now;
+	__u32 tid;
+};
+
+/* One frame per bpf_loop() step: pop_frame is verified once, not once per
+ * depth (inlined TBPF_MAX_DEPTH times with the memory columns and the
+ * histograms of the daemon, op entry passed the verifier's 1M limit). */
+static long pop_returned_step(__u32 i, void *ctx)
+{
+	struct pop_returned_ctx *c = ctx;
+	struct tbpf_thread *t = c->t;
+	struct tbpf_frame *f;
+	__u64 v = 0;
+	__u32 d;
+
+	if (!t)
+		return 1;
+	d = t->depth;
+	if (d == 0 || d > TBPF_MAX_DEPTH)
+		return 1;
+	f = &t->frames[(d - 1) & (TBPF_MAX_DEPTH - 1)];
+	if (f->sp >= c->sp && ((f->flags & OPF_HIJACKED) ||
+			       bpf_probe_read_user(&v, sizeof(v), (void *)f->sp) || v == f->ra))
+		return 1;
+	pop_frame(t, c->tid, c->now, OPF_INFERRED);
+	return 0;
+}
+
 static __always_inline void pop_returned(struct tbpf_thread *t, __u32 tid, __u64 sp, __u64 now)
 {
-	for (int i = 0; i < TBPF_MAX_DEPTH; i++) {
-		__u32 d = t->depth;
-		struct tbpf_frame *f;
-		__u64 v = 0;
+	struct pop_returned_ctx c = { .t = t, .sp = sp, .now = now, .tid = tid };
 
-		if (d == 0 || d > TBPF_MAX_DEPTH)
-			break;
-		f = &t->frames[(d - 1) & (TBPF_MAX_DEPTH - 1)];
-		if (f->sp >= sp && ((f->flags & OPF_HIJACKED) ||
-				    bpf_probe_read_user(&v, sizeof(v), (void *)f->sp) || v == f->ra))
-			break;
-		pop_frame(t, tid, now, OPF_INFERRED);
-	}
+	bpf_loop(TBPF_MAX_DEPTH, pop_returned_step, &c, 0);
 }
 
 #include "shapes.bpf.h"
