@@ -27,9 +27,9 @@ import torch.nn as nn
 
 
 class Block(nn.Module):
-    def __init__(self, d):
+    def __init__(self, d, grad=False):
         super().__init__()
-        self.w = nn.Parameter(torch.ones(d, d) / d, requires_grad=False)
+        self.w = nn.Parameter(torch.ones(d, d) / d, requires_grad=grad)
         self.act = nn.ReLU()
 
     def forward(self, x):
@@ -42,10 +42,10 @@ def helper(y):
 
 
 class Net(nn.Module):
-    def __init__(self, d):
+    def __init__(self, d, grad=False):
         super().__init__()
-        self.b1 = Block(d)
-        self.b2 = Block(d)
+        self.b1 = Block(d, grad)
+        self.b2 = Block(d, grad)
 
     def forward(self, x):
         return self.b2(self.b1(x)) - x
@@ -65,6 +65,12 @@ def level3(net, x):
     return -x
 
 
+def train_site(net, x):
+    loss = site_b(net, x)        # forward ops at site_b's lines
+    loss.backward()              # backward ops: torch.profiler gives them
+    return loss                  # the stack of their forward op
+
+
 def level2(net, x):
     return level3(net, x)
 
@@ -77,13 +83,16 @@ def level0(net, x):
     return level1(net, x)
 
 
-def make():
+def make(backward=False):
     torch.manual_seed(0)
-    net = Net(8)
+    net = Net(8, grad=backward)
     x = torch.ones(4, 8)
 
     def step():
         level0(net, x)
+        if backward:
+            train_site(net, x)
+            net.zero_grad(set_to_none=True)
     return step
 
 
@@ -114,11 +123,13 @@ def main():
     p.add_argument("--iters", type=int, default=3)
     p.add_argument("--depth", type=int, default=5)
     p.add_argument("--profile", action="store_true")
+    p.add_argument("--backward", action="store_true",
+                   help="parameters require grad; each step also runs a backward")
     p.add_argument("--linger", type=float, default=0.0,
                    help="seconds to stay alive after the work (no torch op)")
     a = p.parse_args()
     torch.set_num_threads(a.intra_threads)
-    step = make()
+    step = make(a.backward)
     step()  # warm-up
     if a.profile:
         kw = {}

@@ -379,9 +379,9 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 	rc = live_parse(argc, argv, &o);
 	if (rc != LIVE_GO_ON)
 		return rc;
-	if (o.stack_n && (!o.python || o.inproc))   /* issue 16 */
+	if (o.stack_n && !o.python)   /* issue 16 */
 		return usage_error("%s", "--group-by-stack needs Python stacks (not with "
-				   "--no-python or --inproc)");
+				   "--no-python)");
 	if (o.inject && (start || !o.sel.npids))   /* issue 6 */
 		return usage_error("%s", start ? "tbpf run loads the CUPTI agent itself: no --inject"
 					       : "--inject needs --pid");

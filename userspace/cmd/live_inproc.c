@@ -332,7 +332,7 @@ static int render(const struct live_opts *o, const char *path, const struct tbpf
 				.filter = o->layer_filter };
 	struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
 				  .by_overload = o->by_overload, .by_shape = o->by_shape,
-				  .with_flops = o->with_flops, .tree = &to };
+				  .with_flops = o->with_flops, .stack_n = o->stack_n, .tree = &to };
 	const char *fmt = o->format ? o->format : "table";
 	bool tree = !strcmp(fmt, "tree");
 	char *emsg = NULL;
@@ -479,8 +479,12 @@ int live_inproc_run(const struct live_opts *o)
 	rc = finish(o, &k, s, &run, clock_ns(CLOCK_MONOTONIC) - t_mono, stop_why, path);
 	if (!rc && err)
 		rc = TBPF_EXIT_ERROR;
-	if (!rc && !k.cw && k.py && (err = inproc_py_tree(k.py, &model.prof, &model.tree)))
+	/* the table shows no layers (its stacks are for --group-by-stack) */
+	if (!rc && !k.cw && k.py && o->format && strcmp(o->format, "table") &&
+	    (err = inproc_py_tree(k.py, &model.prof, &model.tree)))
 		fprintf(stderr, "tbpf: building the layer tree failed: %s\n", strerror(-err));
+	if (!rc && !k.cw && o->stack_n && (err = inproc_py_srcloc(k.py, &model.prof, o->stack_n)))
+		fprintf(stderr, "tbpf: --group-by-stack: %s\n", strerror(-err));
 	if (!rc)
 		rc = render(o, path, &model);
 out:

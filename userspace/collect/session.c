@@ -1652,7 +1652,7 @@ int session_layer_tree(struct session *s, const struct profile *p, const struct 
 	return err;
 }
 
-int session_srcloc(struct session *s, struct profile *p, unsigned depth)
+int session_srcloc(struct session *s, struct profile *p, unsigned depth, bool low32)
 {
 	int err = 0;
 
@@ -1661,7 +1661,8 @@ int session_srcloc(struct session *s, struct profile *p, unsigned depth)
 	for (size_t i = 0; i < s->stacks.n && !err; i++) {
 		const struct sym_stack *st = &s->stacks.v[i];
 
-		err = profile_add_srcstack(p, st->pid, st->id, st->src, st->nsrc);
+		err = profile_add_srcstack(p, st->pid, low32 ? st->id & 0xffffffffu : st->id,
+					   st->src, st->nsrc);
 	}
 	return err ? err : profile_apply_srcloc(p, depth);
 }

@@ -161,7 +161,7 @@ int session_layer_tree(struct session *s, const struct profile *p, const struct 
 /* --group-by-stack N: every Python stack named during the run as
  * torch.profiler's Source Location entries into p, and each row's first
  * depth of them (profile_apply_srcloc).  0 or -ENOMEM. */
-int session_srcloc(struct session *s, struct profile *p, unsigned depth);
+int session_srcloc(struct session *s, struct profile *p, unsigned depth, bool low32);
 /* Free the targets that exited (their op names and Python stacks go
  * too): call once their rows have been read and removed.  Returns how
  * many were freed.  Bounded memory for the daemon. */
