@@ -71,6 +71,14 @@ def train_site(net, x):
     return loss                  # the stack of their forward op
 
 
+def train1(net, x):              # deep enough that 5 entries stay inside
+    return train_site(net, x)    # functions started under the profiler
+
+
+def train0(net, x):
+    return train1(net, x)
+
+
 def level2(net, x):
     return level3(net, x)
 
@@ -91,7 +99,7 @@ def make(backward=False):
     def step():
         level0(net, x)
         if backward:
-            train_site(net, x)
+            train0(net, x)
             net.zero_grad(set_to_none=True)
     return step
 
@@ -100,21 +108,34 @@ def key(name, stack):
     return "%s|%s" % (name, ";".join(stack))
 
 
+def python_entries(stack, n):
+    st = [s for s in stack if not s.startswith("<built-in")]
+    st = [s for s in st if torch.autograd.profiler_util._filter_stack_entry(s)]
+    return st[:n]
+
+
 def reference(prof, n):
+    # raw records: every call, its own stack (aten ops only)
     events = {}
     for e in prof.profiler.kineto_results.events():
         if not e.name().startswith("aten::"):
             continue
-        st = [s for s in e.stack() if not s.startswith("<built-in")]
-        st = [s for s in st if torch.autograd.profiler_util._filter_stack_entry(s)]
-        k = key(e.name(), st[:n])
+        k = key(e.name(), python_entries(e.stack(), n))
         events[k] = events.get(k, 0) + 1
+    # the events key_averages groups (every name): same-name only
+    # children folded, and backward ops with their forward op's stack
+    # (EventList._set_backward_stacktraces)
+    tree, nodes = {}, set()
+    for e in prof.events():
+        k = key(e.name, python_entries(e.stack, n))
+        tree[k] = tree.get(k, 0) + 1
+        if e.scope == 1:   # BACKWARD_FUNCTION: an autograd node
+            nodes.add(e.name)
     rows = {}
     for e in prof.key_averages(group_by_stack_n=n):
-        if e.key.startswith("aten::"):
-            k = key(e.key, e.stack[:n])
-            rows[k] = rows.get(k, 0) + int(e.count)
-    return {"events": events, "rows": rows}
+        k = key(e.key, e.stack[:n])
+        rows[k] = rows.get(k, 0) + int(e.count)
+    return {"events": events, "tree_events": tree, "rows": rows, "nodes": sorted(nodes)}
 
 
 def main():

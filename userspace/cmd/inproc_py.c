@@ -7,6 +7,7 @@
 #include "session.h"
 #include "profile.h"
 #include "srcloc.h"
+#include "bwstack.h"
 
 bool inproc_py_wanted(const struct live_opts *o)
 {
@@ -82,6 +83,11 @@ int inproc_py_tree(struct session *s, const struct profile *p, struct layer_tree
 {
 	*out = NULL;
 	return s ? session_layer_tree(s, p, NULL, out) : 0;
+}
+
+int inproc_py_derive(struct session *s, uint32_t pid, const struct bwstack_derived *d)
+{
+	return session_note_derived(s, pid, BWSTACK_STACK_ID(d->id), d->own, d->fwd, d->found);
 }
 
 int inproc_py_srcloc(struct session *s, struct profile *p, unsigned depth)

@@ -154,6 +154,28 @@ void session_note_pystack(struct session *s, const struct rec_pystack *r)
 		stack_seen(s, r);
 }
 
+int session_note_derived(struct session *s, uint32_t pid, uint64_t id, uint32_t own,
+			 uint32_t src, bool has_src)
+{
+	const struct sym_stack *st = NULL, *o, *f;
+	int err;
+
+	if (!s->cfg.python || stackstore_find(&s->stacks, pid, id))
+		return 0;
+	o = own ? stackstore_find_low32(&s->stacks, pid, own) : NULL;
+	f = has_src && src ? stackstore_find_low32(&s->stacks, pid, src) : NULL;
+	err = stackstore_derive(&s->stacks, pid, id, o, f, &st);
+	if (err) {
+		s->stack_errors++;
+		return err;
+	}
+	if (s->cfg.cw) {
+		capture_write_stack(s->cfg.cw, st->pid, st->id, st->frames, st->nframes);
+		write_srcstack(s->cfg.cw, st);
+	}
+	return 0;
+}
+
 /* New stacks in the BPF dedup map (table mode has no records). */
 static void sync_stacks(struct session *s)
 {
