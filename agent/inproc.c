@@ -374,6 +374,8 @@ static int find_torch(struct dl_phdr_info *info, size_t size, void *data)
 	return 1;
 }
 
+#include "modcall.h"
+
 static int resolve(void)
 {
 	void *h = NULL;
@@ -401,6 +403,7 @@ static void pin_self(void)
 static void remove_callbacks(uint32_t state, const char *detail)
 {
 	enabled = 0;
+	mc_stop();
 	py_on = 0;
 	shapes_on = 0;
 	tbpf_inproc.shapes_on = 0;
@@ -455,6 +458,7 @@ static void start(void)
 	tbpf_inproc.drops = tbpf_inproc.unmatched = tbpf_inproc.overflow = 0;
 	tbpf_inproc.generation++;
 	py_start();
+	mc_start();
 	enabled = 1;
 	handles[0] = api.add_global(op);
 	handles[1] = api.add_global(user);
@@ -517,6 +521,7 @@ static void atfork_child(void)
 {
 	forked = 1;    /* no control thread here: ctl_lock may be stale */
 	enabled = 0;
+	mc_on = 0;     /* the GOT slot stays patched: mc_hook passes through */
 	registered = 0;
 	pidfd = -1;
 	memcpy((char *)tbpf_inproc.detail, "forked child: off", 18);
@@ -561,6 +566,7 @@ static void inproc_dtor(void)
 	fd = !exiting && registered ? pidfd : -1;
 	exiting = 1;
 	enabled = 0;
+	mc_on = 0;
 	pthread_mutex_unlock(&ctl_lock);
 	wait_drained(fd);
 }

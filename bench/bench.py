@@ -9,9 +9,14 @@ model code), R repetitions of
   baseline        the workload alone
   tbpf            the same with `tbpf --pid PID` attached (one row per
                   --exits mode asked for; default: tbpf's default mode)
-  tbpf --inproc   with --inproc: tbpf's in-process RecordFunction agent
-                  (docs/inproc.md) instead of uprobes
+  tbpf --inproc --no-python
+                  with --inproc: tbpf's in-process RecordFunction agent
+                  (docs/inproc.md) instead of uprobes, asked for what
+                  torch.profiler's default (no with_stack) records: the
+                  rows, no Python stacks, no layer tree
   torch.profiler  the same iterations inside torch.profiler
+  (--stacks: `tbpf --inproc` with Python stacks and the layer tree, its
+  JSON's "layers", against torch.profiler with_stack=True)
   (--shapes: each tbpf mode again with --record-shapes, and torch.profiler
   with record_shapes=True: the per-op cost of input shapes, issue 16)
 and with --memory (issue 17) also
@@ -87,6 +92,8 @@ def run_once(py, workload, iters, mode, args, tmp):
             cmd.append("--record-shapes")
         if "profile_memory" in mode:
             cmd.append("--torch-profile-memory")
+        if "with_stack" in mode:
+            cmd.append("--with-stack")
     wl_out = open(os.path.join(tmp, "wl.out"), "w+")
     wl_err = open(os.path.join(tmp, "wl.err"), "w+")
     wl = subprocess.Popen(cmd, stdout=wl_out, stderr=wl_err, stdin=subprocess.DEVNULL)
@@ -195,7 +202,11 @@ def main():
                    "more tbpf options (\"auto --no-python\"); "
                                                "default: tbpf's default mode only")
     p.add_argument("--inproc", action="store_true",
-                   help="also a `tbpf --inproc` row (in-process RecordFunction callbacks)")
+                   help="also a `tbpf --inproc --no-python` row (in-process RecordFunction callbacks; "
+                        "no Python stacks, as torch.profiler without with_stack)")
+    p.add_argument("--stacks", action="store_true",
+                   help="with --inproc: also `tbpf --inproc` with Python stacks and the layer tree, and "
+                        "torch.profiler with_stack=True")
     p.add_argument("--no-profiler", action="store_true", help="skip the torch.profiler rows")
     p.add_argument("--shapes", action="store_true",
                    help="input shapes too (issue 16): each tbpf mode again with --record-shapes, "
@@ -210,14 +221,19 @@ def main():
     pys = args.python or [x for x in (PY1, PY2) if os.path.exists(x)]
     tb_modes = ["tbpf --exits=%s" % m for m in args.exits.split(",") if m] or ["tbpf"]
     if args.inproc:
-        tb_modes.append("tbpf --inproc")
+        # --format json takes stacks and the layer tree; torch.profiler's
+        # default records neither: the fair row asks for none
+        tb_modes.append("tbpf --inproc --no-python")
+        if args.stacks:
+            tb_modes.append("tbpf --inproc")
     if not (os.path.exists(args.tbpf) and os.access(args.tbpf, os.X_OK)):
         print("bench: %s not built (run make): tbpf rows will read n/a" % args.tbpf, file=sys.stderr)
     if os.geteuid() != 0:
         print("bench: not root: tbpf rows will fail to attach (run with sudo)", file=sys.stderr)
     if args.shapes:
         tb_modes += [m + " --record-shapes" for m in tb_modes]
-    prof_modes = ["torch.profiler"] + (["torch.profiler record_shapes"] if args.shapes else [])
+    prof_modes = (["torch.profiler"] + (["torch.profiler record_shapes"] if args.shapes else []) +
+                  (["torch.profiler with_stack"] if args.stacks else []))
     modes = ["baseline"] + tb_modes + ([] if args.no_profiler else prof_modes)
     if args.memory:
         modes += ["tbpf --profile-memory"] + ([] if args.no_profiler else
