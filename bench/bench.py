@@ -208,6 +208,8 @@ def main():
                    help="with --inproc: also `tbpf --inproc` with Python stacks and the layer tree, and "
                         "torch.profiler with_stack=True")
     p.add_argument("--no-profiler", action="store_true", help="skip the torch.profiler rows")
+    p.add_argument("--no-uprobe", action="store_true",
+                   help="with --inproc: no uprobe-mode row (the --exits modes)")
     p.add_argument("--shapes", action="store_true",
                    help="input shapes too (issue 16): each tbpf mode again with --record-shapes, "
                         "torch.profiler again with record_shapes=True")
@@ -220,6 +222,8 @@ def main():
 
     pys = args.python or [x for x in (PY1, PY2) if os.path.exists(x)]
     tb_modes = ["tbpf --exits=%s" % m for m in args.exits.split(",") if m] or ["tbpf"]
+    if args.inproc and args.no_uprobe:
+        tb_modes = []
     if args.inproc:
         # --format json takes stacks and the layer tree; torch.profiler's
         # default records neither: the fair row asks for none

@@ -4,8 +4,8 @@
 # libtorch-dev for 1.13, the torch 2.x venv's torch/include): same size and
 # offsets, trivially copyable (passed in memory like the C struct), the
 # callback types the agent's functions stand for, NUM_SCOPES and
-# USER_SCOPE; and the three symbols the agent resolves exported by the
-# matching libtorch_cpu.  And --inproc --record-shapes' input layout for
+# USER_SCOPE; and the four symbols the agent resolves exported by the
+# matching libtorch_cpu (getTracingState's type too: agent/modcall.h).  And --inproc --record-shapes' input layout for
 # the tree's torch version (userspace/attach/inproc_layouts.h, picked by
 # TORCH_VERSION_MAJOR/MINOR): RecordFunction::inputs_, IValue's size, tag
 # offset and type, the Tag values of None/Tensor/Int/GenericList,
@@ -104,6 +104,12 @@ static_assert(IV.ti_numel_off == offsetof(c10::TensorImpl, numel_), "TensorImpl:
 static_assert(std::is_same<decltype(c10::TensorImpl::numel_), int64_t>::value, "numel_ is int64");
 static_assert(IV.ti_dtype_off == offsetof(c10::TensorImpl, data_type_), "TensorImpl::data_type_");
 static_assert(sizeof(caffe2::TypeMeta) == 2, "TypeMeta is its u16 index");
+// agent/modcall.h's hook stands for getTracingState as void *(void *):
+// no argument, a reference returned in rax (an sret return would pass too)
+#include <torch/csrc/jit/frontend/tracer.h>
+static_assert(std::is_same<decltype(&torch::jit::tracer::getTracingState),
+	      const std::shared_ptr<torch::jit::tracer::TracingState> &(*)()>::value,
+	      "getTracingState()");
 CPP
 fail=0
 for t in "${trees[@]}"; do
@@ -116,7 +122,7 @@ for t in "${trees[@]}"; do
 		echo "rf_layout: $inc: MISMATCH"; head -n 20 /tmp/rf_layout.err; fail=1
 	fi
 	for sym in _ZN2at17addGlobalCallbackENS_22RecordFunctionCallbackE _ZN2at14removeCallbackEm \
-		   _ZNK2at14RecordFunction4nameEv; do
+		   _ZNK2at14RecordFunction4nameEv _ZN5torch3jit6tracer15getTracingStateEv; do
 		nm -D --defined-only "$lib" | grep -q " T $sym\$" ||
 			{ echo "rf_layout: $lib does not export $sym"; fail=1; }
 	done
