@@ -126,6 +126,8 @@ def run_once(py, workload, iters, mode, args, tmp):
             raise RunError("%s printed no RESULT" % workload)
         kv = dict(x.split("=", 1) for x in m.group(0).split()[1:])
         res["us_per_iter"] = float(kv["seconds"]) / int(kv["iters"]) * 1e6
+        if "cpu_us_per_iter" in kv:   # the workload process's CPU time (all its threads)
+            res["cpu_us_per_iter"] = float(kv["cpu_us_per_iter"])
         if tb is not None:
             try:
                 rc = tb.wait(timeout=60)
@@ -274,6 +276,7 @@ def main():
                         errors.setdefault(m, str(e))
                         print("bench: %s: %s" % (m, e), file=sys.stderr)
             base = med([r["us_per_iter"] for r in results["baseline"]])
+            base_cpu = med([r.get("cpu_us_per_iter") for r in results["baseline"]])
             for m in modes:
                 rs = results[m]
                 t = med([r["us_per_iter"] for r in rs])
@@ -283,7 +286,11 @@ def main():
                        "t": t, "lo": lo, "hi": hi,
                        "slow": t / base if (t and base) else None,
                        "per_op": (t - base) / ops if (t and base and m != "baseline") else None,
+                       "per_op_cpu": None,
                        "err": errors.get(m) if not rs else None}
+                cpu = med([r.get("cpu_us_per_iter") for r in rs])
+                if cpu is not None and base_cpu is not None and m != "baseline":
+                    row["per_op_cpu"] = (cpu - base_cpu) / ops
                 if m.startswith("tbpf") and rs:
                     calls = med([r.get("calls") for r in rs])
                     row["tbpf_ops"] = calls / iters if calls else None
@@ -301,16 +308,17 @@ def main():
           "%s; kernel %s; %s, %d CPUs; %d repetitions per row, medians (min-max); "
           "time per iteration as measured by the workload." % (
               now, platform.release(), cpu_model(), os.cpu_count(), args.reps), "",
-          "| torch | workload | mode | us/iter | slowdown | per-op overhead (us) | ops/iter (profiler / tbpf) |",
-          "|---|---|---|---|---|---|---|"]
+          "| torch | workload | mode | us/iter | slowdown | per-op overhead (us) | per-op CPU (us) | ops/iter (profiler / tbpf) |",
+          "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["err"]:
-            md.append("| %s | %s | %s | n/a: %s | | | |" % (r["torch"], r["workload"], r["mode"],
+            md.append("| %s | %s | %s | n/a: %s | | | | |" % (r["torch"], r["workload"], r["mode"],
                                                           r["err"].replace("|", "/")[:120]))
             continue
-        md.append("| %s | %s | %s | %s (%s-%s) | %s | %s | %s / %s |" % (
+        md.append("| %s | %s | %s | %s (%s-%s) | %s | %s | %s | %s / %s |" % (
             r["torch"], r["workload"], r["mode"], fmt(r["t"]), fmt(r["lo"]), fmt(r["hi"]),
-            fmt(r["slow"], "%.2fx"), fmt(r["per_op"], "%.2f"), fmt(r["ops"], "%.0f"),
+            fmt(r["slow"], "%.2fx"), fmt(r["per_op"], "%.2f"), fmt(r["per_op_cpu"], "%.2f"),
+            fmt(r["ops"], "%.0f"),
             fmt(r.get("tbpf_ops"), "%.0f") if r["mode"].startswith("tbpf") else "-"))
     if attach_rows:
         md += ["", "| torch | workload | mode | attach (tbpf's report, ms) | start to attached (wall, ms) | probes |",
@@ -320,7 +328,9 @@ def main():
                                                          fmt(a["attach"]), fmt(a["wall"], "%.0f"),
                                                          fmt(a["probes"], "%.0f")))
     md += ["", "Per-op overhead = (us/iter - baseline us/iter) / ATen ops per iteration "
-           "(torch.profiler's count of aten:: calls at all nesting levels). torch.profiler rows "
+           "(torch.profiler's count of aten:: calls at all nesting levels); per-op CPU: the same from "
+           "the workload process's CPU time (steadier on a shared machine; tbpf's own reader, a "
+           "separate process, is not in it). torch.profiler rows "
            "run fewer iterations (its post-processing, excluded from the time, is slow) and "
            "exclude the time the profiler takes to stop."]
     if failures:
