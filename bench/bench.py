@@ -129,10 +129,10 @@ def run_once(py, workload, iters, mode, args, tmp):
         if "cpu_us_per_iter" in kv:   # the workload process's CPU time (all its threads)
             res["cpu_us_per_iter"] = float(kv["cpu_us_per_iter"])
         if tb is not None:
-            try:
-                rc = tb.wait(timeout=60)
-            except subprocess.TimeoutExpired:
+            rc, cpu = wait_rusage(tb, 60)
+            if rc is None:
                 raise RunError("tbpf did not exit within 60 s of its target")
+            res["tbpf_cpu_s"] = cpu
             if rc != 0:
                 raise RunError("tbpf exited %d: %s" % (rc, open(tb_err.name).read().strip()[-300:]))
             try:
@@ -149,6 +149,19 @@ def run_once(py, workload, iters, mode, args, tmp):
     finally:
         kill(wl)
         kill(tb)
+
+
+def wait_rusage(proc, timeout):
+    """Reap proc (a Popen) within timeout s: (exit status, its user + system
+    CPU seconds), (None, None) on timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, ru.ru_utime + ru.ru_stime
+        time.sleep(0.01)
+    return None, None
 
 
 def count_ops(py, workload):
@@ -295,10 +308,12 @@ def main():
                     calls = med([r.get("calls") for r in rs])
                     row["tbpf_ops"] = calls / iters if calls else None
                     row["dropped"] = max((r.get("dropped") or 0) for r in rs)
+                    row["tbpf_cpu"] = med([r.get("tbpf_cpu_s") for r in rs])
                     attach_rows.append({"torch": tv, "workload": workload, "mode": m,
                                         "attach": med([r.get("attach_ms") for r in rs]),
                                         "wall": med([r.get("attach_wall_ms") for r in rs]),
-                                        "probes": med([r.get("probes") for r in rs])})
+                                        "probes": med([r.get("probes") for r in rs]),
+                                        "cpu": row["tbpf_cpu"], "wl_s": t * iters / 1e6 if t else None})
                 if m.startswith("tbpf") and not rs:
                     failures.append("torch %s %s %s: %s" % (tv, workload, m, errors.get(m)))
                 rows.append(row)
@@ -321,12 +336,13 @@ def main():
             fmt(r["ops"], "%.0f"),
             fmt(r.get("tbpf_ops"), "%.0f") if r["mode"].startswith("tbpf") else "-"))
     if attach_rows:
-        md += ["", "| torch | workload | mode | attach (tbpf's report, ms) | start to attached (wall, ms) | probes |",
-               "|---|---|---|---|---|---|"]
+        md += ["", "| torch | workload | mode | attach (tbpf's report, ms) | start to attached (wall, ms) | probes "
+               "| tbpf's own CPU (s) / job's timed loop (s) |",
+               "|---|---|---|---|---|---|---|"]
         for a in attach_rows:
-            md.append("| %s | %s | %s | %s | %s | %s |" % (a["torch"], a["workload"], a["mode"],
-                                                         fmt(a["attach"]), fmt(a["wall"], "%.0f"),
-                                                         fmt(a["probes"], "%.0f")))
+            md.append("| %s | %s | %s | %s | %s | %s | %s / %s |" % (
+                a["torch"], a["workload"], a["mode"], fmt(a["attach"]), fmt(a["wall"], "%.0f"),
+                fmt(a["probes"], "%.0f"), fmt(a["cpu"], "%.2f"), fmt(a["wl_s"], "%.2f")))
     md += ["", "Per-op overhead = (us/iter - baseline us/iter) / ATen ops per iteration "
            "(torch.profiler's count of aten:: calls at all nesting levels); per-op CPU: the same from "
            "the workload process's CPU time (steadier on a shared machine; tbpf's own reader, a "
