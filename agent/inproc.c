@@ -69,8 +69,11 @@ static pthread_mutex_t name_lock = PTHREAD_MUTEX_INITIALIZER;
  * record_function named per step, the next new name spun forever.) */
 static uint32_t name_hashes[TBPF_INPROC_NAMES * 2];
 
+#define KNOWN_CACHE 64   /* per thread: hashes of names already published */
+
 struct thread_state {
 	uint32_t tid, depth;
+	uint32_t known[KNOWN_CACHE];
 	const void *open[TBPF_INPROC_STACK];
 	uint32_t hash[TBPF_INPROC_STACK];
 	PY_THREAD_FIELDS   /* Python stacks per open RecordFunction (pywalk.h) */
@@ -219,8 +222,11 @@ static inline uint32_t name_hash(const char *s)
 #include "inproc_shapes.h"
 
 /* ---- names: published before the first record that uses them ---------- */
-static void name_publish(uint32_t h, const char *s, uint8_t flags)
+/* 1 when the name is in the table (now or before), 0 when it is full. */
+static int name_publish(uint32_t h, const char *s, uint8_t flags)
 {
+	int ok = 1;
+
 	uint32_t mask = TBPF_INPROC_NAMES * 2 - 1, i = h & mask;
 
 	pthread_mutex_lock(&name_lock);
@@ -232,6 +238,7 @@ static void name_publish(uint32_t h, const char *s, uint8_t flags)
 		if (n >= TBPF_INPROC_NAMES) {
 			/* table full: this record's name is not published */
 			tbpf_inproc.names_lost++;
+			ok = 0;
 		} else {
 			struct tbpf_inproc_name *e = &tbpf_inproc_names[n];
 
@@ -244,18 +251,28 @@ static void name_publish(uint32_t h, const char *s, uint8_t flags)
 		}
 	}
 	pthread_mutex_unlock(&name_lock);
+	return ok;
 }
 
-static inline void name_known(uint32_t h, const char *s, uint8_t flags)
+/* Published names stay published: a thread that saw its hash in the
+ * table remembers it (t->known, direct-mapped) and skips the shared
+ * table's lookup next time; a name the full table refused is not
+ * remembered, so each of its records counts in names_lost. */
+static inline void name_known(struct thread_state *t, uint32_t h, const char *s, uint8_t flags)
 {
 	uint32_t mask = TBPF_INPROC_NAMES * 2 - 1, i = h & mask, v;
 
+	if (t->known[h & (KNOWN_CACHE - 1)] == h)
+		return;
 	while ((v = __atomic_load_n(&name_hashes[i], __ATOMIC_ACQUIRE))) {
-		if (v == h)
+		if (v == h) {
+			t->known[h & (KNOWN_CACHE - 1)] = h;
 			return;
+		}
 		i = (i + 1) & mask;
 	}
-	name_publish(h, s, flags);
+	if (name_publish(h, s, flags))
+		t->known[h & (KNOWN_CACHE - 1)] = h;
 }
 
 /* ---- the ring ------------------------------------------------------------ */
@@ -301,7 +318,7 @@ static inline void on_start(const void *rf, uint8_t flags)
 		t->tid = (uint32_t)syscall(SYS_gettid);
 	name = api.name(rf);
 	h = name_hash(name ? name : "");
-	name_known(h, name ? name : "", flags);
+	name_known(t, h, name ? name : "", flags);
 	if (shapes_on)
 		shape = shape_of(rf, h);
 	t->open[t->depth] = rf;
