@@ -70,6 +70,8 @@ static pthread_mutex_t name_lock = PTHREAD_MUTEX_INITIALIZER;
  * record_function named per step, the next new name spun forever.) */
 static uint32_t name_hashes[TBPF_INPROC_NAMES * 2];
 
+#define KNOWN_CACHE 64   /* per thread: hashes of names already published */
+
 struct thread_state {
 	uint32_t tid, depth;
 	uint32_t nbwd;          /* open backward-function scopes (seq_on) */
@@ -77,6 +79,7 @@ struct thread_state {
 	uint32_t seq_gen;       /* the START seq_any and seen_neg belong to */
 	int64_t last_seq;       /* of the last INPROC_SEQ_FWD written */
 	uint64_t torch_tid;     /* RecordFunction::threadId() of this thread */
+	uint32_t known[KNOWN_CACHE];
 	const void *open[TBPF_INPROC_STACK];
 	uint32_t hash[TBPF_INPROC_STACK];
 	PY_THREAD_FIELDS   /* Python stacks per open RecordFunction (pywalk.h) */
@@ -225,8 +228,11 @@ static inline uint32_t name_hash(const char *s)
 #include "inproc_shapes.h"
 
 /* ---- names: published before the first record that uses them ---------- */
-static void name_publish(uint32_t h, const char *s, uint8_t flags)
+/* 1 when the name is in the table (now or before), 0 when it is full. */
+static int name_publish(uint32_t h, const char *s, uint8_t flags)
 {
+	int ok = 1;
+
 	uint32_t mask = TBPF_INPROC_NAMES * 2 - 1, i = h & mask;
 
 	pthread_mutex_lock(&name_lock);
@@ -238,6 +244,7 @@ static void name_publish(uint32_t h, const char *s, uint8_t flags)
 		if (n >= TBPF_INPROC_NAMES) {
 			/* table full: this record's name is not published */
 			tbpf_inproc.names_lost++;
+			ok = 0;
 		} else {
 			struct tbpf_inproc_name *e = &tbpf_inproc_names[n];
 
@@ -250,18 +257,28 @@ static void name_publish(uint32_t h, const char *s, uint8_t flags)
 		}
 	}
 	pthread_mutex_unlock(&name_lock);
+	return ok;
 }
 
-static inline void name_known(uint32_t h, const char *s, uint8_t flags)
+/* Published names stay published: a thread that saw its hash in the
+ * table remembers it (t->known, direct-mapped) and skips the shared
+ * table's lookup next time; a name the full table refused is not
+ * remembered, so each of its records counts in names_lost. */
+static inline void name_known(struct thread_state *t, uint32_t h, const char *s, uint8_t flags)
 {
 	uint32_t mask = TBPF_INPROC_NAMES * 2 - 1, i = h & mask, v;
 
+	if (t->known[h & (KNOWN_CACHE - 1)] == h)
+		return;
 	while ((v = __atomic_load_n(&name_hashes[i], __ATOMIC_ACQUIRE))) {
-		if (v == h)
+		if (v == h) {
+			t->known[h & (KNOWN_CACHE - 1)] = h;
 			return;
+		}
 		i = (i + 1) & mask;
 	}
-	name_publish(h, s, flags);
+	if (name_publish(h, s, flags))
+		t->known[h & (KNOWN_CACHE - 1)] = h;
 }
 
 /* ---- the ring ------------------------------------------------------------ */
@@ -382,7 +399,7 @@ static inline void on_start(const void *rf, uint8_t flags, int bwd)
 		t->tid = (uint32_t)syscall(SYS_gettid);
 	name = api.name(rf);
 	h = name_hash(name ? name : "");
-	name_known(h, name ? name : "", flags);
+	name_known(t, h, name ? name : "", flags);
 	if (shapes_on)
 		shape = shape_of(rf, h);
 	t->open[t->depth] = rf;
@@ -479,6 +496,8 @@ static int find_torch(struct dl_phdr_info *info, size_t size, void *data)
 	return 1;
 }
 
+#include "modcall.h"
+
 static int resolve(void)
 {
 	void *h = NULL;
@@ -506,6 +525,7 @@ static void pin_self(void)
 static void remove_callbacks(uint32_t state, const char *detail)
 {
 	enabled = 0;
+	mc_stop();
 	py_on = 0;
 	shapes_on = 0;
 	tbpf_inproc.shapes_on = 0;
@@ -580,6 +600,7 @@ static void start(void)
 	tbpf_inproc.drops = tbpf_inproc.unmatched = tbpf_inproc.overflow = 0;
 	tbpf_inproc.generation++;
 	py_start();
+	mc_start();
 	enabled = 1;
 	handles[0] = api.add_global(op);
 	handles[1] = api.add_global(user);
@@ -645,6 +666,7 @@ static void atfork_child(void)
 {
 	forked = 1;    /* no control thread here: ctl_lock may be stale */
 	enabled = 0;
+	mc_on = 0;     /* the GOT slot stays patched: mc_hook passes through */
 	registered = 0;
 	pidfd = -1;
 	memcpy((char *)tbpf_inproc.detail, "forked child: off", 18);
@@ -689,6 +711,7 @@ static void inproc_dtor(void)
 	fd = !exiting && registered ? pidfd : -1;
 	exiting = 1;
 	enabled = 0;
+	mc_on = 0;
 	pthread_mutex_unlock(&ctl_lock);
 	wait_drained(fd);
 }

@@ -211,9 +211,10 @@ struct tbpf_pynode {
  * TBPF_INPROC_ID_BASE | hash (hash: agent/inproc.c name_hash(), 32 bits
  * of the name, an opaque id: names travel in the name table). */
 #define TBPF_INPROC_MAGIC 0x636f72706e696274ULL  /* "tbinproc" */
-#define TBPF_INPROC_VERSION 4   /* 2: shapes (record 32 bytes, shape table);
+#define TBPF_INPROC_VERSION 5   /* 2: shapes (record 32 bytes, shape table);
 				 * 3: records carry a Python stack id;
-				 * 4: sequence numbers (INPROC_SEQ, want_seq) */
+				 * 4: sequence numbers (INPROC_SEQ, want_seq);
+				 * 5: module calls counted in-process (INPROC_MODCALL) */
 #define TBPF_INPROC_ID_BASE 0x40000000u
 #define TBPF_INPROC_ID_MASK 0x3fffffffu
 #define TBPF_INPROC_SLOTS (1u << 18)     /* ring slots (6 MiB) */
@@ -232,7 +233,10 @@ struct tbpf_pynode {
  *   INPROC_SEQ_BWD  a backward-function scope (an autograd node): thread =
  *                   its forwardThreadId()
  * (torch.profiler's key for backward ops' stacks, model/bwstack.h) */
-enum tbpf_inproc_kind { INPROC_ENTER = 1, INPROC_EXIT = 2, INPROC_SEQ = 3 };
+enum tbpf_inproc_kind { INPROC_ENTER = 1, INPROC_EXIT = 2, INPROC_SEQ = 3, INPROC_MODCALL = 4 };
+/* INPROC_MODCALL (version 5): an nn.Module call counted by the agent's
+ * hook on libtorch_python's call of getTracingState (agent/modcall.h):
+ * stack = its _call_impl frame's stack id, hash and depth 0. */
 enum tbpf_inproc_flags { INPROC_USER_SCOPE = 1 };
 enum tbpf_inproc_seq_kind { INPROC_SEQ_FWD = 0, INPROC_SEQ_BWD = 1 };
 
@@ -817,6 +821,12 @@ struct tbpf_inproc_py {
 	__u64 stacks_lost;       /* (agent) new stacks the full table could not take */
 	__u64 bad_frames;        /* (agent) walks stopped at a frame that was not Python's */
 	char detail[64];         /* (agent) why not walking */
+	/* module calls (version 4): with want_modcalls (and `on`) the agent
+	 * counts nn.Module calls itself (INPROC_MODCALL records) instead of
+	 * tbpf's module-call uprobe */
+	__u32 want_modcalls;     /* (tbpf) count module calls from the next START */
+	__u32 modcalls;          /* (agent) 0 off, 1 counting, 2 refused (mc_detail) */
+	char mc_detail[64];      /* (agent) why not counting */
 };
 /* ==== END inproc Python stacks ========================================== */
 

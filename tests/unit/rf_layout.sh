@@ -4,8 +4,8 @@
 # libtorch-dev for 1.13, the torch 2.x venv's torch/include): same size and
 # offsets, trivially copyable (passed in memory like the C struct), the
 # callback types the agent's functions stand for, NUM_SCOPES and
-# USER_SCOPE; and the three symbols the agent resolves exported by the
-# matching libtorch_cpu.  And --inproc --record-shapes' input layout for
+# USER_SCOPE; and the four symbols the agent resolves exported by the
+# matching libtorch_cpu (getTracingState's type too: agent/modcall.h).  And --inproc --record-shapes' input layout for
 # the tree's torch version (userspace/attach/inproc_layouts.h, picked by
 # TORCH_VERSION_MAJOR/MINOR): RecordFunction::inputs_, IValue's size, tag
 # offset and type, the Tag values of None/Tensor/Int/GenericList,
@@ -120,6 +120,12 @@ static_assert(SQ.rf_tid_off == offsetof(at::RecordFunction, step_callbacks_) +
 	      offsetof(at::StepCallbacks, thread_id_), "step_callbacks_.thread_id_");
 static_assert(std::is_same<decltype(at::StepCallbacks::thread_id_), uint64_t>::value,
 	      "thread_id_ is uint64");
+// agent/modcall.h's hook stands for getTracingState as void *(void *):
+// no argument, a reference returned in rax (an sret return would pass too)
+#include <torch/csrc/jit/frontend/tracer.h>
+static_assert(std::is_same<decltype(&torch::jit::tracer::getTracingState),
+	      const std::shared_ptr<torch::jit::tracer::TracingState> &(*)()>::value,
+	      "getTracingState()");
 CPP
 fail=0
 for t in "${trees[@]}"; do
@@ -132,7 +138,7 @@ for t in "${trees[@]}"; do
 		echo "rf_layout: $inc: MISMATCH"; head -n 20 /tmp/rf_layout.err; fail=1
 	fi
 	for sym in _ZN2at17addGlobalCallbackENS_22RecordFunctionCallbackE _ZN2at14removeCallbackEm \
-		   _ZNK2at14RecordFunction4nameEv; do
+		   _ZNK2at14RecordFunction4nameEv _ZN5torch3jit6tracer15getTracingStateEv; do
 		nm -D --defined-only "$lib" | grep -q " T $sym\$" ||
 			{ echo "rf_layout: $lib does not export $sym"; fail=1; }
 	done

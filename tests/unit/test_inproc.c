@@ -191,6 +191,27 @@ static void to_rec_op(void **state)
 	assert_int_equal(o.stack_id, 0x89abcdefu);
 }
 
+/* An agent's module call (agent/modcall.h) as the uprobe mode's
+ * REC_MODCALL: the module-call row id and the module's stack id. */
+static void to_rec_modcall(void **state)
+{
+	struct tbpf_inproc_rec r = { .tid = 7, .ts_ns = 555, .kind = INPROC_MODCALL,
+				     .stack = 0x13572468u };
+	struct rec_op o;
+
+	memset(&o, 0xff, sizeof(o));
+	inproc_to_rec_modcall(&r, 31, &o);
+	assert_int_equal(o.h.type, REC_MODCALL);
+	assert_int_equal(o.h.size, sizeof(o));
+	assert_int_equal(o.h.tid, 7);
+	assert_int_equal(o.h.ts_ns, 555);
+	assert_int_equal(o.pid, 31);
+	assert_int_equal(o.op_id, TBPF_MODCALL_ID);
+	assert_int_equal(o.stack_id, 0x13572468u);
+	assert_int_equal(o.depth, 0);
+	assert_int_equal(o.flags, 0);
+}
+
 /* An agent's published stack as the BPF walker's REC_PYSTACK record:
  * the size counts only the frames it has; a bad count is clamped. */
 static void stack_to_rec(void **state)
@@ -232,6 +253,7 @@ int main(void)
 		cmocka_unit_test(committed),
 		cmocka_unit_test(to_rec_op),
 		cmocka_unit_test(stack_to_rec),
+		cmocka_unit_test(to_rec_modcall),
 	};
 	return cmocka_run_group_tests_name("inproc", tests, NULL, NULL);
 }

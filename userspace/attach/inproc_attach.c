@@ -351,12 +351,33 @@ int inproc_set_python(pid_t pid, const struct inproc_loc *loc, const struct tbpf
 	return err;
 }
 
+int inproc_set_modcalls(pid_t pid, const struct inproc_loc *loc, bool want)
+{
+	uint32_t w = want;
+
+	return remote_write(pid, PY_OFF(want_modcalls), &w, sizeof(w));
+}
+
+void inproc_to_rec_modcall(const struct tbpf_inproc_rec *r, uint32_t pid, struct rec_op *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->h.type = REC_MODCALL;
+	o->h.size = sizeof(*o);
+	o->h.tid = r->tid;
+	o->h.ts_ns = r->ts_ns;
+	o->pid = pid;
+	o->op_id = TBPF_MODCALL_ID;
+	o->stack_id = r->stack;
+}
+
 int inproc_read_py(pid_t pid, const struct inproc_loc *loc, struct tbpf_inproc_py *py)
 {
 	int err = remote_read(pid, loc->py, py, sizeof(*py));
 
-	if (!err)
+	if (!err) {
 		py->detail[sizeof(py->detail) - 1] = 0;
+		py->mc_detail[sizeof(py->mc_detail) - 1] = 0;
+	}
 	return err;
 }
 

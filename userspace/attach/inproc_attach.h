@@ -90,6 +90,11 @@ long inproc_drain(pid_t pid, const struct inproc_loc *loc, struct inproc_reader 
  * the agent's side (state, detail, counters). */
 int inproc_set_python(pid_t pid, const struct inproc_loc *loc, const struct tbpf_pyproc *pp,
 		      bool on);
+/* Ask the agent to count nn.Module calls itself from the next START
+ * (agent/modcall.h; with Python stacks on). */
+int inproc_set_modcalls(pid_t pid, const struct inproc_loc *loc, bool want);
+/* An INPROC_MODCALL slot as the uprobe mode's REC_MODCALL record. */
+void inproc_to_rec_modcall(const struct tbpf_inproc_rec *r, uint32_t pid, struct rec_op *o);
 int inproc_read_py(pid_t pid, const struct inproc_loc *loc, struct tbpf_inproc_py *py);
 /* Pure: a published stack as the BPF walker's REC_PYSTACK record. */
 void inproc_stack_to_rec(const struct tbpf_inproc_stack *e, uint32_t pid, struct rec_pystack *r);

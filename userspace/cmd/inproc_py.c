@@ -50,8 +50,17 @@ struct session *inproc_py_open(const struct live_opts *o, struct capture_writer 
 		fprintf(stderr, "tbpf: --inproc: no layer tree or Python stacks: %s\n",
 			why ? why : "cannot load the module-call probe");
 		free(why);
-		return NULL;
 	}
+	return s;
+}
+
+void inproc_py_add(struct session *s, const struct live_opts *o, bool probe)
+{
+	char *why = NULL;
+
+	if (!s)
+		return;
+	session_set_modcall_probe(s, probe);
 	for (size_t i = 0; i < o->sel.npids; i++) {
 		int err = session_add_target(s, o->sel.pids[i], &why);
 
@@ -62,7 +71,6 @@ struct session *inproc_py_open(const struct live_opts *o, struct capture_writer 
 			why = NULL;
 		}
 	}
-	return s;
 }
 
 int inproc_py_stack(void *session, const struct rec_pystack *r)

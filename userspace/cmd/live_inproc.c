@@ -147,14 +147,19 @@ static int check_torch(const struct live_opts *o, unsigned *layouts,
 struct sink {
 	struct capture_writer *cw;
 	struct model_feed *feed;
-	struct session *py;    /* the module-call probe, stacks named (inproc_py.h) */
+	struct session *py;    /* stacks named, module-call probe if needed (inproc_py.h) */
+	struct profile *prof;  /* the model's rows (no capture): module calls */
 };
 
 static int out_op(void *ctx, const struct rec_op *r)
 {
 	struct sink *k = ctx;
 
-	return k->cw ? capture_write_raw(k->cw, r, r->h.size) : model_feed_record(k->feed, &r->h);
+	if (k->cw)
+		return capture_write_raw(k->cw, r, r->h.size);
+	if (r->h.type == REC_MODCALL)   /* the agent's (agent/modcall.h) */
+		return profile_add_modcall(k->prof, r->pid, r->stack_id, 1);
+	return model_feed_record(k->feed, &r->h);
 }
 
 static int out_shape(void *ctx, uint64_t id, const struct tbpf_shape *sh)
@@ -450,6 +455,7 @@ int live_inproc_run(const struct live_opts *o)
 		rc = TBPF_EXIT_ERROR;
 		goto out;
 	}
+	k.prof = &model.prof;
 	if (inproc_py_wanted(o) && (k.py = inproc_py_open(o, k.cw, k.cw ? NULL : &model.prof))) {
 		out.stack = out_stack;
 		/* torch.profiler's stacks of backward ops (model/bwstack.h) */
@@ -482,6 +488,15 @@ int live_inproc_run(const struct live_opts *o)
 			inproc_session_stop(s);
 			goto out;
 		}
+	}
+	/* the targets into the stacks' session once the agents said whether
+	 * they count module calls themselves (then no module-call uprobe) */
+	if (k.py) {
+		bool agent_mc = inproc_session_modcalls(s);
+
+		inproc_py_add(k.py, o, !agent_mc);
+		if (!agent_mc)
+			inproc_session_drop_modcalls(s);
 	}
 	t_mono = clock_ns(CLOCK_MONOTONIC);
 	t_att = t_mono - t0;

@@ -38,6 +38,7 @@ struct inproc_session {
 	struct bwstack *bw;     /* out.derive: backward ops' stacks */
 	struct { uint32_t pid; struct bwstack_derived d; } *pend;   /* to derive */
 	size_t npend, cappend;
+	bool mc_drop;           /* module calls come from the uprobe: agents' ignored */
 };
 
 struct inproc_session *inproc_session_new(const struct inproc_out *out)
@@ -140,6 +141,12 @@ static int on_rec(void *ctx, const struct tbpf_inproc_rec *r)
 
 	if (r->kind == INPROC_SEQ && s->bw)
 		on_seq(s, r);
+	if (r->kind == INPROC_MODCALL) {
+		if (s->mc_drop || !s->out.stack)
+			return 0;
+		inproc_to_rec_modcall(r, (uint32_t)s->cur_pid, &o);
+		return s->out.op(s->out.ctx, &o);
+	}
 	if (r->kind != INPROC_ENTER && r->kind != INPROC_EXIT)
 		return 0;
 	s->tot.records++;
@@ -217,6 +224,7 @@ static int setup_python(struct inproc_session *s, struct inproc_target *t)
 	struct tbpf_pyproc pp;
 	char *pwhy = NULL;
 	bool on = false;
+	int err;
 
 	memset(&pp, 0, sizeof(pp));
 	if (s->out.stack) {
@@ -226,7 +234,13 @@ static int setup_python(struct inproc_session *s, struct inproc_target *t)
 					"is unaffected\n", t->pid, pwhy ? pwhy : "unsupported interpreter");
 		free(pwhy);
 	}
-	return inproc_set_python(t->pid, &t->loc, &pp, on);
+	err = inproc_set_python(t->pid, &t->loc, &pp, on);
+	/* the layer tree's forward counts: the agent's hook (no trap per
+	 * module call) unless TBPF_INPROC_MODCALL_UPROBE asks for the uprobe */
+	if (!err)
+		err = inproc_set_modcalls(t->pid, &t->loc,
+					  on && !getenv("TBPF_INPROC_MODCALL_UPROBE"));
+	return err;
 }
 
 static void check_python(struct inproc_session *s, struct inproc_target *t)
@@ -236,6 +250,9 @@ static void check_python(struct inproc_session *s, struct inproc_target *t)
 	if (t->py.state == 2)
 		fprintf(stderr, "tbpf: pid %d: no Python stacks or layers (the in-process agent: "
 				"%s); the op table is unaffected\n", t->pid, t->py.detail);
+	else if (t->py.modcalls == 2)
+		fprintf(stderr, "tbpf: pid %d: module calls counted with a uprobe (the in-process "
+				"agent: %s)\n", t->pid, t->py.mc_detail);
 }
 
 int inproc_session_add(struct inproc_session *s, pid_t pid, const char *agent_path,
@@ -425,4 +442,17 @@ void inproc_session_free(struct inproc_session *s)
 uint64_t inproc_session_stacks(const struct inproc_session *s)
 {
 	return s->new_stacks;
+}
+
+bool inproc_session_modcalls(const struct inproc_session *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->t[i].py.modcalls != 1)
+			return false;
+	return s->n > 0;
+}
+
+void inproc_session_drop_modcalls(struct inproc_session *s)
+{
+	s->mc_drop = true;
 }

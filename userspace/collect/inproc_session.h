@@ -75,6 +75,11 @@ void inproc_session_totals(const struct inproc_session *s, struct inproc_totals 
 /* Python stacks handed to out.stack so far (a poll that found new ones
  * polls again soon: they are named while the target lives). */
 uint64_t inproc_session_stacks(const struct inproc_session *s);
+/* Whether every target's agent counts nn.Module calls itself (REC_MODCALL
+ * records to out.op): then no module-call uprobe is needed. */
+bool inproc_session_modcalls(const struct inproc_session *s);
+/* Module calls come from the uprobe after all: ignore the agents'. */
+void inproc_session_drop_modcalls(struct inproc_session *s);
 void inproc_session_free(struct inproc_session *s);
 
 #endif

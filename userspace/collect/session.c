@@ -948,6 +948,9 @@ static int attach_modcalls(struct session *s, struct tgt *tg, char **why)
 	err = filter_add_pid(s, tg->t.pid, why);
 	if (err || !tg->ps)
 		return err;
+	tg->info.exits = "in-process";
+	if (s->cfg.modcalls_no_probe)
+		return 0;
 	if (!h->host_path || !h->modcall_off) {
 		fprintf(stderr, "tbpf: warning: pid %d: no torch::jit::tracer::getTracingState in "
 				"libtorch: the layer tree has no forward counts\n", tg->t.pid);
@@ -957,8 +960,12 @@ static int attach_modcalls(struct session *s, struct tgt *tg, char **why)
 				&h->modcall_off, &zero, 1, false, tg->t.pid, s->multi);
 	if (err)
 		*why = strf("cannot attach the module-call probe: %s", strerror(-err));
-	tg->info.exits = "in-process";
 	return err;
+}
+
+void session_set_modcall_probe(struct session *s, bool on)
+{
+	s->cfg.modcalls_no_probe = !on;
 }
 
 int session_add_target(struct session *s, pid_t pid, char **why)

@@ -79,6 +79,9 @@ struct session_config {
 	 * offsets and the module-call probe only (forward counts; the ops
 	 * come from the in-process agent), no op discovery */
 	bool modcalls_only;
+	/* with modcalls_only: no module-call uprobe either (the in-process
+	 * agent counts them): the session only names Python stacks */
+	bool modcalls_no_probe;
 };
 
 struct mem_model;
@@ -99,6 +102,9 @@ struct session;
  * -EOPNOTSUPP the kernel lacks a feature, -EIO anything else. */
 struct session *session_open(const struct session_config *cfg, char **why, int *err);
 /* 0, or -errno with *why. */
+/* modcalls_only sessions: whether targets added from now on get the
+ * module-call uprobe (cfg.modcalls_no_probe). */
+void session_set_modcall_probe(struct session *s, bool on);
 int session_add_target(struct session *s, pid_t pid, char **why);
 /* tbpf run (issue 13): stop only_pid where its dynamic linker has mapped
  * libtorch_cpu, before code in it runs (bpf/runhold.bpf.h).  0 or -errno
