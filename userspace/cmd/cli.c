@@ -388,9 +388,6 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 	if (o.inproc && (start || !o.sel.npids))   /* issue 19 */
 		return usage_error("%s", start ? "--inproc attaches to running processes: use --pid"
 					       : "--inproc needs --pid");
-	if (o.inproc && (o.steps.sched.set || o.steps.tensorboard))   /* not yet */
-		return usage_error("%s", "--inproc does not cut the run into steps yet: no --steps, "
-					 "--schedule or --tensorboard (use the uprobe mode)");
 	if (o.inproc && (o.inject || o.redispatch))
 		return usage_error("%s", "--inproc records RecordFunctions only: no --inject or "
 					 "--redispatch");

@@ -11,7 +11,7 @@ bool inproc_py_wanted(const struct live_opts *o)
 {
 	const char *f = o->format ? o->format : "table";
 
-	return o->python && (o->record || strcmp(f, "table"));
+	return o->python && (o->record || o->steps.tensorboard || strcmp(f, "table"));
 }
 
 /* Module calls straight into the rows (table, json, tree: no capture). */

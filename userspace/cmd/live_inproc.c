@@ -19,8 +19,10 @@
 #include "inproc_session.h"
 #include "live.h"
 #include "live_inproc.h"
+#include "live_steps.h"
 #include "model.h"
 #include "session.h"
+#include "steps.h"
 #include "report.h"
 #include "torchver.h"
 #include "tree.h"
@@ -141,12 +143,15 @@ struct sink {
 	struct capture_writer *cw;
 	struct model_feed *feed;
 	struct session *py;    /* the module-call probe, stacks named (inproc_py.h) */
+	struct steps_watch *sw; /* --steps / --schedule: boundaries as they come */
 };
 
 static int out_op(void *ctx, const struct rec_op *r)
 {
 	struct sink *k = ctx;
 
+	if (k->sw)   /* out of memory: stops at --duration only, as the uprobe mode */
+		steps_watch_feed(k->sw, &r->h, r->h.size);
 	return k->cw ? capture_write_raw(k->cw, r, r->h.size) : model_feed_record(k->feed, &r->h);
 }
 
@@ -163,6 +168,8 @@ static int out_name(void *ctx, uint32_t op_id, const char *name)
 {
 	struct sink *k = ctx;
 
+	if (k->sw)
+		steps_watch_name(k->sw, op_id, name);
 	return k->cw ? capture_write_op(k->cw, op_id, name, "")
 		     : model_feed_name(k->feed, op_id, name, "");
 }
@@ -178,7 +185,9 @@ static bool wants_capture(const struct live_opts *o)
 {
 	const char *f = o->format ? o->format : "table";
 
-	return o->record || (strcmp(f, "table") && strcmp(f, "json") && strcmp(f, "tree"));
+	if (o->record || o->steps.tensorboard || o->steps.sched.set)
+		return true;
+	return strcmp(f, "table") && strcmp(f, "json") && strcmp(f, "tree");
 }
 
 static int exit_of_add(int err)
@@ -224,8 +233,29 @@ static void write_meta(struct capture_writer *cw, const struct live_opts *o,
 	}
 }
 
+/* --steps / --schedule: every live target has shown the boundaries its
+ * last cycle needs (as the uprobe mode's steps_done). */
+static bool steps_done(const struct live_opts *o, struct inproc_session *s,
+		       const struct steps_watch *w)
+{
+	uint64_t need = steps_bounds_needed(&o->steps.sched);
+	size_t alive = 0;
+
+	if (!w || !need)
+		return false;
+	for (size_t i = 0; i < o->sel.npids; i++) {
+		if (!inproc_session_live(s, o->sel.pids[i]))
+			continue;
+		alive++;
+		if (steps_watch_count(w, (uint32_t)o->sel.pids[i]) < need)
+			return false;
+	}
+	return alive > 0;
+}
+
 static const char *poll_loop(const struct live_opts *o, struct inproc_session *s,
-			     struct session *py, uint64_t t0, int *err)
+			     struct session *py, const struct steps_watch *sw, uint64_t t0,
+			     int *err)
 {
 	uint64_t seen = 0;
 
@@ -242,6 +272,8 @@ static const char *poll_loop(const struct live_opts *o, struct inproc_session *s
 			return o->sel.npids > 1 ? "targets exited" : "target exited";
 		if (stop_sig)
 			return "signal";
+		if (steps_done(o, s, sw))
+			return "steps";
 		if (o->duration_ns && clock_ns(CLOCK_MONOTONIC) - t0 >= o->duration_ns)
 			return "duration";
 		/* new Python stacks are named by reading the target's objects:
@@ -332,19 +364,30 @@ static int render(const struct live_opts *o, const char *path, const struct tbpf
 				.filter = o->layer_filter };
 	struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
 				  .by_overload = o->by_overload, .by_shape = o->by_shape,
-				  .with_flops = o->with_flops, .tree = &to };
+				  .with_flops = o->with_flops, .step_label = o->steps.label,
+				  .tree = &to };
 	const char *fmt = o->format ? o->format : "table";
 	bool tree = !strcmp(fmt, "tree");
+	bool aggregated = tree || !strcmp(fmt, "table") || !strcmp(fmt, "json");
 	char *emsg = NULL;
 	FILE *out;
 	int err;
 
-	if (o->record && !o->format) {
-		fprintf(stderr, "tbpf: capture written to %s\n", path);
+	if ((o->record || o->steps.tensorboard) && !o->format) {
+		if (o->record)
+			fprintf(stderr, "tbpf: capture written to %s\n", path);
 		return TBPF_EXIT_OK;
 	}
+	/* --steps / --schedule: the active steps, from the capture, by the
+	 * uprobe mode's code (live_steps.c); chrome: the first active cycle */
+	if (o->steps.sched.set && aggregated)
+		return live_render_steps(o, &eo, fmt, path);
+	if (o->steps.sched.set)
+		eo.step_window = steps_cycle(&o->steps.sched, 0, &eo.step_first, &eo.step_count);
 	if (path) {
+		live_query_devices(&eo);
 		err = export_capture(path, fmt, o->out, &eo, &emsg);
+		free((void *)eo.devprops);
 	} else if (tree && !m->tree) {
 		fprintf(stderr, "tbpf: no layer tree: Python stacks were not available\n");
 		return TBPF_EXIT_ERROR;
@@ -368,6 +411,20 @@ static int render(const struct live_opts *o, const char *path, const struct tbpf
 		fprintf(stderr, "tbpf: output failed: %s\n", emsg ? emsg : strerror(-err));
 	free(emsg);
 	return err ? TBPF_EXIT_ERROR : TBPF_EXIT_OK;
+}
+
+/* --schedule: say so when the run stopped before its steps were seen. */
+static void warn_steps_unseen(const struct live_opts *o, const struct steps_watch *sw,
+			      const char *why)
+{
+	if (!o->steps.sched.set || !steps_bounds_needed(&o->steps.sched) || !why ||
+	    !strcmp(why, "steps"))
+		return;
+	fprintf(stderr, "tbpf: stopped (%s) before the scheduled steps were seen: %zu step "
+			"boundaries (%s) in pid %d, %llu needed\n", why,
+		steps_watch_count(sw, (uint32_t)o->sel.pids[0]),
+		o->steps.label ? o->steps.label : STEPS_DEFAULT_LABEL, o->sel.pids[0],
+		(unsigned long long)steps_bounds_needed(&o->steps.sched));
 }
 
 static char *capture_path(const struct live_opts *o, bool *tmp)
@@ -398,10 +455,12 @@ int live_inproc_run(const struct live_opts *o)
 	struct inproc_session *s = NULL;
 	struct tbpf_model model;
 	struct capture_run run;
+	struct steps_watch sw = { .label = o->steps.label };   /* issue 18 */
+	struct live_dist ld = { .n = 0 };
 	char *agent = NULL, *path = NULL, *why = NULL;
 	bool tmp = false;
 	uint64_t t0, t_att, t_mono;
-	const char *stop_why;
+	const char *stop_why = NULL;
 	int rc, err = 0;
 
 	model_init(&model);
@@ -430,6 +489,8 @@ int live_inproc_run(const struct live_opts *o)
 		rc = TBPF_EXIT_ERROR;
 		goto out;
 	}
+	if (o->steps.sched.set)
+		k.sw = &sw;
 	if (inproc_py_wanted(o) && (k.py = inproc_py_open(o, k.cw, k.cw ? NULL : &model.prof)))
 		out.stack = out_stack;
 	if (!(s = inproc_session_new(&out))) {
@@ -461,6 +522,9 @@ int live_inproc_run(const struct live_opts *o)
 	}
 	t_mono = clock_ns(CLOCK_MONOTONIC);
 	t_att = t_mono - t0;
+	sw.after_ns = t_mono;   /* steps from the attached line on, as steps_from_capture */
+	for (size_t i = 0; i < o->sel.npids; i++)
+		live_dist_add(&ld, o->sel.pids[i]);
 	run = run_info(o, t_mono, clock_ns(CLOCK_REALTIME), pids, host, sizeof(host), shapes);
 	if (k.cw)
 		write_meta(k.cw, o, &run);
@@ -471,7 +535,7 @@ int live_inproc_run(const struct live_opts *o)
 		fprintf(stderr, "tbpf: attached in-process RecordFunction callbacks to %zu "
 				"processes in %.1f ms; Ctrl-C to stop\n", o->sel.npids, t_att / 1e6);
 	err = 0;
-	stop_why = poll_loop(o, s, k.py, t_mono, &err);
+	stop_why = poll_loop(o, s, k.py, k.sw, t_mono, &err);
 	inproc_session_stop(s);
 	inproc_py_stop(k.py);
 	if (err)
@@ -483,6 +547,9 @@ int live_inproc_run(const struct live_opts *o)
 		fprintf(stderr, "tbpf: building the layer tree failed: %s\n", strerror(-err));
 	if (!rc)
 		rc = render(o, path, &model);
+	warn_steps_unseen(o, &sw, stop_why);
+	if (!rc && o->steps.tensorboard)
+		rc = live_tensorboard(o, path, &ld);
 out:
 	inproc_py_close(k.py);
 	if (k.cw)
@@ -494,5 +561,6 @@ out:
 		unlink(path);
 	free(path);
 	free(agent);
+	steps_watch_free(&sw);
 	return rc;
 }

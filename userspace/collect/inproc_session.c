@@ -351,3 +351,11 @@ uint64_t inproc_session_stacks(const struct inproc_session *s)
 {
 	return s->new_stacks;
 }
+
+bool inproc_session_live(const struct inproc_session *s, pid_t pid)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->t[i].pid == pid)
+			return s->t[i].live;
+	return false;
+}

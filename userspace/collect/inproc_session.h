@@ -61,6 +61,8 @@ void inproc_session_totals(const struct inproc_session *s, struct inproc_totals 
 /* Python stacks handed to out.stack so far (a poll that found new ones
  * polls again soon: they are named while the target lives). */
 uint64_t inproc_session_stacks(const struct inproc_session *s);
+/* Whether pid is a target still alive (as of the last poll). */
+bool inproc_session_live(const struct inproc_session *s, pid_t pid);
 void inproc_session_free(struct inproc_session *s);
 
 #endif
