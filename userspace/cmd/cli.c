@@ -385,9 +385,8 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 	if (o.inject && (start || !o.sel.npids))   /* issue 6 */
 		return usage_error("%s", start ? "tbpf run loads the CUPTI agent itself: no --inject"
 					       : "--inject needs --pid");
-	if (o.inproc && (start || !o.sel.npids))   /* issue 19 */
-		return usage_error("%s", start ? "--inproc attaches to running processes: use --pid"
-					       : "--inproc needs --pid");
+	if (o.inproc && !start && !o.sel.npids)   /* issue 19 */
+		return usage_error("%s", "--inproc needs --pid (or tbpf run --inproc -- CMD)");
 	if (o.inproc && (o.inject || o.redispatch))
 		return usage_error("%s", "--inproc records RecordFunctions only: no --inject or "
 					 "--redispatch");
@@ -401,7 +400,9 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 		o.wait_torch = true;
 		o.release = run_release;
 		o.release_ctx = start_ctx;
-		o.gpu_run = true;   /* issue 6: attach to the agent the driver loads */
+		/* issue 6: attach to the agent the driver loads; --inproc has
+		 * no device times (run_main does not name the CUPTI agent) */
+		o.gpu_run = !o.inproc;
 	}
 	/* -o x.tbpf without --format: record only */
 	if (o.out && !o.format) {
@@ -422,12 +423,13 @@ struct run_ctx {
 	char **cmd;
 	struct run_child child;
 	bool started;
+	bool no_cuda_agent;   /* --inproc: no CUDA_INJECTION64_PATH (nothing would read it) */
 };
 
 static pid_t run_start(void *vctx)
 {
 	struct run_ctx *r = vctx;
-	char *agent = run_agent_path();
+	char *agent = r->no_cuda_agent ? NULL : run_agent_path();
 	int err;
 
 	err = run_child_start(r->cmd, agent, &r->child);
@@ -465,6 +467,8 @@ static int run_main(int argc, char **argv)
 		return usage_error("%s", "usage: tbpf run [options] -- command [args...]");
 	r.cmd = argv + dash + 1;
 	argv[dash] = NULL;
+	for (int i = 1; i < dash; i++)
+		r.no_cuda_agent |= !strcmp(argv[i], "--inproc");
 	rc = live_main(dash, argv, run_start, &r);
 	if (!r.started)
 		return rc;

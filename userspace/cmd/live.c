@@ -412,9 +412,17 @@ static bool proc_gone(pid_t pid)
 static int attach_when_torch(struct session *s, const struct live_opts *o, pid_t pid,
 			     uint64_t *t0, char **why)
 {
-	bool held = !session_hold_torch(s, why);
+	bool held;
 	unsigned tick = 0;
 	int err = -EINTR;
+
+	if (o->run_stopped) {   /* issue 19: stopped there by tbpf run --inproc's hold */
+		*t0 = clock_ns(CLOCK_MONOTONIC);
+		err = session_add_target(s, pid, why);
+		kill(pid, SIGCONT);
+		return err;
+	}
+	held = !session_hold_torch(s, why);
 
 	if (!held) {
 		fprintf(stderr, "tbpf: warning: %s; counting starts up to 20 ms after the command "
@@ -725,7 +733,7 @@ static struct session_config session_config_of(const struct live_opts *o)
 		.verbose = o->verbose,
 		.gpu_agent = o->inject ? GPU_AGENT_INJECT : o->gpu_run ? GPU_AGENT_RUN : GPU_AGENT_OFF,
 		.inject_flags = o->inject_force ? INJECT_FORCE : 0,
-		.run_hold = o->wait_torch,
+		.run_hold = o->wait_torch && !o->run_stopped,
 		.cuda_only_ok = true,       /* issue 18: plain CUDA programs */
 		.shapes = o->record_shapes,
 		.memory = o->memory,
@@ -766,7 +774,24 @@ static void warn_steps_unseen(const struct live_opts *o, struct session *s,
 		(unsigned long long)steps_bounds_needed(&o->steps.sched));
 }
 
+static int live_run_uprobes(const struct live_opts *o);
+
 int live_run(const struct live_opts *o)
+{
+	struct live_opts fo;
+	int rc;
+
+	if (!o->inproc)
+		return live_run_uprobes(o);
+	rc = live_inproc_run(o);   /* issue 19 */
+	if (rc != LIVE_INPROC_FALLBACK)
+		return rc;
+	fo = *o;
+	fo.run_stopped = o->wait_torch;   /* tbpf run: held where it mapped libtorch */
+	return live_run_uprobes(&fo);
+}
+
+static int live_run_uprobes(const struct live_opts *o)
 {
 	struct session_config cfg = session_config_of(o);
 	struct mem_model mm;
@@ -787,11 +812,6 @@ int live_run(const struct live_opts *o)
 	int rc = TBPF_EXIT_OK, err, code;
 	uint32_t mode = 0;
 
-	if (o->inproc) {   /* issue 19 */
-		rc = live_inproc_run(o);
-		if (rc != LIVE_INPROC_FALLBACK)
-			return rc;
-	}
 	if (cfg.record && !(capture_path = capture_path_of(o, &capture_tmp))) {
 		free(agent_path);
 		return TBPF_EXIT_ERROR;

@@ -20,6 +20,7 @@
 #include "live.h"
 #include "live_inproc.h"
 #include "live_steps.h"
+#include "run_inproc.h"
 #include "model.h"
 #include "session.h"
 #include "steps.h"
@@ -456,6 +457,8 @@ int live_inproc_run(const struct live_opts *o)
 	struct tbpf_model model;
 	struct capture_run run;
 	struct steps_watch sw = { .label = o->steps.label };   /* issue 18 */
+	struct session *hold = NULL;   /* tbpf run --inproc: holds the command */
+	pid_t held = 0;                /* its thread at the first op, under ptrace */
 	struct live_dist ld = { .n = 0 };
 	char *agent = NULL, *path = NULL, *why = NULL;
 	bool tmp = false;
@@ -464,12 +467,33 @@ int live_inproc_run(const struct live_opts *o)
 	int rc, err = 0;
 
 	model_init(&model);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	/* tbpf run --inproc: the command stops where it maps libtorch (its
+	 * version is known there), then at its first op (run_inproc.c) */
+	if (o->wait_torch && (rc = run_inproc_hold_torch(o, &stop_sig, &hold)))
+		return rc;
 	rc = check_torch(o, layouts, ivs);
+	if (rc == LIVE_INPROC_FALLBACK)
+		run_inproc_hand_over(hold);   /* stopped: the uprobe mode attaches there */
+	if (rc && rc != LIVE_INPROC_FALLBACK)
+		run_inproc_release(hold);
 	if (rc)
 		return rc;
+	if (hold && (rc = run_inproc_hold_first_op(o, hold, &stop_sig))) {
+		run_inproc_release(hold);
+		return rc == RUN_INPROC_NONE ? TBPF_EXIT_OK : rc;
+	}
 	if (!(agent = inproc_agent_path())) {
 		fprintf(stderr, "tbpf: %s not found (set TBPF_INPROC_PATH)\n", INPROC_LIB_NAME);
+		run_inproc_release(hold);
 		return TBPF_EXIT_ERROR;
+	}
+	if (hold && (rc = run_inproc_load(o, hold, agent, &held))) {
+		run_inproc_release(hold);
+		free(agent);
+		return rc;
 	}
 	if (wants_capture(o)) {
 		if (!(path = capture_path(o, &tmp))) {
@@ -498,9 +522,6 @@ int live_inproc_run(const struct live_opts *o)
 		rc = TBPF_EXIT_ERROR;
 		goto out;
 	}
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	for (size_t i = 0; i < o->sel.npids; i++) {
 		bool on = false;
@@ -528,6 +549,10 @@ int live_inproc_run(const struct live_opts *o)
 	run = run_info(o, t_mono, clock_ns(CLOCK_REALTIME), pids, host, sizeof(host), shapes);
 	if (k.cw)
 		write_meta(k.cw, o, &run);
+	run_inproc_go(held);   /* the command runs on, its first op recorded */
+	run_inproc_release(hold);
+	hold = NULL;
+	held = 0;
 	if (o->sel.npids == 1)
 		fprintf(stderr, "tbpf: attached in-process RecordFunction callbacks to pid %d in "
 				"%.1f ms; Ctrl-C to stop\n", o->sel.pids[0], t_att / 1e6);
@@ -551,6 +576,8 @@ int live_inproc_run(const struct live_opts *o)
 	if (!rc && o->steps.tensorboard)
 		rc = live_tensorboard(o, path, &ld);
 out:
+	run_inproc_go(held);   /* an error before the start: it runs on */
+	run_inproc_release(hold);
 	inproc_py_close(k.py);
 	if (k.cw)
 		capture_writer_close(k.cw);
