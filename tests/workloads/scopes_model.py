@@ -201,6 +201,9 @@ def main():
                    help="run the counted iterations under torch.profiler, print JSON")
     p.add_argument("--first", action="store_true",
                    help="the job from the first op on, no warm-up, no go signal")
+    p.add_argument("--trace", metavar="PREFIX",
+                   help="with --profile: export_chrome_trace of each thread's "
+                        "profiler to PREFIX.N.json")
     add_common_args(p)
     args = p.parse_args()
     torch.set_num_threads(args.intra_threads)
@@ -222,6 +225,8 @@ def main():
                 with profile_cpu() as prof:
                     w.run()
                 out["r"] = rows_of(prof)
+                if args.trace:
+                    prof.export_chrome_trace("%s.%d.json" % (args.trace, w.idx))
 
             t = threading.Thread(target=body, name="model%d" % w.idx)
             t.start()
