@@ -663,8 +663,11 @@ enum tbpf_pend_kind {
 #define TBPF_GEN_SLOTS 4096
 
 /* `tbpf run` holds the command once libtorch_cpu is mapped (runhold.bpf.h):
- * bss run_hold goes ARMED (user space) -> MAPPED -> STOPPED (BPF). */
-enum tbpf_run_hold { RUN_HOLD_OFF, RUN_HOLD_ARMED, RUN_HOLD_MAPPED, RUN_HOLD_STOPPED };
+ * bss run_hold goes ARMED (user space) -> MAPPED -> STOPPED (BPF).
+ * `tbpf run --inproc` (issue 19) then sets FIRSTOP and continues it: the
+ * next stop (STOPPED) is its first RecordFunction check. */
+enum tbpf_run_hold { RUN_HOLD_OFF, RUN_HOLD_ARMED, RUN_HOLD_MAPPED, RUN_HOLD_STOPPED,
+		     RUN_HOLD_FIRSTOP };
 
 struct tbpf_opkey {
 	__u32 pid;

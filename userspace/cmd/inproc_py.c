@@ -13,7 +13,7 @@ bool inproc_py_wanted(const struct live_opts *o)
 {
 	const char *f = o->format ? o->format : "table";
 
-	return o->python && (o->record || o->stack_n || strcmp(f, "table"));
+	return o->python && (o->record || o->stack_n || o->steps.tensorboard || strcmp(f, "table"));
 }
 
 /* Module calls straight into the rows (table, json, tree: no capture). */

@@ -19,8 +19,11 @@
 #include "inproc_session.h"
 #include "live.h"
 #include "live_inproc.h"
+#include "live_steps.h"
+#include "run_inproc.h"
 #include "model.h"
 #include "session.h"
+#include "steps.h"
 #include "report.h"
 #include "torchver.h"
 #include "tree.h"
@@ -149,12 +152,15 @@ struct sink {
 	struct model_feed *feed;
 	struct session *py;    /* stacks named, module-call probe if needed (inproc_py.h) */
 	struct profile *prof;  /* the model's rows (no capture): module calls */
+	struct steps_watch *sw; /* --steps / --schedule: boundaries as they come */
 };
 
 static int out_op(void *ctx, const struct rec_op *r)
 {
 	struct sink *k = ctx;
 
+	if (k->sw)   /* out of memory: stops at --duration only, as the uprobe mode */
+		steps_watch_feed(k->sw, &r->h, r->h.size);
 	if (k->cw)
 		return capture_write_raw(k->cw, r, r->h.size);
 	if (r->h.type == REC_MODCALL)   /* the agent's (agent/modcall.h) */
@@ -175,6 +181,8 @@ static int out_name(void *ctx, uint32_t op_id, const char *name)
 {
 	struct sink *k = ctx;
 
+	if (k->sw)
+		steps_watch_name(k->sw, op_id, name);
 	return k->cw ? capture_write_op(k->cw, op_id, name, "")
 		     : model_feed_name(k->feed, op_id, name, "");
 }
@@ -197,7 +205,9 @@ static bool wants_capture(const struct live_opts *o)
 {
 	const char *f = o->format ? o->format : "table";
 
-	return o->record || (strcmp(f, "table") && strcmp(f, "json") && strcmp(f, "tree"));
+	if (o->record || o->steps.tensorboard || o->steps.sched.set)
+		return true;
+	return strcmp(f, "table") && strcmp(f, "json") && strcmp(f, "tree");
 }
 
 static int exit_of_add(int err)
@@ -243,8 +253,29 @@ static void write_meta(struct capture_writer *cw, const struct live_opts *o,
 	}
 }
 
+/* --steps / --schedule: every live target has shown the boundaries its
+ * last cycle needs (as the uprobe mode's steps_done). */
+static bool steps_done(const struct live_opts *o, struct inproc_session *s,
+		       const struct steps_watch *w)
+{
+	uint64_t need = steps_bounds_needed(&o->steps.sched);
+	size_t alive = 0;
+
+	if (!w || !need)
+		return false;
+	for (size_t i = 0; i < o->sel.npids; i++) {
+		if (!inproc_session_live(s, o->sel.pids[i]))
+			continue;
+		alive++;
+		if (steps_watch_count(w, (uint32_t)o->sel.pids[i]) < need)
+			return false;
+	}
+	return alive > 0;
+}
+
 static const char *poll_loop(const struct live_opts *o, struct inproc_session *s,
-			     struct session *py, uint64_t t0, int *err)
+			     struct session *py, const struct steps_watch *sw, uint64_t t0,
+			     int *err)
 {
 	uint64_t seen = 0;
 
@@ -261,6 +292,8 @@ static const char *poll_loop(const struct live_opts *o, struct inproc_session *s
 			return o->sel.npids > 1 ? "targets exited" : "target exited";
 		if (stop_sig)
 			return "signal";
+		if (steps_done(o, s, sw))
+			return "steps";
 		if (o->duration_ns && clock_ns(CLOCK_MONOTONIC) - t0 >= o->duration_ns)
 			return "duration";
 		/* new Python stacks are named by reading the target's objects:
@@ -356,19 +389,30 @@ static int render(const struct live_opts *o, const char *path, const struct tbpf
 				.filter = o->layer_filter };
 	struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
 				  .by_overload = o->by_overload, .by_shape = o->by_shape,
-				  .with_flops = o->with_flops, .stack_n = o->stack_n, .tree = &to };
+				  .with_flops = o->with_flops, .stack_n = o->stack_n,
+				  .step_label = o->steps.label, .tree = &to };
 	const char *fmt = o->format ? o->format : "table";
 	bool tree = !strcmp(fmt, "tree");
+	bool aggregated = tree || !strcmp(fmt, "table") || !strcmp(fmt, "json");
 	char *emsg = NULL;
 	FILE *out;
 	int err;
 
-	if (o->record && !o->format) {
-		fprintf(stderr, "tbpf: capture written to %s\n", path);
+	if ((o->record || o->steps.tensorboard) && !o->format) {
+		if (o->record)
+			fprintf(stderr, "tbpf: capture written to %s\n", path);
 		return TBPF_EXIT_OK;
 	}
+	/* --steps / --schedule: the active steps, from the capture, by the
+	 * uprobe mode's code (live_steps.c); chrome: the first active cycle */
+	if (o->steps.sched.set && aggregated)
+		return live_render_steps(o, &eo, fmt, path);
+	if (o->steps.sched.set)
+		eo.step_window = steps_cycle(&o->steps.sched, 0, &eo.step_first, &eo.step_count);
 	if (path) {
+		live_query_devices(&eo);
 		err = export_capture(path, fmt, o->out, &eo, &emsg);
+		free((void *)eo.devprops);
 	} else if (tree && !m->tree) {
 		fprintf(stderr, "tbpf: no layer tree: Python stacks were not available\n");
 		return TBPF_EXIT_ERROR;
@@ -392,6 +436,20 @@ static int render(const struct live_opts *o, const char *path, const struct tbpf
 		fprintf(stderr, "tbpf: output failed: %s\n", emsg ? emsg : strerror(-err));
 	free(emsg);
 	return err ? TBPF_EXIT_ERROR : TBPF_EXIT_OK;
+}
+
+/* --schedule: say so when the run stopped before its steps were seen. */
+static void warn_steps_unseen(const struct live_opts *o, const struct steps_watch *sw,
+			      const char *why)
+{
+	if (!o->steps.sched.set || !steps_bounds_needed(&o->steps.sched) || !why ||
+	    !strcmp(why, "steps"))
+		return;
+	fprintf(stderr, "tbpf: stopped (%s) before the scheduled steps were seen: %zu step "
+			"boundaries (%s) in pid %d, %llu needed\n", why,
+		steps_watch_count(sw, (uint32_t)o->sel.pids[0]),
+		o->steps.label ? o->steps.label : STEPS_DEFAULT_LABEL, o->sel.pids[0],
+		(unsigned long long)steps_bounds_needed(&o->steps.sched));
 }
 
 static char *capture_path(const struct live_opts *o, bool *tmp)
@@ -423,19 +481,44 @@ int live_inproc_run(const struct live_opts *o)
 	struct inproc_session *s = NULL;
 	struct tbpf_model model;
 	struct capture_run run;
+	struct steps_watch sw = { .label = o->steps.label };   /* issue 18 */
+	struct session *hold = NULL;   /* tbpf run --inproc: holds the command */
+	pid_t held = 0;                /* its thread at the first op, under ptrace */
+	struct live_dist ld = { .n = 0 };
 	char *agent = NULL, *path = NULL, *why = NULL;
 	bool tmp = false;
 	uint64_t t0, t_att, t_mono;
-	const char *stop_why;
+	const char *stop_why = NULL;
 	int rc, err = 0;
 
 	model_init(&model);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	/* tbpf run --inproc: the command stops where it maps libtorch (its
+	 * version is known there), then at its first op (run_inproc.c) */
+	if (o->wait_torch && (rc = run_inproc_hold_torch(o, &stop_sig, &hold)))
+		return rc;
 	rc = check_torch(o, layouts, ivs, sls);
+	if (rc == LIVE_INPROC_FALLBACK)
+		run_inproc_hand_over(hold);   /* stopped: the uprobe mode attaches there */
+	if (rc && rc != LIVE_INPROC_FALLBACK)
+		run_inproc_release(hold);
 	if (rc)
 		return rc;
+	if (hold && (rc = run_inproc_hold_first_op(o, hold, &stop_sig))) {
+		run_inproc_release(hold);
+		return rc == RUN_INPROC_NONE ? TBPF_EXIT_OK : rc;
+	}
 	if (!(agent = inproc_agent_path())) {
 		fprintf(stderr, "tbpf: %s not found (set TBPF_INPROC_PATH)\n", INPROC_LIB_NAME);
+		run_inproc_release(hold);
 		return TBPF_EXIT_ERROR;
+	}
+	if (hold && (rc = run_inproc_load(o, hold, agent, &held))) {
+		run_inproc_release(hold);
+		free(agent);
+		return rc;
 	}
 	if (wants_capture(o)) {
 		if (!(path = capture_path(o, &tmp))) {
@@ -456,6 +539,8 @@ int live_inproc_run(const struct live_opts *o)
 		goto out;
 	}
 	k.prof = &model.prof;
+	if (o->steps.sched.set)
+		k.sw = &sw;
 	if (inproc_py_wanted(o) && (k.py = inproc_py_open(o, k.cw, k.cw ? NULL : &model.prof))) {
 		out.stack = out_stack;
 		/* torch.profiler's stacks of backward ops (model/bwstack.h) */
@@ -467,9 +552,6 @@ int live_inproc_run(const struct live_opts *o)
 		rc = TBPF_EXIT_ERROR;
 		goto out;
 	}
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	for (size_t i = 0; i < o->sel.npids; i++) {
 		bool on = false, seq_on = false;
@@ -500,9 +582,16 @@ int live_inproc_run(const struct live_opts *o)
 	}
 	t_mono = clock_ns(CLOCK_MONOTONIC);
 	t_att = t_mono - t0;
+	sw.after_ns = t_mono;   /* steps from the attached line on, as steps_from_capture */
+	for (size_t i = 0; i < o->sel.npids; i++)
+		live_dist_add(&ld, o->sel.pids[i]);
 	run = run_info(o, t_mono, clock_ns(CLOCK_REALTIME), pids, host, sizeof(host), shapes);
 	if (k.cw)
 		write_meta(k.cw, o, &run);
+	run_inproc_go(held);   /* the command runs on, its first op recorded */
+	run_inproc_release(hold);
+	hold = NULL;
+	held = 0;
 	if (o->sel.npids == 1)
 		fprintf(stderr, "tbpf: attached in-process RecordFunction callbacks to pid %d in "
 				"%.1f ms; Ctrl-C to stop\n", o->sel.pids[0], t_att / 1e6);
@@ -510,7 +599,7 @@ int live_inproc_run(const struct live_opts *o)
 		fprintf(stderr, "tbpf: attached in-process RecordFunction callbacks to %zu "
 				"processes in %.1f ms; Ctrl-C to stop\n", o->sel.npids, t_att / 1e6);
 	err = 0;
-	stop_why = poll_loop(o, s, k.py, t_mono, &err);
+	stop_why = poll_loop(o, s, k.py, k.sw, t_mono, &err);
 	inproc_session_stop(s);
 	inproc_py_stop(k.py);
 	if (err)
@@ -526,7 +615,12 @@ int live_inproc_run(const struct live_opts *o)
 		fprintf(stderr, "tbpf: --group-by-stack: %s\n", strerror(-err));
 	if (!rc)
 		rc = render(o, path, &model);
+	warn_steps_unseen(o, &sw, stop_why);
+	if (!rc && o->steps.tensorboard)
+		rc = live_tensorboard(o, path, &ld);
 out:
+	run_inproc_go(held);   /* an error before the start: it runs on */
+	run_inproc_release(hold);
 	inproc_py_close(k.py);
 	if (k.cw)
 		capture_writer_close(k.cw);
@@ -537,5 +631,6 @@ out:
 		unlink(path);
 	free(path);
 	free(agent);
+	steps_watch_free(&sw);
 	return rc;
 }

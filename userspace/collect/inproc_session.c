@@ -456,3 +456,11 @@ void inproc_session_drop_modcalls(struct inproc_session *s)
 {
 	s->mc_drop = true;
 }
+
+bool inproc_session_live(const struct inproc_session *s, pid_t pid)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->t[i].pid == pid)
+			return s->t[i].live;
+	return false;
+}

@@ -80,6 +80,8 @@ uint64_t inproc_session_stacks(const struct inproc_session *s);
 bool inproc_session_modcalls(const struct inproc_session *s);
 /* Module calls come from the uprobe after all: ignore the agents'. */
 void inproc_session_drop_modcalls(struct inproc_session *s);
+/* Whether pid is a target still alive (as of the last poll). */
+bool inproc_session_live(const struct inproc_session *s, pid_t pid);
 void inproc_session_free(struct inproc_session *s);
 
 #endif

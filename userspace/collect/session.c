@@ -98,6 +98,7 @@ struct session {
 	struct infer_sampler sampler;   /* bounds inferred exits (issue 19) */
 	unsigned scans;             /* session_scan calls: later finds are announced */
 	struct uprobe_set hold;     /* tbpf run: _dl_debug_state in the loader */
+	struct uprobe_set hold_op;  /* tbpf run --inproc: the first RecordFunction check */
 	struct bpf_link *hold_mmap; /* tbpf run: tp_btf/sys_enter (mmap) */
 	int shapes_ok;              /* -1 not checked yet, 0 layout not verified, 1 ok */
 	bool hold_upgrade;          /* the hold waits for libtorch_cpu in a CUDA-only target */
@@ -289,6 +290,7 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 	s->skel->rodata->hist_on = !cfg->no_hist;
 	bpf_program__set_autoload(s->skel->progs.tbpf_run_mmap, cfg->run_hold);
 	bpf_program__set_autoload(s->skel->progs.tbpf_run_dlstate, cfg->run_hold);
+	bpf_program__set_autoload(s->skel->progs.tbpf_run_firstop, cfg->run_hold);
 	if (cfg->ring_size)
 		bpf_map__set_max_entries(s->skel->maps.events, (uint32_t)ring_size_round(cfg->ring_size));
 	if (s->multi) {
@@ -1133,15 +1135,78 @@ bool session_hold_rearm(struct session *s)
 	return true;
 }
 
-void session_hold_release(struct session *s)
+static void hold_detach(struct session *s)
 {
 	s->hold_upgrade = false;
-	if (s->skel->bss->run_hold == RUN_HOLD_STOPPED)
-		kill(s->cfg.only_pid, SIGCONT);
 	s->skel->bss->run_hold = RUN_HOLD_OFF;
+	uprobe_set_close(&s->hold);
+	uprobe_set_close(&s->hold_op);
+	bpf_link__destroy(s->hold_mmap);
+	s->hold_mmap = NULL;
+}
+
+void session_hold_release(struct session *s)
+{
+	bool stopped = s->skel->bss->run_hold == RUN_HOLD_STOPPED;
+
+	hold_detach(s);
+	if (stopped)
+		kill(s->cfg.only_pid, SIGCONT);
+}
+
+pid_t session_hold_tid(struct session *s)
+{
+	return (pid_t)s->skel->bss->run_hold_tid;
+}
+
+void session_hold_keep(struct session *s)
+{
+	hold_detach(s);
+}
+
+/* The RecordFunction checks of libtorch_cpu (runhold.bpf.h). */
+static const char *const first_op_syms[] = {
+	"_ZN2at27getStepCallbacksUnlessEmptyENS_11RecordScopeE",
+	"_ZN2at16getStepCallbacksENS_11RecordScopeE",
+};
+
+int session_hold_first_op(struct session *s, const char *libtorch_cpu, char **why)
+{
+	uint64_t off[2], cookie[2] = { 0, 0 };
+	struct elf_file *ef = NULL;
+	struct elf_sym sym;
+	int err;
+
+	*why = NULL;
+	if (s->skel->bss->run_hold != RUN_HOLD_STOPPED || s->hold_op.nprobes)
+		return -EINVAL;
+	err = elf_file_open(libtorch_cpu, &ef);
+	for (size_t i = 0; !err && i < 2; i++) {
+		err = elf_file_find_sym(ef, first_op_syms[i], &sym);
+		if (!err && (!sym.defined || !sym.file_off))
+			err = -ENOENT;
+		off[i] = sym.file_off;
+		if (err)
+			*why = strf("%s has no %s", libtorch_cpu, first_op_syms[i]);
+	}
+	if (ef)
+		elf_file_close(ef);
+	if (!err)
+		err = uprobe_set_attach(&s->hold_op, s->skel->progs.tbpf_run_firstop, libtorch_cpu,
+					off, cookie, 2, false, s->cfg.only_pid, s->multi);
+	if (err) {
+		if (!*why)
+			*why = strf("cannot hold the command at its first op (%s): %s", libtorch_cpu,
+				    strerror(-err));
+		return err;
+	}
+	/* the loader's hold is done: only the first op stops it now */
 	uprobe_set_close(&s->hold);
 	bpf_link__destroy(s->hold_mmap);
 	s->hold_mmap = NULL;
+	s->skel->bss->run_hold = RUN_HOLD_FIRSTOP;
+	kill(s->cfg.only_pid, SIGCONT);
+	return 0;
 }
 
 static bool skip_known(struct session *s, pid_t pid)

@@ -114,6 +114,17 @@ int session_hold_torch(struct session *s, char **why);
 bool session_torch_held(struct session *s);
 /* Hold links off; a process stopped by it is continued. */
 void session_hold_release(struct session *s);
+/* Hold links off; a process stopped by it stays stopped (tbpf run
+ * --inproc hands it to the uprobe mode, which continues it). */
+void session_hold_keep(struct session *s);
+/* tbpf run --inproc (issue 19): the process stopped where it mapped
+ * libtorch_cpu (session_torch_held); hold it again at its first
+ * RecordFunction check (at::getStepCallbacks[UnlessEmpty] of
+ * libtorch_cpu, the mapped file) and continue it.  session_torch_held
+ * turns true at that stop.  0, or -errno with *why (it stays stopped). */
+int session_hold_first_op(struct session *s, const char *libtorch_cpu, char **why);
+/* The thread that stopped at that first op. */
+pid_t session_hold_tid(struct session *s);
 /* After session_add_target took the held process as CUDA-only (it mapped
  * libcudart first): hold again where it maps libtorch_cpu and continue it;
  * session_poll adds the op probes at that stop.  False (nothing done)
