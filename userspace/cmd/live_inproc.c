@@ -304,7 +304,14 @@ static const char *poll_loop(const struct live_opts *o, struct inproc_session *s
 			usleep(POLL_FAST_US);
 			continue;
 		}
-		usleep(POLL_MS * 1000);
+		/* wait on the module-call session's ring, not a plain sleep: a
+		 * new module-call stack (a model's first call) wakes tbpf at
+		 * once, so its module tree is walked while the model lives,
+		 * not up to 20 ms later, after a short job has freed it */
+		if (py)
+			session_poll(py, POLL_MS);
+		else
+			usleep(POLL_MS * 1000);
 	}
 }
 

@@ -203,11 +203,16 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct session *s = ctx;
+	const struct rec_pystack *st;
 
 	s->records++;
-	if (s->cfg.python && size >= sizeof(struct rec_pystack) &&
-	    ((struct rec_hdr *)data)->type == REC_PYSTACK)
-		stack_seen(s, data);   /* named before the raw record is written */
+	/* named before the raw record is written.  A stack record carries
+	 * only its own frames: it was tested against the full struct's size
+	 * here, so every stack shallower than TBPF_MAX_PYFRAMES was dropped
+	 * and named only by the next map sweep (sync_stacks, every second
+	 * poll: 100-200 ms later), after a short job had freed its model */
+	if (s->cfg.python && (st = capture_pystack_of(data, size)))
+		stack_seen(s, st);
 	if (s->cfg.cw && capture_write_raw(s->cfg.cw, data, size))
 		s->record_errors++;
 	if (s->cfg.cuda)
