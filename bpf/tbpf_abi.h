@@ -212,8 +212,9 @@ struct tbpf_pynode {
  * TBPF_INPROC_ID_BASE | hash (hash: agent/inproc.c name_hash(), 32 bits
  * of the name, an opaque id: names travel in the name table). */
 #define TBPF_INPROC_MAGIC 0x636f72706e696274ULL  /* "tbinproc" */
-#define TBPF_INPROC_VERSION 3   /* 2: shapes (record 32 bytes, shape table);
-				 * 3: records carry a Python stack id */
+#define TBPF_INPROC_VERSION 4   /* 2: shapes (record 32 bytes, shape table);
+				 * 3: records carry a Python stack id;
+				 * 4: sequence numbers (INPROC_SEQ, want_seq) */
 #define TBPF_INPROC_ID_BASE 0x40000000u
 #define TBPF_INPROC_ID_MASK 0x3fffffffu
 #define TBPF_INPROC_SLOTS (1u << 18)     /* ring slots (6 MiB) */
@@ -222,8 +223,19 @@ struct tbpf_pynode {
 #define TBPF_INPROC_STACK 64             /* RecordFunctions open per thread */
 #define TBPF_INPROC_SHAPES 8192          /* shape lists (struct tbpf_shape) kept */
 
-enum tbpf_inproc_kind { INPROC_ENTER = 1, INPROC_EXIT = 2 };
+/* INPROC_SEQ (--group-by-stack, want_seq): about the ENTER that follows
+ * it on the same thread: ts_ns holds the RecordFunction's sequence number
+ * (int64, -1 none), hash the low and shape the high 32 bits of a torch
+ * thread id, flags enum tbpf_inproc_seq_kind:
+ *   INPROC_SEQ_FWD  the first RecordFunction of this sequence number on
+ *                   this thread outside a backward-function scope: thread =
+ *                   its RecordFunction::threadId(), stack = its stack
+ *   INPROC_SEQ_BWD  a backward-function scope (an autograd node): thread =
+ *                   its forwardThreadId()
+ * (torch.profiler's key for backward ops' stacks, model/bwstack.h) */
+enum tbpf_inproc_kind { INPROC_ENTER = 1, INPROC_EXIT = 2, INPROC_SEQ = 3 };
 enum tbpf_inproc_flags { INPROC_USER_SCOPE = 1 };
+enum tbpf_inproc_seq_kind { INPROC_SEQ_FWD = 0, INPROC_SEQ_BWD = 1 };
 
 struct tbpf_inproc_rec {
 	__u32 stamp;      /* ring index + 1 (low 32 bits): written last */
@@ -279,6 +291,16 @@ struct tbpf_inproc_ivlayout {
 	__u8 pad[6];
 };
 
+/* Where a RecordFunction keeps its sequence number and thread ids, for
+ * one torch version (--group-by-stack; inproc_layouts.h, checked by
+ * tests/unit/rf_layout.sh).  Offsets in bytes from the RecordFunction. */
+struct tbpf_inproc_seqlayout {
+	__u16 rf_seq_off;      /* sequence_nr_ (int64) */
+	__u16 rf_fwd_tid_off;  /* fwd_thread_id_ (uint64) */
+	__u16 rf_tid_off;      /* step_callbacks_.thread_id_ (uint64, threadId()) */
+	__u16 pad;
+};
+
 /* The agent's exported `tbpf_inproc` (process_vm_readv/writev). */
 struct tbpf_inproc_ctl {
 	__u64 magic;          /* TBPF_INPROC_MAGIC (agent) */
@@ -315,6 +337,12 @@ struct tbpf_inproc_ctl {
 	__u32 nshapes_used;   /* (agent) shape lists published */
 	__u64 shapes_lost;    /* (agent) calls whose shape list the full table could not take */
 	__u64 shapes_bad;     /* (agent) tensors whose sizes did not multiply to numel */
+	/* --group-by-stack (version 4): tbpf writes want_seq and sl before
+	 * START; the agent then registers a third callback for the
+	 * backward-function scope and writes INPROC_SEQ slots */
+	__u32 want_seq;
+	__u32 seq_on;         /* (agent) 1 while callbacks write INPROC_SEQ */
+	struct tbpf_inproc_seqlayout sl;
 };
 /* ==== END inproc ========================================================= */
 

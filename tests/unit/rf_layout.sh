@@ -11,7 +11,9 @@
 # offset and type, the Tag values of None/Tensor/Int/GenericList,
 # ListImpl::list, TensorImpl's sizes_and_strides_ (size_ first, the inline
 # sizes or out-of-line pointer after it), numel_ and data_type_; a tree
-# whose version has no entry there fails.  A tree that is absent is
+# whose version has no entry there fails.  And --inproc --group-by-stack's
+# RecordFunction::sequence_nr_, fwd_thread_id_, step_callbacks_.thread_id_
+# (INPROC_SEQ_*) and RecordScope::BACKWARD_FUNCTION.  A tree that is absent is
 # reported, not checked.
 set -u
 cd "$(dirname "$0")/../.."
@@ -72,8 +74,10 @@ extern "C" {
 }
 #if TORCH_VERSION_MAJOR == 1 && TORCH_VERSION_MINOR == 13
 constexpr tbpf_inproc_ivlayout IV = INPROC_IV_T1_13;
+constexpr tbpf_inproc_seqlayout SQ = INPROC_SEQ_T1_13;
 #elif TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR == 8
 constexpr tbpf_inproc_ivlayout IV = INPROC_IV_T2_8;
+constexpr tbpf_inproc_seqlayout SQ = INPROC_SEQ_T2_8;
 #else
 #error "no inproc_layouts.h entry for this torch version"
 #endif
@@ -104,6 +108,18 @@ static_assert(IV.ti_numel_off == offsetof(c10::TensorImpl, numel_), "TensorImpl:
 static_assert(std::is_same<decltype(c10::TensorImpl::numel_), int64_t>::value, "numel_ is int64");
 static_assert(IV.ti_dtype_off == offsetof(c10::TensorImpl, data_type_), "TensorImpl::data_type_");
 static_assert(sizeof(caffe2::TypeMeta) == 2, "TypeMeta is its u16 index");
+/* --inproc --group-by-stack: sequence number and thread ids */
+static_assert((int)at::RecordScope::BACKWARD_FUNCTION == RF_BACKWARD_SCOPE, "BACKWARD_FUNCTION");
+static_assert(SQ.rf_seq_off == offsetof(at::RecordFunction, sequence_nr_), "sequence_nr_");
+static_assert(std::is_same<decltype(at::RecordFunction::sequence_nr_), int64_t>::value,
+	      "sequence_nr_ is int64");
+static_assert(SQ.rf_fwd_tid_off == offsetof(at::RecordFunction, fwd_thread_id_), "fwd_thread_id_");
+static_assert(std::is_same<decltype(at::RecordFunction::fwd_thread_id_), uint64_t>::value,
+	      "fwd_thread_id_ is uint64");
+static_assert(SQ.rf_tid_off == offsetof(at::RecordFunction, step_callbacks_) +
+	      offsetof(at::StepCallbacks, thread_id_), "step_callbacks_.thread_id_");
+static_assert(std::is_same<decltype(at::StepCallbacks::thread_id_), uint64_t>::value,
+	      "thread_id_ is uint64");
 CPP
 fail=0
 for t in "${trees[@]}"; do

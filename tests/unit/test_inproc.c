@@ -105,6 +105,23 @@ static void ivlayouts(void **state)
 	assert_null(inproc_ivlayout_for(NULL));
 }
 
+/* --group-by-stack's sequence number and thread ids per version (checked
+ * against their headers by rf_layout.sh) */
+static void seqlayouts(void **state)
+{
+	const struct tbpf_inproc_seqlayout *a = inproc_seqlayout_for("1.13.0a0");
+	const struct tbpf_inproc_seqlayout *b = inproc_seqlayout_for("2.8.0+cpu");
+
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(a->rf_seq_off, 200);
+	assert_int_equal(a->rf_fwd_tid_off, 248);
+	assert_int_equal(b->rf_fwd_tid_off, 304);   /* 2.x: kwinputs_ before it */
+	assert_int_equal(b->rf_tid_off, 88);
+	assert_null(inproc_seqlayout_for("2.7.1"));
+	assert_null(inproc_seqlayout_for(NULL));
+}
+
 /* an ENTER slot with a shape: the uprobe mode's REC_OP_ENTER + shape id,
  * ids distinct per process and table entry */
 static void to_rec_op_shape(void **state)
@@ -210,7 +227,7 @@ int main(void)
 		cmocka_unit_test(soname),
 		cmocka_unit_test(pkg_dir),
 		cmocka_unit_test(layouts),
-		cmocka_unit_test(ivlayouts),
+		cmocka_unit_test(ivlayouts), cmocka_unit_test(seqlayouts),
 		cmocka_unit_test(to_rec_op_shape),
 		cmocka_unit_test(committed),
 		cmocka_unit_test(to_rec_op),

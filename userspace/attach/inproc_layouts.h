@@ -24,4 +24,10 @@
 	.list_vec_off = 16, .ti_sizes_off = 64, .ti_numel_off = 160, .ti_dtype_off = 168, \
 	.tag_none = 0, .tag_tensor = 1, .tag_int = 5, .tag_list = 13 }
 
+/* Where a RecordFunction keeps sequence_nr_, fwd_thread_id_ and
+ * step_callbacks_.thread_id_ (--inproc --group-by-stack: backward ops'
+ * stacks, model/bwstack.h); checked by rf_layout.sh with offsetof. */
+#define INPROC_SEQ_T1_13 { .rf_seq_off = 200, .rf_fwd_tid_off = 248, .rf_tid_off = 88 }
+#define INPROC_SEQ_T2_8 { .rf_seq_off = 200, .rf_fwd_tid_off = 304, .rf_tid_off = 88 }
+
 #endif

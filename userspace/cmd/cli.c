@@ -60,7 +60,9 @@ static const char usage_text[] =
 "      --with-flops       a FLOPs column (torch.profiler's with_flops formulas)\n"
 "      --group-by-stack N table, json: one row per (op, N innermost Python\n"
 "                         frames), a Source Location column as torch.profiler's\n"
-"                         key_averages(group_by_stack_n=N) with with_stack=True\n"
+"                         key_averages(group_by_stack_n=N) with with_stack=True;\n"
+"                         with --inproc, backward ops get their forward op's\n"
+"                         stack as in torch.profiler\n"
 "      --metric M         folded, pprof: self_cpu_time_total (default) or count\n"
 "                         (op calls), as torch.profiler's export_stacks(metric=)\n"
 "      --ops              tree: list the ops under each layer\n"
@@ -131,6 +133,7 @@ static const char usage_text[] =
 "  sudo tbpf --pid 1234 --duration 10s --inproc   # in-process callbacks\n"
 "  sudo tbpf --pid 1234 --duration 10s --inproc --format tree   # layers, in-process\n"
 "  sudo tbpf --pid 1234 --duration 10s --inproc --group-by-input-shape --with-flops\n"
+"  sudo tbpf --pid 1234 --duration 10s --inproc --group-by-stack 5   # backward too\n"
 "  sudo tbpf --pid 1234 --duration 10s -o run.tbpf\n"
 "  sudo tbpf --pid 1234 --steps 5 --tensorboard runs/job  # tensorboard --logdir runs\n"
 "  sudo tbpf --pid 1234 --schedule wait=1,warmup=1,active=3,repeat=2 --tensorboard runs/job\n"
@@ -379,9 +382,9 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 	rc = live_parse(argc, argv, &o);
 	if (rc != LIVE_GO_ON)
 		return rc;
-	if (o.stack_n && (!o.python || o.inproc))   /* issue 16 */
+	if (o.stack_n && !o.python)   /* issue 16 */
 		return usage_error("%s", "--group-by-stack needs Python stacks (not with "
-				   "--no-python or --inproc)");
+				   "--no-python)");
 	if (o.inject && (start || !o.sel.npids))   /* issue 6 */
 		return usage_error("%s", start ? "tbpf run loads the CUPTI agent itself: no --inject"
 					       : "--inject needs --pid");

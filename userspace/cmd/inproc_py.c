@@ -6,12 +6,14 @@
 #include "inproc_py.h"
 #include "session.h"
 #include "profile.h"
+#include "srcloc.h"
+#include "bwstack.h"
 
 bool inproc_py_wanted(const struct live_opts *o)
 {
 	const char *f = o->format ? o->format : "table";
 
-	return o->python && (o->record || strcmp(f, "table"));
+	return o->python && (o->record || o->stack_n || strcmp(f, "table"));
 }
 
 /* Module calls straight into the rows (table, json, tree: no capture). */
@@ -81,6 +83,16 @@ int inproc_py_tree(struct session *s, const struct profile *p, struct layer_tree
 {
 	*out = NULL;
 	return s ? session_layer_tree(s, p, NULL, out) : 0;
+}
+
+int inproc_py_derive(struct session *s, uint32_t pid, const struct bwstack_derived *d)
+{
+	return session_note_derived(s, pid, BWSTACK_STACK_ID(d->id), d->own, d->fwd, d->found);
+}
+
+int inproc_py_srcloc(struct session *s, struct profile *p, unsigned depth)
+{
+	return s ? session_srcloc(s, p, depth, true) : profile_apply_srcloc(p, depth);
 }
 
 void inproc_py_close(struct session *s)

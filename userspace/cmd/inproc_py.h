@@ -14,7 +14,8 @@ struct rec_pystack;
 struct layer_tree;
 
 /* Whether the output of o takes Python stacks in --inproc: every format
- * but the table (the tree, json's layers, traces, --record captures). */
+ * but the table (the tree, json's layers, traces, --record captures), and
+ * the table with --group-by-stack (its Source Location column). */
 bool inproc_py_wanted(const struct live_opts *o);
 /* A BPF session with the module-call probe on every --pid: its records
  * and named stacks into cw (a capture), or (cw NULL) the module calls
@@ -27,6 +28,13 @@ int inproc_py_stack(void *session, const struct rec_pystack *r);
 void inproc_py_stop(struct session *s);
 /* The layer tree of p's rows from the stacks named (model_layers). */
 int inproc_py_tree(struct session *s, const struct profile *p, struct layer_tree **out);
+struct bwstack_derived;
+/* struct inproc_out's derive callback (ctx: the session): a backward op's
+ * stack, named in the session's store (session_note_derived). */
+int inproc_py_derive(struct session *s, uint32_t pid, const struct bwstack_derived *d);
+/* --group-by-stack N: each row's Source Location from the stacks named
+ * (rows carry the low 32 bits of the agent's stack ids). */
+int inproc_py_srcloc(struct session *s, struct profile *p, unsigned depth);
 void inproc_py_close(struct session *s);
 
 #endif

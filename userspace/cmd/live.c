@@ -533,7 +533,7 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 				fprintf(stderr, "tbpf: building the layer tree failed: %s\n",
 					strerror(-err));
 		}
-		if (o->stack_n && (err = session_srcloc(s, &m->prof, o->stack_n)))
+		if (o->stack_n && (err = session_srcloc(s, &m->prof, o->stack_n, false)))
 			fprintf(stderr, "tbpf: --group-by-stack: %s\n", strerror(-err));
 		/* several processes: a section each (issue 18) */
 		if (!o->merge && (err = session_model_split(s, m, lp->v, lp->n))) {

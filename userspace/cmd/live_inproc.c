@@ -90,7 +90,8 @@ static char *read_line_file(pid_t pid, const char *what, bool nul_to_space)
 /* The layout for every target's torch; 0 with *layouts filled, or the
  * exit code / LIVE_INPROC_FALLBACK after one line. */
 static int check_torch(const struct live_opts *o, unsigned *layouts,
-		       const struct tbpf_inproc_ivlayout **ivs)
+		       const struct tbpf_inproc_ivlayout **ivs,
+		       const struct tbpf_inproc_seqlayout **sls)
 {
 	for (size_t i = 0; i < o->sel.npids; i++) {
 		pid_t pid = o->sel.pids[i];
@@ -116,6 +117,12 @@ static int check_torch(const struct live_opts *o, unsigned *layouts,
 		}
 		layouts[i] = inproc_layout_for(ver);
 		ivs[i] = o->record_shapes ? inproc_ivlayout_for(ver) : NULL;
+		sls[i] = o->stack_n ? inproc_seqlayout_for(ver) : NULL;
+		if (layouts[i] && o->stack_n && !sls[i])
+			fprintf(stderr, "tbpf: --inproc: torch %s in pid %d has no verified sequence "
+					"number layout (verified: %s): backward ops keep their own "
+					"Python stacks in --group-by-stack\n",
+				ver, pid, inproc_verified_versions());
 		if (layouts[i] && o->record_shapes && !ivs[i])
 			fprintf(stderr, "tbpf: --inproc: torch %s in pid %d has no verified input "
 					"layout (verified: %s): going on without input shapes\n",
@@ -172,6 +179,13 @@ static int out_stack(void *ctx, const struct rec_pystack *r)
 	struct sink *k = ctx;
 
 	return k->py ? inproc_py_stack(k->py, r) : 0;
+}
+
+static int out_derive(void *ctx, uint32_t pid, const struct bwstack_derived *d)
+{
+	struct sink *k = ctx;
+
+	return k->py ? inproc_py_derive(k->py, pid, d) : 0;
 }
 
 static bool wants_capture(const struct live_opts *o)
@@ -278,6 +292,11 @@ static void report_totals(const struct live_opts *o, const struct inproc_totals 
 	if (tot->shapes_bad)
 		fprintf(stderr, "tbpf: %llu tensors' sizes did not multiply to their numel: shown "
 				"as [?]\n", (unsigned long long)tot->shapes_bad);
+	if (tot->bw_lost)
+		fprintf(stderr, "tbpf: %llu backward nodes ran more than %u sequence numbers after "
+				"their forward op (or on more than %d forward threads): their ops "
+				"have no Source Location\n", (unsigned long long)tot->bw_lost,
+			BWSTACK_WINDOW, BWSTACK_THREADS);
 	if (tot->names_lost)
 		fprintf(stderr, "tbpf: %llu in-process records' names did not fit the agent's table "
 				"of %d names: their rows read op#ID\n",
@@ -332,7 +351,7 @@ static int render(const struct live_opts *o, const char *path, const struct tbpf
 				.filter = o->layer_filter };
 	struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
 				  .by_overload = o->by_overload, .by_shape = o->by_shape,
-				  .with_flops = o->with_flops, .tree = &to };
+				  .with_flops = o->with_flops, .stack_n = o->stack_n, .tree = &to };
 	const char *fmt = o->format ? o->format : "table";
 	bool tree = !strcmp(fmt, "tree");
 	char *emsg = NULL;
@@ -389,6 +408,7 @@ int live_inproc_run(const struct live_opts *o)
 {
 	unsigned layouts[64];
 	const struct tbpf_inproc_ivlayout *ivs[64];
+	const struct tbpf_inproc_seqlayout *sls[64];
 	bool shapes = false;
 	uint32_t pids[64];
 	char host[256] = "";
@@ -405,7 +425,7 @@ int live_inproc_run(const struct live_opts *o)
 	int rc, err = 0;
 
 	model_init(&model);
-	rc = check_torch(o, layouts, ivs);
+	rc = check_torch(o, layouts, ivs, sls);
 	if (rc)
 		return rc;
 	if (!(agent = inproc_agent_path())) {
@@ -430,8 +450,12 @@ int live_inproc_run(const struct live_opts *o)
 		rc = TBPF_EXIT_ERROR;
 		goto out;
 	}
-	if (inproc_py_wanted(o) && (k.py = inproc_py_open(o, k.cw, k.cw ? NULL : &model.prof)))
+	if (inproc_py_wanted(o) && (k.py = inproc_py_open(o, k.cw, k.cw ? NULL : &model.prof))) {
 		out.stack = out_stack;
+		/* torch.profiler's stacks of backward ops (model/bwstack.h) */
+		if (o->stack_n)
+			out.derive = out_derive;
+	}
 	if (!(s = inproc_session_new(&out))) {
 		fprintf(stderr, "tbpf: out of memory\n");
 		rc = TBPF_EXIT_ERROR;
@@ -442,10 +466,10 @@ int live_inproc_run(const struct live_opts *o)
 	sigaction(SIGHUP, &sa, NULL);
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	for (size_t i = 0; i < o->sel.npids; i++) {
-		bool on = false;
+		bool on = false, seq_on = false;
 
-		err = inproc_session_add_shapes(s, o->sel.pids[i], agent, layouts[i], ivs[i], &on,
-						&why);
+		err = inproc_session_add_full(s, o->sel.pids[i], agent, layouts[i], ivs[i], sls[i],
+					      &on, &seq_on, &why);
 		if (!err && ivs[i] && !on)
 			fprintf(stderr, "tbpf: pid %d: the in-process agent cannot read inputs "
 					"(c10::UndefinedTensorImpl not found): going on without input "
@@ -479,8 +503,12 @@ int live_inproc_run(const struct live_opts *o)
 	rc = finish(o, &k, s, &run, clock_ns(CLOCK_MONOTONIC) - t_mono, stop_why, path);
 	if (!rc && err)
 		rc = TBPF_EXIT_ERROR;
-	if (!rc && !k.cw && k.py && (err = inproc_py_tree(k.py, &model.prof, &model.tree)))
+	/* the table shows no layers (its stacks are for --group-by-stack) */
+	if (!rc && !k.cw && k.py && o->format && strcmp(o->format, "table") &&
+	    (err = inproc_py_tree(k.py, &model.prof, &model.tree)))
 		fprintf(stderr, "tbpf: building the layer tree failed: %s\n", strerror(-err));
+	if (!rc && !k.cw && o->stack_n && (err = inproc_py_srcloc(k.py, &model.prof, o->stack_n)))
+		fprintf(stderr, "tbpf: --group-by-stack: %s\n", strerror(-err));
 	if (!rc)
 		rc = render(o, path, &model);
 out:

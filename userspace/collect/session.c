@@ -154,6 +154,28 @@ void session_note_pystack(struct session *s, const struct rec_pystack *r)
 		stack_seen(s, r);
 }
 
+int session_note_derived(struct session *s, uint32_t pid, uint64_t id, uint32_t own,
+			 uint32_t src, bool has_src)
+{
+	const struct sym_stack *st = NULL, *o, *f;
+	int err;
+
+	if (!s->cfg.python || stackstore_find(&s->stacks, pid, id))
+		return 0;
+	o = own ? stackstore_find_low32(&s->stacks, pid, own) : NULL;
+	f = has_src && src ? stackstore_find_low32(&s->stacks, pid, src) : NULL;
+	err = stackstore_derive(&s->stacks, pid, id, o, f, &st);
+	if (err) {
+		s->stack_errors++;
+		return err;
+	}
+	if (s->cfg.cw) {
+		capture_write_stack(s->cfg.cw, st->pid, st->id, st->frames, st->nframes);
+		write_srcstack(s->cfg.cw, st);
+	}
+	return 0;
+}
+
 /* New stacks in the BPF dedup map (table mode has no records). */
 static void sync_stacks(struct session *s)
 {
@@ -1652,7 +1674,7 @@ int session_layer_tree(struct session *s, const struct profile *p, const struct 
 	return err;
 }
 
-int session_srcloc(struct session *s, struct profile *p, unsigned depth)
+int session_srcloc(struct session *s, struct profile *p, unsigned depth, bool low32)
 {
 	int err = 0;
 
@@ -1661,7 +1683,8 @@ int session_srcloc(struct session *s, struct profile *p, unsigned depth)
 	for (size_t i = 0; i < s->stacks.n && !err; i++) {
 		const struct sym_stack *st = &s->stacks.v[i];
 
-		err = profile_add_srcstack(p, st->pid, st->id, st->src, st->nsrc);
+		err = profile_add_srcstack(p, st->pid, low32 ? st->id & 0xffffffffu : st->id,
+					   st->src, st->nsrc);
 	}
 	return err ? err : profile_apply_srcloc(p, depth);
 }

@@ -161,7 +161,13 @@ int session_layer_tree(struct session *s, const struct profile *p, const struct 
 /* --group-by-stack N: every Python stack named during the run as
  * torch.profiler's Source Location entries into p, and each row's first
  * depth of them (profile_apply_srcloc).  0 or -ENOMEM. */
-int session_srcloc(struct session *s, struct profile *p, unsigned depth);
+int session_srcloc(struct session *s, struct profile *p, unsigned depth, bool low32);
+/* --inproc --group-by-stack: a backward op's stack (model/bwstack.h), id
+ * made of the stored stacks whose low 32 bits are own (frames, layers)
+ * and, with has_src, src (Source Location entries); written to the
+ * capture like a walked one.  Call after both were noted.  0 or -ENOMEM. */
+int session_note_derived(struct session *s, uint32_t pid, uint64_t id, uint32_t own,
+			 uint32_t src, bool has_src);
 /* Free the targets that exited (their op names and Python stacks go
  * too): call once their rows have been read and removed.  Returns how
  * many were freed.  Bounded memory for the daemon. */
