@@ -24,6 +24,7 @@
 #define TBPF_MAX_DEPTH 64
 /* Python frames captured per stack. */
 #define TBPF_MAX_PYFRAMES 32
+#define TBPF_PYSEEN_N 32          /* per-thread known stack ids (tbpf_thread) */
 
 /* The attach cookie of an op probe: op id in the low 32 bits, flags above. */
 #define TBPF_COOKIE_REDISPATCH (1ULL << 32)
@@ -641,6 +642,12 @@ struct tbpf_thread {
 	__u32 pend_kind;
 	__u32 pend_pad;
 	__u64 pend_ptr, pend_sp, pend_ra;
+	/* Python stack ids this thread already found in the `pystacks` map
+	 * (direct-mapped by id): a hit skips the map lookup.  Valid for the
+	 * thread's life: user space deletes a process's stacks only once it
+	 * has exited, and the slots are cleared when the tid's process
+	 * changes or its probes are re-attached. */
+	__u64 pyseen[TBPF_PYSEEN_N];
 };
 /* Who names a FUNCTION-scope RecordFunction without the profiler on (the
  * attach cookie of tbpf_scope_pend) */
