@@ -33,6 +33,7 @@
 
 #define POLL_MS 20
 #define POLL_FAST_US 1000
+#define POLL_PY_US 2000   /* with stacks, module calls counted by the agents */
 
 static volatile sig_atomic_t stop_sig;
 
@@ -308,10 +309,10 @@ static const char *poll_loop(const struct live_opts *o, struct inproc_session *s
 		 * new module-call stack (a model's first call) wakes tbpf at
 		 * once, so its module tree is walked while the model lives,
 		 * not up to 20 ms later, after a short job has freed it */
-		if (py)
+		if (py && !inproc_session_modcalls(s))
 			session_poll(py, POLL_MS);
-		else
-			usleep(POLL_MS * 1000);
+		else   /* the agents count module calls: nothing wakes tbpf */
+			usleep(py ? POLL_PY_US : POLL_MS * 1000);
 	}
 }
 
