@@ -171,6 +171,20 @@ const struct sym_stack *stackstore_find(const struct stackstore *ss, uint32_t pi
 	return NULL;
 }
 
+/* Append s (taken over; cleared on failure) to the store. */
+static int store_push(struct stackstore *ss, struct sym_stack *s, const struct sym_stack **out)
+{
+	if (GROW(ss->v, ss->n, ss->cap, 64)) {
+		sym_stack_clear(s);
+		return -ENOMEM;
+	}
+	ss->v[ss->n] = *s;
+	if (out)
+		*out = &ss->v[ss->n];
+	ss->n++;
+	return 0;
+}
+
 int stackstore_add(struct stackstore *ss, struct pysym *ps, uint32_t pid,
 		   const struct rec_pystack *r, const char *const *prefixes, size_t nprefixes,
 		   const struct sym_stack **out)
@@ -198,15 +212,7 @@ int stackstore_add(struct stackstore *ss, struct pysym *ps, uint32_t pid,
 	for (unsigned i = 0; i < s.nsrc; i++)
 		if (!s.src[i].text)
 			s.src[i].order = pysym_module_order(ps, s.src[i].module);
-	if (GROW(ss->v, ss->n, ss->cap, 64)) {
-		sym_stack_clear(&s);
-		return -ENOMEM;
-	}
-	ss->v[ss->n] = s;
-	if (out)
-		*out = &ss->v[ss->n];
-	ss->n++;
-	return 0;
+	return store_push(ss, &s, out);
 }
 
 const struct sym_stack *stackstore_find_low32(const struct stackstore *ss, uint32_t pid,
@@ -281,15 +287,11 @@ int stackstore_derive(struct stackstore *ss, uint32_t pid, uint64_t id,
 	if (!err && src)
 		err = copy_src(&s, src);
 	/* own and src point into ss->v: copied before it grows */
-	if (err || GROW(ss->v, ss->n, ss->cap, 64)) {
+	if (err) {
 		sym_stack_clear(&s);
-		return -ENOMEM;
+		return err;
 	}
-	ss->v[ss->n] = s;
-	if (out)
-		*out = &ss->v[ss->n];
-	ss->n++;
-	return 0;
+	return store_push(ss, &s, out);
 }
 
 int stackstore_layer_stacks(const struct stackstore *ss, struct layer_stack **v, size_t *n)
