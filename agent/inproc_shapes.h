@@ -3,9 +3,11 @@
  * needs_inputs, so torch hands each RecordFunction its inputs as IValues
  * (the op's boxed arguments; a node's input tensors); the start callback
  * turns them into the uprobe mode's struct tbpf_shape (bpf/tbpf_abi.h:
- * one entry per input, a tensor's sizes, [] for everything else), as
- * torch.profiler's record_shapes does (InputOutputEncoder: Tensor ->
- * sizes, undefined tensor, scalar, tensor list, None, other -> []).
+ * one entry per input, a tensor's sizes, [] for everything else, and each
+ * input's Input type), as torch.profiler's record_shapes does
+ * (InputOutputEncoder: Tensor -> sizes and dtype, undefined tensor ->
+ * [] "", scalar -> [] "Scalar", tensor list -> [] "TensorList", in 2.x a
+ * short scalar list -> [] "ScalarList", None and other -> [] "").
  *
  * Where things are comes from tbpf (struct tbpf_inproc_ivlayout in the
  * control block, per torch version: userspace/attach/inproc_layouts.h,
@@ -34,6 +36,13 @@ static inline uint64_t mix(uint64_t h, uint64_t v)
 	return h ^ (h >> 32);
 }
 
+/* IValue::isScalar() of a tag: Double, ComplexDouble, Int, SymInt,
+ * SymFloat, (2.x) SymBool, Bool */
+static inline bool is_scalar(uint32_t tag)
+{
+	return tag < 32 && (L.scalar_tags >> tag & 1);
+}
+
 static int find_c10(struct dl_phdr_info *info, size_t size, void *data)
 {
 	const char *base = strrchr(info->dlpi_name, '/');
@@ -56,7 +65,8 @@ static void shapes_setup(void)
 	tbpf_inproc.shapes_on = 0;
 	if (!tbpf_inproc.want_shapes)
 		return;
-	if (l.iv_size < 16 || !l.rf_inputs_off || !l.ti_sizes_off || !l.ti_numel_off) {
+	if (l.iv_size < 16 || !l.rf_inputs_off || !l.ti_sizes_off || !l.ti_numel_off ||
+	    !l.list_type_off || !l.type_kind_off || !l.scalar_tags) {
 		tbpf_inproc.want_shapes = 0;
 		return;
 	}
@@ -176,7 +186,42 @@ static inline bool read_ints(const char *list, struct tbpf_shape *s, unsigned k,
 	return true;
 }
 
-/* The RecordFunction's inputs as a shape list; its index + 1, or 0. */
+/* Input type of a GenericList, as torch.profiler's InputOutputEncoder
+ * (torch/csrc/profiler/collection.cpp) classifies it: a list whose element
+ * type is TensorType is "TensorList" (2.x: "" when it holds an undefined
+ * tensor); any other list is "" in 1.13, and in 2.x "ScalarList" when it
+ * is empty, or its first element is a scalar and it has at most
+ * SCALAR_LIST_LENGTH_LIMIT elements (isSupportedScalarList). */
+static inline uint8_t list_itype(const char *list)
+{
+	const char *b, *e, *type;
+
+	if (!list)
+		return ITYPE_NONE;
+	b = *(const char *const *)(list + L.list_vec_off);
+	e = *(const char *const *)(list + L.list_vec_off + 8);
+	type = *(const char *const *)(list + L.list_type_off);
+	if (type && *(const int32_t *)(type + L.type_kind_off) == L.kind_tensor) {
+		if (L.tlist_undef)
+			for (; b && b < e; b += L.iv_size)
+				if (*(const void *const *)b == undef_impl)
+					return ITYPE_NONE;
+		return ITYPE_TENSORLIST;
+	}
+	if (!L.scalarlist_max)
+		return ITYPE_NONE;
+	if (b == e)
+		return ITYPE_SCALARLIST;       /* empty (begin and end NULL or equal) */
+	if (!b || (size_t)(e - b) > (size_t)L.scalarlist_max * L.iv_size)
+		return ITYPE_NONE;
+	return is_scalar(*(const uint32_t *)(b + L.iv_tag_off)) ? ITYPE_SCALARLIST : ITYPE_NONE;
+}
+
+/* The RecordFunction's inputs as a shape list; its index + 1, or 0.
+ * Every argument gets its Input type (s->itype, the first
+ * TBPF_SHAPE_MAX_ARGS); tensors' sizes and dtypes go into the first
+ * TBPF_SHAPE_MAX_TENSORS entries (a tensor past them has no entry: its
+ * type reads "?", its shape []). */
 static uint32_t shape_of(const void *rf, uint32_t name_hash)
 {
 	struct tbpf_shape *s = &cur_;
@@ -184,7 +229,7 @@ static uint32_t shape_of(const void *rf, uint32_t name_hash)
 	const char *iv = *(const char *const *)in;
 	size_t n = *(const size_t *)(in + 8);
 	bool ints = name_hash == conv2d_hash;
-	uint64_t h = 0x51ed270b27e5a5c9ull;
+	uint64_t h = 0x51ed270b27e5a5c9ull, w;
 	unsigned k = 0;
 
 	if (!iv)
@@ -192,31 +237,46 @@ static uint32_t shape_of(const void *rf, uint32_t name_hash)
 	if (n > 255)
 		n = 255;
 	s->nargs = (uint8_t)n;
-	/* Input type is not read in-process yet: every argument "unknown",
-	 * which the model shows as no types (shape_types) */
-	memset(s->itype, ITYPE_UNKNOWN, sizeof(s->itype));
+	memset(s->itype, ITYPE_NONE, sizeof(s->itype));
 	for (unsigned a = 0; a < n; a++, iv += L.iv_size) {
 		uint32_t tag = *(const uint32_t *)(iv + L.iv_tag_off);
+		const char *p = *(const char *const *)iv;
+		uint8_t t = ITYPE_NONE;
 
-		if (k >= TBPF_SHAPE_MAX_TENSORS)
-			break;
 		if (tag == L.tag_tensor) {
-			s->argi[k] = (uint8_t)a;
-			h = mix(h, a);
-			h = read_tensor(*(const char *const *)iv, s, k++, h);
-		} else if (ints && tag == L.tag_int) {
-			s->argi[k] = (uint8_t)a;
-			s->kind[k] = ARGK_INT;
-			s->ndim[k] = 1;
-			s->dims[k][0] = *(const int64_t *)iv;
-			h = mix(mix(h, a | 1u << 16), (uint64_t)s->dims[k++][0]);
-		} else if (ints && tag == L.tag_list && *(const char *const *)iv) {
-			s->argi[k] = (uint8_t)a;
-			h = mix(h, a | 2u << 16);
-			k += read_ints(*(const char *const *)iv, s, k, &h);
+			t = ITYPE_TENSOR;
+			if (k < TBPF_SHAPE_MAX_TENSORS) {
+				s->argi[k] = (uint8_t)a;
+				h = mix(h, a);
+				h = read_tensor(p, s, k++, h);
+			}
+		} else if (is_scalar(tag)) {
+			t = ITYPE_SCALAR;
+			if (ints && tag == L.tag_int && k < TBPF_SHAPE_MAX_TENSORS) {
+				s->argi[k] = (uint8_t)a;
+				s->kind[k] = ARGK_INT;
+				s->ndim[k] = 1;
+				s->dims[k][0] = (int64_t)p;
+				h = mix(mix(h, a | 1u << 16), (uint64_t)p);
+				k++;
+			}
+		} else if (tag == L.tag_list) {
+			t = list_itype(p);
+			if (ints && p && k < TBPF_SHAPE_MAX_TENSORS) {
+				s->argi[k] = (uint8_t)a;
+				h = mix(h, a | 2u << 16);
+				k += read_ints(p, s, k, &h);
+			}
 		}
+		if (a < TBPF_SHAPE_MAX_ARGS)
+			s->itype[a] = t;
 	}
 	s->ntensors = (uint8_t)k;
 	h = mix(h, n << 8 | k);
+	/* the types (one byte each; the unused ones 0) */
+	for (unsigned i = 0; i < n && i < TBPF_SHAPE_MAX_ARGS; i += 8) {
+		memcpy(&w, s->itype + i, 8);
+		h = mix(h, w);
+	}
 	return shape_index(h ? h : 1, s);
 }

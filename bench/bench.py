@@ -197,6 +197,8 @@ def main():
     p.add_argument("--inproc", action="store_true",
                    help="also a `tbpf --inproc` row (in-process RecordFunction callbacks)")
     p.add_argument("--no-profiler", action="store_true", help="skip the torch.profiler rows")
+    p.add_argument("--no-uprobe", action="store_true",
+                   help="with --inproc: no uprobe-mode tbpf rows (only the in-process ones)")
     p.add_argument("--shapes", action="store_true",
                    help="input shapes too (issue 16): each tbpf mode again with --record-shapes, "
                         "torch.profiler again with record_shapes=True")
@@ -210,6 +212,7 @@ def main():
     pys = args.python or [x for x in (PY1, PY2) if os.path.exists(x)]
     tb_modes = ["tbpf --exits=%s" % m for m in args.exits.split(",") if m] or ["tbpf"]
     if args.inproc:
+        tb_modes = [] if args.no_uprobe else tb_modes
         tb_modes.append("tbpf --inproc")
     if not (os.path.exists(args.tbpf) and os.access(args.tbpf, os.X_OK)):
         print("bench: %s not built (run make): tbpf rows will read n/a" % args.tbpf, file=sys.stderr)
