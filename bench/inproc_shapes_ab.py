@@ -20,8 +20,10 @@ aten calls per iteration counted with torch.profiler), in rotation,
                   runs, not drained)
   profiler        torch.profiler(record_shapes=True) around the runs
                   (its post-processing not timed)
-Prints, per mode, the minimum and the 10th percentile of ns per aten call
-above the bare loop.
+Times are the thread's CPU time (time.thread_time: what another process
+took of the CPU meanwhile is not counted, on a shared machine).  Prints,
+per mode, the minimum and the 10th percentile of ns per aten call above
+the bare loop.
 """
 import argparse
 import ctypes
@@ -116,10 +118,10 @@ def main():
     ops = sum(1 for e in prof.profiler.kineto_results.events() if e.name().startswith("aten::"))
 
     def loop(n):
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         for _ in range(n):
             body()
-        return (time.perf_counter() - t0) / n / ops * 1e9
+        return (time.thread_time() - t0) / n / ops * 1e9
 
     modes = ("base", "noop-inputs", "old", "new", "profiler")
     res = {k: [] for k in modes}

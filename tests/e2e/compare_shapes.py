@@ -134,7 +134,7 @@ def main():
             # a torch without Kineto (Debian's 1.13) writes no Input Dims:
             # its records' shapes instead
             src = "its records (its own trace has no Input Dims)"
-            for k, v in want.items():
+            for k, v in ref["events"].items():   # aten records, as the events read
                 name, shapes = k.split("|", 1)
                 kk = "%s|%s" % (name, json.dumps(json.loads(shapes)))
                 want_tr[kk] = want_tr.get(kk, 0) + v
