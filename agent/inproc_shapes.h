@@ -36,13 +36,6 @@ static inline uint64_t mix(uint64_t h, uint64_t v)
 	return h ^ (h >> 32);
 }
 
-/* IValue::isScalar() of a tag: Double, ComplexDouble, Int, SymInt,
- * SymFloat, (2.x) SymBool, Bool */
-static inline bool is_scalar(uint32_t tag)
-{
-	return tag < 32 && (L.scalar_tags >> tag & 1);
-}
-
 static int find_c10(struct dl_phdr_info *info, size_t size, void *data)
 {
 	const char *base = strrchr(info->dlpi_name, '/');
@@ -131,8 +124,17 @@ static inline uint32_t shape_index(uint64_t h, const struct tbpf_shape *s)
 	return shape_publish(h, i, s);
 }
 
+/* The readers below take the layout as `l`, a copy on shape_of's stack:
+ * the record is written with byte stores, which may alias any global,
+ * so reading L (or undef_impl) after each would be reloaded every time. */
+struct rd {
+	struct tbpf_inproc_ivlayout l;
+	const void *undef;
+};
+
 /* One tensor argument into entry k: sizes, or NONE (undefined), or BAD. */
-static inline uint64_t read_tensor(const char *impl, struct tbpf_shape *s, unsigned k, uint64_t h)
+static inline uint64_t read_tensor(const struct rd *r, const char *impl, struct tbpf_shape *s,
+				   unsigned k, uint64_t h)
 {
 	const char *ss;
 	const int64_t *d;
@@ -141,11 +143,11 @@ static inline uint64_t read_tensor(const char *impl, struct tbpf_shape *s, unsig
 
 	s->kind[k] = ARGK_TENSOR;
 	s->dtype[k] = 0;
-	if (!impl || impl == undef_impl) {
+	if (!impl || impl == r->undef) {
 		s->ndim[k] = TBPF_SHAPE_NONE;
 		return mix(h, TBPF_SHAPE_NONE);
 	}
-	ss = impl + L.ti_sizes_off;
+	ss = impl + r->l.ti_sizes_off;
 	nd = *(const uint64_t *)ss;
 	d = nd <= TBPF_SIZES_INLINE ? (const int64_t *)(ss + 8) : *(const int64_t *const *)(ss + 8);
 	if (nd >= TBPF_SHAPE_BAD || !d)
@@ -156,10 +158,10 @@ static inline uint64_t read_tensor(const char *impl, struct tbpf_shape *s, unsig
 			s->dims[k][i] = d[i];
 		h = mix(h, (uint64_t)d[i]);
 	}
-	if (p != *(const int64_t *)(impl + L.ti_numel_off))
+	if (p != *(const int64_t *)(impl + r->l.ti_numel_off))
 		goto bad;
 	s->ndim[k] = (uint8_t)nd;
-	s->dtype[k] = (uint8_t)*(const uint16_t *)(impl + L.ti_dtype_off);
+	s->dtype[k] = (uint8_t)*(const uint16_t *)(impl + r->l.ti_dtype_off);
 	return mix(h, nd << 8 | s->dtype[k]);
 bad:
 	__atomic_fetch_add(&tbpf_inproc.shapes_bad, 1, __ATOMIC_RELAXED);
@@ -169,14 +171,15 @@ bad:
 
 /* An int list (conv2d's stride, padding, dilation) into entry k; false
  * when it holds anything but ints (a tensor list: shown []). */
-static inline bool read_ints(const char *list, struct tbpf_shape *s, unsigned k, uint64_t *h)
+static inline bool read_ints(const struct rd *r, const char *list, struct tbpf_shape *s,
+			     unsigned k, uint64_t *h)
 {
-	const char *b = *(const char *const *)(list + L.list_vec_off);
-	const char *e = *(const char *const *)(list + L.list_vec_off + 8);
+	const char *b = *(const char *const *)(list + r->l.list_vec_off);
+	const char *e = *(const char *const *)(list + r->l.list_vec_off + 8);
 	unsigned n = 0;
 
-	for (; b && b < e && n < TBPF_SHAPE_MAX_DIMS; b += L.iv_size, n++) {
-		if (*(const uint32_t *)(b + L.iv_tag_off) != L.tag_int)
+	for (; b && b < e && n < TBPF_SHAPE_MAX_DIMS; b += r->l.iv_size, n++) {
+		if (*(const uint32_t *)(b + r->l.iv_tag_off) != r->l.tag_int)
 			return false;
 		s->dims[k][n] = *(const int64_t *)b;
 		*h = mix(*h, (uint64_t)s->dims[k][n]);
@@ -186,35 +189,42 @@ static inline bool read_ints(const char *list, struct tbpf_shape *s, unsigned k,
 	return true;
 }
 
+/* IValue::isScalar() of a tag: Double, ComplexDouble, Int, SymInt,
+ * SymFloat, (2.x) SymBool, Bool */
+static inline bool is_scalar(const struct rd *r, uint32_t tag)
+{
+	return tag < 32 && (r->l.scalar_tags >> tag & 1);
+}
+
 /* Input type of a GenericList, as torch.profiler's InputOutputEncoder
  * (torch/csrc/profiler/collection.cpp) classifies it: a list whose element
  * type is TensorType is "TensorList" (2.x: "" when it holds an undefined
  * tensor); any other list is "" in 1.13, and in 2.x "ScalarList" when it
  * is empty, or its first element is a scalar and it has at most
  * SCALAR_LIST_LENGTH_LIMIT elements (isSupportedScalarList). */
-static inline uint8_t list_itype(const char *list)
+static inline uint8_t list_itype(const struct rd *r, const char *list)
 {
 	const char *b, *e, *type;
 
 	if (!list)
 		return ITYPE_NONE;
-	b = *(const char *const *)(list + L.list_vec_off);
-	e = *(const char *const *)(list + L.list_vec_off + 8);
-	type = *(const char *const *)(list + L.list_type_off);
-	if (type && *(const int32_t *)(type + L.type_kind_off) == L.kind_tensor) {
-		if (L.tlist_undef)
-			for (; b && b < e; b += L.iv_size)
-				if (*(const void *const *)b == undef_impl)
+	b = *(const char *const *)(list + r->l.list_vec_off);
+	e = *(const char *const *)(list + r->l.list_vec_off + 8);
+	type = *(const char *const *)(list + r->l.list_type_off);
+	if (type && *(const int32_t *)(type + r->l.type_kind_off) == r->l.kind_tensor) {
+		if (r->l.tlist_undef)
+			for (; b && b < e; b += r->l.iv_size)
+				if (*(const void *const *)b == r->undef)
 					return ITYPE_NONE;
 		return ITYPE_TENSORLIST;
 	}
-	if (!L.scalarlist_max)
+	if (!r->l.scalarlist_max)
 		return ITYPE_NONE;
 	if (b == e)
 		return ITYPE_SCALARLIST;       /* empty (begin and end NULL or equal) */
-	if (!b || (size_t)(e - b) > (size_t)L.scalarlist_max * L.iv_size)
+	if (!b || (size_t)(e - b) > (size_t)r->l.scalarlist_max * r->l.iv_size)
 		return ITYPE_NONE;
-	return is_scalar(*(const uint32_t *)(b + L.iv_tag_off)) ? ITYPE_SCALARLIST : ITYPE_NONE;
+	return is_scalar(r, *(const uint32_t *)(b + r->l.iv_tag_off)) ? ITYPE_SCALARLIST : ITYPE_NONE;
 }
 
 /* The RecordFunction's inputs as a shape list; its index + 1, or 0.
@@ -224,35 +234,35 @@ static inline uint8_t list_itype(const char *list)
  * type reads "?", its shape []). */
 static uint32_t shape_of(const void *rf, uint32_t name_hash)
 {
+	const struct rd r = { L, undef_impl };
 	struct tbpf_shape *s = &cur_;
-	const char *in = (const char *)rf + L.rf_inputs_off;
+	const char *in = (const char *)rf + r.l.rf_inputs_off;
 	const char *iv = *(const char *const *)in;
 	size_t n = *(const size_t *)(in + 8);
 	bool ints = name_hash == conv2d_hash;
-	uint64_t h = 0x51ed270b27e5a5c9ull, w;
+	uint64_t h = 0x51ed270b27e5a5c9ull, ty = 0;
 	unsigned k = 0;
 
 	if (!iv)
 		n = 0;
 	if (n > 255)
 		n = 255;
-	s->nargs = (uint8_t)n;
 	memset(s->itype, ITYPE_NONE, sizeof(s->itype));
-	for (unsigned a = 0; a < n; a++, iv += L.iv_size) {
-		uint32_t tag = *(const uint32_t *)(iv + L.iv_tag_off);
+	for (unsigned a = 0; a < n; a++, iv += r.l.iv_size) {
+		uint32_t tag = *(const uint32_t *)(iv + r.l.iv_tag_off);
 		const char *p = *(const char *const *)iv;
 		uint8_t t = ITYPE_NONE;
 
-		if (tag == L.tag_tensor) {
+		if (tag == r.l.tag_tensor) {
 			t = ITYPE_TENSOR;
 			if (k < TBPF_SHAPE_MAX_TENSORS) {
 				s->argi[k] = (uint8_t)a;
 				h = mix(h, a);
-				h = read_tensor(p, s, k++, h);
+				h = read_tensor(&r, p, s, k++, h);
 			}
-		} else if (is_scalar(tag)) {
+		} else if (is_scalar(&r, tag)) {
 			t = ITYPE_SCALAR;
-			if (ints && tag == L.tag_int && k < TBPF_SHAPE_MAX_TENSORS) {
+			if (ints && tag == r.l.tag_int && k < TBPF_SHAPE_MAX_TENSORS) {
 				s->argi[k] = (uint8_t)a;
 				s->kind[k] = ARGK_INT;
 				s->ndim[k] = 1;
@@ -260,23 +270,25 @@ static uint32_t shape_of(const void *rf, uint32_t name_hash)
 				h = mix(mix(h, a | 1u << 16), (uint64_t)p);
 				k++;
 			}
-		} else if (tag == L.tag_list) {
-			t = list_itype(p);
+		} else if (tag == r.l.tag_list) {
+			t = list_itype(&r, p);
 			if (ints && p && k < TBPF_SHAPE_MAX_TENSORS) {
 				s->argi[k] = (uint8_t)a;
 				h = mix(h, a | 2u << 16);
-				k += read_ints(p, s, k, &h);
+				k += read_ints(&r, p, s, k, &h);
 			}
 		}
-		if (a < TBPF_SHAPE_MAX_ARGS)
+		if (a < TBPF_SHAPE_MAX_ARGS) {
 			s->itype[a] = t;
+			/* 3 bits a type, in a register: reading back the
+			 * bytes just stored would stall on store forwarding */
+			ty = (ty << 3 | ty >> 61) ^ t;
+		}
 	}
+	s->nargs = (uint8_t)n;
 	s->ntensors = (uint8_t)k;
-	h = mix(h, n << 8 | k);
-	/* the types (one byte each; the unused ones 0) */
-	for (unsigned i = 0; i < n && i < TBPF_SHAPE_MAX_ARGS; i += 8) {
-		memcpy(&w, s->itype + i, 8);
-		h = mix(h, w);
-	}
+	/* the types join the last mix (not a mix of their own: one more
+	 * step in the chain the table lookup waits for) */
+	h = mix(h, (n << 8 | k) ^ ty * 0x9e3779b97f4a7c15ull);
 	return shape_index(h ? h : 1, s);
 }
