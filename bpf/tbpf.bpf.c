@@ -395,7 +395,7 @@ static __always_inline void pop_frame(struct tbpf_thread *t, __u32 tid, __u64 no
 	hist_add(t->pid, op_id, dur);
 #endif
 	emit_op(REC_OP_EXIT, tid, now, t->pid, op_id, t->vdepth,
-		flags | (fflags & (OPF_REDISPATCH | OPF_SCOPE)), (__u32)pystack);
+		flags | (fflags & (OPF_REDISPATCH | OPF_SCOPE | OPF_USER)), (__u32)pystack);
 	/* back to the enclosing frame's stack (a scope's ops have their own) */
 	if (d > 0)
 		t->pystack_id = t->frames[pi].pystack;
@@ -942,7 +942,7 @@ int BPF_KPROBE(tbpf_scope_pend)
 /* Open the scope `id` (named n) on the calling thread: a frame with no
  * return slot, closed by scope_close(key). */
 static __always_inline int scope_open(struct pt_regs *ctx, __u32 pid, __u32 tid, __u64 now,
-				      __u32 id, struct tbpf_scope_name *n, __u64 key)
+				      __u32 id, struct tbpf_scope_name *n, __u64 key, __u32 fl)
 {
 	struct tbpf_thread *t;
 	struct tbpf_frame *f;
@@ -970,7 +970,7 @@ static __always_inline int scope_open(struct pt_regs *ctx, __u32 pid, __u32 tid,
 	f->sp = ~0ULL;   /* no return slot: only its end closes it */
 	f->ra = 0;
 	f->op_id = id;
-	f->flags = OPF_SCOPE;
+	f->flags = OPF_SCOPE | fl;
 	f->name_id = 0;
 	f->nchild = 0;
 	f->dup_op = 0;
@@ -980,7 +980,7 @@ static __always_inline int scope_open(struct pt_regs *ctx, __u32 pid, __u32 tid,
 	if (tbpf_mode & TBPF_MODE_MEMORY)
 		frame_mem_zero(f);
 	t->depth = d + 1;
-	emit_op(REC_OP_ENTER, tid, now, pid, id, t->vdepth, OPF_SCOPE, (__u32)t->pystack_id);
+	emit_op(REC_OP_ENTER, tid, now, pid, id, t->vdepth, OPF_SCOPE | fl, (__u32)t->pystack_id);
 	t->vdepth++;
 	return 0;
 }
@@ -1046,7 +1046,8 @@ int BPF_KPROBE(tbpf_scope_new)
 		id = scope_pending_name(tid, pid, PT_REGS_SP(ctx), n);
 	if (!id)
 		return 0;
-	return scope_open(ctx, pid, tid, bpf_ktime_get_ns(), id, n, PT_REGS_PARM1(ctx));
+	return scope_open(ctx, pid, tid, bpf_ktime_get_ns(), id, n, PT_REGS_PARM1(ctx),
+			  scope == TBPF_RECORD_SCOPE_USER ? OPF_USER : 0);
 }
 
 /* at::RecordFunction::end(): rdi = this.  Closes the scope opened by that

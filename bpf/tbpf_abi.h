@@ -83,6 +83,8 @@ enum tbpf_op_flags {
 	OPF_REDISPATCH = 1 << 3,/* entered through ::redispatch */
 	OPF_HIJACKED = 1 << 4,  /* return address replaced by uretprobe */
 	OPF_SCOPE = 1 << 5,     /* a record_function scope, not an op call */
+	OPF_USER = 1 << 6,      /* with OPF_SCOPE: a USER_SCOPE RecordFunction
+				 * (Kineto's user_annotation; else cpu_op) */
 };
 
 

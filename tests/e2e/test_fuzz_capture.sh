@@ -6,7 +6,10 @@
 source "$(dirname "$0")/lib.sh"
 secs=${FUZZ_SECONDS:-60}
 log "fuzzing the capture decoder for ${secs}s"
-if ! "$ROOT/tests/fuzz/run_fuzz.sh" "$secs"; then
-	fail "libFuzzer found a crash or leak (artifacts in build/fuzz/crash-*)"
+"$ROOT/tests/fuzz/run_fuzz.sh" "$secs" > "$T/fuzz.out" 2>&1
+rc=$?
+cat "$T/fuzz.out"
+if [ $rc -ne 0 ]; then
+	fail "libFuzzer found a crash, leak or hang (exit $rc): $(grep -m1 '^fuzz_capture: exit' "$T/fuzz.out" | cut -c1-400)"
 fi
 log "no crash in ${secs}s"

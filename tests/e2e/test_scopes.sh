@@ -26,11 +26,17 @@ EVAL="autograd::engine::evaluate_function"
 
 # scopes_case PY ITERS [TBPF ARGS...]
 scopes_case() {
-	local py=$1 iters=$2 label wl=wl_s tb=tb_s
+	local py=$1 iters=$2 label wl=wl_s tb=tb_s cats=
 	shift 2
+	# torch 2.x, return probes: also the Kineto categories of tbpf's
+	# TensorBoard trace against torch.profiler's own traces of each thread
+	if [[ $(torch_version "$py") != 1.* ]] && [ $# -eq 0 ]; then
+		cats="--trace $T/ref_trace"
+		set -- --tensorboard "$T/tbdir"
+	fi
 	label="torch $(torch_version "$py"), 2 threads, $iters batches each${*:+, $*}"
 	log "== $label"
-	profiled_pair "$py" scopes_model.py "--iters $iters --threads 2 --bad-backward 2" $wl $tb "$label" "$@"
+	profiled_pair "$py" scopes_model.py "--iters $iters --threads 2 --bad-backward 2 $cats" $wl $tb "$label" "$@"
 	local out caught
 	out=$(get $wl out)
 	caught=$(result_field "$out" caught)
@@ -41,6 +47,12 @@ scopes_case() {
 		--nest "MyFnBackward=aten::sub" --nest "$EVAL: MyFnBackward=MyFnBackward" \
 		--nest "BadFnBackward=aten::neg" --nest "$EVAL: BadFnBackward=BadFnBackward" ||
 		fail "$label: tbpf's rows differ from torch.profiler's (see log)"
+	if [ -n "$cats" ]; then
+		python3 "$E2E_DIR/compare_cats.py" "$T"/tbdir/*.pt.trace.json "$T"/ref_trace.*.json \
+			--need 'train_step#1' --need MyFn --need MyFnBackward --need "$EVAL: MyFnBackward" \
+			--need "Optimizer.step#AdamW.step" --need aten::addmm ||
+			fail "$label: trace categories differ from Kineto's (see log)"
+	fi
 	log "$label: OK"
 }
 

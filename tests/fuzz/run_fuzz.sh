@@ -29,7 +29,17 @@ for z in tests/fixtures/captures/*.tbpf.zst; do
 	[ -f "$z" ] && zstd -q -d -f "$z" -o "$seeds/$(basename "$z" .zst)" || true
 done
 echo "fuzz_capture: ${secs}s over $(ls "$seeds" | wc -l) seeds (+$(ls "$corpus" | wc -l) corpus)"
+set +e
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
 "$out/fuzz/fuzz_capture" -max_total_time="$secs" -max_len=262144 -timeout=20 -rss_limit_mb=2048 \
-	-artifact_prefix="$out/fuzz/" -print_final_stats=1 "$corpus" "$seeds" 2>&1 | tail -n 25
-exit "${PIPESTATUS[0]}"
+	-artifact_prefix="$out/fuzz/" -print_final_stats=1 "$corpus" "$seeds" > "$out/fuzz/last.log" 2>&1
+rc=$?
+tail -n 25 "$out/fuzz/last.log"
+if [ $rc -ne 0 ]; then
+	# what was found, first: CI shows only the failure line and the tail
+	echo "fuzz_capture: exit $rc: $(grep -m4 -E '^==[0-9]+==ERROR|^SUMMARY|ERROR: libFuzzer|Test unit written|^#0 |    #[0-3] ' "$out/fuzz/last.log" | tr '\n' ' ' | cut -c1-600)"
+	for a in "$out"/fuzz/crash-* "$out"/fuzz/leak-* "$out"/fuzz/timeout-* "$out"/fuzz/oom-*; do
+		[ -f "$a" ] && echo "fuzz_capture: artifact $a ($(stat -c %s "$a") bytes): $(head -c 64 "$a" | od -An -tx1 | tr -s ' \n' ' ')"
+	done
+fi
+exit $rc

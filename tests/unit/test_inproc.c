@@ -179,7 +179,7 @@ static void to_rec_op(void **state)
 	assert_int_equal(o.h.type, REC_OP_EXIT);
 	assert_true(TBPF_IS_SCOPE_ID(o.op_id));
 	assert_int_equal(o.op_id, inproc_op_id(0xdeadbeef, INPROC_USER_SCOPE));
-	assert_int_equal(o.flags, OPF_SCOPE);
+	assert_int_equal(o.flags, OPF_SCOPE | OPF_USER);
 	/* the Python stack id rides on the enter record only */
 	r.stack = 0x89abcdefu;
 	inproc_to_rec_op(&r, 42, &o);

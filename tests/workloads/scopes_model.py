@@ -160,6 +160,9 @@ def main():
                         "backward raises (caught; RESULT caught=expected)")
     p.add_argument("--profile", action="store_true",
                    help="run the counted iterations under torch.profiler, print JSON")
+    p.add_argument("--trace", metavar="PREFIX",
+                   help="with --profile: export_chrome_trace of each thread's "
+                        "profiler to PREFIX.N.json")
     add_common_args(p)
     args = p.parse_args()
     torch.set_num_threads(args.intra_threads)
@@ -179,6 +182,8 @@ def main():
                 with profile_cpu() as prof:
                     w.run()
                 out["r"] = rows_of(prof)
+                if args.trace:
+                    prof.export_chrome_trace("%s.%d.json" % (args.trace, w.idx))
 
             t = threading.Thread(target=body, name="model%d" % w.idx)
             t.start()

@@ -77,7 +77,7 @@ void inproc_to_rec_op(const struct tbpf_inproc_rec *r, uint32_t pid, struct rec_
 	o->pid = pid;
 	o->op_id = inproc_op_id(r->hash, r->flags);
 	o->depth = r->depth;
-	o->flags = (r->flags & INPROC_USER_SCOPE) ? OPF_SCOPE : 0;
+	o->flags = (r->flags & INPROC_USER_SCOPE) ? OPF_SCOPE | OPF_USER : 0;
 	o->stack_id = r->kind == INPROC_ENTER ? r->stack : 0;
 }
 

@@ -133,7 +133,7 @@ static void close_top(struct timeline *tl, struct tl_thread *t, uint64_t ts, uin
 	uint64_t dur = ts - f->begin_ns;
 	fill_slice(&s, t, i);
 	s.end_ns = ts;
-	s.flags = flags | (f->flags & (OPF_REDISPATCH | OPF_SKIP));
+	s.flags = flags | (f->flags & (OPF_REDISPATCH | OPF_SKIP | OPF_SCOPE | OPF_USER));
 	s.self_ns = dur > f->child_ns ? dur - f->child_ns : 0;
 	tl->st.slices++;
 	if (tl->ops.slice_end)

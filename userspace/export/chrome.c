@@ -47,7 +47,7 @@
 
 /* Escaped JSON per op, made once: the event head up to the name and the
  * args head up to the overload. */
-struct op_json { char *head, *args; };
+struct op_json { char *head, *args; bool user; };
 #define MAX_CACHED_OP (1u << 20)
 
 /* Python ids of the open spans of one thread, by depth */
@@ -203,21 +203,25 @@ static char *json_of(const char *a, const char *b, const char *c)
 	return buf;
 }
 
-static const struct op_json *op_json(struct chrome_ctx *c, uint32_t op_id, struct op_json *tmp)
+static const struct op_json *op_json(struct chrome_ctx *c, uint32_t op_id, bool user,
+				     struct op_json *tmp)
 {
-	if (op_id < c->nops && c->ops[op_id].head)
+	if (op_id < c->nops && c->ops[op_id].head && c->ops[op_id].user == user)
 		return &c->ops[op_id];
 	const struct capture_op *op = capture_meta_op(c->m, op_id);
 	char buf[32];
 	const char *name = op ? op->name : (snprintf(buf, sizeof(buf), "op#%u", op_id), buf);
 	struct op_json *j = tmp;
-	if (op_id < MAX_CACHED_OP) {
+	if (op_id < MAX_CACHED_OP && !(op_id < c->nops && c->ops[op_id].head)) {
 		if (!GROW_INDEX(c->ops, c->nops, op_id, 256))
 			j = &c->ops[op_id];
 	}
-	/* Kineto's categories: record_function scopes (issue 15) are
-	 * user_annotation, ops and autograd nodes cpu_op */
-	j->head = json_of(TBPF_IS_SCOPE_ID(op_id) ? "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":"
+	/* Kineto's categories: USER_SCOPE RecordFunctions (record_function
+	 * labels, optimizer and DataLoader scopes; OPF_USER) are
+	 * user_annotation; ops, autograd nodes, custom Functions' rows (scope-
+	 * range ids too) and the other RecordFunctions cpu_op */
+	j->user = user;
+	j->head = json_of(user ? "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":"
 						   : "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":", name, NULL);
 	j->args = json_of(",\"overload\":", op ? op->overload : "", NULL);
 	if (!j->head || !j->args) {
@@ -466,7 +470,7 @@ static void c_slice_end(void *vc, const struct tl_slice *s)
 	fspans_slice_end(c->src->spans, s);
 	FILE *out = c->out;
 	struct op_json tmp = { 0 };
-	const struct op_json *j = op_json(c, s->op_id, &tmp);
+	const struct op_json *j = op_json(c, s->op_id, (s->flags & OPF_USER) != 0, &tmp);
 
 	if (!j)
 		return;  /* out of memory: the event is lost, the file stays valid */
@@ -499,7 +503,8 @@ done:
 static void cuda_common(struct chrome_ctx *c, const struct tl_cuda *cu, const char *ph, uint32_t api)
 {
 	ev_start(c);
-	fprintf(c->out, "{\"ph\":\"%s\",\"cat\":\"cuda_runtime\",\"name\":", ph);
+	fprintf(c->out, "{\"ph\":\"%s\",\"cat\":\"%s\",\"name\":", ph,
+		gj_api_family(api) == 2 ? "cuda_driver" : "cuda_runtime");
 	json_str(c->out, capture_cuda_api_name(api));
 	fprintf(c->out, ",\"pid\":%u,\"tid\":%u", cu->pid, cu->tid);
 	ts_us(c->out, "ts", cu->rec->ts_ns, c->base);

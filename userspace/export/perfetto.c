@@ -329,7 +329,7 @@ static void pf_begin(void *vc, const struct tl_slice *s)
 	pb_varint(&c->w, TE_TYPE, SLICE_BEGIN);
 	pb_varint(&c->w, TE_TRACK_UUID, thread_uuid(s->pid, s->tid));
 	pb_varint(&c->w, TE_NAME_IID, iid);
-	if (TBPF_IS_SCOPE_ID(s->op_id))
+	if (s->flags & OPF_USER)   /* USER_SCOPE; other scopes are cpu_op */
 		pb_string(&c->w, TE_CATEGORIES, "user_annotation");
 	if (o && o->overload[0]) {
 		size_t da = pb_begin(&c->w, TE_DEBUG);

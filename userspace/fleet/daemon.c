@@ -246,7 +246,7 @@ static void window_log(const struct wctx *w, const struct profile *p, const uint
 		       uint32_t alive)
 {
 	if (delta[CNT_DROPS])
-		fprintf(stderr, "tbpf: window %llu: %llu CUDA records dropped (ring buffer full); "
+		fprintf(stderr, "tbpf: window %llu: %llu ring records dropped (CUDA calls, memory events: the ring was full); "
 				"restart with a larger --ring-size (now %u bytes)\n",
 			(unsigned long long)w->seq, (unsigned long long)delta[CNT_DROPS],
 			session_ring_size(w->s));
