@@ -59,8 +59,9 @@ static volatile int enabled;         /* callbacks record only while set */
  * static destructors. */
 static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile int exiting, forked;
-static uint64_t handles[2];
+static uint64_t handles[3];
 static int registered, pidfd = -1;
+static int nhandles;
 static pthread_mutex_t name_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Open addressing set of the published names' hashes.  Only published
  * names go in (at most TBPF_INPROC_NAMES), so it is never more than half
@@ -69,8 +70,16 @@ static pthread_mutex_t name_lock = PTHREAD_MUTEX_INITIALIZER;
  * record_function named per step, the next new name spun forever.) */
 static uint32_t name_hashes[TBPF_INPROC_NAMES * 2];
 
+#define KNOWN_CACHE 64   /* per thread: hashes of names already published */
+
 struct thread_state {
 	uint32_t tid, depth;
+	uint32_t nbwd;          /* open backward-function scopes (seq_on) */
+	uint8_t seq_any, seen_neg;
+	uint32_t seq_gen;       /* the START seq_any and seen_neg belong to */
+	int64_t last_seq;       /* of the last INPROC_SEQ_FWD written */
+	uint64_t torch_tid;     /* RecordFunction::threadId() of this thread */
+	uint32_t known[KNOWN_CACHE];
 	const void *open[TBPF_INPROC_STACK];
 	uint32_t hash[TBPF_INPROC_STACK];
 	PY_THREAD_FIELDS   /* Python stacks per open RecordFunction (pywalk.h) */
@@ -219,8 +228,11 @@ static inline uint32_t name_hash(const char *s)
 #include "inproc_shapes.h"
 
 /* ---- names: published before the first record that uses them ---------- */
-static void name_publish(uint32_t h, const char *s, uint8_t flags)
+/* 1 when the name is in the table (now or before), 0 when it is full. */
+static int name_publish(uint32_t h, const char *s, uint8_t flags)
 {
+	int ok = 1;
+
 	uint32_t mask = TBPF_INPROC_NAMES * 2 - 1, i = h & mask;
 
 	pthread_mutex_lock(&name_lock);
@@ -232,6 +244,7 @@ static void name_publish(uint32_t h, const char *s, uint8_t flags)
 		if (n >= TBPF_INPROC_NAMES) {
 			/* table full: this record's name is not published */
 			tbpf_inproc.names_lost++;
+			ok = 0;
 		} else {
 			struct tbpf_inproc_name *e = &tbpf_inproc_names[n];
 
@@ -244,36 +257,56 @@ static void name_publish(uint32_t h, const char *s, uint8_t flags)
 		}
 	}
 	pthread_mutex_unlock(&name_lock);
+	return ok;
 }
 
-static inline void name_known(uint32_t h, const char *s, uint8_t flags)
+/* Published names stay published: a thread that saw its hash in the
+ * table remembers it (t->known, direct-mapped) and skips the shared
+ * table's lookup next time; a name the full table refused is not
+ * remembered, so each of its records counts in names_lost. */
+static inline void name_known(struct thread_state *t, uint32_t h, const char *s, uint8_t flags)
 {
 	uint32_t mask = TBPF_INPROC_NAMES * 2 - 1, i = h & mask, v;
 
+	if (t->known[h & (KNOWN_CACHE - 1)] == h)
+		return;
 	while ((v = __atomic_load_n(&name_hashes[i], __ATOMIC_ACQUIRE))) {
-		if (v == h)
+		if (v == h) {
+			t->known[h & (KNOWN_CACHE - 1)] = h;
 			return;
+		}
 		i = (i + 1) & mask;
 	}
-	name_publish(h, s, flags);
+	if (name_publish(h, s, flags))
+		t->known[h & (KNOWN_CACHE - 1)] = h;
 }
 
 /* ---- the ring ------------------------------------------------------------ */
-static inline void emit(struct thread_state *t, uint8_t kind, uint8_t flags, uint32_t hash,
-			uint32_t depth, uint32_t shape, uint32_t stack)
+/* A slot reserved (its ring index in *head), or NULL: full, counted. */
+static inline struct tbpf_inproc_rec *reserve(uint64_t *headp)
 {
 	uint64_t head = __atomic_load_n(&tbpf_inproc.head, __ATOMIC_RELAXED), tail;
-	struct tbpf_inproc_rec *r;
 
 	do {
 		tail = __atomic_load_n(&tbpf_inproc.tail, __ATOMIC_RELAXED);
 		if (head - tail >= TBPF_INPROC_SLOTS) {
 			__atomic_fetch_add(&tbpf_inproc.drops, 1, __ATOMIC_RELAXED);
-			return;
+			return NULL;
 		}
 	} while (!__atomic_compare_exchange_n(&tbpf_inproc.head, &head, head + 1, true,
 					      __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
-	r = &tbpf_inproc_ring[head & (TBPF_INPROC_SLOTS - 1)];
+	*headp = head;
+	return &tbpf_inproc_ring[head & (TBPF_INPROC_SLOTS - 1)];
+}
+
+static inline void emit(struct thread_state *t, uint8_t kind, uint8_t flags, uint32_t hash,
+			uint32_t depth, uint32_t shape, uint32_t stack)
+{
+	uint64_t head;
+	struct tbpf_inproc_rec *r = reserve(&head);
+
+	if (!r)
+		return;
 	r->tid = t->tid;
 	r->ts_ns = now_ns();
 	r->hash = hash;
@@ -285,11 +318,76 @@ static inline void emit(struct thread_state *t, uint8_t kind, uint8_t flags, uin
 	__atomic_store_n(&r->stamp, (uint32_t)(head + 1), __ATOMIC_RELEASE);
 }
 
-static inline void on_start(const void *rf, uint8_t flags)
+/* ---- sequence numbers (--group-by-stack; bwstack.h in tbpf) ------------- */
+static volatile int seq_on;
+static struct tbpf_inproc_seqlayout SL;
+
+static inline void emit_seq(struct thread_state *t, uint8_t kind, int64_t seq, uint64_t thread,
+			    uint32_t depth, uint32_t stack)
+{
+	uint64_t head;
+	struct tbpf_inproc_rec *r = reserve(&head);
+
+	if (!r)
+		return;
+	r->tid = t->tid;
+	r->ts_ns = (uint64_t)seq;
+	r->hash = (uint32_t)thread;
+	r->kind = INPROC_SEQ;
+	r->flags = kind;
+	r->depth = (uint16_t)depth;
+	r->shape = (uint32_t)(thread >> 32);
+	r->stack = stack;
+	__atomic_store_n(&r->stamp, (uint32_t)(head + 1), __ATOMIC_RELEASE);
+}
+
+static inline uint64_t rf_u64(const void *rf, uint16_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, (const char *)rf + off, sizeof(v));
+	return v;
+}
+
+/* Before the ENTER of rf: a backward node's key, or, outside backward
+ * scopes, the first RecordFunction of each sequence number of this thread
+ * (the thread's counter only grows; -1 once), with its stack. */
+static inline void seq_note(struct thread_state *t, const void *rf, int bwd, uint32_t stack)
+{
+	int64_t seq = (int64_t)rf_u64(rf, SL.rf_seq_off);
+
+	if (bwd) {
+		emit_seq(t, INPROC_SEQ_BWD, seq, rf_u64(rf, SL.rf_fwd_tid_off), t->depth, 0);
+		return;
+	}
+	if (t->nbwd)
+		return;
+	if (t->seq_gen != tbpf_inproc.generation) {   /* a new run: every key again */
+		t->seq_gen = tbpf_inproc.generation;
+		t->seq_any = t->seen_neg = 0;
+	}
+	if (seq < 0) {
+		if (t->seen_neg)
+			return;
+		t->seen_neg = 1;
+	} else {
+		if (t->seq_any && seq == t->last_seq)
+			return;
+		t->seq_any = 1;
+		t->last_seq = seq;
+	}
+	if (!t->torch_tid)
+		t->torch_tid = rf_u64(rf, SL.rf_tid_off);
+	emit_seq(t, INPROC_SEQ_FWD, seq, t->torch_tid, t->depth, stack);
+}
+
+#define FL_BWD 0x80   /* t->fl: a backward-function scope (agent only) */
+
+static inline void on_start(const void *rf, uint8_t flags, int bwd)
 {
 	struct thread_state *t = self();
 	const char *name;
-	uint32_t h, shape = 0;
+	uint32_t h, shape = 0, stack;
 
 	if (!enabled)
 		return;
@@ -301,14 +399,21 @@ static inline void on_start(const void *rf, uint8_t flags)
 		t->tid = (uint32_t)syscall(SYS_gettid);
 	name = api.name(rf);
 	h = name_hash(name ? name : "");
-	name_known(h, name ? name : "", flags);
+	name_known(t, h, name ? name : "", flags);
 	if (shapes_on)
 		shape = shape_of(rf, h);
 	t->open[t->depth] = rf;
 	t->hash[t->depth] = h;
 	t->fl[t->depth] = flags;
-	emit(t, INPROC_ENTER, flags, h, t->depth, shape,
-	     py_on ? py_stack_at(t->top, t->ins, t->stk, t->fl, t->depth) : 0);
+	stack = py_on ? py_stack_at(t->top, t->ins, t->stk, t->fl, t->depth) : 0;
+	if (seq_on) {
+		seq_note(t, rf, bwd, stack);
+		if (bwd) {
+			t->fl[t->depth] |= FL_BWD;
+			t->nbwd++;
+		}
+	}
+	emit(t, INPROC_ENTER, flags, h, t->depth, shape, stack);
 	t->depth++;
 }
 
@@ -326,6 +431,9 @@ static inline void on_end(const void *rf, uint8_t flags)
 			__atomic_fetch_add(&tbpf_inproc.unmatched, 1, __ATOMIC_RELAXED);
 		return;
 	}
+	for (uint32_t k = (uint32_t)i; k < t->depth; k++)
+		if (t->fl[k] & FL_BWD)
+			t->nbwd--;
 	t->depth = (uint32_t)i;   /* frames above it ended elsewhere: dropped */
 	emit(t, INPROC_EXIT, flags, t->hash[i], (uint32_t)i, 0, 0);
 }
@@ -333,7 +441,7 @@ static inline void on_end(const void *rf, uint8_t flags)
 static void *start_op(void **ret, const void *rf)
 {
 	*ret = NULL;
-	on_start(rf, 0);
+	on_start(rf, 0, 0);
 	return ret;
 }
 
@@ -345,13 +453,27 @@ static void end_op(const void *rf, void *ctx)
 static void *start_user(void **ret, const void *rf)
 {
 	*ret = NULL;
-	on_start(rf, INPROC_USER_SCOPE);
+	on_start(rf, INPROC_USER_SCOPE, 0);
 	return ret;
 }
 
 static void end_user(const void *rf, void *ctx)
 {
 	on_end(rf, INPROC_USER_SCOPE);
+}
+
+/* --group-by-stack: the backward-function scope (autograd nodes) apart,
+ * so it is known without reading RecordFunction::scope() */
+static void *start_bwd(void **ret, const void *rf)
+{
+	*ret = NULL;
+	on_start(rf, 0, 1);
+	return ret;
+}
+
+static void end_bwd(const void *rf, void *ctx)
+{
+	on_end(rf, 0);
 }
 
 /* ---- control ------------------------------------------------------------- */
@@ -373,6 +495,8 @@ static int find_torch(struct dl_phdr_info *info, size_t size, void *data)
 	*(void **)data = dlopen(info->dlpi_name, RTLD_NOW | RTLD_NOLOAD);
 	return 1;
 }
+
+#include "modcall.h"
 
 static int resolve(void)
 {
@@ -401,12 +525,15 @@ static void pin_self(void)
 static void remove_callbacks(uint32_t state, const char *detail)
 {
 	enabled = 0;
+	mc_stop();
 	py_on = 0;
 	shapes_on = 0;
 	tbpf_inproc.shapes_on = 0;
+	seq_on = 0;
+	tbpf_inproc.seq_on = 0;
 	if (registered && !exiting) {
-		api.remove(handles[0]);
-		api.remove(handles[1]);
+		for (int i = 0; i < nhandles; i++)
+			api.remove(handles[i]);
 		registered = 0;
 	}
 	if (pidfd >= 0) {
@@ -418,10 +545,26 @@ static void remove_callbacks(uint32_t state, const char *detail)
 
 static void inproc_dtor(void);
 
+/* At START: sequence numbers only when tbpf asked and sent where they are
+ * (its verified table for this torch). */
+static void seq_setup(void)
+{
+	struct tbpf_inproc_seqlayout l = tbpf_inproc.sl;
+
+	seq_on = 0;
+	tbpf_inproc.seq_on = 0;
+	if (!tbpf_inproc.want_seq || !l.rf_seq_off || !l.rf_fwd_tid_off || !l.rf_tid_off)
+		return;
+	SL = l;
+	seq_on = 1;
+	tbpf_inproc.seq_on = 1;
+}
+
 static void start(void)
 {
 	struct tbpf_rf_callback op = { .start = start_op, .end = end_op, .sampling_prob = 1.0 };
 	struct tbpf_rf_callback user = { .start = start_user, .end = end_user, .sampling_prob = 1.0 };
+	struct tbpf_rf_callback bwd = { .start = start_bwd, .end = end_bwd, .sampling_prob = 1.0 };
 	int fd;
 
 	if (exiting)
@@ -443,10 +586,12 @@ static void start(void)
 	}
 	pidfd = fd;
 	shapes_setup();
-	op.needs_inputs = user.needs_inputs = shapes_on;
+	seq_setup();
+	op.needs_inputs = user.needs_inputs = bwd.needs_inputs = shapes_on;
 	for (int i = 0; i < RF_NUM_SCOPES; i++) {
-		op.scopes[i] = i != RF_USER_SCOPE;
+		op.scopes[i] = i != RF_USER_SCOPE && !(seq_on && i == RF_BACKWARD_SCOPE);
 		user.scopes[i] = i == RF_USER_SCOPE;
+		bwd.scopes[i] = i == RF_BACKWARD_SCOPE;
 	}
 	pin_self();
 	tsc_setup();
@@ -455,9 +600,13 @@ static void start(void)
 	tbpf_inproc.drops = tbpf_inproc.unmatched = tbpf_inproc.overflow = 0;
 	tbpf_inproc.generation++;
 	py_start();
+	mc_start();
 	enabled = 1;
 	handles[0] = api.add_global(op);
 	handles[1] = api.add_global(user);
+	nhandles = 2;
+	if (seq_on)
+		handles[nhandles++] = api.add_global(bwd);
 	registered = 1;
 	{
 		static int hooked;
@@ -517,6 +666,7 @@ static void atfork_child(void)
 {
 	forked = 1;    /* no control thread here: ctl_lock may be stale */
 	enabled = 0;
+	mc_on = 0;     /* the GOT slot stays patched: mc_hook passes through */
 	registered = 0;
 	pidfd = -1;
 	memcpy((char *)tbpf_inproc.detail, "forked child: off", 18);
@@ -561,6 +711,7 @@ static void inproc_dtor(void)
 	fd = !exiting && registered ? pidfd : -1;
 	exiting = 1;
 	enabled = 0;
+	mc_on = 0;
 	pthread_mutex_unlock(&ctl_lock);
 	wait_drained(fd);
 }

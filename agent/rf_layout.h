@@ -15,6 +15,7 @@
 
 #define RF_NUM_SCOPES 10   /* at::RecordScope::NUM_SCOPES */
 #define RF_USER_SCOPE 7    /* at::RecordScope::USER_SCOPE */
+#define RF_BACKWARD_SCOPE 1 /* at::RecordScope::BACKWARD_FUNCTION */
 
 struct tbpf_rf_callback {
 	void *(*start)(void **ret, const void *rf); /* returns unique_ptr via sret */

@@ -9,9 +9,14 @@ model code), R repetitions of
   baseline        the workload alone
   tbpf            the same with `tbpf --pid PID` attached (one row per
                   --exits mode asked for; default: tbpf's default mode)
-  tbpf --inproc   with --inproc: tbpf's in-process RecordFunction agent
-                  (docs/inproc.md) instead of uprobes
+  tbpf --inproc --no-python
+                  with --inproc: tbpf's in-process RecordFunction agent
+                  (docs/inproc.md) instead of uprobes, asked for what
+                  torch.profiler's default (no with_stack) records: the
+                  rows, no Python stacks, no layer tree
   torch.profiler  the same iterations inside torch.profiler
+  (--stacks: `tbpf --inproc` with Python stacks and the layer tree, its
+  JSON's "layers", against torch.profiler with_stack=True)
   (--shapes: each tbpf mode again with --record-shapes, and torch.profiler
   with record_shapes=True: the per-op cost of input shapes, issue 16)
 and with --memory (issue 17) also
@@ -87,6 +92,8 @@ def run_once(py, workload, iters, mode, args, tmp):
             cmd.append("--record-shapes")
         if "profile_memory" in mode:
             cmd.append("--torch-profile-memory")
+        if "with_stack" in mode:
+            cmd.append("--with-stack")
     wl_out = open(os.path.join(tmp, "wl.out"), "w+")
     wl_err = open(os.path.join(tmp, "wl.err"), "w+")
     wl = subprocess.Popen(cmd, stdout=wl_out, stderr=wl_err, stdin=subprocess.DEVNULL)
@@ -119,11 +126,13 @@ def run_once(py, workload, iters, mode, args, tmp):
             raise RunError("%s printed no RESULT" % workload)
         kv = dict(x.split("=", 1) for x in m.group(0).split()[1:])
         res["us_per_iter"] = float(kv["seconds"]) / int(kv["iters"]) * 1e6
+        if "cpu_us_per_iter" in kv:   # the workload process's CPU time (all its threads)
+            res["cpu_us_per_iter"] = float(kv["cpu_us_per_iter"])
         if tb is not None:
-            try:
-                rc = tb.wait(timeout=60)
-            except subprocess.TimeoutExpired:
+            rc, cpu = wait_rusage(tb, 60)
+            if rc is None:
                 raise RunError("tbpf did not exit within 60 s of its target")
+            res["tbpf_cpu_s"] = cpu
             if rc != 0:
                 raise RunError("tbpf exited %d: %s" % (rc, open(tb_err.name).read().strip()[-300:]))
             try:
@@ -140,6 +149,19 @@ def run_once(py, workload, iters, mode, args, tmp):
     finally:
         kill(wl)
         kill(tb)
+
+
+def wait_rusage(proc, timeout):
+    """Reap proc (a Popen) within timeout s: (exit status, its user + system
+    CPU seconds), (None, None) on timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, ru.ru_utime + ru.ru_stime
+        time.sleep(0.01)
+    return None, None
 
 
 def count_ops(py, workload):
@@ -195,10 +217,14 @@ def main():
                    "more tbpf options (\"auto --no-python\"); "
                                                "default: tbpf's default mode only")
     p.add_argument("--inproc", action="store_true",
-                   help="also a `tbpf --inproc` row (in-process RecordFunction callbacks)")
+                   help="also a `tbpf --inproc --no-python` row (in-process RecordFunction callbacks; "
+                        "no Python stacks, as torch.profiler without with_stack)")
+    p.add_argument("--stacks", action="store_true",
+                   help="with --inproc: also `tbpf --inproc` with Python stacks and the layer tree, and "
+                        "torch.profiler with_stack=True")
     p.add_argument("--no-profiler", action="store_true", help="skip the torch.profiler rows")
     p.add_argument("--no-uprobe", action="store_true",
-                   help="with --inproc: no uprobe-mode tbpf rows (only the in-process ones)")
+                   help="with --inproc: no uprobe-mode row (the --exits modes)")
     p.add_argument("--shapes", action="store_true",
                    help="input shapes too (issue 16): each tbpf mode again with --record-shapes, "
                         "torch.profiler again with record_shapes=True")
@@ -211,16 +237,22 @@ def main():
 
     pys = args.python or [x for x in (PY1, PY2) if os.path.exists(x)]
     tb_modes = ["tbpf --exits=%s" % m for m in args.exits.split(",") if m] or ["tbpf"]
+    if args.inproc and args.no_uprobe:
+        tb_modes = []
     if args.inproc:
-        tb_modes = [] if args.no_uprobe else tb_modes
-        tb_modes.append("tbpf --inproc")
+        # --format json takes stacks and the layer tree; torch.profiler's
+        # default records neither: the fair row asks for none
+        tb_modes.append("tbpf --inproc --no-python")
+        if args.stacks:
+            tb_modes.append("tbpf --inproc")
     if not (os.path.exists(args.tbpf) and os.access(args.tbpf, os.X_OK)):
         print("bench: %s not built (run make): tbpf rows will read n/a" % args.tbpf, file=sys.stderr)
     if os.geteuid() != 0:
         print("bench: not root: tbpf rows will fail to attach (run with sudo)", file=sys.stderr)
     if args.shapes:
         tb_modes += [m + " --record-shapes" for m in tb_modes]
-    prof_modes = ["torch.profiler"] + (["torch.profiler record_shapes"] if args.shapes else [])
+    prof_modes = (["torch.profiler"] + (["torch.profiler record_shapes"] if args.shapes else []) +
+                  (["torch.profiler with_stack"] if args.stacks else []))
     modes = ["baseline"] + tb_modes + ([] if args.no_profiler else prof_modes)
     if args.memory:
         modes += ["tbpf --profile-memory"] + ([] if args.no_profiler else
@@ -257,6 +289,7 @@ def main():
                         errors.setdefault(m, str(e))
                         print("bench: %s: %s" % (m, e), file=sys.stderr)
             base = med([r["us_per_iter"] for r in results["baseline"]])
+            base_cpu = med([r.get("cpu_us_per_iter") for r in results["baseline"]])
             for m in modes:
                 rs = results[m]
                 t = med([r["us_per_iter"] for r in rs])
@@ -266,15 +299,21 @@ def main():
                        "t": t, "lo": lo, "hi": hi,
                        "slow": t / base if (t and base) else None,
                        "per_op": (t - base) / ops if (t and base and m != "baseline") else None,
+                       "per_op_cpu": None,
                        "err": errors.get(m) if not rs else None}
+                cpu = med([r.get("cpu_us_per_iter") for r in rs])
+                if cpu is not None and base_cpu is not None and m != "baseline":
+                    row["per_op_cpu"] = (cpu - base_cpu) / ops
                 if m.startswith("tbpf") and rs:
                     calls = med([r.get("calls") for r in rs])
                     row["tbpf_ops"] = calls / iters if calls else None
                     row["dropped"] = max((r.get("dropped") or 0) for r in rs)
+                    row["tbpf_cpu"] = med([r.get("tbpf_cpu_s") for r in rs])
                     attach_rows.append({"torch": tv, "workload": workload, "mode": m,
                                         "attach": med([r.get("attach_ms") for r in rs]),
                                         "wall": med([r.get("attach_wall_ms") for r in rs]),
-                                        "probes": med([r.get("probes") for r in rs])})
+                                        "probes": med([r.get("probes") for r in rs]),
+                                        "cpu": row["tbpf_cpu"], "wl_s": t * iters / 1e6 if t else None})
                 if m.startswith("tbpf") and not rs:
                     failures.append("torch %s %s %s: %s" % (tv, workload, m, errors.get(m)))
                 rows.append(row)
@@ -284,26 +323,30 @@ def main():
           "%s; kernel %s; %s, %d CPUs; %d repetitions per row, medians (min-max); "
           "time per iteration as measured by the workload." % (
               now, platform.release(), cpu_model(), os.cpu_count(), args.reps), "",
-          "| torch | workload | mode | us/iter | slowdown | per-op overhead (us) | ops/iter (profiler / tbpf) |",
-          "|---|---|---|---|---|---|---|"]
+          "| torch | workload | mode | us/iter | slowdown | per-op overhead (us) | per-op CPU (us) | ops/iter (profiler / tbpf) |",
+          "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["err"]:
-            md.append("| %s | %s | %s | n/a: %s | | | |" % (r["torch"], r["workload"], r["mode"],
+            md.append("| %s | %s | %s | n/a: %s | | | | |" % (r["torch"], r["workload"], r["mode"],
                                                           r["err"].replace("|", "/")[:120]))
             continue
-        md.append("| %s | %s | %s | %s (%s-%s) | %s | %s | %s / %s |" % (
+        md.append("| %s | %s | %s | %s (%s-%s) | %s | %s | %s | %s / %s |" % (
             r["torch"], r["workload"], r["mode"], fmt(r["t"]), fmt(r["lo"]), fmt(r["hi"]),
-            fmt(r["slow"], "%.2fx"), fmt(r["per_op"], "%.2f"), fmt(r["ops"], "%.0f"),
+            fmt(r["slow"], "%.2fx"), fmt(r["per_op"], "%.2f"), fmt(r["per_op_cpu"], "%.2f"),
+            fmt(r["ops"], "%.0f"),
             fmt(r.get("tbpf_ops"), "%.0f") if r["mode"].startswith("tbpf") else "-"))
     if attach_rows:
-        md += ["", "| torch | workload | mode | attach (tbpf's report, ms) | start to attached (wall, ms) | probes |",
-               "|---|---|---|---|---|---|"]
+        md += ["", "| torch | workload | mode | attach (tbpf's report, ms) | start to attached (wall, ms) | probes "
+               "| tbpf's own CPU (s) / job's timed loop (s) |",
+               "|---|---|---|---|---|---|---|"]
         for a in attach_rows:
-            md.append("| %s | %s | %s | %s | %s | %s |" % (a["torch"], a["workload"], a["mode"],
-                                                         fmt(a["attach"]), fmt(a["wall"], "%.0f"),
-                                                         fmt(a["probes"], "%.0f")))
+            md.append("| %s | %s | %s | %s | %s | %s | %s / %s |" % (
+                a["torch"], a["workload"], a["mode"], fmt(a["attach"]), fmt(a["wall"], "%.0f"),
+                fmt(a["probes"], "%.0f"), fmt(a["cpu"], "%.2f"), fmt(a["wl_s"], "%.2f")))
     md += ["", "Per-op overhead = (us/iter - baseline us/iter) / ATen ops per iteration "
-           "(torch.profiler's count of aten:: calls at all nesting levels). torch.profiler rows "
+           "(torch.profiler's count of aten:: calls at all nesting levels); per-op CPU: the same from "
+           "the workload process's CPU time (steadier on a shared machine; tbpf's own reader, a "
+           "separate process, is not in it). torch.profiler rows "
            "run fewer iterations (its post-processing, excluded from the time, is slow) and "
            "exclude the time the profiler takes to stop."]
     if failures:

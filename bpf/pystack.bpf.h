@@ -41,7 +41,6 @@ struct {
 
 struct pystack_scratch {
 	struct rec_pystack rec;
-	struct tbpf_pyproc pp;   /* copy of this pid's config */
 	__u64 frame;             /* next frame to read */
 	__u64 id;                /* running hash */
 	__u32 n;                 /* frames stored */
@@ -151,9 +150,12 @@ static __always_inline __u64 pystack_mix(__u64 h, __u64 v)
 	return h;
 }
 
-/* One frame per bpf_loop() step: verified once, whatever the depth. */
+/* One frame per bpf_loop() step: verified once, whatever the depth.  The
+ * scratch and the process's config (the py_procs value, not a copy) reach
+ * each step through the loop's context: no map lookup or copy per frame. */
 struct pystack_loop {
 	struct pystack_scratch *s;
+	const struct tbpf_pyproc *pp;
 };
 
 static long pystack_step(__u32 i, void *ctx)
@@ -161,13 +163,12 @@ static long pystack_step(__u32 i, void *ctx)
 	__u32 flags = 0, lasti = 0, n;
 	int sk;
 	struct pystack_scratch *s = ((struct pystack_loop *)ctx)->s;
-	struct tbpf_pyproc *pp;
+	const struct tbpf_pyproc *pp = ((struct pystack_loop *)ctx)->pp;
 	struct tbpf_pyframe *f;
 	__u64 frame, code, instr, self;
 
-	if (!s)
+	if (!s || !pp)
 		return 1;
-	pp = &s->pp;
 	frame = s->frame;
 	if (!frame)
 		return 1;
@@ -230,14 +231,14 @@ static long pystack_step(__u32 i, void *ctx)
 	return s->n >= TBPF_MAX_PYFRAMES;
 }
 
-/* Returns the thread's stack id, 0 when there is no Python stack. */
-/* The thread's innermost Python frame (0: not a Python thread). */
-static __always_inline __u64 pystack_top_frame(const struct tbpf_pyproc *pp,
-					       struct task_struct *task)
+/* The calling thread's innermost Python frame (0: not a Python thread).
+ * Its TLS base is a plain load from the current task's BTF pointer. */
+static __always_inline __u64 pystack_top_frame(const struct tbpf_pyproc *pp)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 fsbase, tstate, frame, slot;
 
-	fsbase = BPF_CORE_READ(task, thread.fsbase);
+	fsbase = task->thread.fsbase;
 	if (!fsbase)
 		return 0;
 	/* glibc: struct pthread_key_data { uintptr_t seq; void *data; } */
@@ -262,23 +263,24 @@ static __always_inline __u64 pystack_top_frame(const struct tbpf_pyproc *pp,
 /* The innermost Python frame when it runs nn.Module._call_impl, else 0.
  * Its code object's co_name, an ASCII str, is compared with
  * TBPF_MODCALL_FUNC. */
-static __always_inline __u64 pystack_top_call_impl(struct task_struct *task, __u32 pid)
+static __always_inline __u64 pystack_top_call_impl(const struct tbpf_pyproc *pp)
 {
 	static const char want[] = TBPF_MODCALL_FUNC;
-	struct tbpf_pyproc *pp = bpf_map_lookup_elem(&py_procs, &pid);
+	struct pystack_scratch *s;
 	char name[sizeof(want)];
 	__u64 frame, code, str;
-	__u8 owner = 0;
+	__u32 zero = 0;
 
 	if (!pp || pp->kind == PYK_NONE || pp->co_name == TBPF_PYOFF_NONE)
 		return 0;
-	frame = pystack_top_frame(pp, task);
-	if (!frame)
+	frame = pystack_top_frame(pp);
+	s = bpf_map_lookup_elem(&pystack_scratch_map, &zero);
+	/* one read for the owner byte and the code object */
+	if (!frame || !s || bpf_probe_read_user(s->fbuf, TBPF_PYFRAME_READ, (const void *)frame))
 		return 0;
-	if (pp->fr_owner != TBPF_PYOFF_NONE &&
-	    (bpf_probe_read_user(&owner, 1, (const void *)(frame + pp->fr_owner)) || owner == 3))
+	if (pp->fr_owner != TBPF_PYOFF_NONE && pystack_fld(s->fbuf, pp->fr_owner, 1) == 3)
 		return 0;   /* a C-stack shim, not Python code */
-	code = pystack_rd(frame + pp->fr_code);
+	code = pystack_fld(s->fbuf, pp->fr_code, 8);
 	str = code ? pystack_rd(code + pp->co_name) : 0;
 	if (!str || bpf_probe_read_user(name, sizeof(name), (const void *)(str + pp->str_ascii_data)))
 		return 0;
@@ -290,22 +292,20 @@ static __always_inline __u64 pystack_top_call_impl(struct task_struct *task, __u
 
 /* The stack of Python frames from `frame` (the thread's innermost) out;
  * returns its id, 0 when there is none. */
-static __always_inline __u64 pystack_capture_from(__u32 pid, __u64 frame)
+static __always_inline __u64 pystack_capture_from(const struct tbpf_pyproc *pp, __u32 pid,
+						 __u64 frame, struct tbpf_thread *t)
 {
-	struct tbpf_pyproc *pp;
 	struct pystack_scratch *s;
 	struct rec_pystack *r;
-	__u32 zero = 0, n;
+	__u32 zero = 0, n, seen;
 	__u64 id;
 
-	pp = bpf_map_lookup_elem(&py_procs, &pid);
 	if (!pp || pp->kind == PYK_NONE || !frame)
 		return 0;
 	s = bpf_map_lookup_elem(&pystack_scratch_map, &zero);
 	if (!s)
 		return 0;
 
-	s->pp = *pp;
 	s->rec.pid = pid;
 	s->frame = frame;
 	s->n = 0;
@@ -314,7 +314,7 @@ static __always_inline __u64 pystack_capture_from(__u32 pid, __u64 frame)
 	{
 		/* the scratch reaches each step through the loop's context:
 		 * no map lookup per frame */
-		struct pystack_loop lc = { .s = s };
+		struct pystack_loop lc = { .s = s, .pp = pp };
 
 		bpf_loop(TBPF_MAX_PYFRAMES + 8, pystack_step, &lc, 0);
 	}
@@ -329,8 +329,14 @@ static __always_inline __u64 pystack_capture_from(__u32 pid, __u64 frame)
 	if (!id)
 		id = 1;
 
-	if (bpf_map_lookup_elem(&pystacks, &id))
+	seen = (id ^ (id >> 32)) & (TBPF_PYSEEN_N - 1);
+	if (t && t->pyseen[seen] == id)
 		return id;
+	if (bpf_map_lookup_elem(&pystacks, &id)) {
+		if (t)
+			t->pyseen[seen] = id;
+		return id;
+	}
 	r = &s->rec;
 	r->h.type = REC_PYSTACK;
 	r->h.size = sizeof(*r) - sizeof(r->frames) +
@@ -344,6 +350,8 @@ static __always_inline __u64 pystack_capture_from(__u32 pid, __u64 frame)
 		pystack_count(CNT_PYSTACK_FAIL); /* map full (or a racing insert) */
 		return id;
 	}
+	if (t)
+		t->pyseen[seen] = id;
 	/* always (not only when recording): user space names stacks from
 	 * these records, in table mode too */
 	{
@@ -361,14 +369,15 @@ static __always_inline __u64 pystack_capture_from(__u32 pid, __u64 frame)
 	return id;
 }
 
-/* The calling thread's Python stack; its id, 0 when there is none. */
-static __always_inline __u64 pystack_capture(struct task_struct *task, __u32 pid)
+/* The calling thread's Python stack; its id, 0 when there is none.  t:
+ * the thread's state (its known ids), or NULL. */
+static __always_inline __u64 pystack_capture(__u32 pid, struct tbpf_thread *t)
 {
 	struct tbpf_pyproc *pp = bpf_map_lookup_elem(&py_procs, &pid);
 
 	if (!pp || pp->kind == PYK_NONE)
 		return 0;
-	return pystack_capture_from(pid, pystack_top_frame(pp, task));
+	return pystack_capture_from(pp, pid, pystack_top_frame(pp), t);
 }
 
 #endif /* TBPF_PYSTACK_BPF_H */

@@ -11,6 +11,7 @@
  * States: RUN_HOLD_* in tbpf_abi.h. */
 
 __u32 run_hold;   /* .bss, set by user space to RUN_HOLD_ARMED */
+__u32 run_hold_tid;   /* .bss: the thread tbpf_run_firstop stopped */
 __u32 run_hold_cuda;  /* .bss: hold at libcudart/libcuda too (issue 18: a
 		       * plain CUDA program maps no libtorch; a Python job
 		       * maps libcudart first, then libtorch: user space
@@ -67,6 +68,18 @@ int BPF_KPROBE(tbpf_run_dlstate)
 {
 	if (run_hold != RUN_HOLD_MAPPED || (bpf_get_current_pid_tgid() >> 32) != targ_tgid)
 		return 0;
+	run_hold_tid = (__u32)bpf_get_current_pid_tgid();
+	run_hold = RUN_HOLD_STOPPED;
+	bpf_send_signal(19 /* SIGSTOP */);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(tbpf_run_firstop)
+{
+	if (run_hold != RUN_HOLD_FIRSTOP || (bpf_get_current_pid_tgid() >> 32) != targ_tgid)
+		return 0;
+	run_hold_tid = (__u32)bpf_get_current_pid_tgid();
 	run_hold = RUN_HOLD_STOPPED;
 	bpf_send_signal(19 /* SIGSTOP */);
 	return 0;

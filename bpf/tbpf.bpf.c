@@ -171,14 +171,16 @@ static __always_inline struct tbpf_thread *thread_enter(__u32 tid, __u32 pid)
 
 	if (!t)
 		return NULL;
-	t->pid = pid;
-	if (t->gen != g) {
+	if (t->gen != g || t->pid != pid) {
 		t->gen = g;
 		t->depth = 0;
 		t->vdepth = 0;
 		t->stack_id = 0;
 		t->pystack_id = 0;
+		for (int i = 0; i < TBPF_PYSEEN_N; i++)
+			t->pyseen[i] = 0;
 	}
+	t->pid = pid;
 	return t;
 }
 
@@ -727,7 +729,7 @@ static __always_inline void take_pystack(struct tbpf_thread *t, __u32 pid)
 	t->pystack_id = 0;
 #ifdef HAVE_PYSTACK
 	if (tbpf_mode & TBPF_MODE_PYSTACK)
-		t->pystack_id = pystack_capture((struct task_struct *)bpf_get_current_task(), pid);
+		t->pystack_id = pystack_capture(pid, t);
 #endif
 }
 
@@ -1072,19 +1074,22 @@ int BPF_KPROBE(tbpf_scope_end)
 SEC("uprobe")
 int BPF_KPROBE(tbpf_module_call)
 {
+#ifdef TBPF_FLOOR
+	return 0;
+#endif
 #ifdef HAVE_PYSTACK
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
-	struct task_struct *task;
+	struct tbpf_pyproc *pp;
 	__u64 stack, frame;
 
 	if (!(tbpf_mode & TBPF_MODE_PYSTACK) || !pid_ok(pid))
 		return 0;
-	task = (struct task_struct *)bpf_get_current_task();
-	frame = pystack_top_call_impl(task, pid);
+	pp = bpf_map_lookup_elem(&py_procs, &pid);
+	frame = pystack_top_call_impl(pp);
 	if (!frame)
 		return 0;
-	stack = pystack_capture_from(pid, frame);
+	stack = pystack_capture_from(pp, pid, frame, NULL);
 	if (!stack)
 		return 0;
 	cnt_add(CNT_MODCALLS, 1);
@@ -1094,8 +1099,8 @@ int BPF_KPROBE(tbpf_module_call)
 	return 0;
 }
 
-/* TBPF_FLOOR (measurement only, bench/probe_cost.py --floor): empty op
- * programs, so a run measures what the traps alone cost. */
+/* TBPF_FLOOR (measurement only, bench/probe_cost.py): empty op and
+ * module-call programs, so a run measures what the traps alone cost. */
 SEC("uprobe")
 int BPF_KPROBE(tbpf_op_entry)
 {

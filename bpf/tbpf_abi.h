@@ -24,6 +24,7 @@
 #define TBPF_MAX_DEPTH 64
 /* Python frames captured per stack. */
 #define TBPF_MAX_PYFRAMES 32
+#define TBPF_PYSEEN_N 32          /* per-thread known stack ids (tbpf_thread) */
 
 /* The attach cookie of an op probe: op id in the low 32 bits, flags above. */
 #define TBPF_COOKIE_REDISPATCH (1ULL << 32)
@@ -211,9 +212,11 @@ struct tbpf_pynode {
  * TBPF_INPROC_ID_BASE | hash (hash: agent/inproc.c name_hash(), 32 bits
  * of the name, an opaque id: names travel in the name table). */
 #define TBPF_INPROC_MAGIC 0x636f72706e696274ULL  /* "tbinproc" */
-#define TBPF_INPROC_VERSION 4   /* 2: shapes (record 32 bytes, shape table);
+#define TBPF_INPROC_VERSION 6   /* 2: shapes (record 32 bytes, shape table);
 				 * 3: records carry a Python stack id;
-				 * 4: the input layout carries Input type's */
+				 * 4: sequence numbers (INPROC_SEQ, want_seq);
+				 * 5: module calls counted in-process (INPROC_MODCALL);
+				 * 6: the input layout carries Input type's */
 #define TBPF_INPROC_ID_BASE 0x40000000u
 #define TBPF_INPROC_ID_MASK 0x3fffffffu
 #define TBPF_INPROC_SLOTS (1u << 18)     /* ring slots (6 MiB) */
@@ -222,8 +225,22 @@ struct tbpf_pynode {
 #define TBPF_INPROC_STACK 64             /* RecordFunctions open per thread */
 #define TBPF_INPROC_SHAPES 8192          /* shape lists (struct tbpf_shape) kept */
 
-enum tbpf_inproc_kind { INPROC_ENTER = 1, INPROC_EXIT = 2 };
+/* INPROC_SEQ (--group-by-stack, want_seq): about the ENTER that follows
+ * it on the same thread: ts_ns holds the RecordFunction's sequence number
+ * (int64, -1 none), hash the low and shape the high 32 bits of a torch
+ * thread id, flags enum tbpf_inproc_seq_kind:
+ *   INPROC_SEQ_FWD  the first RecordFunction of this sequence number on
+ *                   this thread outside a backward-function scope: thread =
+ *                   its RecordFunction::threadId(), stack = its stack
+ *   INPROC_SEQ_BWD  a backward-function scope (an autograd node): thread =
+ *                   its forwardThreadId()
+ * (torch.profiler's key for backward ops' stacks, model/bwstack.h) */
+enum tbpf_inproc_kind { INPROC_ENTER = 1, INPROC_EXIT = 2, INPROC_SEQ = 3, INPROC_MODCALL = 4 };
+/* INPROC_MODCALL (version 5): an nn.Module call counted by the agent's
+ * hook on libtorch_python's call of getTracingState (agent/modcall.h):
+ * stack = its _call_impl frame's stack id, hash and depth 0. */
 enum tbpf_inproc_flags { INPROC_USER_SCOPE = 1 };
+enum tbpf_inproc_seq_kind { INPROC_SEQ_FWD = 0, INPROC_SEQ_BWD = 1 };
 
 struct tbpf_inproc_rec {
 	__u32 stamp;      /* ring index + 1 (low 32 bits): written last */
@@ -296,6 +313,16 @@ struct tbpf_inproc_ivlayout {
 };
 _Static_assert(sizeof(struct tbpf_inproc_ivlayout) == 32, "inproc ABI");
 
+/* Where a RecordFunction keeps its sequence number and thread ids, for
+ * one torch version (--group-by-stack; inproc_layouts.h, checked by
+ * tests/unit/rf_layout.sh).  Offsets in bytes from the RecordFunction. */
+struct tbpf_inproc_seqlayout {
+	__u16 rf_seq_off;      /* sequence_nr_ (int64) */
+	__u16 rf_fwd_tid_off;  /* fwd_thread_id_ (uint64) */
+	__u16 rf_tid_off;      /* step_callbacks_.thread_id_ (uint64, threadId()) */
+	__u16 pad;
+};
+
 /* The agent's exported `tbpf_inproc` (process_vm_readv/writev). */
 struct tbpf_inproc_ctl {
 	__u64 magic;          /* TBPF_INPROC_MAGIC (agent) */
@@ -332,6 +359,12 @@ struct tbpf_inproc_ctl {
 	__u32 nshapes_used;   /* (agent) shape lists published */
 	__u64 shapes_lost;    /* (agent) calls whose shape list the full table could not take */
 	__u64 shapes_bad;     /* (agent) tensors whose sizes did not multiply to numel */
+	/* --group-by-stack (version 4): tbpf writes want_seq and sl before
+	 * START; the agent then registers a third callback for the
+	 * backward-function scope and writes INPROC_SEQ slots */
+	__u32 want_seq;
+	__u32 seq_on;         /* (agent) 1 while callbacks write INPROC_SEQ */
+	struct tbpf_inproc_seqlayout sl;
 };
 /* ==== END inproc ========================================================= */
 
@@ -627,6 +660,12 @@ struct tbpf_thread {
 	__u32 pend_kind;
 	__u32 pend_pad;
 	__u64 pend_ptr, pend_sp, pend_ra;
+	/* Python stack ids this thread already found in the `pystacks` map
+	 * (direct-mapped by id): a hit skips the map lookup.  Valid for the
+	 * thread's life: user space deletes a process's stacks only once it
+	 * has exited, and the slots are cleared when the tid's process
+	 * changes or its probes are re-attached. */
+	__u64 pyseen[TBPF_PYSEEN_N];
 };
 /* Who names a FUNCTION-scope RecordFunction without the profiler on (the
  * attach cookie of tbpf_scope_pend) */
@@ -649,8 +688,11 @@ enum tbpf_pend_kind {
 #define TBPF_GEN_SLOTS 4096
 
 /* `tbpf run` holds the command once libtorch_cpu is mapped (runhold.bpf.h):
- * bss run_hold goes ARMED (user space) -> MAPPED -> STOPPED (BPF). */
-enum tbpf_run_hold { RUN_HOLD_OFF, RUN_HOLD_ARMED, RUN_HOLD_MAPPED, RUN_HOLD_STOPPED };
+ * bss run_hold goes ARMED (user space) -> MAPPED -> STOPPED (BPF).
+ * `tbpf run --inproc` (issue 19) then sets FIRSTOP and continues it: the
+ * next stop (STOPPED) is its first RecordFunction check. */
+enum tbpf_run_hold { RUN_HOLD_OFF, RUN_HOLD_ARMED, RUN_HOLD_MAPPED, RUN_HOLD_STOPPED,
+		     RUN_HOLD_FIRSTOP };
 
 struct tbpf_opkey {
 	__u32 pid;
@@ -807,6 +849,12 @@ struct tbpf_inproc_py {
 	__u64 stacks_lost;       /* (agent) new stacks the full table could not take */
 	__u64 bad_frames;        /* (agent) walks stopped at a frame that was not Python's */
 	char detail[64];         /* (agent) why not walking */
+	/* module calls (version 4): with want_modcalls (and `on`) the agent
+	 * counts nn.Module calls itself (INPROC_MODCALL records) instead of
+	 * tbpf's module-call uprobe */
+	__u32 want_modcalls;     /* (tbpf) count module calls from the next START */
+	__u32 modcalls;          /* (agent) 0 off, 1 counting, 2 refused (mc_detail) */
+	char mc_detail[64];      /* (agent) why not counting */
 };
 /* ==== END inproc Python stacks ========================================== */
 

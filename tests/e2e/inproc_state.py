@@ -6,6 +6,11 @@ mapping, `nm -D` for the symbol, /proc/PID/mem for the bytes.
 
 Prints "state=NAME head=N detail=..." ; with --wait, polls until the state
 is NAME (exit 0) or the timeout passes (exit 1).  Exit 2: agent not loaded.
+With --got also "got=WHERE" before detail: where libtorch_python's GOT slot
+for torch::jit::tracer::getTracingState points (the agent's in-process
+module-call hook, agent/modcall.h): "torch" (libtorch_cpu's function),
+"agent" (inside libtbpf_inproc.so), "other", or "none" (no slot found);
+from `readelf -r` and `nm -D` of the mapped files and /proc/PID/mem.
 """
 import argparse
 import struct
@@ -44,11 +49,49 @@ def read_ctl(pid, addr):
     return STATES.get(state, str(state)), head, detail
 
 
+GTS = "_ZN5torch3jit6tracer15getTracingStateEv"
+
+
+def got_target(pid):
+    base, ranges = {}, []
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) < 6:
+                continue
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            name = parts[5].rsplit("/", 1)[-1]
+            if name.startswith("libtbpf_inproc.so"):
+                ranges.append((lo, hi))
+            for lib in ("libtorch_python.so", "libtorch_cpu.so"):
+                if name.startswith(lib) and int(parts[2], 16) == 0 and lib not in base:
+                    base[lib] = (lo, "/proc/%d/root%s" % (pid, parts[5]))
+    if len(base) < 2:
+        return "none"
+    rel = subprocess.run(["readelf", "-rW", base["libtorch_python.so"][1]],
+                         capture_output=True, text=True).stdout
+    slot = [int(l.split()[0], 16) for l in rel.splitlines() if l.split()[4:5] == [GTS]]
+    nm = subprocess.run(["nm", "-D", "--defined-only", base["libtorch_cpu.so"][1]],
+                        capture_output=True, text=True).stdout
+    fn = [int(l.split()[0], 16) for l in nm.splitlines() if l.split()[-1:] == [GTS]]
+    if not slot or not fn:
+        return "none"
+    with open("/proc/%d/mem" % pid, "rb") as f:
+        f.seek(base["libtorch_python.so"][0] + slot[0])
+        v, = struct.unpack("<Q", f.read(8))
+    if v == base["libtorch_cpu.so"][0] + fn[0]:
+        return "torch"
+    if any(lo <= v < hi for lo, hi in ranges):
+        return "agent"
+    return "other %#x" % v
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("pid", type=int)
     p.add_argument("--wait")
     p.add_argument("--timeout", type=float, default=2.0)
+    p.add_argument("--got", action="store_true", help="also where getTracingState's GOT slot points")
     a = p.parse_args()
     addr = locate(a.pid)
     if addr is None:
@@ -60,7 +103,8 @@ def main():
         if not a.wait or state == a.wait or time.monotonic() - t0 > a.timeout:
             break
         time.sleep(0.01)
-    print("state=%s head=%d detail=%s" % (state, head, detail))
+    got = " got=%s" % got_target(a.pid) if a.got else ""
+    print("state=%s head=%d%s detail=%s" % (state, head, got, detail))
     sys.exit(1 if a.wait and state != a.wait else 0)
 
 

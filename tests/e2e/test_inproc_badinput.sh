@@ -3,7 +3,7 @@
 # one clear line and the documented exit status (README, *--inproc*), the
 # target unharmed:
 #  - no such pid (1), a process without libtorch (1), --inproc without
-#    --pid, or with --inject or --steps (2);
+#    --pid, or with --inject, `tbpf run --inproc --pid` (2);
 #  - ptrace not permitted: tbpf as user nobody against root's torch (3);
 #  - a torch whose RecordFunctionCallback layout is not verified: a real
 #    libtorch_cpu (1.13's file) mapped under the soname of a version tbpf
@@ -31,7 +31,8 @@ _E2E_PIDS+=("$sleeper")
 expect "process without libtorch" "1" "does not map libtorch" "$TBPF" --pid "$sleeper" --inproc --duration 1s
 expect "--inproc without --pid" "2" "--inproc needs --pid" "$TBPF" --inproc --duration 1s
 expect "--inproc --inject" "2" "no --inject" "$TBPF" --pid "$sleeper" --inproc --inject
-expect "--inproc --steps" "2" "no --steps" "$TBPF" --pid "$sleeper" --inproc --steps 3
+expect "tbpf run --inproc --pid" "2" "tbpf run profiles the command it starts: no --pid" \
+	"$TBPF" run --inproc --pid "$sleeper" -- true
 
 start_workload wl "$PY1" exceptions.py --until-file "$T/stop"
 go "$wl_pid"

@@ -12,7 +12,11 @@
 #    from the target's memory by inproc_state.py, not through tbpf) says
 #    it removed its callbacks ("orphaned") and its ring head no longer
 #    moves while the target runs ops; a later --inproc attaches again; the
-#    target ends with unchanged results (digest before = after = unprofiled).
+#    target ends with unchanged results (digest before = after = unprofiled);
+#    the GOT slot of getTracingState in libtorch_python, read from the
+#    target's memory, points into the agent while it counts module calls
+#    (agent/modcall.h) and back at libtorch_cpu's function after every
+#    detach and every SIGKILL.
 #  - forked children (DataLoader workers, a fork Pool, os.fork from a
 #    thread; fork_children.py) made while tbpf records: each child's copy
 #    of the agent says "stopped" and writes no record (pthread_atfork),
@@ -108,16 +112,19 @@ cycles_and_kills() {
 		expect_rc $tb 0
 		python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); n=sum(o["calls"] for o in d["ops"]); print("cycle calls", n); sys.exit(n == 0)' \
 			"$(get $tb out)" || fail "$label: cycle $i counted no op"
-		st=$(state "$pid") || fail "$label: cycle $i: agent state unreadable"
+		st=$(state "$pid" --got) || fail "$label: cycle $i: agent state unreadable"
 		log "cycle $i: $st"
 		[[ $st == state=stopped* ]] || fail "$label: after cycle $i the agent is not stopped: $st"
+		[[ $st == *" got=torch "* ]] || fail "$label: after cycle $i the module-call hook is left: $st"
 		expect_alive cyc$v "after cycle $i"
 	done
 	for ((i = 1; i <= KILLS; i++)); do
 		tb=kill${v}_$i
 		delay=$((RANDOM % 900 + 50))
 		start_tbpf $tb --pid "$pid" --inproc --format json --duration 60s
-		state "$pid" --wait active --timeout 2 > /dev/null || fail "$label: kill $i: agent not active"
+		st=$(state "$pid" --wait active --timeout 2 --got) || fail "$label: kill $i: agent not active"
+		[[ $st == *" got=agent "* ]] || fail "$label: kill $i: module calls not counted in-process: $st"
+		log "kill $i: active, ${st#* * }"
 		sleep "$(printf '0.%03d' "$delay")"
 		log "kill $i: SIGKILL ${delay} ms after attached"
 		kill -KILL "$(get $tb pid)"
@@ -129,6 +136,9 @@ cycles_and_kills() {
 		h2=$(state "$pid" | sed 's/.*head=\([0-9]*\).*/\1/')
 		log "kill $i: $st; head after 0.3 s: $h2"
 		[ "$h1" = "$h2" ] || fail "$label: kill $i: records still written after the callbacks were removed"
+		st=$(state "$pid" --got)
+		[[ $st == *" got=torch "* ]] || fail "$label: kill $i: the module-call hook is left after SIGKILL: $st"
+		log "kill $i: after SIGKILL ${st#* * }"
 		expect_alive cyc$v "after SIGKILL $i of tbpf"
 	done
 	tb=cyc${v}after

@@ -10,7 +10,7 @@
 # workload lingers a second after its work: tbpf names the stacks while
 # the target lives (one seen in the last ~0.2 s before exit loses its
 # module entries).
-# timeout: 600
+# timeout: 900
 . "$(dirname "$0")/lib.sh"
 need_root
 need_tbpf
@@ -45,7 +45,65 @@ stacks_case() {
 	log "$label: OK"
 }
 
+# --inproc: the agent's stacks, every RecordFunction (--all: every name,
+# the events key_averages groups against tbpf's calls).  With --backward
+# (a loss.backward() per step), the autograd nodes and the ops they run get
+# their forward op's stack (torch.profiler's _set_backward_stacktraces).
+# Live rows come from the model feed (json, no capture); the capture
+# (-o x.tbpf) is reported with tbpf report --group-by-stack 5.  torch 1.13
+# builds its event tree from microsecond times (start and duration
+# truncated apart): the last small ops of a node fall out of it there (and
+# same-name children out of their parent, unfolded), so on 1.13 the rows
+# are compared with the raw aten records without backward (as the uprobe
+# mode's) and only the nodes and their evaluate_function rows with it
+# (--nodes); torch 2.x: every row.
+inproc_case() {
+	local py=$1 bw=$2 label cmp=(--all) wl=(--iters 20)
+	label="torch $(torch_version "$py"), --inproc --group-by-stack 5${bw:+, backward}"
+	[ -n "$bw" ] && wl+=(--backward)
+	if [[ "$(torch_version "$py")" == 1.* ]]; then
+		# 1.13's tree: nodes only; without backward, the raw aten records
+		[ -n "$bw" ] && cmp+=(--nodes) || cmp=()
+	fi
+	log "== $label"
+	"$py" "$WL/stack_model.py" --profile "${wl[@]}" > "$T/ref.json" 2> "$T/ref.err" ||
+		fail "$label: torch.profiler run failed: $(tail -n 2 "$T/ref.err" | tr '\n' ' ')"
+	start_workload wl "$py" stack_model.py "${wl[@]}" --linger 1
+	start_tbpf tb --pid "$(get wl pid)" --inproc --format json --duration 600s --group-by-stack 5
+	go "$(get wl pid)"
+	wait_exit wl 300
+	expect_rc wl 0
+	wait_exit tb 30
+	expect_rc tb 0
+	python3 "$E2E_DIR/compare_stacks.py" "$(get tb out)" "$T/ref.json" "${cmp[@]}" \
+		--pid "$(get wl pid)" --label "$label" ||
+		fail "$label: tbpf's (op, Source Location) rows differ from torch.profiler's (see log)"
+	# a capture, then tbpf report
+	"$py" "$WL/stack_model.py" --profile "${wl[@]}" > "$T/ref2.json" 2> "$T/ref.err" ||
+		fail "$label: torch.profiler run failed: $(tail -n 2 "$T/ref.err" | tr '\n' ' ')"
+	start_workload wl2 "$py" stack_model.py "${wl[@]}" --linger 1
+	start_tbpf tb2 --pid "$(get wl2 pid)" --inproc --duration 600s --group-by-stack 5 \
+		-o "$T/inproc.tbpf"
+	go "$(get wl2 pid)"
+	wait_exit wl2 300
+	expect_rc wl2 0
+	wait_exit tb2 30
+	expect_rc tb2 0
+	"$TBPF" report "$T/inproc.tbpf" --format json --group-by-stack 5 -o "$T/report.json" ||
+		fail "$label: tbpf report --group-by-stack 5 failed"
+	python3 "$E2E_DIR/compare_stacks.py" "$T/report.json" "$T/ref2.json" "${cmp[@]}" \
+		--pid "$(get wl2 pid)" --label "$label (capture)" ||
+		fail "$label: the capture's (op, Source Location) rows differ from torch.profiler's (see log)"
+	"$TBPF" report "$T/inproc.tbpf" --group-by-stack 5 --row-limit 5 > "$T/report.txt" ||
+		fail "$label: tbpf report --group-by-stack 5 (table) failed"
+	grep -q "Source Location" "$T/report.txt" ||
+		fail "$label: the capture's table has no Source Location column"
+	log "$label: OK"
+}
+
 for py in "$PY1" "$PY2"; do
 	need_torch "$py"
 	stacks_case "$py"
+	inproc_case "$py" ""
+	inproc_case "$py" backward
 done

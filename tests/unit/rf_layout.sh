@@ -4,8 +4,8 @@
 # libtorch-dev for 1.13, the torch 2.x venv's torch/include): same size and
 # offsets, trivially copyable (passed in memory like the C struct), the
 # callback types the agent's functions stand for, NUM_SCOPES and
-# USER_SCOPE; and the three symbols the agent resolves exported by the
-# matching libtorch_cpu.  And --inproc --record-shapes' input layout for
+# USER_SCOPE; and the four symbols the agent resolves exported by the
+# matching libtorch_cpu (getTracingState's type too: agent/modcall.h).  And --inproc --record-shapes' input layout for
 # the tree's torch version (userspace/attach/inproc_layouts.h, picked by
 # TORCH_VERSION_MAJOR/MINOR): RecordFunction::inputs_, IValue's size, tag
 # offset and type, the Tag values of None/Tensor/Int/GenericList,
@@ -18,8 +18,10 @@
 # whether InputOutputEncoder has a ScalarList tag (then
 # SCALAR_LIST_LENGTH_LIMIT) and whether it keeps a tensor list's tensors
 # (op_input_t holds a std::vector<TensorMetadata>); a tree whose version
-# has no entry there fails.  A tree that is absent is reported, not
-# checked.
+# has no entry there fails.  And --inproc --group-by-stack's
+# RecordFunction::sequence_nr_, fwd_thread_id_, step_callbacks_.thread_id_
+# (INPROC_SEQ_*) and RecordScope::BACKWARD_FUNCTION.  A tree that is absent
+# is reported, not checked.
 set -u
 cd "$(dirname "$0")/../.."
 PY2=${PY2:-/var/cache/tbpf/venv-torch2/bin/python}
@@ -79,8 +81,10 @@ extern "C" {
 }
 #if TORCH_VERSION_MAJOR == 1 && TORCH_VERSION_MINOR == 13
 constexpr tbpf_inproc_ivlayout IV = INPROC_IV_T1_13;
+constexpr tbpf_inproc_seqlayout SQ = INPROC_SEQ_T1_13;
 #elif TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR == 8
 constexpr tbpf_inproc_ivlayout IV = INPROC_IV_T2_8;
+constexpr tbpf_inproc_seqlayout SQ = INPROC_SEQ_T2_8;
 #else
 #error "no inproc_layouts.h entry for this torch version"
 #endif
@@ -135,6 +139,24 @@ static_assert((int)c10::IValue::Tag::Enum < 32, "every Tag fits scalar_tags");
 static_assert(IV.scalar_tags == (TBPF_HDR_SCALAR_TAGS), "the Tags IValue::isScalar() accepts");
 static_assert(IV.scalarlist_max == TBPF_HDR_SCALARLIST_MAX, "InputOutputEncoder ScalarList / SCALAR_LIST_LENGTH_LIMIT");
 static_assert(IV.tlist_undef == TBPF_HDR_TLIST_READ, "InputOutputEncoder keeps a tensor list's tensors");
+/* --inproc --group-by-stack: sequence number and thread ids */
+static_assert((int)at::RecordScope::BACKWARD_FUNCTION == RF_BACKWARD_SCOPE, "BACKWARD_FUNCTION");
+static_assert(SQ.rf_seq_off == offsetof(at::RecordFunction, sequence_nr_), "sequence_nr_");
+static_assert(std::is_same<decltype(at::RecordFunction::sequence_nr_), int64_t>::value,
+	      "sequence_nr_ is int64");
+static_assert(SQ.rf_fwd_tid_off == offsetof(at::RecordFunction, fwd_thread_id_), "fwd_thread_id_");
+static_assert(std::is_same<decltype(at::RecordFunction::fwd_thread_id_), uint64_t>::value,
+	      "fwd_thread_id_ is uint64");
+static_assert(SQ.rf_tid_off == offsetof(at::RecordFunction, step_callbacks_) +
+	      offsetof(at::StepCallbacks, thread_id_), "step_callbacks_.thread_id_");
+static_assert(std::is_same<decltype(at::StepCallbacks::thread_id_), uint64_t>::value,
+	      "thread_id_ is uint64");
+// agent/modcall.h's hook stands for getTracingState as void *(void *):
+// no argument, a reference returned in rax (an sret return would pass too)
+#include <torch/csrc/jit/frontend/tracer.h>
+static_assert(std::is_same<decltype(&torch::jit::tracer::getTracingState),
+	      const std::shared_ptr<torch::jit::tracer::TracingState> &(*)()>::value,
+	      "getTracingState()");
 CPP
 # The Tags isScalar() accepts, from its body: "TBPF_TAG(Double) | ..."; each
 # isX() it calls must be `return Tag::X == tag;`
@@ -184,7 +206,7 @@ for t in "${trees[@]}"; do
 		echo "rf_layout: $inc: MISMATCH"; head -n 20 /tmp/rf_layout.err; fail=1
 	fi
 	for sym in _ZN2at17addGlobalCallbackENS_22RecordFunctionCallbackE _ZN2at14removeCallbackEm \
-		   _ZNK2at14RecordFunction4nameEv; do
+		   _ZNK2at14RecordFunction4nameEv _ZN5torch3jit6tracer15getTracingStateEv; do
 		nm -D --defined-only "$lib" | grep -q " T $sym\$" ||
 			{ echo "rf_layout: $lib does not export $sym"; fail=1; }
 	done

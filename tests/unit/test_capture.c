@@ -140,6 +140,36 @@ static void test_write_raw_rejects(void **state)
 	assert_int_equal(err, -ENOENT);
 }
 
+/* A live ring record of a Python stack has only its own frames (the BPF
+ * walker sizes it by nframes): it is a stack at every depth, a record too
+ * short for its frames or of another type is not. */
+static void test_pystack_of(void **state)
+{
+	struct rec_pystack full;
+	size_t head = offsetof(struct rec_pystack, frames);
+
+	memset(&full, 0, sizeof(full));
+	full.h.type = REC_PYSTACK;
+	for (unsigned n = 1; n <= TBPF_MAX_PYFRAMES; n++) {
+		size_t len = head + n * sizeof(struct tbpf_pyframe);
+
+		full.nframes = n;
+		full.h.size = (uint32_t)len;
+		assert_ptr_equal(capture_pystack_of(&full, len), &full);
+	}
+	full.nframes = 3;
+	full.h.size = (uint32_t)(head + 2 * sizeof(struct tbpf_pyframe));
+	assert_null(capture_pystack_of(&full, full.h.size));   /* frames cut */
+	full.nframes = TBPF_MAX_PYFRAMES + 1;
+	full.h.size = sizeof(full);
+	assert_null(capture_pystack_of(&full, sizeof(full)));  /* too many */
+	full.nframes = 1;
+	full.h.size = (uint32_t)(head + sizeof(struct tbpf_pyframe));
+	full.h.type = REC_OP_ENTER;
+	assert_null(capture_pystack_of(&full, full.h.size));   /* not a stack */
+	assert_null(capture_pystack_of(&full, 4));
+}
+
 static void test_long_strings_and_stacks(void **state)
 {
 	char p[300];
@@ -370,6 +400,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_write_raw_rejects),
+		cmocka_unit_test(test_pystack_of),
 		cmocka_unit_test(test_long_strings_and_stacks),
 		cmocka_unit_test(test_scope_names),
 		cmocka_unit_test(test_truncated_everywhere),

@@ -120,6 +120,23 @@ static void ivlayouts(void **state)
 	assert_null(inproc_ivlayout_for(NULL));
 }
 
+/* --group-by-stack's sequence number and thread ids per version (checked
+ * against their headers by rf_layout.sh) */
+static void seqlayouts(void **state)
+{
+	const struct tbpf_inproc_seqlayout *a = inproc_seqlayout_for("1.13.0a0");
+	const struct tbpf_inproc_seqlayout *b = inproc_seqlayout_for("2.8.0+cpu");
+
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(a->rf_seq_off, 200);
+	assert_int_equal(a->rf_fwd_tid_off, 248);
+	assert_int_equal(b->rf_fwd_tid_off, 304);   /* 2.x: kwinputs_ before it */
+	assert_int_equal(b->rf_tid_off, 88);
+	assert_null(inproc_seqlayout_for("2.7.1"));
+	assert_null(inproc_seqlayout_for(NULL));
+}
+
 /* an ENTER slot with a shape: the uprobe mode's REC_OP_ENTER + shape id,
  * ids distinct per process and table entry */
 static void to_rec_op_shape(void **state)
@@ -189,6 +206,27 @@ static void to_rec_op(void **state)
 	assert_int_equal(o.stack_id, 0x89abcdefu);
 }
 
+/* An agent's module call (agent/modcall.h) as the uprobe mode's
+ * REC_MODCALL: the module-call row id and the module's stack id. */
+static void to_rec_modcall(void **state)
+{
+	struct tbpf_inproc_rec r = { .tid = 7, .ts_ns = 555, .kind = INPROC_MODCALL,
+				     .stack = 0x13572468u };
+	struct rec_op o;
+
+	memset(&o, 0xff, sizeof(o));
+	inproc_to_rec_modcall(&r, 31, &o);
+	assert_int_equal(o.h.type, REC_MODCALL);
+	assert_int_equal(o.h.size, sizeof(o));
+	assert_int_equal(o.h.tid, 7);
+	assert_int_equal(o.h.ts_ns, 555);
+	assert_int_equal(o.pid, 31);
+	assert_int_equal(o.op_id, TBPF_MODCALL_ID);
+	assert_int_equal(o.stack_id, 0x13572468u);
+	assert_int_equal(o.depth, 0);
+	assert_int_equal(o.flags, 0);
+}
+
 /* An agent's published stack as the BPF walker's REC_PYSTACK record:
  * the size counts only the frames it has; a bad count is clamped. */
 static void stack_to_rec(void **state)
@@ -225,11 +263,12 @@ int main(void)
 		cmocka_unit_test(soname),
 		cmocka_unit_test(pkg_dir),
 		cmocka_unit_test(layouts),
-		cmocka_unit_test(ivlayouts),
+		cmocka_unit_test(ivlayouts), cmocka_unit_test(seqlayouts),
 		cmocka_unit_test(to_rec_op_shape),
 		cmocka_unit_test(committed),
 		cmocka_unit_test(to_rec_op),
 		cmocka_unit_test(stack_to_rec),
+		cmocka_unit_test(to_rec_modcall),
 	};
 	return cmocka_run_group_tests_name("inproc", tests, NULL, NULL);
 }

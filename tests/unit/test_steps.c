@@ -94,6 +94,31 @@ static struct rec_op exit_rec(uint32_t pid, uint32_t tid, uint64_t t, uint32_t i
 	return r;
 }
 
+/* --inproc: names come from the agent's name table (steps_watch_name),
+ * records as REC_OP_EXIT with the agent's depth */
+static void test_watch_names(void **state)
+{
+	struct steps_watch w = { .label = NULL };
+	const uint32_t adam = TBPF_SCOPE_ID_BASE | 0x1234, op = TBPF_INPROC_ID_BASE | 0x1234;
+	struct rec_op r;
+
+	(void)state;
+	assert_int_equal(steps_watch_name(&w, adam, "Optimizer.step#AdamW.step"), 0);
+	/* an op (not a scope) of the same name is no boundary */
+	assert_int_equal(steps_watch_name(&w, op, "Optimizer.step#AdamW.step"), 0);
+	assert_int_equal(steps_watch_name(&w, TBPF_SCOPE_ID_BASE | 5, "forward"), 0);
+	assert_int_equal(w.nids, 1);
+	for (int i = 0; i < 4; i++) {
+		r = exit_rec(7, 7, 100 + 10 * i, adam);
+		assert_int_equal(steps_watch_feed(&w, &r.h, sizeof(r)), 0);
+		r = exit_rec(7, 7, 101 + 10 * i, op);
+		r.flags = 0;
+		assert_int_equal(steps_watch_feed(&w, &r.h, sizeof(r)), 0);
+	}
+	assert_int_equal(steps_watch_count(&w, 7), 4);
+	steps_watch_free(&w);
+}
+
 static void test_watch(void **state)
 {
 	struct steps_watch w = { .label = NULL };
@@ -322,6 +347,7 @@ int main(void)
 		cmocka_unit_test(test_nested_boundary),
 		cmocka_unit_test(test_window),
 		cmocka_unit_test(test_last_cycle),
+		cmocka_unit_test(test_watch_names),
 	};
 	return cmocka_run_group_tests_name("steps", tests, NULL, NULL);
 }

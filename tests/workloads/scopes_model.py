@@ -9,6 +9,11 @@ beside the aten:: ops, the user labels, Optimizer.step#SGD.step,
 Optimizer.step#AdamW.step, Optimizer.zero_grad#..., enumerate(DataLoader)#...,
 the autograd engine's and nodes' rows and the custom Function's.
 
+--first (`tbpf run`, issue 19): no warm-up and no go signal: the job
+(the workers' construction, then their batches) starts with the first op
+after `import torch`; with --profile all of it, the first op included,
+runs under one torch.profiler (the workers one after the other).
+
 --profile runs the very same work (warm-up, then the counted part, one
 thread after the other) under torch.profiler instead of waiting and prints
 {"rows": {key: {"count", "self_us", "total_us"}}, "events": {name: calls},
@@ -133,7 +138,7 @@ def rows_of(prof):
         r["total_us"] += float(e.cpu_time_total)
     events = {}
     try:
-        names = [e.name() for e in prof.profiler.kineto_results.events()]
+        names = [e.name() for e in getattr(prof, "profiler", prof).kineto_results.events()]
     except AttributeError:
         names = []
     for n in names:
@@ -151,6 +156,40 @@ def merge(a, b):
             a[k] = a.get(k, 0) + v
 
 
+def summary(workers):
+    return {"checksum": ",".join("%.12e" % w.checksum for w in workers),
+            "caught": sum(w.caught for w in workers),
+            "expected_caught": sum(w.expected for w in workers)}
+
+
+def first_job(args, n):
+    def job():
+        workers = [Worker(i, args.seed + i, args.iters, bad_backward=args.bad_backward)
+                   for i in range(n)]
+        if args.profile:
+            for w in workers:
+                w.run()
+        else:
+            threads = [threading.Thread(target=w.run, name="model%d" % w.idx) for w in workers]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        return workers
+    if args.profile:
+        # torch.autograd.profiler.profile, not torch.profiler.profile:
+        # creating the latter imports torch._dynamo on torch 2.x, which
+        # runs ~240 ops of its own before the profiler starts; the job
+        # imports it lazily (its first optimizer step), inside the profile
+        with torch.autograd.profiler.profile() as prof:
+            workers = job()
+        rows, events = rows_of(prof)
+        print_json(dict(summary(workers), rows=rows, events=events, iters=args.iters, threads=n))
+        return
+    workers = job()
+    result(iters=args.iters, threads=n, **summary(workers))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--iters", type=int, default=10)
@@ -160,6 +199,8 @@ def main():
                         "backward raises (caught; RESULT caught=expected)")
     p.add_argument("--profile", action="store_true",
                    help="run the counted iterations under torch.profiler, print JSON")
+    p.add_argument("--first", action="store_true",
+                   help="the job from the first op on, no warm-up, no go signal")
     p.add_argument("--trace", metavar="PREFIX",
                    help="with --profile: export_chrome_trace of each thread's "
                         "profiler to PREFIX.N.json")
@@ -168,6 +209,8 @@ def main():
     torch.set_num_threads(args.intra_threads)
 
     n = args.threads
+    if args.first:
+        return first_job(args, n)
     workers = [Worker(i, args.seed + i, args.iters, bad_backward=args.bad_backward)
                for i in range(n)]
     warm = [Worker(i, args.seed + 100 + i, 2, bad_backward=args.bad_backward) for i in range(n)]

@@ -27,9 +27,9 @@ import torch.nn as nn
 
 
 class Block(nn.Module):
-    def __init__(self, d):
+    def __init__(self, d, grad=False):
         super().__init__()
-        self.w = nn.Parameter(torch.ones(d, d) / d, requires_grad=False)
+        self.w = nn.Parameter(torch.ones(d, d) / d, requires_grad=grad)
         self.act = nn.ReLU()
 
     def forward(self, x):
@@ -42,10 +42,10 @@ def helper(y):
 
 
 class Net(nn.Module):
-    def __init__(self, d):
+    def __init__(self, d, grad=False):
         super().__init__()
-        self.b1 = Block(d)
-        self.b2 = Block(d)
+        self.b1 = Block(d, grad)
+        self.b2 = Block(d, grad)
 
     def forward(self, x):
         return self.b2(self.b1(x)) - x
@@ -65,6 +65,20 @@ def level3(net, x):
     return -x
 
 
+def train_site(net, x):
+    loss = site_b(net, x)        # forward ops at site_b's lines
+    loss.backward()              # backward ops: torch.profiler gives them
+    return loss                  # the stack of their forward op
+
+
+def train1(net, x):              # deep enough that 5 entries stay inside
+    return train_site(net, x)    # functions started under the profiler
+
+
+def train0(net, x):
+    return train1(net, x)
+
+
 def level2(net, x):
     return level3(net, x)
 
@@ -77,13 +91,16 @@ def level0(net, x):
     return level1(net, x)
 
 
-def make():
+def make(backward=False):
     torch.manual_seed(0)
-    net = Net(8)
+    net = Net(8, grad=backward)
     x = torch.ones(4, 8)
 
     def step():
         level0(net, x)
+        if backward:
+            train0(net, x)
+            net.zero_grad(set_to_none=True)
     return step
 
 
@@ -91,21 +108,34 @@ def key(name, stack):
     return "%s|%s" % (name, ";".join(stack))
 
 
+def python_entries(stack, n):
+    st = [s for s in stack if not s.startswith("<built-in")]
+    st = [s for s in st if torch.autograd.profiler_util._filter_stack_entry(s)]
+    return st[:n]
+
+
 def reference(prof, n):
+    # raw records: every call, its own stack (aten ops only)
     events = {}
     for e in prof.profiler.kineto_results.events():
         if not e.name().startswith("aten::"):
             continue
-        st = [s for s in e.stack() if not s.startswith("<built-in")]
-        st = [s for s in st if torch.autograd.profiler_util._filter_stack_entry(s)]
-        k = key(e.name(), st[:n])
+        k = key(e.name(), python_entries(e.stack(), n))
         events[k] = events.get(k, 0) + 1
+    # the events key_averages groups (every name): same-name only
+    # children folded, and backward ops with their forward op's stack
+    # (EventList._set_backward_stacktraces)
+    tree, nodes = {}, set()
+    for e in prof.events():
+        k = key(e.name, python_entries(e.stack, n))
+        tree[k] = tree.get(k, 0) + 1
+        if e.scope == 1:   # BACKWARD_FUNCTION: an autograd node
+            nodes.add(e.name)
     rows = {}
     for e in prof.key_averages(group_by_stack_n=n):
-        if e.key.startswith("aten::"):
-            k = key(e.key, e.stack[:n])
-            rows[k] = rows.get(k, 0) + int(e.count)
-    return {"events": events, "rows": rows}
+        k = key(e.key, e.stack[:n])
+        rows[k] = rows.get(k, 0) + int(e.count)
+    return {"events": events, "tree_events": tree, "rows": rows, "nodes": sorted(nodes)}
 
 
 def main():
@@ -114,11 +144,13 @@ def main():
     p.add_argument("--iters", type=int, default=3)
     p.add_argument("--depth", type=int, default=5)
     p.add_argument("--profile", action="store_true")
+    p.add_argument("--backward", action="store_true",
+                   help="parameters require grad; each step also runs a backward")
     p.add_argument("--linger", type=float, default=0.0,
                    help="seconds to stay alive after the work (no torch op)")
     a = p.parse_args()
     torch.set_num_threads(a.intra_threads)
-    step = make()
+    step = make(a.backward)
     step()  # warm-up
     if a.profile:
         kw = {}

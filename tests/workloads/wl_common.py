@@ -92,11 +92,11 @@ def profiler_op_counts(prof) -> dict:
     return dict(sorted(counts.items()))
 
 
-def profile_cpu(record_shapes=False, profile_memory=False):
+def profile_cpu(record_shapes=False, profile_memory=False, with_stack=False):
     import torch
     return torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
                                   record_shapes=record_shapes,
-                                  profile_memory=profile_memory)
+                                  profile_memory=profile_memory, with_stack=with_stack)
 
 
 def print_json(obj) -> None:
@@ -124,6 +124,8 @@ def bench_main(description, setup, default_iters, add_args=None):
                    help="with --torch-profiler: record_shapes=True (issue 16's comparison)")
     p.add_argument("--torch-profile-memory", action="store_true",
                    help="with --torch-profiler: profile_memory=True")
+    p.add_argument("--with-stack", action="store_true",
+                   help="with --torch-profiler: with_stack=True (Python stacks, as tbpf's tree)")
     p.add_argument("--count-ops", action="store_true",
                    help="print aten:: op calls per iteration (from torch.profiler) and exit")
     p.add_argument("--no-wait", action="store_true", help="start at once, no go signal")
@@ -148,7 +150,7 @@ def bench_main(description, setup, default_iters, add_args=None):
     if not args.no_wait:
         ready()
         wait_go(args)
-    prof = (profile_cpu(args.record_shapes, args.torch_profile_memory)
+    prof = (profile_cpu(args.record_shapes, args.torch_profile_memory, args.with_stack)
             if args.torch_profiler else None)
     t0 = time.perf_counter()
     if prof is not None:

@@ -300,7 +300,11 @@ static int seize(pid_t pid, struct tstop *t, char **why)
 	/* A real signal may be reported before our interrupt: it stays pending
 	 * in the kernel only if we pass it back at detach; keep it simple and
 	 * refuse (the caller retries). */
-	if (WSTOPSIG(status) != SIGTRAP || (status >> 16) != PTRACE_EVENT_STOP) {
+	/* a thread of a stopped process (tbpf run --inproc holds the command
+	 * with SIGSTOP at its first op) reports its group stop as an event
+	 * stop too: the call runs, and the detach puts it back in that stop */
+	if ((status >> 16) != PTRACE_EVENT_STOP ||
+	    (WSTOPSIG(status) != SIGTRAP && WSTOPSIG(status) != SIGSTOP)) {
 		ptrace(PTRACE_DETACH, t->tid, 0, WSTOPSIG(status));
 		return fail(why, -EAGAIN, "thread %d stopped by signal %d; retry", t->tid,
 			    WSTOPSIG(status));
@@ -610,4 +614,31 @@ int inject_dlclose(pid_t pid, uint64_t handle, int *ret, char **why)
 	if (ret)
 		*ret = (int)r;
 	return err;
+}
+
+/* ---- keeping one thread stopped (tbpf run --inproc) ----------------------- */
+int inject_hold_thread(pid_t tid, char **why)
+{
+	int status, err = 0;
+
+	if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0)
+		return fail(why, -errno, "PTRACE_SEIZE %d: %s", tid, strerror(errno));
+	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0 || (err = wait_stop(tid, &status, 2000)) < 0) {
+		err = err ? err : -errno;
+		ptrace(PTRACE_DETACH, tid, 0, 0);
+		return fail(why, err, "stopping thread %d: %s", tid, strerror(-err));
+	}
+	if (!WIFSTOPPED(status))
+		return fail(why, -ESRCH, "thread %d exited", tid);
+	if ((status >> 16) != PTRACE_EVENT_STOP) {
+		/* a signal reported first: it goes back at the detach */
+		ptrace(PTRACE_DETACH, tid, 0, WSTOPSIG(status));
+		return fail(why, -EAGAIN, "thread %d stopped by signal %d", tid, WSTOPSIG(status));
+	}
+	return 0;
+}
+
+int inject_unhold_thread(pid_t tid)
+{
+	return ptrace(PTRACE_DETACH, tid, 0, 0) < 0 ? -errno : 0;
 }

@@ -21,6 +21,14 @@ int inject_dlopen(pid_t pid, const char *lib_path, unsigned flags,
 /* dlclose(handle) in the target; *ret gets dlclose's return value. */
 int inject_dlclose(pid_t pid, uint64_t handle, int *ret, char **why);
 
+/* Keep thread tid stopped under ptrace (seized and interrupted: a
+ * process-wide SIGCONT does not run it) until inject_unhold_thread, which
+ * lets it go on where it stopped.  tbpf run --inproc holds the thread at
+ * its first op this way while the agent's control thread starts its
+ * callbacks.  0, or -errno with *why. */
+int inject_hold_thread(pid_t tid, char **why);
+int inject_unhold_thread(pid_t tid);
+
 /* Pure: decide from /proc/PID/maps text whether loading the agent would
  * collide with another CUPTI user.  Returns 1 (conflict, *why set), 0. */
 int inject_maps_conflict(FILE *maps, const char *agent_path, char **why);

@@ -46,6 +46,20 @@ unsigned inproc_layout_for(const char *v)
 	return INPROC_LAYOUT_NONE;
 }
 
+static const struct tbpf_inproc_seqlayout sl_t1_13 = INPROC_SEQ_T1_13, sl_t2_8 = INPROC_SEQ_T2_8;
+static const struct { const char *prefix; const struct tbpf_inproc_seqlayout *sl; } sl_verified[] = {
+	{ "1.13.", &sl_t1_13 },
+	{ "2.8.", &sl_t2_8 },
+};
+
+const struct tbpf_inproc_seqlayout *inproc_seqlayout_for(const char *v)
+{
+	for (size_t i = 0; v && i < sizeof(sl_verified) / sizeof(sl_verified[0]); i++)
+		if (!strncmp(v, sl_verified[i].prefix, strlen(sl_verified[i].prefix)))
+			return sl_verified[i].sl;
+	return NULL;
+}
+
 const char *inproc_verified_versions(void)
 {
 	return "1.13, 2.8";
@@ -185,6 +199,16 @@ int inproc_set_shapes(pid_t pid, const struct inproc_loc *loc,
 	int err = remote_write(pid, CTL_OFF(iv), iv ? iv : &none, sizeof(none));
 
 	return err ? err : remote_write(pid, CTL_OFF(want_shapes), &want, sizeof(want));
+}
+
+int inproc_set_seq(pid_t pid, const struct inproc_loc *loc,
+		   const struct tbpf_inproc_seqlayout *sl)
+{
+	struct tbpf_inproc_seqlayout none = { 0 };
+	uint32_t want = sl != NULL;
+	int err = remote_write(pid, CTL_OFF(sl), sl ? sl : &none, sizeof(none));
+
+	return err ? err : remote_write(pid, CTL_OFF(want_seq), &want, sizeof(want));
 }
 
 int inproc_reader_init(struct inproc_reader *rd, uint64_t tail)
@@ -327,12 +351,33 @@ int inproc_set_python(pid_t pid, const struct inproc_loc *loc, const struct tbpf
 	return err;
 }
 
+int inproc_set_modcalls(pid_t pid, const struct inproc_loc *loc, bool want)
+{
+	uint32_t w = want;
+
+	return remote_write(pid, PY_OFF(want_modcalls), &w, sizeof(w));
+}
+
+void inproc_to_rec_modcall(const struct tbpf_inproc_rec *r, uint32_t pid, struct rec_op *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->h.type = REC_MODCALL;
+	o->h.size = sizeof(*o);
+	o->h.tid = r->tid;
+	o->h.ts_ns = r->ts_ns;
+	o->pid = pid;
+	o->op_id = TBPF_MODCALL_ID;
+	o->stack_id = r->stack;
+}
+
 int inproc_read_py(pid_t pid, const struct inproc_loc *loc, struct tbpf_inproc_py *py)
 {
 	int err = remote_read(pid, loc->py, py, sizeof(*py));
 
-	if (!err)
+	if (!err) {
 		py->detail[sizeof(py->detail) - 1] = 0;
+		py->mc_detail[sizeof(py->mc_detail) - 1] = 0;
+	}
 	return err;
 }
 

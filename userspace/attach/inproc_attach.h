@@ -27,6 +27,9 @@ unsigned inproc_layout_for(const char *torch_version);
 /* Pure: where the agent reads inputs and tensor sizes for that torch
  * version (--record-shapes, inproc_layouts.h), or NULL. */
 const struct tbpf_inproc_ivlayout *inproc_ivlayout_for(const char *torch_version);
+/* Pure: where a RecordFunction keeps its sequence number and thread ids
+ * for that torch version (--group-by-stack, inproc_layouts.h), or NULL. */
+const struct tbpf_inproc_seqlayout *inproc_seqlayout_for(const char *torch_version);
 /* The versions inproc_layout_for accepts, for messages ("1.13, 2.8"). */
 const char *inproc_verified_versions(void);
 
@@ -50,6 +53,9 @@ int inproc_request(pid_t pid, const struct inproc_loc *loc, uint32_t req, pid_t 
 /* Ask for input shapes at the next START (iv), or for none (NULL). */
 int inproc_set_shapes(pid_t pid, const struct inproc_loc *loc,
 		      const struct tbpf_inproc_ivlayout *iv);
+/* Ask for sequence numbers at the next START (sl), or for none (NULL). */
+int inproc_set_seq(pid_t pid, const struct inproc_loc *loc,
+		   const struct tbpf_inproc_seqlayout *sl);
 /* Pure: an ENTER slot with a shape as the uprobe mode's REC_OP_ENTER with
  * a shape id (struct rec_op_shape): shape_id = inproc_shape_id(pid, slot). */
 void inproc_to_rec_op_shape(const struct tbpf_inproc_rec *r, uint32_t pid,
@@ -84,6 +90,11 @@ long inproc_drain(pid_t pid, const struct inproc_loc *loc, struct inproc_reader 
  * the agent's side (state, detail, counters). */
 int inproc_set_python(pid_t pid, const struct inproc_loc *loc, const struct tbpf_pyproc *pp,
 		      bool on);
+/* Ask the agent to count nn.Module calls itself from the next START
+ * (agent/modcall.h; with Python stacks on). */
+int inproc_set_modcalls(pid_t pid, const struct inproc_loc *loc, bool want);
+/* An INPROC_MODCALL slot as the uprobe mode's REC_MODCALL record. */
+void inproc_to_rec_modcall(const struct tbpf_inproc_rec *r, uint32_t pid, struct rec_op *o);
 int inproc_read_py(pid_t pid, const struct inproc_loc *loc, struct tbpf_inproc_py *py);
 /* Pure: a published stack as the BPF walker's REC_PYSTACK record. */
 void inproc_stack_to_rec(const struct tbpf_inproc_stack *e, uint32_t pid, struct rec_pystack *r);

@@ -36,4 +36,10 @@
 	.scalarlist_max = 30, .tlist_undef = 1, \
 	.scalar_tags = 1u << 3 | 1u << 4 | 1u << 5 | 1u << 6 | 1u << 7 | 1u << 8 | 1u << 9 }
 
+/* Where a RecordFunction keeps sequence_nr_, fwd_thread_id_ and
+ * step_callbacks_.thread_id_ (--inproc --group-by-stack: backward ops'
+ * stacks, model/bwstack.h); checked by rf_layout.sh with offsetof. */
+#define INPROC_SEQ_T1_13 { .rf_seq_off = 200, .rf_fwd_tid_off = 248, .rf_tid_off = 88 }
+#define INPROC_SEQ_T2_8 { .rf_seq_off = 200, .rf_fwd_tid_off = 304, .rf_tid_off = 88 }
+
 #endif

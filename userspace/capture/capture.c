@@ -432,6 +432,15 @@ int capture_check_bpf_record(const struct rec_hdr *h, size_t len)
 	return len >= need ? 0 : -EINVAL;
 }
 
+const struct rec_pystack *capture_pystack_of(const void *data, size_t len)
+{
+	const struct rec_hdr *h = data;
+
+	if (len < sizeof(*h) || h->type != REC_PYSTACK || capture_check_bpf_record(h, len))
+		return NULL;
+	return data;
+}
+
 /* ================= writer ================= */
 
 struct capture_writer {

@@ -262,4 +262,10 @@ void capture_reader_close(struct capture_reader *r);
  * else -EINVAL.  Exposed for the live recorder. */
 int capture_check_bpf_record(const struct rec_hdr *h, size_t len);
 
+/* The Python stack in a BPF record of len bytes, or NULL when it is not a
+ * valid REC_PYSTACK.  BPF writes a stack with only its nframes frames
+ * (rec_pystack.h.size), so a record is usually shorter than struct
+ * rec_pystack: only frames[0..nframes) of the result may be read. */
+const struct rec_pystack *capture_pystack_of(const void *data, size_t len);
+
 #endif /* TBPF_CAPTURE_H */

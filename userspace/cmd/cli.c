@@ -60,7 +60,9 @@ static const char usage_text[] =
 "      --with-flops       a FLOPs column (torch.profiler's with_flops formulas)\n"
 "      --group-by-stack N table, json: one row per (op, N innermost Python\n"
 "                         frames), a Source Location column as torch.profiler's\n"
-"                         key_averages(group_by_stack_n=N) with with_stack=True\n"
+"                         key_averages(group_by_stack_n=N) with with_stack=True;\n"
+"                         with --inproc, backward ops get their forward op's\n"
+"                         stack as in torch.profiler\n"
 "      --metric M         folded, pprof: self_cpu_time_total (default) or count\n"
 "                         (op calls), as torch.profiler's export_stacks(metric=)\n"
 "      --ops              tree: list the ops under each layer\n"
@@ -90,7 +92,8 @@ static const char usage_text[] =
 "      --inject-force     --inject even when libcupti is already mapped (the\n"
 "                         agent still reports a conflict if CUPTI refuses it)\n"
 "      --inproc           load tbpf's RecordFunction agent into --pid (ptrace +\n"
-"                         dlopen) and record ops with in-process callbacks, as\n"
+"                         dlopen; tbpf run: at the command's first op) and\n"
+"                         record ops with in-process callbacks, as\n"
 "                         torch.profiler does: lower cost than uprobes; torch\n"
 "                         1.13 and 2.8 (others: the uprobe mode); with\n"
 "                         --record-shapes the callbacks read the inputs torch\n"
@@ -131,6 +134,9 @@ static const char usage_text[] =
 "  sudo tbpf --pid 1234 --duration 10s --inproc   # in-process callbacks\n"
 "  sudo tbpf --pid 1234 --duration 10s --inproc --format tree   # layers, in-process\n"
 "  sudo tbpf --pid 1234 --duration 10s --inproc --group-by-input-shape --with-flops\n"
+"  sudo tbpf --pid 1234 --duration 10s --inproc --group-by-stack 5   # backward too\n"
+"  sudo tbpf --pid 1234 --inproc --steps 5 --tensorboard runs/job   # in-process\n"
+"  sudo tbpf run --inproc --format json -o ops.json -- python3 train.py\n"
 "  sudo tbpf --pid 1234 --duration 10s -o run.tbpf\n"
 "  sudo tbpf --pid 1234 --steps 5 --tensorboard runs/job  # tensorboard --logdir runs\n"
 "  sudo tbpf --pid 1234 --schedule wait=1,warmup=1,active=3,repeat=2 --tensorboard runs/job\n"
@@ -379,18 +385,14 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 	rc = live_parse(argc, argv, &o);
 	if (rc != LIVE_GO_ON)
 		return rc;
-	if (o.stack_n && (!o.python || o.inproc))   /* issue 16 */
+	if (o.stack_n && !o.python)   /* issue 16 */
 		return usage_error("%s", "--group-by-stack needs Python stacks (not with "
-				   "--no-python or --inproc)");
+				   "--no-python)");
 	if (o.inject && (start || !o.sel.npids))   /* issue 6 */
 		return usage_error("%s", start ? "tbpf run loads the CUPTI agent itself: no --inject"
 					       : "--inject needs --pid");
-	if (o.inproc && (start || !o.sel.npids))   /* issue 19 */
-		return usage_error("%s", start ? "--inproc attaches to running processes: use --pid"
-					       : "--inproc needs --pid");
-	if (o.inproc && (o.steps.sched.set || o.steps.tensorboard))   /* not yet */
-		return usage_error("%s", "--inproc does not cut the run into steps yet: no --steps, "
-					 "--schedule or --tensorboard (use the uprobe mode)");
+	if (o.inproc && !start && !o.sel.npids)   /* issue 19 */
+		return usage_error("%s", "--inproc needs --pid (or tbpf run --inproc -- CMD)");
 	if (o.inproc && (o.inject || o.redispatch))
 		return usage_error("%s", "--inproc records RecordFunctions only: no --inject or "
 					 "--redispatch");
@@ -404,7 +406,9 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 		o.wait_torch = true;
 		o.release = run_release;
 		o.release_ctx = start_ctx;
-		o.gpu_run = true;   /* issue 6: attach to the agent the driver loads */
+		/* issue 6: attach to the agent the driver loads; --inproc has
+		 * no device times (run_main does not name the CUPTI agent) */
+		o.gpu_run = !o.inproc;
 	}
 	/* -o x.tbpf without --format: record only */
 	if (o.out && !o.format) {
@@ -425,12 +429,13 @@ struct run_ctx {
 	char **cmd;
 	struct run_child child;
 	bool started;
+	bool no_cuda_agent;   /* --inproc: no CUDA_INJECTION64_PATH (nothing would read it) */
 };
 
 static pid_t run_start(void *vctx)
 {
 	struct run_ctx *r = vctx;
-	char *agent = run_agent_path();
+	char *agent = r->no_cuda_agent ? NULL : run_agent_path();
 	int err;
 
 	err = run_child_start(r->cmd, agent, &r->child);
@@ -468,6 +473,8 @@ static int run_main(int argc, char **argv)
 		return usage_error("%s", "usage: tbpf run [options] -- command [args...]");
 	r.cmd = argv + dash + 1;
 	argv[dash] = NULL;
+	for (int i = 1; i < dash; i++)
+		r.no_cuda_agent |= !strcmp(argv[i], "--inproc");
 	rc = live_main(dash, argv, run_start, &r);
 	if (!r.started)
 		return rc;

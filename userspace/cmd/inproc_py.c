@@ -6,12 +6,14 @@
 #include "inproc_py.h"
 #include "session.h"
 #include "profile.h"
+#include "srcloc.h"
+#include "bwstack.h"
 
 bool inproc_py_wanted(const struct live_opts *o)
 {
 	const char *f = o->format ? o->format : "table";
 
-	return o->python && (o->record || strcmp(f, "table"));
+	return o->python && (o->record || o->stack_n || o->steps.tensorboard || strcmp(f, "table"));
 }
 
 /* Module calls straight into the rows (table, json, tree: no capture). */
@@ -48,8 +50,17 @@ struct session *inproc_py_open(const struct live_opts *o, struct capture_writer 
 		fprintf(stderr, "tbpf: --inproc: no layer tree or Python stacks: %s\n",
 			why ? why : "cannot load the module-call probe");
 		free(why);
-		return NULL;
 	}
+	return s;
+}
+
+void inproc_py_add(struct session *s, const struct live_opts *o, bool probe)
+{
+	char *why = NULL;
+
+	if (!s)
+		return;
+	session_set_modcall_probe(s, probe);
 	for (size_t i = 0; i < o->sel.npids; i++) {
 		int err = session_add_target(s, o->sel.pids[i], &why);
 
@@ -60,7 +71,6 @@ struct session *inproc_py_open(const struct live_opts *o, struct capture_writer 
 			why = NULL;
 		}
 	}
-	return s;
 }
 
 int inproc_py_stack(void *session, const struct rec_pystack *r)
@@ -81,6 +91,16 @@ int inproc_py_tree(struct session *s, const struct profile *p, struct layer_tree
 {
 	*out = NULL;
 	return s ? session_layer_tree(s, p, NULL, out) : 0;
+}
+
+int inproc_py_derive(struct session *s, uint32_t pid, const struct bwstack_derived *d)
+{
+	return session_note_derived(s, pid, BWSTACK_STACK_ID(d->id), d->own, d->fwd, d->found);
+}
+
+int inproc_py_srcloc(struct session *s, struct profile *p, unsigned depth)
+{
+	return s ? session_srcloc(s, p, depth, true) : profile_apply_srcloc(p, depth);
 }
 
 void inproc_py_close(struct session *s)

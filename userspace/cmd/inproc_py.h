@@ -14,19 +14,33 @@ struct rec_pystack;
 struct layer_tree;
 
 /* Whether the output of o takes Python stacks in --inproc: every format
- * but the table (the tree, json's layers, traces, --record captures). */
+ * but the table (the tree, json's layers, traces, --record captures), and
+ * the table with --group-by-stack (its Source Location column). */
 bool inproc_py_wanted(const struct live_opts *o);
-/* A BPF session with the module-call probe on every --pid: its records
- * and named stacks into cw (a capture), or (cw NULL) the module calls
- * into p.  NULL after a warning: the run goes on without the tree. */
+/* A BPF session for the module-call probe and the stacks' names: its
+ * records and named stacks into cw (a capture), or (cw NULL) the module
+ * calls into p.  NULL after a warning: the run goes on without the tree.
+ * Opened before the agents start (loading BPF takes about 0.4 s, while
+ * nobody would drain their rings). */
 struct session *inproc_py_open(const struct live_opts *o, struct capture_writer *cw,
 			       struct profile *p);
+/* Every --pid into s once the agents started: with the module-call
+ * probe, or (probe false: the agents count module calls themselves,
+ * agent/modcall.h) without it. */
+void inproc_py_add(struct session *s, const struct live_opts *o, bool probe);
 /* struct inproc_out's stack callback (ctx: the session). */
 int inproc_py_stack(void *session, const struct rec_pystack *r);
 /* Detach the probe and drain the last module calls. */
 void inproc_py_stop(struct session *s);
 /* The layer tree of p's rows from the stacks named (model_layers). */
 int inproc_py_tree(struct session *s, const struct profile *p, struct layer_tree **out);
+struct bwstack_derived;
+/* struct inproc_out's derive callback (ctx: the session): a backward op's
+ * stack, named in the session's store (session_note_derived). */
+int inproc_py_derive(struct session *s, uint32_t pid, const struct bwstack_derived *d);
+/* --group-by-stack N: each row's Source Location from the stacks named
+ * (rows carry the low 32 bits of the agent's stack ids). */
+int inproc_py_srcloc(struct session *s, struct profile *p, unsigned depth);
 void inproc_py_close(struct session *s);
 
 #endif

@@ -28,6 +28,7 @@
 #include "export.h"
 #include "live.h"
 #include "live_inproc.h"
+#include "live_steps.h"
 #include "profile.h"
 #include "guard.h"
 #include "gpudev.h"
@@ -285,52 +286,6 @@ static void report_empty(struct session *s, const uint64_t *cnt, uint64_t durati
 	free(who);
 }
 
-/* issue 18: distributedInfo from the target's environment (RANK,
- * WORLD_SIZE; the backend: nccl when libnccl is mapped, else gloo).
- * 0 when the process is no distributed worker (no RANK). */
-static int read_dist(pid_t pid, struct export_dist *d)
-{
-	char path[64], buf[1 << 16], line[512];
-	size_t n;
-	FILE *f;
-	bool rank = false;
-
-	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	*d = (struct export_dist){ .pid = (uint32_t)pid, .world_size = 1, .backend = "gloo" };
-	for (size_t i = 0; i < n; i += strlen(buf + i) + 1) {
-		if (!strncmp(buf + i, "RANK=", 5)) {
-			d->rank = atoi(buf + i + 5);
-			rank = true;
-		} else if (!strncmp(buf + i, "WORLD_SIZE=", 11)) {
-			d->world_size = atoi(buf + i + 11);
-		}
-	}
-	if (!rank)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
-	while (f && fgets(line, sizeof(line), f))
-		if (strstr(line, "libnccl")) {
-			d->backend = "nccl";
-			break;
-		}
-	if (f)
-		fclose(f);
-	return 1;
-}
-
-/* The distributed workers among the targets (read while they run). */
-struct live_dist {
-	struct export_dist v[64];
-	size_t n;
-};
-
 static void dist_scan(struct live_dist *ld, struct session *s)
 {
 	for (size_t i = 0; i < session_ntargets(s) && ld->n < 64; i++) {
@@ -339,8 +294,8 @@ static void dist_scan(struct live_dist *ld, struct session *s)
 
 		for (size_t k = 0; k < ld->n; k++)
 			have |= ld->v[k].pid == (uint32_t)pid;
-		if (!have && read_dist(pid, &ld->v[ld->n]))
-			ld->n++;
+		if (!have)
+			live_dist_add(ld, pid);
 	}
 }
 
@@ -370,123 +325,6 @@ static bool steps_done(const struct live_opts *o, struct session *s, const struc
 	return alive > 0;
 }
 
-/* issue 18: the host's GPUs for Kineto's deviceProperties (chrome and
- * --tensorboard), asked of the driver now; none without a GPU.  Free
- * eo->devprops after the export. */
-static void query_devices(struct export_opts *eo)
-{
-	struct export_devprop *v = NULL;
-	size_t n = 0;
-
-	if (!gpudev_query(&v, &n)) {
-		eo->devprops = v;
-		eo->ndevprops = n;
-	}
-}
-
-/* --tensorboard DIR from the capture; 0 or the exit code. */
-static int live_tensorboard(const struct live_opts *o, const char *capture_path,
-			    const struct live_dist *ld)
-{
-	struct export_opts eo = { .step_label = o->steps.label, .dist = ld->v, .ndist = ld->n };
-	struct capture_reader *r = capture_reader_open(capture_path);
-	char *msg = NULL;
-	int err;
-
-	if (!r || capture_reader_error(r)) {
-		fprintf(stderr, "tbpf: %s\n", r ? capture_reader_error(r) : "out of memory");
-		capture_reader_close(r);
-		return TBPF_EXIT_ERROR;
-	}
-	query_devices(&eo);
-	err = export_tensorboard(o->steps.tensorboard, r, &eo, &o->steps.sched, stderr, &msg);
-	free((void *)eo.devprops);
-	capture_reader_close(r);
-	if (err) {
-		fprintf(stderr, "tbpf: --tensorboard: %s\n", msg ? msg : strerror(-err));
-		free(msg);
-		return TBPF_EXIT_ERROR;
-	}
-	return TBPF_EXIT_OK;
-}
-
-static FILE *open_out(const char *path)
-{
-	if (!path || !strcmp(path, "-"))
-		return stdout;
-	return fopen(path, "we");
-}
-
-/* --format tree / table / json of model m to -o.  0 or the exit code. */
-static int render_model(const struct live_opts *o, const struct export_opts *eo, const char *fmt,
-			const struct tbpf_model *m)
-{
-	bool tree_fmt = !strcmp(fmt, "tree");
-	struct tree_opts to = { .ops = o->tree_ops, .min_pct = o->min_pct,
-				.filter = o->layer_filter };
-	FILE *out;
-	int rc = 0, err;
-
-	if (tree_fmt && o->sort && tree_sort_parse(o->sort, &to.sort)) {
-		fprintf(stderr, "tbpf: --sort %s is not a tree column (cpu_time_total, "
-				"self_cpu_time_total, count, launches, name, model, "
-				"self_cpu_memory_usage, cpu_memory_usage)\n", o->sort);
-		return TBPF_EXIT_USAGE;
-	}
-	if (tree_fmt && !m->tree) {
-		fprintf(stderr, "tbpf: no layer tree: Python stacks were not available\n");
-		return TBPF_EXIT_ERROR;
-	}
-	out = open_out(o->out);
-	if (!out) {
-		fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
-		return TBPF_EXIT_ERROR;
-	}
-	to.color = tree_want_color(out);
-	err = export_model(out, tree_fmt ? EXPORT_TREE : strcmp(fmt, "json") ? EXPORT_TABLE
-		: EXPORT_JSON, m, eo, &to);
-	if (out != stdout && fclose(out) && !err)
-		err = -errno;
-	if (err) {
-		fprintf(stderr, "tbpf: output failed: %s\n", strerror(-err));
-		rc = TBPF_EXIT_ERROR;
-	}
-	return rc;
-}
-
-/* --steps / --schedule: table, tree and json of the active steps only,
- * from the capture (model_from_capture_steps, as `tbpf report --steps`).
- * 0 or the exit code. */
-static int render_steps(const struct live_opts *o, const struct export_opts *eo, const char *fmt,
-			const char *capture_path, const struct live_procs *lp)
-{
-	struct capture_reader *r = capture_reader_open(capture_path);
-	unsigned parts = MODEL_CUDA | (!strcmp(fmt, "table") ? MODEL_LAYERS_WITH_CUDA : MODEL_LAYERS);
-	struct tbpf_model m;
-	int err, rc;
-
-	if (!r || capture_reader_error(r)) {
-		fprintf(stderr, "tbpf: %s\n", r ? capture_reader_error(r) : "out of memory");
-		capture_reader_close(r);
-		return TBPF_EXIT_ERROR;
-	}
-	model_init(&m);
-	err = model_from_capture_steps(r, parts, o->steps.label, &o->steps.sched, &m);
-	if (!err && !o->merge)
-		err = model_split_capture(&m, capture_reader_meta(r));
-	(void)lp;   /* the capture's PROCESS records carry the same */
-	if (err) {
-		fprintf(stderr, "tbpf: reading the steps from %s failed: %s\n", capture_path,
-			capture_reader_error(r) ? capture_reader_error(r) : strerror(-err));
-		rc = TBPF_EXIT_ERROR;
-	} else {
-		rc = render_model(o, eo, fmt, &m);
-	}
-	model_free(&m);
-	capture_reader_close(r);
-	return rc;
-}
-
 /* The collected model (ops, CUDA tables, layers) as --format asks, through
  * export_model like `tbpf report`; trace formats from the capture.  0 or
  * the exit code. */
@@ -514,7 +352,7 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 		return 0;
 	}
 	if (aggregated && o->steps.sched.set && capture_path)
-		return render_steps(o, &eo, fmt, capture_path, lp);
+		return live_render_steps(o, &eo, fmt, capture_path);
 	if (aggregated) {
 		m->cuda = cm;
 		m->op_name = cuda_op_name;
@@ -533,18 +371,18 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 				fprintf(stderr, "tbpf: building the layer tree failed: %s\n",
 					strerror(-err));
 		}
-		if (o->stack_n && (err = session_srcloc(s, &m->prof, o->stack_n)))
+		if (o->stack_n && (err = session_srcloc(s, &m->prof, o->stack_n, false)))
 			fprintf(stderr, "tbpf: --group-by-stack: %s\n", strerror(-err));
 		/* several processes: a section each (issue 18) */
 		if (!o->merge && (err = session_model_split(s, m, lp->v, lp->n))) {
 			fprintf(stderr, "tbpf: splitting the processes failed: %s\n", strerror(-err));
 			return TBPF_EXIT_ERROR;
 		}
-		return render_model(o, &eo, fmt, m);
+		return live_render_model(o, &eo, fmt, m);
 	}
 	char *emsg = NULL;
 
-	query_devices(&eo);
+	live_query_devices(&eo);
 	err = export_capture(capture_path, fmt, o->out, &eo, &emsg);
 	free((void *)eo.devprops);
 	eo.devprops = NULL;
@@ -574,9 +412,17 @@ static bool proc_gone(pid_t pid)
 static int attach_when_torch(struct session *s, const struct live_opts *o, pid_t pid,
 			     uint64_t *t0, char **why)
 {
-	bool held = !session_hold_torch(s, why);
+	bool held;
 	unsigned tick = 0;
 	int err = -EINTR;
+
+	if (o->run_stopped) {   /* issue 19: stopped there by tbpf run --inproc's hold */
+		*t0 = clock_ns(CLOCK_MONOTONIC);
+		err = session_add_target(s, pid, why);
+		kill(pid, SIGCONT);
+		return err;
+	}
+	held = !session_hold_torch(s, why);
 
 	if (!held) {
 		fprintf(stderr, "tbpf: warning: %s; counting starts up to 20 ms after the command "
@@ -887,7 +733,7 @@ static struct session_config session_config_of(const struct live_opts *o)
 		.verbose = o->verbose,
 		.gpu_agent = o->inject ? GPU_AGENT_INJECT : o->gpu_run ? GPU_AGENT_RUN : GPU_AGENT_OFF,
 		.inject_flags = o->inject_force ? INJECT_FORCE : 0,
-		.run_hold = o->wait_torch,
+		.run_hold = o->wait_torch && !o->run_stopped,
 		.cuda_only_ok = true,       /* issue 18: plain CUDA programs */
 		.shapes = o->record_shapes,
 		.memory = o->memory,
@@ -928,7 +774,24 @@ static void warn_steps_unseen(const struct live_opts *o, struct session *s,
 		(unsigned long long)steps_bounds_needed(&o->steps.sched));
 }
 
+static int live_run_uprobes(const struct live_opts *o);
+
 int live_run(const struct live_opts *o)
+{
+	struct live_opts fo;
+	int rc;
+
+	if (!o->inproc)
+		return live_run_uprobes(o);
+	rc = live_inproc_run(o);   /* issue 19 */
+	if (rc != LIVE_INPROC_FALLBACK)
+		return rc;
+	fo = *o;
+	fo.run_stopped = o->wait_torch;   /* tbpf run: held where it mapped libtorch */
+	return live_run_uprobes(&fo);
+}
+
+static int live_run_uprobes(const struct live_opts *o)
 {
 	struct session_config cfg = session_config_of(o);
 	struct mem_model mm;
@@ -949,11 +812,6 @@ int live_run(const struct live_opts *o)
 	int rc = TBPF_EXIT_OK, err, code;
 	uint32_t mode = 0;
 
-	if (o->inproc) {   /* issue 19 */
-		rc = live_inproc_run(o);
-		if (rc != LIVE_INPROC_FALLBACK)
-			return rc;
-	}
 	if (cfg.record && !(capture_path = capture_path_of(o, &capture_tmp))) {
 		free(agent_path);
 		return TBPF_EXIT_ERROR;

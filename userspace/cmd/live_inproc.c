@@ -19,8 +19,11 @@
 #include "inproc_session.h"
 #include "live.h"
 #include "live_inproc.h"
+#include "live_steps.h"
+#include "run_inproc.h"
 #include "model.h"
 #include "session.h"
+#include "steps.h"
 #include "report.h"
 #include "torchver.h"
 #include "tree.h"
@@ -30,6 +33,7 @@
 
 #define POLL_MS 20
 #define POLL_FAST_US 1000
+#define POLL_PY_US 2000   /* with stacks, module calls counted by the agents */
 
 static volatile sig_atomic_t stop_sig;
 
@@ -90,7 +94,8 @@ static char *read_line_file(pid_t pid, const char *what, bool nul_to_space)
 /* The layout for every target's torch; 0 with *layouts filled, or the
  * exit code / LIVE_INPROC_FALLBACK after one line. */
 static int check_torch(const struct live_opts *o, unsigned *layouts,
-		       const struct tbpf_inproc_ivlayout **ivs)
+		       const struct tbpf_inproc_ivlayout **ivs,
+		       const struct tbpf_inproc_seqlayout **sls)
 {
 	for (size_t i = 0; i < o->sel.npids; i++) {
 		pid_t pid = o->sel.pids[i];
@@ -116,6 +121,12 @@ static int check_torch(const struct live_opts *o, unsigned *layouts,
 		}
 		layouts[i] = inproc_layout_for(ver);
 		ivs[i] = o->record_shapes ? inproc_ivlayout_for(ver) : NULL;
+		sls[i] = o->stack_n ? inproc_seqlayout_for(ver) : NULL;
+		if (layouts[i] && o->stack_n && !sls[i])
+			fprintf(stderr, "tbpf: --inproc: torch %s in pid %d has no verified sequence "
+					"number layout (verified: %s): backward ops keep their own "
+					"Python stacks in --group-by-stack\n",
+				ver, pid, inproc_verified_versions());
 		if (layouts[i] && o->record_shapes && !ivs[i])
 			fprintf(stderr, "tbpf: --inproc: torch %s in pid %d has no verified input "
 					"layout (verified: %s): going on without input shapes\n",
@@ -140,14 +151,22 @@ static int check_torch(const struct live_opts *o, unsigned *layouts,
 struct sink {
 	struct capture_writer *cw;
 	struct model_feed *feed;
-	struct session *py;    /* the module-call probe, stacks named (inproc_py.h) */
+	struct session *py;    /* stacks named, module-call probe if needed (inproc_py.h) */
+	struct profile *prof;  /* the model's rows (no capture): module calls */
+	struct steps_watch *sw; /* --steps / --schedule: boundaries as they come */
 };
 
 static int out_op(void *ctx, const struct rec_op *r)
 {
 	struct sink *k = ctx;
 
-	return k->cw ? capture_write_raw(k->cw, r, r->h.size) : model_feed_record(k->feed, &r->h);
+	if (k->sw)   /* out of memory: stops at --duration only, as the uprobe mode */
+		steps_watch_feed(k->sw, &r->h, r->h.size);
+	if (k->cw)
+		return capture_write_raw(k->cw, r, r->h.size);
+	if (r->h.type == REC_MODCALL)   /* the agent's (agent/modcall.h) */
+		return profile_add_modcall(k->prof, r->pid, r->stack_id, 1);
+	return model_feed_record(k->feed, &r->h);
 }
 
 static int out_shape(void *ctx, uint64_t id, const struct tbpf_shape *sh)
@@ -163,6 +182,8 @@ static int out_name(void *ctx, uint32_t op_id, const char *name)
 {
 	struct sink *k = ctx;
 
+	if (k->sw)
+		steps_watch_name(k->sw, op_id, name);
 	return k->cw ? capture_write_op(k->cw, op_id, name, "")
 		     : model_feed_name(k->feed, op_id, name, "");
 }
@@ -174,11 +195,20 @@ static int out_stack(void *ctx, const struct rec_pystack *r)
 	return k->py ? inproc_py_stack(k->py, r) : 0;
 }
 
+static int out_derive(void *ctx, uint32_t pid, const struct bwstack_derived *d)
+{
+	struct sink *k = ctx;
+
+	return k->py ? inproc_py_derive(k->py, pid, d) : 0;
+}
+
 static bool wants_capture(const struct live_opts *o)
 {
 	const char *f = o->format ? o->format : "table";
 
-	return o->record || (strcmp(f, "table") && strcmp(f, "json") && strcmp(f, "tree"));
+	if (o->record || o->steps.tensorboard || o->steps.sched.set)
+		return true;
+	return strcmp(f, "table") && strcmp(f, "json") && strcmp(f, "tree");
 }
 
 static int exit_of_add(int err)
@@ -224,8 +254,29 @@ static void write_meta(struct capture_writer *cw, const struct live_opts *o,
 	}
 }
 
+/* --steps / --schedule: every live target has shown the boundaries its
+ * last cycle needs (as the uprobe mode's steps_done). */
+static bool steps_done(const struct live_opts *o, struct inproc_session *s,
+		       const struct steps_watch *w)
+{
+	uint64_t need = steps_bounds_needed(&o->steps.sched);
+	size_t alive = 0;
+
+	if (!w || !need)
+		return false;
+	for (size_t i = 0; i < o->sel.npids; i++) {
+		if (!inproc_session_live(s, o->sel.pids[i]))
+			continue;
+		alive++;
+		if (steps_watch_count(w, (uint32_t)o->sel.pids[i]) < need)
+			return false;
+	}
+	return alive > 0;
+}
+
 static const char *poll_loop(const struct live_opts *o, struct inproc_session *s,
-			     struct session *py, uint64_t t0, int *err)
+			     struct session *py, const struct steps_watch *sw, uint64_t t0,
+			     int *err)
 {
 	uint64_t seen = 0;
 
@@ -242,6 +293,8 @@ static const char *poll_loop(const struct live_opts *o, struct inproc_session *s
 			return o->sel.npids > 1 ? "targets exited" : "target exited";
 		if (stop_sig)
 			return "signal";
+		if (steps_done(o, s, sw))
+			return "steps";
 		if (o->duration_ns && clock_ns(CLOCK_MONOTONIC) - t0 >= o->duration_ns)
 			return "duration";
 		/* new Python stacks are named by reading the target's objects:
@@ -252,7 +305,14 @@ static const char *poll_loop(const struct live_opts *o, struct inproc_session *s
 			usleep(POLL_FAST_US);
 			continue;
 		}
-		usleep(POLL_MS * 1000);
+		/* wait on the module-call session's ring, not a plain sleep: a
+		 * new module-call stack (a model's first call) wakes tbpf at
+		 * once, so its module tree is walked while the model lives,
+		 * not up to 20 ms later, after a short job has freed it */
+		if (py && !inproc_session_modcalls(s))
+			session_poll(py, POLL_MS);
+		else   /* the agents count module calls: nothing wakes tbpf */
+			usleep(py ? POLL_PY_US : POLL_MS * 1000);
 	}
 }
 
@@ -278,6 +338,11 @@ static void report_totals(const struct live_opts *o, const struct inproc_totals 
 	if (tot->shapes_bad)
 		fprintf(stderr, "tbpf: %llu tensors' sizes did not multiply to their numel: shown "
 				"as [?]\n", (unsigned long long)tot->shapes_bad);
+	if (tot->bw_lost)
+		fprintf(stderr, "tbpf: %llu backward nodes ran more than %u sequence numbers after "
+				"their forward op (or on more than %d forward threads): their ops "
+				"have no Source Location\n", (unsigned long long)tot->bw_lost,
+			BWSTACK_WINDOW, BWSTACK_THREADS);
 	if (tot->names_lost)
 		fprintf(stderr, "tbpf: %llu in-process records' names did not fit the agent's table "
 				"of %d names: their rows read op#ID\n",
@@ -332,19 +397,30 @@ static int render(const struct live_opts *o, const char *path, const struct tbpf
 				.filter = o->layer_filter };
 	struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
 				  .by_overload = o->by_overload, .by_shape = o->by_shape,
-				  .with_flops = o->with_flops, .tree = &to };
+				  .with_flops = o->with_flops, .stack_n = o->stack_n,
+				  .step_label = o->steps.label, .tree = &to };
 	const char *fmt = o->format ? o->format : "table";
 	bool tree = !strcmp(fmt, "tree");
+	bool aggregated = tree || !strcmp(fmt, "table") || !strcmp(fmt, "json");
 	char *emsg = NULL;
 	FILE *out;
 	int err;
 
-	if (o->record && !o->format) {
-		fprintf(stderr, "tbpf: capture written to %s\n", path);
+	if ((o->record || o->steps.tensorboard) && !o->format) {
+		if (o->record)
+			fprintf(stderr, "tbpf: capture written to %s\n", path);
 		return TBPF_EXIT_OK;
 	}
+	/* --steps / --schedule: the active steps, from the capture, by the
+	 * uprobe mode's code (live_steps.c); chrome: the first active cycle */
+	if (o->steps.sched.set && aggregated)
+		return live_render_steps(o, &eo, fmt, path);
+	if (o->steps.sched.set)
+		eo.step_window = steps_cycle(&o->steps.sched, 0, &eo.step_first, &eo.step_count);
 	if (path) {
+		live_query_devices(&eo);
 		err = export_capture(path, fmt, o->out, &eo, &emsg);
+		free((void *)eo.devprops);
 	} else if (tree && !m->tree) {
 		fprintf(stderr, "tbpf: no layer tree: Python stacks were not available\n");
 		return TBPF_EXIT_ERROR;
@@ -370,6 +446,20 @@ static int render(const struct live_opts *o, const char *path, const struct tbpf
 	return err ? TBPF_EXIT_ERROR : TBPF_EXIT_OK;
 }
 
+/* --schedule: say so when the run stopped before its steps were seen. */
+static void warn_steps_unseen(const struct live_opts *o, const struct steps_watch *sw,
+			      const char *why)
+{
+	if (!o->steps.sched.set || !steps_bounds_needed(&o->steps.sched) || !why ||
+	    !strcmp(why, "steps"))
+		return;
+	fprintf(stderr, "tbpf: stopped (%s) before the scheduled steps were seen: %zu step "
+			"boundaries (%s) in pid %d, %llu needed\n", why,
+		steps_watch_count(sw, (uint32_t)o->sel.pids[0]),
+		o->steps.label ? o->steps.label : STEPS_DEFAULT_LABEL, o->sel.pids[0],
+		(unsigned long long)steps_bounds_needed(&o->steps.sched));
+}
+
 static char *capture_path(const struct live_opts *o, bool *tmp)
 {
 	char tmpl[] = "/tmp/tbpf-XXXXXX.tbpf";
@@ -389,6 +479,7 @@ int live_inproc_run(const struct live_opts *o)
 {
 	unsigned layouts[64];
 	const struct tbpf_inproc_ivlayout *ivs[64];
+	const struct tbpf_inproc_seqlayout *sls[64];
 	bool shapes = false;
 	uint32_t pids[64];
 	char host[256] = "";
@@ -398,19 +489,44 @@ int live_inproc_run(const struct live_opts *o)
 	struct inproc_session *s = NULL;
 	struct tbpf_model model;
 	struct capture_run run;
+	struct steps_watch sw = { .label = o->steps.label };   /* issue 18 */
+	struct session *hold = NULL;   /* tbpf run --inproc: holds the command */
+	pid_t held = 0;                /* its thread at the first op, under ptrace */
+	struct live_dist ld = { .n = 0 };
 	char *agent = NULL, *path = NULL, *why = NULL;
 	bool tmp = false;
 	uint64_t t0, t_att, t_mono;
-	const char *stop_why;
+	const char *stop_why = NULL;
 	int rc, err = 0;
 
 	model_init(&model);
-	rc = check_torch(o, layouts, ivs);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	/* tbpf run --inproc: the command stops where it maps libtorch (its
+	 * version is known there), then at its first op (run_inproc.c) */
+	if (o->wait_torch && (rc = run_inproc_hold_torch(o, &stop_sig, &hold)))
+		return rc;
+	rc = check_torch(o, layouts, ivs, sls);
+	if (rc == LIVE_INPROC_FALLBACK)
+		run_inproc_hand_over(hold);   /* stopped: the uprobe mode attaches there */
+	if (rc && rc != LIVE_INPROC_FALLBACK)
+		run_inproc_release(hold);
 	if (rc)
 		return rc;
+	if (hold && (rc = run_inproc_hold_first_op(o, hold, &stop_sig))) {
+		run_inproc_release(hold);
+		return rc == RUN_INPROC_NONE ? TBPF_EXIT_OK : rc;
+	}
 	if (!(agent = inproc_agent_path())) {
 		fprintf(stderr, "tbpf: %s not found (set TBPF_INPROC_PATH)\n", INPROC_LIB_NAME);
+		run_inproc_release(hold);
 		return TBPF_EXIT_ERROR;
+	}
+	if (hold && (rc = run_inproc_load(o, hold, agent, &held))) {
+		run_inproc_release(hold);
+		free(agent);
+		return rc;
 	}
 	if (wants_capture(o)) {
 		if (!(path = capture_path(o, &tmp))) {
@@ -430,22 +546,26 @@ int live_inproc_run(const struct live_opts *o)
 		rc = TBPF_EXIT_ERROR;
 		goto out;
 	}
-	if (inproc_py_wanted(o) && (k.py = inproc_py_open(o, k.cw, k.cw ? NULL : &model.prof)))
+	k.prof = &model.prof;
+	if (o->steps.sched.set)
+		k.sw = &sw;
+	if (inproc_py_wanted(o) && (k.py = inproc_py_open(o, k.cw, k.cw ? NULL : &model.prof))) {
 		out.stack = out_stack;
+		/* torch.profiler's stacks of backward ops (model/bwstack.h) */
+		if (o->stack_n)
+			out.derive = out_derive;
+	}
 	if (!(s = inproc_session_new(&out))) {
 		fprintf(stderr, "tbpf: out of memory\n");
 		rc = TBPF_EXIT_ERROR;
 		goto out;
 	}
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	for (size_t i = 0; i < o->sel.npids; i++) {
-		bool on = false;
+		bool on = false, seq_on = false;
 
-		err = inproc_session_add_shapes(s, o->sel.pids[i], agent, layouts[i], ivs[i], &on,
-						&why);
+		err = inproc_session_add_full(s, o->sel.pids[i], agent, layouts[i], ivs[i], sls[i],
+					      &on, &seq_on, &why);
 		if (!err && ivs[i] && !on)
 			fprintf(stderr, "tbpf: pid %d: the in-process agent cannot read inputs "
 					"(c10::UndefinedTensorImpl not found): going on without input "
@@ -459,11 +579,27 @@ int live_inproc_run(const struct live_opts *o)
 			goto out;
 		}
 	}
+	/* the targets into the stacks' session once the agents said whether
+	 * they count module calls themselves (then no module-call uprobe) */
+	if (k.py) {
+		bool agent_mc = inproc_session_modcalls(s);
+
+		inproc_py_add(k.py, o, !agent_mc);
+		if (!agent_mc)
+			inproc_session_drop_modcalls(s);
+	}
 	t_mono = clock_ns(CLOCK_MONOTONIC);
 	t_att = t_mono - t0;
+	sw.after_ns = t_mono;   /* steps from the attached line on, as steps_from_capture */
+	for (size_t i = 0; i < o->sel.npids; i++)
+		live_dist_add(&ld, o->sel.pids[i]);
 	run = run_info(o, t_mono, clock_ns(CLOCK_REALTIME), pids, host, sizeof(host), shapes);
 	if (k.cw)
 		write_meta(k.cw, o, &run);
+	run_inproc_go(held);   /* the command runs on, its first op recorded */
+	run_inproc_release(hold);
+	hold = NULL;
+	held = 0;
 	if (o->sel.npids == 1)
 		fprintf(stderr, "tbpf: attached in-process RecordFunction callbacks to pid %d in "
 				"%.1f ms; Ctrl-C to stop\n", o->sel.pids[0], t_att / 1e6);
@@ -471,7 +607,7 @@ int live_inproc_run(const struct live_opts *o)
 		fprintf(stderr, "tbpf: attached in-process RecordFunction callbacks to %zu "
 				"processes in %.1f ms; Ctrl-C to stop\n", o->sel.npids, t_att / 1e6);
 	err = 0;
-	stop_why = poll_loop(o, s, k.py, t_mono, &err);
+	stop_why = poll_loop(o, s, k.py, k.sw, t_mono, &err);
 	inproc_session_stop(s);
 	inproc_py_stop(k.py);
 	if (err)
@@ -479,11 +615,20 @@ int live_inproc_run(const struct live_opts *o)
 	rc = finish(o, &k, s, &run, clock_ns(CLOCK_MONOTONIC) - t_mono, stop_why, path);
 	if (!rc && err)
 		rc = TBPF_EXIT_ERROR;
-	if (!rc && !k.cw && k.py && (err = inproc_py_tree(k.py, &model.prof, &model.tree)))
+	/* the table shows no layers (its stacks are for --group-by-stack) */
+	if (!rc && !k.cw && k.py && o->format && strcmp(o->format, "table") &&
+	    (err = inproc_py_tree(k.py, &model.prof, &model.tree)))
 		fprintf(stderr, "tbpf: building the layer tree failed: %s\n", strerror(-err));
+	if (!rc && !k.cw && o->stack_n && (err = inproc_py_srcloc(k.py, &model.prof, o->stack_n)))
+		fprintf(stderr, "tbpf: --group-by-stack: %s\n", strerror(-err));
 	if (!rc)
 		rc = render(o, path, &model);
+	warn_steps_unseen(o, &sw, stop_why);
+	if (!rc && o->steps.tensorboard)
+		rc = live_tensorboard(o, path, &ld);
 out:
+	run_inproc_go(held);   /* an error before the start: it runs on */
+	run_inproc_release(hold);
 	inproc_py_close(k.py);
 	if (k.cw)
 		capture_writer_close(k.cw);
@@ -494,5 +639,6 @@ out:
 		unlink(path);
 	free(path);
 	free(agent);
+	steps_watch_free(&sw);
 	return rc;
 }

@@ -52,6 +52,10 @@ struct live_opts {
 	 * where it maps libtorch (issue 13) */
 	void (*release)(void *ctx);
 	void *release_ctx;
+	/* tbpf run --inproc handed the command over to the uprobe mode (an
+	 * unverified torch): already stopped where it mapped libtorch, so
+	 * attach at once and continue it (issue 19) */
+	bool run_stopped;
 	bool inject;               /* --inject: load the CUPTI agent (issue 6) */
 	bool inject_force;         /* --inject-force: even with libcupti mapped */
 	bool inproc;               /* --inproc: RecordFunction agent (issue 19) */

@@ -35,14 +35,23 @@ struct inproc_session {
 	pid_t cur_pid;
 	int err;
 	uint64_t new_stacks;    /* stacks handed on since inproc_session_new */
+	struct bwstack *bw;     /* out.derive: backward ops' stacks */
+	struct { uint32_t pid; struct bwstack_derived d; } *pend;   /* to derive */
+	size_t npend, cappend;
+	bool mc_drop;           /* module calls come from the uprobe: agents' ignored */
 };
 
 struct inproc_session *inproc_session_new(const struct inproc_out *out)
 {
 	struct inproc_session *s = calloc(1, sizeof(*s));
 
-	if (s)
-		s->out = *out;
+	if (!s)
+		return NULL;
+	s->out = *out;
+	if (out->derive && !(s->bw = bwstack_new())) {
+		free(s);
+		return NULL;
+	}
 	return s;
 }
 
@@ -93,20 +102,66 @@ static int on_shape(void *ctx, uint32_t shape, const struct tbpf_shape *sh)
 	return s->out.shape(s->out.ctx, inproc_shape_id((uint32_t)s->cur_pid, shape), sh);
 }
 
+/* Sequence numbers (--group-by-stack): backward ops get derived stacks. */
+static void on_seq(struct inproc_session *s, const struct tbpf_inproc_rec *r)
+{
+	uint64_t thread = (uint64_t)r->shape << 32 | r->hash;
+	uint32_t pid = (uint32_t)s->cur_pid;
+
+	if (r->flags == INPROC_SEQ_BWD)
+		bwstack_bwd(s->bw, pid, r->tid, thread, (int64_t)r->ts_ns);
+	else
+		bwstack_fwd(s->bw, pid, thread, (int64_t)r->ts_ns, r->stack);
+}
+
+/* The stack id an ENTER's row is keyed by; a new derived one is queued
+ * until its stacks were handed on (after the drain). */
+static int row_stack(struct inproc_session *s, const struct tbpf_inproc_rec *r, uint32_t *stack)
+{
+	struct bwstack_derived d;
+	bool fresh;
+
+	*stack = bwstack_enter(s->bw, (uint32_t)s->cur_pid, r->tid, r->depth, r->stack, &fresh, &d);
+	if (!fresh)
+		return 0;
+	if (GROW(s->pend, s->npend, s->cappend, 16))
+		return -ENOMEM;
+	s->pend[s->npend].pid = (uint32_t)s->cur_pid;
+	s->pend[s->npend++].d = d;
+	return 0;
+}
+
 static int on_rec(void *ctx, const struct tbpf_inproc_rec *r)
 {
 	struct inproc_session *s = ctx;
 	struct rec_op_shape os;
 	struct rec_op o;
+	uint32_t stack = r->stack;
+	int err;
 
+	if (r->kind == INPROC_SEQ && s->bw)
+		on_seq(s, r);
+	if (r->kind == INPROC_MODCALL) {
+		if (s->mc_drop || !s->out.stack)
+			return 0;
+		inproc_to_rec_modcall(r, (uint32_t)s->cur_pid, &o);
+		return s->out.op(s->out.ctx, &o);
+	}
 	if (r->kind != INPROC_ENTER && r->kind != INPROC_EXIT)
 		return 0;
 	s->tot.records++;
+	if (s->bw && r->kind == INPROC_EXIT)
+		bwstack_exit(s->bw, (uint32_t)s->cur_pid, r->tid, r->depth);
+	if (s->bw && r->kind == INPROC_ENTER && (err = row_stack(s, r, &stack)))
+		return err;
 	if (r->kind == INPROC_ENTER && r->shape && s->out.shape) {
 		inproc_to_rec_op_shape(r, (uint32_t)s->cur_pid, &os);
+		os.op.stack_id = stack;
 		return s->out.op(s->out.ctx, &os.op);
 	}
 	inproc_to_rec_op(r, (uint32_t)s->cur_pid, &o);
+	if (r->kind == INPROC_ENTER)
+		o.stack_id = stack;
 	return s->out.op(s->out.ctx, &o);
 }
 
@@ -169,6 +224,7 @@ static int setup_python(struct inproc_session *s, struct inproc_target *t)
 	struct tbpf_pyproc pp;
 	char *pwhy = NULL;
 	bool on = false;
+	int err;
 
 	memset(&pp, 0, sizeof(pp));
 	if (s->out.stack) {
@@ -178,7 +234,13 @@ static int setup_python(struct inproc_session *s, struct inproc_target *t)
 					"is unaffected\n", t->pid, pwhy ? pwhy : "unsupported interpreter");
 		free(pwhy);
 	}
-	return inproc_set_python(t->pid, &t->loc, &pp, on);
+	err = inproc_set_python(t->pid, &t->loc, &pp, on);
+	/* the layer tree's forward counts: the agent's hook (no trap per
+	 * module call) unless TBPF_INPROC_MODCALL_UPROBE asks for the uprobe */
+	if (!err)
+		err = inproc_set_modcalls(t->pid, &t->loc,
+					  on && !getenv("TBPF_INPROC_MODCALL_UPROBE"));
+	return err;
 }
 
 static void check_python(struct inproc_session *s, struct inproc_target *t)
@@ -188,6 +250,9 @@ static void check_python(struct inproc_session *s, struct inproc_target *t)
 	if (t->py.state == 2)
 		fprintf(stderr, "tbpf: pid %d: no Python stacks or layers (the in-process agent: "
 				"%s); the op table is unaffected\n", t->pid, t->py.detail);
+	else if (t->py.modcalls == 2)
+		fprintf(stderr, "tbpf: pid %d: module calls counted with a uprobe (the in-process "
+				"agent: %s)\n", t->pid, t->py.mc_detail);
 }
 
 int inproc_session_add(struct inproc_session *s, pid_t pid, const char *agent_path,
@@ -202,14 +267,27 @@ int inproc_session_add_shapes(struct inproc_session *s, pid_t pid, const char *a
 			      unsigned layout, const struct tbpf_inproc_ivlayout *iv,
 			      bool *shapes_on, char **why)
 {
+	bool seq_on;
+
+	return inproc_session_add_full(s, pid, agent_path, layout, iv, NULL, shapes_on, &seq_on,
+				       why);
+}
+
+int inproc_session_add_full(struct inproc_session *s, pid_t pid, const char *agent_path,
+			    unsigned layout, const struct tbpf_inproc_ivlayout *iv,
+			    const struct tbpf_inproc_seqlayout *sl, bool *shapes_on,
+			    bool *seq_on, char **why)
+{
 	struct inproc_target t = { .pid = pid };
 	struct tbpf_inproc_ctl c;
 	int err;
 
 	*why = NULL;
-	*shapes_on = false;
+	*shapes_on = *seq_on = false;
 	if (!s->out.shape)
 		iv = NULL;
+	if (!s->bw)
+		sl = NULL;
 	err = locate_or_inject(pid, agent_path, &t.loc, why);
 	if (err)
 		goto fail;
@@ -223,6 +301,8 @@ int inproc_session_add_shapes(struct inproc_session *s, pid_t pid, const char *a
 	}
 	if (!err)
 		err = inproc_set_shapes(pid, &t.loc, iv);
+	if (!err)
+		err = inproc_set_seq(pid, &t.loc, sl);
 	if (!err)
 		err = setup_python(s, &t);
 	if (!err)
@@ -238,6 +318,7 @@ int inproc_session_add_shapes(struct inproc_session *s, pid_t pid, const char *a
 		goto fail;
 	}
 	*shapes_on = iv && c.shapes_on;
+	*seq_on = sl && c.seq_on;
 	err = inproc_reader_init(&t.rd, c.tail);
 	if (!err && *shapes_on)
 		t.rd.fn_shape = on_shape;
@@ -280,6 +361,14 @@ static void drain_one(struct inproc_session *s, struct inproc_target *t)
 		else
 			s->new_stacks += (uint64_t)k;
 	}
+	/* backward ops' stacks, now that the stacks they are made of are in */
+	for (size_t i = 0; i < s->npend && !s->err; i++) {
+		int e = s->out.derive(s->out.ctx, s->pend[i].pid, &s->pend[i].d);
+
+		if (e)
+			s->err = e;
+	}
+	s->npend = 0;
 	if (n == -ESRCH || proc_exited(t->pid))
 		t->live = false;
 	else if (n < 0 && n != -EFAULT && !s->err)
@@ -321,6 +410,7 @@ void inproc_session_stop(struct inproc_session *s)
 void inproc_session_totals(const struct inproc_session *s, struct inproc_totals *tot)
 {
 	*tot = s->tot;
+	tot->bw_lost = s->bw ? bwstack_lost(s->bw) : 0;
 	for (size_t i = 0; i < s->n; i++) {
 		tot->drops += s->t[i].last.drops;
 		tot->unmatched += s->t[i].last.unmatched;
@@ -344,10 +434,33 @@ void inproc_session_free(struct inproc_session *s)
 	}
 	free(s->t);
 	free(s->ids);
+	free(s->pend);
+	bwstack_free(s->bw);
 	free(s);
 }
 
 uint64_t inproc_session_stacks(const struct inproc_session *s)
 {
 	return s->new_stacks;
+}
+
+bool inproc_session_modcalls(const struct inproc_session *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->t[i].py.modcalls != 1)
+			return false;
+	return s->n > 0;
+}
+
+void inproc_session_drop_modcalls(struct inproc_session *s)
+{
+	s->mc_drop = true;
+}
+
+bool inproc_session_live(const struct inproc_session *s, pid_t pid)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->t[i].pid == pid)
+			return s->t[i].live;
+	return false;
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "tbpf_abi.h"
+#include "bwstack.h"
 
 struct inproc_session;
 
@@ -23,6 +24,11 @@ struct inproc_out {
 	/* --record-shapes: a shape list before the first record with its
 	 * id (REC_OP_ENTER as struct rec_op_shape, h.size says); once per id */
 	int (*shape)(void *ctx, uint64_t shape_id, const struct tbpf_shape *s);
+	/* --group-by-stack: a backward op's derived stack (model/bwstack.h),
+	 * after the stacks it is made of were handed to stack, before the
+	 * rows are built; its records carry d->id.  NULL: backward ops keep
+	 * their own stacks and the agent reads no sequence numbers */
+	int (*derive)(void *ctx, uint32_t pid, const struct bwstack_derived *d);
 	void *ctx;
 };
 
@@ -37,6 +43,7 @@ struct inproc_totals {
 	uint64_t bad_frames;   /* walks stopped at a frame that was not Python's */
 	uint64_t shapes_lost;  /* calls without shapes: the agent's table was full */
 	uint64_t shapes_bad;   /* tensors whose sizes did not multiply to numel */
+	uint64_t bw_lost;      /* backward nodes whose forward stack was not kept */
 };
 
 struct inproc_session *inproc_session_new(const struct inproc_out *out);
@@ -52,6 +59,13 @@ int inproc_session_add(struct inproc_session *s, pid_t pid, const char *agent_pa
 int inproc_session_add_shapes(struct inproc_session *s, pid_t pid, const char *agent_path,
 			      unsigned layout, const struct tbpf_inproc_ivlayout *iv,
 			      bool *shapes_on, char **why);
+/* The same, with sequence numbers read through sl (the target torch's,
+ * inproc_seqlayout_for; NULL, or no out.derive: none).  *seq_on: whether
+ * the agent writes them. */
+int inproc_session_add_full(struct inproc_session *s, pid_t pid, const char *agent_path,
+			    unsigned layout, const struct tbpf_inproc_ivlayout *iv,
+			    const struct tbpf_inproc_seqlayout *sl, bool *shapes_on,
+			    bool *seq_on, char **why);
 /* Drain every target to the output; returns how many are alive, or the
  * output's -errno. */
 int inproc_session_poll(struct inproc_session *s);
@@ -61,6 +75,13 @@ void inproc_session_totals(const struct inproc_session *s, struct inproc_totals 
 /* Python stacks handed to out.stack so far (a poll that found new ones
  * polls again soon: they are named while the target lives). */
 uint64_t inproc_session_stacks(const struct inproc_session *s);
+/* Whether every target's agent counts nn.Module calls itself (REC_MODCALL
+ * records to out.op): then no module-call uprobe is needed. */
+bool inproc_session_modcalls(const struct inproc_session *s);
+/* Module calls come from the uprobe after all: ignore the agents'. */
+void inproc_session_drop_modcalls(struct inproc_session *s);
+/* Whether pid is a target still alive (as of the last poll). */
+bool inproc_session_live(const struct inproc_session *s, pid_t pid);
 void inproc_session_free(struct inproc_session *s);
 
 #endif

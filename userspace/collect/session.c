@@ -98,6 +98,7 @@ struct session {
 	struct infer_sampler sampler;   /* bounds inferred exits (issue 19) */
 	unsigned scans;             /* session_scan calls: later finds are announced */
 	struct uprobe_set hold;     /* tbpf run: _dl_debug_state in the loader */
+	struct uprobe_set hold_op;  /* tbpf run --inproc: the first RecordFunction check */
 	struct bpf_link *hold_mmap; /* tbpf run: tp_btf/sys_enter (mmap) */
 	int shapes_ok;              /* -1 not checked yet, 0 layout not verified, 1 ok */
 	bool hold_upgrade;          /* the hold waits for libtorch_cpu in a CUDA-only target */
@@ -154,6 +155,28 @@ void session_note_pystack(struct session *s, const struct rec_pystack *r)
 		stack_seen(s, r);
 }
 
+int session_note_derived(struct session *s, uint32_t pid, uint64_t id, uint32_t own,
+			 uint32_t src, bool has_src)
+{
+	const struct sym_stack *st = NULL, *o, *f;
+	int err;
+
+	if (!s->cfg.python || stackstore_find(&s->stacks, pid, id))
+		return 0;
+	o = own ? stackstore_find_low32(&s->stacks, pid, own) : NULL;
+	f = has_src && src ? stackstore_find_low32(&s->stacks, pid, src) : NULL;
+	err = stackstore_derive(&s->stacks, pid, id, o, f, &st);
+	if (err) {
+		s->stack_errors++;
+		return err;
+	}
+	if (s->cfg.cw) {
+		capture_write_stack(s->cfg.cw, st->pid, st->id, st->frames, st->nframes);
+		write_srcstack(s->cfg.cw, st);
+	}
+	return 0;
+}
+
 /* New stacks in the BPF dedup map (table mode has no records). */
 static void sync_stacks(struct session *s)
 {
@@ -180,11 +203,16 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct session *s = ctx;
+	const struct rec_pystack *st;
 
 	s->records++;
-	if (s->cfg.python && size >= sizeof(struct rec_pystack) &&
-	    ((struct rec_hdr *)data)->type == REC_PYSTACK)
-		stack_seen(s, data);   /* named before the raw record is written */
+	/* named before the raw record is written.  A stack record carries
+	 * only its own frames: it was tested against the full struct's size
+	 * here, so every stack shallower than TBPF_MAX_PYFRAMES was dropped
+	 * and named only by the next map sweep (sync_stacks, every second
+	 * poll: 100-200 ms later), after a short job had freed its model */
+	if (s->cfg.python && (st = capture_pystack_of(data, size)))
+		stack_seen(s, st);
 	if (s->cfg.cw && capture_write_raw(s->cfg.cw, data, size))
 		s->record_errors++;
 	if (s->cfg.cuda)
@@ -267,6 +295,7 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 	s->skel->rodata->hist_on = !cfg->no_hist;
 	bpf_program__set_autoload(s->skel->progs.tbpf_run_mmap, cfg->run_hold);
 	bpf_program__set_autoload(s->skel->progs.tbpf_run_dlstate, cfg->run_hold);
+	bpf_program__set_autoload(s->skel->progs.tbpf_run_firstop, cfg->run_hold);
 	if (cfg->ring_size)
 		bpf_map__set_max_entries(s->skel->maps.events, (uint32_t)ring_size_round(cfg->ring_size));
 	if (s->multi) {
@@ -926,6 +955,9 @@ static int attach_modcalls(struct session *s, struct tgt *tg, char **why)
 	err = filter_add_pid(s, tg->t.pid, why);
 	if (err || !tg->ps)
 		return err;
+	tg->info.exits = "in-process";
+	if (s->cfg.modcalls_no_probe)
+		return 0;
 	if (!h->host_path || !h->modcall_off) {
 		fprintf(stderr, "tbpf: warning: pid %d: no torch::jit::tracer::getTracingState in "
 				"libtorch: the layer tree has no forward counts\n", tg->t.pid);
@@ -935,8 +967,12 @@ static int attach_modcalls(struct session *s, struct tgt *tg, char **why)
 				&h->modcall_off, &zero, 1, false, tg->t.pid, s->multi);
 	if (err)
 		*why = strf("cannot attach the module-call probe: %s", strerror(-err));
-	tg->info.exits = "in-process";
 	return err;
+}
+
+void session_set_modcall_probe(struct session *s, bool on)
+{
+	s->cfg.modcalls_no_probe = !on;
 }
 
 int session_add_target(struct session *s, pid_t pid, char **why)
@@ -1104,15 +1140,78 @@ bool session_hold_rearm(struct session *s)
 	return true;
 }
 
-void session_hold_release(struct session *s)
+static void hold_detach(struct session *s)
 {
 	s->hold_upgrade = false;
-	if (s->skel->bss->run_hold == RUN_HOLD_STOPPED)
-		kill(s->cfg.only_pid, SIGCONT);
 	s->skel->bss->run_hold = RUN_HOLD_OFF;
+	uprobe_set_close(&s->hold);
+	uprobe_set_close(&s->hold_op);
+	bpf_link__destroy(s->hold_mmap);
+	s->hold_mmap = NULL;
+}
+
+void session_hold_release(struct session *s)
+{
+	bool stopped = s->skel->bss->run_hold == RUN_HOLD_STOPPED;
+
+	hold_detach(s);
+	if (stopped)
+		kill(s->cfg.only_pid, SIGCONT);
+}
+
+pid_t session_hold_tid(struct session *s)
+{
+	return (pid_t)s->skel->bss->run_hold_tid;
+}
+
+void session_hold_keep(struct session *s)
+{
+	hold_detach(s);
+}
+
+/* The RecordFunction checks of libtorch_cpu (runhold.bpf.h). */
+static const char *const first_op_syms[] = {
+	"_ZN2at27getStepCallbacksUnlessEmptyENS_11RecordScopeE",
+	"_ZN2at16getStepCallbacksENS_11RecordScopeE",
+};
+
+int session_hold_first_op(struct session *s, const char *libtorch_cpu, char **why)
+{
+	uint64_t off[2], cookie[2] = { 0, 0 };
+	struct elf_file *ef = NULL;
+	struct elf_sym sym;
+	int err;
+
+	*why = NULL;
+	if (s->skel->bss->run_hold != RUN_HOLD_STOPPED || s->hold_op.nprobes)
+		return -EINVAL;
+	err = elf_file_open(libtorch_cpu, &ef);
+	for (size_t i = 0; !err && i < 2; i++) {
+		err = elf_file_find_sym(ef, first_op_syms[i], &sym);
+		if (!err && (!sym.defined || !sym.file_off))
+			err = -ENOENT;
+		off[i] = sym.file_off;
+		if (err)
+			*why = strf("%s has no %s", libtorch_cpu, first_op_syms[i]);
+	}
+	if (ef)
+		elf_file_close(ef);
+	if (!err)
+		err = uprobe_set_attach(&s->hold_op, s->skel->progs.tbpf_run_firstop, libtorch_cpu,
+					off, cookie, 2, false, s->cfg.only_pid, s->multi);
+	if (err) {
+		if (!*why)
+			*why = strf("cannot hold the command at its first op (%s): %s", libtorch_cpu,
+				    strerror(-err));
+		return err;
+	}
+	/* the loader's hold is done: only the first op stops it now */
 	uprobe_set_close(&s->hold);
 	bpf_link__destroy(s->hold_mmap);
 	s->hold_mmap = NULL;
+	s->skel->bss->run_hold = RUN_HOLD_FIRSTOP;
+	kill(s->cfg.only_pid, SIGCONT);
+	return 0;
 }
 
 static bool skip_known(struct session *s, pid_t pid)
@@ -1652,7 +1751,7 @@ int session_layer_tree(struct session *s, const struct profile *p, const struct 
 	return err;
 }
 
-int session_srcloc(struct session *s, struct profile *p, unsigned depth)
+int session_srcloc(struct session *s, struct profile *p, unsigned depth, bool low32)
 {
 	int err = 0;
 
@@ -1661,7 +1760,8 @@ int session_srcloc(struct session *s, struct profile *p, unsigned depth)
 	for (size_t i = 0; i < s->stacks.n && !err; i++) {
 		const struct sym_stack *st = &s->stacks.v[i];
 
-		err = profile_add_srcstack(p, st->pid, st->id, st->src, st->nsrc);
+		err = profile_add_srcstack(p, st->pid, low32 ? st->id & 0xffffffffu : st->id,
+					   st->src, st->nsrc);
 	}
 	return err ? err : profile_apply_srcloc(p, depth);
 }

@@ -79,6 +79,9 @@ struct session_config {
 	 * offsets and the module-call probe only (forward counts; the ops
 	 * come from the in-process agent), no op discovery */
 	bool modcalls_only;
+	/* with modcalls_only: no module-call uprobe either (the in-process
+	 * agent counts them): the session only names Python stacks */
+	bool modcalls_no_probe;
 };
 
 struct mem_model;
@@ -99,6 +102,9 @@ struct session;
  * -EOPNOTSUPP the kernel lacks a feature, -EIO anything else. */
 struct session *session_open(const struct session_config *cfg, char **why, int *err);
 /* 0, or -errno with *why. */
+/* modcalls_only sessions: whether targets added from now on get the
+ * module-call uprobe (cfg.modcalls_no_probe). */
+void session_set_modcall_probe(struct session *s, bool on);
 int session_add_target(struct session *s, pid_t pid, char **why);
 /* tbpf run (issue 13): stop only_pid where its dynamic linker has mapped
  * libtorch_cpu, before code in it runs (bpf/runhold.bpf.h).  0 or -errno
@@ -108,6 +114,17 @@ int session_hold_torch(struct session *s, char **why);
 bool session_torch_held(struct session *s);
 /* Hold links off; a process stopped by it is continued. */
 void session_hold_release(struct session *s);
+/* Hold links off; a process stopped by it stays stopped (tbpf run
+ * --inproc hands it to the uprobe mode, which continues it). */
+void session_hold_keep(struct session *s);
+/* tbpf run --inproc (issue 19): the process stopped where it mapped
+ * libtorch_cpu (session_torch_held); hold it again at its first
+ * RecordFunction check (at::getStepCallbacks[UnlessEmpty] of
+ * libtorch_cpu, the mapped file) and continue it.  session_torch_held
+ * turns true at that stop.  0, or -errno with *why (it stays stopped). */
+int session_hold_first_op(struct session *s, const char *libtorch_cpu, char **why);
+/* The thread that stopped at that first op. */
+pid_t session_hold_tid(struct session *s);
 /* After session_add_target took the held process as CUDA-only (it mapped
  * libcudart first): hold again where it maps libtorch_cpu and continue it;
  * session_poll adds the op probes at that stop.  False (nothing done)
@@ -161,7 +178,13 @@ int session_layer_tree(struct session *s, const struct profile *p, const struct 
 /* --group-by-stack N: every Python stack named during the run as
  * torch.profiler's Source Location entries into p, and each row's first
  * depth of them (profile_apply_srcloc).  0 or -ENOMEM. */
-int session_srcloc(struct session *s, struct profile *p, unsigned depth);
+int session_srcloc(struct session *s, struct profile *p, unsigned depth, bool low32);
+/* --inproc --group-by-stack: a backward op's stack (model/bwstack.h), id
+ * made of the stored stacks whose low 32 bits are own (frames, layers)
+ * and, with has_src, src (Source Location entries); written to the
+ * capture like a walked one.  Call after both were noted.  0 or -ENOMEM. */
+int session_note_derived(struct session *s, uint32_t pid, uint64_t id, uint32_t own,
+			 uint32_t src, bool has_src);
 /* Free the targets that exited (their op names and Python stacks go
  * too): call once their rows have been read and removed.  Returns how
  * many were freed.  Bounded memory for the daemon. */

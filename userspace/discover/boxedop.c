@@ -112,7 +112,7 @@ static int invoke_before(const uint8_t *img, const uint64_t seg[3], uint64_t msi
 	return -ENOENT;
 }
 
-#define CHUNK (4u << 20)
+#define CHUNK (1u << 20)
 
 /* boxedop_leas over all of the code (270 MB in libtorch_cpu) in 4 MB
  * steps, giving each step's pages back (elf_file_drop_pages): a match

@@ -646,7 +646,7 @@ int elf_file_for_each_rostring_with(struct elf_file *ef, const char *needle,
 	return for_each_rostring(ef, needle, true, cb, ctx);
 }
 
-#define SCAN_STEP (4u << 20)
+#define SCAN_STEP (1u << 20)
 
 /* A string section in steps of about SCAN_STEP bytes, each cut just after a
  * NUL so no string spans two steps, giving each step's pages back: the

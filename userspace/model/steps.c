@@ -213,6 +213,16 @@ int steps_from_capture(struct capture_reader *r, const char *label, struct steps
 	return err ? err : steps_flush(st);
 }
 
+int steps_watch_name(struct steps_watch *w, uint32_t scope_id, const char *name)
+{
+	if (!TBPF_IS_SCOPE_ID(scope_id) || !steps_label_match(w->label, name))
+		return 0;
+	if (GROW(w->ids, w->nids, w->cids, 8))
+		return -ENOMEM;
+	w->ids[w->nids++] = scope_id;
+	return 0;
+}
+
 int steps_watch_feed(struct steps_watch *w, const struct rec_hdr *h, size_t size)
 {
 	if (h->type == REC_SCOPE_NAME && size >= sizeof(struct rec_scope_name)) {
@@ -221,12 +231,7 @@ int steps_watch_feed(struct steps_watch *w, const struct rec_hdr *h, size_t size
 
 		memcpy(name, sn->name, sizeof(name));
 		name[sizeof(name) - 1] = '\0';
-		if (!steps_label_match(w->label, name))
-			return 0;
-		if (GROW(w->ids, w->nids, w->cids, 8))
-			return -ENOMEM;
-		w->ids[w->nids++] = sn->scope_id;
-		return 0;
+		return steps_watch_name(w, sn->scope_id, name);
 	}
 	if (h->type == REC_OP_EXIT && size >= sizeof(struct rec_op)) {
 		const struct rec_op *o = (const void *)h;

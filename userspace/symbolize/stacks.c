@@ -209,6 +209,89 @@ int stackstore_add(struct stackstore *ss, struct pysym *ps, uint32_t pid,
 	return 0;
 }
 
+const struct sym_stack *stackstore_find_low32(const struct stackstore *ss, uint32_t pid,
+					      uint32_t id)
+{
+	for (size_t i = 0; i < ss->n; i++)
+		if ((uint32_t)ss->v[i].id == id && ss->v[i].pid == pid)
+			return &ss->v[i];
+	return NULL;
+}
+
+static int copy_own(struct sym_stack *s, const struct sym_stack *o)
+{
+	s->frames = calloc(o->nframes + 1, sizeof(*s->frames));
+	s->names = calloc(o->depth + 1, sizeof(*s->names));
+	s->classes = calloc(o->depth + 1, sizeof(*s->classes));
+	s->orders = calloc(o->depth + 1, sizeof(*s->orders));
+	if (!s->frames || !s->names || !s->classes || !s->orders)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < o->nframes; i++, s->nframes++) {
+		const struct capture_frame *f = &o->frames[i];
+
+		s->frames[i] = (struct capture_frame){
+			.kind = f->kind, .line = f->line, .name = dup0(f->name),
+			.file = dup0(f->file), .class_name = dup0(f->class_name),
+			.module_path = dup0(f->module_path),
+		};
+		if (!s->frames[i].name || !s->frames[i].file || !s->frames[i].class_name ||
+		    !s->frames[i].module_path) {
+			s->nframes++;
+			return -ENOMEM;
+		}
+	}
+	for (unsigned i = 0; i < o->depth; i++, s->depth++) {
+		s->names[i] = dup0(o->names[i]);
+		s->classes[i] = dup0(o->classes[i]);
+		s->orders[i] = o->orders ? o->orders[i] : 0;
+		if (!s->names[i] || !s->classes[i]) {
+			s->depth++;
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static int copy_src(struct sym_stack *s, const struct sym_stack *o)
+{
+	s->src = calloc(o->nsrc + 1, sizeof(*s->src));
+	if (!s->src)
+		return -ENOMEM;
+	for (unsigned i = 0; i < o->nsrc; i++, s->nsrc++) {
+		s->src[i] = o->src[i];
+		s->src[i].text = o->src[i].text ? strdup(o->src[i].text) : NULL;
+		s->src[i].cls = o->src[i].cls ? strdup(o->src[i].cls) : NULL;
+		if ((o->src[i].text && !s->src[i].text) || (o->src[i].cls && !s->src[i].cls)) {
+			s->nsrc++;
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+int stackstore_derive(struct stackstore *ss, uint32_t pid, uint64_t id,
+		      const struct sym_stack *own, const struct sym_stack *src,
+		      const struct sym_stack **out)
+{
+	struct sym_stack s = { .pid = pid, .id = id };
+	int err = 0;
+
+	if (own)
+		err = copy_own(&s, own);
+	if (!err && src)
+		err = copy_src(&s, src);
+	/* own and src point into ss->v: copied before it grows */
+	if (err || GROW(ss->v, ss->n, ss->cap, 64)) {
+		sym_stack_clear(&s);
+		return -ENOMEM;
+	}
+	ss->v[ss->n] = s;
+	if (out)
+		*out = &ss->v[ss->n];
+	ss->n++;
+	return 0;
+}
+
 int stackstore_layer_stacks(const struct stackstore *ss, struct layer_stack **v, size_t *n)
 {
 	*v = calloc(ss->n + 1, sizeof(**v));

@@ -55,6 +55,16 @@ const struct sym_stack *stackstore_find(const struct stackstore *ss, uint32_t pi
 int stackstore_add(struct stackstore *ss, struct pysym *ps, uint32_t pid,
 		   const struct rec_pystack *r, const char *const *prefixes, size_t nprefixes,
 		   const struct sym_stack **out);
+/* The stored stack of pid whose id's low 32 bits are id (what records
+ * carry in --inproc), or NULL. */
+const struct sym_stack *stackstore_find_low32(const struct stackstore *ss, uint32_t pid,
+					      uint32_t id);
+/* Keep a stack made of two others (backward ops, model/bwstack.h): the
+ * frames and layers of own, the Source Location entries of src; either
+ * may be NULL (none).  Copied.  0, or -ENOMEM. */
+int stackstore_derive(struct stackstore *ss, uint32_t pid, uint64_t id,
+		      const struct sym_stack *own, const struct sym_stack *src,
+		      const struct sym_stack **out);
 /* layer_stack views of every stored stack (for layers_build); free *v. */
 int stackstore_layer_stacks(const struct stackstore *ss, struct layer_stack **v, size_t *n);
 

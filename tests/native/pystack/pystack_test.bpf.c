@@ -54,7 +54,7 @@ int BPF_KPROBE(on_call)
 	if (!bpf_map_lookup_elem(&py_procs, &pid))
 		return 0;
 	t0 = bpf_ktime_get_ns();
-	id = pystack_capture(bpf_get_current_task_btf(), pid);
+	id = pystack_capture(pid, NULL);
 	__sync_fetch_and_add(&walk_ns, bpf_ktime_get_ns() - t0);
 	__sync_fetch_and_add(&walks, 1);
 	if (id) {

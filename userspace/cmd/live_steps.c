@@ -1,0 +1,181 @@
+/* live_steps.c - the live command's outputs from a capture that both
+ * modes share (the uprobe mode, live.c, and --inproc, live_inproc.c):
+ * --steps/--schedule tables, trees and JSON, --tensorboard, the model's
+ * table/tree/json to -o, distributedInfo and deviceProperties (issue 18,
+ * issue 19). */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "capture.h"
+#include "export.h"
+#include "exitcode.h"
+#include "gpudev.h"
+#include "live_steps.h"
+#include "model.h"
+#include "report.h"
+#include "tree.h"
+
+/* issue 18: distributedInfo from the target's environment (RANK,
+ * WORLD_SIZE; the backend: nccl when libnccl is mapped, else gloo).
+ * 0 when the process is no distributed worker (no RANK). */
+static int read_dist(pid_t pid, struct export_dist *d)
+{
+	char path[64], buf[1 << 16], line[512];
+	size_t n;
+	FILE *f;
+	bool rank = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	*d = (struct export_dist){ .pid = (uint32_t)pid, .world_size = 1, .backend = "gloo" };
+	for (size_t i = 0; i < n; i += strlen(buf + i) + 1) {
+		if (!strncmp(buf + i, "RANK=", 5)) {
+			d->rank = atoi(buf + i + 5);
+			rank = true;
+		} else if (!strncmp(buf + i, "WORLD_SIZE=", 11)) {
+			d->world_size = atoi(buf + i + 11);
+		}
+	}
+	if (!rank)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, "libnccl")) {
+			d->backend = "nccl";
+			break;
+		}
+	if (f)
+		fclose(f);
+	return 1;
+}
+
+/* issue 18: the host's GPUs for Kineto's deviceProperties (chrome and
+ * --tensorboard), asked of the driver now; none without a GPU.  Free
+ * eo->devprops after the export. */
+void live_query_devices(struct export_opts *eo)
+{
+	struct export_devprop *v = NULL;
+	size_t n = 0;
+
+	if (!gpudev_query(&v, &n)) {
+		eo->devprops = v;
+		eo->ndevprops = n;
+	}
+}
+
+/* --tensorboard DIR from the capture; 0 or the exit code. */
+int live_tensorboard(const struct live_opts *o, const char *capture_path,
+			    const struct live_dist *ld)
+{
+	struct export_opts eo = { .step_label = o->steps.label, .dist = ld->v, .ndist = ld->n };
+	struct capture_reader *r = capture_reader_open(capture_path);
+	char *msg = NULL;
+	int err;
+
+	if (!r || capture_reader_error(r)) {
+		fprintf(stderr, "tbpf: %s\n", r ? capture_reader_error(r) : "out of memory");
+		capture_reader_close(r);
+		return TBPF_EXIT_ERROR;
+	}
+	live_query_devices(&eo);
+	err = export_tensorboard(o->steps.tensorboard, r, &eo, &o->steps.sched, stderr, &msg);
+	free((void *)eo.devprops);
+	capture_reader_close(r);
+	if (err) {
+		fprintf(stderr, "tbpf: --tensorboard: %s\n", msg ? msg : strerror(-err));
+		free(msg);
+		return TBPF_EXIT_ERROR;
+	}
+	return TBPF_EXIT_OK;
+}
+
+static FILE *open_out(const char *path)
+{
+	if (!path || !strcmp(path, "-"))
+		return stdout;
+	return fopen(path, "we");
+}
+
+/* --format tree / table / json of model m to -o.  0 or the exit code. */
+int live_render_model(const struct live_opts *o, const struct export_opts *eo, const char *fmt,
+			const struct tbpf_model *m)
+{
+	bool tree_fmt = !strcmp(fmt, "tree");
+	struct tree_opts to = { .ops = o->tree_ops, .min_pct = o->min_pct,
+				.filter = o->layer_filter };
+	FILE *out;
+	int rc = 0, err;
+
+	if (tree_fmt && o->sort && tree_sort_parse(o->sort, &to.sort)) {
+		fprintf(stderr, "tbpf: --sort %s is not a tree column (cpu_time_total, "
+				"self_cpu_time_total, count, launches, name, model, "
+				"self_cpu_memory_usage, cpu_memory_usage)\n", o->sort);
+		return TBPF_EXIT_USAGE;
+	}
+	if (tree_fmt && !m->tree) {
+		fprintf(stderr, "tbpf: no layer tree: Python stacks were not available\n");
+		return TBPF_EXIT_ERROR;
+	}
+	out = open_out(o->out);
+	if (!out) {
+		fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
+		return TBPF_EXIT_ERROR;
+	}
+	to.color = tree_want_color(out);
+	err = export_model(out, tree_fmt ? EXPORT_TREE : strcmp(fmt, "json") ? EXPORT_TABLE
+		: EXPORT_JSON, m, eo, &to);
+	if (out != stdout && fclose(out) && !err)
+		err = -errno;
+	if (err) {
+		fprintf(stderr, "tbpf: output failed: %s\n", strerror(-err));
+		rc = TBPF_EXIT_ERROR;
+	}
+	return rc;
+}
+
+/* --steps / --schedule: table, tree and json of the active steps only,
+ * from the capture (model_from_capture_steps, as `tbpf report --steps`).
+ * 0 or the exit code. */
+int live_render_steps(const struct live_opts *o, const struct export_opts *eo, const char *fmt,
+		      const char *capture_path)
+{
+	struct capture_reader *r = capture_reader_open(capture_path);
+	unsigned parts = MODEL_CUDA | (!strcmp(fmt, "table") ? MODEL_LAYERS_WITH_CUDA : MODEL_LAYERS);
+	struct tbpf_model m;
+	int err, rc;
+
+	if (!r || capture_reader_error(r)) {
+		fprintf(stderr, "tbpf: %s\n", r ? capture_reader_error(r) : "out of memory");
+		capture_reader_close(r);
+		return TBPF_EXIT_ERROR;
+	}
+	model_init(&m);
+	err = model_from_capture_steps(r, parts, o->steps.label, &o->steps.sched, &m);
+	if (!err && !o->merge)
+		err = model_split_capture(&m, capture_reader_meta(r));
+	if (err) {
+		fprintf(stderr, "tbpf: reading the steps from %s failed: %s\n", capture_path,
+			capture_reader_error(r) ? capture_reader_error(r) : strerror(-err));
+		rc = TBPF_EXIT_ERROR;
+	} else {
+		rc = live_render_model(o, eo, fmt, &m);
+	}
+	model_free(&m);
+	capture_reader_close(r);
+	return rc;
+}
+
+
+void live_dist_add(struct live_dist *ld, pid_t pid)
+{
+	if (ld->n < 64 && read_dist(pid, &ld->v[ld->n]))
+		ld->n++;
+}

@@ -1,0 +1,34 @@
+/* live_steps.h - the live command's outputs from a capture that the uprobe
+ * mode (live.c) and --inproc (live_inproc.c) share: steps, TensorBoard,
+ * the model to -o (issue 18, issue 19). */
+#ifndef TBPF_LIVE_STEPS_H
+#define TBPF_LIVE_STEPS_H
+#include <sys/types.h>
+#include "export.h"
+#include "options.h"
+
+struct tbpf_model;
+
+/* The distributed workers among the targets (read while they run). */
+struct live_dist {
+	struct export_dist v[64];
+	size_t n;
+};
+/* pid's distributedInfo (RANK, WORLD_SIZE in its environment) when it is
+ * a distributed worker; nothing otherwise. */
+void live_dist_add(struct live_dist *ld, pid_t pid);
+/* The host's GPUs for Kineto's deviceProperties; free eo->devprops after. */
+void live_query_devices(struct export_opts *eo);
+/* --tensorboard DIR from the capture; 0 or the exit code. */
+int live_tensorboard(const struct live_opts *o, const char *capture_path,
+		     const struct live_dist *ld);
+/* --format tree / table / json of m to -o.  0 or the exit code. */
+int live_render_model(const struct live_opts *o, const struct export_opts *eo, const char *fmt,
+		      const struct tbpf_model *m);
+/* --steps / --schedule: table, tree and json of the active steps only,
+ * from the capture (model_from_capture_steps, as `tbpf report --steps`).
+ * 0 or the exit code. */
+int live_render_steps(const struct live_opts *o, const struct export_opts *eo, const char *fmt,
+		      const char *capture_path);
+
+#endif

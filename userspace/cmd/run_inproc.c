@@ -1,0 +1,171 @@
+/* run_inproc.c - `tbpf run --inproc` (issue 19, see run_inproc.h).
+ *
+ * The uprobe mode's `tbpf run` holds the command where it maps
+ * libtorch_cpu and attaches its op probes there.  The in-process agent
+ * cannot register its callbacks at that point (libtorch is mapped, not
+ * initialized), nor is there a Python interpreter to read yet in every
+ * case.  So the hold goes on to the first RecordFunction check
+ * (bpf/runhold.bpf.h): the command stops before its first op, the agent is
+ * loaded there (ptrace + dlopen on the stopped thread) and STARTed, and
+ * the command continues: every op it runs is recorded. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include "exitcode.h"
+#include "inject.h"
+#include "run_inproc.h"
+#include "session.h"
+
+#define HOLD_POLL_US 2000
+
+/* Gone, or a zombie of ours (the command is tbpf's child). */
+static bool gone(pid_t pid)
+{
+	siginfo_t si = { 0 };
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return true;
+	return !waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) && si.si_pid == pid;
+}
+
+/* 0 when the hold stopped it; -ESRCH when it exited; -EINTR on a signal. */
+static int wait_held(struct session *s, pid_t pid, volatile sig_atomic_t *stop)
+{
+	while (!*stop) {
+		if (session_torch_held(s))
+			return 0;
+		if (gone(pid))
+			return -ESRCH;
+		usleep(HOLD_POLL_US);
+	}
+	return -EINTR;
+}
+
+int run_inproc_hold_torch(const struct live_opts *o, volatile sig_atomic_t *stop,
+			  struct session **hold)
+{
+	pid_t pid = o->sel.pids[0];
+	struct session_config cfg = {
+		.exits = EXITS_INFER, .no_hist = true, .modcalls_only = true, .run_hold = true,
+		.only_pid = pid, .no_multi = o->no_multi, .verbose = o->verbose,
+	};
+	char *why = NULL;
+	int code = 0, err;
+	struct session *s = session_open(&cfg, &why, &code);
+
+	*hold = NULL;
+	if (!s) {
+		fprintf(stderr, "tbpf: %s\n", why ? why : "cannot load the hold");
+		free(why);
+		return tbpf_exit_of(code);
+	}
+	err = session_hold_torch(s, &why);
+	if (err) {
+		fprintf(stderr, "tbpf: --inproc: %s\n", why ? why : strerror(-err));
+		free(why);
+		session_close(s);
+		return TBPF_EXIT_ERROR;
+	}
+	if (o->release)
+		o->release(o->release_ctx);
+	err = wait_held(s, pid, stop);
+	if (err) {
+		if (err == -ESRCH)
+			fprintf(stderr, "tbpf: pid %d exited before it loaded libtorch\n", pid);
+		session_close(s);
+		return err == -EINTR ? TBPF_EXIT_OK : TBPF_EXIT_ERROR;
+	}
+	if (o->verbose)
+		fprintf(stderr, "tbpf: pid %d held where it loaded libtorch\n", pid);
+	*hold = s;
+	return 0;
+}
+
+int run_inproc_hold_first_op(const struct live_opts *o, struct session *hold,
+			     volatile sig_atomic_t *stop)
+{
+	pid_t pid = o->sel.pids[0];
+	char path[64], *lib = NULL, *why = NULL;
+	uint64_t base;
+	FILE *maps;
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	maps = fopen(path, "re");
+	err = maps ? inject_find_lib(maps, "libtorch_cpu.so", &base, &lib) : -errno;
+	if (maps)
+		fclose(maps);
+	if (!err)
+		err = session_hold_first_op(hold, lib, &why);
+	if (err) {
+		fprintf(stderr, "tbpf: --inproc: pid %d: %s\n", pid,
+			why ? why : lib ? strerror(-err) : "libtorch_cpu not found in its maps");
+		free(why);
+		free(lib);
+		return TBPF_EXIT_ERROR;
+	}
+	free(lib);
+	err = wait_held(hold, pid, stop);
+	if (err == -ESRCH) {
+		fprintf(stderr, "tbpf: pid %d exited before it ran an op\n", pid);
+		return RUN_INPROC_NONE;
+	}
+	if (err)
+		return RUN_INPROC_NONE;   /* a signal: nothing recorded */
+	if (o->verbose)
+		fprintf(stderr, "tbpf: pid %d held at its first op while the in-process agent "
+				"loads\n", pid);
+	return 0;
+}
+
+void run_inproc_release(struct session *hold)
+{
+	if (hold)
+		session_close(hold);   /* continues it (session_hold_release) */
+}
+
+void run_inproc_hand_over(struct session *hold)
+{
+	if (!hold)
+		return;
+	session_hold_keep(hold);
+	session_close(hold);
+}
+
+int run_inproc_load(const struct live_opts *o, struct session *hold, const char *agent,
+		    pid_t *held)
+{
+	pid_t pid = o->sel.pids[0], tid = session_hold_tid(hold);
+	uint64_t handle = 0;
+	char *why = NULL;
+	int err;
+
+	*held = 0;
+	/* the whole process is stopped: the call runs on one thread and
+	 * leaves it stopped again (inject.c) */
+	err = inject_dlopen(pid, agent, INJECT_FORCE, &handle, &why);
+	if (!err)
+		err = inject_hold_thread(tid, &why);
+	if (err) {
+		fprintf(stderr, "tbpf: pid %d: loading the in-process agent at its first op: %s\n",
+			pid, why ? why : strerror(-err));
+		free(why);
+		return err == -EPERM || err == -EACCES ? TBPF_EXIT_PRIV : TBPF_EXIT_ERROR;
+	}
+	/* the others run on (the agent's control thread serves START); the
+	 * thread at the first op waits under ptrace until the callbacks are in */
+	session_hold_keep(hold);
+	kill(pid, SIGCONT);
+	*held = tid;
+	return 0;
+}
+
+void run_inproc_go(pid_t held)
+{
+	if (held > 0)
+		inject_unhold_thread(held);
+}
