@@ -3,9 +3,11 @@
  * needs_inputs, so torch hands each RecordFunction its inputs as IValues
  * (the op's boxed arguments; a node's input tensors); the start callback
  * turns them into the uprobe mode's struct tbpf_shape (bpf/tbpf_abi.h:
- * one entry per input, a tensor's sizes, [] for everything else), as
- * torch.profiler's record_shapes does (InputOutputEncoder: Tensor ->
- * sizes, undefined tensor, scalar, tensor list, None, other -> []).
+ * one entry per input, a tensor's sizes, [] for everything else, and each
+ * input's Input type), as torch.profiler's record_shapes does
+ * (InputOutputEncoder: Tensor -> sizes and dtype, undefined tensor ->
+ * [] "", scalar -> [] "Scalar", tensor list -> [] "TensorList", in 2.x a
+ * short scalar list -> [] "ScalarList", None and other -> [] "").
  *
  * Where things are comes from tbpf (struct tbpf_inproc_ivlayout in the
  * control block, per torch version: userspace/attach/inproc_layouts.h,
@@ -56,7 +58,8 @@ static void shapes_setup(void)
 	tbpf_inproc.shapes_on = 0;
 	if (!tbpf_inproc.want_shapes)
 		return;
-	if (l.iv_size < 16 || !l.rf_inputs_off || !l.ti_sizes_off || !l.ti_numel_off) {
+	if (l.iv_size < 16 || !l.rf_inputs_off || !l.ti_sizes_off || !l.ti_numel_off ||
+	    !l.list_type_off || !l.type_kind_off || !l.scalar_tags) {
 		tbpf_inproc.want_shapes = 0;
 		return;
 	}
@@ -121,8 +124,17 @@ static inline uint32_t shape_index(uint64_t h, const struct tbpf_shape *s)
 	return shape_publish(h, i, s);
 }
 
+/* The readers below take the layout as `l`, a copy on shape_of's stack:
+ * the record is written with byte stores, which may alias any global,
+ * so reading L (or undef_impl) after each would be reloaded every time. */
+struct rd {
+	struct tbpf_inproc_ivlayout l;
+	const void *undef;
+};
+
 /* One tensor argument into entry k: sizes, or NONE (undefined), or BAD. */
-static inline uint64_t read_tensor(const char *impl, struct tbpf_shape *s, unsigned k, uint64_t h)
+static inline uint64_t read_tensor(const struct rd *r, const char *impl, struct tbpf_shape *s,
+				   unsigned k, uint64_t h)
 {
 	const char *ss;
 	const int64_t *d;
@@ -131,11 +143,11 @@ static inline uint64_t read_tensor(const char *impl, struct tbpf_shape *s, unsig
 
 	s->kind[k] = ARGK_TENSOR;
 	s->dtype[k] = 0;
-	if (!impl || impl == undef_impl) {
+	if (!impl || impl == r->undef) {
 		s->ndim[k] = TBPF_SHAPE_NONE;
 		return mix(h, TBPF_SHAPE_NONE);
 	}
-	ss = impl + L.ti_sizes_off;
+	ss = impl + r->l.ti_sizes_off;
 	nd = *(const uint64_t *)ss;
 	d = nd <= TBPF_SIZES_INLINE ? (const int64_t *)(ss + 8) : *(const int64_t *const *)(ss + 8);
 	if (nd >= TBPF_SHAPE_BAD || !d)
@@ -146,10 +158,10 @@ static inline uint64_t read_tensor(const char *impl, struct tbpf_shape *s, unsig
 			s->dims[k][i] = d[i];
 		h = mix(h, (uint64_t)d[i]);
 	}
-	if (p != *(const int64_t *)(impl + L.ti_numel_off))
+	if (p != *(const int64_t *)(impl + r->l.ti_numel_off))
 		goto bad;
 	s->ndim[k] = (uint8_t)nd;
-	s->dtype[k] = (uint8_t)*(const uint16_t *)(impl + L.ti_dtype_off);
+	s->dtype[k] = (uint8_t)*(const uint16_t *)(impl + r->l.ti_dtype_off);
 	return mix(h, nd << 8 | s->dtype[k]);
 bad:
 	__atomic_fetch_add(&tbpf_inproc.shapes_bad, 1, __ATOMIC_RELAXED);
@@ -159,14 +171,15 @@ bad:
 
 /* An int list (conv2d's stride, padding, dilation) into entry k; false
  * when it holds anything but ints (a tensor list: shown []). */
-static inline bool read_ints(const char *list, struct tbpf_shape *s, unsigned k, uint64_t *h)
+static inline bool read_ints(const struct rd *r, const char *list, struct tbpf_shape *s,
+			     unsigned k, uint64_t *h)
 {
-	const char *b = *(const char *const *)(list + L.list_vec_off);
-	const char *e = *(const char *const *)(list + L.list_vec_off + 8);
+	const char *b = *(const char *const *)(list + r->l.list_vec_off);
+	const char *e = *(const char *const *)(list + r->l.list_vec_off + 8);
 	unsigned n = 0;
 
-	for (; b && b < e && n < TBPF_SHAPE_MAX_DIMS; b += L.iv_size, n++) {
-		if (*(const uint32_t *)(b + L.iv_tag_off) != L.tag_int)
+	for (; b && b < e && n < TBPF_SHAPE_MAX_DIMS; b += r->l.iv_size, n++) {
+		if (*(const uint32_t *)(b + r->l.iv_tag_off) != r->l.tag_int)
 			return false;
 		s->dims[k][n] = *(const int64_t *)b;
 		*h = mix(*h, (uint64_t)s->dims[k][n]);
@@ -176,47 +189,106 @@ static inline bool read_ints(const char *list, struct tbpf_shape *s, unsigned k,
 	return true;
 }
 
-/* The RecordFunction's inputs as a shape list; its index + 1, or 0. */
+/* IValue::isScalar() of a tag: Double, ComplexDouble, Int, SymInt,
+ * SymFloat, (2.x) SymBool, Bool */
+static inline bool is_scalar(const struct rd *r, uint32_t tag)
+{
+	return tag < 32 && (r->l.scalar_tags >> tag & 1);
+}
+
+/* Input type of a GenericList, as torch.profiler's InputOutputEncoder
+ * (torch/csrc/profiler/collection.cpp) classifies it: a list whose element
+ * type is TensorType is "TensorList" (2.x: "" when it holds an undefined
+ * tensor); any other list is "" in 1.13, and in 2.x "ScalarList" when it
+ * is empty, or its first element is a scalar and it has at most
+ * SCALAR_LIST_LENGTH_LIMIT elements (isSupportedScalarList). */
+static inline uint8_t list_itype(const struct rd *r, const char *list)
+{
+	const char *b, *e, *type;
+
+	if (!list)
+		return ITYPE_NONE;
+	b = *(const char *const *)(list + r->l.list_vec_off);
+	e = *(const char *const *)(list + r->l.list_vec_off + 8);
+	type = *(const char *const *)(list + r->l.list_type_off);
+	if (type && *(const int32_t *)(type + r->l.type_kind_off) == r->l.kind_tensor) {
+		if (r->l.tlist_undef)
+			for (; b && b < e; b += r->l.iv_size)
+				if (*(const void *const *)b == r->undef)
+					return ITYPE_NONE;
+		return ITYPE_TENSORLIST;
+	}
+	if (!r->l.scalarlist_max)
+		return ITYPE_NONE;
+	if (b == e)
+		return ITYPE_SCALARLIST;       /* empty (begin and end NULL or equal) */
+	if (!b || (size_t)(e - b) > (size_t)r->l.scalarlist_max * r->l.iv_size)
+		return ITYPE_NONE;
+	return is_scalar(r, *(const uint32_t *)(b + r->l.iv_tag_off)) ? ITYPE_SCALARLIST : ITYPE_NONE;
+}
+
+/* The RecordFunction's inputs as a shape list; its index + 1, or 0.
+ * Every argument gets its Input type (s->itype, the first
+ * TBPF_SHAPE_MAX_ARGS); tensors' sizes and dtypes go into the first
+ * TBPF_SHAPE_MAX_TENSORS entries (a tensor past them has no entry: its
+ * type reads "?", its shape []). */
 static uint32_t shape_of(const void *rf, uint32_t name_hash)
 {
+	const struct rd r = { L, undef_impl };
 	struct tbpf_shape *s = &cur_;
-	const char *in = (const char *)rf + L.rf_inputs_off;
+	const char *in = (const char *)rf + r.l.rf_inputs_off;
 	const char *iv = *(const char *const *)in;
 	size_t n = *(const size_t *)(in + 8);
 	bool ints = name_hash == conv2d_hash;
-	uint64_t h = 0x51ed270b27e5a5c9ull;
+	uint64_t h = 0x51ed270b27e5a5c9ull, ty = 0;
 	unsigned k = 0;
 
 	if (!iv)
 		n = 0;
 	if (n > 255)
 		n = 255;
-	s->nargs = (uint8_t)n;
-	/* Input type is not read in-process yet: every argument "unknown",
-	 * which the model shows as no types (shape_types) */
-	memset(s->itype, ITYPE_UNKNOWN, sizeof(s->itype));
-	for (unsigned a = 0; a < n; a++, iv += L.iv_size) {
-		uint32_t tag = *(const uint32_t *)(iv + L.iv_tag_off);
+	memset(s->itype, ITYPE_NONE, sizeof(s->itype));
+	for (unsigned a = 0; a < n; a++, iv += r.l.iv_size) {
+		uint32_t tag = *(const uint32_t *)(iv + r.l.iv_tag_off);
+		const char *p = *(const char *const *)iv;
+		uint8_t t = ITYPE_NONE;
 
-		if (k >= TBPF_SHAPE_MAX_TENSORS)
-			break;
-		if (tag == L.tag_tensor) {
-			s->argi[k] = (uint8_t)a;
-			h = mix(h, a);
-			h = read_tensor(*(const char *const *)iv, s, k++, h);
-		} else if (ints && tag == L.tag_int) {
-			s->argi[k] = (uint8_t)a;
-			s->kind[k] = ARGK_INT;
-			s->ndim[k] = 1;
-			s->dims[k][0] = *(const int64_t *)iv;
-			h = mix(mix(h, a | 1u << 16), (uint64_t)s->dims[k++][0]);
-		} else if (ints && tag == L.tag_list && *(const char *const *)iv) {
-			s->argi[k] = (uint8_t)a;
-			h = mix(h, a | 2u << 16);
-			k += read_ints(*(const char *const *)iv, s, k, &h);
+		if (tag == r.l.tag_tensor) {
+			t = ITYPE_TENSOR;
+			if (k < TBPF_SHAPE_MAX_TENSORS) {
+				s->argi[k] = (uint8_t)a;
+				h = mix(h, a);
+				h = read_tensor(&r, p, s, k++, h);
+			}
+		} else if (is_scalar(&r, tag)) {
+			t = ITYPE_SCALAR;
+			if (ints && tag == r.l.tag_int && k < TBPF_SHAPE_MAX_TENSORS) {
+				s->argi[k] = (uint8_t)a;
+				s->kind[k] = ARGK_INT;
+				s->ndim[k] = 1;
+				s->dims[k][0] = (int64_t)p;
+				h = mix(mix(h, a | 1u << 16), (uint64_t)p);
+				k++;
+			}
+		} else if (tag == r.l.tag_list) {
+			t = list_itype(&r, p);
+			if (ints && p && k < TBPF_SHAPE_MAX_TENSORS) {
+				s->argi[k] = (uint8_t)a;
+				h = mix(h, a | 2u << 16);
+				k += read_ints(&r, p, s, k, &h);
+			}
+		}
+		if (a < TBPF_SHAPE_MAX_ARGS) {
+			s->itype[a] = t;
+			/* 3 bits a type, in a register: reading back the
+			 * bytes just stored would stall on store forwarding */
+			ty = (ty << 3 | ty >> 61) ^ t;
 		}
 	}
+	s->nargs = (uint8_t)n;
 	s->ntensors = (uint8_t)k;
-	h = mix(h, n << 8 | k);
+	/* the types join the last mix (not a mix of their own: one more
+	 * step in the chain the table lookup waits for) */
+	h = mix(h, (n << 8 | k) ^ ty * 0x9e3779b97f4a7c15ull);
 	return shape_index(h ? h : 1, s);
 }

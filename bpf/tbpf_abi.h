@@ -212,10 +212,11 @@ struct tbpf_pynode {
  * TBPF_INPROC_ID_BASE | hash (hash: agent/inproc.c name_hash(), 32 bits
  * of the name, an opaque id: names travel in the name table). */
 #define TBPF_INPROC_MAGIC 0x636f72706e696274ULL  /* "tbinproc" */
-#define TBPF_INPROC_VERSION 5   /* 2: shapes (record 32 bytes, shape table);
+#define TBPF_INPROC_VERSION 6   /* 2: shapes (record 32 bytes, shape table);
 				 * 3: records carry a Python stack id;
 				 * 4: sequence numbers (INPROC_SEQ, want_seq);
-				 * 5: module calls counted in-process (INPROC_MODCALL) */
+				 * 5: module calls counted in-process (INPROC_MODCALL);
+				 * 6: the input layout carries Input type's */
 #define TBPF_INPROC_ID_BASE 0x40000000u
 #define TBPF_INPROC_ID_MASK 0x3fffffffu
 #define TBPF_INPROC_SLOTS (1u << 18)     /* ring slots (6 MiB) */
@@ -292,8 +293,25 @@ struct tbpf_inproc_ivlayout {
 	__u16 ti_dtype_off;   /* TensorImpl -> data_type_ (TypeMeta: u16 index) */
 	__u8 tag_none, tag_tensor, tag_int, tag_list; /* IValue::Tag None, Tensor,
 						       * Int, GenericList */
-	__u8 pad[6];
+	/* Input type (version 4), as torch.profiler's InputOutputEncoder
+	 * classifies an IValue: a tensor (its dtype, "" when undefined), a
+	 * scalar ("Scalar": the tags isScalar() accepts), a tensor list
+	 * (the list's element type is TensorType: "TensorList"), another
+	 * list ("ScalarList" when scalarlist_max, else ""), anything else "" */
+	__u16 list_type_off;  /* ListImpl -> elementType (TypePtr: the Type* first) */
+	__u16 type_kind_off;  /* c10::Type -> kind_ (enum TypeKind, 32 bits) */
+	__u8 kind_tensor;     /* TypeKind::TensorType */
+	__u8 scalarlist_max;  /* 0: no ScalarList, such lists are "" (1.13); else
+			       * SCALAR_LIST_LENGTH_LIMIT (2.x): a list that is empty,
+			       * or at most this long with a scalar first, is
+			       * "ScalarList", a longer one "" */
+	__u8 tlist_undef;     /* 1: a tensor list holding an undefined tensor is ""
+			       * (2.x reads the list's tensors; 1.13 does not) */
+	__u8 pad[3];
+	__u32 scalar_tags;    /* bit t set: IValue::Tag t is a scalar (Double,
+			       * ComplexDouble, Int, SymInt, SymFloat, [SymBool,] Bool) */
 };
+_Static_assert(sizeof(struct tbpf_inproc_ivlayout) == 32, "inproc ABI");
 
 /* Where a RecordFunction keeps its sequence number and thread ids, for
  * one torch version (--group-by-stack; inproc_layouts.h, checked by

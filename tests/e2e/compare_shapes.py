@@ -12,7 +12,8 @@ wl_common.profiler_op_counts), and no (name, shapes) torch.profiler lacks.
 Every key_averages(group_by_input_shape=True) row must be one of them.
 --all: every name, not only aten:: (autograd nodes with their input
 gradients' shapes, evaluate_function and record_function rows: what the
-in-process mode reads), against PROFILE_JSON's "events_all".
+in-process mode reads), against PROFILE_JSON's "events_all", and their
+Input types against its "types_all".
 --flops: tbpf's "flops" per (name, shapes) equal key_averages' FLOPs for
 every row torch.profiler gives FLOPs (scaled by the calls it saw: rows
 that lost a folded child count the same FLOPs per call).
@@ -34,9 +35,6 @@ def main():
     p.add_argument("profile_json")
     p.add_argument("--pid", type=int, required=True)
     p.add_argument("--flops", action="store_true")
-    p.add_argument("--no-types", action="store_true",
-                   help="rows may lack Input type (--inproc does not read it); "
-                        "types a row has must still be torch.profiler's")
     p.add_argument("--label", default="shapes")
     p.add_argument("--all", action="store_true",
                    help="every row, not only aten:: ops (the in-process mode sees every "
@@ -69,18 +67,18 @@ def main():
             problems.append("%-60s torch.profiler %4d  tbpf %4d" % (k, want.get(k, 0), tb.get(k, 0)))
     # Input type per row: torch.profiler's type lists per (name, shapes)
     ref_types = {}
-    for k in ref.get("types", {}):
+    for k in ref.get("types_all" if a.all and "types_all" in ref else "types", {}):
         name, dims, types = k.split("|", 2)
         kk = "%s|%s" % (name, str(json.loads(dims)))
         ref_types.setdefault(kk, set()).add(types)
     ntyped = 0
     for k, lists in sorted(tb_types.items()):
         want_t = ref_types.get(k, set())
-        if not want_t and not k.startswith("aten::"):
+        if not want_t and not k.startswith("aten::") and "types_all" not in ref:
             continue   # the reference's types are of aten ops (--all rows beyond)
         for t in lists:
             if t is None:
-                if len(want_t) == 1 and not a.no_types:
+                if len(want_t) == 1:
                     problems.append("types %s: tbpf none, torch.profiler %s" % (k, next(iter(want_t))))
                 continue
             ntyped += 1
@@ -136,7 +134,7 @@ def main():
             # a torch without Kineto (Debian's 1.13) writes no Input Dims:
             # its records' shapes instead
             src = "its records (its own trace has no Input Dims)"
-            for k, v in want.items():
+            for k, v in ref["events"].items():   # aten records, as the events read
                 name, shapes = k.split("|", 1)
                 kk = "%s|%s" % (name, json.dumps(json.loads(shapes)))
                 want_tr[kk] = want_tr.get(kk, 0) + v
@@ -147,11 +145,6 @@ def main():
         print("%s: chrome trace: %d (op, Input Dims) keys, %d events compared with %s" % (
             a.label, len(want_tr), sum(want_tr.values()), src))
         want_ty = ref.get("types", {})
-        if a.no_types:
-            # events without "Input type" are allowed; those with it must
-            # still be torch.profiler's
-            got_types = {k: v for k, v in got_types.items() if not k.endswith("|null")}
-            want_ty = {k: v for k, v in want_ty.items() if k in got_types}
         for k in sorted(set(want_ty) | set(got_types)):
             if want_ty.get(k, 0) != got_types.get(k, 0):
                 problems.append("chrome types %-47s torch.profiler %4d  tbpf %4d" % (

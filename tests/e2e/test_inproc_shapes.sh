@@ -5,12 +5,15 @@
 # torch.profiler's (record_shapes=True raw records and
 # key_averages(group_by_input_shape=True)), every row, not only aten ops
 # (autograd nodes with their gradients' shapes, evaluate_function,
-# optimizer scopes), on the edge-case workload (0-dim,
+# optimizer scopes), and so does each row's Input type (its records'
+# dtypes()), on the edge-case workload (0-dim,
 # empty, 6- and 7-dim, transposed views, tensor lists, optional and
-# undefined tensors, scalars), a CNN and a transformer layer, torch 1.13 and
-# 2.8; FLOPs equal with_flops'; the workload's result is unchanged; the
-# edge case also through a capture (tbpf report json and chrome's Input
-# Dims).  Then the target is unharmed when tbpf is SIGKILLed mid-run with
+# undefined tensors, scalars), a CNN, a transformer layer and the lists
+# workload (int lists of 30 and 31 entries, empty, float lists, lists of
+# optional tensors), torch 1.13 and 2.8; FLOPs equal with_flops'; the
+# workload's result is unchanged; the edge and lists cases also through a
+# capture (tbpf report json, chrome's Input Dims and every event's Input
+# type, per call: a row keeps no types when its calls had several).  Then the target is unharmed when tbpf is SIGKILLed mid-run with
 # shapes on, and a second --record-shapes attach reuses the agent.
 # timeout: 900
 . "$(dirname "$0")/lib.sh"
@@ -25,7 +28,7 @@ inproc_shapes_case() {
 		> "$T/ref_$model.json" 2> "$T/ref_$model.err" ||
 		fail "$label: torch.profiler run failed: $(tail -n 2 "$T/ref_$model.err" | tr '\n' ' ')"
 	start_workload $wl "$py" shapes_model.py --model "$model" --iters "$iters"
-	[ "$model" = edge ] && rec=(--record "$T/$model.tbpf")
+	case $model in edge|lists) rec=(--record "$T/$model.tbpf") ;; esac
 	start_tbpf $tb --pid "$(get $wl pid)" --inproc --format json --duration 600s \
 		--record-shapes --with-flops -v "${rec[@]}"
 	go "$(get $wl pid)"
@@ -38,15 +41,15 @@ inproc_shapes_case() {
 	grep -q '"mode": *"in-process RecordFunction callbacks"' "$(get $tb out)" ||
 		fail "$label: the json does not say the in-process mode"
 	python3 "$E2E_DIR/compare_shapes.py" "$(get $tb out)" "$T/ref_$model.json" \
-		--pid "$(get $wl pid)" --label "$label" --flops --all --no-types ||
+		--pid "$(get $wl pid)" --label "$label" --flops --all ||
 		fail "$label: tbpf's (op, input shapes) rows differ from torch.profiler's (see log)"
-	if [ "$model" = edge ]; then
+	if [ ${#rec[@]} != 0 ]; then
 		"$TBPF" report "$T/$model.tbpf" --format json --with-flops -o "$T/$model.report.json" ||
 			fail "$label: tbpf report --format json failed"
 		"$TBPF" report "$T/$model.tbpf" --format chrome -o "$T/$model.trace.json" ||
 			fail "$label: tbpf report --format chrome failed"
 		python3 "$E2E_DIR/compare_shapes.py" "$T/$model.report.json" "$T/ref_$model.json" \
-			--pid "$(get $wl pid)" --label "$label (capture)" --flops --all --no-types \
+			--pid "$(get $wl pid)" --label "$label (capture)" --flops --all \
 			--chrome "$T/$model.trace.json" ||
 			fail "$label: the capture's rows or trace differ from torch.profiler's (see log)"
 	fi
@@ -125,6 +128,7 @@ for py in "$PY1" "$PY2"; do
 	inproc_shapes_case "$py" edge 3
 	inproc_shapes_case "$py" cnn 2
 	inproc_shapes_case "$py" transformer 2
+	inproc_shapes_case "$py" lists 3
 	inproc_shapes_kill "$py"
 	inproc_shapes_cycles "$py"
 done

@@ -10,11 +10,18 @@
 # TORCH_VERSION_MAJOR/MINOR): RecordFunction::inputs_, IValue's size, tag
 # offset and type, the Tag values of None/Tensor/Int/GenericList,
 # ListImpl::list, TensorImpl's sizes_and_strides_ (size_ first, the inline
-# sizes or out-of-line pointer after it), numel_ and data_type_; a tree
-# whose version has no entry there fails.  And --inproc --group-by-stack's
+# sizes or out-of-line pointer after it), numel_ and data_type_; for Input
+# type ListImpl::elementType (a TypePtr whose first word is the Type*, in
+# either representation), Type::kind_, TypeKind::TensorType, the Tags
+# IValue::isScalar() accepts (read from its body in ivalue.h, each isX()
+# checked to be `Tag::X == tag`), and from the profiler's collection.h
+# whether InputOutputEncoder has a ScalarList tag (then
+# SCALAR_LIST_LENGTH_LIMIT) and whether it keeps a tensor list's tensors
+# (op_input_t holds a std::vector<TensorMetadata>); a tree whose version
+# has no entry there fails.  And --inproc --group-by-stack's
 # RecordFunction::sequence_nr_, fwd_thread_id_, step_callbacks_.thread_id_
-# (INPROC_SEQ_*) and RecordScope::BACKWARD_FUNCTION.  A tree that is absent is
-# reported, not checked.
+# (INPROC_SEQ_*) and RecordScope::BACKWARD_FUNCTION.  A tree that is absent
+# is reported, not checked.
 set -u
 cd "$(dirname "$0")/../.."
 PY2=${PY2:-/var/cache/tbpf/venv-torch2/bin/python}
@@ -108,6 +115,30 @@ static_assert(IV.ti_numel_off == offsetof(c10::TensorImpl, numel_), "TensorImpl:
 static_assert(std::is_same<decltype(c10::TensorImpl::numel_), int64_t>::value, "numel_ is int64");
 static_assert(IV.ti_dtype_off == offsetof(c10::TensorImpl, data_type_), "TensorImpl::data_type_");
 static_assert(sizeof(caffe2::TypeMeta) == 2, "TypeMeta is its u16 index");
+
+/* Input type: a list's element type, read as elementType's first word
+ * (the Type*: shared_ptr's pointer or the singleton's), then Type::kind_ */
+using TP = c10::TypePtr;
+static_assert(IV.list_type_off == offsetof(c10::detail::ListImpl, elementType), "ListImpl::elementType");
+static_assert(std::is_same<decltype(c10::detail::ListImpl::elementType), TP>::value, "elementType is a TypePtr");
+static_assert(std::is_same<TP, c10::SingletonOrSharedTypePtr<c10::Type>>::value, "TypePtr");
+static_assert(sizeof(TP) == 16 && offsetof(TP, repr_) == 0, "TypePtr is its Repr");
+static_assert(offsetof(TP::Repr, shared_) == 0 && offsetof(TP::SharedPtrWrapper, repr_) == 0 &&
+	      offsetof(std::__shared_ptr<c10::Type>, _M_ptr) == 0 &&
+	      std::is_base_of<std::__shared_ptr<c10::Type>, std::shared_ptr<c10::Type>>::value,
+	      "shared representation: the Type* first");
+static_assert(offsetof(TP::Repr, singletonRepr_) == 0 && offsetof(TP::Repr::SingletonRepr, singleton_) == 0,
+	      "singleton representation: the Type* first");
+static_assert(IV.type_kind_off == offsetof(c10::Type, kind_), "Type::kind_");
+static_assert(std::is_same<std::underlying_type<c10::TypeKind>::type, int>::value, "TypeKind is an int");
+static_assert(IV.kind_tensor == (int)c10::TypeKind::TensorType && c10::TensorType::Kind == c10::TypeKind::TensorType,
+	      "TypeKind::TensorType");
+/* what the script read from ivalue.h and the profiler's collection.h */
+#define TBPF_TAG(x) (1u << (int)c10::IValue::Tag::x)
+static_assert((int)c10::IValue::Tag::Enum < 32, "every Tag fits scalar_tags");
+static_assert(IV.scalar_tags == (TBPF_HDR_SCALAR_TAGS), "the Tags IValue::isScalar() accepts");
+static_assert(IV.scalarlist_max == TBPF_HDR_SCALARLIST_MAX, "InputOutputEncoder ScalarList / SCALAR_LIST_LENGTH_LIMIT");
+static_assert(IV.tlist_undef == TBPF_HDR_TLIST_READ, "InputOutputEncoder keeps a tensor list's tensors");
 /* --inproc --group-by-stack: sequence number and thread ids */
 static_assert((int)at::RecordScope::BACKWARD_FUNCTION == RF_BACKWARD_SCOPE, "BACKWARD_FUNCTION");
 static_assert(SQ.rf_seq_off == offsetof(at::RecordFunction, sequence_nr_), "sequence_nr_");
@@ -127,13 +158,50 @@ static_assert(std::is_same<decltype(&torch::jit::tracer::getTracingState),
 	      const std::shared_ptr<torch::jit::tracer::TracingState> &(*)()>::value,
 	      "getTracingState()");
 CPP
+# The Tags isScalar() accepts, from its body: "TBPF_TAG(Double) | ..."; each
+# isX() it calls must be `return Tag::X == tag;`
+scalar_tags() {
+	local h=$1/ATen/core/ivalue.h flat x out=""
+	flat=$(tr '\n' ' ' < "$h" | tr -s ' ')
+	for x in $(awk '/bool isScalar\(\) const \{/{f=1} f{print} f&&/}/{exit}' "$h" | tr -d '\n' |
+		   grep -o 'is[A-Za-z]*()' | tail -n +2 | sed 's/^is//; s/()$//'); do
+		grep -qF "bool is$x() const { return Tag::$x == tag; }" <<< "$flat" || { echo "0"; return; }
+		out="$out${out:+ | }TBPF_TAG($x)"
+	done
+	echo "${out:-0}"
+}
+# InputOutputEncoder's ScalarList: SCALAR_LIST_LENGTH_LIMIT when its Tag
+# enum has ScalarList, else 0
+scalarlist_max() {
+	local h=$1/torch/csrc/profiler/collection.h
+	if awk '/enum class Tag \{/{f=1} f{print} f&&/};/{exit}' "$h" | grep -qw ScalarList; then
+		sed -n 's/.*constexpr int SCALAR_LIST_LENGTH_LIMIT = \([0-9]*\);.*/\1/p' "$h" | head -n 1 | grep . || echo -1
+	else
+		echo 0
+	fi
+}
+# 1 when the profiler keeps a tensor list's tensors (op_input_t has a
+# std::vector<TensorMetadata>): it then writes "" for a list holding an
+# undefined tensor
+tlist_read() {
+	tr '\n' ' ' < "$1/torch/csrc/profiler/collection.h" | tr -s ' ' |
+		grep -q 'using op_input_t = std::variant< TensorMetadata, std::vector<TensorMetadata>,' &&
+		echo 1 || echo 0
+}
 fail=0
 for t in "${trees[@]}"; do
 	inc=${t%%|*} lib=${t#*|}
+	if [ ! -f "$inc/torch/csrc/profiler/collection.h" ]; then
+		echo "rf_layout: $inc: no torch/csrc/profiler/collection.h (Input type's rules)"; fail=1; continue
+	fi
 	if g++ -std=c++17 -fsyntax-only -fno-access-control -w -I"$inc" -I"$inc/torch/csrc/api/include" \
-		-Iagent -Ibpf -Iuserspace/attach "$src" 2> /tmp/rf_layout.err; then
+		-Iagent -Ibpf -Iuserspace/attach "-DTBPF_HDR_SCALAR_TAGS=$(scalar_tags "$inc")" \
+		"-DTBPF_HDR_SCALARLIST_MAX=$(scalarlist_max "$inc")" "-DTBPF_HDR_TLIST_READ=$(tlist_read "$inc")" \
+		"$src" 2> /tmp/rf_layout.err; then
 		echo "rf_layout: $inc: RecordFunctionCallback matches agent/rf_layout.h," \
-		     "inputs/IValue/TensorImpl match userspace/attach/inproc_layouts.h"
+		     "inputs/IValue/TensorImpl/list types match userspace/attach/inproc_layouts.h" \
+		     "(isScalar: $(scalar_tags "$inc"); ScalarList up to $(scalarlist_max "$inc");" \
+		     "tensor lists read: $(tlist_read "$inc"))"
 	else
 		echo "rf_layout: $inc: MISMATCH"; head -n 20 /tmp/rf_layout.err; fail=1
 	fi

@@ -98,6 +98,21 @@ static void ivlayouts(void **state)
 	assert_int_equal(a->tag_list, 12);
 	assert_int_equal(b->tag_list, 13);        /* 2.x added a tag before it */
 	assert_int_equal(a->iv_size, 16);
+	/* Input type: 1.13 shows every list but a tensor list as "" and
+	 * never looks into a tensor list; 2.x has ScalarList (up to 30) and
+	 * SymBool among the scalars */
+	assert_int_equal(a->scalarlist_max, 0);
+	assert_int_equal(a->tlist_undef, 0);
+	assert_int_equal(b->scalarlist_max, 30);
+	assert_int_equal(b->tlist_undef, 1);
+	assert_int_equal(a->kind_tensor, b->kind_tensor);
+	assert_int_equal(a->list_type_off, a->list_vec_off + 24);  /* after the vector */
+	assert_int_equal(b->list_type_off, b->list_vec_off + 24);
+	assert_true(a->scalar_tags & 1u << a->tag_int);
+	assert_true(b->scalar_tags & 1u << b->tag_int);
+	assert_false(a->scalar_tags & (1u << a->tag_tensor | 1u << a->tag_none | 1u << a->tag_list));
+	assert_false(b->scalar_tags & (1u << b->tag_tensor | 1u << b->tag_none | 1u << b->tag_list));
+	assert_int_equal(__builtin_popcount(a->scalar_tags) + 1, __builtin_popcount(b->scalar_tags));
 	assert_ptr_equal(inproc_ivlayout_for("1.13.1"), a);
 	assert_null(inproc_ivlayout_for("2.7.1"));
 	assert_null(inproc_ivlayout_for("2.80.0"));

@@ -9,6 +9,12 @@
                      for Input type optional scalars given and None
 --model sites        the same ops called from several Python lines, for
                      group_by_stack_n
+--model lists        Input type of lists (what the in-process mode reads from
+                     the IValues): int lists of 30 and 31 entries (torch 2.x
+                     writes ScalarList up to SCALAR_LIST_LENGTH_LIMIT = 30,
+                     "" beyond), empty int lists, float lists, tensor lists
+                     of one, lists of optional tensors with a tensor or
+                     None first, a record_function scope
 
 --profile runs the same counted work under torch.profiler(record_shapes,
 with_flops, with_stack) instead of waiting and prints one JSON object:
@@ -21,6 +27,7 @@ with_flops, with_stack) instead of waiting and prints one JSON object:
   "trace":  {"name|dims": count}          "Input Dims" of its Chrome trace
   "types":  {"name|dims|types": calls}    raw records' Input type (dtypes()),
                                           dims and types as JSON lists
+  "types_all": {"name|dims|types": calls} the same for every raw record
 Otherwise the wl_common protocol (READY, go, RESULT).
 """
 import argparse
@@ -141,6 +148,34 @@ def make_edge():
     return step
 
 
+def make_lists():
+    a = torch.ones(2, 3)
+    z = torch.zeros(6)
+    s30, s31 = torch.ones(30), torch.ones(31)
+    img = torch.ones(1, 1, 3, 3)
+    idx = torch.tensor([1, 0])
+
+    def step():
+        # (lists long enough, but no tensor of more than 8 dims: tbpf keeps
+        # 8 sizes a tensor)
+        s30.split([1] * 30)              # 30 ints: ScalarList (2.x)
+        s31.split([1] * 31)              # 31 ints: "" (2.x), like 1.13
+        z.reshape([1] * 29 + [6])        # 30 through a composite op
+        z.reshape([1] * 30 + [6])        # 31
+        torch.ones(())                   # an empty int list
+        a.sum(dim=[0, 1])
+        F.interpolate(img, scale_factor=[2.0, 3.0])   # a float list
+        torch.stack([a])                 # a tensor list of one
+        torch.cat([a, a, a, a], 1)
+        a[idx]                           # a list of optional tensors, a tensor first
+        a[:, idx]                        # None first
+        torch.flip(a, [0, 1])
+        a.permute(1, 0)
+        with torch.autograd.profiler.record_function("lists.scope"):
+            a.add(1)
+    return step
+
+
 def site_a(x):
     return x.mul(2.0)
 
@@ -161,7 +196,7 @@ def make_sites():
 
 
 MODELS = {"cnn": make_cnn, "transformer": make_transformer, "edge": make_edge,
-          "sites": make_sites}
+          "sites": make_sites, "lists": make_lists}
 
 
 def key(name, shapes):
@@ -169,15 +204,16 @@ def key(name, shapes):
 
 
 def reference(prof):
-    events, events_all, types = {}, {}, {}
+    events, events_all, types, types_all = {}, {}, {}, {}
     for e in prof.profiler.kineto_results.events():
         k = key(e.name(), str(list(e.shapes())) if e.shapes() is not None else "[]")
         events_all[k] = events_all.get(k, 0) + 1
+        kt = "%s|%s|%s" % (e.name(), json.dumps(list(e.shapes() or [])),
+                           json.dumps(list(e.dtypes() or [])))
+        types_all[kt] = types_all.get(kt, 0) + 1
         if e.name().startswith("aten::"):
             events[k] = events.get(k, 0) + 1
-            k = "%s|%s|%s" % (e.name(), json.dumps(list(e.shapes() or [])),
-                              json.dumps(list(e.dtypes() or [])))
-            types[k] = types.get(k, 0) + 1
+            types[kt] = types.get(kt, 0) + 1
     rows, flops = {}, {}
     for e in prof.key_averages(group_by_input_shape=True):
         if e.key.startswith("aten::"):
@@ -202,7 +238,7 @@ def reference(prof):
                 k = key(ev["name"], json.dumps(dims))
                 trace[k] = trace.get(k, 0) + 1
     return {"events": events, "events_all": events_all, "rows": rows, "flops": flops,
-            "stacks": stacks, "trace": trace, "types": types}
+            "stacks": stacks, "trace": trace, "types": types, "types_all": types_all}
 
 
 def main():

@@ -9,7 +9,13 @@
  *   sizeof(IValue), IValue::tag (uint32), IValue::Tag None/Tensor/Int/
  *   GenericList, c10::detail::ListImpl::list, TensorImpl::
  *   sizes_and_strides_ (size_ first, then the inline sizes or the
- *   out-of-line pointer), TensorImpl::numel_, TensorImpl::data_type_.
+ *   out-of-line pointer), TensorImpl::numel_, TensorImpl::data_type_;
+ *   for Input type: ListImpl::elementType (its Type* first), Type::kind_,
+ *   TypeKind::TensorType, the Tags IValue::isScalar() accepts (scalar_tags),
+ *   and how the version's torch.profiler classifies lists
+ *   (scalarlist_max = InputOutputEncoder's SCALAR_LIST_LENGTH_LIMIT where
+ *   its Tag has ScalarList, else 0; tlist_undef where it reads a tensor
+ *   list's tensors, which is where it writes a ScalarList tag).
  * A torch version without an entry here gets no shapes in --inproc (one
  * line, then the run goes on without them). */
 #ifndef TBPF_INPROC_LAYOUTS_H
@@ -18,11 +24,17 @@
 /* torch 1.13 (Debian libtorch-dev 1.13 headers) */
 #define INPROC_IV_T1_13 { .rf_inputs_off = 208, .iv_size = 16, .iv_tag_off = 8, \
 	.list_vec_off = 24, .ti_sizes_off = 72, .ti_numel_off = 168, .ti_dtype_off = 176, \
-	.tag_none = 0, .tag_tensor = 1, .tag_int = 5, .tag_list = 12 }
+	.tag_none = 0, .tag_tensor = 1, .tag_int = 5, .tag_list = 12, \
+	.list_type_off = 48, .type_kind_off = 8, .kind_tensor = 3, \
+	.scalarlist_max = 0, .tlist_undef = 0, \
+	.scalar_tags = 1u << 3 | 1u << 4 | 1u << 5 | 1u << 6 | 1u << 7 | 1u << 8 }
 /* torch 2.8 (the PyPI wheel's torch/include) */
 #define INPROC_IV_T2_8 { .rf_inputs_off = 208, .iv_size = 16, .iv_tag_off = 8, \
 	.list_vec_off = 16, .ti_sizes_off = 64, .ti_numel_off = 160, .ti_dtype_off = 168, \
-	.tag_none = 0, .tag_tensor = 1, .tag_int = 5, .tag_list = 13 }
+	.tag_none = 0, .tag_tensor = 1, .tag_int = 5, .tag_list = 13, \
+	.list_type_off = 40, .type_kind_off = 8, .kind_tensor = 3, \
+	.scalarlist_max = 30, .tlist_undef = 1, \
+	.scalar_tags = 1u << 3 | 1u << 4 | 1u << 5 | 1u << 6 | 1u << 7 | 1u << 8 | 1u << 9 }
 
 /* Where a RecordFunction keeps sequence_nr_, fwd_thread_id_ and
  * step_callbacks_.thread_id_ (--inproc --group-by-stack: backward ops'
