@@ -209,3 +209,20 @@ schedule_case() {
 	log "$label: --schedule OK"
 }
 
+# steps_all PY...: steps_case on each torch, and schedule_case where the
+# torch has Kineto to compare the cycles with (a missing 2.x venv: logged)
+steps_all() {
+	local py
+	for py in "$@"; do
+		if [ "$py" = "$PY2" ] && ! { [ -x "$PY2" ] && "$PY2" -c 'import torch' 2>/dev/null; }; then
+			log "torch 2.x venv missing: only torch 1.13 checked"
+			continue
+		fi
+		steps_case "$py"
+		if "$py" -c 'import sys, torch.autograd.profiler as p; sys.exit(0 if p.kineto_available() else 1)'; then
+			schedule_case "$py"
+		else
+			log "torch $(torch_version "$py") has no Kineto: its schedule cycles are not read back"
+		fi
+	done
+}

@@ -27,15 +27,4 @@ UNSEEN=""
 MODE=(--inproc)
 . "$E2E_DIR/steps_lib.sh"
 
-for py in "$PY2" "$PY1"; do
-	if [ "$py" = "$PY2" ] && ! { [ -x "$PY2" ] && "$PY2" -c 'import torch' 2>/dev/null; }; then
-		log "torch 2.x venv missing: only torch 1.13 checked"
-		continue
-	fi
-	steps_case "$py"
-	if "$py" -c 'import sys, torch.autograd.profiler as p; sys.exit(0 if p.kineto_available() else 1)'; then
-		schedule_case "$py"
-	else
-		log "torch $(torch_version "$py") has no Kineto: its schedule cycles are not read back"
-	fi
-done
+steps_all "$PY2" "$PY1"

@@ -31,18 +31,7 @@ MODE=()   # the uprobe mode (steps_lib.sh)
 
 . "$E2E_DIR/steps_lib.sh"
 
-for py in "$PY2" /usr/bin/python3; do
-	if [ "$py" = "$PY2" ] && ! { [ -x "$PY2" ] && "$PY2" -c 'import torch' 2>/dev/null; }; then
-		log "torch 2.x venv missing: only torch 1.13 checked"
-		continue
-	fi
-	steps_case "$py"
-	if "$py" -c 'import sys, torch.autograd.profiler as p; sys.exit(0 if p.kineto_available() else 1)'; then
-		schedule_case "$py"
-	else
-		log "torch $(torch_version "$py") has no Kineto: its schedule cycles are not read back"
-	fi
-done
+steps_all "$PY2" /usr/bin/python3
 
 # tbpf diff (issue 18): torch.profiler's own trace of K steps (Kineto JSON,
 # export_chrome_trace) against a tbpf capture of the same K steps of the
