@@ -155,3 +155,47 @@ int tlsvar_find(const char *path, struct tlsvar_site *out, const char **why)
 		*why = NULL;
 	return *why ? -ENOENT : 0;
 }
+
+int tlsvar_scan_gd(const uint8_t *code, size_t n, uint64_t vaddr, uint64_t *got_vaddr)
+{
+	static const uint8_t lea[] = { 0x66, 0x48, 0x8d, 0x3d }, call[] = { 0x66, 0x66, 0x48, 0xe8 };
+
+	for (size_t i = 0; i + 16 <= n; i++)
+		if (!memcmp(code + i, lea, sizeof(lea)) && !memcmp(code + i + 8, call, sizeof(call))) {
+			*got_vaddr = vaddr + i + 8 + (int64_t)rel32(code + i + 4);
+			return 0;
+		}
+	return -EINVAL;
+}
+
+int tlsvar_find_c10(const char *path, struct tlsvar_c10 *out, const char **why)
+{
+	struct elf_file *ef = NULL;
+	struct elf_sym s, f;
+	const uint8_t *img;
+	uint64_t off, got;
+	size_t size;
+
+	memset(out, 0, sizeof(*out));
+	*why = "cannot read libc10";
+	if (elf_file_open(path, &ef))
+		return -ENOENT;
+	if (elf_file_image(ef, &img, &size)) {
+		elf_file_close(ef);
+		return -ENOENT;
+	}
+	out->tls_size = tlsvar_tls_size(img, size);
+	*why = "no c10::impl::raw_local_dispatch_key_set or _force_tls_local_dispatch_key_set in libc10";
+	if (!elf_file_find_sym(ef, TLSVAR_C10_SET_SYM, &s) && s.defined && s.type == STT_TLS &&
+	    !elf_file_find_sym(ef, TLSVAR_C10_FORCE_SYM, &f) && f.defined && f.value &&
+	    !elf_file_vaddr_to_off(ef, f.value, &off) && off < size) {
+		*why = "_force_tls_local_dispatch_key_set's code does not read the set the way tbpf knows";
+		if (!tlsvar_scan_gd(img + off, size - off < 64 ? size - off : 64, f.value, &got) &&
+		    !elf_file_vaddr_to_off(ef, got, &out->got_off) && s.value + 16 <= out->tls_size) {
+			out->set_off = s.value;
+			*why = NULL;
+		}
+	}
+	elf_file_close(ef);
+	return *why ? -ENOENT : 0;
+}

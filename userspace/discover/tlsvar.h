@@ -63,4 +63,28 @@ int tlsvar_find(const char *path, struct tlsvar_site *out, const char **why);
  * (8 bytes) does not fit in tls_size. */
 int64_t tlsvar_offset(const uint64_t got[2], uint32_t disp, uint64_t tls_size, uint64_t *modid);
 
+/* libc10's thread-local dispatch key set (c10::impl::
+ * raw_local_dispatch_key_set, exported: its st_value is its offset in
+ * libc10's block): an op called while autograd is excluded (inside a
+ * kernel below autograd) gets no sequence number from the dispatcher's
+ * RecordFunction, so it is no forward op for backward stacks.  Its module
+ * id comes from the general-dynamic GOT pair that
+ * _force_tls_local_dispatch_key_set's code passes to __tls_get_addr. */
+#define TLSVAR_C10_SET_SYM "_ZN3c104impl26raw_local_dispatch_key_setE"
+#define TLSVAR_C10_FORCE_SYM "_ZN3c104impl33_force_tls_local_dispatch_key_setENS0_19LocalDispatchKeySetE"
+
+/* Pure: the GOT pair of the first general-dynamic sequence
+ * (66 48 8d 3d rel32; 66 66 48 e8 rel32) in code[0..n) at vaddr, into
+ * *got_vaddr; -EINVAL when there is none. */
+int tlsvar_scan_gd(const uint8_t *code, size_t n, uint64_t vaddr, uint64_t *got_vaddr);
+
+struct tlsvar_c10 {
+	uint64_t set_off;      /* the set's offset in libc10's block (st_value) */
+	uint64_t got_off;      /* file offset of the GOT pair */
+	uint64_t tls_size;
+};
+
+/* 0, or -ENOENT with *why (static text). */
+int tlsvar_find_c10(const char *path, struct tlsvar_c10 *out, const char **why);
+
 #endif
