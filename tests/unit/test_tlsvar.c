@@ -3,7 +3,8 @@
  * first bytes of at::sequence_number::peek() and
  * RecordFunction::currentThreadId() in libtorch_cpu 1.13 (Debian: general
  * dynamic TLS) and 2.8 (PyPI wheel: local dynamic), code that is not that,
- * the GOT pair check, then the libraries themselves when installed. */
+ * the GOT pair check, libc10's dispatch-key set (its general-dynamic pair
+ * in _force_tls_local_dispatch_key_set), then the libraries themselves when installed. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -124,6 +125,50 @@ static void got_pairs(void **state)
 	assert_int_equal(tlsvar_offset(got, 0x130, 0x3000, &m), -1);
 }
 
+/* libc10 _force_tls_local_dispatch_key_set: XOR with the mask, then the
+ * general-dynamic pair of raw_local_dispatch_key_set (1.13 @0x3c9e0, 2.8
+ * @0x7cd10: both builds use general dynamic there) */
+static const uint8_t force_113[] = {
+	0x48, 0x83, 0xec, 0x18, 0x48, 0x89, 0x3c, 0x24, 0x48, 0x89, 0x74, 0x24, 0x08, 0x66, 0x0f, 0x6f,
+	0x04, 0x24, 0x66, 0x0f, 0xef, 0x05, 0x26, 0xe5, 0x02, 0x00, 0x0f, 0x29, 0x04, 0x24, 0x66, 0x48,
+	0x8d, 0x3d, 0xf2, 0x44, 0x04, 0x00, 0x66, 0x66, 0x48, 0xe8, 0x32, 0x97, 0xfd, 0xff, 0x66, 0x0f };
+static const uint8_t force_28[] = {
+	0x48, 0x83, 0xec, 0x18, 0x48, 0x89, 0x3c, 0x24, 0x48, 0x89, 0x74, 0x24, 0x08, 0x66, 0x0f, 0x6f,
+	0x04, 0x24, 0x66, 0x0f, 0xef, 0x05, 0xc6, 0xa4, 0x04, 0x00, 0x0f, 0x29, 0x04, 0x24, 0x66, 0x48,
+	0x8d, 0x3d, 0xd2, 0x80, 0x07, 0x00, 0x66, 0x66, 0x48, 0xe8, 0x02, 0xd0, 0xfa, 0xff, 0x66, 0x0f };
+
+static void c10_pairs(void **state)
+{
+	uint64_t got = 0;
+	uint8_t c[sizeof(force_28)];
+
+	(void)state;
+	assert_int_equal(tlsvar_scan_gd(force_113, sizeof(force_113), 0x3c9e0, &got), 0);
+	assert_int_equal(got, 0x80ef8);
+	assert_int_equal(tlsvar_scan_gd(force_28, sizeof(force_28), 0x7cd10, &got), 0);
+	assert_int_equal(got, 0xf4e08);
+	/* cut before the call, or a lea not followed by the call: none */
+	assert_int_equal(tlsvar_scan_gd(force_28, 40, 0x7cd10, &got), -EINVAL);
+	memcpy(c, force_28, sizeof(c));
+	c[39] = 0x90;
+	assert_int_equal(tlsvar_scan_gd(c, sizeof(c), 0x7cd10, &got), -EINVAL);
+}
+
+static void real_c10(const char *path)
+{
+	struct tlsvar_c10 c;
+	const char *why = NULL;
+
+	if (access(path, R_OK)) {
+		print_message("skipped: %s not installed\n", path);
+		return;
+	}
+	assert_int_equal(tlsvar_find_c10(path, &c, &why), 0);
+	assert_null(why);
+	assert_int_equal(c.set_off, 8);
+	assert_true(c.got_off > 0 && c.tls_size >= 24);
+}
+
 static void real_library(const char *path, uint32_t seq_disp, uint32_t tid_disp, bool same_got)
 {
 	struct tlsvar_site s;
@@ -148,6 +193,8 @@ static void real_libraries(void **state)
 	real_library("/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13", 0, 0, false);
 	real_library("/var/cache/tbpf/venv-torch2/lib/python3.11/site-packages/torch/lib/"
 		     "libtorch_cpu.so", 0x130, 0x2210, true);
+	real_c10("/usr/lib/x86_64-linux-gnu/libc10.so.1.13");
+	real_c10("/var/cache/tbpf/venv-torch2/lib/python3.11/site-packages/torch/lib/libc10.so");
 }
 
 int main(void)
@@ -157,6 +204,7 @@ int main(void)
 		cmocka_unit_test(endbr_and_disp8),
 		cmocka_unit_test(other_code_is_refused),
 		cmocka_unit_test(got_pairs),
+		cmocka_unit_test(c10_pairs),
 		cmocka_unit_test(real_libraries),
 	};
 
