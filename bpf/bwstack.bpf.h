@@ -98,6 +98,12 @@ static __noinline void bw_forward(struct tbpf_thread *t, struct tbpf_frame *f, _
 		f->bwseq = seq;
 		return;
 	}
+	/* the thread's last registered key: already in the map (nested
+	 * ops and same-number neighbours share it) */
+	if (t->bw_last_seq == seq + 1 && t->bw_last_thread == thread)
+		return;
+	t->bw_last_seq = seq + 1;
+	t->bw_last_thread = thread;
 	bw_fwd_put(pid, thread, seq, f->pystack);
 }
 

@@ -181,6 +181,7 @@ static __always_inline struct tbpf_thread *thread_enter(__u32 tid, __u32 pid)
 		t->stack_id = 0;
 		t->pystack_id = 0;
 		t->bw_nodes = 0;
+		t->bw_last_seq = 0;
 		for (int i = 0; i < TBPF_PYSEEN_N; i++)
 			t->pyseen[i] = 0;
 	}

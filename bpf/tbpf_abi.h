@@ -735,6 +735,8 @@ struct tbpf_thread {
 	__u64 pyseen[TBPF_PYSEEN_N];
 	__u32 bw_nodes;   /* backward node frames open (OPF_BWNODE) */
 	__u32 bw_pad;
+	/* the last (torch thread, sequence number + 1) it registered */
+	__u64 bw_last_thread, bw_last_seq;
 };
 /* Who names a FUNCTION-scope RecordFunction without the profiler on (the
  * attach cookie of tbpf_scope_pend) */
