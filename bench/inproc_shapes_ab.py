@@ -39,7 +39,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from inproc_split import CB, NOOP_C, Ctl  # noqa: E402
+from inproc_split import CB, NOOP_C, Ctl, consume  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -145,7 +145,7 @@ def main():
             else:
                 for _ in range(10):
                     if k in agents:
-                        agents[k][0].tail = agents[k][0].head
+                        consume(agents[k][0])
                     res[k].append(loop(2000))
             if h is not None:
                 remove(h)
