@@ -8,7 +8,7 @@ Runs with the interpreter whose torch it measures (PY1, PY2); root is not
 needed.  Loads both agents with ctypes and starts each through its control
 block as tbpf would (layout 1, this process as owner, want_shapes and the
 input layout of userspace/attach/inproc_layouts.h for this torch, packed
-for the agent's ABI version: 3 = no Input type, 4-6 = with it, 7 = and
+for the agent's ABI version: 3 = no Input type, 4-6 = with it, 7+ = and
 nested/symbolic tensors' offsets).  Times a
 loop of a few small ops with tensor, scalar, int-list and tensor-list
 arguments (add, mul with a scalar, sum over a dim list, cat, view; the
@@ -40,7 +40,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from inproc_split import CB, NOOP_C, Ctl  # noqa: E402
+from inproc_split import CB, NOOP_C, Ctl, consume  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -151,7 +151,7 @@ def main():
             else:
                 for _ in range(10):
                     if k in agents:
-                        agents[k][0].tail = agents[k][0].head
+                        consume(agents[k][0])
                     res[k].append(loop(2000))
             if h is not None:
                 remove(h)

@@ -212,15 +212,17 @@ struct tbpf_pynode {
  * TBPF_INPROC_ID_BASE | hash (hash: agent/inproc.c name_hash(), 32 bits
  * of the name, an opaque id: names travel in the name table). */
 #define TBPF_INPROC_MAGIC 0x636f72706e696274ULL  /* "tbinproc" */
-#define TBPF_INPROC_VERSION 7   /* 2: shapes (record 32 bytes, shape table);
+#define TBPF_INPROC_VERSION 8   /* 2: shapes (record 32 bytes, shape table);
 				 * 3: records carry a Python stack id;
 				 * 4: sequence numbers (INPROC_SEQ, want_seq);
 				 * 5: module calls counted in-process (INPROC_MODCALL);
 				 * 6: the input layout carries Input type's;
-				 * 7: and where nested/symbolic tensors show */
+				 * 7: and where nested/symbolic tensors show
+				 * 8: threads' own rings (tbpf_inproc_shard) */
 #define TBPF_INPROC_ID_BASE 0x40000000u
 #define TBPF_INPROC_ID_MASK 0x3fffffffu
-#define TBPF_INPROC_SLOTS (1u << 18)     /* ring slots (6 MiB) */
+#define TBPF_INPROC_SLOTS (1u << 18)     /* ring slots (8 MiB), also of each thread's ring */
+#define TBPF_INPROC_SHARDS 4             /* rings one thread each owns (version 8) */
 #define TBPF_INPROC_NAMES 8192           /* name table entries */
 #define TBPF_INPROC_NAME_MAX 128         /* bytes with the NUL */
 #define TBPF_INPROC_STACK 64             /* RecordFunctions open per thread */
@@ -332,6 +334,22 @@ struct tbpf_inproc_seqlayout {
 	__u16 pad;
 };
 
+/* A ring one thread owns (version 8): its records need no reservation,
+ * the owner writes a slot, its stamp, then head (a plain store).  The
+ * first TBPF_INPROC_SHARDS threads that record take one each (released
+ * when the thread exits); later threads, and every thread while sequence
+ * numbers are on (tbpf pairs them across threads in ring order), share
+ * the ring of `tbpf_inproc_ring` with a compare-and-swap per record.
+ * Slots and stamps are as in that ring; the slots of ring i are
+ * tbpf_inproc_shard_ring[i]. */
+struct tbpf_inproc_shard {
+	__u64 tail;           /* (tbpf) slots consumed */
+	__u8 pad0[56];
+	__u64 head;           /* (agent: the owner) slots written */
+	__u32 owner;          /* (agent) tid of the owning thread, 0 = free */
+	__u8 pad1[52];
+};
+
 /* The agent's exported `tbpf_inproc` (process_vm_readv/writev). */
 struct tbpf_inproc_ctl {
 	__u64 magic;          /* TBPF_INPROC_MAGIC (agent) */
@@ -374,6 +392,10 @@ struct tbpf_inproc_ctl {
 	__u32 want_seq;
 	__u32 seq_on;         /* (agent) 1 while callbacks write INPROC_SEQ */
 	struct tbpf_inproc_seqlayout sl;
+	/* version 8: the threads' own rings */
+	__u64 shard_rings;    /* (agent) address of tbpf_inproc_shard_ring[][] */
+	__u32 nshards, pad3;  /* (agent) TBPF_INPROC_SHARDS */
+	struct tbpf_inproc_shard shard[TBPF_INPROC_SHARDS];
 };
 /* ==== END inproc ========================================================= */
 
