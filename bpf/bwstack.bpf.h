@@ -9,9 +9,10 @@
  * sequence number is the node's sequence_nr_ on the node's forward thread
  * (thread_id_); none: an empty stack.  Here, with TBPF_MODE_BWSTACK and a
  * tbpf_bwproc for the process:
- *   - every op entered outside a node, and not below autograd (libc10's
- *     thread-local excluded dispatch keys hold Autograd: the dispatcher
- *     gives such an op no sequence number), registers (pid, torch thread id,
+ *   - every op entered outside a node, not below autograd (libc10's
+ *     thread-local excluded dispatch keys hold Autograd) and with grad
+ *     mode on (libc10's AutogradState: under torch.no_grad() the
+ *     dispatcher gives no sequence number either), registers (pid, torch thread id,
  *     sequence counter) -> its Python stack in bw_fwd, first one kept
  *     (both read from libtorch_cpu's thread_locals through the DTV: the
  *     counter at entry is what the dispatcher's RecordFunction peeks);
@@ -77,6 +78,7 @@ static __noinline void bw_forward(struct tbpf_thread *t, struct tbpf_frame *f, _
 {
 	struct tbpf_bwproc *bp;
 	__u64 blk, seq = 0, thread = 0, excl = 0;
+	__u8 guard = 0, grad = 0;
 
 	if (t->bw_nodes)
 		return;
@@ -88,6 +90,11 @@ static __noinline void bw_forward(struct tbpf_thread *t, struct tbpf_frame *f, _
 	blk = bw_tls_block(bp->c10_modid);
 	if (blk && !bpf_probe_read_user(&excl, sizeof(excl), (void *)(blk + bp->c10_excl_off)) &&
 	    (excl & bp->autograd_mask))
+		return;
+	/* grad mode off (torch.no_grad()): no sequence number either; a
+	 * state not yet initialised (guard 0) is its default, on */
+	if (blk && !bpf_probe_read_user(&guard, 1, (void *)(blk + bp->grad_guard_off)) && guard &&
+	    !bpf_probe_read_user(&grad, 1, (void *)(blk + bp->grad_off)) && !(grad & bp->grad_mask))
 		return;
 	blk = bw_tls_block(bp->modid);
 	if (!blk || bpf_probe_read_user(&seq, sizeof(seq), (void *)(blk + bp->seq_off)) ||

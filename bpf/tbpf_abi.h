@@ -216,6 +216,11 @@ struct tbpf_bwproc {
 	__u64 c10_modid;
 	__u32 c10_excl_off, pad;
 	__u64 autograd_mask;
+	/* libc10's grad mode (c10::AutogradState, same block): an op entered
+	 * with its guard set and (byte & grad_mask) == 0 (torch.no_grad())
+	 * has no sequence number either */
+	__u32 grad_guard_off, grad_off;
+	__u64 grad_mask;
 };
 /* The first forward op of (pid, torch thread, sequence number): its stack */
 struct tbpf_bwfwd_key {

@@ -4,7 +4,9 @@
  * RecordFunction::currentThreadId() in libtorch_cpu 1.13 (Debian: general
  * dynamic TLS) and 2.8 (PyPI wheel: local dynamic), code that is not that,
  * the GOT pair check, libc10's dispatch-key set (its general-dynamic pair
- * in _force_tls_local_dispatch_key_set), then the libraries themselves when installed. */
+ * in _force_tls_local_dispatch_key_set), libc10's grad mode
+ * (AutogradState::get_tls_state and GradMode::is_enabled of both builds),
+ * then the libraries themselves when installed. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -154,7 +156,67 @@ static void c10_pairs(void **state)
 	assert_int_equal(tlsvar_scan_gd(c, sizeof(c), 0x7cd10, &got), -EINVAL);
 }
 
-static void real_c10(const char *path)
+/* libc10 AutogradState::get_tls_state (1.13 @0x19ce0: the state through a
+ * general-dynamic pair; 2.8 @0x31040: local dynamic + 1) and
+ * GradMode::is_enabled (1.13 @0x22a00, 2.8 @0x51270: byte 0, bit 0) */
+static const uint8_t state_113[] = {
+	0x48, 0x83, 0xec, 0x08, 0x48, 0x8d, 0x3d, 0x7d, 0x70, 0x06, 0x00, 0xe8, 0x50, 0xc4, 0xff, 0xff,
+	0x80, 0xb8, 0x00, 0x00, 0x00, 0x00, 0x00, 0x75, 0x1a, 0xc6, 0x80, 0x00, 0x00, 0x00, 0x00, 0x01,
+	0x66, 0x48, 0x8d, 0x3d, 0x10, 0x70, 0x06, 0x00, 0x66, 0x66, 0x48, 0xe8, 0x30, 0xc4, 0xff, 0xff,
+	0xc6, 0x00, 0x05, 0x66, 0x48, 0x8d, 0x3d, 0xfd, 0x6f, 0x06, 0x00, 0x66, 0x66, 0x48, 0xe8, 0x1d,
+	0xc4, 0xff, 0xff, 0x48, 0x83, 0xc4, 0x08, 0xc3 };
+static const uint8_t state_28[] = {
+	0x48, 0x83, 0xec, 0x08, 0x48, 0x8d, 0x3d, 0x4d, 0x3a, 0x0c, 0x00, 0xe8, 0xf0, 0x8c, 0xff, 0xff,
+	0x80, 0xb8, 0x00, 0x00, 0x00, 0x00, 0x00, 0x75, 0x0e, 0xc6, 0x80, 0x00, 0x00, 0x00, 0x00, 0x01,
+	0xc6, 0x80, 0x01, 0x00, 0x00, 0x00, 0x0d, 0x48, 0x8d, 0x3d, 0x2a, 0x3a, 0x0c, 0x00, 0xe8, 0xcd,
+	0x8c, 0xff, 0xff, 0x48, 0x83, 0xc4, 0x08, 0x48, 0x05, 0x01, 0x00, 0x00, 0x00, 0xc3, 0x66, 0x90 };
+static const uint8_t enabled_113[] = {
+	0x48, 0x83, 0xec, 0x08, 0xe8, 0x37, 0x29, 0xff, 0xff, 0x0f, 0xb6, 0x00, 0x48, 0x83, 0xc4, 0x08,
+	0x83, 0xe0, 0x01, 0xc3 };
+static const uint8_t enabled_28[] = {
+	0x48, 0x83, 0xec, 0x08, 0xe8, 0xa7, 0x72, 0xfd, 0xff, 0x0f, 0xb6, 0x00, 0x48, 0x83, 0xc4, 0x08,
+	0x83, 0xe0, 0x01, 0xc3 };
+
+static void grad_mode(void **state)
+{
+	struct tlsvar_grad g;
+	uint8_t c[sizeof(state_113)];
+
+	(void)state;
+	memset(&g, 0xff, sizeof(g));
+	assert_int_equal(tlsvar_decode_grad_state(state_113, sizeof(state_113), 0x19ce0, &g), 0);
+	assert_int_equal(g.guard_got_vaddr, 0x80d68);
+	assert_int_equal(g.guard_disp, 0);
+	assert_int_equal(g.state_got_vaddr, 0x80d18);
+	assert_int_equal(g.state_gd, 1);
+	assert_int_equal(g.state_disp, 0);
+	assert_int_equal(tlsvar_decode_grad_bit(enabled_113, sizeof(enabled_113), &g), 0);
+	assert_int_equal(g.byte, 0);
+	assert_int_equal(g.mask, 1);
+	memset(&g, 0xff, sizeof(g));
+	assert_int_equal(tlsvar_decode_grad_state(state_28, sizeof(state_28), 0x31040, &g), 0);
+	assert_int_equal(g.guard_got_vaddr, 0xf4a98);
+	assert_int_equal(g.guard_disp, 0);
+	assert_int_equal(g.state_got_vaddr, 0xf4a98);
+	assert_int_equal(g.state_gd, 0);
+	assert_int_equal(g.state_disp, 1);
+	assert_int_equal(tlsvar_decode_grad_bit(enabled_28, sizeof(enabled_28), &g), 0);
+	assert_int_equal(g.byte, 0);
+	assert_int_equal(g.mask, 1);
+	/* cut before the return, no guard compare, another load: refused */
+	assert_int_equal(tlsvar_decode_grad_state(state_113, sizeof(state_113) - 1, 0x19ce0, &g),
+			 -EINVAL);
+	memcpy(c, state_113, sizeof(c));
+	c[16] = 0x90;
+	assert_int_equal(tlsvar_decode_grad_state(c, sizeof(c), 0x19ce0, &g), -EINVAL);
+	assert_int_equal(tlsvar_decode_grad_state(peek_113, sizeof(peek_113), 0xd90460, &g), -EINVAL);
+	memcpy(c, enabled_28, sizeof(enabled_28));
+	c[17] = 0xe1;   /* and $1,%ecx */
+	assert_int_equal(tlsvar_decode_grad_bit(c, sizeof(enabled_28), &g), -EINVAL);
+	assert_int_equal(tlsvar_decode_grad_bit(peek_28, sizeof(peek_28), &g), -EINVAL);
+}
+
+static void real_c10(const char *path, uint64_t state_got1)
 {
 	struct tlsvar_c10 c;
 	const char *why = NULL;
@@ -167,6 +229,13 @@ static void real_c10(const char *path)
 	assert_null(why);
 	assert_int_equal(c.set_off, 8);
 	assert_true(c.got_off > 0 && c.tls_size >= 24);
+	/* grad mode: the state at byte 1 of the block (1.13: the GD pair's
+	 * offset word; 2.8: LD + 1), the guard at 0, bit 0 */
+	assert_int_equal(c.grad.guard_disp, 0);
+	assert_int_equal(c.grad_state_got1, state_got1);
+	assert_int_equal(c.grad_state_got1 + c.grad.state_disp + c.grad.byte, 1);
+	assert_int_equal(c.grad.mask, 1);
+	assert_true(c.grad_guard_got_off > 0 && c.grad_state_got_off > 0);
 }
 
 static void real_library(const char *path, uint32_t seq_disp, uint32_t tid_disp, bool same_got)
@@ -193,8 +262,8 @@ static void real_libraries(void **state)
 	real_library("/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13", 0, 0, false);
 	real_library("/var/cache/tbpf/venv-torch2/lib/python3.11/site-packages/torch/lib/"
 		     "libtorch_cpu.so", 0x130, 0x2210, true);
-	real_c10("/usr/lib/x86_64-linux-gnu/libc10.so.1.13");
-	real_c10("/var/cache/tbpf/venv-torch2/lib/python3.11/site-packages/torch/lib/libc10.so");
+	real_c10("/usr/lib/x86_64-linux-gnu/libc10.so.1.13", 1);
+	real_c10("/var/cache/tbpf/venv-torch2/lib/python3.11/site-packages/torch/lib/libc10.so", 0);
 }
 
 int main(void)
@@ -205,6 +274,7 @@ int main(void)
 		cmocka_unit_test(other_code_is_refused),
 		cmocka_unit_test(got_pairs),
 		cmocka_unit_test(c10_pairs),
+		cmocka_unit_test(grad_mode),
 		cmocka_unit_test(real_libraries),
 	};
 

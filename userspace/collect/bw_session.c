@@ -59,6 +59,30 @@ static int64_t tls_off(pid_t pid, const struct target_lib *l, const struct tlsva
 	return tlsvar_offset(got, c->disp, tls_size, modid);
 }
 
+/* libc10's grad mode (AutogradState): its guard's and state's GOT pairs
+ * as the process holds them must name libc10's module (c10_modid) and,
+ * for the state's general-dynamic pair, the offset the file holds; the
+ * guard and the state's byte must lie in libc10's TLS block. */
+static int grad_part(pid_t pid, const struct pm_entry *e, const struct tlsvar_c10 *c,
+		     struct tbpf_bwproc *out)
+{
+	uint64_t g[2], st[2], a1, a2, off;
+
+	if (procmaps_file_off_to_addr(e, c->grad_guard_got_off, &a1) ||
+	    procmaps_file_off_to_addr(e, c->grad_state_got_off, &a2) ||
+	    remote_read(pid, a1, g, sizeof(g)) || remote_read(pid, a2, st, sizeof(st)))
+		return -ENOENT;
+	off = (c->grad.state_gd ? st[1] : 0) + c->grad.state_disp + c->grad.byte;
+	if (g[0] != out->c10_modid || st[0] != out->c10_modid || g[1] != 0 ||
+	    st[1] != c->grad_state_got1 || (!c->grad.state_gd && st[1]) ||
+	    off >= c->tls_size || c->grad.guard_disp >= c->tls_size)
+		return -ENOENT;
+	out->grad_guard_off = c->grad.guard_disp;
+	out->grad_off = (uint32_t)off;
+	out->grad_mask = c->grad.mask;
+	return 0;
+}
+
 /* libc10's module id and the excluded set's offset in its block. */
 static int c10_part(pid_t pid, struct tbpf_bwproc *out, char **why)
 {
@@ -89,7 +113,11 @@ static int c10_part(pid_t pid, struct tbpf_bwproc *out, char **why)
 			break;
 		out->c10_modid = got[0];
 		out->c10_excl_off += (uint32_t)c.set_off;
-		err = 0;
+		err = grad_part(pid, &m.v[i], &c, out);
+		if (err) {
+			w = "grad mode's GOT entries do not read as libc10's module id and offset";
+			break;
+		}
 	}
 	if (err)
 		*why = strf("libc10's thread-local dispatch keys not found (%s)",

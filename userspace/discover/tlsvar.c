@@ -168,6 +168,114 @@ int tlsvar_scan_gd(const uint8_t *code, size_t n, uint64_t vaddr, uint64_t *got_
 	return -EINVAL;
 }
 
+/* a local- (gd = 0) or general-dynamic (gd = 1) __tls_get_addr call at
+ * i: its length and *got, 0 when none */
+static size_t tls_call(const uint8_t *c, size_t n, size_t i, uint64_t vaddr, int gd, uint64_t *got)
+{
+	static const uint8_t gl[] = { 0x66, 0x48, 0x8d, 0x3d }, gc[] = { 0x66, 0x66, 0x48, 0xe8 };
+	static const uint8_t ll[] = { 0x48, 0x8d, 0x3d }, lc[] = { 0xe8 };
+	const uint8_t *l = gd ? gl : ll, *k = gd ? gc : lc;
+	size_t ln = gd ? sizeof(gl) : sizeof(ll), kn = gd ? sizeof(gc) : sizeof(lc);
+
+	if (!starts(c, n, i, l, ln) || !starts(c, n, i + ln + 4, k, kn) || i + ln + 4 + kn + 4 > n)
+		return 0;
+	*got = vaddr + i + ln + 4 + (int64_t)rel32(c + i + ln);
+	return ln + 4 + kn + 4;
+}
+
+int tlsvar_decode_grad_state(const uint8_t *code, size_t n, uint64_t vaddr, struct tlsvar_grad *out)
+{
+	static const uint8_t endbr[] = { 0xf3, 0x0f, 0x1e, 0xfa }, sub8[] = { 0x48, 0x83, 0xec, 0x08 };
+	static const uint8_t add8[] = { 0x48, 0x83, 0xc4, 0x08 }, addrax[] = { 0x48, 0x05 };
+	size_t i = 0, k;
+
+	if (starts(code, n, i, endbr, sizeof(endbr)))
+		i += sizeof(endbr);
+	if (!starts(code, n, i, sub8, sizeof(sub8)))
+		return -EINVAL;
+	i += sizeof(sub8);
+	k = tls_call(code, n, i, vaddr, 0, &out->guard_got_vaddr);
+	/* cmpb $0,disp32(%rax) */
+	if (!k || i + k + 7 > n || code[i + k] != 0x80 || code[i + k + 1] != 0xb8 ||
+	    code[i + k + 6] != 0 || rel32(code + i + k + 2) < 0)
+		return -EINVAL;
+	out->guard_disp = (uint32_t)rel32(code + i + k + 2);
+	/* the first call followed by the return */
+	for (i += k + 7; i < n; i++)
+		for (int gd = 0; gd < 2; gd++) {
+			size_t j = i + tls_call(code, n, i, vaddr, gd, &out->state_got_vaddr);
+
+			if (j == i || !starts(code, n, j, add8, sizeof(add8)))
+				continue;
+			j += sizeof(add8);
+			out->state_disp = 0;
+			if (starts(code, n, j, addrax, sizeof(addrax)) && j + 6 < n &&
+			    rel32(code + j + 2) >= 0) {
+				out->state_disp = (uint32_t)rel32(code + j + 2);
+				j += 6;
+			}
+			if (j >= n || code[j] != 0xc3 || (gd && out->state_disp))
+				return -EINVAL;
+			out->state_gd = gd;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+int tlsvar_decode_grad_bit(const uint8_t *code, size_t n, struct tlsvar_grad *out)
+{
+	static const uint8_t endbr[] = { 0xf3, 0x0f, 0x1e, 0xfa }, sub8[] = { 0x48, 0x83, 0xec, 0x08 };
+	static const uint8_t movz[] = { 0x0f, 0xb6 }, add8[] = { 0x48, 0x83, 0xc4, 0x08 };
+	size_t i = 0;
+
+	if (starts(code, n, i, endbr, sizeof(endbr)))
+		i += sizeof(endbr);
+	if (!starts(code, n, i, sub8, sizeof(sub8)) || i + sizeof(sub8) + 5 > n ||
+	    code[i + sizeof(sub8)] != 0xe8)
+		return -EINVAL;
+	i += sizeof(sub8) + 5;
+	if (!starts(code, n, i, movz, sizeof(movz)) || i + 3 > n)
+		return -EINVAL;
+	if (code[i + 2] == 0x00) {                       /* movzbl (%rax),%eax */
+		out->byte = 0;
+		i += 3;
+	} else if (code[i + 2] == 0x40 && i + 4 <= n && (int8_t)code[i + 3] >= 0) {
+		out->byte = code[i + 3];                 /* movzbl disp8(%rax),%eax */
+		i += 4;
+	} else {
+		return -EINVAL;
+	}
+	if (starts(code, n, i, add8, sizeof(add8)))
+		i += sizeof(add8);
+	/* and $imm8,%eax */
+	if (i + 3 > n || code[i] != 0x83 || code[i + 1] != 0xe0 || !code[i + 2] || code[i + 2] & 0x80)
+		return -EINVAL;
+	out->mask = code[i + 2];
+	return 0;
+}
+
+/* libc10's grad mode: both functions decoded, the GOT pairs' file
+ * offsets (and the state pair's offset word as the file holds it) */
+static int find_grad(struct elf_file *ef, const uint8_t *img, size_t size, struct tlsvar_c10 *out)
+{
+	struct elf_sym s, e;
+	uint64_t so, eo;
+
+	if (elf_file_find_sym(ef, TLSVAR_GRAD_STATE_SYM, &s) || !s.defined || !s.value ||
+	    elf_file_find_sym(ef, TLSVAR_GRAD_ENABLED_SYM, &e) || !e.defined || !e.value ||
+	    elf_file_vaddr_to_off(ef, s.value, &so) || so >= size ||
+	    elf_file_vaddr_to_off(ef, e.value, &eo) || eo >= size)
+		return -ENOENT;
+	if (tlsvar_decode_grad_state(img + so, size - so < 96 ? size - so : 96, s.value, &out->grad) ||
+	    tlsvar_decode_grad_bit(img + eo, size - eo < 32 ? size - eo : 32, &out->grad) ||
+	    elf_file_vaddr_to_off(ef, out->grad.guard_got_vaddr, &out->grad_guard_got_off) ||
+	    elf_file_vaddr_to_off(ef, out->grad.state_got_vaddr, &out->grad_state_got_off) ||
+	    out->grad_state_got_off + 16 > size || out->grad.guard_disp >= out->tls_size)
+		return -EINVAL;
+	memcpy(&out->grad_state_got1, img + out->grad_state_got_off + 8, 8);
+	return 0;
+}
+
 int tlsvar_find_c10(const char *path, struct tlsvar_c10 *out, const char **why)
 {
 	struct elf_file *ef = NULL;
@@ -196,6 +304,9 @@ int tlsvar_find_c10(const char *path, struct tlsvar_c10 *out, const char **why)
 			*why = NULL;
 		}
 	}
+	if (!*why && find_grad(ef, img, size, out))
+		*why = "c10::GradMode::is_enabled or AutogradState::get_tls_state's code does not read "
+		       "grad mode the way tbpf knows";
 	elf_file_close(ef);
 	return *why ? -ENOENT : 0;
 }

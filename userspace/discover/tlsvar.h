@@ -78,10 +78,48 @@ int64_t tlsvar_offset(const uint64_t got[2], uint32_t disp, uint64_t tls_size, u
  * *got_vaddr; -EINVAL when there is none. */
 int tlsvar_scan_gd(const uint8_t *code, size_t n, uint64_t vaddr, uint64_t *got_vaddr);
 
+/* libc10's grad mode (c10::AutogradState's thread_local): the
+ * dispatcher gives an op a sequence number only with GradMode::
+ * is_enabled() (Dispatcher::sequenceNumberForRunningRecordFunction, 1.13
+ * and 2.8), so an op under torch.no_grad() is no forward op either.
+ * AutogradState::get_tls_state() (both builds):
+ *   [endbr64] sub $8,%rsp
+ *   lea ld(%rip),%rdi; call __tls_get_addr      local dynamic: the block
+ *   cmpb $0,guard(%rax)                          its init guard
+ *   ... (the guard's init)
+ *   then the state's address, returned:
+ *     1.13: data16 lea gd(%rip),%rdi; data16 data16 rex.W call   (GD)
+ *     2.8:  lea ld(%rip),%rdi; call; add $8,%rsp; add $disp32,%rax (LD)
+ *   add $8,%rsp; [add $disp32,%rax]; ret
+ * GradMode::is_enabled(): [endbr64] sub $8,%rsp; call get_tls_state;
+ *   movzbl [disp8](%rax),%eax; [add $8,%rsp]; and $imm8,%eax */
+#define TLSVAR_GRAD_STATE_SYM "_ZN3c1013AutogradState13get_tls_stateEv"
+#define TLSVAR_GRAD_ENABLED_SYM "_ZN3c108GradMode10is_enabledEv"
+
+struct tlsvar_grad {
+	uint64_t guard_got_vaddr;  /* local-dynamic pair of the guard */
+	uint64_t state_got_vaddr;  /* the state's pair (GD or LD) */
+	uint32_t guard_disp;       /* the guard's offset in the block */
+	uint32_t state_disp;       /* added to the state pair's result */
+	int state_gd;              /* general dynamic: got[1] is the offset */
+	uint32_t byte;             /* is_enabled's byte in the state */
+	uint8_t mask;              /* and its bit(s) */
+};
+
+/* Pure: get_tls_state's code at vaddr into *out (not byte/mask); -EINVAL
+ * when it is not the code above. */
+int tlsvar_decode_grad_state(const uint8_t *code, size_t n, uint64_t vaddr, struct tlsvar_grad *out);
+
+/* Pure: is_enabled's byte and mask into *out; -EINVAL when not that. */
+int tlsvar_decode_grad_bit(const uint8_t *code, size_t n, struct tlsvar_grad *out);
+
 struct tlsvar_c10 {
 	uint64_t set_off;      /* the set's offset in libc10's block (st_value) */
 	uint64_t got_off;      /* file offset of the GOT pair */
 	uint64_t tls_size;
+	struct tlsvar_grad grad;
+	uint64_t grad_guard_got_off, grad_state_got_off;  /* file offsets */
+	uint64_t grad_state_got1;   /* the state pair's offset word in the file */
 };
 
 /* 0, or -ENOENT with *why (static text). */
