@@ -631,8 +631,8 @@ static int attach_scope_hooks(struct session *s, struct tgt *tg)
 					h->pend_off, h->pend_kind, h->npend, false, tg->t.pid,
 					s->multi);
 	/* module calls need Python stacks; without them nothing to count */
-	if (!err && h->modcall_off && s->cfg.python && tg->ps)
-		err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_module_call, h->host_path,
+	if (!err && h->modcall_path && h->modcall_off && s->cfg.python && tg->ps)
+		err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_module_call, h->modcall_path,
 					&h->modcall_off, &zero, 1, false, tg->t.pid, s->multi);
 	if (err)
 		uprobe_set_close(&tg->scopes);
@@ -1023,12 +1023,12 @@ static int attach_modcalls(struct session *s, struct tgt *tg, char **why)
 	tg->info.exits = "in-process";
 	if (s->cfg.modcalls_no_probe)
 		return 0;
-	if (!h->host_path || !h->modcall_off) {
+	if (!h->modcall_path || !h->modcall_off) {
 		fprintf(stderr, "tbpf: warning: pid %d: no torch::jit::tracer::getTracingState in "
 				"libtorch: the layer tree has no forward counts\n", tg->t.pid);
 		return 0;
 	}
-	err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_module_call, h->host_path,
+	err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_module_call, h->modcall_path,
 				&h->modcall_off, &zero, 1, false, tg->t.pid, s->multi);
 	if (err)
 		*why = strf("cannot attach the module-call probe: %s", strerror(-err));
