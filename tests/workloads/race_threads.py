@@ -34,14 +34,14 @@ def worker():
     x = torch.zeros(4)
     for _ in range(args.n):
         x = torch.add(x, 1.0)
-    out["add"] = float(x.sum())
+    out["add"] = sum(x.tolist())   # no reduction op: same ops in both runs
 
 
 def main_loop():
     y = torch.ones(4)
     for _ in range(args.n):
         y = torch.mul(y, 1.0)
-    out["mul"] = float(y.sum())
+    out["mul"] = sum(y.tolist())
 
 
 if args.profile:
