@@ -319,7 +319,7 @@ int inproc_session_add_full(struct inproc_session *s, pid_t pid, const char *age
 	}
 	*shapes_on = iv && c.shapes_on;
 	*seq_on = sl && c.seq_on;
-	err = inproc_reader_init(&t.rd, c.tail);
+	err = inproc_reader_init(&t.rd, &c);
 	if (!err && *shapes_on)
 		t.rd.fn_shape = on_shape;
 	if (err || GROW(s->t, s->n, s->cap, 4)) {
