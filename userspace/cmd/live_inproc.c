@@ -491,7 +491,7 @@ int live_inproc_run(const struct live_opts *o)
 	struct capture_run run;
 	struct steps_watch sw = { .label = o->steps.label };   /* issue 18 */
 	struct session *hold = NULL;   /* tbpf run --inproc: holds the command */
-	pid_t held = 0;                /* its thread at the first op, under ptrace */
+	struct run_held held = { 0 };  /* its threads at the first op, under ptrace */
 	struct live_dist ld = { .n = 0 };
 	char *agent = NULL, *path = NULL, *why = NULL;
 	bool tmp = false;
@@ -596,10 +596,9 @@ int live_inproc_run(const struct live_opts *o)
 	run = run_info(o, t_mono, clock_ns(CLOCK_REALTIME), pids, host, sizeof(host), shapes);
 	if (k.cw)
 		write_meta(k.cw, o, &run);
-	run_inproc_go(held);   /* the command runs on, its first op recorded */
+	run_inproc_go(&held);   /* the command runs on, its first op recorded */
 	run_inproc_release(hold);
 	hold = NULL;
-	held = 0;
 	if (o->sel.npids == 1)
 		fprintf(stderr, "tbpf: attached in-process RecordFunction callbacks to pid %d in "
 				"%.1f ms; Ctrl-C to stop\n", o->sel.pids[0], t_att / 1e6);
@@ -627,7 +626,7 @@ int live_inproc_run(const struct live_opts *o)
 	if (!rc && o->steps.tensorboard)
 		rc = live_tensorboard(o, path, &ld);
 out:
-	run_inproc_go(held);   /* an error before the start: it runs on */
+	run_inproc_go(&held);   /* an error before the start: it runs on */
 	run_inproc_release(hold);
 	inproc_py_close(k.py);
 	if (k.cw)

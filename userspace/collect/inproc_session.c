@@ -238,8 +238,8 @@ static int setup_python(struct inproc_session *s, struct inproc_target *t)
 	/* the layer tree's forward counts: the agent's hook (no trap per
 	 * module call) unless TBPF_INPROC_MODCALL_UPROBE asks for the uprobe */
 	if (!err)
-		err = inproc_set_modcalls(t->pid, &t->loc,
-					  on && !getenv("TBPF_INPROC_MODCALL_UPROBE"));
+		err = inproc_set_modcalls(t->pid, &t->loc, on && !s->out.no_modcalls &&
+					  !getenv("TBPF_INPROC_MODCALL_UPROBE"));
 	return err;
 }
 

@@ -29,6 +29,9 @@ struct inproc_out {
 	 * rows are built; its records carry d->id.  NULL: backward ops keep
 	 * their own stacks and the agent reads no sequence numbers */
 	int (*derive)(void *ctx, uint32_t pid, const struct bwstack_derived *d);
+	/* with stack: the output takes no module calls (tbpf daemon's
+	 * profiles): the agent does not count them, no REC_MODCALL */
+	bool no_modcalls;
 	void *ctx;
 };
 

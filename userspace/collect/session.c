@@ -156,6 +156,16 @@ void session_note_pystack(struct session *s, const struct rec_pystack *r)
 		stack_seen(s, r);
 }
 
+const struct capture_frame *session_stack_frames(struct session *s, uint32_t pid, uint64_t id,
+						bool low32, uint32_t *n)
+{
+	const struct sym_stack *st = low32 ? stackstore_find_low32(&s->stacks, pid, (uint32_t)id)
+					   : stackstore_find(&s->stacks, pid, id);
+
+	*n = st ? st->nframes : 0;
+	return st ? st->frames : NULL;
+}
+
 int session_note_derived(struct session *s, uint32_t pid, uint64_t id, uint32_t own,
 			 uint32_t src, bool has_src)
 {

@@ -164,6 +164,13 @@ void session_close(struct session *s);
  * to the capture like the BPF walker's. */
 struct rec_pystack;
 void session_note_pystack(struct session *s, const struct rec_pystack *r);
+/* The frames of a Python stack named so far (capture order: innermost
+ * first, *n of them), by its id or (low32) the low 32 bits of it, as
+ * --inproc records carry; NULL when not named.  Valid until the next
+ * note or reap. */
+struct capture_frame;
+const struct capture_frame *session_stack_frames(struct session *s, uint32_t pid, uint64_t id,
+						bool low32, uint32_t *n);
 /* The nn.Module layer tree of a collected profile (Python stacks named
  * during the run; model_layers), with the CUDA rows of cm when it is not
  * empty (cm may be NULL).  0 or -errno; layers_free(*out). */
