@@ -299,6 +299,7 @@ long inproc_drain(pid_t pid, const struct inproc_loc *loc, struct inproc_reader 
 {
 	long total = 0;
 
+	rd->caught_up = false;
 	for (;;) {
 		uint64_t head;
 		size_t n, k;
@@ -306,9 +307,13 @@ long inproc_drain(pid_t pid, const struct inproc_loc *loc, struct inproc_reader 
 
 		if (err)
 			return err;
+		if (rd->fn_head)
+			rd->fn_head(ctx);
 		n = head - rd->tail > DRAIN_CHUNK ? DRAIN_CHUNK : (size_t)(head - rd->tail);
-		if (!n)
+		if (!n) {
+			rd->caught_up = true;
 			break;
+		}
 		err = read_slots(pid, loc, rd->tail, n, rd->buf);
 		k = err ? 0 : inproc_committed(rd->buf, n, rd->tail);
 		/* again: a slot whose stamp was seen is complete by now */
