@@ -36,9 +36,12 @@ const volatile __u32 thread_store = 0;
  * re-attached: a thread whose frames are older drops them uncounted. */
 __u32 pid_gen[TBPF_GEN_SLOTS];
 
+/* 8 MiB: its data pages are mapped twice into tbpf (32 MB of RSS at 16 MiB);
+ * traces with shapes and memory of a dispatch-bound job at ~1 M ops/s drop
+ * nothing at 8 MiB and drop at 4 MiB (docs/bench-history.md, session 10). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 16 << 20);
+	__uint(max_entries, 8 << 20);
 } events SEC(".maps");
 
 struct {

@@ -100,7 +100,7 @@ static const char usage_text[] =
 "                         hands them; the agent walks Python stacks for\n"
 "                         --format tree/json, traces and --record (not for\n"
 "                         the table; --no-python: none)\n"
-"      --ring-size SIZE   record ring buffer (default 16M); raise it when\n"
+"      --ring-size SIZE   record ring buffer (default 8M); raise it when\n"
 "                         events are reported dropped\n"
 "      --tensorboard DIR  also write a TensorBoard run folder: one Kineto trace\n"
 "                         per process (and per active cycle of --schedule),\n"

@@ -414,7 +414,7 @@ int daemon_run(const struct daemon_opts *o)
 		.cuda = !o->no_cuda,
 		.memory = o->memory,
 		/* the daemon streams CUDA records only: the live command's
-		 * 16 MiB ring would be 32 MB of its RSS (mapped twice) */
+		 * 8 MiB ring would be 16 MB of its RSS (mapped twice) */
 		.ring_size = o->sel.ring_size ? o->sel.ring_size : 2 << 20,
 		.comm_filter = o->sel.comm,
 		.cgroup_filter = o->sel.cgroup,
