@@ -113,8 +113,9 @@ j, t, label = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.ar
 ev = t["traceEvents"] if isinstance(t, dict) else t
 errs = ["%s untimed: %s" % (a["name"], a) for a in j["api_calls"]
         if not (a["timed_calls"] == a["calls"] and a["total_ns"] > 0)]
+# record_function spans (--rf) are Kineto's user_annotation events
 ops = {(e["tid"], e["args"]["External id"]): e for e in ev
-       if e.get("cat") == "cpu_op" and "External id" in e.get("args", {})}
+       if e.get("cat") in ("cpu_op", "user_annotation") and "External id" in e.get("args", {})}
 inside, per = 0, collections.Counter()
 for e in ev:
     if e.get("cat") != "cuda_runtime":
