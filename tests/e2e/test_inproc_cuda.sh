@@ -83,4 +83,20 @@ grep -A6 '^CUDA kernels' "$T/torch1.live.table"
 live torch1c "$PY1" --format chrome -o "$T/torch1.live.chrome"
 check_timed "$T/torch1.json" "$T/torch1.live.chrome" "torch1 inproc live chrome" || fail "torch1: live chrome (see log)"
 run_torch torch2 "$PY2"
+# --no-python: no stacks, no layers; the kernels, syncs and copies by op
+live torch2n "$PY2" --no-python --format json -o "$T/torch2.nopy.json"
+python3 - "$T/torch2.nopy.json" $ITERS $CONV $HEAD $NORM <<'PY' || fail "torch2 --no-python (see log)"
+import json, sys
+j = json.load(open(sys.argv[1])); N, CONV, HEAD, NORM = map(int, sys.argv[2:6])
+got = {k["name"]: {o["op"]: o["launches"] for o in k["ops"]} for k in j["kernels"]}
+want = {"layer_conv_kernel(float*, int)": {"aten::lkconv": CONV * N},
+        "layer_head_kernel(float*, int)": {"aten::lkhead": HEAD * N},
+        "layer_norm_kernel(float*, int)": {"aten::lknorm": 2 * NORM * N}}
+syncs = [(s["op"], s["api"], s["count"]) for s in j["syncs"]]
+ops = {o["name"]: o.get("launches", 0) for o in j["ops"] if o.get("launches")}
+if got != want or syncs != [("aten::lksync", "cudaStreamSynchronize", N)] or \
+   ops != {"aten::lkconv": CONV * N, "aten::lkhead": HEAD * N, "aten::lknorm": 2 * NORM * N}:
+    print("torch2 --no-python: kernels %s syncs %s op launches %s" % (got, syncs, ops)); sys.exit(1)
+print("torch2 inproc --no-python: kernels, syncs and op launches by op as expected")
+PY
 log "--inproc: CUDA launches, copies and syncs land in their ops and layers on every torch here"
