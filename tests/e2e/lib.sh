@@ -14,7 +14,7 @@
 #   compare_counts "$tb_out" prof.json "$wl_pid"
 set -euo pipefail
 
-E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export E2E_DIR; E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$E2E_DIR/../.." && pwd)
 TBPF=${TBPF:-$ROOT/build/tbpf}
 WL=$ROOT/tests/workloads

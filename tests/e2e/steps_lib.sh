@@ -51,24 +51,15 @@ PY
 # legacy events inside its ProfilerStep spans count.
 compare_legacy() {
 	python3 - "$1" "$2" "$3" "$UNSEEN" <<'PY'
-import collections, json, sys
+import collections, json, os, sys
+sys.path.insert(0, os.environ["E2E_DIR"])
+from legacy_steps import step_events
 tb = json.load(open(sys.argv[1]))
-# inside the ProfilerStep spans: torch 1.13's prof.step() runs a
-# torch.zeros(1) of its own (record_function.__init__) between the steps
-evs = [e for e in json.load(open(sys.argv[2])) if e.get("ph") == "X"]
-steps = [(e["ts"], e["ts"] + e["dur"]) for e in evs if e["name"].startswith("ProfilerStep#")]
-# and the first op inside each ProfilerStep is the aten::empty of its own
-# record_function handle (1.13's _record_function_enter returns the
-# RecordFunction in a tensor made by cpp_custom_type_hack::create, inside
-# the scope): the job under tbpf opens no ProfilerStep scope
-inside = sorted((e for e in evs if not e["name"].startswith("ProfilerStep#") and
-                 any(b <= e["ts"] and e["ts"] + e["dur"] <= x for b, x in steps)), key=lambda e: e["ts"])
-handles = set()
-for b, x in steps:
-    first = next((i for i, e in enumerate(inside) if e["ts"] >= b), None)
-    if first is not None and inside[first]["name"] == "aten::empty" and inside[first]["ts"] - b <= 2:
-        handles.add(first)
-leg = collections.Counter(e["name"] for i, e in enumerate(inside) if i not in handles)
+# inside the ProfilerStep spans (torch 1.13's prof.step() runs a
+# torch.zeros(1) of its own between the steps), less each step's own
+# record_function handle (legacy_steps.py)
+leg = collections.Counter(e["name"] for step in step_events(json.load(open(sys.argv[2])))
+                          for e in step)
 ann = {e["name"] for e in json.load(open(sys.argv[3]))["traceEvents"] if e.get("cat") == "user_annotation"}
 unseen = set(sys.argv[4].split(","))
 w = tb["workers"][0]
@@ -110,7 +101,9 @@ PY
 # ProfilerStep's own handle (aten::empty).
 step_counts() {
 	python3 - "$1" "$2" "$3" "$UNSEEN" "$4" <<'PY'
-import json, sys
+import json, os, sys
+sys.path.insert(0, os.environ["E2E_DIR"])
+from legacy_steps import step_events
 tb, ref = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 pid, unseen = int(sys.argv[3]), set(sys.argv[4].split(","))
 ann = {e["name"] for e in json.load(open(sys.argv[5]))["traceEvents"] if e.get("cat") == "user_annotation"}
@@ -118,15 +111,8 @@ legacy = isinstance(ref, list)
 if legacy:
     unseen |= ann
 evs = [e for e in (ref if legacy else ref["traceEvents"]) if e.get("ph") == "X"]
-steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in evs if e["name"].startswith("ProfilerStep#"))
-ops = [e for e in evs if not e["name"].startswith("ProfilerStep#") and e["name"] not in unseen and
-       (legacy or e.get("cat") == "cpu_op")]
-want = []
-for b, x in steps:
-    inside = sorted((e for e in ops if b <= e["ts"] and e["ts"] + e["dur"] <= x), key=lambda e: e["ts"])
-    if legacy and inside and inside[0]["name"] == "aten::empty" and inside[0]["ts"] - b <= 2:
-        inside = inside[1:]
-    want.append(len(inside))
+keep = lambda e: e["name"] not in unseen and (legacy or e.get("cat") == "cpu_op")
+want = [len(step) for step in step_events(evs, keep, drop_handle=legacy)]
 got = [s for s in tb.get("steps", []) if s["pid"] == pid]
 print("per-step ops: tbpf %s, torch.profiler %s; tbpf step ms %s, op ms %s, gap ms %s" % (
     [s["ops"] for s in got], want, [round(s["dur_ns"] / 1e6, 3) for s in got],

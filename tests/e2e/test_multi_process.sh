@@ -146,7 +146,9 @@ steps_case() {
 	"$TBPF" report "$T/steps.tbpf" --schedule "$sched" --row-limit -1 > "$T/steps.table" ||
 		fail "torch $ver: report --schedule failed"
 	python3 - "$T/steps.json" "$T/steps.ref.json" "$(get ws pid)" "$T/steps.table" "$T/steps.ref.trace" <<'PY' ||
-import collections, json, re, sys
+import collections, json, os, re, sys
+sys.path.insert(0, os.environ["E2E_DIR"])
+from legacy_steps import step_events
 tb, ref, pid = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
 trace = json.load(open(sys.argv[5]))
 final = json.load(open(sys.argv[2] + ".final"))["rows"]
@@ -161,17 +163,9 @@ if isinstance(trace, list):
     # is then its (legacy) trace: the aten:: events inside the ProfilerStep
     # spans, less the first of each, the aten::empty of the step's own
     # record_function handle (_record_function_enter, see test_tensorboard.sh)
-    evs = [e for e in trace if e.get("ph") == "X"]
-    steps = [(e["ts"], e["ts"] + e["dur"]) for e in evs if e["name"].startswith("ProfilerStep#")]
-    inside = sorted((e for e in evs if e["name"].startswith("aten::") and
-                     any(b <= e["ts"] and e["ts"] + e["dur"] <= x for b, x in steps)), key=lambda e: e["ts"])
-    handles = set()
-    for b, x in steps:
-        first = next((i for i, e in enumerate(inside) if e["ts"] >= b), None)
-        if first is not None and inside[first]["name"] == "aten::empty" and inside[first]["ts"] - b <= 2:
-            handles.add(first)
-    ref["ops"] = dict(collections.Counter(e["name"] for i, e in enumerate(inside) if i not in handles))
-    print("torch 1.13 (legacy profiler): reference from its trace, %d steps, %d handles left out" % (len(steps), len(handles)))
+    steps = step_events(trace, lambda e: e["name"].startswith("aten::"))
+    ref["ops"] = dict(collections.Counter(e["name"] for step in steps for e in step))
+    print("torch 1.13 (legacy profiler): reference from its trace, %d steps" % len(steps))
 got, rows = {}, {}
 for o in tb["ops"]:
     if o["pid"] != pid:

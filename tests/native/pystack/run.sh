@@ -32,7 +32,7 @@ expect() { # file label string...
 
 wait_ready() { # file [tenths of a second]
 	i=0
-	while ! grep -q ready "$1" 2>/dev/null && [ $i -lt "${2:-100}" ]; do
+	while ! grep -qi ready "$1" 2>/dev/null && [ $i -lt "${2:-100}" ]; do
 		sleep 0.1; i=$((i + 1))
 	done
 }
@@ -89,7 +89,7 @@ for py in /usr/bin/python3 /var/cache/tbpf/venv-torch2/bin/python; do
 	pid=$!
 	wait_ready "$tmp/wl.out" 900   # torch imports slowly on a busy box
 	lt=$(lib_of $pid 'libtorch_cpu')
-	if ! grep -q ready "$tmp/wl.out" || [ -z "$lt" ]; then
+	if ! grep -qi ready "$tmp/wl.out" || [ -z "$lt" ]; then
 		echo "FAIL $py torch: workload not ready (libtorch_cpu '$lt')"
 		sed 's/^/    /' "$tmp/wl.out" | head -5
 		kill $pid 2>/dev/null; wait $pid 2>/dev/null
