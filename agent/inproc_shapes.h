@@ -59,7 +59,8 @@ static void shapes_setup(void)
 	if (!tbpf_inproc.want_shapes)
 		return;
 	if (l.iv_size < 16 || !l.rf_inputs_off || !l.ti_sizes_off || !l.ti_numel_off ||
-	    !l.list_type_off || !l.type_kind_off || !l.scalar_tags) {
+	    !l.list_type_off || !l.type_kind_off || !l.scalar_tags || !l.ti_keyset_off ||
+	    !l.ti_sym_off) {
 		tbpf_inproc.want_shapes = 0;
 		return;
 	}
@@ -132,6 +133,16 @@ struct rd {
 	const void *undef;
 };
 
+/* An undefined tensor, or one InputOutputEncoder::push records as such
+ * ([] and ""; 2.8's rule, seen on 1.13 for nested ones): a nested tensor
+ * or one with symbolic sizes. */
+static inline bool as_undefined(const struct rd *r, const char *impl)
+{
+	return !impl || impl == r->undef ||
+	       (*(const uint64_t *)(impl + r->l.ti_keyset_off) & r->l.nested_mask) ||
+	       (*(const uint8_t *)(impl + r->l.ti_sym_off) & r->l.sym_mask);
+}
+
 /* One tensor argument into entry k: sizes, or NONE (undefined), or BAD. */
 static inline uint64_t read_tensor(const struct rd *r, const char *impl, struct tbpf_shape *s,
 				   unsigned k, uint64_t h)
@@ -143,7 +154,7 @@ static inline uint64_t read_tensor(const struct rd *r, const char *impl, struct 
 
 	s->kind[k] = ARGK_TENSOR;
 	s->dtype[k] = 0;
-	if (!impl || impl == r->undef) {
+	if (as_undefined(r, impl)) {
 		s->ndim[k] = TBPF_SHAPE_NONE;
 		return mix(h, TBPF_SHAPE_NONE);
 	}
@@ -214,7 +225,7 @@ static inline uint8_t list_itype(const struct rd *r, const char *list)
 	if (type && *(const int32_t *)(type + r->l.type_kind_off) == r->l.kind_tensor) {
 		if (r->l.tlist_undef)
 			for (; b && b < e; b += r->l.iv_size)
-				if (*(const void *const *)b == r->undef)
+				if (as_undefined(r, *(const char *const *)b))
 					return ITYPE_NONE;
 		return ITYPE_TENSORLIST;
 	}

@@ -5,7 +5,7 @@ empty callbacks and no callbacks in one process (torch.add loop, 10 runs of
 per op above the bare loop.  Run with PY1 or PY2; no root needed."""
 import ctypes, os, sys, time, torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from inproc_split import Ctl, CB, NOOP_C
+from inproc_split import Ctl, CB, NOOP_C, consume
 import subprocess, tempfile
 tmp = tempfile.mkdtemp()
 open(tmp+"/noop.c","w").write(NOOP_C)
@@ -39,7 +39,7 @@ for rnd in range(int(sys.argv[3]) if len(sys.argv) > 3 else 30):
             h = add(cb)
         elif k in agents: req(agents[k], 1)
         for _ in range(10):
-            if k in agents: agents[k].tail = agents[k].head
+            if k in agents: consume(agents[k])
             res[k].append(loop(2000))
         if h is not None: remove(h)
         elif k in agents: req(agents[k], 2)

@@ -8,7 +8,8 @@ Runs with the interpreter whose torch it measures (PY1, PY2); root is not
 needed.  Loads both agents with ctypes and starts each through its control
 block as tbpf would (layout 1, this process as owner, want_shapes and the
 input layout of userspace/attach/inproc_layouts.h for this torch, packed
-for the agent's ABI version: 3 = no Input type, 4 = with it).  Times a
+for the agent's ABI version: 3 = no Input type, 4-6 = with it, 7+ = and
+nested/symbolic tensors' offsets).  Times a
 loop of a few small ops with tensor, scalar, int-list and tensor-list
 arguments (add, mul with a scalar, sum over a dim list, cat, view; the
 aten calls per iteration counted with torch.profiler), in rotation,
@@ -39,7 +40,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from inproc_split import CB, NOOP_C, Ctl  # noqa: E402
+from inproc_split import CB, NOOP_C, Ctl, consume  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -54,15 +55,20 @@ def ivlayout(version):
         sys.exit("no %s in inproc_layouts.h" % name)
     f = {}
     for k, e in re.findall(r"\.(\w+) = ([^,]+?)(?:,|$)", m.group(1).replace("\\\n", " ")):
-        f[k] = eval(e.strip().replace("1u", "1"))
+        f[k] = eval(re.sub(r"\b(\d+)(?:ull|ul|u|ll)\b", r"\1", e.strip()))
     head = struct.pack("<7H4B", *(f[k] for k in ("rf_inputs_off", "iv_size", "iv_tag_off",
                                                  "list_vec_off", "ti_sizes_off", "ti_numel_off",
                                                  "ti_dtype_off", "tag_none", "tag_tensor",
                                                  "tag_int", "tag_list")))
     if version < 4:
         return head + bytes(6)
-    return head + struct.pack("<2H3B3xI", f["list_type_off"], f["type_kind_off"], f["kind_tensor"],
-                              f["scalarlist_max"], f["tlist_undef"], f["scalar_tags"])
+    types = struct.pack("<2H3B3xI", f["list_type_off"], f["type_kind_off"], f["kind_tensor"],
+                        f["scalarlist_max"], f["tlist_undef"], f["scalar_tags"])
+    if version < 7:
+        return head + types
+    # 7: where nested and symbolic-size tensors show
+    return head + types + struct.pack("<2HB3xQ", f["ti_keyset_off"], f["ti_sym_off"],
+                                      f["sym_mask"], f["nested_mask"])
 
 
 def main():
@@ -145,7 +151,7 @@ def main():
             else:
                 for _ in range(10):
                     if k in agents:
-                        agents[k][0].tail = agents[k][0].head
+                        consume(agents[k][0])
                     res[k].append(loop(2000))
             if h is not None:
                 remove(h)

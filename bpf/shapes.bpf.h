@@ -77,7 +77,9 @@ static __always_inline void shape_tensor(struct tbpf_shape *s, __u32 i, __u64 im
 					 const struct tbpf_tlayout *l, __u32 pid)
 {
 	__u64 hdr[1 + TBPF_SIZES_INLINE] = {};
-	__s64 nd_dt[2] = { -1, 0 };   /* numel_, then data_type_ (dtype_off = numel_off + 8) */
+	/* numel_, then data_type_ (dtype_off = numel_off + 8) and the bit
+	 * fields, then key_set_ (tbpf_abi.h, struct tbpf_tlayout) */
+	__s64 nd_dt[3] = { -1, 0, 0 };
 	__s64 prod = 1;
 	__u32 nd;
 
@@ -95,6 +97,11 @@ static __always_inline void shape_tensor(struct tbpf_shape *s, __u32 i, __u64 im
 		return;
 
 	shape_sample(pid, impl);
+	/* nested, or symbolic sizes: torch.profiler records [] and "" */
+	if (((__u64)nd_dt[2] & l->nested_mask) || ((__u64)nd_dt[1] >> 48 & l->sym_mask)) {
+		s->ndim[i] = TBPF_SHAPE_NONE;
+		return;
+	}
 	nd = (__u32)hdr[0];
 	if (hdr[0] > 64)
 		goto bad;
@@ -154,6 +161,25 @@ static __always_inline void shape_itypes(struct pt_regs *ctx, const __u64 *regs,
 			on = (__u8)(w >> (8 * (b & 7)));
 		}
 		s->itype[ai] = on ? (__u8)(s->itype[ai] & ~ITYPE_OPT) : ITYPE_NONE;
+	}
+	/* a ScalarList longer than SCALAR_LIST_LENGTH_LIMIT is "" (after
+	 * the flags: a None list has no length to read) */
+	for (int j = 0; j < TBPF_SHAPE_MAX_LENS; j++) {
+		__u32 b = a->len_byte[j], ai = a->len_argi[j];
+		__u64 len;
+
+		if (j >= a->nlens)
+			break;
+		if (ai >= TBPF_SHAPE_MAX_ARGS || s->itype[ai] != ITYPE_SCALARLIST)
+			continue;
+		len = arg_word(ctx, regs, a->len_where[j]);
+		if ((b & TBPF_OPT_INDIRECT) &&
+		    bpf_probe_read_user(&len, sizeof(len), (void *)(len + (b & 0x3f)))) {
+			s->itype[ai] = ITYPE_UNKNOWN;
+			continue;
+		}
+		if (len > TBPF_SCALARLIST_MAX)
+			s->itype[ai] = ITYPE_NONE;
 	}
 }
 

@@ -212,14 +212,17 @@ struct tbpf_pynode {
  * TBPF_INPROC_ID_BASE | hash (hash: agent/inproc.c name_hash(), 32 bits
  * of the name, an opaque id: names travel in the name table). */
 #define TBPF_INPROC_MAGIC 0x636f72706e696274ULL  /* "tbinproc" */
-#define TBPF_INPROC_VERSION 6   /* 2: shapes (record 32 bytes, shape table);
+#define TBPF_INPROC_VERSION 8   /* 2: shapes (record 32 bytes, shape table);
 				 * 3: records carry a Python stack id;
 				 * 4: sequence numbers (INPROC_SEQ, want_seq);
 				 * 5: module calls counted in-process (INPROC_MODCALL);
-				 * 6: the input layout carries Input type's */
+				 * 6: the input layout carries Input type's;
+				 * 7: and where nested/symbolic tensors show
+				 * 8: threads' own rings (tbpf_inproc_shard) */
 #define TBPF_INPROC_ID_BASE 0x40000000u
 #define TBPF_INPROC_ID_MASK 0x3fffffffu
-#define TBPF_INPROC_SLOTS (1u << 18)     /* ring slots (6 MiB) */
+#define TBPF_INPROC_SLOTS (1u << 18)     /* ring slots (8 MiB), also of each thread's ring */
+#define TBPF_INPROC_SHARDS 4             /* rings one thread each owns (version 8) */
 #define TBPF_INPROC_NAMES 8192           /* name table entries */
 #define TBPF_INPROC_NAME_MAX 128         /* bytes with the NUL */
 #define TBPF_INPROC_STACK 64             /* RecordFunctions open per thread */
@@ -310,8 +313,16 @@ struct tbpf_inproc_ivlayout {
 	__u8 pad[3];
 	__u32 scalar_tags;    /* bit t set: IValue::Tag t is a scalar (Double,
 			       * ComplexDouble, Int, SymInt, SymFloat, [SymBool,] Bool) */
+	/* (version 7) tensors the profiler records as undefined ([] and
+	 * ""): nested (TensorImpl::is_nested(): key_set_ has NestedTensor)
+	 * or with symbolic sizes (has_symbolic_sizes_strides_, a bit field) */
+	__u16 ti_keyset_off;  /* TensorImpl -> key_set_ (DispatchKeySet, u64) */
+	__u16 ti_sym_off;     /* the byte holding has_symbolic_sizes_strides_ */
+	__u8 sym_mask;        /* its bit in that byte */
+	__u8 pad2[3];
+	__u64 nested_mask;    /* DispatchKeySet(DispatchKey::NestedTensor).raw_repr() */
 };
-_Static_assert(sizeof(struct tbpf_inproc_ivlayout) == 32, "inproc ABI");
+_Static_assert(sizeof(struct tbpf_inproc_ivlayout) == 48, "inproc ABI");
 
 /* Where a RecordFunction keeps its sequence number and thread ids, for
  * one torch version (--group-by-stack; inproc_layouts.h, checked by
@@ -321,6 +332,22 @@ struct tbpf_inproc_seqlayout {
 	__u16 rf_fwd_tid_off;  /* fwd_thread_id_ (uint64) */
 	__u16 rf_tid_off;      /* step_callbacks_.thread_id_ (uint64, threadId()) */
 	__u16 pad;
+};
+
+/* A ring one thread owns (version 8): its records need no reservation,
+ * the owner writes a slot, its stamp, then head (a plain store).  The
+ * first TBPF_INPROC_SHARDS threads that record take one each (released
+ * when the thread exits); later threads, and every thread while sequence
+ * numbers are on (tbpf pairs them across threads in ring order), share
+ * the ring of `tbpf_inproc_ring` with a compare-and-swap per record.
+ * Slots and stamps are as in that ring; the slots of ring i are
+ * tbpf_inproc_shard_ring[i]. */
+struct tbpf_inproc_shard {
+	__u64 tail;           /* (tbpf) slots consumed */
+	__u8 pad0[56];
+	__u64 head;           /* (agent: the owner) slots written */
+	__u32 owner;          /* (agent) tid of the owning thread, 0 = free */
+	__u8 pad1[52];
 };
 
 /* The agent's exported `tbpf_inproc` (process_vm_readv/writev). */
@@ -365,6 +392,10 @@ struct tbpf_inproc_ctl {
 	__u32 want_seq;
 	__u32 seq_on;         /* (agent) 1 while callbacks write INPROC_SEQ */
 	struct tbpf_inproc_seqlayout sl;
+	/* version 8: the threads' own rings */
+	__u64 shard_rings;    /* (agent) address of tbpf_inproc_shard_ring[][] */
+	__u32 nshards, pad3;  /* (agent) TBPF_INPROC_SHARDS */
+	struct tbpf_inproc_shard shard[TBPF_INPROC_SHARDS];
 };
 /* ==== END inproc ========================================================= */
 
@@ -906,12 +937,19 @@ enum tbpf_itype {
 };
 #define TBPF_SHAPE_MAX_OPTS 8     /* optional arguments whose flag is read */
 #define TBPF_OPT_INDIRECT 0x80    /* opt_byte: the word points to the optional */
+/* ScalarList lengths: torch 2.x's InputOutputEncoder records an int,
+ * float or bool list as "ScalarList" only when it is empty or has at most
+ * SCALAR_LIST_LENGTH_LIMIT entries (torch/csrc/profiler/collection.h,
+ * 30 in 2.8, checked by tests/unit/rf_layout.sh); a longer one is "".
+ * The BPF side reads the length of each such argument (len_*). */
+#define TBPF_SHAPE_MAX_LENS 8     /* list lengths read per call */
+#define TBPF_SCALARLIST_MAX 30    /* SCALAR_LIST_LENGTH_LIMIT */
 
 struct tbpf_argdesc {
 	__u8 nargs;           /* the schema's arguments (the list's length) */
 	__u8 ntensors;        /* entries used below */
 	__u8 nopts;           /* optional-argument flags read (opt_*) */
-	__u8 pad[1];
+	__u8 nlens;           /* ScalarList lengths read (len_*) */
 	__u8 argi[TBPF_SHAPE_MAX_TENSORS];  /* argument index */
 	__u8 where[TBPF_SHAPE_MAX_TENSORS]; /* < 6: register, else stack slot
 					     * where-6 at rsp+8+8*(where-6) */
@@ -926,6 +964,13 @@ struct tbpf_argdesc {
 					     * TBPF_OPT_INDIRECT | byte offset
 					     * from the address the word holds
 					     * (an optional passed by reference) */
+	__u8 len_argi[TBPF_SHAPE_MAX_LENS]; /* a ScalarList argument's index */
+	__u8 len_where[TBPF_SHAPE_MAX_LENS];/* the word holding its length
+					     * (register or stack slot, as where) */
+	__u8 len_byte[TBPF_SHAPE_MAX_LENS]; /* 0: that word is the length;
+					     * TBPF_OPT_INDIRECT | byte offset:
+					     * 8 bytes at the address it holds
+					     * (a list passed by reference) */
 };
 
 /* Where a process's torch keeps what the reader needs (bytes into the
@@ -939,9 +984,19 @@ struct tbpf_tlayout {
 			       * reader needs numel_off + 8 (one read of both) */
 	__u16 opt_value_off;  /* optional<Tensor> -> the TensorImpl* */
 	__u16 opt_flag_off;   /* optional<Tensor> -> engaged byte */
-	__u16 pad[3];
+	/* tensors torch.profiler records as undefined ([] and ""): nested
+	 * ones (key_set_ has DispatchKey::NestedTensor) and ones with
+	 * symbolic sizes (has_symbolic_sizes_strides_).  The reader reads
+	 * numel_, data_type_ .. and key_set_ as three words from numel_off:
+	 * key_set_ is the third (numel_off + 16), the flag a bit of byte 6
+	 * of the second (numel_off + 14), as in torch 1.13 and 2.8 */
+	__u8 sym_mask;        /* has_symbolic_sizes_strides_'s bit; 0: not read */
+	__u8 backend_bits;    /* DispatchKeySet: the low bits are backends (the
+			       * calibration's check of key_set_) */
+	__u16 pad[2];
 	__u64 undef_impl;     /* &c10::UndefinedTensorImpl::_singleton in the
 			       * process: an undefined tensor, shown as [] */
+	__u64 nested_mask;    /* DispatchKeySet(NestedTensor); 0: not read */
 };
 
 #define TBPF_SHAPE_NONE 0xff  /* not a tensor, None, or undefined: [] */

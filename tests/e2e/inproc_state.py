@@ -4,7 +4,7 @@ control block (bpf/tbpf_abi.h struct tbpf_inproc_ctl) read from the
 target's memory, independently of tbpf: /proc/PID/maps for the agent's
 mapping, `nm -D` for the symbol, /proc/PID/mem for the bytes.
 
-Prints "state=NAME head=N detail=..." ; with --wait, polls until the state
+Prints "state=NAME head=N detail=..." (head: the records written, all rings); with --wait, polls until the state
 is NAME (exit 0) or the timeout passes (exit 1).  Exit 2: agent not loaded.
 With --got also "got=WHERE" before detail: where libtorch_python's GOT slot
 for torch::jit::tracer::getTracingState points (the agent's in-process
@@ -40,12 +40,14 @@ def locate(pid):
 def read_ctl(pid, addr):
     with open("/proc/%d/mem" % pid, "rb") as f:
         f.seek(addr)
-        b = f.read(232)
+        b = f.read(912)
     magic, version, state = struct.unpack_from("<QII", b, 0)
     if magic != MAGIC:
         sys.exit("bad magic %#x" % magic)
     detail = b[96:160].split(b"\0")[0].decode()
     head, = struct.unpack_from("<Q", b, 224)
+    if version >= 8:   # and the threads' own rings: shard[4] at 400, 128 bytes each, head at +64
+        head += sum(struct.unpack_from("<Q", b, 400 + 128 * k + 64)[0] for k in range(4))
     return STATES.get(state, str(state)), head, detail
 
 

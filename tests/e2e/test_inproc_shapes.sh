@@ -10,7 +10,8 @@
 # empty, 6- and 7-dim, transposed views, tensor lists, optional and
 # undefined tensors, scalars), a CNN, a transformer layer and the lists
 # workload (int lists of 30 and 31 entries, empty, float lists, lists of
-# optional tensors), torch 1.13 and 2.8; FLOPs equal with_flops'; the
+# optional tensors) and a nested tensor ([] and "" as torch records it),
+# torch 1.13 and 2.8; FLOPs equal with_flops'; the
 # workload's result is unchanged; the edge and lists cases also through a
 # capture (tbpf report json, chrome's Input Dims and every event's Input
 # type, per call: a row keeps no types when its calls had several).  Then the target is unharmed when tbpf is SIGKILLed mid-run with
@@ -129,6 +130,7 @@ for py in "$PY1" "$PY2"; do
 	inproc_shapes_case "$py" cnn 2
 	inproc_shapes_case "$py" transformer 2
 	inproc_shapes_case "$py" lists 3
+	inproc_shapes_case "$py" nested 3
 	inproc_shapes_kill "$py"
 	inproc_shapes_cycles "$py"
 done

@@ -8,7 +8,9 @@
 # and convolution, add, mul) equal with_flops'; the Input type of every
 # call (live JSON rows, and the capture's Chrome trace per event) equals
 # torch.profiler's records' (dtypes(): dtype names, Scalar, ScalarList,
-# TensorList, "" for None, optionals given and not).
+# TensorList, "" for None, optionals given and not); also on the lists
+# workload (int lists of 30 and 31 entries: 2.x's ScalarList limit, read
+# by the probe) and a nested tensor ([] and "", as torch records it).
 # timeout: 600
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -53,4 +55,6 @@ for py in "$PY1" "$PY2"; do
 	shapes_case "$py" edge 3
 	shapes_case "$py" cnn 2
 	shapes_case "$py" transformer 2
+	shapes_case "$py" lists 3
+	shapes_case "$py" nested 3
 done

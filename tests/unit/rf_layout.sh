@@ -78,6 +78,7 @@ static_assert(std::is_same<at::CallbackHandle, uint64_t>::value, "handle");
 extern "C" {
 #include "tbpf_abi.h"
 #include "inproc_layouts.h"
+#include "tlayout.h"
 }
 #if TORCH_VERSION_MAJOR == 1 && TORCH_VERSION_MINOR == 13
 constexpr tbpf_inproc_ivlayout IV = INPROC_IV_T1_13;
@@ -139,6 +140,36 @@ static_assert((int)c10::IValue::Tag::Enum < 32, "every Tag fits scalar_tags");
 static_assert(IV.scalar_tags == (TBPF_HDR_SCALAR_TAGS), "the Tags IValue::isScalar() accepts");
 static_assert(IV.scalarlist_max == TBPF_HDR_SCALARLIST_MAX, "InputOutputEncoder ScalarList / SCALAR_LIST_LENGTH_LIMIT");
 static_assert(IV.tlist_undef == TBPF_HDR_TLIST_READ, "InputOutputEncoder keeps a tensor list's tensors");
+/* tensors the profiler records as undefined: is_nested() (key_set_ has
+ * NestedTensor: one bit) and has_symbolic_sizes_strides_ (its byte and
+ * bit found by the program the script ran: TBPF_HDR_SYM_OFF/MASK) */
+constexpr uint64_t NESTED = c10::DispatchKeySet(c10::DispatchKey::NestedTensor).repr_;
+static_assert(NESTED && !(NESTED & (NESTED - 1)), "DispatchKeySet(NestedTensor) is one bit");
+static_assert(std::is_same<decltype(c10::TensorImpl::key_set_), c10::DispatchKeySet>::value &&
+	      sizeof(c10::DispatchKeySet) == 8 && offsetof(c10::DispatchKeySet, repr_) == 0,
+	      "key_set_ is a DispatchKeySet, its u64 repr_");
+static_assert(IV.ti_keyset_off == offsetof(c10::TensorImpl, key_set_), "TensorImpl::key_set_");
+static_assert(IV.nested_mask == NESTED, "DispatchKeySet(NestedTensor)");
+static_assert(IV.ti_sym_off == TBPF_HDR_SYM_OFF && IV.sym_mask == TBPF_HDR_SYM_MASK,
+	      "has_symbolic_sizes_strides_");
+/* the uprobe reader's (tlayout.h, by the optionals' spelling): key_set_
+ * the word 16 bytes after numel_, the flag in the byte 14 after it */
+static_assert(offsetof(c10::TensorImpl, key_set_) == offsetof(c10::TensorImpl, numel_) + 16,
+	      "key_set_ at numel_ + 16");
+static_assert(TBPF_HDR_SYM_OFF == offsetof(c10::TensorImpl, numel_) + 14 &&
+	      TLAYOUT_SYM_MASK == TBPF_HDR_SYM_MASK, "has_symbolic_sizes_strides_ at numel_ + 14");
+static_assert(TLAYOUT_NESTED_MASK == NESTED, "tlayout.h: DispatchKeySet(NestedTensor)");
+#if TORCH_VERSION_MAJOR == 1
+static_assert(c10::DispatchKeySet(c10::DispatchKey::Dense).repr_ == 1ull << TLAYOUT_BACKENDS_T1,
+	      "tlayout.h: 1.13's backend bits");
+#else
+static_assert(c10::DispatchKeySet(c10::DispatchKey::Dense).repr_ == 1ull << TLAYOUT_BACKENDS_T2,
+	      "tlayout.h: 2.x's backend bits");
+#endif
+/* the uprobe mode's ScalarList limit (tbpf_abi.h) where there is one */
+#if TBPF_HDR_SCALARLIST_MAX > 0
+static_assert(TBPF_SCALARLIST_MAX == TBPF_HDR_SCALARLIST_MAX, "TBPF_SCALARLIST_MAX");
+#endif
 /* --inproc --group-by-stack: sequence number and thread ids */
 static_assert((int)at::RecordScope::BACKWARD_FUNCTION == RF_BACKWARD_SCOPE, "BACKWARD_FUNCTION");
 static_assert(SQ.rf_seq_off == offsetof(at::RecordFunction, sequence_nr_), "sequence_nr_");
@@ -188,20 +219,52 @@ tlist_read() {
 		grep -q 'using op_input_t = std::variant< TensorMetadata, std::vector<TensorMetadata>,' &&
 		echo 1 || echo 0
 }
+# has_symbolic_sizes_strides_ is a bit field (no offsetof): a program
+# sets it in a zeroed TensorImpl-sized buffer and prints "byte mask"
+sym_bit() {
+	local inc=$1 lib=$2 exe
+	exe=$(mktemp)
+	cat > "$exe.cpp" <<'SYM'
+#include <cstdio>
+#include <c10/core/TensorImpl.h>
+int main() {
+	alignas(c10::TensorImpl) static unsigned char b[sizeof(c10::TensorImpl)];
+	reinterpret_cast<c10::TensorImpl *>(b)->has_symbolic_sizes_strides_ = 1;
+	int n = 0;
+	for (size_t i = 0; i < sizeof b; i++)
+		if (b[i]) { printf("%zu %#x\n", i, b[i]); n++; }
+	return n != 1;
+}
+SYM
+	if g++ -std=c++17 -fno-access-control -w -I"$inc" "$exe.cpp" -o "$exe" \
+		-L"$(dirname "$lib")" -l:"$(basename "$(ls "$(dirname "$lib")"/libc10.so* | head -n 1)")" \
+		-Wl,-rpath,"$(dirname "$lib")" 2> /dev/null && "$exe"; then :; else echo "-1 0"; fi
+	rm -f "$exe" "$exe.cpp"
+}
 fail=0
 for t in "${trees[@]}"; do
 	inc=${t%%|*} lib=${t#*|}
 	if [ ! -f "$inc/torch/csrc/profiler/collection.h" ]; then
 		echo "rf_layout: $inc: no torch/csrc/profiler/collection.h (Input type's rules)"; fail=1; continue
 	fi
+	read -r sym_off sym_mask <<< "$(sym_bit "$inc" "$lib")"
+	# what the masks stand for: is_nested() and has_symbolic_sizes_strides()
+	# read exactly key_set_'s NestedTensor and the bit field
+	flat=$(tr '\n' ' ' < "$inc/c10/core/TensorImpl.h" | tr -s ' ')
+	for body in "bool is_nested() const { return key_set_.has(DispatchKey::NestedTensor); }" \
+		    "bool has_symbolic_sizes_strides() const { return has_symbolic_sizes_strides_; }"; do
+		grep -qF "$body" <<< "$flat" || { echo "rf_layout: $inc: TensorImpl has no '$body'"; fail=1; }
+	done
 	if g++ -std=c++17 -fsyntax-only -fno-access-control -w -I"$inc" -I"$inc/torch/csrc/api/include" \
-		-Iagent -Ibpf -Iuserspace/attach "-DTBPF_HDR_SCALAR_TAGS=$(scalar_tags "$inc")" \
+		-Iagent -Ibpf -Iuserspace/attach -Iuserspace/discover "-DTBPF_HDR_SCALAR_TAGS=$(scalar_tags "$inc")" \
+		"-DTBPF_HDR_SYM_OFF=$sym_off" "-DTBPF_HDR_SYM_MASK=$sym_mask" \
 		"-DTBPF_HDR_SCALARLIST_MAX=$(scalarlist_max "$inc")" "-DTBPF_HDR_TLIST_READ=$(tlist_read "$inc")" \
 		"$src" 2> /tmp/rf_layout.err; then
 		echo "rf_layout: $inc: RecordFunctionCallback matches agent/rf_layout.h," \
 		     "inputs/IValue/TensorImpl/list types match userspace/attach/inproc_layouts.h" \
 		     "(isScalar: $(scalar_tags "$inc"); ScalarList up to $(scalarlist_max "$inc");" \
-		     "tensor lists read: $(tlist_read "$inc"))"
+		     "tensor lists read: $(tlist_read "$inc"); has_symbolic_sizes_strides_ at" \
+		     "+$sym_off & $sym_mask)"
 	else
 		echo "rf_layout: $inc: MISMATCH"; head -n 20 /tmp/rf_layout.err; fail=1
 	fi

@@ -134,12 +134,15 @@ static void settled(void **state)
 	struct out o = { .n = 0 };
 	struct cudaattr *a = cudaattr_new(emit, &o);
 
-	cudaattr_mark(a);                        /* drain 1: head read */
+	cudaattr_begin(a);                       /* drain 1 */
+	cudaattr_mark(a);                        /* its head read */
 	op(a, &o, REC_OP_ENTER, 7, 1, 100, 10, 0, 3);
 	launch(a, 7, 1, 200, 10);                /* arrives after head 1 */
 	assert_int_equal(cudaattr_settled(a, 7), 0);
 	assert_int_equal(o.n, 1);                /* its op's enter may be past head 1 */
-	cudaattr_mark(a);                        /* drain 2: head read after it */
+	cudaattr_begin(a);                       /* drain 2: after it arrived */
+	cudaattr_mark(a);
+	launch(a, 7, 1, 300, 10);                /* during drain 2: waits */
 	assert_int_equal(cudaattr_settled(a, 8), 0);   /* another process */
 	assert_int_equal(o.n, 1);
 	assert_int_equal(cudaattr_settled(a, 7), 0);
@@ -147,6 +150,9 @@ static void settled(void **state)
 	assert_int_equal(o.type[1], REC_LAUNCH);
 	assert_int_equal(o.op[1], 10);
 	assert_int_equal(o.stack[1], 3);
+	cudaattr_begin(a);
+	assert_int_equal(cudaattr_settled(a, 7), 0);
+	assert_int_equal(o.n, 3);
 	cudaattr_free(a);
 }
 

@@ -238,11 +238,57 @@ static void test_argdesc_itype(void **state)
 		    ARGRET_MEMORY, false, "t??s", NULL, 0);
 }
 
+/* The ScalarList lengths read (torch 2.x: "" beyond SCALAR_LIST_LENGTH_LIMIT):
+ * sig's i-th list length read from word want[i].where, byte want[i].byte. */
+static void check_lens(const char *sig, enum argdesc_ret ret, bool std_lib,
+		       const struct optread *want, int nwant)
+{
+	struct tbpf_argdesc d;
+
+	if (argdesc_parse(sig, false, ret, std_lib, false, &d))
+		fail_msg("%s: not placed", sig);
+	if (d.nlens != nwant)
+		fail_msg("%s: %u lengths read, want %d", sig, d.nlens, nwant);
+	for (int i = 0; i < nwant; i++)
+		if (d.len_argi[i] != want[i].argi || d.len_where[i] != want[i].where ||
+		    d.len_byte[i] != want[i].byte)
+			fail_msg("%s: length %d: arg %u word %u byte %#x, want %d %d %#x", sig, i,
+				 d.len_argi[i], d.len_where[i], d.len_byte[i], want[i].argi,
+				 want[i].where, want[i].byte);
+}
+
+static void test_argdesc_lens(void **state)
+{
+	(void)state;
+	/* an ArrayRef by value: its second register (the result in
+	 * memory: rdi; the tensor rsi; the list rdx, rcx) */
+	check_lens("at::_ops::view::call(at::Tensor const&, c10::ArrayRef<c10::SymInt>)",
+		   ARGRET_MEMORY, true, (struct optread[]){ { 1, 3, 0 } }, 1);
+	check_lens("at::_ops::split_with_sizes::call(at::Tensor const&, c10::ArrayRef<c10::SymInt>, long)",
+		   ARGRET_MEMORY, true, (struct optread[]){ { 1, 3, 0 } }, 1);
+	/* 1.13: int lists are "" at any length: nothing read */
+	check_lens("at::_ops::split_with_sizes::call(at::Tensor const&, c10::ArrayRef<long>, long)",
+		   ARGRET_MEMORY, false, NULL, 0);
+	/* lists in stack slots: the slot after the pointer; the optional
+	 * ones (24 bytes in memory) too, their flag in the third */
+	check_lens("at::_ops::upsample_nearest2d_vec::call(at::Tensor const&, c10::OptionalArrayRef<c10::SymInt>, std::optional<c10::ArrayRef<double> >)",
+		   ARGRET_MEMORY, true, (struct optread[]){ { 1, STK(1), 0 }, { 2, STK(4), 0 } }, 2);
+	check_lens("at::_ops::max_pool2d::call(at::Tensor const&, c10::ArrayRef<long>, c10::ArrayRef<long>, c10::ArrayRef<long>, c10::ArrayRef<long>, bool)",
+		   ARGRET_MEMORY, true,
+		   (struct optread[]){ { 1, 3, 0 }, { 2, 5, 0 }, { 3, STK(1), 0 }, { 4, STK(3), 0 } }, 4);
+	/* by reference: 8 bytes after the pointer it holds */
+	check_lens("at::_ops::x::call(at::Tensor const&, std::optional<c10::ArrayRef<long> > const&)",
+		   ARGRET_MEMORY, true, (struct optread[]){ { 1, 2, IND | 8 } }, 1);
+	/* a fixed bool array: no length */
+	check_lens("at::_ops::x::call(at::Tensor const&, std::array<bool, 3ul>)",
+		   ARGRET_MEMORY, true, NULL, 0);
+}
+
 /* Every op of a real libtorch: most are placed, none wrongly typed. */
 static void check_lib(const char *lib, size_t want_min_pct)
 {
 	struct opsym_set s;
-	size_t ops = 0, placed = 0, tensors = 0, noret = 0, untyped = 0;
+	size_t ops = 0, placed = 0, tensors = 0, noret = 0, untyped = 0, lens = 0, maxlens = 0;
 	bool std_lib = false;
 
 	if (!tu_exists(lib)) {
@@ -269,6 +315,9 @@ static void check_lib(const char *lib, size_t want_min_pct)
 
 			placed++;
 			tensors += d.ntensors;
+			lens += d.nlens;
+			if (d.nlens > maxlens)
+				maxlens = d.nlens;
 			for (unsigned a = 0; a < d.nargs; a++)
 				unk |= d.itype[a] == ITYPE_UNKNOWN;
 			untyped += unk;
@@ -278,8 +327,9 @@ static void check_lib(const char *lib, size_t want_min_pct)
 		free(dm);
 	}
 	fprintf(stderr, "  %s: %zu of %zu ::call placed (%zu tensor arguments), %zu without a "
-			"schema return, %zu placed with an Input type \"?\"\n", lib, placed, ops,
-		tensors, noret, untyped);
+			"schema return, %zu placed with an Input type \"?\", %zu list lengths "
+			"read (at most %zu an op)\n", lib, placed, ops, tensors, noret, untyped,
+		lens, maxlens);
 	assert_true(placed * 100 >= ops * want_min_pct);
 	/* nearly every placed op has every argument's Input type */
 	assert_true(untyped * 100 <= placed * 2);
@@ -365,7 +415,7 @@ static size_t tensors_of(const struct fix *f, struct tbpf_tsample *out)
 	return n;
 }
 
-static void check_accept(const char *rel, unsigned so, unsigned no)
+static void check_accept(const char *rel, unsigned so, unsigned no, bool std_lib)
 {
 	struct fix *f = malloc(sizeof(*f));
 	struct tbpf_tsample v[64];
@@ -379,6 +429,19 @@ static void check_accept(const char *rel, unsigned so, unsigned no)
 	assert_true(n >= 10);
 	if (tlayout_calibrate(v, n, 2, &l, &why))
 		fail_msg("%s: rejected: %s", rel, why);
+	/* and with the reader's layout, which also reads key_set_ (nested
+	 * tensors): every sample's word after data_type_ is a DispatchKeySet,
+	 * no sample is nested nor has symbolic sizes */
+	tlayout_initial(std_lib, &l);
+	if (tlayout_calibrate(v, n, 2, &l, &why))
+		fail_msg("%s: rejected with key_set_ read: %s", rel, why);
+	for (size_t i = 0; i < n; i++) {
+		unsigned long long ks;
+
+		memcpy(&ks, v[i].bytes + l.numel_off + 16, 8);
+		assert_false(ks & l.nested_mask);
+		assert_false(v[i].bytes[l.numel_off + 14] & l.sym_mask);
+	}
 	assert_int_equal(l.sizes_off, so);
 	assert_int_equal(l.numel_off, no);
 	assert_int_equal(l.dtype_off, no + 8);
@@ -409,15 +472,15 @@ static void check_accept(const char *rel, unsigned so, unsigned no)
 static void test_calibrate_113(void **state)
 {
 	(void)state;
-	check_accept("tests/fixtures/tensorimpl/torch-1.13.txt", 72, 168);
+	check_accept("tests/fixtures/tensorimpl/torch-1.13.txt", 72, 168, false);
 }
 
 static void test_calibrate_28(void **state)
 {
 	(void)state;
-	check_accept("tests/fixtures/tensorimpl/torch-2.8.txt", 64, 160);
+	check_accept("tests/fixtures/tensorimpl/torch-2.8.txt", 64, 160, true);
 	/* the samples the BPF reader itself took on a running torch 2.8 */
-	check_accept("tests/fixtures/tensorimpl/bpf-samples-2.8.txt", 64, 160);
+	check_accept("tests/fixtures/tensorimpl/bpf-samples-2.8.txt", 64, 160, true);
 }
 
 static void expect_reject(const struct tbpf_tsample *v, size_t n, int err, const char *what)
@@ -493,6 +556,23 @@ static void test_calibrate_reject(void **state)
 			d[4] = 0xff;
 		}
 		expect_reject(v, n, -EINVAL, what[c]);
+	}
+	/* the reader's layout (key_set_ read): a sample whose word 16 bytes
+	 * after numel_ has two backend bits, or no functionality bit, is no
+	 * DispatchKeySet */
+	for (int c = 0; c < 2; c++) {
+		static const char *const what[] = { "two backends in key_set_",
+			"no functionality in key_set_" };
+		struct tbpf_tlayout l;
+		const char *why = NULL;
+		unsigned long long ks = c == 0 ? 0x10003ULL : 0x1ULL;
+
+		n = tensors_of(b, v);
+		tlayout_initial(true, &l);
+		memcpy(v[1].bytes + 160 + 16, &ks, 8);
+		if (tlayout_calibrate(v, n, 2, &l, &why) != -EINVAL)
+			fail_msg("%s: accepted", what[c]);
+		assert_non_null(why);
 	}
 	/* an undefined tensor's TensorImpl (0-dim, no elements, no device)
 	 * among real ones is passed over */
@@ -668,6 +748,7 @@ int main(void)
 		cmocka_unit_test(test_schema_ret),
 		cmocka_unit_test(test_argdesc_real),
 		cmocka_unit_test(test_argdesc_itype),
+		cmocka_unit_test(test_argdesc_lens),
 		cmocka_unit_test(test_argdesc_lib_113),
 		cmocka_unit_test(test_argdesc_lib_2),
 		cmocka_unit_test(test_calibrate_113),

@@ -6,7 +6,13 @@
                      empty, 6-dim (sizes out of line), transposed views,
                      tensor lists (cat, stack), optional tensors given and
                      None, undefined tensors, int lists and scalars, and
-                     for Input type optional scalars given and None
+                     for Input type optional scalars given and None; a
+                     sparse tensor, complex, half and bool dtypes, int and
+                     Scalar lists of 30 and more entries in registers and
+                     in stack slots
+--model nested       a nested tensor (torch.profiler records [] and "", as
+                     for an undefined one); torch 1.13 profiles it without
+                     with_flops, whose callback throws on it
 --model sites        the same ops called from several Python lines, for
                      group_by_stack_n
 --model lists        Input type of lists (what the in-process mode reads from
@@ -33,6 +39,7 @@ Otherwise the wl_common protocol (READY, go, RESULT).
 import argparse
 import json
 import tempfile
+import warnings
 
 import wl_common  # noqa: F401  (blocks SIGUSR1 before torch starts threads)
 from wl_common import add_common_args, print_json, ready, result, wait_go
@@ -94,6 +101,13 @@ def make_edge():
     bag_w = torch.ones(6)
     one = torch.ones(1)
     img = torch.ones(1, 1, 3, 3)
+    # a sparse tensor (its sizes and dtype); dtypes beyond float:
+    # complex, half, bool
+    sp = torch.sparse_coo_tensor(torch.tensor([[0, 1], [1, 0]]), torch.ones(2), (2, 2))
+    cx = torch.ones(2, 2, dtype=torch.complex64)
+    hf = torch.ones(2, dtype=torch.float16)
+    bl = torch.ones(2, dtype=torch.bool)
+    x64 = torch.ones(64)
 
     def step():
         a.add(a)
@@ -145,6 +159,18 @@ def make_edge():
         torch.var(a, dim=1, correction=0)
         # an optional int given (two registers; None in the call above)
         F.embedding_bag(bag_in, emb, bag_off, mode="sum", padding_idx=0)
+        sp.add(sp)
+        cx.mul(cx)
+        hf.neg()
+        bl.logical_not()
+        # an int list of 32 (torch 2.x: "" beyond SCALAR_LIST_LENGTH_LIMIT
+        # = 30) and of 30 (ScalarList), in registers; a 32-dim result
+        x64.view([1] * 31 + [-1])
+        x64.view([1] * 29 + [-1])
+        # a Scalar list of 31 and of 30 in stack slots (the fourth list
+        # of _foreach_addcmul.ScalarList)
+        torch._foreach_addcmul([one] * 31, [one] * 31, [one] * 31, [1.0] * 31)
+        torch._foreach_addcmul([one] * 30, [one] * 30, [one] * 30, [1.0] * 30)
     return step
 
 
@@ -176,6 +202,21 @@ def make_lists():
     return step
 
 
+def make_nested():
+    # a nested tensor: torch.profiler records it as undefined, [] and ""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # nested tensors: "prototype stage"
+        nt = torch.nested.nested_tensor([torch.ones(2, 3), torch.ones(4, 3)])
+    a = torch.ones(2, 3)
+
+    def step():
+        torch.add(nt, nt)
+        if torch.__version__ >= "2":
+            nt.sin()                      # no nested sin in 1.13
+        torch.add(a, a)
+    return step
+
+
 def site_a(x):
     return x.mul(2.0)
 
@@ -196,7 +237,7 @@ def make_sites():
 
 
 MODELS = {"cnn": make_cnn, "transformer": make_transformer, "edge": make_edge,
-          "sites": make_sites, "lists": make_lists}
+          "sites": make_sites, "lists": make_lists, "nested": make_nested}
 
 
 def key(name, shapes):
@@ -255,12 +296,17 @@ def main():
     step = MODELS[a.model]()
     step()  # warm-up
     if a.profile:
+        # torch 1.13's with_flops callback throws on a nested tensor
+        # ("NestedTensorImpl doesn't support sizes") and loses the event
+        flops = not (a.model == "nested" and torch.__version__ < "2")
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
-                                    record_shapes=True, with_flops=True,
+                                    record_shapes=True, with_flops=flops,
                                     with_stack=True) as prof:
             for _ in range(a.iters):
                 step()
         ref = reference(prof)
+        if not flops:
+            ref["flops"] = {}   # none to compare with
         ref["iters"] = a.iters
         print_json(ref)
         return

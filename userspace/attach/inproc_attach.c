@@ -140,6 +140,9 @@ int inproc_locate(pid_t pid, struct inproc_loc *loc)
 		err = inject_elf_obj(rooted, "tbpf_inproc_stacks", base, &loc->stacks);
 	if (!err)
 		err = inject_elf_obj(rooted, "tbpf_inproc_shapes", base, &loc->shapes);
+	/* version 8; an older agent lacks it and fails the version check */
+	if (!err && inject_elf_obj(rooted, "tbpf_inproc_shard_ring", base, &loc->shard_rings))
+		loc->shard_rings = 0;
 	free(rooted);
 	return err;
 }
@@ -211,10 +214,12 @@ int inproc_set_seq(pid_t pid, const struct inproc_loc *loc,
 	return err ? err : remote_write(pid, CTL_OFF(want_seq), &want, sizeof(want));
 }
 
-int inproc_reader_init(struct inproc_reader *rd, uint64_t tail)
+int inproc_reader_init(struct inproc_reader *rd, const struct tbpf_inproc_ctl *c)
 {
 	memset(rd, 0, sizeof(*rd));
-	rd->tail = tail;
+	rd->tail = c->tail;
+	for (int k = 0; k < TBPF_INPROC_SHARDS; k++)
+		rd->shard_tail[k] = c->shard[k].tail;
 	rd->buf = malloc(DRAIN_CHUNK * sizeof(*rd->buf));
 	rd->nbuf = malloc(256 * sizeof(*rd->nbuf));
 	rd->sbuf = malloc(64 * sizeof(*rd->sbuf));
@@ -229,8 +234,9 @@ void inproc_reader_free(struct inproc_reader *rd)
 	memset(rd, 0, sizeof(*rd));
 }
 
-/* Slots [first, first + n) (n <= DRAIN_CHUNK), wrapping at the ring end. */
-static int read_slots(pid_t pid, const struct inproc_loc *loc, uint64_t first, size_t n,
+/* Slots [first, first + n) (n <= DRAIN_CHUNK) of the ring at `ring`,
+ * wrapping at its end. */
+static int read_slots(pid_t pid, uint64_t ring, uint64_t first, size_t n,
 		      struct tbpf_inproc_rec *out)
 {
 	size_t at = first & (TBPF_INPROC_SLOTS - 1), n1 = n;
@@ -238,9 +244,9 @@ static int read_slots(pid_t pid, const struct inproc_loc *loc, uint64_t first, s
 
 	if (at + n1 > TBPF_INPROC_SLOTS)
 		n1 = TBPF_INPROC_SLOTS - at;
-	err = remote_read(pid, loc->ring + at * sizeof(*out), out, n1 * sizeof(*out));
+	err = remote_read(pid, ring + at * sizeof(*out), out, n1 * sizeof(*out));
 	if (!err && n1 < n)
-		err = remote_read(pid, loc->ring, out + n1, (n - n1) * sizeof(*out));
+		err = remote_read(pid, ring, out + n1, (n - n1) * sizeof(*out));
 	return err;
 }
 
@@ -294,31 +300,31 @@ static int drain_shapes(pid_t pid, const struct inproc_loc *loc, struct inproc_r
 	return err;
 }
 
-long inproc_drain(pid_t pid, const struct inproc_loc *loc, struct inproc_reader *rd,
-		  inproc_rec_fn fn_rec, inproc_name_fn fn_name, void *ctx)
+/* One ring: its slots at `ring`, head and tail in the control block at
+ * head_at and tail_at, *tail the reader's copy. */
+static long drain_ring(pid_t pid, const struct inproc_loc *loc, struct inproc_reader *rd,
+		       uint64_t ring, uint64_t head_at, uint64_t tail_at, uint64_t *tail,
+		       inproc_rec_fn fn_rec, inproc_name_fn fn_name, void *ctx)
 {
 	long total = 0;
 
-	rd->caught_up = false;
 	for (;;) {
 		uint64_t head;
 		size_t n, k;
-		int err = remote_read(pid, CTL_OFF(head), &head, sizeof(head));
+		int err = remote_read(pid, head_at, &head, sizeof(head));
 
 		if (err)
 			return err;
 		if (rd->fn_head)
 			rd->fn_head(ctx);
-		n = head - rd->tail > DRAIN_CHUNK ? DRAIN_CHUNK : (size_t)(head - rd->tail);
-		if (!n) {
-			rd->caught_up = true;
+		n = head - *tail > DRAIN_CHUNK ? DRAIN_CHUNK : (size_t)(head - *tail);
+		if (!n)
 			break;
-		}
-		err = read_slots(pid, loc, rd->tail, n, rd->buf);
-		k = err ? 0 : inproc_committed(rd->buf, n, rd->tail);
+		err = read_slots(pid, ring, *tail, n, rd->buf);
+		k = err ? 0 : inproc_committed(rd->buf, n, *tail);
 		/* again: a slot whose stamp was seen is complete by now */
 		if (!err && k)
-			err = read_slots(pid, loc, rd->tail, k, rd->buf);
+			err = read_slots(pid, ring, *tail, k, rd->buf);
 		/* names are published before the records that use them */
 		if (!err)
 			err = drain_names(pid, loc, rd, fn_name, ctx);
@@ -328,14 +334,39 @@ long inproc_drain(pid_t pid, const struct inproc_loc *loc, struct inproc_reader 
 			err = fn_rec(ctx, &rd->buf[i]);
 		if (err)
 			return err;
-		rd->tail += k;
+		*tail += k;
 		total += (long)k;
-		err = remote_write(pid, CTL_OFF(tail), &rd->tail, sizeof(rd->tail));
+		err = remote_write(pid, tail_at, tail, sizeof(*tail));
 		if (err)
 			return err;
-		if (k < n)
+		if (k < n) {
+			rd->caught_up = false;   /* a slot not committed yet */
 			break;
+		}
 	}
+	return total;
+}
+
+long inproc_drain(pid_t pid, const struct inproc_loc *loc, struct inproc_reader *rd,
+		  inproc_rec_fn fn_rec, inproc_name_fn fn_name, void *ctx)
+{
+	long total;
+
+	rd->caught_up = true;   /* unless a ring stops before its head */
+	total = drain_ring(pid, loc, rd, loc->ring, CTL_OFF(head), CTL_OFF(tail), &rd->tail,
+				fn_rec, fn_name, ctx);
+
+	for (int k = 0; total >= 0 && loc->shard_rings && k < TBPF_INPROC_SHARDS; k++) {
+		long n = drain_ring(pid, loc, rd,
+				    loc->shard_rings + (uint64_t)k * TBPF_INPROC_SLOTS *
+				    sizeof(struct tbpf_inproc_rec),
+				    CTL_OFF(shard[k].head), CTL_OFF(shard[k].tail), &rd->shard_tail[k],
+				    fn_rec, fn_name, ctx);
+
+		total = n < 0 ? n : total + n;
+	}
+	if (total < 0)
+		rd->caught_up = false;
 	return total;
 }
 

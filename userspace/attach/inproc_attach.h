@@ -19,6 +19,7 @@ struct inproc_loc {
 	uint64_t py;        /* struct tbpf_inproc_py tbpf_inproc_py */
 	uint64_t stacks;    /* struct tbpf_inproc_stack tbpf_inproc_stacks[] */
 	uint64_t shapes;    /* struct tbpf_shape tbpf_inproc_shapes[] */
+	uint64_t shard_rings; /* tbpf_inproc_shard_ring[TBPF_INPROC_SHARDS][] (version 7) */
 };
 
 /* Pure: the RecordFunctionCallback layout verified for a torch version
@@ -65,12 +66,15 @@ void inproc_to_rec_op_shape(const struct tbpf_inproc_rec *r, uint32_t pid,
 uint64_t inproc_shape_id(uint32_t pid, uint32_t shape);
 
 /* Drain what the producers committed: names and shape lists first
- * (fn_name, fn_shape: may be NULL), then the records in ring order
- * (fn_rec); tail written back.  Returns records read or -errno. */
+ * (fn_name, fn_shape: may be NULL), then the records of the shared ring
+ * and of each thread's ring, each in ring order (a thread's records are
+ * all in one ring, in its order; threads' records interleave by ring, not
+ * by time); tails written back.  Returns records read or -errno. */
 /* a shape list of the agent's table, entry index + 1 (as r->shape) */
 typedef int (*inproc_shape_fn_t)(void *ctx, uint32_t shape, const struct tbpf_shape *s);
 struct inproc_reader {
 	uint64_t tail;        /* next ring index to read */
+	uint64_t shard_tail[TBPF_INPROC_SHARDS];   /* the same, of the threads' rings */
 	uint32_t names_seen;  /* name entries already passed on */
 	uint32_t shapes_seen; /* shape entries already passed on */
 	struct tbpf_inproc_rec *buf;
@@ -84,7 +88,8 @@ struct inproc_reader {
 };
 typedef int (*inproc_rec_fn)(void *ctx, const struct tbpf_inproc_rec *r);
 typedef int (*inproc_name_fn)(void *ctx, const struct tbpf_inproc_name *n);
-int inproc_reader_init(struct inproc_reader *rd, uint64_t tail);
+/* From the control block read after START: where each ring is read from. */
+int inproc_reader_init(struct inproc_reader *rd, const struct tbpf_inproc_ctl *c);
 void inproc_reader_free(struct inproc_reader *rd);
 long inproc_drain(pid_t pid, const struct inproc_loc *loc, struct inproc_reader *rd,
 		  inproc_rec_fn fn_rec, inproc_name_fn fn_name, void *ctx);

@@ -15,7 +15,11 @@
  *   and how the version's torch.profiler classifies lists
  *   (scalarlist_max = InputOutputEncoder's SCALAR_LIST_LENGTH_LIMIT where
  *   its Tag has ScalarList, else 0; tlist_undef where it reads a tensor
- *   list's tensors, which is where it writes a ScalarList tag).
+ *   list's tensors, which is where it writes a ScalarList tag);
+ *   TensorImpl::key_set_ and DispatchKeySet(NestedTensor) (is_nested()),
+ *   and the byte and bit of has_symbolic_sizes_strides_ (a bit field:
+ *   found by a program that sets it, rf_layout.sh), for the tensors the
+ *   profiler records as undefined.
  * A torch version without an entry here gets no shapes in --inproc (one
  * line, then the run goes on without them). */
 #ifndef TBPF_INPROC_LAYOUTS_H
@@ -27,14 +31,16 @@
 	.tag_none = 0, .tag_tensor = 1, .tag_int = 5, .tag_list = 12, \
 	.list_type_off = 48, .type_kind_off = 8, .kind_tensor = 3, \
 	.scalarlist_max = 0, .tlist_undef = 0, \
-	.scalar_tags = 1u << 3 | 1u << 4 | 1u << 5 | 1u << 6 | 1u << 7 | 1u << 8 }
+	.scalar_tags = 1u << 3 | 1u << 4 | 1u << 5 | 1u << 6 | 1u << 7 | 1u << 8, \
+	.ti_keyset_off = 184, .ti_sym_off = 182, .sym_mask = 0x10, .nested_mask = 1ull << 25 }
 /* torch 2.8 (the PyPI wheel's torch/include) */
 #define INPROC_IV_T2_8 { .rf_inputs_off = 208, .iv_size = 16, .iv_tag_off = 8, \
 	.list_vec_off = 16, .ti_sizes_off = 64, .ti_numel_off = 160, .ti_dtype_off = 168, \
 	.tag_none = 0, .tag_tensor = 1, .tag_int = 5, .tag_list = 13, \
 	.list_type_off = 40, .type_kind_off = 8, .kind_tensor = 3, \
 	.scalarlist_max = 30, .tlist_undef = 1, \
-	.scalar_tags = 1u << 3 | 1u << 4 | 1u << 5 | 1u << 6 | 1u << 7 | 1u << 8 | 1u << 9 }
+	.scalar_tags = 1u << 3 | 1u << 4 | 1u << 5 | 1u << 6 | 1u << 7 | 1u << 8 | 1u << 9, \
+	.ti_keyset_off = 176, .ti_sym_off = 174, .sym_mask = 0x10, .nested_mask = 1ull << 25 }
 
 /* Where a RecordFunction keeps sequence_nr_, fwd_thread_id_ and
  * step_callbacks_.thread_id_ (--inproc --group-by-stack: backward ops'

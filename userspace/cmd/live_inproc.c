@@ -183,6 +183,13 @@ static int out_cuda(void *ctx, const struct rec_hdr *h)
 	return k->cw ? capture_write_raw(k->cw, h, h->size) : model_feed_record(k->feed, h);
 }
 
+static void out_begin(void *ctx)
+{
+	struct sink *k = ctx;
+
+	cudaattr_begin(k->ca);
+}
+
 static void out_mark(void *ctx)
 {
 	struct sink *k = ctx;
@@ -642,6 +649,7 @@ int live_inproc_run(const struct live_opts *o)
 		if (want_py && o->stack_n)
 			out.derive = out_derive;
 		if (k.ca) {
+			out.begin = out_begin;
 			out.mark = out_mark;
 			out.settled = out_settled;
 		}

@@ -321,7 +321,7 @@ int inproc_session_add_full(struct inproc_session *s, pid_t pid, const char *age
 	}
 	*shapes_on = iv && c.shapes_on;
 	*seq_on = sl && c.seq_on;
-	err = inproc_reader_init(&t.rd, c.tail);
+	err = inproc_reader_init(&t.rd, &c);
 	if (!err && *shapes_on)
 		t.rd.fn_shape = on_shape;
 	if (!err && s->out.mark)
@@ -362,6 +362,8 @@ static void drain_one(struct inproc_session *s, struct inproc_target *t)
 	long n;
 
 	s->cur_pid = t->pid;
+	if (s->out.begin)
+		s->out.begin(s->out.ctx);
 	n = inproc_drain(t->pid, &t->loc, &t->rd, on_rec, on_name, s);
 	/* the stacks those records use were published before them */
 	if (n >= 0 && s->out.stack) {

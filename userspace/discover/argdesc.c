@@ -268,10 +268,24 @@ static int payload_bytes(const char *t, size_t n)
 
 /* Where an argument's engaged flag is: delta words from the argument's
  * first word, byte in that word (| TBPF_OPT_INDIRECT: through the
- * pointer the word holds). */
+ * pointer the word holds); and for a ScalarList (len) where its length
+ * is: len_delta words on, that word or (len_byte | TBPF_OPT_INDIRECT)
+ * 8 bytes through it. */
 struct optflag {
 	int delta, byte;
+	bool len;
+	int len_delta, len_byte;
 };
+
+/* An ArrayRef's length (pointer, then size_t): the argument's second
+ * word when passed by value (registers or stack slots, 16 or 24 bytes),
+ * its second word through the reference otherwise. */
+static void list_len(struct optflag *f, bool ref)
+{
+	f->len = true;
+	f->len_delta = ref ? 0 : 1;
+	f->len_byte = ref ? TBPF_OPT_INDIRECT | 8 : 0;
+}
 
 /* The Input type class of one parameter type and, when ITYPE_OPT, where
  * its flag is (*f), given where the ABI put it (in_regs). */
@@ -292,10 +306,15 @@ static int param_itype(const char *t, size_t n, bool std_lib, bool in_regs, stru
 		if (ref || in_regs)
 			return ITYPE_UNKNOWN;
 		f->delta = 2;
+		list_len(f, false);
 		return ITYPE_SCALARLIST | ITYPE_OPT;
 	}
-	if (!c10o && !stdo)
-		return base_itype(t, bn, std_lib);
+	if (!c10o && !stdo) {
+		cls = base_itype(t, bn, std_lib);
+		if (cls == ITYPE_SCALARLIST && starts(t, bn, "c10::ArrayRef<"))
+			list_len(f, ref);
+		return cls;
+	}
 	if (!ends(t, bn, ">"))
 		return ITYPE_UNKNOWN;
 	in = t + 14;
@@ -309,6 +328,8 @@ static int param_itype(const char *t, size_t n, bool std_lib, bool in_regs, stru
 	/* by reference (or by invisible reference: SymInt, non-trivial) */
 	if (ref || is(in, inn, "c10::SymInt")) {
 		f->byte = TBPF_OPT_INDIRECT | pb;
+		if (cls == ITYPE_SCALARLIST && starts(in, inn, "c10::ArrayRef<"))
+			list_len(f, true);
 		return cls | ITYPE_OPT;
 	}
 	if (cls == ITYPE_SCALARLIST) {
@@ -316,6 +337,8 @@ static int param_itype(const char *t, size_t n, bool std_lib, bool in_regs, stru
 		if (!stdo || in_regs)
 			return ITYPE_UNKNOWN;
 		f->delta = 2;
+		if (starts(in, inn, "c10::ArrayRef<"))
+			list_len(f, false);
 		return cls | ITYPE_OPT;
 	}
 	/* by value: c10::optional keeps its flag first, std::optional after
@@ -344,6 +367,16 @@ static void set_itype(struct tbpf_argdesc *d, int ai, const char *t, size_t n, b
 	if ((cls & ITYPE_OPT) && (where < 0 || d->nopts >= TBPF_SHAPE_MAX_OPTS ||
 				  where + f.delta > 255))
 		cls = ITYPE_UNKNOWN;
+	/* a list whose length cannot be read could be either class */
+	if ((cls & ~ITYPE_OPT) == ITYPE_SCALARLIST && f.len &&
+	    (where < 0 || d->nlens >= TBPF_SHAPE_MAX_LENS || where + f.len_delta > 255))
+		cls = ITYPE_UNKNOWN;
+	if ((cls & ~ITYPE_OPT) == ITYPE_SCALARLIST && f.len) {
+		d->len_argi[d->nlens] = (__u8)ai;
+		d->len_where[d->nlens] = (__u8)(where + f.len_delta);
+		d->len_byte[d->nlens] = (__u8)f.len_byte;
+		d->nlens++;
+	}
 	if (cls & ITYPE_OPT) {
 		/* a register's next word is the next register; on the stack,
 		 * the next slot (an argument is never split between them) */

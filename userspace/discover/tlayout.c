@@ -14,13 +14,17 @@ void tlayout_initial(bool std_lib, struct tbpf_tlayout *l)
 		l->dtype_off = 168;
 		l->opt_value_off = 0;   /* std::optional: payload, then engaged */
 		l->opt_flag_off = 8;
+		l->backend_bits = TLAYOUT_BACKENDS_T2;
 	} else {
 		l->sizes_off = 72;
 		l->numel_off = 168;
 		l->dtype_off = 176;
 		l->opt_value_off = 8;   /* c10::optional: init_, then storage */
 		l->opt_flag_off = 0;
+		l->backend_bits = TLAYOUT_BACKENDS_T1;
 	}
+	l->nested_mask = TLAYOUT_NESTED_MASK;
+	l->sym_mask = TLAYOUT_SYM_MASK;
 }
 
 static long long word(const unsigned char *b, size_t off)
@@ -125,6 +129,38 @@ static bool dtype_fits(const struct tbpf_tsample *s, size_t n, const struct tbpf
 	return used >= need && (c10 == used || std == used);
 }
 
+/* Is the word at numel_off + 16 a DispatchKeySet (TensorImpl's key_set_)
+ * in every sample: at most one backend bit (the tensor's device; none
+ * for keys without one) and a functionality bit, one backend bit in at
+ * least `need` of them?  Undefined tensors are passed over. */
+static bool keyset_fits(const struct tbpf_tsample *s, size_t n, const struct tbpf_tlayout *l,
+			size_t need)
+{
+	unsigned long long backends = (1ULL << l->backend_bits) - 1;
+	size_t one = 0;
+
+	if ((size_t)l->numel_off + 24 > TBPF_TSAMPLE_BYTES || !l->backend_bits ||
+	    l->backend_bits >= 32)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned long long w;
+		long long sizes[TBPF_SIZES_INLINE], numel;
+		int nb;
+
+		if (!s[i].ok)
+			continue;
+		w = (unsigned long long)word(s[i].bytes, l->numel_off + 16);
+		if (!w && tlayout_decode(s[i].bytes, TBPF_TSAMPLE_BYTES, l, sizes,
+					 TBPF_SIZES_INLINE, &numel) == 0 && !numel)
+			continue;   /* an undefined tensor: no keys */
+		nb = __builtin_popcountll(w & backends);
+		if (nb > 1 || !(w & ~backends))
+			return false;
+		one += nb == 1;
+	}
+	return one >= need;
+}
+
 int tlayout_calibrate(const struct tbpf_tsample *s, size_t n, size_t need,
 		      struct tbpf_tlayout *out, const char **why)
 {
@@ -183,6 +219,11 @@ int tlayout_calibrate(const struct tbpf_tsample *s, size_t n, size_t need,
 	out->dtype_off = (__u16)(best_no + 8);   /* data_type_ follows numel_ */
 	if (!dtype_fits(s, n, out, need)) {
 		*why = "the bytes after numel_ are not a dtype and a device";
+		return -EINVAL;
+	}
+	/* key_set_ is read for nested tensors only when it is one */
+	if (out->nested_mask && !keyset_fits(s, n, out, need)) {
+		*why = "the word 16 bytes after numel_ is not a DispatchKeySet";
 		return -EINVAL;
 	}
 	*why = NULL;

@@ -24,6 +24,16 @@ void tlayout_initial(bool std_lib, struct tbpf_tlayout *l);
 #define TLAYOUT_DTYPES 46
 #define TLAYOUT_DEVICE_TYPES 32
 
+/* Tensors torch.profiler records as undefined: DispatchKeySet(
+ * DispatchKey::NestedTensor) (TensorImpl::is_nested()), and the bit of
+ * has_symbolic_sizes_strides_ in the byte numel_off + 14; the backends'
+ * bits of a DispatchKeySet (1.13: 14, 2.8: 16).  Checked against both
+ * versions' headers by tests/unit/rf_layout.sh. */
+#define TLAYOUT_NESTED_MASK (1ULL << 25)
+#define TLAYOUT_SYM_MASK 0x10
+#define TLAYOUT_BACKENDS_T1 14
+#define TLAYOUT_BACKENDS_T2 16
+
 /* Pure: derive sizes_off, numel_off and dtype_off from the bytes of n
  * TensorImpls (samples with ok == 0 are ignored): the one pair of offsets
  * at which, in every sample, the dimension count is at most 64 and, when
@@ -32,7 +42,9 @@ void tlayout_initial(bool std_lib, struct tbpf_tlayout *l);
  * element must pin it.  dtype_off is the 2 bytes after numel_, checked:
  * in every sample a ScalarType followed by an engaged optional<Device>
  * (TensorImpl's data_type_, device_opt_) in one optional spelling.
- * opt_* fields are left as *out has them.
+ * opt_* fields are left as *out has them.  When out->nested_mask is set
+ * (the reader will read key_set_), the word 16 bytes after numel_ must be
+ * a DispatchKeySet of out->backend_bits backends in every sample.
  * 0, or -ENOENT (too few telling samples) / -EINVAL (no or several
  * layouts fit) with *why (static string). */
 int tlayout_calibrate(const struct tbpf_tsample *s, size_t n, size_t need,

@@ -43,6 +43,7 @@ struct cudaattr {
 	size_t nslots, nthreads;
 	struct thread *last;     /* the last thread looked up */
 	uint32_t gen;
+	uint32_t begin;          /* the mark of the last cudaattr_begin */
 	struct cudaattr_stats st;
 };
 
@@ -199,6 +200,11 @@ void cudaattr_mark(struct cudaattr *a)
 	a->gen++;
 }
 
+void cudaattr_begin(struct cudaattr *a)
+{
+	a->begin = ++a->gen;
+}
+
 /* Emit t's first waiting record under the op on top of t. */
 static int emit_front(struct cudaattr *a, struct thread *t)
 {
@@ -304,7 +310,7 @@ int cudaattr_settled(struct cudaattr *a, uint32_t pid)
 		struct thread *t = a->slots[i];
 
 		if (t && (uint32_t)(t->key >> 32) == pid)
-			err = emit_until(a, t, UINT64_MAX, a->gen);
+			err = emit_until(a, t, UINT64_MAX, a->begin);
 	}
 	return err;
 }

@@ -23,10 +23,12 @@
  * arrived before that read are then complete.
  *
  *   a = cudaattr_new(emit, ctx)
- *   per agent drain: head read -> cudaattr_mark(a) -> drain BPF's ring
+ *   per drain of a target's rings: cudaattr_begin(a); then per ring
+ *       head read -> cudaattr_mark(a) -> drain BPF's ring
  *       (cudaattr_cuda per CUDA record) -> cudaattr_op per op record, in
  *       ring order, before the caller passes the op record on ->
- *       cudaattr_settled(a, pid) when the drain caught up
+ *       cudaattr_settled(a, pid) when every ring caught up: the records
+ *       held before cudaattr_begin (before any of its head reads) go out
  *   cudaattr_flush(a) at the end; cudaattr_free(a)
  *
  * Pure: records in, records out (emit), unit-tested from fixtures. */
@@ -64,8 +66,12 @@ void cudaattr_mark(struct cudaattr *a);
  * in-process stream: first emits its thread's held records that came
  * before it, then applies it.  0 or emit's error. */
 int cudaattr_op(struct cudaattr *a, const struct rec_op *r);
-/* pid's op records up to the last mark are all in: emit its records held
- * before that mark, under the op now on top of their thread. */
+/* A drain of one target's rings (the agent's ring and its threads' own)
+ * begins: a mark before any of their heads is read. */
+void cudaattr_begin(struct cudaattr *a);
+/* pid's op records up to each ring's last head read are all in: emit its
+ * records held before the last cudaattr_begin, under the op now on top of
+ * their thread. */
 int cudaattr_settled(struct cudaattr *a, uint32_t pid);
 /* The end (every stream drained): emit every held record. */
 int cudaattr_flush(struct cudaattr *a);
