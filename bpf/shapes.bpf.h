@@ -185,7 +185,7 @@ static __always_inline void shape_itypes(struct pt_regs *ctx, const __u64 *regs,
 
 /* The shape id of this call's inputs (0: none read), stored in `shapes`
  * (and, for a new id in record mode, a REC_SHAPE record). */
-static __always_inline __u64 shape_capture(struct pt_regs *ctx, __u32 pid, __u32 tid,
+static __noinline __u64 shape_capture(struct pt_regs *ctx, __u32 pid, __u32 tid,
 					   __u64 argkey, __u64 now)
 {
 	const struct tbpf_argdesc *a = bpf_map_lookup_elem(&op_args, &argkey);

@@ -180,6 +180,8 @@ static __always_inline struct tbpf_thread *thread_enter(__u32 tid, __u32 pid)
 		t->vdepth = 0;
 		t->stack_id = 0;
 		t->pystack_id = 0;
+		t->bw_nodes = 0;
+		t->bw_last_seq = 0;
 		for (int i = 0; i < TBPF_PYSEEN_N; i++)
 			t->pyseen[i] = 0;
 	}
@@ -274,6 +276,8 @@ static __always_inline void stat_add(__u32 pid, __u32 op_id, __u64 stack_id, __u
 }
 
 #include "hist.bpf.h"
+#include "bwstack.bpf.h"
+#define HAVE_BWSTACK 1
 
 static __always_inline void frame_mem_zero(struct tbpf_frame *f)
 {
@@ -358,6 +362,10 @@ static __always_inline void pop_frame(struct tbpf_thread *t, __u32 tid, __u64 no
 	}
 	self = dur > child ? dur - child : 0;
 	pystack = f->pystack;
+#ifdef HAVE_BWSTACK
+	if (fflags & (OPF_BWNODE | OPF_BWPEND))
+		bw_frame_exit(t, f);
+#endif
 	/* torch.profiler drops a child that has its parent's name and is
 	 * its only child (EventList._remove_dup_nodes): fold it back in */
 	if (f->nchild == 1 && f->dup_op) {
@@ -837,6 +845,12 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 					 cookie & (0xffffffffULL | TBPF_COOKIE_REDISPATCH), now);
 	if (tbpf_mode & TBPF_MODE_MEMORY)
 		frame_mem_zero(f);
+#ifdef HAVE_BWSTACK
+	/* a backward node: it and its ops keyed by a derived stack */
+	if ((tbpf_mode & TBPF_MODE_BWSTACK) && !(flags & OPF_SKIP) &&
+	    (cookie & (TBPF_COOKIE_NODE | TBPF_COOKIE_PYNODE)))
+		bw_node(t, f, pid, PT_REGS_PARM2(ctx));   /* apply: `this` in rsi */
+#endif
 	t->depth = d + 1;
 	if (!(flags & OPF_SKIP)) {
 		emit_op_shape(REC_OP_ENTER, tid, now, pid, op_id, t->vdepth,
@@ -844,6 +858,12 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 		t->vdepth++;
 	}
 	t->busy = 0;
+#ifdef HAVE_BWSTACK
+	/* a forward op (last: nothing is live across the call) */
+	if ((tbpf_mode & TBPF_MODE_BWSTACK) && !(flags & OPF_SKIP) &&
+	    !(cookie & (TBPF_COOKIE_NODE | TBPF_COOKIE_PYNODE | TBPF_COOKIE_NODE_EVAL)))
+		bw_forward(t, f, pid);
+#endif
 	return 0;
 }
 

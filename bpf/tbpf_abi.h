@@ -39,6 +39,9 @@
  * autograd.Function's backward node, one C++ class for every Python
  * Function; the row is named from the Python object (py_nodes) */
 #define TBPF_COOKIE_PYNODE (1ULL << 35)
+/* a node class's apply (OPSYM_NODE; `this` in rsi): a backward node, whose
+ * ops take its forward op's stack with --group-by-stack (bwstack.bpf.h) */
+#define TBPF_COOKIE_NODE (1ULL << 36)
 /* bits 40..63: the op's name id (same for every overload of a name), for
  * torch.profiler's rule that an op whose only child has its own name is
  * shown as one op (aten::sum -> aten::sum.dim_IntList) */
@@ -55,6 +58,8 @@ enum tbpf_mode_flags {
 				      * REC_MEM records, per-op bytes */
 	TBPF_MODE_SHAPES = 1 << 5,   /* read input shapes at op entry (issue 16) */
 	TBPF_MODE_INPROC = 1 << 6,   /* capture: ops from the RecordFunction agent */
+	TBPF_MODE_BWSTACK = 1 << 7,  /* --group-by-stack: backward ops' stacks
+				      * (bwstack.bpf.h, struct tbpf_bwproc) */
 };
 
 /* ---- record types ---------------------------------------------------- */
@@ -86,6 +91,10 @@ enum tbpf_op_flags {
 	OPF_SCOPE = 1 << 5,     /* a record_function scope, not an op call */
 	OPF_USER = 1 << 6,      /* with OPF_SCOPE: a USER_SCOPE RecordFunction
 				 * (Kineto's user_annotation; else cpu_op) */
+	OPF_BWNODE = 1 << 7,    /* a backward node's frame: its ops are keyed
+				 * by a derived stack (bwstack.bpf.h) */
+	OPF_BWPEND = 1 << 8,    /* a forward op entered before its thread had
+				 * a torch thread id: registered at its exit */
 };
 
 
@@ -190,6 +199,63 @@ struct tbpf_boxop {
  * TBPF_PYNODE_EVAL_PREFIX + that name.  Both rows are op rows with ids in
  * the scope range (named through scope_names like scopes), but their
  * frames are ordinary op frames (exits by return probe). */
+/* --group-by-stack in the uprobe mode (issue 16, bwstack.bpf.h): what
+ * torch.profiler's _set_backward_stacktraces needs, read from outside.
+ * Per process: libtorch_cpu's TLS module id and where its thread_locals
+ * sit in the module's block (discover/tlsvar.h: the autograd sequence
+ * counter at::sequence_number::peek() reads, torch's thread id
+ * RecordFunction::currentThreadId() reads), and a Node's sequence_nr_ and
+ * thread_id_ (per torch version, checked by tests/unit/rf_layout.sh). */
+struct tbpf_bwproc {
+	__u64 modid;
+	__u32 seq_off, tid_off;
+	__u32 node_seq_off, node_tid_off;
+	/* libc10's module id and where its thread's excluded dispatch keys
+	 * sit (raw_local_dispatch_key_set.excluded_): an op entered with
+	 * autograd_mask excluded (below autograd) has no sequence number */
+	__u64 c10_modid;
+	__u32 c10_excl_off, pad;
+	__u64 autograd_mask;
+};
+/* The first forward op of (pid, torch thread, sequence number): its stack */
+struct tbpf_bwfwd_key {
+	__u32 pid, pad;
+	__u64 thread;
+	__u64 seq;
+};
+/* A derived stack the BPF side keyed rows by (value: its parts, the low
+ * 32 bits of the op's own stack and of the forward op's; found 0: no
+ * forward op, an empty Source Location) */
+struct tbpf_bwdkey {
+	__u32 pid, id;   /* id: bwstack_derive_id; the stack's id is
+			  * TBPF_BWSTACK_ID(id) */
+};
+struct tbpf_bwderived {
+	__u32 own, fwd, found, pad;
+};
+#define TBPF_BWSTACK_ID(d) (0xbac7ULL << 48 | (__u64)(d))
+/* glibc x86_64: tcbhead_t.dtv at fsbase + 8; 16-byte dtv_t entries,
+ * dtv[-1].counter the number of slots, (void *)-1 an unallocated block */
+#define TBPF_TCB_DTV 8
+#define TBPF_DTV_ENTRY 16
+
+/* bwstack_derive_id's hash (model/bwstack.h), shared with BPF: never 0,
+ * never own */
+static inline __u32 tbpf_bw_derive(__u32 own, __u32 fwd, __u32 found)
+{
+	__u64 h = 0x9e3779b97f4a7c15ULL ^ own;
+	__u32 d;
+
+	h = (h ^ ((__u64)fwd << 1 | (found ? 1 : 0))) * 0xbf58476d1ce4e5b9ULL;
+	h ^= h >> 31;
+	h *= 0x94d049bb133111ebULL;
+	h ^= h >> 29;
+	d = (__u32)h;
+	if (!d || d == own)
+		d = (__u32)(h >> 32) | 1;
+	return d == own ? own ^ 0x80000000u : d;
+}
+
 struct tbpf_pynode {
 	__u64 vtable;     /* PyNode's vtable in the process; 0: unknown */
 	__u32 obj_off;
@@ -668,6 +734,7 @@ struct tbpf_frame {
 	__u64 scope;     /* OPF_SCOPE: the at::RecordFunction's address */
 	__u64 shape;     /* input shape id its row is keyed by (issue 16) */
 	__u64 dup_shape; /* the folded child's */
+	__u64 bwseq;     /* OPF_BWPEND: its sequence number at entry */
 	/* --profile-memory: bytes (allocated - freed) per enum tbpf_mem_dev,
 	 * by this op alone and with its children; the dup child's (folded) */
 	__s64 mem_self[MEM_DEV_N], mem_total[MEM_DEV_N];
@@ -697,6 +764,10 @@ struct tbpf_thread {
 	 * has exited, and the slots are cleared when the tid's process
 	 * changes or its probes are re-attached. */
 	__u64 pyseen[TBPF_PYSEEN_N];
+	__u32 bw_nodes;   /* backward node frames open (OPF_BWNODE) */
+	__u32 bw_pad;
+	/* the last (torch thread, sequence number + 1) it registered */
+	__u64 bw_last_thread, bw_last_seq;
 };
 /* Who names a FUNCTION-scope RecordFunction without the profiler on (the
  * attach cookie of tbpf_scope_pend) */

@@ -101,9 +101,52 @@ inproc_case() {
 	log "$label: OK"
 }
 
+# The uprobe mode with backward (--backward: a loss.backward() per step):
+# the autograd nodes (their apply probed), their evaluate_function rows
+# and the ops inside nodes get torch.profiler's stacks too
+# (_set_backward_stacktraces: the sequence number and forward thread read
+# from libtorch_cpu's thread_locals and the Node, bpf/bwstack.bpf.h).
+# Every name the uprobe mode sees (--all, but the documented unseen
+# detach/detach_): every event key_averages groups
+# and its count; 1.13's event tree as above (--nodes, plus the raw aten
+# records of ops outside nodes without backward: stacks_case).
+uprobe_bw_case() {
+	# the detach/detach_ RecordFunctions no probe sees (test_scopes.sh)
+	local py=$1 label cmp=(--all --unseen detach,detach_) wl=(--iters 20 --backward)
+	label="torch $(torch_version "$py"), --group-by-stack 5, backward"
+	[[ "$(torch_version "$py")" == 1.* ]] && cmp+=(--nodes)
+	log "== $label"
+	"$py" "$WL/stack_model.py" --profile "${wl[@]}" > "$T/ref.json" 2> "$T/ref.err" ||
+		fail "$label: torch.profiler run failed: $(tail -n 2 "$T/ref.err" | tr '\n' ' ')"
+	start_workload wl "$py" stack_model.py "${wl[@]}" --linger 1
+	start_tbpf tb --pid "$(get wl pid)" --format json --duration 600s --group-by-stack 5 \
+		--record "$T/bw.tbpf"
+	go "$(get wl pid)"
+	wait_exit wl 300
+	expect_rc wl 0
+	wait_exit tb 30
+	expect_rc tb 0
+	grep -q "backward ops keep their own" "$(get tb err)" &&
+		fail "$label: $(grep "backward ops keep" "$(get tb err)")"
+	python3 "$E2E_DIR/compare_stacks.py" "$(get tb out)" "$T/ref.json" "${cmp[@]}" \
+		--pid "$(get wl pid)" --label "$label" ||
+		fail "$label: tbpf's (op, Source Location) rows differ from torch.profiler's (see log)"
+	"$TBPF" report "$T/bw.tbpf" --format json --group-by-stack 5 -o "$T/report.json" ||
+		fail "$label: tbpf report --group-by-stack 5 failed"
+	python3 "$E2E_DIR/compare_stacks.py" "$T/report.json" "$T/ref.json" "${cmp[@]}" \
+		--pid "$(get wl pid)" --label "$label (capture)" ||
+		fail "$label: the capture's (op, Source Location) rows differ from torch.profiler's (see log)"
+	log "$label: OK"
+}
+
 for py in "$PY1" "$PY2"; do
 	need_torch "$py"
+	if [ -n "${STACKS_ONLY:-}" ]; then
+		"$STACKS_ONLY" "$py"
+		continue
+	fi
 	stacks_case "$py"
+	uprobe_bw_case "$py"
 	inproc_case "$py" ""
 	inproc_case "$py" backward
 done

@@ -20,7 +20,9 @@
 # (op_input_t holds a std::vector<TensorMetadata>); a tree whose version
 # has no entry there fails.  And --inproc --group-by-stack's
 # RecordFunction::sequence_nr_, fwd_thread_id_, step_callbacks_.thread_id_
-# (INPROC_SEQ_*) and RecordScope::BACKWARD_FUNCTION.  A tree that is absent
+# (INPROC_SEQ_*) and RecordScope::BACKWARD_FUNCTION; and the uprobe mode's
+# --group-by-stack (NODE_SEQ_*): Node::sequence_nr_/thread_id_, libc10's
+# raw_local_dispatch_key_set.excluded_ and AutogradFunctionality's bit.  A tree that is absent
 # is reported, not checked.
 set -u
 cd "$(dirname "$0")/../.."
@@ -83,9 +85,11 @@ extern "C" {
 #if TORCH_VERSION_MAJOR == 1 && TORCH_VERSION_MINOR == 13
 constexpr tbpf_inproc_ivlayout IV = INPROC_IV_T1_13;
 constexpr tbpf_inproc_seqlayout SQ = INPROC_SEQ_T1_13;
+constexpr tbpf_bwproc NL = NODE_SEQ_T1_13;
 #elif TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR == 8
 constexpr tbpf_inproc_ivlayout IV = INPROC_IV_T2_8;
 constexpr tbpf_inproc_seqlayout SQ = INPROC_SEQ_T2_8;
+constexpr tbpf_bwproc NL = NODE_SEQ_T2_8;
 #else
 #error "no inproc_layouts.h entry for this torch version"
 #endif
@@ -182,6 +186,25 @@ static_assert(SQ.rf_tid_off == offsetof(at::RecordFunction, step_callbacks_) +
 	      offsetof(at::StepCallbacks, thread_id_), "step_callbacks_.thread_id_");
 static_assert(std::is_same<decltype(at::StepCallbacks::thread_id_), uint64_t>::value,
 	      "thread_id_ is uint64");
+/* the uprobe mode's --group-by-stack (bpf/bwstack.bpf.h): a Node's
+ * sequence_nr_ and thread_id_, libc10's thread-local excluded dispatch
+ * keys and the AutogradFunctionality bit (outside the XOR mask) */
+#include <torch/csrc/autograd/function.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+static_assert(NL.node_seq_off == offsetof(torch::autograd::Node, sequence_nr_), "Node::sequence_nr_");
+static_assert(std::is_same<std::remove_const<decltype(torch::autograd::Node::sequence_nr_)>::type,
+	      uint64_t>::value, "sequence_nr_ is uint64");
+static_assert(NL.node_tid_off == offsetof(torch::autograd::Node, thread_id_), "Node::thread_id_");
+static_assert(std::is_same<decltype(torch::autograd::Node::thread_id_), uint64_t>::value,
+	      "thread_id_ is uint64");
+static_assert(NL.c10_excl_off == offsetof(c10::impl::PODLocalDispatchKeySet, excluded_), "excluded_");
+static_assert(std::is_same<decltype(c10::impl::raw_local_dispatch_key_set),
+	      c10::impl::PODLocalDispatchKeySet>::value, "raw_local_dispatch_key_set");
+static_assert(NL.autograd_mask == c10::DispatchKeySet(c10::DispatchKey::AutogradFunctionality).repr_,
+	      "AutogradFunctionality's bit");
+static_assert(!(c10::default_excluded_set.repr_ & NL.autograd_mask), "not in the XOR mask");
+static_assert((c10::autograd_dispatch_keyset_with_ADInplaceOrView.repr_ & NL.autograd_mask),
+	      "below-autograd guards exclude that bit");
 // agent/modcall.h's hook stands for getTracingState as void *(void *):
 // no argument, a reference returned in rax (an sret return would pass too)
 #include <torch/csrc/jit/frontend/tracer.h>

@@ -5,6 +5,7 @@
  * entries).  The sequences are those torch 2.8 recorded for
  * tests/workloads/stack_model.py --backward (seq 48: first taken by an op
  * that made no node, as torch.profiler keeps it). */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,6 +15,7 @@
 #include <cmocka.h>
 #include "bwstack.h"
 #include "stacks.h"
+#include "bw_session.h"
 
 #define PID 100
 #define TID 7223    /* kernel thread */
@@ -187,13 +189,32 @@ static void derive_stack(void **state)
 	stackstore_free(&ss);
 }
 
+/* The uprobe mode's Node layout (bw_session.c): the verified versions
+ * only (values checked against the headers by rf_layout.sh) */
+static void node_layouts(void **state)
+{
+	struct tbpf_bwproc p = { 0 };
+
+	(void)state;
+	assert_int_equal(bw_node_layout("2.8.0+cpu", &p), 0);
+	assert_int_equal(p.node_seq_off, 24);
+	assert_int_equal(p.node_tid_off, 48);
+	assert_int_equal(p.autograd_mask, 1ULL << 37);
+	assert_int_equal(bw_node_layout("1.13.0a0+git", &p), 0);
+	assert_int_equal(bw_node_layout("2.9.0", &p), -ENOENT);
+	assert_int_equal(bw_node_layout("1.1.0", &p), -ENOENT);
+	assert_int_equal(bw_node_layout(NULL, &p), -ENOENT);
+	/* the BPF side's hash is the model's */
+	assert_int_equal(tbpf_bw_derive(7, 9, 1), bwstack_derive_id(7, 9, true));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(first_forward_wins), cmocka_unit_test(node_scope),
 		cmocka_unit_test(no_forward),         cmocka_unit_test(window),
 		cmocka_unit_test(missed_exit),        cmocka_unit_test(derive_id),
-		cmocka_unit_test(derive_stack),
+		cmocka_unit_test(derive_stack), cmocka_unit_test(node_layouts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

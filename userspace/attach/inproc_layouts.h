@@ -48,4 +48,15 @@
 #define INPROC_SEQ_T1_13 { .rf_seq_off = 200, .rf_fwd_tid_off = 248, .rf_tid_off = 88 }
 #define INPROC_SEQ_T2_8 { .rf_seq_off = 200, .rf_fwd_tid_off = 304, .rf_tid_off = 88 }
 
+/* Where a torch::autograd::Node keeps sequence_nr_ and thread_id_ (the
+ * uprobe mode's --group-by-stack: a backward node's forward op,
+ * bpf/bwstack.bpf.h; struct tbpf_bwproc's node fields); and in
+ * c10::impl::PODLocalDispatchKeySet the offset of excluded_ and the bit
+ * of DispatchKey::AutogradFunctionality (not in default_excluded_set, the
+ * mask excluded_ is stored XORed with); checked by rf_layout.sh. */
+#define NODE_SEQ_T1_13 { .node_seq_off = 24, .node_tid_off = 48, \
+	.c10_excl_off = 8, .autograd_mask = 1ULL << 37 }
+#define NODE_SEQ_T2_8 { .node_seq_off = 24, .node_tid_off = 48, \
+	.c10_excl_off = 8, .autograd_mask = 1ULL << 37 }
+
 #endif

@@ -734,6 +734,7 @@ static struct session_config session_config_of(const struct live_opts *o)
 		.run_hold = o->wait_torch && !o->run_stopped,
 		.cuda_only_ok = true,       /* issue 18: plain CUDA programs */
 		.shapes = o->record_shapes,
+		.bwstack = o->stack_n > 0,
 		.memory = o->memory,
 		.mem_map_size = o->mem_map_size,
 	};

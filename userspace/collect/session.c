@@ -44,6 +44,7 @@
 #include "elfsym.h"
 #include "boxedop.h"
 #include "shape_session.h"
+#include "bw_session.h"
 #include "shapes.h"
 #include "mem_attach.h"
 #include "memory.h"
@@ -178,8 +179,38 @@ int session_note_derived(struct session *s, uint32_t pid, uint64_t id, uint32_t 
 	return 0;
 }
 
+/* Derived stacks the BPF side keyed backward ops by (issue 16,
+ * bwstack.bpf.h), made once their parts are known (all: regardless). */
+static void sync_derived(struct session *s, bool all)
+{
+	int fd = bpf_map__fd(s->skel->maps.bw_derived);
+	struct tbpf_bwdkey key, next, *prev = NULL;
+	struct tbpf_bwderived v;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &v) ||
+		    stackstore_find(&s->stacks, key.pid, TBPF_BWSTACK_ID(key.id)))
+			continue;
+		if (!all && ((v.own && !stackstore_find_low32(&s->stacks, key.pid, v.own)) ||
+			     (v.found && v.fwd && !stackstore_find_low32(&s->stacks, key.pid, v.fwd))))
+			continue;
+		session_note_derived(s, key.pid, TBPF_BWSTACK_ID(key.id), v.own, v.fwd, v.found);
+	}
+}
+
 /* New stacks in the BPF dedup map (table mode has no records). */
+static void sync_stacks_only(struct session *s);
+
 static void sync_stacks(struct session *s)
+{
+	sync_stacks_only(s);
+	if (s->cfg.bwstack)
+		sync_derived(s, false);
+}
+
+static void sync_stacks_only(struct session *s)
 {
 	int fd = bpf_map__fd(s->skel->maps.pystacks);
 	__u64 key, next, *prev = NULL;
@@ -284,6 +315,8 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 		mode |= TBPF_MODE_PYSTACK;
 	if (cfg->shapes)
 		mode |= TBPF_MODE_SHAPES;
+	if (cfg->bwstack && cfg->python)
+		mode |= TBPF_MODE_BWSTACK;
 	s->shapes_ok = -1;
 	if (cfg->memory)
 		mode |= TBPF_MODE_MEMORY;
@@ -510,6 +543,35 @@ static void py_nodes_set(struct session *s, struct tgt *tg, bool add)
 	bpf_map_update_elem(fd, &key, &v, BPF_ANY);
 }
 
+/* --group-by-stack: where the process's backward nodes find their forward
+ * ops (issue 16, bw_session.h), before the op probes go live.  Not
+ * verified: one line, and backward ops keep their own stacks. */
+static void bw_procs_set(struct session *s, struct tgt *tg, bool add)
+{
+	int fd = bpf_map__fd(s->skel->maps.bw_procs);
+	__u32 key = (__u32)tg->t.pid;
+	struct tbpf_bwproc v;
+	char *why = NULL;
+
+	if (!add) {
+		bpf_map_delete_elem(fd, &key);
+		return;
+	}
+	if (!(s->cfg.bwstack && s->cfg.python))
+		return;
+	if (bw_proc_of(tg->t.pid, &tg->t, &v, &why)) {
+		fprintf(stderr, "tbpf: warning: pid %d: backward ops keep their own Python stacks in "
+				"--group-by-stack (%s)\n", tg->t.pid, why ? why : "out of memory");
+		free(why);
+		return;
+	}
+	if (s->cfg.verbose)
+		fprintf(stderr, "tbpf: pid %d: backward stacks: TLS module %llu, sequence counter at "
+				"+%u, thread id at +%u\n", tg->t.pid, (unsigned long long)v.modid,
+			v.seq_off, v.tid_off);
+	bpf_map_update_elem(fd, &key, &v, BPF_ANY);
+}
+
 /* Operator name -> row for the boxed-call probe (issue 15, boxedop.h):
  * every ::call operator by the hash of its c10::OperatorName.  Removing
  * also drops the OperatorDef* cache of the process.  Returns how many
@@ -667,6 +729,7 @@ static void tgt_detach(struct session *s, struct tgt *tg)
 	node_evals_set(s, tg, false);
 	boxed_names_set(s, tg, false);
 	py_nodes_set(s, tg, false);
+	bw_procs_set(s, tg, false);
 }
 
 static bool is_attached(struct session *s, pid_t pid)
@@ -940,6 +1003,8 @@ static int attach_torch(struct session *s, struct tgt *tg, bool filter, char **w
 		add_gpu_agent(s, tg->t.pid);
 	if (!err)
 		py_nodes_set(s, tg, true);
+	if (!err)
+		bw_procs_set(s, tg, true);
 	if (!err)
 		err = attach_op_probes(s, tg, no_returns, why);
 	if (!err)
@@ -1775,6 +1840,8 @@ int session_srcloc(struct session *s, struct profile *p, unsigned depth, bool lo
 
 	if (s->cfg.python)
 		sync_stacks(s);
+	if (s->cfg.python && s->cfg.bwstack)
+		sync_derived(s, true);
 	for (size_t i = 0; i < s->stacks.n && !err; i++) {
 		const struct sym_stack *st = &s->stacks.v[i];
 

@@ -65,6 +65,8 @@ struct session_config {
 	 * run hold) */
 	bool cuda_only_ok;
 	bool shapes;                /* --record-shapes: input shapes at op entry */
+	bool bwstack;               /* --group-by-stack: backward ops get their
+				     * forward op's stack (bw_session.h) */
 	/* --profile-memory (issue 17): allocator probes, per-op bytes,
 	 * REC_MEM records into `mem` (the memory model, NULL: not kept);
 	 * mem_map_size: entries of the BPF map of live CPU allocations */

@@ -454,6 +454,7 @@ int target_open(pid_t pid, uint32_t id_base, unsigned flags, struct target *t, c
 					     (s->redispatch ? TBPF_COOKIE_REDISPATCH : 0) |
 					     (s->kind == OPSYM_EVAL ? TBPF_COOKIE_NODE_EVAL : 0) |
 					     (s->kind == OPSYM_BOXED ? TBPF_COOKIE_BOXED : 0) |
+					     (s->kind == OPSYM_NODE ? TBPF_COOKIE_NODE : 0) |
 					     ((uint64_t)(name_id & 0xffffff) << TBPF_COOKIE_NAME_SHIFT);
 		}
 		t->nprobes += l->n;

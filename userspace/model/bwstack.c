@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "tbpf_abi.h"
 #include "bwstack.h"
 #include "grow.h"
 
@@ -177,17 +178,7 @@ void bwstack_bwd(struct bwstack *b, uint32_t pid, uint32_t tid, uint64_t fthread
 
 uint32_t bwstack_derive_id(uint32_t own, uint32_t fwd, bool found)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ own;
-	uint32_t d;
-
-	h = (h ^ ((uint64_t)fwd << 1 | found)) * 0xbf58476d1ce4e5b9ull;
-	h ^= h >> 31;
-	h *= 0x94d049bb133111ebull;
-	h ^= h >> 29;
-	d = (uint32_t)h;
-	if (!d || d == own)
-		d = (uint32_t)(h >> 32) | 1;
-	return d == own ? own ^ 0x80000000u : d;
+	return tbpf_bw_derive(own, fwd, found);
 }
 
 /* true when key was not in the set (and is now) */

@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "tbpf_abi.h"
 
 #define BWSTACK_WINDOW (1u << 16)
 #define BWSTACK_THREADS 64
@@ -37,7 +38,7 @@
 
 /* A derived stack's 64-bit id in stack stores and captures (rows carry
  * the low 32 bits, as for the agent's stacks). */
-#define BWSTACK_STACK_ID(d) (0xbac7ull << 48 | (uint64_t)(d))
+#define BWSTACK_STACK_ID(d) TBPF_BWSTACK_ID(d)   /* tbpf_abi.h */
 
 struct bwstack;
 
