@@ -40,6 +40,7 @@
 #include "uprobe.h"
 #include "cuda_session.h"
 #include "gpu_session.h"
+#include "cudaattr.h"
 #include "elfsym.h"
 #include "boxedop.h"
 #include "shape_session.h"
@@ -254,6 +255,10 @@ static int on_record(void *ctx, void *data, size_t size)
 	 * poll: 100-200 ms later), after a short job had freed its model */
 	if (s->cfg.python && (st = capture_pystack_of(data, size)))
 		stack_seen(s, st);
+	if (s->cfg.cuda_hook && cudaattr_is_cuda(data, size)) {
+		s->cfg.cuda_hook(s->cfg.cuda_hook_ctx, data, size);
+		return 0;
+	}
 	if (s->cfg.cw && capture_write_raw(s->cfg.cw, data, size))
 		s->record_errors++;
 	if (s->cfg.cuda)
@@ -1787,6 +1792,19 @@ void session_detach_all(struct session *s)
 		gpu_session_detach(&s->gpu);
 	if (s->rb)
 		ring_buffer__consume(s->rb);
+}
+
+void session_drain(struct session *s)
+{
+	if (s->rb)
+		ring_buffer__consume(s->rb);
+}
+
+int session_cuda_add(struct session *s, const struct rec_hdr *h)
+{
+	if (!s->cfg.cuda)
+		return 0;
+	return cuda_session_record(&s->cuda, h, h->size) == -ENOMEM ? -ENOMEM : 0;
 }
 
 struct gpu_session *session_gpu(struct session *s)
