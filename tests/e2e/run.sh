@@ -10,6 +10,7 @@
 #   E2E_TIMEOUT   default per-test timeout in seconds (600); a test can set
 #                 its own with a "# timeout: N" line near its top
 #   E2E_LOGS      log directory (default build/e2e-logs)
+#   E2E_LOCK      run each test under `flock -o E2E_LOCK` (shared machines)
 #   TBPF, PY1, PY2  see tests/e2e/lib.sh
 set -uo pipefail
 
@@ -50,8 +51,12 @@ for t in "${tests[@]}"; do
 	mkdir -p "$tmp"
 	to=$(sed -n 's/^# timeout: *\([0-9][0-9]*\).*/\1/p' "$t" | head -n1)
 	to=${to:-$DEFAULT_TIMEOUT}
+	# E2E_LOCK=FILE: each test under flock FILE (machines where other
+	# tbpf runs share the libraries); the wait is outside its timeout
+	lock=()
+	[ -n "${E2E_LOCK:-}" ] && lock=(flock -o "$E2E_LOCK")
 	start=$(date +%s)
-	E2E_REASON=$reason E2E_TMP=$tmp timeout -k 15 "$to" bash "$t" > "$log" 2>&1 < /dev/null
+	E2E_REASON=$reason E2E_TMP=$tmp "${lock[@]}" timeout -k 15 "$to" bash "$t" > "$log" 2>&1 < /dev/null
 	rc=$?
 	secs=$(($(date +%s) - start))
 	why=""

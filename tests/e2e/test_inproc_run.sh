@@ -9,6 +9,13 @@
 #    against the same job entirely under torch.profiler (--first --profile):
 #    every row of key_averages() with its count (compare_rows.py), the
 #    checksum unchanged, tbpf says it held the command at its first op;
+#  - race_threads.py: a worker thread started right after `import torch`
+#    and the main thread run 20,000 ops each at once (the GIL is released
+#    around each op): every thread is held while the callbacks are
+#    registered, so every aten op's calls equal those of the same work
+#    under torch.autograd.profiler, and aten::add / aten::mul are the
+#    job's known 20,000 each (without the hold of every thread all of the
+#    main thread's were lost, 6 runs of 6);
 #  - a command that exits with status 3 after its ops: the same exit
 #    status and line as the uprobe mode's `tbpf run`, its ops counted;
 #  - an unverified torch (libtorch_cpu 1.13's file under the soname
@@ -44,6 +51,39 @@ run_case() {
 	python3 "$E2E_DIR/compare_rows.py" "$T/$name.json" "$T/$name.ref.json" --pid "$pid" \
 		--nest "train_step=forward+backward+optimizer" ||
 		fail "$label: tbpf's rows differ from torch.profiler's (see log)"
+	log "$label: OK"
+}
+
+# race_case PY: a second thread runs ops from the start
+race_case() {
+	local py=$1 n=20000 label name
+	label="torch $(torch_version "$py") tbpf run --inproc, two threads from the first op"
+	name=race_$(basename "$(dirname "$(dirname "$py")")")
+	"$py" "$WL/race_threads.py" --n $n --profile > "$T/$name.ref.json" 2> "$T/$name.ref.err" ||
+		fail "$label: torch.autograd.profiler run failed: $(tail -n 2 "$T/$name.ref.err")"
+	timeout -k 5 300 "$TBPF" run --inproc --format json -o "$T/$name.json" -v -- \
+		"$py" "$WL/race_threads.py" --n $n > "$T/$name.out" 2> "$T/$name.err" ||
+		fail "$label: rc $?: $(tail -n 3 "$T/$name.err")"
+	grep -q "threads held while the callbacks are registered" "$T/$name.err" ||
+		fail "$label: no threads held: $(tail -n 3 "$T/$name.err")"
+	grep -q "not held" "$T/$name.err" && fail "$label: $(grep -m1 'not held' "$T/$name.err")"
+	python3 - "$T/$name.json" "$T/$name.ref.json" $n "$label" << 'PY' || fail "$label: counts differ (see log)"
+import collections, json, sys
+got = collections.Counter()
+for r in json.load(open(sys.argv[1]))["ops"]:
+    if r["name"].startswith("aten::"):
+        got[r["name"]] += r["calls"] + r.get("folded", 0)
+want, n = json.load(open(sys.argv[2]))["events"], int(sys.argv[3])
+bad = ["%s: tbpf %d, torch.autograd.profiler %d" % (k, got.get(k, 0), want.get(k, 0))
+       for k in sorted(set(got) | set(want)) if got.get(k, 0) != want.get(k, 0)]
+bad += ["%s: %d calls, the job makes %d" % (k, got[k], n)
+        for k in ("aten::add", "aten::mul") if got[k] != n]
+print("    %s: %d aten rows, %d calls; aten::add %d, aten::mul %d" % (
+    sys.argv[4], len(got), sum(got.values()), got["aten::add"], got["aten::mul"]))
+for b in bad:
+    print("  -> WRONG: " + b)
+sys.exit(1 if bad else 0)
+PY
 	log "$label: OK"
 }
 
@@ -100,6 +140,7 @@ for py in "$PY2" "$PY1"; do
 		continue
 	fi
 	run_case "$py"
+	race_case "$py"
 	status_case "$py"
 done
 fallback_case

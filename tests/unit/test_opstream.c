@@ -1,7 +1,9 @@
 /* test_opstream.c - op rows from a record stream, window by window
  * (model/opstream.c, tbpf daemon --inproc): nesting and self time, an op
  * open across a take, an exit without its enter, an enter deeper than the
- * frames seen, two threads, the histogram buckets (bpf/hist.bpf.h's). */
+ * frames seen, two threads, the histogram buckets (bpf/hist.bpf.h's);
+ * rows apart per call site (the enter's Python stack, the daemon's
+ * profiles), the exit's stack field ignored. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -125,12 +127,54 @@ static void many_rows(void **state)
 	opstream_free(s);
 }
 
+static struct rec_op at(struct rec_op r, uint32_t stack)
+{
+	r.stack_id = stack;
+	return r;
+}
+
+static void call_sites(void **state)
+{
+	struct opstream *s = opstream_new();
+	struct opstream_row *v;
+	size_t n, a = 0, b = 0;
+
+	/* op 5 from stack 11 (100 ns), then stack 12 twice (200, 300 ns); the
+	 * exits carry no stack: the enter's keys the row */
+	add(s, at(rec(REC_OP_ENTER, 1, 0, 5, 0), 11));
+	add(s, rec(REC_OP_EXIT, 1, 100, 5, 0));
+	add(s, at(rec(REC_OP_ENTER, 1, 1000, 5, 0), 12));
+	add(s, rec(REC_OP_EXIT, 1, 1200, 5, 0));
+	add(s, at(rec(REC_OP_ENTER, 1, 2000, 5, 0), 12));
+	add(s, at(rec(REC_OP_EXIT, 1, 2300, 5, 0), 11));
+	v = opstream_take(s, &n);
+	assert_int_equal(n, 2);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(v[i].op_id, 5);
+		if (v[i].stack_id == 11) {
+			a++;
+			assert_int_equal(v[i].calls, 1);
+			assert_int_equal(v[i].self_ns, 100);
+		} else {
+			b++;
+			assert_int_equal(v[i].stack_id, 12);
+			assert_int_equal(v[i].calls, 2);
+			assert_int_equal(v[i].self_ns, 500);
+		}
+	}
+	assert_int_equal(a, 1);
+	assert_int_equal(b, 1);
+	free(v);
+	opstream_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(buckets),
 		cmocka_unit_test(windows),
 		cmocka_unit_test(many_rows),
+		cmocka_unit_test(call_sites),
 	};
 	return cmocka_run_group_tests_name("opstream", tests, NULL, NULL);
 }

@@ -14,7 +14,10 @@ Per iteration (the test derives its expected numbers from these arguments):
   Model/head/norm     Norm      aten::lknorm: layer_norm_kernel x NORM
 
   cuda_layers_model.py --lib PATH [--iters N] [--conv 3] [--head 2]
-                       [--norm 1] [--copy 4096]
+                       [--norm 1] [--copy 4096] [--rf]
+--rf: each lk call also runs inside a torch.autograd.profiler.record_function
+of the op's name (aten::lkconv, ...), a RecordFunction, so tbpf --inproc,
+which sees RecordFunctions only, has the same ops as the uprobe mode.
 Protocol: tests/workloads/wl_common.py (READY, SIGUSR1, RESULT).
 """
 import argparse
@@ -33,6 +36,7 @@ p.add_argument("--conv", type=int, default=3)
 p.add_argument("--head", type=int, default=2)
 p.add_argument("--norm", type=int, default=1)
 p.add_argument("--copy", type=int, default=4096)
+p.add_argument("--rf", action="store_true")
 args = p.parse_args()
 
 lib = ctypes.CDLL(args.lib)
@@ -42,7 +46,14 @@ def op(sym, *argtypes):
     f = getattr(lib, sym)
     f.argtypes = list(argtypes)
     f.restype = ctypes.c_int
-    return f
+    if not args.rf:
+        return f
+    name = "aten::" + sym.split("4_ops")[1].lstrip("0123456789").split("4call")[0]
+
+    def in_rf(*a):
+        with torch.autograd.profiler.record_function(name):
+            return f(*a)
+    return in_rf
 
 
 lkconv = op("_ZN2at4_ops6lkconv4callEi", ctypes.c_int)

@@ -315,6 +315,8 @@ static long drain_ring(pid_t pid, const struct inproc_loc *loc, struct inproc_re
 
 		if (err)
 			return err;
+		if (rd->fn_head)
+			rd->fn_head(ctx);
 		n = head - *tail > DRAIN_CHUNK ? DRAIN_CHUNK : (size_t)(head - *tail);
 		if (!n)
 			break;
@@ -337,8 +339,10 @@ static long drain_ring(pid_t pid, const struct inproc_loc *loc, struct inproc_re
 		err = remote_write(pid, tail_at, tail, sizeof(*tail));
 		if (err)
 			return err;
-		if (k < n)
+		if (k < n) {
+			rd->caught_up = false;   /* a slot not committed yet */
 			break;
+		}
 	}
 	return total;
 }
@@ -346,7 +350,10 @@ static long drain_ring(pid_t pid, const struct inproc_loc *loc, struct inproc_re
 long inproc_drain(pid_t pid, const struct inproc_loc *loc, struct inproc_reader *rd,
 		  inproc_rec_fn fn_rec, inproc_name_fn fn_name, void *ctx)
 {
-	long total = drain_ring(pid, loc, rd, loc->ring, CTL_OFF(head), CTL_OFF(tail), &rd->tail,
+	long total;
+
+	rd->caught_up = true;   /* unless a ring stops before its head */
+	total = drain_ring(pid, loc, rd, loc->ring, CTL_OFF(head), CTL_OFF(tail), &rd->tail,
 				fn_rec, fn_name, ctx);
 
 	for (int k = 0; total >= 0 && loc->shard_rings && k < TBPF_INPROC_SHARDS; k++) {
@@ -358,6 +365,8 @@ long inproc_drain(pid_t pid, const struct inproc_loc *loc, struct inproc_reader 
 
 		total = n < 0 ? n : total + n;
 	}
+	if (total < 0)
+		rd->caught_up = false;
 	return total;
 }
 

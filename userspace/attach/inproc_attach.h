@@ -81,6 +81,10 @@ struct inproc_reader {
 	struct tbpf_inproc_name *nbuf;
 	struct tbpf_shape *sbuf;
 	inproc_shape_fn_t fn_shape;   /* set by the caller, or NULL */
+	/* after each read of the ring's head, before its slots are handed
+	 * on (--inproc's CUDA records: join/cudaattr.h); NULL: none */
+	void (*fn_head)(void *ctx);
+	bool caught_up;       /* the last drain read every slot up to its last head */
 };
 typedef int (*inproc_rec_fn)(void *ctx, const struct tbpf_inproc_rec *r);
 typedef int (*inproc_name_fn)(void *ctx, const struct tbpf_inproc_name *n);

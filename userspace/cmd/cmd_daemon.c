@@ -44,8 +44,9 @@ static const char usage[] =
 "      --no-cuda         no CUDA probes (kernel launch and copy counters)\n"
 "      --profile-memory  allocator probes: tbpf_op_self_memory_bytes per op\n"
 "      --inproc          with --pid: tbpf's RecordFunction agent in each target\n"
-"                        (as tbpf --inproc) instead of uprobes; op counters and\n"
-"                        histograms only (no pprof, budget, CUDA or memory)\n"
+"                        (as tbpf --inproc) instead of uprobes: op counters,\n"
+"                        histograms, and with --pprof-dir/--push profiles with\n"
+"                        Python stacks (no budget, CUDA or memory)\n"
 "      --ring-size SIZE  ring buffer for CUDA records (default 2M: ~25,000\n"
 "                        records between two reads 100 ms apart)\n"
 "  -d, --duration TIME   stop after TIME (default: until SIGINT/SIGTERM)\n"
@@ -57,7 +58,8 @@ static const char usage[] =
 "  sudo tbpf daemon --listen 0.0.0.0:9464 --label cluster=a --top 30\n"
 "  sudo tbpf daemon --pprof-dir /var/lib/tbpf --keep 60 --window 60s\n"
 "  sudo tbpf daemon --push http://pyroscope:4040 --max-overhead 1%\n"
-"  sudo tbpf daemon --inproc --pid 1234 --window 10s\n";
+"  sudo tbpf daemon --inproc --pid 1234 --window 10s\n"
+"  sudo tbpf daemon --inproc --pid 1234 --push http://pyroscope:4040\n";
 
 void daemon_opts_free(struct daemon_opts *o)
 {
@@ -244,9 +246,15 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 			    "(no system-wide scan, --comm or --cgroup)");
 		return TBPF_EXIT_USAGE;
 	}
-	if (o->inproc && (o->max_overhead > 0 || o->pprof_dir || o->push_url || o->memory)) {
-		*err = strf("--inproc gives op counters and histograms only: no --max-overhead, "
-			    "--pprof-dir, --push or --profile-memory");
+	if (o->inproc && o->max_overhead > 0) {
+		*err = strf("--max-overhead chooses which ops' uprobes to switch on and when; "
+			    "--inproc has one callback for every op, nothing to choose: drop one "
+			    "of them (docs/fleet.md)");
+		return TBPF_EXIT_USAGE;
+	}
+	if (o->inproc && o->memory) {
+		*err = strf("--profile-memory counts bytes with allocator uprobes; --inproc does not "
+			    "attach them: drop one of them");
 		return TBPF_EXIT_USAGE;
 	}
 	if (o->max_overhead > 0 && o->sel.exits != EXITS_INFER) {

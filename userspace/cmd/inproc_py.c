@@ -8,12 +8,29 @@
 #include "profile.h"
 #include "srcloc.h"
 #include "bwstack.h"
+#include "procmaps.h"
+#include "target.h"
 
 bool inproc_py_wanted(const struct live_opts *o)
 {
 	const char *f = o->format ? o->format : "table";
 
 	return o->python && (o->record || o->stack_n || o->steps.tensorboard || strcmp(f, "table"));
+}
+
+bool inproc_cuda_wanted(const struct live_opts *o)
+{
+	if (!o->cuda)
+		return false;
+	for (size_t i = 0; i < o->sel.npids; i++) {
+		struct pm_maps m = { 0 };
+		bool yes = !procmaps_read(o->sel.pids[i], &m) && target_maps_cuda(&m);
+
+		procmaps_free(&m);
+		if (yes)
+			return true;
+	}
+	return false;
 }
 
 /* Module calls straight into the rows (table, json, tree: no capture). */
@@ -26,12 +43,15 @@ static void modcall_hook(void *ctx, const struct rec_hdr *h, size_t size)
 }
 
 struct session *inproc_py_open(const struct live_opts *o, struct capture_writer *cw,
-			       struct profile *p)
+			       struct profile *p, const struct inproc_py_cuda *cuda)
 {
 	struct session_config cfg = {
 		.exits = EXITS_INFER,       /* no op probes: nothing returns */
 		.record = true,             /* REC_MODCALL records */
-		.python = true,
+		.python = !cuda || cuda->python,
+		.cuda = cuda != NULL,
+		.cuda_hook = cuda ? cuda->hook : NULL,
+		.cuda_hook_ctx = cuda ? cuda->ctx : NULL,
 		.no_multi = o->no_multi,
 		.no_hist = true,
 		.ring_size = o->sel.ring_size,
@@ -47,7 +67,7 @@ struct session *inproc_py_open(const struct live_opts *o, struct capture_writer 
 	struct session *s = session_open(&cfg, &why, &code);
 
 	if (!s) {
-		fprintf(stderr, "tbpf: --inproc: no layer tree or Python stacks: %s\n",
+		fprintf(stderr, "tbpf: --inproc: no layer tree, Python stacks or CUDA calls: %s\n",
 			why ? why : "cannot load the module-call probe");
 		free(why);
 	}
@@ -87,10 +107,11 @@ void inproc_py_stop(struct session *s)
 	session_poll(s, 0);
 }
 
-int inproc_py_tree(struct session *s, const struct profile *p, struct layer_tree **out)
+int inproc_py_tree(struct session *s, const struct profile *p, const struct cuda_model *cm,
+		   struct layer_tree **out)
 {
 	*out = NULL;
-	return s ? session_layer_tree(s, p, NULL, out) : 0;
+	return s ? session_layer_tree(s, p, cm, out) : 0;
 }
 
 int inproc_py_derive(struct session *s, uint32_t pid, const struct bwstack_derived *d)

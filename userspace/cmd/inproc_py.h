@@ -5,6 +5,7 @@
 #ifndef TBPF_INPROC_PY_H
 #define TBPF_INPROC_PY_H
 #include <stdbool.h>
+#include <stddef.h>
 #include "options.h"
 
 struct capture_writer;
@@ -17,13 +18,27 @@ struct layer_tree;
  * but the table (the tree, json's layers, traces, --record captures), and
  * the table with --group-by-stack (its Source Location column). */
 bool inproc_py_wanted(const struct live_opts *o);
+/* Whether --inproc probes libcudart/libcuda as the uprobe mode does: CUDA
+ * on (no --no-cuda) and a target maps one of them at attach. */
+bool inproc_cuda_wanted(const struct live_opts *o);
+struct rec_hdr;
+struct cuda_model;
+/* The CUDA probes in the session (inproc_py_open): their records go to
+ * hook (join/cudaattr.h), handed back with session_cuda_add; python:
+ * whether stacks are walked too. */
+struct inproc_py_cuda {
+	void (*hook)(void *ctx, const struct rec_hdr *h, size_t size);
+	void *ctx;
+	bool python;
+};
 /* A BPF session for the module-call probe and the stacks' names: its
  * records and named stacks into cw (a capture), or (cw NULL) the module
  * calls into p.  NULL after a warning: the run goes on without the tree.
  * Opened before the agents start (loading BPF takes about 0.4 s, while
- * nobody would drain their rings). */
+ * nobody would drain their rings).  With cuda, the CUDA probes too (and
+ * Python stacks only if cuda->python). */
 struct session *inproc_py_open(const struct live_opts *o, struct capture_writer *cw,
-			       struct profile *p);
+			       struct profile *p, const struct inproc_py_cuda *cuda);
 /* Every --pid into s once the agents started: with the module-call
  * probe, or (probe false: the agents count module calls themselves,
  * agent/modcall.h) without it. */
@@ -33,7 +48,8 @@ int inproc_py_stack(void *session, const struct rec_pystack *r);
 /* Detach the probe and drain the last module calls. */
 void inproc_py_stop(struct session *s);
 /* The layer tree of p's rows from the stacks named (model_layers). */
-int inproc_py_tree(struct session *s, const struct profile *p, struct layer_tree **out);
+int inproc_py_tree(struct session *s, const struct profile *p, const struct cuda_model *cm,
+		   struct layer_tree **out);
 struct bwstack_derived;
 /* struct inproc_out's derive callback (ctx: the session): a backward op's
  * stack, named in the session's store (session_note_derived). */

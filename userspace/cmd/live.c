@@ -202,9 +202,7 @@ static const char *cuda_op_name(void *ctx, uint32_t id)
 	return session_op_name(ctx, id, NULL);
 }
 
-/* Kernel names for `tbpf report` (issue 5): the host-stub symbols named
- * while the targets' libraries could be read, as KERNEL meta records. */
-static void write_kernel_names(struct capture_writer *cw, const struct cuda_model *cm)
+void live_write_kernel_names(struct capture_writer *cw, const struct cuda_model *cm)
 {
 	for (size_t i = 0; cm && i < cm->nkernels; i++) {
 		const struct cuda_kernel *k = &cm->kernels[i];
@@ -707,7 +705,7 @@ static int end_capture(struct capture_writer *cw, struct session *s, const uint6
 	};
 	int err;
 
-	write_kernel_names(cw, session_cuda(s, NULL, NULL));
+	live_write_kernel_names(cw, session_cuda(s, NULL, NULL));
 	capture_write_end(cw, &ei);
 	err = capture_writer_close(cw);
 	if (err)

@@ -9,5 +9,9 @@ int live_run(const struct live_opts *o);
 /* Thread names of pid into the capture (also --inproc's). */
 struct capture_writer;
 void live_write_threads(struct capture_writer *cw, pid_t pid);
+struct cuda_model;
+/* Kernel names for `tbpf report` (issue 5): the host-stub symbols named
+ * while the targets' libraries could be read, as KERNEL meta records. */
+void live_write_kernel_names(struct capture_writer *cw, const struct cuda_model *cm);
 
 #endif

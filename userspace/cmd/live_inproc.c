@@ -12,6 +12,9 @@
 #include <unistd.h>
 #include "tbpf_abi.h"
 #include "capture.h"
+#include "cuda_model.h"
+#include "cuda_ops.h"
+#include "cudaattr.h"
 #include "cmd_report.h"
 #include "exitcode.h"
 #include "inproc_attach.h"
@@ -154,14 +157,64 @@ struct sink {
 	struct session *py;    /* stacks named, module-call probe if needed (inproc_py.h) */
 	struct profile *prof;  /* the model's rows (no capture): module calls */
 	struct steps_watch *sw; /* --steps / --schedule: boundaries as they come */
+	struct cudaattr *ca;   /* CUDA records held until their op is known */
+	int cuda_err;          /* the first failure to hold one */
 };
+
+/* join/cudaattr.h: a CUDA record from the session's ring, held */
+static void cuda_hook(void *ctx, const struct rec_hdr *h, size_t size)
+{
+	struct sink *k = ctx;
+	int err = cudaattr_cuda(k->ca, h, size);
+
+	if (err && !k->cuda_err)
+		k->cuda_err = err;
+}
+
+/* ... and handed on with its op, into the stream where BPF would have
+ * written it in the uprobe mode */
+static int out_cuda(void *ctx, const struct rec_hdr *h)
+{
+	struct sink *k = ctx;
+	int err = session_cuda_add(k->py, h);
+
+	if (err)
+		return err;
+	return k->cw ? capture_write_raw(k->cw, h, h->size) : model_feed_record(k->feed, h);
+}
+
+static void out_begin(void *ctx)
+{
+	struct sink *k = ctx;
+
+	cudaattr_begin(k->ca);
+}
+
+static void out_mark(void *ctx)
+{
+	struct sink *k = ctx;
+
+	cudaattr_mark(k->ca);
+	session_drain(k->py);   /* every CUDA call made before the head read */
+}
+
+static int out_settled(void *ctx, uint32_t pid)
+{
+	struct sink *k = ctx;
+
+	return cudaattr_settled(k->ca, pid);
+}
 
 static int out_op(void *ctx, const struct rec_op *r)
 {
 	struct sink *k = ctx;
 
+	int err;
+
 	if (k->sw)   /* out of memory: stops at --duration only, as the uprobe mode */
 		steps_watch_feed(k->sw, &r->h, r->h.size);
+	if (k->ca && (err = cudaattr_op(k->ca, r)))   /* its thread's CUDA calls before it */
+		return err;
 	if (k->cw)
 		return capture_write_raw(k->cw, r, r->h.size);
 	if (r->h.type == REC_MODCALL)   /* the agent's (agent/modcall.h) */
@@ -200,6 +253,17 @@ static int out_derive(void *ctx, uint32_t pid, const struct bwstack_derived *d)
 	struct sink *k = ctx;
 
 	return k->py ? inproc_py_derive(k->py, pid, d) : 0;
+}
+
+/* As the uprobe mode's attached line says it (test scripts wait for it). */
+static void announce_cuda(struct session *py)
+{
+	size_t nlibs = 0, n;
+
+	if (!session_cuda(py, &n, &nlibs) || !nlibs)
+		return;
+	fprintf(stderr, "tbpf: CUDA: %zu probes in %zu librar%s; calls joined to the in-process "
+			"ops\n", n, nlibs, nlibs == 1 ? "y" : "ies");
 }
 
 static bool wants_capture(const struct live_opts *o)
@@ -377,6 +441,8 @@ static int finish(const struct live_opts *o, struct sink *k, struct inproc_sessi
 
 		for (size_t i = 0; i < o->sel.npids; i++)
 			live_write_threads(k->cw, o->sel.pids[i]);
+		if (k->ca)
+			live_write_kernel_names(k->cw, session_cuda(k->py, NULL, NULL));
 		capture_write_end(k->cw, &ei);
 		err = capture_writer_close(k->cw);
 		k->cw = NULL;
@@ -389,6 +455,20 @@ static int finish(const struct live_opts *o, struct sink *k, struct inproc_sessi
 	}
 	report_totals(o, &tot, duration, why);
 	return err ? TBPF_EXIT_ERROR : TBPF_EXIT_OK;
+}
+
+/* Table, json, tree: the CUDA tables and the CUDA runtime calls as rows
+ * under their ops, by the model stage the uprobe mode uses (issue 18). */
+static int cuda_rows(struct tbpf_model *m, struct session *py)
+{
+	const struct cuda_model *cm = session_cuda(py, NULL, NULL);
+	int err;
+
+	m->cuda = cm && !cuda_model_empty(cm) ? cm : NULL;
+	err = cuda_ops_to_profile(&m->prof, m->cuda);
+	if (err)
+		fprintf(stderr, "tbpf: CUDA call rows: %s\n", strerror(-err));
+	return err ? TBPF_EXIT_ERROR : 0;
 }
 
 static int render(const struct live_opts *o, const char *path, const struct tbpf_model *m)
@@ -491,10 +571,11 @@ int live_inproc_run(const struct live_opts *o)
 	struct capture_run run;
 	struct steps_watch sw = { .label = o->steps.label };   /* issue 18 */
 	struct session *hold = NULL;   /* tbpf run --inproc: holds the command */
-	pid_t held = 0;                /* its thread at the first op, under ptrace */
+	struct run_held held = { 0 };  /* its threads at the first op, under ptrace */
 	struct live_dist ld = { .n = 0 };
 	char *agent = NULL, *path = NULL, *why = NULL;
-	bool tmp = false;
+	bool tmp = false, want_cuda, want_py;
+	struct inproc_py_cuda pc;
 	uint64_t t0, t_att, t_mono;
 	const char *stop_why = NULL;
 	int rc, err = 0;
@@ -549,11 +630,33 @@ int live_inproc_run(const struct live_opts *o)
 	k.prof = &model.prof;
 	if (o->steps.sched.set)
 		k.sw = &sw;
-	if (inproc_py_wanted(o) && (k.py = inproc_py_open(o, k.cw, k.cw ? NULL : &model.prof))) {
-		out.stack = out_stack;
+	/* issue 19: CUDA calls through the uprobe mode's probes, each joined
+	 * to the in-process op open on its thread (join/cudaattr.h); Python
+	 * stacks then too, for the kernels' layers, as the uprobe mode */
+	want_cuda = inproc_cuda_wanted(o);
+	want_py = inproc_py_wanted(o) || (want_cuda && o->python);
+	if (want_cuda && !(k.ca = cudaattr_new(out_cuda, &k))) {
+		fprintf(stderr, "tbpf: out of memory\n");
+		rc = TBPF_EXIT_ERROR;
+		goto out;
+	}
+	pc = (struct inproc_py_cuda){ .hook = cuda_hook, .ctx = &k, .python = want_py };
+	if ((want_py || want_cuda) &&
+	    (k.py = inproc_py_open(o, k.cw, k.cw ? NULL : &model.prof, want_cuda ? &pc : NULL))) {
+		if (want_py)
+			out.stack = out_stack;
 		/* torch.profiler's stacks of backward ops (model/bwstack.h) */
-		if (o->stack_n)
+		if (want_py && o->stack_n)
 			out.derive = out_derive;
+		if (k.ca) {
+			out.begin = out_begin;
+			out.mark = out_mark;
+			out.settled = out_settled;
+		}
+	}
+	if (!k.py) {   /* no session: nothing to join */
+		cudaattr_free(k.ca);
+		k.ca = NULL;
 	}
 	if (!(s = inproc_session_new(&out))) {
 		fprintf(stderr, "tbpf: out of memory\n");
@@ -587,6 +690,7 @@ int live_inproc_run(const struct live_opts *o)
 		inproc_py_add(k.py, o, !agent_mc);
 		if (!agent_mc)
 			inproc_session_drop_modcalls(s);
+		announce_cuda(k.py);
 	}
 	t_mono = clock_ns(CLOCK_MONOTONIC);
 	t_att = t_mono - t0;
@@ -596,10 +700,9 @@ int live_inproc_run(const struct live_opts *o)
 	run = run_info(o, t_mono, clock_ns(CLOCK_REALTIME), pids, host, sizeof(host), shapes);
 	if (k.cw)
 		write_meta(k.cw, o, &run);
-	run_inproc_go(held);   /* the command runs on, its first op recorded */
+	run_inproc_go(&held);   /* the command runs on, its first op recorded */
 	run_inproc_release(hold);
 	hold = NULL;
-	held = 0;
 	if (o->sel.npids == 1)
 		fprintf(stderr, "tbpf: attached in-process RecordFunction callbacks to pid %d in "
 				"%.1f ms; Ctrl-C to stop\n", o->sel.pids[0], t_att / 1e6);
@@ -610,14 +713,20 @@ int live_inproc_run(const struct live_opts *o)
 	stop_why = poll_loop(o, s, k.py, k.sw, t_mono, &err);
 	inproc_session_stop(s);
 	inproc_py_stop(k.py);
+	/* the CUDA calls still held: every op record is in */
+	if (k.ca && !err)
+		err = k.cuda_err ? k.cuda_err : cudaattr_flush(k.ca);
 	if (err)
 		fprintf(stderr, "tbpf: handing on the records failed: %s\n", strerror(-err));
 	rc = finish(o, &k, s, &run, clock_ns(CLOCK_MONOTONIC) - t_mono, stop_why, path);
 	if (!rc && err)
 		rc = TBPF_EXIT_ERROR;
 	/* the table shows no layers (its stacks are for --group-by-stack) */
-	if (!rc && !k.cw && k.py && o->format && strcmp(o->format, "table") &&
-	    (err = inproc_py_tree(k.py, &model.prof, &model.tree)))
+	if (!rc && !k.cw && k.ca)
+		rc = cuda_rows(&model, k.py);
+	if (!rc && !k.cw && k.py && want_py &&
+	    ((o->format && strcmp(o->format, "table")) || model.cuda) &&
+	    (err = inproc_py_tree(k.py, &model.prof, model.cuda, &model.tree)))
 		fprintf(stderr, "tbpf: building the layer tree failed: %s\n", strerror(-err));
 	if (!rc && !k.cw && o->stack_n && (err = inproc_py_srcloc(k.py, &model.prof, o->stack_n)))
 		fprintf(stderr, "tbpf: --group-by-stack: %s\n", strerror(-err));
@@ -627,9 +736,10 @@ int live_inproc_run(const struct live_opts *o)
 	if (!rc && o->steps.tensorboard)
 		rc = live_tensorboard(o, path, &ld);
 out:
-	run_inproc_go(held);   /* an error before the start: it runs on */
+	run_inproc_go(&held);   /* an error before the start: it runs on */
 	run_inproc_release(hold);
 	inproc_py_close(k.py);
+	cudaattr_free(k.ca);
 	if (k.cw)
 		capture_writer_close(k.cw);
 	inproc_session_free(s);

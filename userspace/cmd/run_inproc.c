@@ -8,6 +8,7 @@
  * (bpf/runhold.bpf.h): the command stops before its first op, the agent is
  * loaded there (ptrace + dlopen on the stopped thread) and STARTed, and
  * the command continues: every op it runs is recorded. */
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +20,8 @@
 #include "inject.h"
 #include "run_inproc.h"
 #include "session.h"
+#include "grow.h"
+#include "strf.h"
 
 #define HOLD_POLL_US 2000
 
@@ -136,36 +139,117 @@ void run_inproc_hand_over(struct session *hold)
 	session_close(hold);
 }
 
+/* The threads of pid (malloc'd *v, *n of them).  0 or -errno. */
+static int tasks_of(pid_t pid, pid_t **v, size_t *n)
+{
+	char path[64];
+	struct dirent *e;
+	size_t cap = 0;
+	DIR *d;
+
+	*v = NULL;
+	*n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	if (!(d = opendir(path)))
+		return -errno;
+	while ((e = readdir(d))) {
+		long t = strtol(e->d_name, NULL, 10);
+
+		if (t <= 0)
+			continue;
+		if (GROW(*v, *n, cap, 16)) {
+			closedir(d);
+			free(*v);
+			*v = NULL;
+			return -ENOMEM;
+		}
+		(*v)[(*n)++] = (pid_t)t;
+	}
+	closedir(d);
+	return 0;
+}
+
+/* Every thread the command had at its first op (tasks: taken while the
+ * whole process was stopped, before the agent's control thread existed)
+ * under ptrace, the one at the first op first: SIGCONT then wakes the
+ * control thread alone.  A thread that exited meanwhile is skipped; one
+ * that cannot be held (traced by another, ...) is named on stderr and
+ * runs on.  0, or -errno with *why when the first-op thread cannot be
+ * held (the others already held are let go). */
+static int hold_threads(pid_t pid, pid_t first, const pid_t *tasks, size_t ntasks,
+			struct run_held *held, char **why)
+{
+	int err;
+
+	held->tids = calloc(ntasks + 1, sizeof(*held->tids));
+	held->n = 0;
+	if (!held->tids)
+		return -ENOMEM;
+	if ((err = inject_hold_thread(first, why)))
+		return err;
+	held->tids[held->n++] = first;
+	for (size_t i = 0; i < ntasks; i++) {
+		char *w = NULL;
+
+		if (tasks[i] == first)
+			continue;
+		err = inject_hold_thread(tasks[i], &w);
+		if (!err)
+			held->tids[held->n++] = tasks[i];
+		else if (err != -ESRCH)
+			fprintf(stderr, "tbpf: pid %d: thread %d not held while the callbacks are "
+					"registered (ops it runs in those milliseconds are not "
+					"recorded): %s\n", pid, tasks[i], w ? w : strerror(-err));
+		free(w);
+	}
+	return 0;
+}
+
 int run_inproc_load(const struct live_opts *o, struct session *hold, const char *agent,
-		    pid_t *held)
+		    struct run_held *held)
 {
 	pid_t pid = o->sel.pids[0], tid = session_hold_tid(hold);
 	uint64_t handle = 0;
+	pid_t *tasks = NULL;
+	size_t ntasks = 0;
 	char *why = NULL;
 	int err;
 
-	*held = 0;
-	/* the whole process is stopped: the call runs on one thread and
-	 * leaves it stopped again (inject.c) */
-	err = inject_dlopen(pid, agent, INJECT_FORCE, &handle, &why);
+	memset(held, 0, sizeof(*held));
+	/* the whole process is stopped: its threads now are the ones that
+	 * may run ops; the call runs on one thread and leaves it stopped
+	 * again (inject.c), the agent's control thread created stopped too */
+	err = tasks_of(pid, &tasks, &ntasks);
+	if (err)
+		why = strf("cannot list its threads: %s", strerror(-err));
 	if (!err)
-		err = inject_hold_thread(tid, &why);
+		err = inject_dlopen(pid, agent, INJECT_FORCE, &handle, &why);
+	if (!err)
+		err = hold_threads(pid, tid, tasks, ntasks, held, &why);
+	free(tasks);
 	if (err) {
+		run_inproc_go(held);
 		fprintf(stderr, "tbpf: pid %d: loading the in-process agent at its first op: %s\n",
 			pid, why ? why : strerror(-err));
 		free(why);
 		return err == -EPERM || err == -EACCES ? TBPF_EXIT_PRIV : TBPF_EXIT_ERROR;
 	}
-	/* the others run on (the agent's control thread serves START); the
-	 * thread at the first op waits under ptrace until the callbacks are in */
+	if (o->verbose)
+		fprintf(stderr, "tbpf: pid %d: %zu threads held while the callbacks are registered\n",
+			pid, held->n);
+	/* the agent's control thread runs (it serves START); the held
+	 * threads wait under ptrace until the callbacks are in */
 	session_hold_keep(hold);
 	kill(pid, SIGCONT);
-	*held = tid;
 	return 0;
 }
 
-void run_inproc_go(pid_t held)
+void run_inproc_go(struct run_held *held)
 {
-	if (held > 0)
-		inject_unhold_thread(held);
+	/* the first-op thread last: the others were never in an op */
+	for (size_t i = held->n; i-- > 0;)
+		inject_unhold_thread(held->tids[i]);
+	free(held->tids);
+	held->tids = NULL;
+	held->n = 0;
 }

@@ -3,6 +3,8 @@
 #ifndef TBPF_RUN_INPROC_H
 #define TBPF_RUN_INPROC_H
 #include <signal.h>
+#include <stddef.h>
+#include <sys/types.h>
 #include "options.h"
 
 struct session;
@@ -22,14 +24,23 @@ int run_inproc_hold_torch(const struct live_opts *o, volatile sig_atomic_t *stop
 #define RUN_INPROC_NONE (-2)
 int run_inproc_hold_first_op(const struct live_opts *o, struct session *hold,
 			     volatile sig_atomic_t *stop);
-/* At that stop: load the agent (agent: its path), keep the thread at the
- * first op stopped under ptrace (*held: its tid) and continue the others,
- * so the agent's control thread can serve START.  0, or the exit code
- * after one line (still stopped by the hold: run_inproc_release). */
+/* The command's threads held under ptrace while the callbacks are
+ * registered (run_inproc_load), let go by run_inproc_go. */
+struct run_held {
+	pid_t *tids;
+	size_t n;
+};
+/* At that stop: load the agent (agent: its path), keep every thread the
+ * command has stopped under ptrace (held; the one at the first op first)
+ * and continue the process, so the agent's control thread, created
+ * during the stop, serves START alone: no thread runs an op before the
+ * callbacks are in.  0, or the exit code after one line (nothing held;
+ * still stopped by the hold: run_inproc_release). */
 int run_inproc_load(const struct live_opts *o, struct session *hold, const char *agent,
-		    pid_t *held);
-/* After START: the held thread goes on into its first op (0: nothing). */
-void run_inproc_go(pid_t held);
+		    struct run_held *held);
+/* After START: the held threads go on (the first into its first op);
+ * nothing held: nothing done. */
+void run_inproc_go(struct run_held *held);
 /* Continue the held command and close the hold (NULL: nothing). */
 void run_inproc_release(struct session *hold);
 /* Close the hold and leave the command stopped (the uprobe mode takes it

@@ -166,6 +166,8 @@ static int on_rec(void *ctx, const struct tbpf_inproc_rec *r)
 }
 
 /* Gone, or a zombie (exited, not yet reaped by its parent). */
+static void on_head(void *ctx);
+
 static bool proc_exited(pid_t pid)
 {
 	char path[64], buf[256], *p;
@@ -238,8 +240,8 @@ static int setup_python(struct inproc_session *s, struct inproc_target *t)
 	/* the layer tree's forward counts: the agent's hook (no trap per
 	 * module call) unless TBPF_INPROC_MODCALL_UPROBE asks for the uprobe */
 	if (!err)
-		err = inproc_set_modcalls(t->pid, &t->loc,
-					  on && !getenv("TBPF_INPROC_MODCALL_UPROBE"));
+		err = inproc_set_modcalls(t->pid, &t->loc, on && !s->out.no_modcalls &&
+					  !getenv("TBPF_INPROC_MODCALL_UPROBE"));
 	return err;
 }
 
@@ -322,6 +324,8 @@ int inproc_session_add_full(struct inproc_session *s, pid_t pid, const char *age
 	err = inproc_reader_init(&t.rd, &c);
 	if (!err && *shapes_on)
 		t.rd.fn_shape = on_shape;
+	if (!err && s->out.mark)
+		t.rd.fn_head = on_head;
 	if (err || GROW(s->t, s->n, s->cap, 4)) {
 		inproc_request(pid, &t.loc, INPROC_REQ_STOP, getpid(), layout, START_TIMEOUT_MS, &c);
 		err = -ENOMEM;
@@ -339,6 +343,13 @@ fail:
 	return err;
 }
 
+static void on_head(void *ctx)
+{
+	struct inproc_session *s = ctx;
+
+	s->out.mark(s->out.ctx);
+}
+
 static int on_stack(void *ctx, const struct rec_pystack *r)
 {
 	struct inproc_session *s = ctx;
@@ -351,6 +362,8 @@ static void drain_one(struct inproc_session *s, struct inproc_target *t)
 	long n;
 
 	s->cur_pid = t->pid;
+	if (s->out.begin)
+		s->out.begin(s->out.ctx);
 	n = inproc_drain(t->pid, &t->loc, &t->rd, on_rec, on_name, s);
 	/* the stacks those records use were published before them */
 	if (n >= 0 && s->out.stack) {
@@ -373,6 +386,14 @@ static void drain_one(struct inproc_session *s, struct inproc_target *t)
 		t->live = false;
 	else if (n < 0 && n != -EFAULT && !s->err)
 		s->err = (int)n;
+	/* every op record up to the last head read is handed on (or the
+	 * process is gone): what came before that read is complete */
+	if (s->out.settled && (t->rd.caught_up || !t->live) && !s->err) {
+		int e = s->out.settled(s->out.ctx, (uint32_t)t->pid);
+
+		if (e)
+			s->err = e;
+	}
 	if (t->live) {
 		inproc_read_ctl(t->pid, &t->loc, &t->last);
 		if (s->out.stack)

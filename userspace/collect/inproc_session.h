@@ -29,6 +29,17 @@ struct inproc_out {
 	 * rows are built; its records carry d->id.  NULL: backward ops keep
 	 * their own stacks and the agent reads no sequence numbers */
 	int (*derive)(void *ctx, uint32_t pid, const struct bwstack_derived *d);
+	/* with stack: the output takes no module calls (tbpf daemon's
+	 * profiles): the agent does not count them, no REC_MODCALL */
+	bool no_modcalls;
+	/* CUDA records (join/cudaattr.h): begin before a target's rings are
+	 * drained, mark after every read of a ring's
+	 * head, before its records are handed to op; settled after a drain
+	 * of pid that handed on every record up to its last head read (or
+	 * found pid gone).  NULL: not called */
+	void (*begin)(void *ctx);   /* a drain of one target's rings starts */
+	void (*mark)(void *ctx);
+	int (*settled)(void *ctx, uint32_t pid);
 	void *ctx;
 };
 

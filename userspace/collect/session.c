@@ -40,6 +40,7 @@
 #include "uprobe.h"
 #include "cuda_session.h"
 #include "gpu_session.h"
+#include "cudaattr.h"
 #include "elfsym.h"
 #include "boxedop.h"
 #include "shape_session.h"
@@ -156,6 +157,16 @@ void session_note_pystack(struct session *s, const struct rec_pystack *r)
 		stack_seen(s, r);
 }
 
+const struct capture_frame *session_stack_frames(struct session *s, uint32_t pid, uint64_t id,
+						bool low32, uint32_t *n)
+{
+	const struct sym_stack *st = low32 ? stackstore_find_low32(&s->stacks, pid, (uint32_t)id)
+					   : stackstore_find(&s->stacks, pid, id);
+
+	*n = st ? st->nframes : 0;
+	return st ? st->frames : NULL;
+}
+
 int session_note_derived(struct session *s, uint32_t pid, uint64_t id, uint32_t own,
 			 uint32_t src, bool has_src)
 {
@@ -244,6 +255,10 @@ static int on_record(void *ctx, void *data, size_t size)
 	 * poll: 100-200 ms later), after a short job had freed its model */
 	if (s->cfg.python && (st = capture_pystack_of(data, size)))
 		stack_seen(s, st);
+	if (s->cfg.cuda_hook && cudaattr_is_cuda(data, size)) {
+		s->cfg.cuda_hook(s->cfg.cuda_hook_ctx, data, size);
+		return 0;
+	}
 	if (s->cfg.cw && capture_write_raw(s->cfg.cw, data, size))
 		s->record_errors++;
 	if (s->cfg.cuda)
@@ -631,8 +646,8 @@ static int attach_scope_hooks(struct session *s, struct tgt *tg)
 					h->pend_off, h->pend_kind, h->npend, false, tg->t.pid,
 					s->multi);
 	/* module calls need Python stacks; without them nothing to count */
-	if (!err && h->modcall_off && s->cfg.python && tg->ps)
-		err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_module_call, h->host_path,
+	if (!err && h->modcall_path && h->modcall_off && s->cfg.python && tg->ps)
+		err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_module_call, h->modcall_path,
 					&h->modcall_off, &zero, 1, false, tg->t.pid, s->multi);
 	if (err)
 		uprobe_set_close(&tg->scopes);
@@ -1023,12 +1038,12 @@ static int attach_modcalls(struct session *s, struct tgt *tg, char **why)
 	tg->info.exits = "in-process";
 	if (s->cfg.modcalls_no_probe)
 		return 0;
-	if (!h->host_path || !h->modcall_off) {
+	if (!h->modcall_path || !h->modcall_off) {
 		fprintf(stderr, "tbpf: warning: pid %d: no torch::jit::tracer::getTracingState in "
 				"libtorch: the layer tree has no forward counts\n", tg->t.pid);
 		return 0;
 	}
-	err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_module_call, h->host_path,
+	err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_module_call, h->modcall_path,
 				&h->modcall_off, &zero, 1, false, tg->t.pid, s->multi);
 	if (err)
 		*why = strf("cannot attach the module-call probe: %s", strerror(-err));
@@ -1777,6 +1792,19 @@ void session_detach_all(struct session *s)
 		gpu_session_detach(&s->gpu);
 	if (s->rb)
 		ring_buffer__consume(s->rb);
+}
+
+void session_drain(struct session *s)
+{
+	if (s->rb)
+		ring_buffer__consume(s->rb);
+}
+
+int session_cuda_add(struct session *s, const struct rec_hdr *h)
+{
+	if (!s->cfg.cuda)
+		return 0;
+	return cuda_session_record(&s->cuda, h, h->size) == -ENOMEM ? -ENOMEM : 0;
 }
 
 struct gpu_session *session_gpu(struct session *s)

@@ -84,6 +84,12 @@ struct session_config {
 	/* with modcalls_only: no module-call uprobe either (the in-process
 	 * agent counts them): the session only names Python stacks */
 	bool modcalls_no_probe;
+	/* --inproc's CUDA records (join/cudaattr.h): REC_LAUNCH, REC_MEMOP,
+	 * REC_SYNC and REC_ALLOC go to this hook only (not to cw, the CUDA
+	 * model or record_hook); the caller hands them back, their op filled
+	 * in, through session_cuda_add.  NULL = as any record */
+	void (*cuda_hook)(void *ctx, const struct rec_hdr *h, size_t size);
+	void *cuda_hook_ctx;
 };
 
 struct mem_model;
@@ -141,6 +147,12 @@ int session_scan(struct session *s);
 /* Wait up to ms, drain records, detach from exited targets.  Returns the
  * number of live targets. */
 int session_poll(struct session *s, int ms);
+/* Read the ring buffer now, nothing else (--inproc: before the agent's
+ * records are handed on, join/cudaattr.h). */
+void session_drain(struct session *s);
+/* A CUDA record taken by cfg.cuda_hook, its op filled in, into the
+ * session's CUDA model (the tables, kernel names).  0 or -ENOMEM. */
+int session_cuda_add(struct session *s, const struct rec_hdr *h);
 /* Add every aggregated row to p (pids, names, counters). */
 int session_collect(struct session *s, struct profile *p);
 void session_reset_stats(struct session *s);
@@ -164,6 +176,13 @@ void session_close(struct session *s);
  * to the capture like the BPF walker's. */
 struct rec_pystack;
 void session_note_pystack(struct session *s, const struct rec_pystack *r);
+/* The frames of a Python stack named so far (capture order: innermost
+ * first, *n of them), by its id or (low32) the low 32 bits of it, as
+ * --inproc records carry; NULL when not named.  Valid until the next
+ * note or reap. */
+struct capture_frame;
+const struct capture_frame *session_stack_frames(struct session *s, uint32_t pid, uint64_t id,
+						bool low32, uint32_t *n);
 /* The nn.Module layer tree of a collected profile (Python stacks named
  * during the run; model_layers), with the CUDA rows of cm when it is not
  * empty (cm may be NULL).  0 or -errno; layers_free(*out). */

@@ -239,6 +239,71 @@ static int find_pynode(struct target *t, const struct pm_maps *m, const char *pa
 	return 0;
 }
 
+static uint64_t site_past_prologue(const char *path, uint64_t off, unsigned may_write);
+
+struct binding_find {
+	uint64_t vaddr;
+	int n;
+};
+
+static int binding_cb(const struct elf_sym *s, void *ctx)
+{
+	struct binding_find *b = ctx;
+
+	if (s->defined && s->value && target_is_tracing_state_binding(s->name)) {
+		if (b->n++ == 0 || s->value == b->vaddr)
+			b->vaddr = s->value;
+		else
+			return 1;  /* two different ones: not sure which */
+	}
+	return 0;
+}
+
+/* The module-call probe on the pybind wrapper of
+ * torch._C._get_tracing_state in libtorch_python (path, open as ef), when
+ * its .symtab names exactly one: hit once per Python call of the binding
+ * instead of once per getTracingState() call from any C++ caller.  Else
+ * the module-call probe stays on getTracingState() (stripped builds such
+ * as Debian's torch 1.13). */
+static void find_modcall_binding(struct target *t, struct elf_file *ef, const char *path)
+{
+	struct binding_find b = { 0, 0 };
+	uint64_t off;
+	char *p;
+
+	if (elf_file_for_each_sym_in(ef, false, binding_cb, &b) || b.n == 0 ||
+	    elf_file_vaddr_to_off(ef, b.vaddr, &off))
+		return;
+	p = strdup(path);
+	if (!p)
+		return;
+	free(t->scope.modcall_path);
+	t->scope.modcall_path = p;
+	/* the module-call program reads no register */
+	t->scope.modcall_off = site_past_prologue(path, off, PS_RSP | PS_RDI);
+}
+
+/* Is name (mangled) the function pybind11 generates for
+ * initPythonTracerBindings' lambda that takes nothing and returns
+ * std::shared_ptr<TracingState>, i.e. torch._C._get_tracing_state:
+ * cpp_function::initialize<...{lambda()#N}, shared_ptr<TracingState>,
+ * (no arguments), ...>::{lambda(function_call&)#1}::_FUN. */
+bool target_is_tracing_state_binding(const char *name)
+{
+	const char *ret;
+
+	if (strncmp(name, "_ZZN8pybind1112cpp_function10initialize", 39) ||
+	    !strstr(name, "initPythonTracerBindings") || strstr(name, ".cold"))
+		return false;
+	/* the lambda's return type then an empty argument pack: "...EE" closes
+	 * shared_ptr<TracingState>, "JE" the empty Args */
+	ret = strstr(name, "12TracingStateEEJEJ");
+	if (!ret)
+		return false;
+	/* a no-argument lambda ("Ulv"), the generated impl's _FUN */
+	return strstr(name, "Ulv") && strstr(ret, "4_FUNE");
+}
+
 /* The names of FUNCTION-scope RecordFunctions (issue 15): where
  * libtorch_python is about to construct one whose name it holds. */
 static int find_pend_hooks(struct target *t, const struct pm_maps *m, const char *libtorch)
@@ -267,6 +332,7 @@ static int find_pend_hooks(struct target *t, const struct pm_maps *m, const char
 		free(path);
 		return 0;
 	}
+	find_modcall_binding(t, ef, path);
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]) && t->scope.npend < 2; i++) {
 		if (elf_file_find_sym(ef, want[i].sym, &s) || !s.defined || !s.value ||
 		    elf_file_vaddr_to_off(ef, s.value, &off))
@@ -321,9 +387,13 @@ static int find_scope_hooks(struct target *t, const struct pm_maps *m)
 		if (!elf_file_open(t->libs[i].host_path, &ef)) {
 			/* the module-call probe reads no register */
 			if (!elf_file_find_sym(ef, "_ZN5torch3jit6tracer15getTracingStateEv", &s) &&
-			    s.defined && s.value && !elf_file_vaddr_to_off(ef, s.value, &a))
+			    s.defined && s.value && !elf_file_vaddr_to_off(ef, s.value, &a)) {
 				t->scope.modcall_off = site_past_prologue(t->scope.host_path, a,
 									  PS_RSP | PS_RDI);
+				t->scope.modcall_path = strdup(t->scope.host_path);
+				if (!t->scope.modcall_path)
+					t->scope.modcall_off = 0;
+			}
 			elf_file_close(ef);
 		}
 		return find_pend_hooks(t, m, t->libs[i].host_path);
@@ -515,6 +585,7 @@ void target_close(struct target *t)
 	free(t->hooks);
 	free(t->scope.host_path);
 	free(t->scope.py_path);
+	free(t->scope.modcall_path);
 	free(t->ops);
 	free(t->comm);
 	free(t->cmdline);

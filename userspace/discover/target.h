@@ -40,9 +40,14 @@ struct target_scope_hooks {
 	char *host_path;
 	uint64_t new_off;   /* RecordFunction::RecordFunction(RecordScope) */
 	uint64_t end_off;   /* RecordFunction::end() */
-	uint64_t modcall_off; /* torch::jit::tracer::getTracingState(), which
-			       * nn.Module._call_impl calls once per module
-			       * call (forward counts); 0: not exported */
+	/* the module-call probe (forward counts): libtorch_python's pybind
+	 * wrapper of torch._C._get_tracing_state, which nn.Module._call_impl
+	 * calls once per module call, when .symtab names it (torch 2.x
+	 * wheels); else torch::jit::tracer::getTracingState() in libtorch,
+	 * which C++ callers reach too (~12x the hits).  modcall_path NULL /
+	 * modcall_off 0: neither found */
+	char *modcall_path;
+	uint64_t modcall_off;
 	/* libtorch_python's callers that name a FUNCTION-scope RecordFunction
 	 * (tbpf_scope_pend): torch._dynamo's _pytorch_record_function_enter,
 	 * THPFunction_apply; py_path NULL when none was found */
@@ -110,6 +115,9 @@ int target_open(pid_t pid, uint32_t id_base, unsigned flags, struct target *t, c
 void target_close(struct target *t);
 /* Whether maps hold libcudart (any soname) or libcuda (issue 18). */
 bool target_maps_cuda(const struct pm_maps *m);
+/* Whether a mangled symbol is pybind11's function for
+ * torch._C._get_tracing_state (the module-call probe's site). */
+bool target_is_tracing_state_binding(const char *name);
 
 /* Read /proc/PID/comm and cmdline (spaces for NULs); malloc'd or NULL. */
 char *proc_comm(pid_t pid);

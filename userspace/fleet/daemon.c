@@ -226,7 +226,7 @@ static void window_pprof(struct wctx *w, const struct profile *p, const struct m
 	struct calltree ct;
 	char *why = NULL;
 
-	if (profile_calltree(p, procs, np, w->o->job, &ct) == 0) {
+	if (profile_calltree(p, procs, np, w->o->job, NULL, NULL, &ct) == 0) {
 		ct.start_real_ns = w->win_start_real;
 		ct.duration_ns = now_real - w->win_start_real;
 		if (w->o->pprof_dir && write_pprof_file(w->o->pprof_dir, w->o->keep, &ct, w->seq, &why)) {

@@ -6,9 +6,18 @@
  * total time, latency histograms in the BPF side's buckets) go to the
  * same metrics state and /metrics server as the uprobe daemon's.
  *
+ * With --pprof-dir or --push the agent also walks Python stacks (the
+ * walker of tbpf --inproc, agent/pywalk.h); they are named while the
+ * target lives in a BPF session that attaches nothing (it only reads the
+ * interpreter: modcalls_only, no module-call probe), and each window's
+ * rows, keyed by their call site's stack, become the uprobe daemon's
+ * pprof profile (window.c: profile_calltree, write_pprof_file,
+ * push_pprof) with the Python frames between the job and the op.
+ *
  * Only explicit --pid targets: no system-wide scan (it would ptrace and
- * load the agent into every PyTorch process on the host), no budget, no
- * pprof/push (no Python stacks in this mode), no CUDA or memory probes.
+ * load the agent into every PyTorch process on the host), no budget (the
+ * callbacks cannot be toggled per op to sample, see docs/fleet.md), no
+ * CUDA or memory probes.
  * The agent watches the daemon through a pidfd: SIGKILL of the daemon
  * removes the callbacks within 20 ms; SIGINT/SIGTERM stop them at once. */
 #include <errno.h>
@@ -19,6 +28,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <curl/curl.h>
 #include <microhttpd.h>
 #include "tbpf_abi.h"
 #include "daemon.h"
@@ -30,9 +41,13 @@
 #include "opstream.h"
 #include "profile.h"
 #include "capture.h"
+#include "calltree.h"
+#include "session.h"
+#include "window.h"
 #include "clockns.h"
 
 #define POLL_MS 20
+#define POLL_FAST_MS 1
 
 static volatile sig_atomic_t stop_sig;
 
@@ -48,11 +63,26 @@ struct ictx {
 	struct capture_meta names;   /* op id -> RecordFunction name */
 	char (*comm)[16];            /* per --pid target, last seen */
 	uint64_t seq;
+	/* --pprof-dir / --push: the stacks' names (NULL: no profiles) */
+	struct session *py;
+	uint64_t win_start_real;
 };
 
 static int out_op(void *ctx, const struct rec_op *r)
 {
 	return opstream_add(((struct ictx *)ctx)->os, r);
+}
+
+static int out_stack(void *ctx, const struct rec_pystack *r)
+{
+	session_note_pystack(((struct ictx *)ctx)->py, r);
+	return 0;
+}
+
+static const struct capture_frame *row_frames(void *ctx, uint32_t pid, uint64_t stack_id,
+					      uint32_t *n)
+{
+	return session_stack_frames(ctx, pid, stack_id, true, n);
 }
 
 static int out_name(void *ctx, uint32_t op_id, const char *name)
@@ -101,9 +131,20 @@ static const char *comm_of(struct ictx *w, size_t i)
 	return w->comm[i][0] ? w->comm[i] : "unknown";
 }
 
-/* The window's rows as a profile and histogram rows (*hist malloc'd). */
-static int window_rows(struct ictx *w, struct profile *p, struct metrics_hist_row **hist,
-		       size_t *nhist)
+static int row_cmp(const void *a, const void *b)
+{
+	const struct opstream_row *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->op_id < y->op_id ? -1 : x->op_id > y->op_id;
+}
+
+/* The window's rows: p by (pid, op) for /metrics, with one histogram row
+ * each (*hist malloc'd); by (pid, op, call site's stack) into stk when
+ * not NULL (the profiles). */
+static int window_rows(struct ictx *w, struct profile *p, struct profile *stk,
+		       struct metrics_hist_row **hist, size_t *nhist)
 {
 	size_t n;
 	struct opstream_row *v = opstream_take(w->os, &n);
@@ -114,27 +155,64 @@ static int window_rows(struct ictx *w, struct profile *p, struct metrics_hist_ro
 	if (n && !*hist)
 		err = -ENOMEM;
 	capture_meta_finish(&w->names);
+	if (n)
+		qsort(v, n, sizeof(*v), row_cmp);
 	for (size_t i = 0; !err && i < n; i++) {
 		const struct capture_op *op = capture_meta_op(&w->names, v[i].op_id);
 		char fallback[32];
 		struct prof_op o = { .pid = v[i].pid, .op_id = v[i].op_id, .overload = "",
 				     .calls = v[i].calls, .self_ns = v[i].self_ns,
 				     .total_ns = v[i].total_ns, .max_ns = v[i].max_ns };
+		struct metrics_hist_row *h;
 
 		snprintf(fallback, sizeof(fallback), "op#%u", v[i].op_id);
 		o.name = op ? op->name : fallback;
 		err = profile_add_op(p, &o);
-		(*hist)[*nhist].pid = v[i].pid;
-		(*hist)[*nhist].op_id = v[i].op_id;
-		memcpy((*hist)[(*nhist)++].buckets, v[i].buckets, sizeof(v[i].buckets));
+		o.stack_id = v[i].stack_id;
+		if (!err && stk)
+			err = profile_add_op(stk, &o);
+		h = *nhist ? &(*hist)[*nhist - 1] : NULL;
+		if (!h || h->pid != v[i].pid || h->op_id != v[i].op_id) {
+			h = &(*hist)[(*nhist)++];
+			h->pid = v[i].pid;
+			h->op_id = v[i].op_id;
+		}
+		for (int b = 0; b < TBPF_HIST_BUCKETS; b++)
+			h->buckets[b] += v[i].buckets[b];
 	}
 	free(v);
 	return err;
 }
 
+/* --pprof-dir and --push, as the uprobe daemon writes them; failures are
+ * told, the window goes on. */
+static void window_pprof(struct ictx *w, const struct profile *stk,
+			 const struct metrics_proc *procs, uint64_t now_real)
+{
+	struct calltree ct;
+	char *why = NULL;
+
+	if (profile_calltree(stk, procs, w->o->sel.npids, w->o->job, row_frames, w->py, &ct) == 0) {
+		ct.start_real_ns = w->win_start_real;
+		ct.duration_ns = now_real - w->win_start_real;
+		if (w->o->pprof_dir && write_pprof_file(w->o->pprof_dir, w->o->keep, &ct, w->seq,
+							&why)) {
+			fprintf(stderr, "tbpf: %s\n", why ? why : "pprof write failed");
+			free(why);
+			why = NULL;
+		}
+		if (w->o->push_url && push_pprof(w->o, &ct, &why)) {
+			fprintf(stderr, "tbpf: %s\n", why ? why : "push failed");
+			free(why);
+		}
+	}
+	calltree_free(&ct);
+	w->win_start_real = now_real;
+}
+
 static int do_window(struct ictx *w, uint64_t dur_ns, int alive)
 {
-	struct profile p;
+	struct profile p, stk;
 	struct metrics_proc *procs = calloc(w->o->sel.npids, sizeof(*procs));
 	struct metrics_hist_row *hist = NULL;
 	size_t nhist = 0;
@@ -143,7 +221,8 @@ static int do_window(struct ictx *w, uint64_t dur_ns, int alive)
 	if (!procs)
 		return -ENOMEM;
 	profile_init(&p);
-	err = window_rows(w, &p, &hist, &nhist);
+	profile_init(&stk);
+	err = window_rows(w, &p, w->py ? &stk : NULL, &hist, &nhist);
 	p.duration_ns = dur_ns;
 	for (size_t i = 0; i < w->o->sel.npids; i++)
 		procs[i] = (struct metrics_proc){ .pid = (uint32_t)w->o->sel.pids[i],
@@ -157,14 +236,53 @@ static int do_window(struct ictx *w, uint64_t dur_ns, int alive)
 		dstate_update_self(&w->st->m, (uint32_t)alive, -1);
 		pthread_mutex_unlock(&w->st->lock);
 	}
+	if (!err && w->py)
+		window_pprof(w, &stk, procs, clock_ns(CLOCK_REALTIME));
 	if (w->o->verbose)
-		fprintf(stderr, "tbpf: window %llu: %zu op rows, %d targets alive\n",
-			(unsigned long long)w->seq, p.nops, alive);
+		fprintf(stderr, "tbpf: window %llu: %zu op rows, %zu call sites' rows, %d targets "
+				"alive\n", (unsigned long long)w->seq, p.nops, stk.nops, alive);
 	w->seq++;
 	free(hist);
 	free(procs);
 	profile_free(&p);
+	profile_free(&stk);
 	return err;
+}
+
+/* The session that names the agents' stacks (it attaches no probe: the
+ * interpreter's offsets and objects only); NULL after one line. */
+static struct session *open_names(const struct daemon_opts *o)
+{
+	struct session_config cfg = {
+		.exits = EXITS_INFER, .python = true, .no_hist = true,
+		.only_pid = o->sel.npids == 1 ? o->sel.pids[0] : 0,
+		.modcalls_only = true, .modcalls_no_probe = true, .verbose = o->verbose,
+	};
+	char *why = NULL;
+	int code = 0;
+	struct session *py = session_open(&cfg, &why, &code);
+
+	if (!py)
+		fprintf(stderr, "tbpf: --inproc: no Python stacks for the profiles: %s\n",
+			why ? why : "cannot open the session");
+	free(why);
+	return py;
+}
+
+static int names_add(const struct daemon_opts *o, struct session *py)
+{
+	for (size_t i = 0; i < o->sel.npids; i++) {
+		char *why = NULL;
+		int err = session_add_target(py, o->sel.pids[i], &why);
+
+		if (err) {
+			fprintf(stderr, "tbpf: --inproc: pid %d: no Python stacks for the profiles: "
+					"%s\n", o->sel.pids[i], why ? why : strerror(-err));
+			free(why);
+			return err;
+		}
+	}
+	return 0;
 }
 
 static int attach_all(const struct daemon_opts *o, struct inproc_session *s, const unsigned *layouts)
@@ -187,12 +305,16 @@ static int attach_all(const struct daemon_opts *o, struct inproc_session *s, con
 
 static void loop(struct ictx *w, struct inproc_session *s)
 {
-	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), win = t0;
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), win = t0, seen = 0;
 	int alive = (int)w->o->sel.npids;
 
+	w->win_start_real = clock_ns(CLOCK_REALTIME);
 	while (!stop_sig) {
 		uint64_t now = clock_ns(CLOCK_MONOTONIC);
 		int live = inproc_session_poll(s);
+
+		if (w->py)
+			session_poll(w->py, 0);
 
 		if (live < 0)
 			fprintf(stderr, "tbpf: draining the agents failed: %s\n", strerror(-live));
@@ -206,6 +328,13 @@ static void loop(struct ictx *w, struct inproc_session *s)
 			if (err)
 				fprintf(stderr, "tbpf: window failed: %s\n", strerror(-err));
 			win = now;
+		}
+		/* new Python stacks are named from the target's objects: while
+		 * they come, poll again soon (as tbpf --inproc does) */
+		if (inproc_session_stacks(s) != seen) {
+			seen = inproc_session_stacks(s);
+			usleep(POLL_FAST_MS * 1000);
+			continue;
 		}
 		usleep(POLL_MS * 1000);
 	}
@@ -223,7 +352,7 @@ int daemon_inproc_run(const struct daemon_opts *o)
 	};
 	struct dstate st = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct ictx w = { .o = o, .st = &st };
-	struct inproc_out out = { .op = out_op, .name = out_name, .ctx = &w };
+	struct inproc_out out = { .op = out_op, .name = out_name, .no_modcalls = true, .ctx = &w };
 	struct inproc_session *s = NULL;
 	struct MHD_Daemon *http = NULL;
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -240,8 +369,26 @@ int daemon_inproc_run(const struct daemon_opts *o)
 	err = check_torch(o, layouts);
 	if (err)
 		return err;
+	if (o->pprof_dir) {
+		struct stat sb;
+
+		if (stat(o->pprof_dir, &sb) || !S_ISDIR(sb.st_mode)) {
+			fprintf(stderr, "tbpf: --pprof-dir %s: not a directory\n", o->pprof_dir);
+			return -EIO;
+		}
+	}
 	if (metrics_init(&st.m, &mc))
 		return -EIO;
+	/* before the agents start: loading BPF takes a while, and nobody
+	 * would drain their rings meanwhile */
+	if ((o->pprof_dir || o->push_url) && !(w.py = open_names(o))) {
+		metrics_free(&st.m);
+		return -EIO;
+	}
+	if (w.py)
+		out.stack = out_stack;
+	if (o->push_url)
+		curl_global_init(CURL_GLOBAL_DEFAULT);
 	capture_meta_init(&w.names);
 	w.os = opstream_new();
 	w.comm = calloc(o->sel.npids, sizeof(*w.comm));
@@ -254,6 +401,8 @@ int daemon_inproc_run(const struct daemon_opts *o)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	err = attach_all(o, s, layouts);
+	if (!err && w.py)
+		err = names_add(o, w.py);
 	if (err) {
 		inproc_session_stop(s);
 		goto out;
@@ -267,8 +416,9 @@ int daemon_inproc_run(const struct daemon_opts *o)
 	}
 	for (size_t i = 0; i < o->sel.npids; i++)
 		comm_of(&w, i);
-	fprintf(stderr, "tbpf: daemon: %zu targets, in-process RecordFunction callbacks; "
-			"window %.3g s%s; Ctrl-C to stop\n", o->sel.npids, o->window_ns / 1e9,
+	fprintf(stderr, "tbpf: daemon: %zu targets, in-process RecordFunction callbacks%s; "
+			"window %.3g s%s; Ctrl-C to stop\n", o->sel.npids,
+		w.py ? " with Python stacks" : "", o->window_ns / 1e9,
 		http ? "; metrics at /metrics" : "");
 	if (http) {
 		const union MHD_DaemonInfo *di = MHD_get_daemon_info(http, MHD_DAEMON_INFO_BIND_PORT);
@@ -281,6 +431,9 @@ out:
 	if (http)
 		MHD_stop_daemon(http);
 	inproc_session_free(s);
+	session_close(w.py);
+	if (o->push_url)
+		curl_global_cleanup();
 	opstream_free(w.os);
 	capture_meta_free(&w.names);
 	free(w.comm);

@@ -14,6 +14,7 @@
 #include "strf.h"
 #include "tbpf_abi.h"
 #include "calltree.h"
+#include "capture.h"
 #include "export.h"
 #include "window.h"
 #include "grow.h"
@@ -219,9 +220,30 @@ void forget_pids(int fd, size_t key_size, const uint32_t *dead, size_t ndead)
 	free(keys);
 }
 
-/* Window profile -> call tree: job (comm) -> op, self time and calls. */
+/* The node of a row's Python frames under node (outermost first), or
+ * node itself when its stack is not known; -1 on ENOMEM. */
+static uint32_t stack_node(struct calltree *ct, uint32_t node, const struct prof_op *r,
+			   calltree_frames_fn frames, void *fctx)
+{
+	const struct capture_frame *v;
+	uint32_t n = 0;
+
+	if (!frames || !r->stack_id || !(v = frames(fctx, r->pid, r->stack_id, &n)))
+		return node;
+	for (uint32_t i = n; i-- > 0 && node != (uint32_t)-1;) {
+		uint32_t f = calltree_frame(ct, v[i].kind, v[i].name, v[i].file ? v[i].file : "",
+					    v[i].line);
+
+		node = f == (uint32_t)-1 ? f : calltree_child(ct, node, f);
+	}
+	return node;
+}
+
+/* Window profile -> call tree: job (comm) -> Python frames -> op, self
+ * time and calls (a flat profile of each call site's ops). */
 int profile_calltree(const struct profile *p, const struct metrics_proc *procs,
-			    size_t nprocs, const char *job, struct calltree *ct)
+		     size_t nprocs, const char *job, calltree_frames_fn frames, void *fctx,
+		     struct calltree *ct)
 {
 	int err = calltree_init(ct);
 
@@ -237,6 +259,7 @@ int profile_calltree(const struct profile *p, const struct metrics_proc *procs,
 				comm = procs[k].comm;
 		f = calltree_frame(ct, CT_OTHER, comm ? comm : "unknown", "", 0);
 		n = f == (uint32_t)-1 ? f : calltree_child(ct, 0, f);
+		n = n == (uint32_t)-1 ? n : stack_node(ct, n, r, frames, fctx);
 		f = n == (uint32_t)-1 ? n : calltree_frame(ct, CT_OP, r->name, "", 0);
 		n = f == (uint32_t)-1 ? f : calltree_child(ct, n, f);
 		if (n == (uint32_t)-1)

@@ -35,9 +35,17 @@ bool pid_in(uint32_t pid, const uint32_t *v, size_t n);
 /* Delete the rows of the dead pids from a map keyed by (pid, ...). */
 void forget_pids(int fd, size_t key_size, const uint32_t *dead, size_t ndead);
 
-/* Window rows -> call tree: job (comm) -> op, self time and calls. */
+/* A row's Python stack (pid, stack id) as frames, innermost first
+ * (capture order), *n of them; NULL: none known. */
+struct capture_frame;
+typedef const struct capture_frame *(*calltree_frames_fn)(void *ctx, uint32_t pid,
+							  uint64_t stack_id, uint32_t *n);
+/* Window rows -> call tree: job (comm) -> the row's Python frames,
+ * outermost first (when frames knows its stack) -> op, self time and
+ * calls.  frames NULL: job -> op. */
 int profile_calltree(const struct profile *p, const struct metrics_proc *procs,
-		     size_t nprocs, const char *job, struct calltree *ct);
+		     size_t nprocs, const char *job, calltree_frames_fn frames, void *fctx,
+		     struct calltree *ct);
 /* dir/tbpf-<UTC stamp>-<seq>.pb.gz, keeping the newest keep files.  0 or
  * -errno with *err. */
 int write_pprof_file(const char *dir, unsigned keep, const struct calltree *ct,

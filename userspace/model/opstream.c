@@ -8,7 +8,7 @@
 #define MAX_DEPTH TBPF_INPROC_STACK
 
 struct frame {
-	uint32_t op_id;
+	uint32_t op_id, stack;
 	uint64_t start, child_ns;
 };
 
@@ -76,9 +76,9 @@ static struct thread *thread_of(struct opstream *s, uint32_t pid, uint32_t tid, 
 	return t;
 }
 
-static size_t slot(uint32_t pid, uint32_t op_id, size_t n)
+static size_t slot(uint32_t pid, uint32_t op_id, uint32_t stack, size_t n)
 {
-	uint64_t h = ((uint64_t)pid << 32 | op_id) * 0x9e3779b97f4a7c15ull;
+	uint64_t h = (((uint64_t)pid << 32 | op_id) ^ (uint64_t)stack << 17) * 0x9e3779b97f4a7c15ull;
 
 	return (size_t)(h >> 17) & (n - 1);
 }
@@ -90,7 +90,7 @@ static int reindex(struct opstream *s, size_t n)
 	if (!v)
 		return -ENOMEM;
 	for (size_t r = 0; r < s->nrows; r++) {
-		size_t i = slot(s->rows[r].pid, s->rows[r].op_id, n);
+		size_t i = slot(s->rows[r].pid, s->rows[r].op_id, s->rows[r].stack_id, n);
 
 		while (v[i])
 			i = (i + 1) & (n - 1);
@@ -102,16 +102,17 @@ static int reindex(struct opstream *s, size_t n)
 	return 0;
 }
 
-static struct opstream_row *row_of(struct opstream *s, uint32_t pid, uint32_t op_id)
+static struct opstream_row *row_of(struct opstream *s, uint32_t pid, uint32_t op_id,
+				   uint32_t stack)
 {
 	size_t i;
 
 	if (2 * (s->nrows + 1) > s->nindex && reindex(s, s->nindex ? 2 * s->nindex : 256))
 		return NULL;
-	for (i = slot(pid, op_id, s->nindex); s->index[i]; i = (i + 1) & (s->nindex - 1)) {
+	for (i = slot(pid, op_id, stack, s->nindex); s->index[i]; i = (i + 1) & (s->nindex - 1)) {
 		struct opstream_row *r = &s->rows[s->index[i] - 1];
 
-		if (r->pid == pid && r->op_id == op_id)
+		if (r->pid == pid && r->op_id == op_id && r->stack_id == stack)
 			return r;
 	}
 	if (GROW(s->rows, s->nrows, s->crows, 64))
@@ -119,6 +120,7 @@ static struct opstream_row *row_of(struct opstream *s, uint32_t pid, uint32_t op
 	memset(&s->rows[s->nrows], 0, sizeof(s->rows[0]));
 	s->rows[s->nrows].pid = pid;
 	s->rows[s->nrows].op_id = op_id;
+	s->rows[s->nrows].stack_id = stack;
 	s->index[i] = (uint32_t)++s->nrows;
 	return &s->rows[s->nrows - 1];
 }
@@ -138,7 +140,7 @@ static int on_exit_rec(struct opstream *s, struct thread *t, const struct rec_op
 	t->depth = d;   /* frames above it ended elsewhere: dropped */
 	if (d)
 		t->f[d - 1].child_ns += dur;
-	if (!(row = row_of(s, t->pid, r->op_id)))
+	if (!(row = row_of(s, t->pid, r->op_id, f->stack)))
 		return -ENOMEM;
 	row->calls++;
 	row->total_ns += dur;
@@ -167,7 +169,8 @@ int opstream_add(struct opstream *s, const struct rec_op *r)
 	for (; t->depth < r->depth; t->depth++)
 		t->f[t->depth] = (struct frame){ 0 };
 	t->depth = r->depth;
-	t->f[t->depth++] = (struct frame){ .op_id = r->op_id, .start = r->h.ts_ns };
+	t->f[t->depth++] = (struct frame){ .op_id = r->op_id, .stack = r->stack_id,
+					   .start = r->h.ts_ns };
 	return 0;
 }
 

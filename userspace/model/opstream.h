@@ -17,8 +17,10 @@
 #include <stdint.h>
 #include "tbpf_abi.h"
 
+/* Rows are keyed by (pid, op, stack): stack_id is the enter record's
+ * Python stack (low 32 bits; 0 none), the call site that ran the op. */
 struct opstream_row {
-	uint32_t pid, op_id;
+	uint32_t pid, op_id, stack_id;
 	uint64_t calls, self_ns, total_ns, max_ns;
 	uint64_t buckets[TBPF_HIST_BUCKETS];
 };
