@@ -70,10 +70,18 @@ def metric(out, x):              # ops under no_grad between forward and
         return (out * 2 + x.sum()).abs().mean()   # number (grad mode off)
 
 
+def forward_site(net, x):
+    return net(x * 3.0)          # forward ops
+
+
+def loss_site(out):
+    return out.sum()             # its node's number: what metric peeked
+
+
 def train_site(net, x):
-    out = net(x * 3.0)           # forward ops
+    out = forward_site(net, x)
     metric(out, x)               # peeks the number sum's node gets next
-    loss = out.sum()             # (torch: no number under no_grad)
+    loss = loss_site(out)        # (torch: no number under no_grad)
     loss.backward()              # backward ops: torch.profiler gives them
     return loss                  # the stack of their forward op
 
