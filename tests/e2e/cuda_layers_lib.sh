@@ -201,3 +201,24 @@ print("%s: CUDA runtime call rows %s under their ops, parents' self less their t
 PY
 }
 
+report() {   # report CAPTURE FORMAT OUT
+	"$TBPF" report "$1" --format "$2" -o "$3" 2> "$3.err" || fail "tbpf report --format $2: $(cat "$3.err")"
+}
+
+# check_outputs TAG WHAT: $T/TAG.json (a live run's json) and its capture
+# $T/TAG.tbpf through tbpf report as json, tree, table (check, check_rows)
+# and chrome (check_timed); WHAT names the mode in the log.
+check_outputs() {
+	local tag=$1 what=$2 f
+	check json "$T/$tag.json" "$tag $what json" || fail "$tag: $what json (see log)"
+	check_rows json "$T/$tag.json" "$tag $what json rows" || fail "$tag: $what json CUDA rows (see log)"
+	for f in json tree table; do
+		report "$T/$tag.tbpf" $f "$T/$tag.report.$f"
+		check $f "$T/$tag.report.$f" "$tag $what report $f" || fail "$tag: $what report $f (see log)"
+		[ $f = tree ] || check_rows $f "$T/$tag.report.$f" "$tag $what report $f rows" ||
+			fail "$tag: $what report $f CUDA rows (see log)"
+	done
+	report "$T/$tag.tbpf" chrome "$T/$tag.report.chrome"
+	check_timed "$T/$tag.json" "$T/$tag.report.chrome" "$tag $what timed" ||
+		fail "$tag: $what timed calls (see log)"
+}

@@ -37,24 +37,11 @@ live() {
 	[ "$(get tb_$tag rc)" = 0 ] || fail "$tag: tbpf exit $(get tb_$tag rc): $(tail -n 2 "$(get tb_$tag err)")"
 }
 
-report() {   # report CAPTURE FORMAT OUT
-	"$TBPF" report "$1" --format "$2" -o "$3" 2> "$3.err" || fail "tbpf report --format $2: $(cat "$3.err")"
-}
-
 run_torch() {
 	local tag=$1 py=$2
 	need_torch "$py"
 	live ${tag}j "$py" --format json -o "$T/$tag.json" --record "$T/$tag.tbpf"
-	check json "$T/$tag.json" "$tag live json" || fail "$tag: live json (see log)"
-	check_rows json "$T/$tag.json" "$tag live json rows" || fail "$tag: live json CUDA rows (see log)"
-	for f in json tree table; do
-		report "$T/$tag.tbpf" $f "$T/$tag.report.$f"
-		check $f "$T/$tag.report.$f" "$tag report $f" || fail "$tag: report $f (see log)"
-		[ $f = tree ] || check_rows $f "$T/$tag.report.$f" "$tag report $f rows" ||
-			fail "$tag: report $f CUDA rows (see log)"
-	done
-	report "$T/$tag.tbpf" chrome "$T/$tag.report.chrome"
-	check_timed "$T/$tag.json" "$T/$tag.report.chrome" "$tag timed" || fail "$tag: timed calls (see log)"
+	check_outputs "$tag" live
 }
 
 run_torch torch1 "$PY1"

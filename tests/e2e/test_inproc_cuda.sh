@@ -45,24 +45,11 @@ live() {   # live TAG PY TBPF-ARGS...
 		fail "$tag: no CUDA probes: $(cat "$(get tb_$tag err)")"
 }
 
-report() {   # report CAPTURE FORMAT OUT
-	"$TBPF" report "$1" --format "$2" -o "$3" 2> "$3.err" || fail "tbpf report --format $2: $(cat "$3.err")"
-}
-
 run_torch() {
 	local tag=$1 py=$2
 	need_torch "$py"
 	live ${tag}j "$py" --format json -o "$T/$tag.json" --record "$T/$tag.tbpf"
-	check json "$T/$tag.json" "$tag inproc json" || fail "$tag: json (see log)"
-	check_rows json "$T/$tag.json" "$tag inproc json rows" || fail "$tag: json CUDA rows (see log)"
-	for f in json tree table; do
-		report "$T/$tag.tbpf" $f "$T/$tag.report.$f"
-		check $f "$T/$tag.report.$f" "$tag inproc report $f" || fail "$tag: report $f (see log)"
-		[ $f = tree ] || check_rows $f "$T/$tag.report.$f" "$tag inproc report $f rows" ||
-			fail "$tag: report $f CUDA rows (see log)"
-	done
-	report "$T/$tag.tbpf" chrome "$T/$tag.report.chrome"
-	check_timed "$T/$tag.json" "$T/$tag.report.chrome" "$tag inproc timed" || fail "$tag: timed calls (see log)"
+	check_outputs "$tag" inproc
 	# json without a capture: the records straight into the model
 	live ${tag}m "$py" --format json -o "$T/$tag.m.json"
 	check json "$T/$tag.m.json" "$tag inproc json (model feed)" || fail "$tag: json, model feed (see log)"

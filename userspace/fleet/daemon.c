@@ -224,20 +224,11 @@ static void window_pprof(struct wctx *w, const struct profile *p, const struct m
 			 size_t np, uint64_t now_real)
 {
 	struct calltree ct;
-	char *why = NULL;
 
 	if (profile_calltree(p, procs, np, w->o->job, NULL, NULL, &ct) == 0) {
 		ct.start_real_ns = w->win_start_real;
 		ct.duration_ns = now_real - w->win_start_real;
-		if (w->o->pprof_dir && write_pprof_file(w->o->pprof_dir, w->o->keep, &ct, w->seq, &why)) {
-			fprintf(stderr, "tbpf: %s\n", why ? why : "pprof write failed");
-			free(why);
-			why = NULL;
-		}
-		if (w->o->push_url && push_pprof(w->o, &ct, &why)) {
-			fprintf(stderr, "tbpf: %s\n", why ? why : "push failed");
-			free(why);
-		}
+		emit_pprof(w->o, &ct, w->seq);
 	}
 	calltree_free(&ct);
 }

@@ -190,21 +190,11 @@ static void window_pprof(struct ictx *w, const struct profile *stk,
 			 const struct metrics_proc *procs, uint64_t now_real)
 {
 	struct calltree ct;
-	char *why = NULL;
 
 	if (profile_calltree(stk, procs, w->o->sel.npids, w->o->job, row_frames, w->py, &ct) == 0) {
 		ct.start_real_ns = w->win_start_real;
 		ct.duration_ns = now_real - w->win_start_real;
-		if (w->o->pprof_dir && write_pprof_file(w->o->pprof_dir, w->o->keep, &ct, w->seq,
-							&why)) {
-			fprintf(stderr, "tbpf: %s\n", why ? why : "pprof write failed");
-			free(why);
-			why = NULL;
-		}
-		if (w->o->push_url && push_pprof(w->o, &ct, &why)) {
-			fprintf(stderr, "tbpf: %s\n", why ? why : "push failed");
-			free(why);
-		}
+		emit_pprof(w->o, &ct, w->seq);
 	}
 	calltree_free(&ct);
 	w->win_start_real = now_real;

@@ -437,3 +437,18 @@ out:
 	free(buf);
 	return rc;
 }
+
+void emit_pprof(const struct daemon_opts *o, const struct calltree *ct, uint64_t seq)
+{
+	char *why = NULL;
+
+	if (o->pprof_dir && write_pprof_file(o->pprof_dir, o->keep, ct, seq, &why)) {
+		fprintf(stderr, "tbpf: %s\n", why ? why : "pprof write failed");
+		free(why);
+		why = NULL;
+	}
+	if (o->push_url && push_pprof(o, ct, &why)) {
+		fprintf(stderr, "tbpf: %s\n", why ? why : "push failed");
+		free(why);
+	}
+}

@@ -52,5 +52,8 @@ int write_pprof_file(const char *dir, unsigned keep, const struct calltree *ct,
 		     uint64_t seq, char **err);
 /* POST the window's pprof to o->push_url/ingest.  0 or -errno with *err. */
 int push_pprof(const struct daemon_opts *o, const struct calltree *ct, char **err);
+/* The window's call tree to --pprof-dir (file seq) and --push, as asked;
+ * each failure is one stderr line, the window goes on. */
+void emit_pprof(const struct daemon_opts *o, const struct calltree *ct, uint64_t seq);
 
 #endif /* TBPF_WINDOW_H */
