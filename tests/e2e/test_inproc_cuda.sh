@@ -86,4 +86,25 @@ if got != want or syncs != [("aten::lksync", "cudaStreamSynchronize", N)] or \
     print("torch2 --no-python: kernels %s syncs %s op launches %s" % (got, syncs, ops)); sys.exit(1)
 print("torch2 inproc --no-python: kernels, syncs and op launches by op as expected")
 PY
+# --no-cuda: no CUDA probes (the 2.8 wheel maps libcudart in any job): the
+# ops are recorded, nothing CUDA is
+start_workload wl_torch2x "$PY2" cuda_layers_model.py "${WLARGS[@]}"
+start_tbpf tb_torch2x --pid "$(get wl_torch2x pid)" --inproc --no-cuda --no-python --format json \
+	-o "$T/torch2.nocuda.json"
+go "$(get wl_torch2x pid)"
+wait_exit wl_torch2x 300
+wait_exit tb_torch2x 60
+[ "$(get tb_torch2x rc)" = 0 ] || fail "--no-cuda: tbpf exit $(get tb_torch2x rc): $(tail -n 2 "$(get tb_torch2x err)")"
+grep -q "in-process RecordFunction callbacks" "$(get tb_torch2x err)" || fail "--no-cuda: not the in-process mode"
+! grep -qE "CUDA: [0-9]+ probes" "$(get tb_torch2x err)" || fail "--no-cuda: CUDA probes attached"
+python3 - "$T/torch2.nocuda.json" <<'PY' || fail "torch2 --no-cuda (see log)"
+import json, sys
+j = json.load(open(sys.argv[1]))
+names = {o["name"] for o in j["ops"]}
+cuda = [o["name"] for o in j["ops"] if o["name"].startswith("cuda") or o.get("launches")]
+if not {"aten::lkconv", "aten::lkhead", "aten::lksync"} <= names or cuda or j.get("kernels") or j.get("syncs"):
+    print("--no-cuda: ops %s, CUDA rows %s, kernels %s, syncs %s" %
+          (sorted(names)[:20], cuda, j.get("kernels"), j.get("syncs"))); sys.exit(1)
+print("torch2 inproc --no-cuda: the op rows, no CUDA rows, kernels or syncs")
+PY
 log "--inproc: CUDA launches, copies and syncs land in their ops and layers on every torch here"

@@ -72,6 +72,9 @@ static const char usage_text[] =
 "                         parents (torchprof's paths); rows are coloured by\n"
 "                         depth on a terminal (NO_COLOR=1: plain)\n"
 "      --no-python        do not walk Python stacks (no layers, less cost)\n"
+"      --no-cuda          do not probe libcudart/libcuda (no CUDA API rows or\n"
+"                         launches; a faster attach where a CPU job maps a\n"
+"                         CUDA build's libraries, e.g. PyPI's torch)\n"
 "      --exits MODE       how op exits are observed: auto (default: return\n"
 "                         probes made exception-safe by a ptrace guard, else\n"
 "                         infer), return, infer (entry probes only: exact\n"
@@ -193,7 +196,7 @@ static int parse_entries(const char *arg, uint32_t lo, uint32_t hi, uint32_t *ou
 enum { O_SORT = 256, O_ROWS, O_NOMULTI, O_RECORD, O_BYOVL, O_OPS, O_MINPCT, O_NOPY,
        O_INJECT /* issue 6 */, O_INJECT_FORCE, O_REDISPATCH,
        O_SHAPES /* issue 16 */, O_BYSHAPE, O_FLOPS, O_BYSTACK, O_METRIC, O_MEMORY /* issue 17 */,
-       O_MEMMAP, O_INPROC /* issue 19 */, O_MERGE /* issue 18 */, O_LFILTER /* issue 15 */ };
+       O_MEMMAP, O_INPROC /* issue 19 */, O_MERGE /* issue 18 */, O_LFILTER /* issue 15 */, O_NOCUDA };
 static const struct option live_longopts[] = {
 	SELECT_LONGOPTS,
 	STEP_LONGOPTS,
@@ -218,6 +221,7 @@ static const struct option live_longopts[] = {
 	{ "min-pct", required_argument, NULL, O_MINPCT },
 	{ "layer-filter", required_argument, NULL, O_LFILTER },
 	{ "no-python", no_argument, NULL, O_NOPY },
+	{ "no-cuda", no_argument, NULL, O_NOCUDA },
 	{ "inject", no_argument, NULL, O_INJECT },
 	{ "inject-force", no_argument, NULL, O_INJECT_FORCE },
 	{ "inproc", no_argument, NULL, O_INPROC },
@@ -330,6 +334,9 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 			break;
 		case O_NOPY:
 			o->python = false;
+			break;
+		case O_NOCUDA:
+			o->cuda = false;
 			break;
 		case O_NOMULTI:
 			o->no_multi = true;
