@@ -861,7 +861,8 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 #ifdef HAVE_BWSTACK
 	/* a forward op (last: nothing is live across the call) */
 	if ((tbpf_mode & TBPF_MODE_BWSTACK) && !(flags & OPF_SKIP) &&
-	    !(cookie & (TBPF_COOKIE_NODE | TBPF_COOKIE_PYNODE | TBPF_COOKIE_NODE_EVAL)))
+	    !(cookie & (TBPF_COOKIE_NODE | TBPF_COOKIE_PYNODE | TBPF_COOKIE_NODE_EVAL |
+			TBPF_COOKIE_NOTENSOR)))
 		bw_forward(t, f, pid);
 #endif
 	return 0;

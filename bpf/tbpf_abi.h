@@ -42,6 +42,9 @@
 /* a node class's apply (OPSYM_NODE; `this` in rsi): a backward node, whose
  * ops take its forward op's stack with --group-by-stack (bwstack.bpf.h) */
 #define TBPF_COOKIE_NODE (1ULL << 36)
+/* an op without tensor arguments (a factory op, opsym_has_tensor_arg): no
+ * sequence number in torch, so no forward op for backward stacks */
+#define TBPF_COOKIE_NOTENSOR (1ULL << 37)
 /* bits 40..63: the op's name id (same for every overload of a name), for
  * torch.profiler's rule that an op whose only child has its own name is
  * shown as one op (aten::sum -> aten::sum.dim_IntList) */

@@ -560,10 +560,37 @@ static void test_boxedop_libtorch(void **state)
 	}
 }
 
+/* Factory ops (no at::Tensor argument) against ops with one, on real
+ * mangled names of both libtorch builds (nm -D; 73 of 2.8's ::call
+ * entries have none). */
+static void test_has_tensor_arg(void **state)
+{
+	static const char *with[] = {
+		"_ZN2at4_ops10add_Tensor4callERKNS_6TensorES4_RKN3c106ScalarE",
+		"_ZN2at4_ops3cat4callERKN3c108IListRefINS_6TensorEEEl",
+		"_ZN2at4_ops7mul_out4callERKNS_6TensorES4_RS2_",
+		"_ZN2at4_ops10add_Tensor10redispatchEN3c1014DispatchKeySetERKNS_6TensorES6_RKNS2_6ScalarE",
+	};
+	static const char *without[] = {
+		"_ZN2at4_ops4ones4callEN3c108ArrayRefINS2_6SymIntEEESt8optionalINS2_10ScalarTypeEES6_INS2_6LayoutEES6_INS2_6DeviceEES6_IbE",
+		"_ZN2at4_ops6arange4callERKN3c106ScalarENS2_8optionalINS2_10ScalarTypeEEENS6_INS2_6LayoutEEENS6_INS2_6DeviceEEENS6_IbEE",
+		"_ZN2at4_ops13scalar_tensor4callERKN3c106ScalarESt8optionalINS2_10ScalarTypeEES6_INS2_6LayoutEES6_INS2_6DeviceEES6_IbE",
+		"_ZN2at4_ops5zeros4callEN3c108ArrayRefINS2_6SymIntEEENS2_8optionalINS2_10ScalarTypeEEENS6_INS2_6LayoutEEENS6_INS2_6DeviceEEENS6_IbEE",
+		"_ZN2at4_ops17_nnpack_available4callEv",
+		"_ZN2at4_ops6Tensor",   /* no argument list at all */
+	};
+
+	for (size_t i = 0; i < sizeof(with) / sizeof(*with); i++)
+		assert_true(opsym_has_tensor_arg(with[i]));
+	for (size_t i = 0; i < sizeof(without) / sizeof(*without); i++)
+		assert_false(opsym_has_tensor_arg(without[i]));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_mangled),
+		cmocka_unit_test(test_has_tensor_arg),
 		cmocka_unit_test(test_parse_node),
 		cmocka_unit_test(test_name_map),
 		cmocka_unit_test(test_name_map_ranks),

@@ -78,10 +78,17 @@ def loss_site(out):
     return out.sum()             # its node's number: what metric peeked
 
 
+def factory_site(x):
+    return torch.empty(x.shape)  # a factory op (no tensor argument): torch
+                                 # gives it no sequence number, so it must not
+                                 # take the number the next step's first node gets
+
+
 def train_site(net, x):
     out = forward_site(net, x)
     metric(out, x)               # peeks the number sum's node gets next
     loss = loss_site(out)        # (torch: no number under no_grad)
+    factory_site(x)              # the first op to peek the next number
     loss.backward()              # backward ops: torch.profiler gives them
     return loss                  # the stack of their forward op
 

@@ -382,6 +382,17 @@ static bool parse_len(const char **p, size_t *n)
 	return true;
 }
 
+bool opsym_has_tensor_arg(const char *mangled)
+{
+	/* the first at::Tensor is spelled out (NS_6TensorE, at:: being the
+	 * name's own first substitution); later ones are substitutions */
+	const char *args = strstr(mangled, "4callE");
+
+	if (!args)
+		args = strstr(mangled, "10redispatchE");
+	return args && strstr(args, "6TensorE");
+}
+
 int opsym_parse_mangled(const char *mangled, char **struct_name, bool *redispatch)
 {
 	static const char pfx[] = "_ZN2at4_ops";

@@ -59,6 +59,13 @@ void opsyms_free(struct opsym_set *s);
  * 0, or -EINVAL when mangled is no op entry point. */
 int opsym_parse_mangled(const char *mangled, char **struct_name, bool *redispatch);
 
+/* Pure: an op entry point's mangled name has an at::Tensor among its
+ * arguments (Tensor, optional<Tensor>, a list of them, an out tensor).
+ * One without (a factory op: ones, arange, empty, ...) is dispatched to
+ * BackendSelect first, never to an Autograd key, so torch gives its
+ * RecordFunction no sequence number (--group-by-stack's backward rule). */
+bool opsym_has_tensor_arg(const char *mangled);
+
 /* Pure: an autograd node's apply -> its torch.profiler name and the
  * mangled name of its vtable:
  *   "_ZN5torch8autograd9generated14AddmmBackward05applyEOSt6vector..." ->

@@ -525,6 +525,8 @@ int target_open(pid_t pid, uint32_t id_base, unsigned flags, struct target *t, c
 					     (s->kind == OPSYM_EVAL ? TBPF_COOKIE_NODE_EVAL : 0) |
 					     (s->kind == OPSYM_BOXED ? TBPF_COOKIE_BOXED : 0) |
 					     (s->kind == OPSYM_NODE ? TBPF_COOKIE_NODE : 0) |
+					     (s->kind == OPSYM_OP && !opsym_has_tensor_arg(s->mangled) ?
+					      TBPF_COOKIE_NOTENSOR : 0) |
 					     ((uint64_t)(name_id & 0xffffff) << TBPF_COOKIE_NAME_SHIFT);
 		}
 		t->nprobes += l->n;
