@@ -125,6 +125,19 @@ static int decode_sym(struct elf_file *ef, const uint8_t *img, size_t size, cons
 	return elf_file_vaddr_to_off(ef, c->got_vaddr, got_off) ? -EINVAL : 0;
 }
 
+/* path's ELF and its file image; -ENOENT (nothing left open) when unreadable */
+static int open_image(const char *path, struct elf_file **ef, const uint8_t **img, size_t *size)
+{
+	if (elf_file_open(path, ef))
+		return -ENOENT;
+	if (elf_file_image(*ef, img, size)) {
+		elf_file_close(*ef);
+		*ef = NULL;
+		return -ENOENT;
+	}
+	return 0;
+}
+
 int tlsvar_find(const char *path, struct tlsvar_site *out, const char **why)
 {
 	struct elf_file *ef = NULL;
@@ -134,12 +147,8 @@ int tlsvar_find(const char *path, struct tlsvar_site *out, const char **why)
 
 	memset(out, 0, sizeof(*out));
 	*why = "cannot read libtorch_cpu";
-	if (elf_file_open(path, &ef))
+	if (open_image(path, &ef, &img, &size))
 		return -ENOENT;
-	if (elf_file_image(ef, &img, &size)) {
-		elf_file_close(ef);
-		return -ENOENT;
-	}
 	out->tls_size = tlsvar_tls_size(img, size);
 	err = decode_sym(ef, img, size, TLSVAR_PEEK_SYM, &out->seq, &out->seq_got_off);
 	if (!err)
@@ -286,12 +295,8 @@ int tlsvar_find_c10(const char *path, struct tlsvar_c10 *out, const char **why)
 
 	memset(out, 0, sizeof(*out));
 	*why = "cannot read libc10";
-	if (elf_file_open(path, &ef))
+	if (open_image(path, &ef, &img, &size))
 		return -ENOENT;
-	if (elf_file_image(ef, &img, &size)) {
-		elf_file_close(ef);
-		return -ENOENT;
-	}
 	out->tls_size = tlsvar_tls_size(img, size);
 	*why = "no c10::impl::raw_local_dispatch_key_set or _force_tls_local_dispatch_key_set in libc10";
 	if (!elf_file_find_sym(ef, TLSVAR_C10_SET_SYM, &s) && s.defined && s.type == STT_TLS &&
