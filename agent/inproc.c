@@ -28,12 +28,6 @@
 #include "tbpf_abi.h"
 
 #define EXPORT __attribute__((visibility("default")))
-/* What every callback reads (the switches, the clock, torch's name()):
- * kept together, a cache line or two instead of one line each.  Between
- * two callbacks of a real model the op's kernels evict the agent's data
- * from L1, so every line a callback touches is a miss (docs/inproc.md,
- * "Cache lines"). */
-#define HOT __attribute__((section(".data.tbpf_hot")))
 
 _Static_assert(sizeof(struct tbpf_inproc_rec) == 32, "inproc rec ABI");
 _Static_assert(sizeof(struct tbpf_inproc_stack) % 8 == 0, "stack ABI");
@@ -44,7 +38,7 @@ _Static_assert(sizeof(struct tbpf_inproc_ctl) % 8 == 0, "ctl ABI");
 #include "rf_layout.h"
 #include "pywalk.h"
 
-EXPORT volatile struct tbpf_inproc_ctl tbpf_inproc __attribute__((aligned(64))) = {
+EXPORT volatile struct tbpf_inproc_ctl tbpf_inproc = {
 	.magic = TBPF_INPROC_MAGIC, .version = TBPF_INPROC_VERSION, .state = INPROC_LOADED,
 	.nslots = TBPF_INPROC_SLOTS, .nnames = TBPF_INPROC_NAMES, .detail = "loaded, idle",
 };
@@ -54,17 +48,12 @@ EXPORT struct tbpf_inproc_name tbpf_inproc_names[TBPF_INPROC_NAMES];
 EXPORT struct tbpf_shape tbpf_inproc_shapes[TBPF_INPROC_SHAPES];
 
 static struct {
-	const char *(*name)(const void *rf);
 	uint64_t (*add_global)(struct tbpf_rf_callback cb);
 	void (*remove)(uint64_t handle);
-} api HOT;
+	const char *(*name)(const void *rf);
+} api;
 
-static volatile int enabled HOT;     /* callbacks record only while set */
-/* The exported control block and rings, reached PC-relative (not through
- * the GOT: one line less per callback). */
-extern volatile struct tbpf_inproc_ctl ctl_ __attribute__((alias("tbpf_inproc"), visibility("hidden")));
-extern struct tbpf_inproc_rec shard_ring_[TBPF_INPROC_SHARDS][TBPF_INPROC_SLOTS]
-	__attribute__((alias("tbpf_inproc_shard_ring"), visibility("hidden")));
+static volatile int enabled;         /* callbacks record only while set */
 /* Requests and the watchdog run under ctl_lock; once the process exits
  * (our destructor runs before libtorch's: we were loaded after it) no
  * call goes into torch any more, so removeCallback never races torch's
@@ -82,35 +71,21 @@ static pthread_mutex_t name_lock = PTHREAD_MUTEX_INITIALIZER;
  * record_function named per step, the next new name spun forever.) */
 static uint32_t name_hashes[TBPF_INPROC_NAMES * 2];
 
-#define KNOWN_CACHE 256  /* per thread: hashes of names already published
-			  * (64 was too few for a transformer step's ~150
-			  * names: conflicts sent lookups to the shared table) */
+#define KNOWN_CACHE 64   /* per thread: hashes of names already published */
 
-/* An open RecordFunction of the thread. */
-struct frame {
-	const void *rf;
-	uint32_t hash;
-	uint32_t pad;
-};
-
-/* Laid out for the lines a callback touches: the first holds what every
- * callback reads and writes (ids, depth, its own ring's head and room,
- * the flags of the first 32 frames), then the frames, 4 a line. */
 struct thread_state {
 	uint32_t tid, depth;
 	int32_t shard;          /* its own ring + 1; -1: the shared ring; 0: not asked yet */
 	uint32_t nbwd;          /* open backward-function scopes (seq_on) */
-	uint64_t head;          /* own ring: slots written (only this thread writes it) */
-	uint64_t room;          /* own ring: head may grow to this before tail is read again */
-	uint8_t fl[TBPF_INPROC_STACK];
-	struct frame open[TBPF_INPROC_STACK];
 	uint8_t seq_any, seen_neg;
 	uint32_t seq_gen;       /* the START seq_any and seen_neg belong to */
 	int64_t last_seq;       /* of the last INPROC_SEQ_FWD written */
 	uint64_t torch_tid;     /* RecordFunction::threadId() of this thread */
 	uint32_t known[KNOWN_CACHE];
+	const void *open[TBPF_INPROC_STACK];
+	uint32_t hash[TBPF_INPROC_STACK];
 	PY_THREAD_FIELDS   /* Python stacks per open RecordFunction (pywalk.h) */
-} __attribute__((aligned(64)));
+};
 static __thread struct thread_state ts_;
 
 /* The thread's state, its address computed once per callback: GCC
@@ -141,9 +116,9 @@ static inline uint64_t mono_ns(void)
  * callback reads either value; the error shrinks as 1/elapsed and the
  * result stays within about 0.1 us of CLOCK_MONOTONIC, the clock tbpf
  * and its BPF side use).  Anything else: clock_gettime as before. */
-static volatile int use_tsc HOT;
-static uint64_t tsc0 HOT, ns0 HOT;
-static volatile uint64_t tsc_mult HOT;
+static volatile int use_tsc;
+static uint64_t tsc0, ns0;
+static volatile uint64_t tsc_mult;
 
 static inline uint64_t now_ns(void)
 {
@@ -309,7 +284,7 @@ static inline void name_known(struct thread_state *t, uint32_t h, const char *s,
 }
 
 /* ---- the rings ----------------------------------------------------------- */
-static volatile int seq_on HOT;
+static volatile int seq_on;
 
 /* A thread's own ring (struct tbpf_inproc_shard): the first threads that
  * record take one each, for their lifetime (a thread-specific key's
@@ -345,8 +320,6 @@ static __attribute__((noinline, cold)) void shard_claim(struct thread_state *t)
 			__atomic_store_n(&tbpf_inproc.shard[k].owner, 0, __ATOMIC_RELEASE);
 			return;
 		}
-		t->head = __atomic_load_n(&ctl_.shard[k].head, __ATOMIC_RELAXED);
-		t->room = 0;   /* read tail at the first record */
 		t->shard = k + 1;
 		return;
 	}
@@ -358,14 +331,7 @@ static __attribute__((noinline, cold)) void shard_claim(struct thread_state *t)
  * and the locked instruction of the next reservation would otherwise
  * wait for that store's miss (bench/inproc_ab.py: 7-9 ns less per op on
  * the dispatch-bound loop, torch 1.13 and 2.8). */
-#ifndef RING_AHEAD
 #define RING_AHEAD 8
-#endif
-#if RING_AHEAD
-#define RING_PREFETCH(p) __builtin_prefetch(p, 1)
-#else
-#define RING_PREFETCH(p) ((void)0)
-#endif
 static inline __attribute__((always_inline)) struct tbpf_inproc_rec *reserve(struct thread_state *t, uint64_t *headp, int *kp)
 {
 	uint64_t head, tail;
@@ -375,21 +341,17 @@ static inline __attribute__((always_inline)) struct tbpf_inproc_rec *reserve(str
 		shard_claim(t);
 	k = t->shard - 1;
 	if (k >= 0 && !seq_on) {   /* sequence numbers are paired in ring order */
-		head = t->head;
-		if (__builtin_expect(head >= t->room, 0)) {
-			/* tail only grows (tbpf's drain, START): room read
-			 * at one time stays valid, so the tail's line is
-			 * read once per ring's worth of records, not per record */
-			t->room = __atomic_load_n(&ctl_.shard[k].tail, __ATOMIC_RELAXED) + TBPF_INPROC_SLOTS;
-			if (head >= t->room) {
-				__atomic_fetch_add(&ctl_.drops, 1, __ATOMIC_RELAXED);
-				return NULL;
-			}
+		volatile struct tbpf_inproc_shard *sh = &tbpf_inproc.shard[k];
+
+		head = sh->head;
+		if (head - __atomic_load_n(&sh->tail, __ATOMIC_RELAXED) >= TBPF_INPROC_SLOTS) {
+			__atomic_fetch_add(&tbpf_inproc.drops, 1, __ATOMIC_RELAXED);
+			return NULL;
 		}
-		RING_PREFETCH(&shard_ring_[k][(head + RING_AHEAD) & (TBPF_INPROC_SLOTS - 1)]);
+		__builtin_prefetch(&tbpf_inproc_shard_ring[k][(head + RING_AHEAD) & (TBPF_INPROC_SLOTS - 1)], 1);
 		*headp = head;
 		*kp = k;
-		return &shard_ring_[k][head & (TBPF_INPROC_SLOTS - 1)];
+		return &tbpf_inproc_shard_ring[k][head & (TBPF_INPROC_SLOTS - 1)];
 	}
 	*kp = -1;
 	head = __atomic_load_n(&tbpf_inproc.head, __ATOMIC_RELAXED);
@@ -401,19 +363,17 @@ static inline __attribute__((always_inline)) struct tbpf_inproc_rec *reserve(str
 		}
 	} while (!__atomic_compare_exchange_n(&tbpf_inproc.head, &head, head + 1, true,
 					      __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
-	RING_PREFETCH(&tbpf_inproc_ring[(head + RING_AHEAD) & (TBPF_INPROC_SLOTS - 1)]);
+	__builtin_prefetch(&tbpf_inproc_ring[(head + RING_AHEAD) & (TBPF_INPROC_SLOTS - 1)], 1);
 	*headp = head;
 	return &tbpf_inproc_ring[head & (TBPF_INPROC_SLOTS - 1)];
 }
 
 /* The slot is complete: its stamp, then (own ring) the owner's head. */
-static inline void commit(struct thread_state *t, struct tbpf_inproc_rec *r, uint64_t head, int k)
+static inline void commit(struct tbpf_inproc_rec *r, uint64_t head, int k)
 {
 	__atomic_store_n(&r->stamp, (uint32_t)(head + 1), __ATOMIC_RELEASE);
-	if (k >= 0) {
-		t->head = head + 1;
-		__atomic_store_n(&ctl_.shard[k].head, head + 1, __ATOMIC_RELEASE);
-	}
+	if (k >= 0)
+		__atomic_store_n(&tbpf_inproc.shard[k].head, head + 1, __ATOMIC_RELEASE);
 }
 
 static inline __attribute__((always_inline)) void emit(struct thread_state *t, uint8_t kind, uint8_t flags, uint32_t hash,
@@ -433,7 +393,7 @@ static inline __attribute__((always_inline)) void emit(struct thread_state *t, u
 	r->depth = (uint16_t)depth;
 	r->shape = shape;
 	r->stack = stack;
-	commit(t, r, head, k);
+	commit(r, head, k);
 }
 
 /* ---- sequence numbers (--group-by-stack; bwstack.h in tbpf) ------------- */
@@ -456,7 +416,7 @@ static inline void emit_seq(struct thread_state *t, uint8_t kind, int64_t seq, u
 	r->depth = (uint16_t)depth;
 	r->shape = (uint32_t)(thread >> 32);
 	r->stack = stack;
-	commit(t, r, head, k);
+	commit(r, head, k);
 }
 
 static inline uint64_t rf_u64(const void *rf, uint16_t off)
@@ -520,8 +480,8 @@ static inline void on_start(const void *rf, uint8_t flags, int bwd)
 	name_known(t, h, name ? name : "", flags);
 	if (shapes_on)
 		shape = shape_of(rf, h);
-	t->open[t->depth].rf = rf;
-	t->open[t->depth].hash = h;
+	t->open[t->depth] = rf;
+	t->hash[t->depth] = h;
 	t->fl[t->depth] = flags;
 	stack = py_on ? py_stack_at(t->top, t->ins, t->stk, t->fl, t->depth) : 0;
 	if (seq_on) {
@@ -542,7 +502,7 @@ static inline void on_end(const void *rf, uint8_t flags)
 	struct thread_state *t = self();
 	int i;
 
-	for (i = (int)t->depth - 1; i >= 0 && t->open[i].rf != rf; i--)
+	for (i = (int)t->depth - 1; i >= 0 && t->open[i] != rf; i--)
 		;
 	if (i < 0) {
 		if (enabled)
@@ -553,7 +513,7 @@ static inline void on_end(const void *rf, uint8_t flags)
 		if (t->fl[k] & FL_BWD)
 			t->nbwd--;
 	t->depth = (uint32_t)i;   /* frames above it ended elsewhere: dropped */
-	emit(t, INPROC_EXIT, flags, t->open[i].hash, (uint32_t)i, 0, 0);
+	emit(t, INPROC_EXIT, flags, t->hash[i], (uint32_t)i, 0, 0);
 }
 
 static void *start_op(void **ret, const void *rf)

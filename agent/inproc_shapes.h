@@ -21,7 +21,7 @@
  * record refers to it) and records carry its index + 1. */
 #include <stdbool.h>
 
-static volatile int shapes_on HOT;
+static volatile int shapes_on;
 static struct tbpf_inproc_ivlayout L;
 static const void *undef_impl;     /* &c10::UndefinedTensorImpl::_singleton */
 static uint32_t conv2d_hash;       /* ints are read for its FLOPs only */

@@ -24,7 +24,7 @@ EXPORT volatile struct tbpf_inproc_py tbpf_inproc_py;
 EXPORT struct tbpf_inproc_stack tbpf_inproc_stacks[TBPF_INPROC_STACKS];
 
 static struct tbpf_pyproc pyc;     /* copied from tbpf_inproc_py at START */
-static volatile int py_on HOT;
+static volatile int py_on;
 static uint64_t py_code_type, py_seed;
 static pthread_mutex_t stack_lock = PTHREAD_MUTEX_INITIALIZER;
 /* published stack ids (never more than half full: only published ids) */
@@ -191,7 +191,8 @@ static inline void py_known(uint64_t id, const struct tbpf_inproc_stack *s)
  * (an op called back into Python) walks. */
 #define PY_THREAD_FIELDS \
 	uint64_t top[TBPF_INPROC_STACK], ins[TBPF_INPROC_STACK]; \
-	uint32_t stk[TBPF_INPROC_STACK];
+	uint32_t stk[TBPF_INPROC_STACK]; \
+	uint8_t fl[TBPF_INPROC_STACK];
 
 static inline uint32_t py_stack_at(uint64_t *top, uint64_t *ins, uint32_t *stk,
 				   const uint8_t *fl, uint32_t d)
