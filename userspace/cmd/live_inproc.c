@@ -391,7 +391,7 @@ static const char *poll_loop(const struct live_opts *o, struct inproc_session *s
 
 	for (;;) {
 		int live = inproc_session_poll(s);
-		struct session *py, *late = inproc_late_poll(k->late, &load_ns);
+		struct session *py, *late = live > 0 ? inproc_late_poll(k->late, &load_ns) : NULL;
 
 		if (late)
 			late_session(o, k, late, load_ns);
