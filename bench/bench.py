@@ -378,8 +378,9 @@ def main():
 
 def header(title, reps, what):
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return [title, "", "%s; kernel %s; %s, %d CPUs; %d repetitions per row, medians (min-max); %s." % (
-        now, platform.release(), cpu_model(), os.cpu_count(), reps, what)]
+    cmd = " ".join(a if re.fullmatch(r"[\w./,=:+-]+", a) else "'%s'" % a for a in sys.argv[1:])
+    return [title, "", "%s; `bench/bench.py %s`; kernel %s; %s, %d CPUs; %d repetitions per row, "
+            "medians (min-max); %s." % (now, cmd, platform.release(), cpu_model(), os.cpu_count(), reps, what)]
 
 
 def write(args, md, status):
