@@ -271,7 +271,7 @@ def main():
     if os.geteuid() != 0:
         print("bench: not root: tbpf rows will fail to attach (run with sudo)", file=sys.stderr)
     if args.wall:
-        return write(args, *wall.main_wall(args, pys, torch_version, count_ops, header(
+        return write(args, *wall.main_wall(args, pys, jobs, count_ops, header(
             "# tbpf benchmark: process wall time (bench.py --wall)", args.reps,
             "process wall time, start to exit, as measured by bench.py")))
     if args.shapes:
@@ -285,63 +285,54 @@ def main():
 
     rows, attach_rows, failures = [], [], []
     tmp = tempfile.mkdtemp(prefix="tbpf-bench.")
-    for py in pys:
-        tv = torch_version(py)
-        if not tv:
-            failures.append("%s cannot import torch" % py)
-            continue
-        for workload in args.workloads.split(","):
-            try:
-                ops = count_ops(py, workload)
-                iters = calibrate(py, workload, args.target_seconds)
-            except RunError as e:
-                failures.append("torch %s %s: %s" % (tv, workload, e))
-                continue
-            prof_iters = max(WORKLOADS[workload][1] // 5, min(iters, int(PROFILER_EVENT_CAP / ops)))
-            results = {m: [] for m in modes}
-            errors = {}
-            print("bench: torch %s %s: %d iters (%d under torch.profiler), %.0f ops/iter, %d reps"
-                  % (tv, workload, iters, prof_iters, ops, args.reps), file=sys.stderr)
-            for rep in range(args.reps):
-                order = modes[rep % len(modes):] + modes[:rep % len(modes)]
-                for m in order:
-                    if m in errors and not results[m]:
-                        continue  # failed before: do not retry every rep
-                    try:
-                        n = prof_iters if m.startswith("torch.profiler") else iters
-                        results[m].append(run_once(py, workload, n, m, args, tmp))
-                    except RunError as e:
-                        errors.setdefault(m, str(e))
-                        print("bench: %s: %s" % (m, e), file=sys.stderr)
-            base = med([r["us_per_iter"] for r in results["baseline"]])
-            base_cpu = med([r.get("cpu_us_per_iter") for r in results["baseline"]])
-            for m in modes:
-                rs = results[m]
-                t = med([r["us_per_iter"] for r in rs])
-                lo = min((r["us_per_iter"] for r in rs), default=None)
-                hi = max((r["us_per_iter"] for r in rs), default=None)
-                row = {"torch": tv, "workload": workload, "mode": m, "ops": ops, "n": len(rs),
-                       "t": t, "lo": lo, "hi": hi,
-                       "slow": t / base if (t and base) else None,
-                       "per_op": (t - base) / ops if (t and base and m != "baseline") else None,
-                       "per_op_cpu": None,
-                       "err": errors.get(m) if not rs else None}
-                cpu = med([r.get("cpu_us_per_iter") for r in rs])
-                if cpu is not None and base_cpu is not None and m != "baseline":
-                    row["per_op_cpu"] = (cpu - base_cpu) / ops
-                if m.startswith("tbpf") and rs:
-                    calls = med([r.get("calls") for r in rs])
-                    row["tbpf_ops"] = calls / iters if calls else None
-                    row["dropped"] = max((r.get("dropped") or 0) for r in rs)
-                    row["tbpf_cpu"] = med([r.get("tbpf_cpu_s") for r in rs])
-                    attach_rows.append({"torch": tv, "workload": workload, "mode": m,
-                                        "attach": med([r.get("attach_ms") for r in rs]),
-                                        "wall": med([r.get("attach_wall_ms") for r in rs]),
-                                        "probes": med([r.get("probes") for r in rs]),
-                                        "cpu": row["tbpf_cpu"], "wl_s": t * iters / 1e6 if t else None})
-                if m.startswith("tbpf") and not rs:
-                    failures.append("torch %s %s %s: %s" % (tv, workload, m, errors.get(m)))
-                rows.append(row)
+    for py, tv, workload, (ops, iters) in jobs(
+            pys, args.workloads, failures,
+            lambda py, w: (count_ops(py, w), calibrate(py, w, args.target_seconds))):
+        prof_iters = max(WORKLOADS[workload][1] // 5, min(iters, int(PROFILER_EVENT_CAP / ops)))
+        results = {m: [] for m in modes}
+        errors = {}
+        print("bench: torch %s %s: %d iters (%d under torch.profiler), %.0f ops/iter, %d reps"
+              % (tv, workload, iters, prof_iters, ops, args.reps), file=sys.stderr)
+        for rep in range(args.reps):
+            order = modes[rep % len(modes):] + modes[:rep % len(modes)]
+            for m in order:
+                if m in errors and not results[m]:
+                    continue  # failed before: do not retry every rep
+                try:
+                    n = prof_iters if m.startswith("torch.profiler") else iters
+                    results[m].append(run_once(py, workload, n, m, args, tmp))
+                except RunError as e:
+                    errors.setdefault(m, str(e))
+                    print("bench: %s: %s" % (m, e), file=sys.stderr)
+        base = med([r["us_per_iter"] for r in results["baseline"]])
+        base_cpu = med([r.get("cpu_us_per_iter") for r in results["baseline"]])
+        for m in modes:
+            rs = results[m]
+            t = med([r["us_per_iter"] for r in rs])
+            lo = min((r["us_per_iter"] for r in rs), default=None)
+            hi = max((r["us_per_iter"] for r in rs), default=None)
+            row = {"torch": tv, "workload": workload, "mode": m, "ops": ops, "n": len(rs),
+                   "t": t, "lo": lo, "hi": hi,
+                   "slow": t / base if (t and base) else None,
+                   "per_op": (t - base) / ops if (t and base and m != "baseline") else None,
+                   "per_op_cpu": None,
+                   "err": errors.get(m) if not rs else None}
+            cpu = med([r.get("cpu_us_per_iter") for r in rs])
+            if cpu is not None and base_cpu is not None and m != "baseline":
+                row["per_op_cpu"] = (cpu - base_cpu) / ops
+            if m.startswith("tbpf") and rs:
+                calls = med([r.get("calls") for r in rs])
+                row["tbpf_ops"] = calls / iters if calls else None
+                row["dropped"] = max((r.get("dropped") or 0) for r in rs)
+                row["tbpf_cpu"] = med([r.get("tbpf_cpu_s") for r in rs])
+                attach_rows.append({"torch": tv, "workload": workload, "mode": m,
+                                    "attach": med([r.get("attach_ms") for r in rs]),
+                                    "wall": med([r.get("attach_wall_ms") for r in rs]),
+                                    "probes": med([r.get("probes") for r in rs]),
+                                    "cpu": row["tbpf_cpu"], "wl_s": t * iters / 1e6 if t else None})
+            if m.startswith("tbpf") and not rs:
+                failures.append("torch %s %s %s: %s" % (tv, workload, m, errors.get(m)))
+            rows.append(row)
 
     md = header("# tbpf benchmark", args.reps, "time per iteration as measured by the workload") + [
           "",
@@ -374,6 +365,23 @@ def main():
     if failures:
         md += ["", "**Not measured:**", ""] + ["- %s" % f for f in failures]
     return write(args, md, 1 if failures else 0)
+
+
+def jobs(pys, workloads, failures, prepare):
+    """(python, torch version, workload, prepare(python, workload)) for each
+    interpreter and workload; what cannot run goes to failures."""
+    for py in pys:
+        tv = torch_version(py)
+        if not tv:
+            failures.append("%s cannot import torch" % py)
+            continue
+        for workload in workloads.split(","):
+            try:
+                prep = prepare(py, workload)
+            except RunError as e:
+                failures.append("torch %s %s: %s" % (tv, workload, e))
+                continue
+            yield py, tv, workload, prep
 
 
 def header(title, reps, what):

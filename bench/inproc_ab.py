@@ -8,12 +8,12 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from inproc_lib import START, STOP, Ctl, build_noop, consume, noop_callback, request, torch_callbacks  # noqa: E402
+from inproc_lib import (START, STOP, Ctl, build_noop, consume, noop_callback, request,  # noqa: E402
+                        torch_add_loop, torch_callbacks)
 
 
 def main():
@@ -25,14 +25,7 @@ def main():
         shutil.copy(path, p)
         agents[name] = Ctl.in_dll(ctypes.CDLL(p), "tbpf_inproc")
     add, remove = torch_callbacks()
-    torch.set_num_threads(1)
-    x, y = torch.ones(4), torch.ones(4)
-
-    def loop(n):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            torch.add(x, y)
-        return (time.perf_counter() - t0) / n * 1e9
+    loop = torch_add_loop()
 
     res = {k: [] for k in ("base", "noop", "old", "new")}
     loop(20000)

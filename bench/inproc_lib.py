@@ -74,6 +74,21 @@ def torch_callbacks():
     return add, remove
 
 
+def torch_add_loop():
+    """loop(n): n calls of torch.add on 4-element tensors (one thread),
+    ns per call."""
+    import torch
+    torch.set_num_threads(1)
+    x, y = torch.ones(4), torch.ones(4)
+
+    def loop(n):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            torch.add(x, y)
+        return (time.perf_counter() - t0) / n * 1e9
+    return loop
+
+
 def request(ctl, r):
     """START or STOP the agent as tbpf does (layout 1, this process as
     owner); waits until it is served; exits when a start fails."""

@@ -195,7 +195,7 @@ def markdown(rows, verdicts, failures, head):
     return md
 
 
-def main_wall(args, pys, torch_version, count_ops, head):
+def main_wall(args, pys, jobs, count_ops, head):
     """bench.py --wall; returns (markdown lines, exit status)."""
     import tempfile
     modes = [m for m in MODES if not (args.no_uprobe and m == "tbpf run")]
@@ -208,24 +208,14 @@ def main_wall(args, pys, torch_version, count_ops, head):
     tmp = tempfile.mkdtemp(prefix="tbpf-bench-wall.")
     rows, verdicts, failures = [], [], []
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
-    for py in pys:
-        tv = torch_version(py)
-        if not tv:
-            failures.append("%s cannot import torch" % py)
-            continue
-        for workload in args.workloads.split(","):
-            try:
-                ops = count_ops(py, workload)
-            except Exception as e:   # RunError from bench.py
-                failures.append("torch %s %s: %s" % (tv, workload, e))
-                continue
-            iters = max(1, int(round(args.wall_ops / ops)))
-            log("bench: wall torch %s %s: %d iterations (%.0f aten ops each, %d in all), %d reps"
-                % (tv, workload, iters, ops, iters * ops, args.reps))
-            r, v, fl = run_workload(py, tv, workload, iters, ops, modes, args.reps, args.tbpf, tmp, log)
-            for x in r:
-                x["wl"] = "%s (%d, %.0fk)" % (workload, iters, iters * ops / 1e3)
-            rows += r
-            verdicts += v
-            failures += fl
+    for py, tv, workload, ops in jobs(pys, args.workloads, failures, count_ops):
+        iters = max(1, int(round(args.wall_ops / ops)))
+        log("bench: wall torch %s %s: %d iterations (%.0f aten ops each, %d in all), %d reps"
+            % (tv, workload, iters, ops, iters * ops, args.reps))
+        r, v, fl = run_workload(py, tv, workload, iters, ops, modes, args.reps, args.tbpf, tmp, log)
+        for x in r:
+            x["wl"] = "%s (%d, %.0fk)" % (workload, iters, iters * ops / 1e3)
+        rows += r
+        verdicts += v
+        failures += fl
     return markdown(rows, verdicts, failures, head), (1 if failures else 0)
