@@ -22,7 +22,6 @@ import ctypes
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +31,8 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "workloads"))
 import wl_common  # noqa: F401,E402  (before torch)
 import torch  # noqa: E402
-from inproc_split import Ctl, CB, NOOP_C, consume, SHARD_OFF, SHARD_SIZE, SHARDS  # noqa: E402
+from inproc_lib import (START, STOP, Ctl, CB, build_noop, consume, request, torch_callbacks,  # noqa: E402
+                        SHARD_OFF, SHARD_SIZE, SHARDS)
 
 
 def heads(ctl):
@@ -51,28 +51,14 @@ def main():
     p.add_argument("agents", nargs="+")
     a = p.parse_args()
     tmp = tempfile.mkdtemp(prefix="inproc_ab_step.")
-    with open(tmp + "/noop.c", "w") as f:
-        f.write(NOOP_C)
-    subprocess.run(["cc", "-O2", "-shared", "-fPIC", tmp + "/noop.c", "-o", tmp + "/libnoop.so"], check=True)
-    noop = ctypes.CDLL(tmp + "/libnoop.so")
+    noop = build_noop(tmp)
     agents = {}
     for i, path in enumerate(a.agents):
         dst = "%s/a%d.so" % (tmp, i)
         shutil.copy(path, dst)
         agents["%d:%s" % (i, os.path.basename(os.path.dirname(os.path.dirname(os.path.abspath(path)))) or path)] = \
             Ctl.in_dll(ctypes.CDLL(dst), "tbpf_inproc")
-    lib = [ln.split()[-1] for ln in open("/proc/self/maps") if "/libtorch_cpu" in ln][0]
-    t = ctypes.CDLL(lib, mode=os.RTLD_NOLOAD | os.RTLD_NOW)
-    add = t._ZN2at17addGlobalCallbackENS_22RecordFunctionCallbackE
-    add.argtypes, add.restype = [CB], ctypes.c_uint64
-    remove = t._ZN2at14removeCallbackEm
-    remove.argtypes = [ctypes.c_uint64]
-
-    def req(ctl, r):
-        ctl.owner, ctl.layout, ctl.request = os.getpid(), 1, r
-        ctl.seq += 1
-        while ctl.served_seq != ctl.seq:
-            time.sleep(0.002)
+    add, remove = torch_callbacks()
 
     torch.set_num_threads(1)
     mod = __import__(a.workload)
@@ -99,7 +85,7 @@ def main():
             if k == "noop":
                 hs = [add(noop_cb([i != 7 for i in range(10)])), add(noop_cb([i == 7 for i in range(10)]))]
             elif k in agents:
-                req(agents[k], 1)
+                request(agents[k], START)
             prof = None
             if k == "profiler":   # recording only: the timed steps run inside it
                 prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
@@ -119,7 +105,7 @@ def main():
             for h in hs:
                 remove(h)
             if k in agents:
-                req(agents[k], 2)
+                request(agents[k], STOP)
     if "base" not in res:
         print(a.only, "median %.0f us a step" % (statistics.median(res[modes[0]]) / 1e3))
         return
