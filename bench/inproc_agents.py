@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """inproc_agents.py - bench.py with one more row: `tbpf --inproc --no-python`
 with another build of the in-process agent (--old-agent PATH, given to tbpf
-as $TBPF_INPROC_PATH), interleaved with this tree's agent in the same
+as $TBPF_INPROC_PATH; the file must be named libtbpf_inproc.so, the name
+tbpf looks for in the target's maps), interleaved with this tree's agent in the same
 repetitions (issue 19: an agent change measured as the benchmark does).
 Writes bench/results_inproc_agents.md.  Otherwise bench.py (below).
 
