@@ -40,6 +40,20 @@ struct {
 	__type(value, struct tbpf_tsample);
 } shape_samples SEC(".maps");
 
+/* Continuations (sizes past the 8th, tbpf_abi.h) of this call's
+ * entries, and the hash of each one's sizes */
+struct shape_more_scratch {
+	struct tbpf_shape c[TBPF_SHAPE_MAX_TENSORS];
+	__u64 h[TBPF_SHAPE_MAX_TENSORS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct shape_more_scratch);
+} shape_more_scratch SEC(".maps");
+
 __u32 shape_nsamples;   /* slots of shape_samples claimed */
 
 static __always_inline void shape_sample(__u32 pid, __u64 impl)
@@ -70,6 +84,47 @@ static __always_inline __u64 arg_word(struct pt_regs *ctx, const __u64 *regs, __
 	bpf_probe_read_user(&v, sizeof(v),
 			    (void *)(PT_REGS_SP(ctx) + 8 + 8 * (__u64)((where - TBPF_ARG_REGS) & 0xff)));
 	return v;
+}
+
+/* Sizes 9 to nd (at most TBPF_SHAPE_ALL_DIMS) of entry i, out of line at
+ * `sizes` (sizes then strides: 2 * nd words), into its continuation;
+ * their product, or -1 (unreadable, or a negative size).  Runs only for
+ * a tensor of more than TBPF_SHAPE_MAX_DIMS dims. */
+static __noinline __s64 shape_more(__u64 sizes, __u32 nd, __u32 i)
+{
+	struct shape_more_scratch *m;
+	struct tbpf_shape *c;
+	__u32 zero = 0, n;
+	__u64 h = 14695981039346656037ULL;
+	__s64 prod = 1, *d;
+
+	m = bpf_map_lookup_elem(&shape_more_scratch, &zero);
+	if (!m)
+		return -1;
+	i &= TBPF_SHAPE_MAX_TENSORS - 1;
+	c = &m->c[i];
+	n = nd > TBPF_SHAPE_ALL_DIMS ? TBPF_SHAPE_MORE_DIMS : nd - TBPF_SHAPE_MAX_DIMS;
+	if (n < 1 || n > TBPF_SHAPE_MORE_DIMS)
+		return -1;
+	__builtin_memset(c, 0, offsetof(struct tbpf_shape, dims));
+	d = &c->dims[0][0];
+	/* (n - 1) & 63: a bound the verifier sees on the register passed */
+	if (bpf_probe_read_user(d, ((n - 1) & (TBPF_SHAPE_ALL_DIMS - 1)) * 8 + 8,
+				(void *)(sizes + 8 * TBPF_SHAPE_MAX_DIMS)))
+		return -1;
+	for (int k = 0; k < TBPF_SHAPE_MORE_DIMS; k++) {
+		if (k >= n)
+			break;
+		if (d[k] < 0)
+			return -1;
+		prod *= d[k];
+		h = (h ^ (__u64)d[k]) * 1099511628211ULL;
+	}
+	c->argi[0] = i;
+	c->ndim[0] = n;
+	c->kind[0] = ARGK_MORE;
+	m->h[i] = h;
+	return prod;
 }
 
 /* One tensor's sizes into s (slot i); impl is its TensorImpl*. */
@@ -103,7 +158,7 @@ static __always_inline void shape_tensor(struct tbpf_shape *s, __u32 i, __u64 im
 		return;
 	}
 	nd = (__u32)hdr[0];
-	if (hdr[0] > 64)
+	if (hdr[0] >= TBPF_SHAPE_BAD)
 		goto bad;
 	if (nd == 0 && nd_dt[0] == 0) {     /* c10::UndefinedTensorImpl: [] */
 		s->ndim[i] = TBPF_SHAPE_NONE;
@@ -113,6 +168,14 @@ static __always_inline void shape_tensor(struct tbpf_shape *s, __u32 i, __u64 im
 		/* out of line: sizes then strides, 2 * nd >= 12 words */
 		if (bpf_probe_read_user(s->dims[i], sizeof(s->dims[i]), (void *)hdr[1]))
 			goto bad;
+		/* more than 8: the rest into a continuation */
+		if (nd > TBPF_SHAPE_MAX_DIMS) {
+			prod = shape_more(hdr[1], nd, i);
+			if (prod < 0)
+				goto bad;
+			if (nd > TBPF_SHAPE_ALL_DIMS)
+				nd = TBPF_SHAPE_ALL_DIMS + 1;
+		}
 	} else {
 		for (int k = 0; k < TBPF_SIZES_INLINE; k++)
 			s->dims[i][k] = k < nd ? (__s64)hdr[1 + k] : 0;
@@ -125,7 +188,7 @@ static __always_inline void shape_tensor(struct tbpf_shape *s, __u32 i, __u64 im
 		prod *= s->dims[i][k];
 	}
 	/* sizes must multiply to numel: a wrong layout does not */
-	if (nd <= TBPF_SHAPE_MAX_DIMS && prod != nd_dt[0])
+	if (nd <= TBPF_SHAPE_ALL_DIMS && prod != nd_dt[0])
 		goto bad;
 	s->ndim[i] = nd;
 	s->dtype[i] = (__u8)nd_dt[1];
@@ -181,6 +244,61 @@ static __always_inline void shape_itypes(struct pt_regs *ctx, const __u64 *regs,
 		if (len > TBPF_SCALARLIST_MAX)
 			s->itype[ai] = ITYPE_NONE;
 	}
+}
+
+/* Shape list `id` into `shapes` (and, new in record mode, a REC_SHAPE
+ * record); 0, or -1 when the full map could not take it. */
+static __always_inline int shape_put(__u64 id, const struct tbpf_shape *s, __u32 pid,
+				     __u32 tid, __u64 now)
+{
+	if (!bpf_map_update_elem(&shapes, &id, s, BPF_NOEXIST)) {
+		if (tbpf_mode & TBPF_MODE_RECORD) {
+			struct rec_shape *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+
+			if (r) {
+				r->h.type = REC_SHAPE;
+				r->h.size = sizeof(*r);
+				r->h.tid = tid;
+				r->h.ts_ns = now;
+				r->pid = pid;
+				r->pad = 0;
+				r->shape_id = id;
+				__builtin_memcpy(&r->s, s, sizeof(r->s));
+				bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+			} else {
+				cnt_add(CNT_DROPS, 1);
+			}
+		}
+	} else if (!bpf_map_lookup_elem(&shapes, &id)) {
+		cnt_add(CNT_SHAPE_FULL, 1);
+		return -1;
+	}
+	return 0;
+}
+
+/* The hash so far with entry i's sizes past the 8th (shape_more's) */
+static __noinline __u64 shape_more_hash(__u64 h, __u32 i)
+{
+	struct shape_more_scratch *m;
+	__u32 zero = 0;
+
+	m = bpf_map_lookup_elem(&shape_more_scratch, &zero);
+	if (!m)
+		return h;
+	return (h ^ m->h[i & (TBPF_SHAPE_MAX_TENSORS - 1)]) * 1099511628211ULL;
+}
+
+/* Entry i's continuation of list `id` (shape_put) */
+static __noinline int shape_more_put(__u64 id, __u32 i, __u32 pid, __u32 tid, __u64 now)
+{
+	struct shape_more_scratch *m;
+	__u32 zero = 0;
+
+	m = bpf_map_lookup_elem(&shape_more_scratch, &zero);
+	if (!m)
+		return -1;
+	return shape_put(tbpf_shape_more_id(id, i), &m->c[i & (TBPF_SHAPE_MAX_TENSORS - 1)],
+			 pid, tid, now);
 }
 
 /* The shape id of this call's inputs (0: none read), stored in `shapes`
@@ -264,6 +382,8 @@ static __noinline __u64 shape_capture(struct pt_regs *ctx, __u32 pid, __u32 tid,
 				break;
 			for (int k = 0; k < TBPF_SHAPE_MAX_DIMS; k++)
 				h = (h ^ (__u64)s->dims[i][k]) * 1099511628211ULL;
+			if (s->ndim[i] > TBPF_SHAPE_MAX_DIMS && s->ndim[i] < TBPF_SHAPE_BAD)
+				h = shape_more_hash(h, i);
 		}
 	}
 	if (!h)
@@ -271,27 +391,15 @@ static __noinline __u64 shape_capture(struct pt_regs *ctx, __u32 pid, __u32 tid,
 	/* a known list: a lookup, no bucket lock */
 	if (bpf_map_lookup_elem(&shapes, &h))
 		return h;
-	if (!bpf_map_update_elem(&shapes, &h, s, BPF_NOEXIST)) {
-		if (tbpf_mode & TBPF_MODE_RECORD) {
-			struct rec_shape *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-
-			if (r) {
-				r->h.type = REC_SHAPE;
-				r->h.size = sizeof(*r);
-				r->h.tid = tid;
-				r->h.ts_ns = now;
-				r->pid = pid;
-				r->pad = 0;
-				r->shape_id = h;
-				__builtin_memcpy(&r->s, s, sizeof(r->s));
-				bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
-			} else {
-				cnt_add(CNT_DROPS, 1);
-			}
-		}
-	} else if (!bpf_map_lookup_elem(&shapes, &h)) {
-		cnt_add(CNT_SHAPE_FULL, 1);
-		return 0;
+	/* a new one: its continuations first (a list in the map has them) */
+	for (int i = 0; i < TBPF_SHAPE_MAX_TENSORS; i++) {
+		if (i >= s->ntensors)
+			break;
+		if (s->ndim[i] > TBPF_SHAPE_MAX_DIMS && s->ndim[i] < TBPF_SHAPE_BAD &&
+		    shape_more_put(h, i, pid, tid, now))
+			return 0;
 	}
+	if (shape_put(h, s, pid, tid, now))
+		return 0;
 	return h;
 }

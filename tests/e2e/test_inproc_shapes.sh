@@ -126,11 +126,18 @@ PY
 
 for py in "$PY1" "$PY2"; do
 	need_torch "$py"
+	if [ -n "${SHAPES_ONLY:-}" ]; then
+		[[ "$SHAPES_ONLY" == symbolic && "$(torch_version "$py")" == 1.* ]] ||
+			inproc_shapes_case "$py" "$SHAPES_ONLY" 3
+		continue
+	fi
 	inproc_shapes_case "$py" edge 3
 	inproc_shapes_case "$py" cnn 2
 	inproc_shapes_case "$py" transformer 2
 	inproc_shapes_case "$py" lists 3
 	inproc_shapes_case "$py" nested 3
+	# symbolic sizes (make_fx on FakeTensors): torch 2.x records them as undefined
+	[[ "$(torch_version "$py")" == 1.* ]] || inproc_shapes_case "$py" symbolic 3
 	inproc_shapes_kill "$py"
 	inproc_shapes_cycles "$py"
 done
