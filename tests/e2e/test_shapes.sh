@@ -3,7 +3,9 @@
 # calls equal torch.profiler's (record_shapes=True, raw records and
 # key_averages(group_by_input_shape=True)) on a CNN, a transformer layer
 # and the edge-case workload (0-dim, empty, 6- and 7-dim, transposed
-# views, tensor lists, optional and undefined tensors, scalars), under
+# views, tensor lists, optional and undefined tensors, scalars, 9-, 12-
+# and 20-dim tensors), and (2.x) make_fx on FakeTensors with symbolic
+# sizes (recorded as undefined; the boxed path's calls added up), under
 # torch 1.13 and 2.x; the FLOPs (mm, addmm, bmm, baddbmm, conv1d/2d/3d
 # and convolution, add, mul) equal with_flops'; the Input type of every
 # call (live JSON rows, and the capture's Chrome trace per event) equals
