@@ -31,6 +31,11 @@ tbpf reports on its "attached" line when it gives one, and the wall time
 from starting tbpf to that line).  Writes a markdown table to stdout and
 to bench/results.md.  Exit 1 when a tbpf mode could not be measured (the
 table still shows baseline and torch.profiler, and says why).
+
+--wall measures instead the whole job's process wall time, start to exit,
+reports included: unprofiled, torch.profiler's recipe (its table printed),
+`tbpf run --inproc` and `tbpf run` (bench/wall.py, bench/wall_job.py;
+to bench/results_wall.md).
 """
 import argparse
 import datetime
@@ -44,6 +49,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import wall
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WL = os.path.join(ROOT, "tests", "workloads")
@@ -212,7 +219,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--python", action="append", help="interpreter(s) to run (default: PY1 and PY2)")
-    p.add_argument("--workloads", default="dispatch_bound,compute_bound,transformer_step")
+    p.add_argument("--workloads", help="default: dispatch_bound,compute_bound,transformer_step "
+                   "(--wall: dispatch_bound,transformer_step)")
     p.add_argument("--exits", default="", help="comma list of tbpf --exits modes (auto,return,infer), each optionally followed by "
                    "more tbpf options (\"auto --no-python\"); "
                                                "default: tbpf's default mode only")
@@ -232,8 +240,21 @@ def main():
                    help="add tbpf --profile-memory and torch.profiler profile_memory=True rows")
     p.add_argument("--target-seconds", type=float, default=1.5, help="baseline length of one run")
     p.add_argument("--tbpf", default=os.path.join(ROOT, "build", "tbpf"))
-    p.add_argument("--out", default=os.path.join(ROOT, "bench", "results.md"))
+    p.add_argument("--out", help="default: bench/results.md (--wall: bench/results_wall.md)")
+    p.add_argument("--wall", action="store_true",
+                   help="instead: the whole job's process wall time, unprofiled, under torch.profiler "
+                        "(its table printed), `tbpf run --inproc` and `tbpf run` (bench/wall.py)")
+    p.add_argument("--wall-ops", type=int, default=760000,
+                   help="with --wall: the job's length in aten ops (default 760000: 8,000 "
+                        "dispatch-bound iterations)")
+    p.add_argument("--wall-mode", action="append", default=[],
+                   help="with --wall: one more tbpf row, e.g. \"tbpf run --inproc --no-cuda\" (repeatable)")
     args = p.parse_args()
+    if not args.workloads:
+        args.workloads = ("dispatch_bound,transformer_step" if args.wall
+                          else "dispatch_bound,compute_bound,transformer_step")
+    if not args.out:
+        args.out = os.path.join(ROOT, "bench", "results_wall.md" if args.wall else "results.md")
 
     pys = args.python or [x for x in (PY1, PY2) if os.path.exists(x)]
     tb_modes = ["tbpf --exits=%s" % m for m in args.exits.split(",") if m] or ["tbpf"]
@@ -249,6 +270,10 @@ def main():
         print("bench: %s not built (run make): tbpf rows will read n/a" % args.tbpf, file=sys.stderr)
     if os.geteuid() != 0:
         print("bench: not root: tbpf rows will fail to attach (run with sudo)", file=sys.stderr)
+    if args.wall:
+        return write(args, *wall.main_wall(args, pys, jobs, count_ops, header(
+            "# tbpf benchmark: process wall time (bench.py --wall)", args.reps,
+            "process wall time, start to exit, as measured by bench.py")))
     if args.shapes:
         tb_modes += [m + " --record-shapes" for m in tb_modes]
     prof_modes = (["torch.profiler"] + (["torch.profiler record_shapes"] if args.shapes else []) +
@@ -260,69 +285,57 @@ def main():
 
     rows, attach_rows, failures = [], [], []
     tmp = tempfile.mkdtemp(prefix="tbpf-bench.")
-    for py in pys:
-        tv = torch_version(py)
-        if not tv:
-            failures.append("%s cannot import torch" % py)
-            continue
-        for workload in args.workloads.split(","):
-            try:
-                ops = count_ops(py, workload)
-                iters = calibrate(py, workload, args.target_seconds)
-            except RunError as e:
-                failures.append("torch %s %s: %s" % (tv, workload, e))
-                continue
-            prof_iters = max(WORKLOADS[workload][1] // 5, min(iters, int(PROFILER_EVENT_CAP / ops)))
-            results = {m: [] for m in modes}
-            errors = {}
-            print("bench: torch %s %s: %d iters (%d under torch.profiler), %.0f ops/iter, %d reps"
-                  % (tv, workload, iters, prof_iters, ops, args.reps), file=sys.stderr)
-            for rep in range(args.reps):
-                order = modes[rep % len(modes):] + modes[:rep % len(modes)]
-                for m in order:
-                    if m in errors and not results[m]:
-                        continue  # failed before: do not retry every rep
-                    try:
-                        n = prof_iters if m.startswith("torch.profiler") else iters
-                        results[m].append(run_once(py, workload, n, m, args, tmp))
-                    except RunError as e:
-                        errors.setdefault(m, str(e))
-                        print("bench: %s: %s" % (m, e), file=sys.stderr)
-            base = med([r["us_per_iter"] for r in results["baseline"]])
-            base_cpu = med([r.get("cpu_us_per_iter") for r in results["baseline"]])
-            for m in modes:
-                rs = results[m]
-                t = med([r["us_per_iter"] for r in rs])
-                lo = min((r["us_per_iter"] for r in rs), default=None)
-                hi = max((r["us_per_iter"] for r in rs), default=None)
-                row = {"torch": tv, "workload": workload, "mode": m, "ops": ops, "n": len(rs),
-                       "t": t, "lo": lo, "hi": hi,
-                       "slow": t / base if (t and base) else None,
-                       "per_op": (t - base) / ops if (t and base and m != "baseline") else None,
-                       "per_op_cpu": None,
-                       "err": errors.get(m) if not rs else None}
-                cpu = med([r.get("cpu_us_per_iter") for r in rs])
-                if cpu is not None and base_cpu is not None and m != "baseline":
-                    row["per_op_cpu"] = (cpu - base_cpu) / ops
-                if m.startswith("tbpf") and rs:
-                    calls = med([r.get("calls") for r in rs])
-                    row["tbpf_ops"] = calls / iters if calls else None
-                    row["dropped"] = max((r.get("dropped") or 0) for r in rs)
-                    row["tbpf_cpu"] = med([r.get("tbpf_cpu_s") for r in rs])
-                    attach_rows.append({"torch": tv, "workload": workload, "mode": m,
-                                        "attach": med([r.get("attach_ms") for r in rs]),
-                                        "wall": med([r.get("attach_wall_ms") for r in rs]),
-                                        "probes": med([r.get("probes") for r in rs]),
-                                        "cpu": row["tbpf_cpu"], "wl_s": t * iters / 1e6 if t else None})
-                if m.startswith("tbpf") and not rs:
-                    failures.append("torch %s %s %s: %s" % (tv, workload, m, errors.get(m)))
-                rows.append(row)
+    for py, tv, workload, (ops, iters) in jobs(
+            pys, args.workloads, failures,
+            lambda py, w: (count_ops(py, w), calibrate(py, w, args.target_seconds))):
+        prof_iters = max(WORKLOADS[workload][1] // 5, min(iters, int(PROFILER_EVENT_CAP / ops)))
+        results = {m: [] for m in modes}
+        errors = {}
+        print("bench: torch %s %s: %d iters (%d under torch.profiler), %.0f ops/iter, %d reps"
+              % (tv, workload, iters, prof_iters, ops, args.reps), file=sys.stderr)
+        for rep in range(args.reps):
+            order = modes[rep % len(modes):] + modes[:rep % len(modes)]
+            for m in order:
+                if m in errors and not results[m]:
+                    continue  # failed before: do not retry every rep
+                try:
+                    n = prof_iters if m.startswith("torch.profiler") else iters
+                    results[m].append(run_once(py, workload, n, m, args, tmp))
+                except RunError as e:
+                    errors.setdefault(m, str(e))
+                    print("bench: %s: %s" % (m, e), file=sys.stderr)
+        base = med([r["us_per_iter"] for r in results["baseline"]])
+        base_cpu = med([r.get("cpu_us_per_iter") for r in results["baseline"]])
+        for m in modes:
+            rs = results[m]
+            t = med([r["us_per_iter"] for r in rs])
+            lo = min((r["us_per_iter"] for r in rs), default=None)
+            hi = max((r["us_per_iter"] for r in rs), default=None)
+            row = {"torch": tv, "workload": workload, "mode": m, "ops": ops, "n": len(rs),
+                   "t": t, "lo": lo, "hi": hi,
+                   "slow": t / base if (t and base) else None,
+                   "per_op": (t - base) / ops if (t and base and m != "baseline") else None,
+                   "per_op_cpu": None,
+                   "err": errors.get(m) if not rs else None}
+            cpu = med([r.get("cpu_us_per_iter") for r in rs])
+            if cpu is not None and base_cpu is not None and m != "baseline":
+                row["per_op_cpu"] = (cpu - base_cpu) / ops
+            if m.startswith("tbpf") and rs:
+                calls = med([r.get("calls") for r in rs])
+                row["tbpf_ops"] = calls / iters if calls else None
+                row["dropped"] = max((r.get("dropped") or 0) for r in rs)
+                row["tbpf_cpu"] = med([r.get("tbpf_cpu_s") for r in rs])
+                attach_rows.append({"torch": tv, "workload": workload, "mode": m,
+                                    "attach": med([r.get("attach_ms") for r in rs]),
+                                    "wall": med([r.get("attach_wall_ms") for r in rs]),
+                                    "probes": med([r.get("probes") for r in rs]),
+                                    "cpu": row["tbpf_cpu"], "wl_s": t * iters / 1e6 if t else None})
+            if m.startswith("tbpf") and not rs:
+                failures.append("torch %s %s %s: %s" % (tv, workload, m, errors.get(m)))
+            rows.append(row)
 
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    md = ["# tbpf benchmark", "",
-          "%s; kernel %s; %s, %d CPUs; %d repetitions per row, medians (min-max); "
-          "time per iteration as measured by the workload." % (
-              now, platform.release(), cpu_model(), os.cpu_count(), args.reps), "",
+    md = header("# tbpf benchmark", args.reps, "time per iteration as measured by the workload") + [
+          "",
           "| torch | workload | mode | us/iter | slowdown | per-op overhead (us) | per-op CPU (us) | ops/iter (profiler / tbpf) |",
           "|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -351,12 +364,40 @@ def main():
            "exclude the time the profiler takes to stop."]
     if failures:
         md += ["", "**Not measured:**", ""] + ["- %s" % f for f in failures]
+    return write(args, md, 1 if failures else 0)
+
+
+def jobs(pys, workloads, failures, prepare):
+    """(python, torch version, workload, prepare(python, workload)) for each
+    interpreter and workload; what cannot run goes to failures."""
+    for py in pys:
+        tv = torch_version(py)
+        if not tv:
+            failures.append("%s cannot import torch" % py)
+            continue
+        for workload in workloads.split(","):
+            try:
+                prep = prepare(py, workload)
+            except RunError as e:
+                failures.append("torch %s %s: %s" % (tv, workload, e))
+                continue
+            yield py, tv, workload, prep
+
+
+def header(title, reps, what):
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    cmd = " ".join(a if re.fullmatch(r"[\w./,=:+-]+", a) else "'%s'" % a for a in sys.argv[1:])
+    return [title, "", "%s; `bench/bench.py %s`; kernel %s; %s, %d CPUs; %d repetitions per row, "
+            "medians (min-max); %s." % (now, cmd, platform.release(), cpu_model(), os.cpu_count(), reps, what)]
+
+
+def write(args, md, status):
     text = "\n".join(md) + "\n"
     sys.stdout.write(text)
     with open(args.out, "w") as f:
         f.write(text)
     print("bench: wrote %s" % args.out, file=sys.stderr)
-    return 1 if failures else 0
+    return status
 
 
 if __name__ == "__main__":

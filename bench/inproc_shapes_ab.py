@@ -32,7 +32,6 @@ import os
 import re
 import shutil
 import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,7 +39,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from inproc_split import CB, NOOP_C, Ctl, consume  # noqa: E402
+from inproc_lib import START, STOP, Ctl, build_noop, consume, noop_callback, request, torch_callbacks  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -78,11 +77,7 @@ def main():
     p.add_argument("--rounds", type=int, default=20)
     a = p.parse_args()
     tmp = tempfile.mkdtemp(prefix="inproc_shapes_ab.")
-    with open(os.path.join(tmp, "noop.c"), "w") as f:
-        f.write(NOOP_C)
-    subprocess.run(["cc", "-O2", "-shared", "-fPIC", os.path.join(tmp, "noop.c"), "-o",
-                    os.path.join(tmp, "libnoop.so")], check=True)
-    noop = ctypes.CDLL(os.path.join(tmp, "libnoop.so"))
+    noop = build_noop(tmp)
     agents = {}
     for name, path in (("old", a.old), ("new", a.new)):
         cp = os.path.join(tmp, name + ".so")
@@ -94,20 +89,7 @@ def main():
         ctypes.memmove(base + 8, iv, len(iv))
         ctypes.c_uint32.from_address(base).value = 1
         agents[name] = (ctl, base)
-    lib = [ln.split()[-1] for ln in open("/proc/self/maps") if "/libtorch_cpu" in ln][0]
-    t = ctypes.CDLL(lib, mode=os.RTLD_NOLOAD | os.RTLD_NOW)
-    add = t._ZN2at17addGlobalCallbackENS_22RecordFunctionCallbackE
-    add.argtypes, add.restype = [CB], ctypes.c_uint64
-    remove = t._ZN2at14removeCallbackEm
-    remove.argtypes = [ctypes.c_uint64]
-
-    def req(ctl, r):
-        ctl.owner, ctl.layout, ctl.request = os.getpid(), 1, r
-        ctl.seq += 1
-        while ctl.served_seq != ctl.seq:
-            time.sleep(0.005)
-        if r == 1 and ctl.state != 2:
-            sys.exit("agent did not start: %s" % ctl.detail.decode())
+    add, remove = torch_callbacks()
 
     torch.set_num_threads(1)
     x, y = torch.ones(4, 2), torch.ones(4, 2)
@@ -136,11 +118,9 @@ def main():
         for k in modes[rnd % len(modes):] + modes[:rnd % len(modes)]:
             h = None
             if k == "noop-inputs":
-                h = add(CB(ctypes.cast(noop.noop_start, ctypes.c_void_p),
-                           ctypes.cast(noop.noop_end, ctypes.c_void_p), 1.0,
-                           (ctypes.c_bool * 10)(*([True] * 10)), True, False, False))
+                h = add(noop_callback(noop, needs_inputs=True))
             elif k in agents:
-                req(agents[k][0], 1)
+                request(agents[k][0], START)
                 if not ctypes.c_uint32.from_address(agents[k][1] + 4).value:
                     sys.exit("agent %s did not turn shapes on" % k)
             if k == "profiler":
@@ -156,7 +136,7 @@ def main():
             if h is not None:
                 remove(h)
             elif k in agents:
-                req(agents[k][0], 2)
+                request(agents[k][0], STOP)
     b = sorted(res["base"])
     out = ["torch %s: ns per aten call (%d an iteration) above the bare loop (%.0f ns; "
            "min / p10 over %d runs):" % (torch.__version__, ops, b[0], len(b))]

@@ -3,7 +3,8 @@
 # one clear line and the documented exit status (README, *--inproc*), the
 # target unharmed:
 #  - no such pid (1), a process without libtorch (1), --inproc without
-#    --pid, or with --inject, `tbpf run --inproc --pid` (2);
+#    --pid, with --redispatch or --inject --no-cuda, `tbpf run --inproc
+#    --pid` (2);
 #  - ptrace not permitted: tbpf as user nobody against root's torch (3);
 #  - a torch whose RecordFunctionCallback layout is not verified: a real
 #    libtorch_cpu (1.13's file) mapped under the soname of a version tbpf
@@ -30,7 +31,8 @@ sleeper=$!
 _E2E_PIDS+=("$sleeper")
 expect "process without libtorch" "1" "does not map libtorch" "$TBPF" --pid "$sleeper" --inproc --duration 1s
 expect "--inproc without --pid" "2" "--inproc needs --pid" "$TBPF" --inproc --duration 1s
-expect "--inproc --inject" "2" "no --inject" "$TBPF" --pid "$sleeper" --inproc --inject
+expect "--inproc --inject --no-cuda" "2" "not with --no-cuda" "$TBPF" --pid "$sleeper" --inproc --inject --no-cuda
+expect "--inproc --redispatch" "2" "no --redispatch" "$TBPF" --pid "$sleeper" --inproc --redispatch
 expect "tbpf run --inproc --pid" "2" "tbpf run profiles the command it starts: no --pid" \
 	"$TBPF" run --inproc --pid "$sleeper" -- true
 

@@ -310,6 +310,46 @@ static void test_join_order_independent(void **state)
 	gpujoin_free(&r);
 }
 
+/* A call whose API record starts 45 us after its host probe (a uprobe's
+ * first hit in a process: 13-37 us measured here) is still joined, and a
+ * second launch 3 us after the first takes its own host record. */
+static void test_join_slow_first_hit(void **state)
+{
+	(void)state;
+	struct gj_host host[3] = {
+		{ .ts_ns = 1000000, .tid = 7, .api = CU_cuLaunchKernel, .op_id = 5, .stack_id = 1 },
+		{ .ts_ns = 1048000, .tid = 7, .api = CU_cuLaunchKernel, .op_id = 6, .stack_id = 1 },
+		{ .ts_ns = 1051000, .tid = 7, .api = CU_cuLaunchKernel, .op_id = 6, .stack_id = 1 },
+	};
+	struct rec_gpu gpu[6];
+	memset(gpu, 0, sizeof(gpu));
+	const uint64_t api[3][2] = { { 1045000, 1046000 }, { 1048500, 1049000 }, { 1051400, 1052000 } };
+	for (int i = 0; i < 3; i++) {
+		gpu[i].h.tid = 7;
+		gpu[i].kind = GPU_API_DRIVER;
+		gpu[i].start_ns = api[i][0];
+		gpu[i].end_ns = api[i][1];
+		gpu[i].correlation = 10 + i;
+		gpu[3 + i].kind = GPU_KERNEL;
+		gpu[3 + i].start_ns = 1060000 + 10000 * i;
+		gpu[3 + i].end_ns = gpu[3 + i].start_ns + 1000 * (i + 1);
+		gpu[3 + i].correlation = 10 + i;
+		gpu[3 + i].stream = 7;
+	}
+	struct gj_input in = { host, 3, gpu, 6, NULL, 0, NULL, 0, GJ_OFFSET_GIVEN, 0 };
+	struct gj_result r = { 0 };
+	assert_int_equal(gpujoin_run(&in, &r), 0);
+	assert_int_equal(r.counts.attributed, 3);
+	assert_int_equal(r.nops, 2);
+	for (size_t i = 0; i < r.nops; i++) {
+		if (r.ops[i].op_id == 5)
+			assert_int_equal(r.ops[i].self_cuda_ns, 1000);
+		else
+			assert_int_equal(r.ops[i].self_cuda_ns, 2000 + 3000);
+	}
+	gpujoin_free(&r);
+}
+
 static void test_api_family(void **state)
 {
 	assert_int_equal(gj_api_family(CU_cudaLaunchKernel), 1);
@@ -330,6 +370,7 @@ int main(void)
 		cmocka_unit_test(test_join_realtime_unaligned),
 		cmocka_unit_test(test_join_without_spans),
 		cmocka_unit_test(test_join_order_independent),
+		cmocka_unit_test(test_join_slow_first_hit),
 		cmocka_unit_test(test_api_family),
 	};
 	return cmocka_run_group_tests_name("gpujoin", tests, NULL, NULL);

@@ -14,14 +14,19 @@ Per iteration (the test derives its expected numbers from these arguments):
   Model/head/norm     Norm      aten::lknorm: layer_norm_kernel x NORM
 
   cuda_layers_model.py --lib PATH [--iters N] [--conv 3] [--head 2]
-                       [--norm 1] [--copy 4096] [--rf]
+                       [--norm 1] [--copy 4096] [--rf] [--late FILE]
 --rf: each lk call also runs inside a torch.autograd.profiler.record_function
 of the op's name (aten::lkconv, ...), a RecordFunction, so tbpf --inproc,
 which sees RecordFunctions only, has the same ops as the uprobe mode.
+--late FILE: the library (and with it libcudart) is loaded only after the
+go signal, that is after the profiler attached; then "LOADED" on stdout,
+and the calls start once FILE exists (the test creates it when the
+profiler says the library's probes are live).
 Protocol: tests/workloads/wl_common.py (READY, SIGUSR1, RESULT).
 """
 import argparse
 import ctypes
+import os
 import time
 
 import wl_common  # noqa: F401  (blocks SIGUSR1 before torch starts threads)
@@ -37,15 +42,21 @@ p.add_argument("--head", type=int, default=2)
 p.add_argument("--norm", type=int, default=1)
 p.add_argument("--copy", type=int, default=4096)
 p.add_argument("--rf", action="store_true")
+p.add_argument("--late")
 args = p.parse_args()
-
-lib = ctypes.CDLL(args.lib)
+lib = None
 
 
 def op(sym, *argtypes):
-    f = getattr(lib, sym)
-    f.argtypes = list(argtypes)
-    f.restype = ctypes.c_int
+    fs = []
+
+    def f(*a):   # resolved at the first call (--late: the library comes later)
+        if not fs:
+            g = getattr(lib, sym)
+            g.argtypes = list(argtypes)
+            g.restype = ctypes.c_int
+            fs.append(g)
+        return fs[0](*a)
     if not args.rf:
         return f
     name = "aten::" + sym.split("4_ops")[1].lstrip("0123456789").split("4call")[0]
@@ -112,8 +123,15 @@ class Model(nn.Module):
 torch.set_num_threads(args.intra_threads)
 model = Model()
 x = torch.ones(4)
+if not args.late:
+    lib = ctypes.CDLL(args.lib)
 wl_common.ready()
 wl_common.wait_go(args)
+if args.late:
+    lib = ctypes.CDLL(args.lib)
+    wl_common.say("LOADED")
+    while not os.path.exists(args.late):
+        time.sleep(0.02)
 with torch.no_grad():
     for _ in range(args.iters):
         x = model(x)

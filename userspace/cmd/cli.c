@@ -91,7 +91,8 @@ static const char usage_text[] =
 "                         when tbpf reports the allocation map full\n"
 "      --inject           load tbpf's CUPTI agent into --pid (ptrace + dlopen) for\n"
 "                         GPU device times (Self CUDA, CUDA total); refused when\n"
-"                         another CUPTI user (torch.profiler) is active\n"
+"                         another CUPTI user (torch.profiler) is active; with\n"
+"                         --inproc too (both agents)\n"
 "      --inject-force     --inject even when libcupti is already mapped (the\n"
 "                         agent still reports a conflict if CUPTI refuses it)\n"
 "      --inproc           load tbpf's RecordFunction agent into --pid (ptrace +\n"
@@ -138,7 +139,7 @@ static const char usage_text[] =
 "  sudo tbpf --pid 1234 --duration 10s --inproc --format tree   # layers, in-process\n"
 "  sudo tbpf --pid 1234 --duration 10s --inproc --group-by-input-shape --with-flops\n"
 "  sudo tbpf --pid 1234 --duration 10s --inproc --group-by-stack 5   # backward too\n"
-"  sudo tbpf --pid 1234 --inproc --steps 5 --tensorboard runs/job   # in-process\n"
+"  sudo tbpf --pid 1234 --inproc --steps 5 --tensorboard runs/job   # in-process\n""  sudo tbpf --pid 1234 --duration 10s --inproc --inject --format chrome -o t.json\n"
 "  sudo tbpf run --inproc --format json -o ops.json -- python3 train.py\n"
 "  sudo tbpf --pid 1234 --duration 10s -o run.tbpf\n"
 "  sudo tbpf --pid 1234 --steps 5 --tensorboard runs/job  # tensorboard --logdir runs\n"
@@ -400,9 +401,12 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 					       : "--inject needs --pid");
 	if (o.inproc && !start && !o.sel.npids)   /* issue 19 */
 		return usage_error("%s", "--inproc needs --pid (or tbpf run --inproc -- CMD)");
-	if (o.inproc && (o.inject || o.redispatch))
-		return usage_error("%s", "--inproc records RecordFunctions only: no --inject or "
-					 "--redispatch");
+	if (o.inproc && o.redispatch)
+		return usage_error("%s", "--inproc records RecordFunctions only: no --redispatch");
+	/* issue 19: device records join the launches the CUDA probes saw */
+	if (o.inproc && o.inject && !o.cuda)
+		return usage_error("%s", "--inproc --inject joins device times to the CUDA probes' "
+					 "launches: not with --no-cuda");
 	if (start) {
 		if (o.sel.npids)
 			return usage_error("%s", "tbpf run profiles the command it starts: no --pid");

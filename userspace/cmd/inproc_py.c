@@ -1,7 +1,10 @@
 /* inproc_py.c - --inproc's Python side (see inproc_py.h). */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "tbpf_abi.h"
 #include "inproc_py.h"
 #include "session.h"
@@ -10,6 +13,10 @@
 #include "bwstack.h"
 #include "procmaps.h"
 #include "target.h"
+#include "clockns.h"
+#include "cmd_run.h"
+#include "inject.h"
+#include "gpu_session.h"
 
 bool inproc_py_wanted(const struct live_opts *o)
 {
@@ -45,6 +52,7 @@ static void modcall_hook(void *ctx, const struct rec_hdr *h, size_t size)
 struct session *inproc_py_open(const struct live_opts *o, struct capture_writer *cw,
 			       struct profile *p, const struct inproc_py_cuda *cuda)
 {
+	char *agent = o->inject && cuda ? run_agent_path() : NULL;
 	struct session_config cfg = {
 		.exits = EXITS_INFER,       /* no op probes: nothing returns */
 		.record = true,             /* REC_MODCALL records */
@@ -61,6 +69,12 @@ struct session *inproc_py_open(const struct live_opts *o, struct capture_writer 
 		.record_hook = cw ? NULL : modcall_hook,
 		.record_hook_ctx = p,
 		.modcalls_only = true,
+		/* --inproc --inject: the CUPTI agent beside the RecordFunction
+		 * agent; its device records join the launches cudaattr gave
+		 * their ops (docs/inproc.md, "CUPTI device times") */
+		.gpu_agent = o->inject && cuda ? GPU_AGENT_INJECT : GPU_AGENT_OFF,
+		.agent_path = agent,
+		.inject_flags = o->inject_force ? INJECT_FORCE : 0,
 	};
 	char *why = NULL;
 	int code = 0;
@@ -70,8 +84,97 @@ struct session *inproc_py_open(const struct live_opts *o, struct capture_writer 
 		fprintf(stderr, "tbpf: --inproc: no layer tree, Python stacks or CUDA calls: %s\n",
 			why ? why : "cannot load the module-call probe");
 		free(why);
+		free(agent);
 	}
+	/* agent: the session's cfg keeps the pointer (never freed: one per run) */
 	return s;
+}
+
+/* ---- a CUDA library loaded after attach, no session open (issue 19) ---- */
+
+#define LATE_SCAN_NS 1000000000ull   /* maps read about once a second */
+
+struct inproc_late {
+	const struct live_opts *o;
+	struct capture_writer *cw;
+	struct inproc_py_cuda cuda;
+	uint64_t next_scan;
+	pthread_t thread;
+	bool started, taken;
+	atomic_int done;           /* the thread finished */
+	struct session *s;         /* its result (NULL: failed, said so) */
+	uint64_t load_ns;
+};
+
+struct inproc_late *inproc_late_new(const struct live_opts *o, struct capture_writer *cw,
+				    const struct inproc_py_cuda *cuda)
+{
+	struct inproc_late *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	l->o = o;
+	l->cw = cw;
+	l->cuda = *cuda;
+	l->next_scan = clock_ns(CLOCK_MONOTONIC) + LATE_SCAN_NS;
+	return l;
+}
+
+static void *late_open(void *arg)
+{
+	struct inproc_late *l = arg;
+	uint64_t t = clock_ns(CLOCK_MONOTONIC);
+
+	l->s = inproc_py_open(l->o, l->cw, NULL, &l->cuda);
+	l->load_ns = clock_ns(CLOCK_MONOTONIC) - t;
+	atomic_store(&l->done, 1);
+	return NULL;
+}
+
+struct session *inproc_late_poll(struct inproc_late *l, uint64_t *load_ns)
+{
+	uint64_t now;
+
+	if (!l || l->taken)
+		return NULL;
+	if (l->started) {
+		if (!atomic_load(&l->done))
+			return NULL;
+		pthread_join(l->thread, NULL);
+		l->started = false;
+		l->taken = true;
+		*load_ns = l->load_ns;
+		return l->s;
+	}
+	now = clock_ns(CLOCK_MONOTONIC);
+	if (now < l->next_scan)
+		return NULL;
+	l->next_scan = now + LATE_SCAN_NS;
+	if (!inproc_cuda_wanted(l->o))
+		return NULL;
+	/* the BPF load takes 0.4-0.5 s: on a thread of its own, while the
+	 * agents' rings go on being drained (nothing else touches libbpf
+	 * before it is done) */
+	if (pthread_create(&l->thread, NULL, late_open, l)) {
+		fprintf(stderr, "tbpf: --inproc: a CUDA library was loaded, but its probes "
+				"cannot be set up (no thread)\n");
+		l->taken = true;
+		return NULL;
+	}
+	l->started = true;
+	return NULL;
+}
+
+void inproc_late_free(struct inproc_late *l)
+{
+	if (!l)
+		return;
+	if (l->started) {
+		pthread_join(l->thread, NULL);
+		if (l->s)
+			session_close(l->s);
+	}
+	free(l);
 }
 
 void inproc_py_add(struct session *s, const struct live_opts *o, bool probe)

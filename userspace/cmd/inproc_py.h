@@ -6,6 +6,7 @@
 #define TBPF_INPROC_PY_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "options.h"
 
 struct capture_writer;
@@ -58,5 +59,19 @@ int inproc_py_derive(struct session *s, uint32_t pid, const struct bwstack_deriv
  * (rows carry the low 32 bits of the agent's stack ids). */
 int inproc_py_srcloc(struct session *s, struct profile *p, unsigned depth);
 void inproc_py_close(struct session *s);
+
+/* issue 19: a target that mapped no CUDA library at attach, in a run that
+ * opened no session (the table, --no-python): its maps are read about
+ * once a second; when one maps libcudart or libcuda, the session with the
+ * CUDA probes (cuda, into cw when not NULL) is opened on a thread of its
+ * own, so the agents' rings are drained during the BPF load. */
+struct inproc_late;
+struct inproc_late *inproc_late_new(const struct live_opts *o, struct capture_writer *cw,
+				    const struct inproc_py_cuda *cuda);
+/* Call from the poll loop: the session once it is open (once; the caller
+ * then adds the targets and owns it, *load_ns the time its load took),
+ * else NULL. */
+struct session *inproc_late_poll(struct inproc_late *l, uint64_t *load_ns);
+void inproc_late_free(struct inproc_late *l);
 
 #endif

@@ -26,6 +26,7 @@
 #include "run_inproc.h"
 #include "model.h"
 #include "session.h"
+#include "gpu_session.h"
 #include "steps.h"
 #include "report.h"
 #include "torchver.h"
@@ -159,6 +160,7 @@ struct sink {
 	struct steps_watch *sw; /* --steps / --schedule: boundaries as they come */
 	struct cudaattr *ca;   /* CUDA records held until their op is known */
 	int cuda_err;          /* the first failure to hold one */
+	struct inproc_late *late;   /* no session yet: CUDA libraries loaded later */
 };
 
 /* join/cudaattr.h: a CUDA record from the session's ring, held */
@@ -195,7 +197,8 @@ static void out_mark(void *ctx)
 	struct sink *k = ctx;
 
 	cudaattr_mark(k->ca);
-	session_drain(k->py);   /* every CUDA call made before the head read */
+	if (k->py)
+		session_drain(k->py);   /* every CUDA call made before the head read */
 }
 
 static int out_settled(void *ctx, uint32_t pid)
@@ -266,11 +269,53 @@ static void announce_cuda(struct session *py)
 			"ops\n", n, nlibs, nlibs == 1 ? "y" : "ies");
 }
 
+/* issue 19: the session opened for a CUDA library a target loaded after
+ * the attached line (inproc_late_poll): the targets into it, their CUDA
+ * probes attached, one line as the uprobe mode's rescan writes it. */
+static void late_session(const struct live_opts *o, struct sink *k, struct session *py,
+			 uint64_t load_ns)
+{
+	size_t n = 0, nlibs = 0;
+
+	k->py = py;
+	inproc_py_add(py, o, false);
+	session_cuda(py, &n, &nlibs);
+	fprintf(stderr, "tbpf: pid %d: CUDA: %zu probes in %zu librar%s, loaded after attach "
+			"(BPF loaded in %.1f ms); calls joined to the in-process ops\n",
+		o->sel.pids[0], n, nlibs, nlibs == 1 ? "y" : "ies", load_ns / 1e6);
+}
+
+/* The attached line: the time from tbpf's start of this run to it (what a
+ * wrapper waits), and its parts: the agents' start, the BPF session
+ * (stacks' names, CUDA probes; loaded before the agents start), the CUPTI
+ * agent (--inject). */
+static void announce_attached(const struct live_opts *o, uint64_t total, uint64_t agents,
+			      uint64_t bpf, uint64_t gpu)
+{
+	char who[64], parts[160];
+	int n;
+
+	if (o->sel.npids == 1)
+		snprintf(who, sizeof(who), "pid %d", o->sel.pids[0]);
+	else
+		snprintf(who, sizeof(who), "%zu processes", o->sel.npids);
+	n = snprintf(parts, sizeof(parts), "agent %.1f ms", agents / 1e6);
+	if (bpf)
+		n += snprintf(parts + n, sizeof(parts) - (size_t)n, ", BPF session%s %.1f ms",
+			      o->cuda ? " with the CUDA probes" : "", bpf / 1e6);
+	if (gpu)
+		snprintf(parts + n, sizeof(parts) - (size_t)n, ", CUPTI agent %.1f ms", gpu / 1e6);
+	fprintf(stderr, "tbpf: attached in-process RecordFunction callbacks to %s in %.1f ms "
+			"(%s); Ctrl-C to stop\n", who, total / 1e6, parts);
+}
+
 static bool wants_capture(const struct live_opts *o)
 {
 	const char *f = o->format ? o->format : "table";
 
-	if (o->record || o->steps.tensorboard || o->steps.sched.set)
+	/* --inject: device times joined by the capture's replay (gpucap),
+	 * as `tbpf report` of a uprobe-mode --inject capture */
+	if (o->record || o->steps.tensorboard || o->steps.sched.set || o->inject)
 		return true;
 	return strcmp(f, "table") && strcmp(f, "json") && strcmp(f, "tree");
 }
@@ -339,14 +384,18 @@ static bool steps_done(const struct live_opts *o, struct inproc_session *s,
 }
 
 static const char *poll_loop(const struct live_opts *o, struct inproc_session *s,
-			     struct session *py, const struct steps_watch *sw, uint64_t t0,
-			     int *err)
+			     struct sink *k, uint64_t t0, int *err)
 {
-	uint64_t seen = 0;
+	const struct steps_watch *sw = k->sw;
+	uint64_t seen = 0, load_ns = 0;
 
 	for (;;) {
 		int live = inproc_session_poll(s);
+		struct session *py, *late = live > 0 ? inproc_late_poll(k->late, &load_ns) : NULL;
 
+		if (late)
+			late_session(o, k, late, load_ns);
+		py = k->py;
 		if (py)
 			session_poll(py, 0);   /* module calls; stacks named while alive */
 		if (live < 0) {
@@ -423,9 +472,12 @@ static int finish(const struct live_opts *o, struct sink *k, struct inproc_sessi
 		  const char *path)
 {
 	struct inproc_totals tot;
+	struct gpu_session *gs = k->py ? session_gpu(k->py) : NULL;
 	struct capture_end end = {
 		.present = true, .duration_ns = duration, .exit_mode = why,
-		.gpu_note = "no CUDA device timings (CUPTI agent not loaded)",
+		/* the capture's replay clears it when device times reached an op */
+		.gpu_note = gs ? gpu_session_status(gs)
+			       : "no CUDA device timings (CUPTI agent not loaded)",
 	};
 	int err = 0;
 
@@ -441,7 +493,7 @@ static int finish(const struct live_opts *o, struct sink *k, struct inproc_sessi
 
 		for (size_t i = 0; i < o->sel.npids; i++)
 			live_write_threads(k->cw, o->sel.pids[i]);
-		if (k->ca)
+		if (k->ca && k->py)
 			live_write_kernel_names(k->cw, session_cuda(k->py, NULL, NULL));
 		capture_write_end(k->cw, &ei);
 		err = capture_writer_close(k->cw);
@@ -461,7 +513,7 @@ static int finish(const struct live_opts *o, struct sink *k, struct inproc_sessi
  * under their ops, by the model stage the uprobe mode uses (issue 18). */
 static int cuda_rows(struct tbpf_model *m, struct session *py)
 {
-	const struct cuda_model *cm = session_cuda(py, NULL, NULL);
+	const struct cuda_model *cm = py ? session_cuda(py, NULL, NULL) : NULL;
 	int err;
 
 	m->cuda = cm && !cuda_model_empty(cm) ? cm : NULL;
@@ -576,7 +628,7 @@ int live_inproc_run(const struct live_opts *o)
 	char *agent = NULL, *path = NULL, *why = NULL;
 	bool tmp = false, want_cuda, want_py;
 	struct inproc_py_cuda pc;
-	uint64_t t0, t_att, t_mono;
+	uint64_t t_begin = clock_ns(CLOCK_MONOTONIC), t0, t_att, t_mono, t_bpf = 0, t_gpu = 0;
 	const char *stop_why = NULL;
 	int rc, err = 0;
 
@@ -609,6 +661,8 @@ int live_inproc_run(const struct live_opts *o)
 		free(agent);
 		return rc;
 	}
+	if (hold)   /* tbpf run: from the first op's stop, not the command's start */
+		t_begin = clock_ns(CLOCK_MONOTONIC);
 	if (wants_capture(o)) {
 		if (!(path = capture_path(o, &tmp))) {
 			fprintf(stderr, "tbpf: cannot create a temporary capture: %s\n", strerror(errno));
@@ -632,31 +686,53 @@ int live_inproc_run(const struct live_opts *o)
 		k.sw = &sw;
 	/* issue 19: CUDA calls through the uprobe mode's probes, each joined
 	 * to the in-process op open on its thread (join/cudaattr.h); Python
-	 * stacks then too, for the kernels' layers, as the uprobe mode */
-	want_cuda = inproc_cuda_wanted(o);
+	 * stacks then too, for the kernels' layers, as the uprobe mode.  A
+	 * session opened anyway (stacks) has the CUDA probes on, so libraries
+	 * loaded later are found by its rescans; without one, a library loaded
+	 * later opens it (inproc_late_poll).  --inject: the CUPTI agent too. */
+	want_cuda = inproc_cuda_wanted(o) || (o->cuda && o->inject);
 	want_py = inproc_py_wanted(o) || (want_cuda && o->python);
-	if (want_cuda && !(k.ca = cudaattr_new(out_cuda, &k))) {
+	if (o->cuda && !(k.ca = cudaattr_new(out_cuda, &k))) {
 		fprintf(stderr, "tbpf: out of memory\n");
 		rc = TBPF_EXIT_ERROR;
 		goto out;
 	}
 	pc = (struct inproc_py_cuda){ .hook = cuda_hook, .ctx = &k, .python = want_py };
-	if ((want_py || want_cuda) &&
-	    (k.py = inproc_py_open(o, k.cw, k.cw ? NULL : &model.prof, want_cuda ? &pc : NULL))) {
+	if (want_py || want_cuda) {
+		uint64_t t = clock_ns(CLOCK_MONOTONIC);
+
+		k.py = inproc_py_open(o, k.cw, k.cw ? NULL : &model.prof, o->cuda ? &pc : NULL);
+		t_bpf = clock_ns(CLOCK_MONOTONIC) - t;
+	}
+	if (k.py) {
 		if (want_py)
 			out.stack = out_stack;
 		/* torch.profiler's stacks of backward ops (model/bwstack.h) */
 		if (want_py && o->stack_n)
 			out.derive = out_derive;
-		if (k.ca) {
-			out.begin = out_begin;
-			out.mark = out_mark;
-			out.settled = out_settled;
-		}
+	} else if (k.ca && !(k.late = inproc_late_new(o, k.cw, &(struct inproc_py_cuda){
+				.hook = cuda_hook, .ctx = &k, .python = false }))) {
+		fprintf(stderr, "tbpf: out of memory\n");
+		rc = TBPF_EXIT_ERROR;
+		goto out;
 	}
-	if (!k.py) {   /* no session: nothing to join */
-		cudaattr_free(k.ca);
-		k.ca = NULL;
+	if (k.ca) {
+		out.begin = out_begin;
+		out.mark = out_mark;
+		out.settled = out_settled;
+	}
+	/* --inject: the CUPTI agent first (its START loads libcuda and CUPTI,
+	 * up to seconds, while nobody would drain the RecordFunction agent's
+	 * rings); a failure is one warning, as in the uprobe mode */
+	if (o->inject && k.py) {
+		uint64_t t = clock_ns(CLOCK_MONOTONIC);
+
+		for (size_t i = 0; i < o->sel.npids; i++)
+			session_add_gpu_agent(k.py, o->sel.pids[i]);
+		t_gpu = clock_ns(CLOCK_MONOTONIC) - t;
+	} else if (o->inject) {
+		fprintf(stderr, "tbpf: warning: no CUDA device times: --inject needs the BPF session "
+				"(see above); the op table is unaffected\n");
 	}
 	if (!(s = inproc_session_new(&out))) {
 		fprintf(stderr, "tbpf: out of memory\n");
@@ -682,6 +758,7 @@ int live_inproc_run(const struct live_opts *o)
 			goto out;
 		}
 	}
+	t_att = clock_ns(CLOCK_MONOTONIC) - t0;   /* the agents' injection and start */
 	/* the targets into the stacks' session once the agents said whether
 	 * they count module calls themselves (then no module-call uprobe) */
 	if (k.py) {
@@ -693,7 +770,6 @@ int live_inproc_run(const struct live_opts *o)
 		announce_cuda(k.py);
 	}
 	t_mono = clock_ns(CLOCK_MONOTONIC);
-	t_att = t_mono - t0;
 	sw.after_ns = t_mono;   /* steps from the attached line on, as steps_from_capture */
 	for (size_t i = 0; i < o->sel.npids; i++)
 		live_dist_add(&ld, o->sel.pids[i]);
@@ -703,14 +779,9 @@ int live_inproc_run(const struct live_opts *o)
 	run_inproc_go(&held);   /* the command runs on, its first op recorded */
 	run_inproc_release(hold);
 	hold = NULL;
-	if (o->sel.npids == 1)
-		fprintf(stderr, "tbpf: attached in-process RecordFunction callbacks to pid %d in "
-				"%.1f ms; Ctrl-C to stop\n", o->sel.pids[0], t_att / 1e6);
-	else
-		fprintf(stderr, "tbpf: attached in-process RecordFunction callbacks to %zu "
-				"processes in %.1f ms; Ctrl-C to stop\n", o->sel.npids, t_att / 1e6);
+	announce_attached(o, t_mono - t_begin, t_att, t_bpf, t_gpu);
 	err = 0;
-	stop_why = poll_loop(o, s, k.py, k.sw, t_mono, &err);
+	stop_why = poll_loop(o, s, &k, t_mono, &err);
 	inproc_session_stop(s);
 	inproc_py_stop(k.py);
 	/* the CUDA calls still held: every op record is in */
@@ -738,6 +809,7 @@ int live_inproc_run(const struct live_opts *o)
 out:
 	run_inproc_go(&held);   /* an error before the start: it runs on */
 	run_inproc_release(hold);
+	inproc_late_free(k.late);
 	inproc_py_close(k.py);
 	cudaattr_free(k.ca);
 	if (k.cw)

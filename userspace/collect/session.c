@@ -1050,6 +1050,12 @@ static int attach_modcalls(struct session *s, struct tgt *tg, char **why)
 	return err;
 }
 
+void session_add_gpu_agent(struct session *s, pid_t pid)
+{
+	if (s->cfg.gpu_agent && !gpu_session_find(&s->gpu, pid))
+		add_gpu_agent(s, pid);
+}
+
 void session_set_modcall_probe(struct session *s, bool on)
 {
 	s->cfg.modcalls_no_probe = !on;

@@ -114,6 +114,11 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
  * module-call uprobe (cfg.modcalls_no_probe). */
 void session_set_modcall_probe(struct session *s, bool on);
 int session_add_target(struct session *s, pid_t pid, char **why);
+/* --inproc --inject (issue 19): the CUPTI agent into pid before the
+ * target is added (its START may take seconds); a failure is one warning
+ * and the note gpu_session_status gives.  No-op without cfg.gpu_agent or
+ * when pid has one. */
+void session_add_gpu_agent(struct session *s, pid_t pid);
 /* tbpf run (issue 13): stop only_pid where its dynamic linker has mapped
  * libtorch_cpu, before code in it runs (bpf/runhold.bpf.h).  0 or -errno
  * with *why. */

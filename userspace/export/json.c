@@ -101,7 +101,9 @@ int export_json(FILE *out, const struct profile *p, const struct export_opts *o)
 		fprintf(out, ", \"calls\": %llu, \"self_ns\": %llu, \"total_ns\": %llu, \"max_ns\": %llu, "
 			"\"inferred\": %llu, \"folded\": %llu",
 			(unsigned long long)r->calls, (unsigned long long)r->self_ns,
-			(unsigned long long)r->total_ns, (unsigned long long)r->max_ns,
+			/* a row whose every call was folded into its same-name
+			 * parent has no call of its own to be the longest */
+			(unsigned long long)r->total_ns, (unsigned long long)(r->calls ? r->max_ns : 0),
 			(unsigned long long)r->inferred, (unsigned long long)r->folded);
 		if (launches)
 			fprintf(out, ", \"launches\": %llu", (unsigned long long)r->launches);

@@ -114,9 +114,17 @@ enum {
 };
 #define GJ_SAME_CLOCK_NS 10000000ll
 
-/* Window for the offset estimate and slack for host-before-API matching. */
+/* Window for the offset estimate and slack for host-before-API matching.
+ * The slack covers the time from the host probe's timestamp to the API
+ * record's start inside the call: a uprobe's first hit in a process (the
+ * kernel maps its out-of-line single-step area, the page is faulted in)
+ * took 13-37 us here before the call's first instruction, beyond the
+ * former 20 us for --inproc, where a CUDA call is the process's first
+ * probe hit (issue 19).  The latest unused host record at or before the
+ * API start is taken, so a wider slack does not pick an older one while
+ * the call's own record is there. */
 #define GJ_OFFSET_WINDOW_NS 2000
-#define GJ_MATCH_SLACK_NS 20000
+#define GJ_MATCH_SLACK_NS 100000
 
 /* Returns 0 or -errno (-ENOMEM; -ENODATA when an offset estimate was asked
  * for and no host/API pair exists). */

@@ -13,6 +13,17 @@
  * (invalid); GetNumDroppedRecords reports 2 per buffer.  Env
  * FAKE_CUPTI_CONFLICT=1 makes cuptiSubscribe fail with
  * MULTIPLE_SUBSCRIBERS, as with torch.profiler active.
+ *
+ * FAKE_CUPTI_LAUNCHES=1 (issue 19): no canned buffers; instead each call
+ * of the fake's cuLaunchKernel (on a function from its cuModuleGetFunction,
+ * which names it) and cuMemcpyHtoDAsync while activity is enabled makes
+ * what CUPTI would report for it: a driver API record stamped at the
+ * call's entry and return on the calling thread (the probes tbpf attaches
+ * to this file see the same call), and a device record with the same
+ * correlation id: a kernel on stream 7 lasting 1000 ns x gridX, or a HtoD
+ * copy lasting bytes / 4 ns, starting 5 us after the call or when the
+ * stream's previous work ends.  They are delivered every 20 ms and at
+ * cuptiActivityFlushAll, as CUPTI delivers buffers.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -35,6 +46,22 @@ static int tid_system;
 static pthread_t feeder;
 static int feeding;
 static uint32_t corr = 1000;
+
+/* FAKE_CUPTI_LAUNCHES: records made by calls, not yet delivered */
+static pthread_mutex_t pend_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *pend;
+static size_t npend, cappend;
+static int launches_mode = -1;
+static volatile int feed_stop;
+static uint64_t stream_free;   /* stream 7's work ends here: one at a time, as on a GPU */
+
+/* the device start of work issued at t lasting dur (under pend_lock) */
+static uint64_t on_stream(uint64_t t, uint64_t dur)
+{
+	uint64_t start = t + 5000 > stream_free ? t + 5000 : stream_free;
+	stream_free = start + dur;
+	return start;
+}
 
 static const char LONG_NAME[] =
 	"void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl<"
@@ -69,6 +96,148 @@ static size_t put(uint8_t *buf, size_t at, const void *rec, size_t size)
 {
 	memcpy(buf + at, rec, size);
 	return at + ((size + 7) & ~7ul);
+}
+
+static int launches(void)
+{
+	if (launches_mode < 0) {
+		const char *e = getenv("FAKE_CUPTI_LAUNCHES");
+		launches_mode = e && *e == '1';
+	}
+	return launches_mode;
+}
+
+static void pend_add(const void *rec, size_t size)
+{
+	size_t sz = (size + 7) & ~7ul;
+	pthread_mutex_lock(&pend_lock);
+	if (npend + sz > cappend) {
+		size_t cap = cappend ? cappend * 2 : 65536;
+		uint8_t *p = realloc(pend, cap);
+		if (!p) {
+			pthread_mutex_unlock(&pend_lock);
+			return;
+		}
+		pend = p;
+		cappend = cap;
+	}
+	memset(pend + npend, 0, sz);
+	memcpy(pend + npend, rec, size);
+	npend += sz;
+	pthread_mutex_unlock(&pend_lock);
+}
+
+static size_t rec_size(const CUpti_Activity *a);
+
+/* Whole records from pend into buf (at most max bytes); the rest stays. */
+static size_t pend_take(uint8_t *buf, size_t max)
+{
+	size_t at = 0;
+	pthread_mutex_lock(&pend_lock);
+	while (at < npend) {
+		size_t sz = (rec_size((const CUpti_Activity *)(pend + at)) + 7) & ~7ul;
+		if (at + sz > max)
+			break;
+		at += sz;
+	}
+	memcpy(buf, pend, at);
+	memmove(pend, pend + at, npend - at);
+	npend -= at;
+	pthread_mutex_unlock(&pend_lock);
+	return at;
+}
+
+static int activity_on(void)
+{
+	return launches() && (enabled & 1u << CUPTI_ACTIVITY_KIND_DRIVER) && ts_cb;
+}
+
+static void api_record(uint32_t cbid, uint64_t start, uint32_t c)
+{
+	CUpti_ActivityAPI a;
+	memset(&a, 0, sizeof(a));
+	a.kind = CUPTI_ACTIVITY_KIND_DRIVER;
+	a.cbid = cbid;
+	a.start = start;
+	a.end = ts();
+	a.processId = (uint32_t)getpid();
+	a.threadId = tid_system ? (uint32_t)syscall(SYS_gettid) : 0;
+	a.correlationId = c;
+	pend_add(&a, sizeof(a));
+}
+
+EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
+{
+	*f = (CUfunction)strdup(name ? name : "?");
+	return *f ? 0 : 2 /* CUDA_ERROR_OUT_OF_MEMORY */;
+}
+
+EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+			       unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+			       CUstream stream, void **params, void **extra)
+{
+	if (!activity_on())
+		return 0;
+	uint64_t start = ts();
+	uint32_t c = __atomic_add_fetch(&corr, 1, __ATOMIC_RELAXED);
+	CUpti_ActivityKernel10 k;
+	memset(&k, 0, sizeof(k));
+	k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+	pthread_mutex_lock(&pend_lock);
+	k.start = on_stream(start, 1000ull * gx);
+	pthread_mutex_unlock(&pend_lock);
+	k.end = k.start + 1000ull * gx;
+	k.streamId = 7;
+	k.gridX = (int32_t)gx; k.gridY = (int32_t)gy; k.gridZ = (int32_t)gz;
+	k.blockX = (int32_t)bx; k.blockY = (int32_t)by; k.blockZ = (int32_t)bz;
+	k.correlationId = c;
+	k.name = f ? (const char *)f : "?";   /* cuModuleGetFunction's copy, never freed */
+	api_record(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, start, c);
+	pend_add(&k, sizeof(k));
+	return 0;
+}
+
+EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes,
+				     CUstream stream)
+{
+	if (!activity_on())
+		return 0;
+	uint64_t start = ts();
+	uint32_t c = __atomic_add_fetch(&corr, 1, __ATOMIC_RELAXED);
+	CUpti_ActivityMemcpy6 m;
+	memset(&m, 0, sizeof(m));
+	m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+	m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+	m.bytes = bytes;
+	pthread_mutex_lock(&pend_lock);
+	m.start = on_stream(start, bytes / 4);
+	pthread_mutex_unlock(&pend_lock);
+	m.end = m.start + bytes / 4;
+	m.streamId = 7;
+	m.correlationId = c;
+	api_record(CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2, start, c);
+	pend_add(&m, sizeof(m));
+	return 0;
+}
+
+static void deliver_pending(void)
+{
+	for (;;) {
+		uint8_t *buf = NULL;
+		size_t size = 0, max = 0, n;
+		pthread_mutex_lock(&pend_lock);
+		n = npend;
+		pthread_mutex_unlock(&pend_lock);
+		if (!n)
+			return;
+		req_cb(&buf, &size, &max);
+		if (!buf || size < 4096)
+			return;
+		n = pend_take(buf, size);
+		done_cb(NULL, 7, buf, size, n);
+		if (!n)
+			return;
+	}
 }
 
 static size_t fill(uint8_t *buf)
@@ -125,6 +294,13 @@ static size_t fill(uint8_t *buf)
 
 static void *feed(void *arg)
 {
+	if (launches()) {
+		while (!feed_stop) {
+			usleep(20000);
+			deliver_pending();
+		}
+		return NULL;
+	}
 	const char *env = getenv("FAKE_CUPTI_BUFFERS");
 	int n = env ? atoi(env) : 3;
 	for (int i = 0; i < n; i++) {
@@ -215,8 +391,12 @@ EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, si
 EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
 {
 	if (feeding) {
+		feed_stop = 1;
 		pthread_join(feeder, NULL);
 		feeding = 0;
+		feed_stop = 0;
 	}
+	if (launches() && req_cb && done_cb)
+		deliver_pending();
 	return CUPTI_SUCCESS;
 }

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""fake_gpu_model.py - real torch nn.Modules that launch kernels and copy
+through the driver API of the fake libcuda.so.1 (tests/native/cupti/
+fake_cuda.c, on LD_LIBRARY_PATH), inside record_function scopes, so that
+with FAKE_CUPTI_LAUNCHES=1 the fake CUPTI reports a device record for each
+call tbpf's libcuda probes see (issue 19: --inproc --inject without a GPU).
+
+Per iteration (the test derives its expected device times from these):
+  Model                 aten::fkstep (record_function) around all below
+  Model/conv   Conv     aten::fkconv: conv_kernel x CONV, grid GC (1000 ns x GC each)
+  Model/head   Head     aten::fkhead: head_kernel x HEAD, grid GH
+                        aten::fkcopy: one HtoD copy of COPY bytes (COPY / 4 ns)
+
+  fake_gpu_model.py [--iters N] [--conv 3] [--gc 2] [--head 2] [--gh 5] [--copy 4096]
+Protocol: tests/workloads/wl_common.py (READY, SIGUSR1, RESULT).
+"""
+import argparse
+import ctypes
+import time
+
+import wl_common  # noqa: F401  (blocks SIGUSR1 before torch starts threads)
+import torch
+import torch.nn as nn
+
+p = argparse.ArgumentParser()
+wl_common.add_common_args(p)
+p.add_argument("--iters", type=int, default=10)
+p.add_argument("--conv", type=int, default=3)
+p.add_argument("--gc", type=int, default=2)
+p.add_argument("--head", type=int, default=2)
+p.add_argument("--gh", type=int, default=5)
+p.add_argument("--copy", type=int, default=4096)
+args = p.parse_args()
+
+cu = ctypes.CDLL("libcuda.so.1")   # the fake, by LD_LIBRARY_PATH
+assert cu.cuInit(0) == 0
+cu.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+cu.cuMemcpyHtoDAsync_v2.argtypes = [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t,
+                                    ctypes.c_void_p]
+
+
+def function(name):
+    f = ctypes.c_void_p()
+    assert cu.cuModuleGetFunction(ctypes.byref(f), None, name.encode()) == 0
+    return f
+
+
+CONV_K, HEAD_K = function("conv_kernel"), function("head_kernel")
+SRC = ctypes.create_string_buffer(args.copy)
+rf = torch.autograd.profiler.record_function
+
+
+def launch(f, grid):
+    assert cu.cuLaunchKernel(f, grid, 1, 1, 128, 1, 1, 0, None, None, None) == 0
+
+
+class Conv(nn.Module):
+    def forward(self, x):
+        with rf("aten::fkconv"):
+            for _ in range(args.conv):
+                launch(CONV_K, args.gc)
+        return torch.relu(x)
+
+
+class Head(nn.Module):
+    def forward(self, x):
+        with rf("aten::fkhead"):
+            for _ in range(args.head):
+                launch(HEAD_K, args.gh)
+        with rf("aten::fkcopy"):
+            assert cu.cuMemcpyHtoDAsync_v2(0x1000, SRC, args.copy, None) == 0
+        return x + 1
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = Conv()
+        self.head = Head()
+
+    def forward(self, x):
+        with rf("aten::fkstep"):
+            return self.head(self.conv(x))
+
+
+torch.set_num_threads(args.intra_threads)
+model = Model()
+x = torch.ones(4)
+wl_common.ready()
+wl_common.wait_go(args)
+with torch.no_grad():
+    for _ in range(args.iters):
+        x = model(x)
+wl_common.result(iters=args.iters, checksum="%.1f" % x.sum().item())
+time.sleep(1.5)
