@@ -1105,7 +1105,10 @@ struct tbpf_tlayout {
 struct tbpf_shape {
 	__u8 nargs;
 	__u8 ntensors;
-	__u8 pad[2];
+	__u8 more;            /* (BPF side) a bit per entry with a continuation
+			       * (may be 0 where a writer does not set it:
+			       * readers go by ndim) */
+	__u8 pad;
 	__u8 argi[TBPF_SHAPE_MAX_TENSORS];
 	__u8 ndim[TBPF_SHAPE_MAX_TENSORS];   /* or TBPF_SHAPE_NONE / _BAD; int
 					      * kinds: the values in dims[] */
