@@ -355,6 +355,18 @@ static __noinline int shape_more_put(__u64 id, __u32 mask, __u32 pid, __u32 tid,
 	return 0;
 }
 
+/* A list not in `shapes` yet: its continuations first (a list in the
+ * map has them), then the list; its id, or 0 when the map is full */
+static __noinline __u64 shape_new(__u64 h, const struct tbpf_shape *s, __u32 pid, __u32 tid,
+				  __u64 now)
+{
+	if (s->more && shape_more_put(h, s->more, pid, tid, now))
+		return 0;
+	if (shape_put(h, s, pid, tid, now))
+		return 0;
+	return h;
+}
+
 /* The shape id of this call's inputs (0: none read), stored in `shapes`
  * (and, for a new id in record mode, a REC_SHAPE record). */
 static __noinline __u64 shape_capture(struct pt_regs *ctx, __u32 pid, __u32 tid,
@@ -449,10 +461,5 @@ static __noinline __u64 shape_capture(struct pt_regs *ctx, __u32 pid, __u32 tid,
 	/* a known list: a lookup, no bucket lock */
 	if (bpf_map_lookup_elem(&shapes, &h))
 		return h;
-	/* a new one: its continuations first (a list in the map has them) */
-	if (s->more && shape_more_put(h, s->more, pid, tid, now))
-		return 0;
-	if (shape_put(h, s, pid, tid, now))
-		return 0;
-	return h;
+	return shape_new(h, s, pid, tid, now);
 }
