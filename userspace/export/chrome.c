@@ -409,13 +409,16 @@ static void span_event(struct chrome_ctx *c, const struct fspan *sp, const struc
 /* --record-shapes (issue 16): "Input Dims" as Kineto writes it, a JSON
  * list of lists (a tensor the reader could not read: null), and "Input
  * type", a list of strings. */
-static void input_dims(FILE *out, const struct tbpf_shape *sh)
+static void input_dims(FILE *out, const struct capture_meta *m, uint64_t id)
 {
-	char dims[1024];
+	const struct tbpf_shape *sh = capture_meta_shape(m, id);
+	struct shape_more more;
+	char dims[4096];
 
 	if (!sh)
 		return;
-	shape_format(sh, dims, sizeof(dims));
+	shape_more_of_meta(m, id, sh, &more);
+	shape_format(sh, &more, dims, sizeof(dims));
 	fputs(",\"Input Dims\":", out);
 	for (const char *p = dims; *p; p++) {
 		if (*p == '?')
@@ -492,7 +495,7 @@ static void c_slice_end(void *vc, const struct tl_slice *s)
 	PUT_NUM(out, ",\"args\":{\"External id\":", ext_of(s), false);
 	fputs_unlocked(j->args, out);
 	PUT_NUM(out, ",\"depth\":", s->depth, false);
-	input_dims(out, capture_meta_shape(c->src->m, s->shape_id));
+	input_dims(out, c->src->m, s->shape_id);
 	if (s->flags & (OPF_INFERRED | OPF_UNWOUND | OPF_REDISPATCH))
 		flags_str(out, s->flags);
 	if (s->stack_id)

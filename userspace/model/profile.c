@@ -598,17 +598,19 @@ int profile_capture_info(struct profile *p, const struct capture_meta *m,
 	for (size_t i = 0; i < p->nops; i++) {
 		struct prof_op *o = &p->ops[i];
 		const struct tbpf_shape *sh = capture_meta_shape(m, o->shape_id);
-		char text[1024];
+		struct shape_more more;
+		char text[4096];
 
 		if (!sh)
 			continue;
-		shape_format(sh, text, sizeof(text));
+		shape_more_of_meta(m, o->shape_id, sh, &more);
+		shape_format(sh, &more, text, sizeof(text));
 		if (!(o->shapes = profile_intern(p, text)))
 			return -ENOMEM;
 		shape_types(sh, text, sizeof(text));
 		if (!(o->types = profile_intern(p, text)))
 			return -ENOMEM;
-		o->flops = shape_flops(o->name, sh) * o->calls;
+		o->flops = shape_flops(o->name, sh, &more) * o->calls;
 	}
 
 	/* run; without a run record, the pids seen */
