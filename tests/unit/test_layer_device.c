@@ -181,7 +181,7 @@ static void test_render(void **state)
 	free(got);
 	/* --ops: an op row shows its own Self CUDA and CUDA total */
 	got = render(t, &(struct tree_opts){ .ops = 1 });
-	assert_non_null(strstr(got, "| │ ├──aten::fkstep | "));
+	assert_non_null(strstr(got, "| │ ├──aten::fkstep "));
 	assert_non_null(strstr(got, "| 10.0us (10%) | 80.0us (80%) |     1 |\n"));
 	assert_non_null(strstr(got, "| 40.0us (40%) | 40.0us (40%) |     2 |\n"));
 	free(got);
