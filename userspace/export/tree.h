@@ -46,6 +46,11 @@ int tree_want_color(FILE *out);
  * "cpu_memory_usage", "self_cuda_time_total", "cuda_time_total" -> 0,
  * else -EINVAL. */
 int tree_sort_parse(const char *s, enum tree_sort *out);
+/* The keys as the error line lists them. */
+#define TREE_SORT_KEYS "cpu_time_total, self_cpu_time_total, count, launches, " \
+	"self_cuda_time_total, cuda_time_total, name, model, self_cpu_memory_usage, " \
+	"cpu_memory_usage"
+
 
 /* Format ns the way the table shows it: "850ns", "92.1us", "3.0ms",
  * "1.2s".  Returns buf. */
