@@ -12,10 +12,12 @@ Per iteration (the test derives its expected device times from these):
                         aten::fkcopy: one HtoD copy of COPY bytes (COPY / 4 ns)
 
   fake_gpu_model.py [--iters N] [--conv 3] [--gc 2] [--head 2] [--gh 5] [--copy 4096]
+                    [--until FILE]   (more iterations until FILE exists)
 Protocol: tests/workloads/wl_common.py (READY, SIGUSR1, RESULT).
 """
 import argparse
 import ctypes
+import os
 import time
 
 import wl_common  # noqa: F401  (blocks SIGUSR1 before torch starts threads)
@@ -30,6 +32,8 @@ p.add_argument("--gc", type=int, default=2)
 p.add_argument("--head", type=int, default=2)
 p.add_argument("--gh", type=int, default=5)
 p.add_argument("--copy", type=int, default=4096)
+p.add_argument("--until", help="run until this file exists (at least --iters iterations); "
+               "RESULT iters= says how many ran")
 args = p.parse_args()
 
 cu = ctypes.CDLL("libcuda.so.1")   # the fake, by LD_LIBRARY_PATH
@@ -88,8 +92,10 @@ model = Model()
 x = torch.ones(4)
 wl_common.ready()
 wl_common.wait_go(args)
+n = 0
 with torch.no_grad():
-    for _ in range(args.iters):
+    while n < args.iters or (args.until and not os.path.exists(args.until)):
         x = model(x)
-wl_common.result(iters=args.iters, checksum="%.1f" % x.sum().item())
+        n += 1
+wl_common.result(iters=n, checksum="%.1f" % x.sum().item())
 time.sleep(1.5)

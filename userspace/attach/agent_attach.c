@@ -68,6 +68,9 @@ int agent_elf_locate(const char *elf_path, struct agent_loc *loc)
 			goto out;
 		*addrs[k] = loc->map_start + sym.value - first_vaddr;
 	}
+	/* optional (agents before issue 19q): restarts the control thread */
+	if (!elf_file_find_sym(ef, "tbpf_agent_restart", &sym) && sym.defined)
+		loc->restart_addr = loc->map_start + sym.value - first_vaddr;
 	err = 0;
 out:
 	elf_file_close(ef);
@@ -121,10 +124,13 @@ int agent_request(pid_t pid, const struct agent_loc *loc, uint32_t req, uint32_t
 	 * polls, so it never sees a new seq with an old request */
 	c.request = req;
 	c.max_rate = max_rate;
+	c.owner = getpid();   /* watched by the agent: released if we die */
 	if ((err = remote_write(pid, loc->ctl_addr + offsetof(struct tbpf_agent_ctl, request),
 				&c.request, sizeof(c.request))) ||
 	    (err = remote_write(pid, loc->ctl_addr + offsetof(struct tbpf_agent_ctl, max_rate),
-				&c.max_rate, sizeof(c.max_rate))))
+				&c.max_rate, sizeof(c.max_rate))) ||
+	    (err = remote_write(pid, loc->ctl_addr + offsetof(struct tbpf_agent_ctl, owner),
+				&c.owner, sizeof(c.owner))))
 		return err;
 	c.seq++;
 	if (seq)
@@ -167,6 +173,7 @@ const char *agent_state_name(unsigned state)
 		[AGENT_NO_DEVICE] = "no-device", [AGENT_NO_CUPTI] = "no-cupti",
 		[AGENT_CONFLICT] = "conflict", [AGENT_CUPTI_ERROR] = "cupti-error",
 		[AGENT_ACTIVE] = "active", [AGENT_STOPPED] = "stopped",
+		[AGENT_ORPHANED] = "orphaned",
 	};
 	return state < sizeof(n) / sizeof(*n) && n[state] ? n[state] : "unknown";
 }
