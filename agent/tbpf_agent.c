@@ -8,6 +8,11 @@
  * in the environment (`tbpf run`).  libcuda and libcupti are opened only
  * then, with dlopen, so without a driver nothing is loaded at all and the
  * agent just reports AGENT_NO_DRIVER.
+ *
+ * The control thread also watches the tbpf that asked (a pidfd on the
+ * control word's owner pid, or TBPF_AGENT_OWNER) and releases CUPTI itself
+ * when that tbpf dies: activity kinds off, forced flush, unsubscribe; then
+ * the thread ends (tbpf_agent_restart() starts it again).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -344,6 +349,12 @@ static void agent_start(int from_driver)
 	if (owner_fd >= 0)   /* a failed earlier START's owner */
 		close(owner_fd);
 	owner_fd = -1;
+	/* started by a tbpf: only while it can be watched (owner -1: tbpf
+	 * in another pid namespace; not found: it already exited) */
+	if (tbpf_agent_ctl.owner < 0) {
+		publish_status(AGENT_ORPHANED, 0, "tbpf in another pid namespace: not started");
+		return;
+	}
 	if (tbpf_agent_ctl.owner > 0 && (owner_fd = owner_watch_open(tbpf_agent_ctl.owner)) < 0) {
 		publish_status(AGENT_ORPHANED, 0, "owner tbpf not found: not started");
 		return;

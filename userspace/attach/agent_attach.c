@@ -6,7 +6,9 @@
 #include <stddef.h>
 #include <string.h>
 #include <time.h>
+#include <stdbool.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 
 #include "agent_attach.h"
@@ -111,6 +113,18 @@ int agent_read_status(pid_t pid, const struct agent_loc *loc, struct rec_gpu_sta
 	return st->magic == TBPF_AGENT_MAGIC ? 0 : -EPROTO;
 }
 
+/* Our pid means something to the agent only in its own pid namespace. */
+static bool same_pid_ns(pid_t pid)
+{
+	char path[64];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", pid);
+	if (stat("/proc/self/ns/pid", &a) || stat(path, &b))
+		return true;   /* cannot tell: let the agent look our pid up */
+	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 int agent_request(pid_t pid, const struct agent_loc *loc, uint32_t req, uint32_t max_rate,
 		  uint32_t *seq)
 {
@@ -124,7 +138,7 @@ int agent_request(pid_t pid, const struct agent_loc *loc, uint32_t req, uint32_t
 	 * polls, so it never sees a new seq with an old request */
 	c.request = req;
 	c.max_rate = max_rate;
-	c.owner = getpid();   /* watched by the agent: released if we die */
+	c.owner = same_pid_ns(pid) ? getpid() : -1;   /* watched by the agent */
 	if ((err = remote_write(pid, loc->ctl_addr + offsetof(struct tbpf_agent_ctl, request),
 				&c.request, sizeof(c.request))) ||
 	    (err = remote_write(pid, loc->ctl_addr + offsetof(struct tbpf_agent_ctl, max_rate),
