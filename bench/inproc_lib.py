@@ -26,7 +26,7 @@ class Ctl(ctypes.Structure):   # bpf/tbpf_abi.h struct tbpf_inproc_ctl
                 ("pad1", ctypes.c_uint8 * 56), ("nnames_used", ctypes.c_uint32), ("pad2", ctypes.c_uint32)]
 
 
-SHARD_OFF, SHARD_SIZE, SHARDS = 400, 128, 4   # struct tbpf_inproc_ctl: shard[] (version 8)
+SHARD_OFF, SHARD_SIZE, SHARDS = 416, 128, 4   # offsetof(struct tbpf_inproc_ctl, shard) (version 8; 400 wrote the tails into shard_rings)
 START, STOP = 1, 2                            # ctl.request
 
 
