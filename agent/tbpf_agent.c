@@ -349,12 +349,8 @@ static void agent_start(int from_driver)
 	if (owner_fd >= 0)   /* a failed earlier START's owner */
 		close(owner_fd);
 	owner_fd = -1;
-	/* started by a tbpf: only while it can be watched (owner -1: tbpf
-	 * in another pid namespace; not found: it already exited) */
-	if (tbpf_agent_ctl.owner < 0) {
-		publish_status(AGENT_ORPHANED, 0, "tbpf in another pid namespace: not started");
-		return;
-	}
+	/* owner 0: unwatched (tbpf in another pid namespace, or older);
+	 * not found: that tbpf already exited */
 	if (tbpf_agent_ctl.owner > 0 && (owner_fd = owner_watch_open(tbpf_agent_ctl.owner)) < 0) {
 		publish_status(AGENT_ORPHANED, 0, "owner tbpf not found: not started");
 		return;

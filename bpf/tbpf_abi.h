@@ -661,9 +661,9 @@ struct tbpf_agent_ctl {
 	__u32 request;      /* enum tbpf_agent_request, written by tbpf */
 	__u32 seq;          /* tbpf bumps it with every request */
 	__u32 max_rate;     /* records per second, 0 = agent default */
-	__s32 owner;        /* tbpf's pid (0: none; -1: tbpf is in another pid
-			     * namespace, START refused): the agent watches it
-			     * through a pidfd and releases CUPTI when it exits */
+	__s32 owner;        /* tbpf's pid (0: none, e.g. tbpf in another pid
+			     * namespace): the agent watches it through a
+			     * pidfd and releases CUPTI when it exits */
 };
 /* ==== END REC_GPU ======================================================= */
 

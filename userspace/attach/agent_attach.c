@@ -138,7 +138,9 @@ int agent_request(pid_t pid, const struct agent_loc *loc, uint32_t req, uint32_t
 	 * polls, so it never sees a new seq with an old request */
 	c.request = req;
 	c.max_rate = max_rate;
-	c.owner = same_pid_ns(pid) ? getpid() : -1;   /* watched by the agent */
+	/* watched by the agent; 0 (unwatched, as before issue 19q) when the
+	 * target is in another pid namespace, where our pid means nothing */
+	c.owner = same_pid_ns(pid) ? getpid() : 0;
 	if ((err = remote_write(pid, loc->ctl_addr + offsetof(struct tbpf_agent_ctl, request),
 				&c.request, sizeof(c.request))) ||
 	    (err = remote_write(pid, loc->ctl_addr + offsetof(struct tbpf_agent_ctl, max_rate),
