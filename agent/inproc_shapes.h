@@ -18,7 +18,10 @@
  *
  * A shape list is hashed while it is read; the first call of a hash
  * publishes the list in tbpf_inproc_shapes[] (under a mutex, before any
- * record refers to it) and records carry its index + 1. */
+ * record refers to it) and records carry its index + 1.  A tensor of more
+ * than 8 dims gets a continuation (kind[0] ARGK_MORE) published just
+ * before its list; its dtype[0] says how many entries later the list
+ * follows (tbpf files it under tbpf_shape_more_id of the list's id). */
 #include <stdbool.h>
 
 static volatile int shapes_on;
@@ -29,6 +32,8 @@ static pthread_mutex_t shape_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t shape_keys[TBPF_INPROC_SHAPES * 2];
 static uint32_t shape_slot[TBPF_INPROC_SHAPES * 2];
 static __thread struct tbpf_shape cur_;
+/* continuations (bpf/tbpf_abi.h: sizes past the 8th) of cur_'s entries */
+static __thread struct tbpf_shape more_[TBPF_SHAPE_MAX_TENSORS];
 
 static inline uint64_t mix(uint64_t h, uint64_t v)
 {
@@ -80,14 +85,26 @@ static uint32_t shape_publish(uint64_t h, uint32_t i, const struct tbpf_shape *s
 	uint32_t mask = TBPF_INPROC_SHAPES * 2 - 1, n, r = 0;
 	struct tbpf_shape *e;
 
+	unsigned nmore = 0, j = 0;
+
+	for (unsigned k = 0; k < s->ntensors; k++)
+		nmore += s->ndim[k] > TBPF_SHAPE_MAX_DIMS && s->ndim[k] < TBPF_SHAPE_BAD;
 	pthread_mutex_lock(&shape_lock);
 	while (shape_keys[i] && shape_keys[i] != h)
 		i = (i + 1) & mask;
 	if (shape_keys[i]) {
 		r = shape_slot[i];
-	} else if ((n = tbpf_inproc.nshapes_used) >= TBPF_INPROC_SHAPES) {
+	} else if ((n = tbpf_inproc.nshapes_used) + nmore >= TBPF_INPROC_SHAPES) {
 		tbpf_inproc.shapes_lost++;   /* table full: this call has no shapes */
 	} else {
+		for (unsigned k = 0; k < s->ntensors; k++) {
+			if (s->ndim[k] <= TBPF_SHAPE_MAX_DIMS || s->ndim[k] >= TBPF_SHAPE_BAD)
+				continue;
+			e = &tbpf_inproc_shapes[n + j];
+			*e = more_[k];
+			e->dtype[0] = (uint8_t)(nmore - j++);
+		}
+		n += nmore;
 		e = &tbpf_inproc_shapes[n];
 		memset(e, 0, sizeof(*e));
 		e->nargs = s->nargs;
@@ -143,6 +160,21 @@ static inline bool as_undefined(const struct rd *r, const char *impl)
 	       (*(const uint8_t *)(impl + r->l.ti_sym_off) & r->l.sym_mask);
 }
 
+/* A tensor of nd > 8 sizes d: the 9th to the TBPF_SHAPE_ALL_DIMS-th into
+ * entry k's continuation; the ndim its entry keeps. */
+static uint64_t read_more(const int64_t *d, uint64_t nd, unsigned k)
+{
+	struct tbpf_shape *c = &more_[k];
+	uint64_t n = nd > TBPF_SHAPE_ALL_DIMS ? TBPF_SHAPE_MORE_DIMS : nd - TBPF_SHAPE_MAX_DIMS;
+
+	memset(c, 0, sizeof(*c));
+	memcpy(&c->dims[0][0], d + TBPF_SHAPE_MAX_DIMS, n * sizeof(*d));
+	c->argi[0] = (uint8_t)k;
+	c->ndim[0] = (uint8_t)n;
+	c->kind[0] = ARGK_MORE;
+	return nd > TBPF_SHAPE_ALL_DIMS ? TBPF_SHAPE_ALL_DIMS + 1 : nd;
+}
+
 /* One tensor argument into entry k: sizes, or NONE (undefined), or BAD. */
 static inline uint64_t read_tensor(const struct rd *r, const char *impl, struct tbpf_shape *s,
 				   unsigned k, uint64_t h)
@@ -171,6 +203,8 @@ static inline uint64_t read_tensor(const struct rd *r, const char *impl, struct 
 	}
 	if (p != *(const int64_t *)(impl + r->l.ti_numel_off))
 		goto bad;
+	if (nd > TBPF_SHAPE_MAX_DIMS)
+		nd = read_more(d, nd, k);
 	s->ndim[k] = (uint8_t)nd;
 	s->dtype[k] = (uint8_t)*(const uint16_t *)(impl + r->l.ti_dtype_off);
 	return mix(h, nd << 8 | s->dtype[k]);

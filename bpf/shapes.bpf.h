@@ -40,6 +40,20 @@ struct {
 	__type(value, struct tbpf_tsample);
 } shape_samples SEC(".maps");
 
+/* Continuations (sizes past the 8th, tbpf_abi.h) of this call's
+ * entries, and the hash of each one's sizes */
+struct shape_more_scratch {
+	struct tbpf_shape c[TBPF_SHAPE_MAX_TENSORS];
+	__u64 h[TBPF_SHAPE_MAX_TENSORS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct shape_more_scratch);
+} shape_more_scratch SEC(".maps");
+
 __u32 shape_nsamples;   /* slots of shape_samples claimed */
 
 static __always_inline void shape_sample(__u32 pid, __u64 impl)
@@ -72,9 +86,53 @@ static __always_inline __u64 arg_word(struct pt_regs *ctx, const __u64 *regs, __
 	return v;
 }
 
-/* One tensor's sizes into s (slot i); impl is its TensorImpl*. */
-static __always_inline void shape_tensor(struct tbpf_shape *s, __u32 i, __u64 impl,
-					 const struct tbpf_tlayout *l, __u32 pid)
+/* Sizes 9 to nd (at most TBPF_SHAPE_ALL_DIMS) of entry i, out of line at
+ * `sizes` (sizes then strides: 2 * nd words), into its continuation;
+ * their product, or -1 (unreadable, or a negative size).  Runs only for
+ * a tensor of more than TBPF_SHAPE_MAX_DIMS dims. */
+static __noinline __s64 shape_more(__u64 sizes, __u32 nd, __u32 i)
+{
+	struct shape_more_scratch *m;
+	struct tbpf_shape *c;
+	__u32 zero = 0, n;
+	__u64 h = 14695981039346656037ULL;
+	__s64 prod = 1, *d;
+
+	m = bpf_map_lookup_elem(&shape_more_scratch, &zero);
+	if (!m)
+		return -1;
+	i &= TBPF_SHAPE_MAX_TENSORS - 1;
+	c = &m->c[i];
+	n = nd > TBPF_SHAPE_ALL_DIMS ? TBPF_SHAPE_MORE_DIMS : nd - TBPF_SHAPE_MAX_DIMS;
+	if (n < 1 || n > TBPF_SHAPE_MORE_DIMS)
+		return -1;
+	__builtin_memset(c, 0, offsetof(struct tbpf_shape, dims));
+	d = &c->dims[0][0];
+	/* (n - 1) & 63: a bound the verifier sees on the register passed */
+	if (bpf_probe_read_user(d, ((n - 1) & (TBPF_SHAPE_ALL_DIMS - 1)) * 8 + 8,
+				(void *)(sizes + 8 * TBPF_SHAPE_MAX_DIMS)))
+		return -1;
+	for (int k = 0; k < TBPF_SHAPE_MORE_DIMS; k++) {
+		if (k >= n)
+			break;
+		if (d[k] < 0)
+			return -1;
+		prod *= d[k];
+		h = (h ^ (__u64)d[k]) * 1099511628211ULL;
+	}
+	c->argi[0] = i;
+	c->ndim[0] = n;
+	c->kind[0] = ARGK_MORE;
+	m->h[i] = h;
+	return prod;
+}
+
+/* One tensor's sizes into s (slot i); impl is its TensorImpl*.  1 for
+ * a tensor of more than 8 dims (its first 8 sizes read, its bit set in
+ * s->more, the rest and the numel check left to shape_more_all after the
+ * loop: no call here, which would cost every call spills), else 0. */
+static __always_inline __u32 shape_tensor(struct tbpf_shape *s, __u32 i, __u64 impl,
+					  const struct tbpf_tlayout *l, __u32 pid)
 {
 	__u64 hdr[1 + TBPF_SIZES_INLINE] = {};
 	/* numel_, then data_type_ (dtype_off = numel_off + 8) and the bit
@@ -84,30 +142,30 @@ static __always_inline void shape_tensor(struct tbpf_shape *s, __u32 i, __u64 im
 	__u32 nd;
 
 	if (i >= TBPF_SHAPE_MAX_TENSORS)
-		return;
+		return 0;
 	s->ndim[i] = TBPF_SHAPE_BAD;
 	if (impl && impl == l->undef_impl) {
 		s->ndim[i] = TBPF_SHAPE_NONE;
-		return;
+		return 0;
 	}
 	/* numel_ and data_type_ in one read: the calibration derives
 	 * dtype_off as numel_off + 8 (discover/tlayout.c) */
 	if (!impl || bpf_probe_read_user(hdr, sizeof(hdr), (void *)(impl + l->sizes_off)) ||
 	    bpf_probe_read_user(nd_dt, sizeof(nd_dt), (void *)(impl + l->numel_off)))
-		return;
+		return 0;
 
 	shape_sample(pid, impl);
 	/* nested, or symbolic sizes: torch.profiler records [] and "" */
 	if (((__u64)nd_dt[2] & l->nested_mask) || ((__u64)nd_dt[1] >> 48 & l->sym_mask)) {
 		s->ndim[i] = TBPF_SHAPE_NONE;
-		return;
+		return 0;
 	}
 	nd = (__u32)hdr[0];
-	if (hdr[0] > 64)
+	if (hdr[0] >= TBPF_SHAPE_BAD)
 		goto bad;
 	if (nd == 0 && nd_dt[0] == 0) {     /* c10::UndefinedTensorImpl: [] */
 		s->ndim[i] = TBPF_SHAPE_NONE;
-		return;
+		return 0;
 	}
 	if (nd > TBPF_SIZES_INLINE) {
 		/* out of line: sizes then strides, 2 * nd >= 12 words */
@@ -124,14 +182,67 @@ static __always_inline void shape_tensor(struct tbpf_shape *s, __u32 i, __u64 im
 			goto bad;
 		prod *= s->dims[i][k];
 	}
+	s->dtype[i] = (__u8)nd_dt[1];
+	if (nd > TBPF_SHAPE_MAX_DIMS) {
+		s->ndim[i] = nd;    /* checked by shape_more_all */
+		s->more |= 1u << i;
+		return 1;
+	}
 	/* sizes must multiply to numel: a wrong layout does not */
-	if (nd <= TBPF_SHAPE_MAX_DIMS && prod != nd_dt[0])
+	if (prod != nd_dt[0])
 		goto bad;
 	s->ndim[i] = nd;
-	s->dtype[i] = (__u8)nd_dt[1];
-	return;
+	return 0;
 bad:
 	cnt_add(CNT_SHAPE_BAD, 1);
+	return 0;
+}
+
+/* The entries in mask (tensors of more than 8 dims, their first 8 sizes
+ * read by shape_tensor): the rest of their sizes into continuations
+ * (shape_more), all of them checked against numel_; the mask of those
+ * read (the others are TBPF_SHAPE_BAD). */
+static __noinline __u32 shape_more_all(struct pt_regs *ctx, const struct tbpf_argdesc *a,
+				       const struct tbpf_tlayout *l, struct tbpf_shape *s,
+				       __u32 mask)
+{
+	__u64 regs[8] = { PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
+			  PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), ctx->r9 };
+
+	for (int i = 0; i < TBPF_SHAPE_MAX_TENSORS; i++) {
+		__u64 p, impl = 0, hdr[2] = {};
+		__s64 prod, numel = -1;
+		__u32 nd;
+
+		if (!(mask & (1u << i)))
+			continue;
+		p = arg_word(ctx, regs, a->where[i]);
+		if (a->kind[i] == ARGK_OPT_TENSOR)
+			p += l->opt_value_off;
+		nd = s->ndim[i];
+		prod = -1;
+		if (!bpf_probe_read_user(&impl, sizeof(impl), (void *)p) && impl &&
+		    !bpf_probe_read_user(hdr, sizeof(hdr), (void *)(impl + l->sizes_off)) &&
+		    hdr[0] == nd &&
+		    !bpf_probe_read_user(&numel, sizeof(numel), (void *)(impl + l->numel_off)))
+			prod = shape_more(hdr[1], nd, i);
+		for (int k = 0; k < TBPF_SHAPE_MAX_DIMS && prod >= 0; k++) {
+			if (s->dims[i][k] < 0)
+				prod = -1;
+			else
+				prod *= s->dims[i][k];
+		}
+		/* a tensor of more than TBPF_SHAPE_ALL_DIMS: not all read */
+		if (prod < 0 || (nd <= TBPF_SHAPE_ALL_DIMS && prod != numel)) {
+			s->ndim[i] = TBPF_SHAPE_BAD;
+			mask &= ~(1u << i);
+			cnt_add(CNT_SHAPE_BAD, 1);
+			continue;
+		}
+		if (nd > TBPF_SHAPE_ALL_DIMS)
+			s->ndim[i] = TBPF_SHAPE_ALL_DIMS + 1;
+	}
+	return mask;
 }
 
 /* The Input type of each argument (tbpf_abi.h, enum tbpf_itype): the
@@ -181,6 +292,79 @@ static __always_inline void shape_itypes(struct pt_regs *ctx, const __u64 *regs,
 		if (len > TBPF_SCALARLIST_MAX)
 			s->itype[ai] = ITYPE_NONE;
 	}
+}
+
+/* Shape list `id` into `shapes` (and, new in record mode, a REC_SHAPE
+ * record); 0, or -1 when the full map could not take it. */
+static __always_inline int shape_put(__u64 id, const struct tbpf_shape *s, __u32 pid,
+				     __u32 tid, __u64 now)
+{
+	if (!bpf_map_update_elem(&shapes, &id, s, BPF_NOEXIST)) {
+		if (tbpf_mode & TBPF_MODE_RECORD) {
+			struct rec_shape *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+
+			if (r) {
+				r->h.type = REC_SHAPE;
+				r->h.size = sizeof(*r);
+				r->h.tid = tid;
+				r->h.ts_ns = now;
+				r->pid = pid;
+				r->pad = 0;
+				r->shape_id = id;
+				__builtin_memcpy(&r->s, s, sizeof(r->s));
+				bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+			} else {
+				cnt_add(CNT_DROPS, 1);
+			}
+		}
+	} else if (!bpf_map_lookup_elem(&shapes, &id)) {
+		cnt_add(CNT_SHAPE_FULL, 1);
+		return -1;
+	}
+	return 0;
+}
+
+/* The hash so far with the sizes past the 8th (shape_more's) of the
+ * entries in mask */
+static __noinline __u64 shape_more_hash(__u64 h, __u32 mask)
+{
+	struct shape_more_scratch *m;
+	__u32 zero = 0;
+
+	m = bpf_map_lookup_elem(&shape_more_scratch, &zero);
+	if (!m)
+		return h;
+	for (int i = 0; i < TBPF_SHAPE_MAX_TENSORS; i++)
+		if (mask & (1u << i))
+			h = (h ^ m->h[i]) * 1099511628211ULL;
+	return h;
+}
+
+/* The continuations of list `id`'s entries in mask (shape_put); 0 or -1 */
+static __noinline int shape_more_put(__u64 id, __u32 mask, __u32 pid, __u32 tid, __u64 now)
+{
+	struct shape_more_scratch *m;
+	__u32 zero = 0;
+
+	m = bpf_map_lookup_elem(&shape_more_scratch, &zero);
+	if (!m)
+		return -1;
+	for (int i = 0; i < TBPF_SHAPE_MAX_TENSORS; i++)
+		if ((mask & (1u << i)) && shape_put(tbpf_shape_more_id(id, i), &m->c[i], pid, tid, now))
+			return -1;
+	return 0;
+}
+
+/* A list not in `shapes` yet: its continuations first (a list in the
+ * map has them), then the list; its id, or 0 when the map is full */
+static __noinline __u64 shape_new(__u64 h, const struct tbpf_shape *s, __u32 pid, __u32 tid,
+				  __u64 now)
+{
+	if (s->more && shape_more_put(h, s->more, pid, tid, now))
+		return 0;
+	if (shape_put(h, s, pid, tid, now))
+		return 0;
+	return h;
 }
 
 /* The shape id of this call's inputs (0: none read), stored in `shapes`
@@ -251,6 +435,10 @@ static __noinline __u64 shape_capture(struct pt_regs *ctx, __u32 pid, __u32 tid,
 		}
 		shape_tensor(s, i, impl, l, pid);
 	}
+	/* (the mask in the list, not a register: nothing more to keep
+	 * across the loop's calls) */
+	if (s->more)
+		s->more = shape_more_all(ctx, a, l, s, s->more);
 	shape_itypes(ctx, regs, a, s);
 	/* FNV-1a over the shape (64-bit words): the header, then the dims
 	 * of the entries used (the others are zero) */
@@ -266,32 +454,12 @@ static __noinline __u64 shape_capture(struct pt_regs *ctx, __u32 pid, __u32 tid,
 				h = (h ^ (__u64)s->dims[i][k]) * 1099511628211ULL;
 		}
 	}
+	if (s->more)
+		h = shape_more_hash(h, s->more);
 	if (!h)
 		h = 1;
 	/* a known list: a lookup, no bucket lock */
 	if (bpf_map_lookup_elem(&shapes, &h))
 		return h;
-	if (!bpf_map_update_elem(&shapes, &h, s, BPF_NOEXIST)) {
-		if (tbpf_mode & TBPF_MODE_RECORD) {
-			struct rec_shape *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-
-			if (r) {
-				r->h.type = REC_SHAPE;
-				r->h.size = sizeof(*r);
-				r->h.tid = tid;
-				r->h.ts_ns = now;
-				r->pid = pid;
-				r->pad = 0;
-				r->shape_id = h;
-				__builtin_memcpy(&r->s, s, sizeof(r->s));
-				bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
-			} else {
-				cnt_add(CNT_DROPS, 1);
-			}
-		}
-	} else if (!bpf_map_lookup_elem(&shapes, &h)) {
-		cnt_add(CNT_SHAPE_FULL, 1);
-		return 0;
-	}
-	return h;
+	return shape_new(h, s, pid, tid, now);
 }

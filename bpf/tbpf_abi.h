@@ -985,7 +985,19 @@ struct tbpf_inproc_py {
  * REC_SHAPE record (captures). */
 #define TBPF_SHAPE_MAX_ARGS 24    /* schema arguments an op may have */
 #define TBPF_SHAPE_MAX_TENSORS 8  /* tensor (or FLOPs int) arguments read per call */
-#define TBPF_SHAPE_MAX_DIMS 8     /* sizes read per tensor */
+#define TBPF_SHAPE_MAX_DIMS 8     /* sizes a shape list keeps per tensor */
+/* A tensor of more than TBPF_SHAPE_MAX_DIMS dims (torch has no limit and
+ * torch.profiler records every size): its sizes past the 8th go to a
+ * continuation, a struct tbpf_shape of its own under the id
+ * tbpf_shape_more_id(list's id, tensor entry) with kind[0] = ARGK_MORE,
+ * argi[0] the entry, ndim[0] the sizes it holds and dims[][] those sizes
+ * in a row (dims[0][0] is the 9th), nargs = ntensors = 0.  It goes where
+ * lists go (map `shapes`, REC_SHAPE, the agent's table) and is made only
+ * for such a tensor.  At most TBPF_SHAPE_ALL_DIMS sizes are kept a
+ * tensor; ndim of a tensor with more is TBPF_SHAPE_ALL_DIMS + 1 (shown
+ * with "..." after the 64th). */
+#define TBPF_SHAPE_ALL_DIMS 64
+#define TBPF_SHAPE_MORE_DIMS (TBPF_SHAPE_ALL_DIMS - TBPF_SHAPE_MAX_DIMS)
 #define TBPF_ARG_REGS 6           /* rdi rsi rdx rcx r8 r9; then stack slots */
 #define TBPF_SHAPE_IDS 16384      /* distinct shape lists kept (map `shapes`) */
 
@@ -997,7 +1009,17 @@ enum tbpf_arg_kind {
 	ARGK_INTLIST = 3,     /* c10::ArrayRef<long> / <c10::SymInt>: ptr, len */
 	ARGK_INT = 4,         /* long */
 	ARGK_SYMINT = 5,      /* c10::SymInt by value: a pointer to it */
+	ARGK_MORE = 6,        /* a continuation: sizes past the 8th of one
+			       * tensor (TBPF_SHAPE_ALL_DIMS) */
 };
+
+/* The id of the continuation of entry i of shape list `id` */
+static inline __u64 tbpf_shape_more_id(__u64 id, __u32 i)
+{
+	__u64 h = (id ^ (0x9e3779b97f4a7c15ULL * (i + 1))) * 1099511628211ULL;
+
+	return h ? h : 1;
+}
 
 /* torch.profiler's "Input type" of each argument (Kineto's trace arg,
  * _KinetoEvent.dtypes()): a tensor's dtype name, "Scalar" (int, float,
@@ -1087,7 +1109,10 @@ struct tbpf_tlayout {
 struct tbpf_shape {
 	__u8 nargs;
 	__u8 ntensors;
-	__u8 pad[2];
+	__u8 more;            /* (BPF side) a bit per entry with a continuation
+			       * (may be 0 where a writer does not set it:
+			       * readers go by ndim) */
+	__u8 pad;
 	__u8 argi[TBPF_SHAPE_MAX_TENSORS];
 	__u8 ndim[TBPF_SHAPE_MAX_TENSORS];   /* or TBPF_SHAPE_NONE / _BAD; int
 					      * kinds: the values in dims[] */

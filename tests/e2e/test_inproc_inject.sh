@@ -17,19 +17,45 @@
 # (Self CUDA, CUDA total over the nested aten::fkstep), the GPU slices and
 # launch->kernel flows of the Chrome and Perfetto traces (read back by
 # tests/formats' independent readers) and the launches per layer follow
-# from its parameters.  What only a real GPU shows: the real CUPTI's and
+# from its parameters.  Device time per layer (issue 19r): each layer's
+# Self CUDA (the work launched with it as the innermost module: Model's
+# step_kernel, conv's, head's kernels and copy, head/norm's) and CUDA
+# total (with the layers below), work launched outside any op on
+# [no op], from the same parameters, in the JSON layers and the text
+# tree, live and from the captures, in both modes.  What only a real GPU shows: the real CUPTI's and
 # driver's records (here the fake's), torch's own kernels, the clock
 # offset of real device timestamps.
 # timeout: 600
 source "$(dirname "$0")/lib.sh"
+export T   # expect.py, read by the checks
 need_root
 need_tbpf
 need_torch "$PY1"
 FAKE=$ROOT/build/tests/native/cupti/fakecuda
 [ -e "$FAKE/libcuda.so.1" ] || fail "$FAKE/libcuda.so.1 missing: run make"
 [ -f "$ROOT/build/libtbpf_agent.so" ] || fail "libtbpf_agent.so missing: run make"
-ITERS=5 CONV=3 GC=2 HEAD=2 GH=5 COPY=4096
-WLARGS=(--iters $ITERS --conv $CONV --gc $GC --head $HEAD --gh $GH --copy $COPY)
+ITERS=5 CONV=3 GC=2 HEAD=2 GH=5 COPY=4096 STEPK=1 GS=3 NORM=2 GN=4 OUTK=1 GO=7
+WLARGS=(--iters $ITERS --conv $CONV --gc $GC --head $HEAD --gh $GH --copy $COPY
+	--stepk $STEPK --gs $GS --norm $NORM --gn $GN --outk $OUTK --go $GO)
+PARAMS="$ITERS $CONV $GC $HEAD $GH $COPY $STEPK $GS $NORM $GN $OUTK $GO"
+# the expected device time per op and per layer, from the parameters
+cat > "$T/expect.py" <<'PY'
+import sys
+def expect(argv):
+    N, CONV, GC, HEAD, GH, COPY, STEPK, GS, NORM, GN, OUTK, GO = map(int, argv)
+    conv, head, copy = N * CONV * 1000 * GC, N * HEAD * 1000 * GH, N * COPY // 4
+    step, norm, out = N * STEPK * 1000 * GS, N * NORM * 1000 * GN, N * OUTK * 1000 * GO
+    ops = {"aten::fkconv": (conv, conv), "aten::fkhead": (head, head),
+           "aten::fkcopy": (copy, copy), "aten::fknorm": (norm, norm),
+           "aten::fkstep": (step, step + conv + head + copy + norm)}
+    # layer: (Self CUDA, CUDA total, launches below it included)
+    layers = {"Model": (step, step + conv + head + copy + norm, N * (STEPK + CONV + HEAD + NORM)),
+              "Model/conv": (conv, conv, N * CONV),
+              "Model/head": (head + copy, head + copy + norm, N * (HEAD + NORM)),
+              "Model/head/norm": (norm, norm, N * NORM),
+              "[no op]": (out, out, N * OUTK)}
+    return ops, layers
+PY
 # the jobs' interpreters, with the fake driver (exec: the same pid)
 for v in 1 2; do
 	py=PY$v
@@ -60,15 +86,14 @@ run() {   # run TAG TBPF-ARGS...: the job under $PYW
 	log "$tag: $(grep -m1 '^tbpf: attached' "$(get tb_$tag err)")"
 }
 
-check_ops() {   # check_ops JSON LABEL: Self CUDA and CUDA total per op
-	python3 - "$1" "$2" $ITERS $CONV $GC $HEAD $GH $COPY <<'PY'
-import json, sys
+check_ops() {   # check_ops JSON LABEL: Self CUDA and CUDA total per op and layer
+	python3 - "$1" "$2" $PARAMS <<'PY'
+import json, os, sys
+sys.path.insert(0, os.environ["T"])
+from expect import expect
 path, label = sys.argv[1:3]
-N, CONV, GC, HEAD, GH, COPY = map(int, sys.argv[3:9])
+want, wlay = expect(sys.argv[3:])
 j = json.load(open(path))
-conv, head, copy = N * CONV * 1000 * GC, N * HEAD * 1000 * GH, N * COPY // 4
-want = {"aten::fkconv": (conv, conv), "aten::fkhead": (head, head),
-        "aten::fkcopy": (copy, copy), "aten::fkstep": (0, conv + head + copy)}
 errs = []
 if j["run"]["gpu_times"] is not True:
     errs.append("no GPU times: %s" % j["run"].get("gpu_note"))
@@ -79,15 +104,56 @@ for k, v in want.items():
 others = {k: v for k, v in got.items() if k not in want and v[0]}
 if others:
     errs.append("device time in other ops: %s" % others)
-# launches per layer (the libcuda probes, joined to their ops)
+# launches and device time per layer (the libcuda probes, joined to
+# their ops; the device records joined to those launches)
 layers = {l["path"]: l for l in j.get("layers", [])}
-wl = {"Model": N * (CONV + HEAD), "Model/conv": N * CONV, "Model/head": N * HEAD}
-gl = {p: layers[p]["launches"] if p in layers else None for p in wl}
-if gl != wl:
-    errs.append("launches per layer %s != %s" % (gl, wl))
+gl = {p: (layers[p].get("self_cuda_ns"), layers[p].get("cuda_total_ns"), layers[p].get("launches"))
+      if p in layers else None for p in wlay}
+if gl != wlay:
+    errs.append("(Self CUDA, CUDA total, launches) per layer %s != %s" % (gl, wlay))
+extra = {p: l.get("self_cuda_ns") for p, l in layers.items() if p not in wlay and l.get("self_cuda_ns")}
+if extra:
+    errs.append("device time in other layers: %s" % extra)
 if errs:
     print("%s: %s" % (label, "; ".join(errs))); sys.exit(1)
-print("%s: Self CUDA / CUDA total per op %s, launches per layer %s" % (label, want, wl))
+print("%s: Self CUDA / CUDA total per op %s; (Self CUDA, CUDA total, launches) per layer %s" % (label, want, wlay))
+PY
+}
+
+check_tree() {   # check_tree TREE LABEL: the text tree's Self CUDA / CUDA total
+	python3 - "$1" "$2" $PARAMS <<'PY'
+import os, re, sys
+sys.path.insert(0, os.environ["T"])
+from expect import expect
+path, label = sys.argv[1:3]
+_, wlay = expect(sys.argv[3:])
+unit = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
+def ns(cell):   # "140.1us (100%)" -> (ns, rounding step); "" -> 0
+    m = re.match(r"([0-9.]+)(ns|us|ms|s) \(", cell)
+    return (float(m.group(1)) * unit[m.group(2)], 0.05 * unit[m.group(2)]) if m else (0, 0)
+lines = [l for l in open(path) if l.startswith("|")]
+hdr = [c.strip() for c in lines[0].strip().strip("|").split("|")]
+errs, seen, path_at = [], {}, []
+for l in lines[2:]:
+    cells = [c.strip() for c in l.strip().strip("|").split("|")]
+    raw = l.split("|")[1][1:].rstrip()   # keep the tree's leading indentation
+    depth = len(re.match(r"^((?:│ |  )*)", raw).group(1)) // 2 + (1 if re.search("[├└]──", raw) else 0)
+    name = re.sub(r"^[│ ├└─]*", "", raw)
+    path_at = path_at[:depth] + [name]
+    row = dict(zip(hdr, cells))
+    seen["/".join(path_at)] = (ns(row.get("Self CUDA", "")), ns(row.get("CUDA total", "")))
+for p, (s, t, _) in wlay.items():
+    if p not in seen:
+        errs.append("%s: no row" % p); continue
+    (gs, es), (gt, et) = seen[p]
+    if abs(gs - s) > es + 1e-9 or abs(gt - t) > et + 1e-9:
+        errs.append("%s: Self CUDA %s, CUDA total %s; want %d, %d ns" % (p, gs, gt, s, t))
+if "Self CUDA" not in hdr or "CUDA total" not in hdr:
+    errs.append("no Self CUDA / CUDA total columns: %s" % hdr)
+if errs:
+    print("%s: %s" % (label, "; ".join(errs))); sys.exit(1)
+print("%s: tree Self CUDA / CUDA total per layer as expected (%s)" %
+      (label, ", ".join("%s %d/%d ns" % (p, v[0], v[1]) for p, v in wlay.items())))
 PY
 }
 
@@ -96,10 +162,10 @@ check_gpu_trace() {   # check_gpu_trace CAPTURE LABEL PID: Chrome/Perfetto GPU t
 	"$ROOT/tests/formats/check_all.sh" "$cap" "$TBPF" "$T/$label.fmt" > "$T/$label.check.log" 2>&1 ||
 		fail "$label: check_all: $(grep FAIL "$T/$label.check.log" | head -1)"
 	log "$label: $(grep 'check_all: gpu' "$T/$label.check.log")"
-	python3 - "$T/$label.fmt/gpu-chrome.txt" "$label" "$pid" $ITERS $CONV $GC $HEAD $GH $COPY <<'PY'
+	python3 - "$T/$label.fmt/gpu-chrome.txt" "$label" "$pid" $PARAMS <<'PY'
 import collections, sys
 path, label, pid = sys.argv[1:4]
-N, CONV, GC, HEAD, GH, COPY = map(int, sys.argv[4:10])
+N, CONV, GC, HEAD, GH, COPY, STEPK, GS, NORM, GN, OUTK, GO = map(int, sys.argv[4:16])
 gpu, flows = collections.Counter(), {}
 slices = {}
 for l in open(path):
@@ -112,7 +178,11 @@ for l in open(path):
         flows[f[1]] = f
 want = {("GPU_0", "stream_7", "conv_kernel", 1000 * GC): N * CONV,
         ("GPU_0", "stream_7", "head_kernel", 1000 * GH): N * HEAD,
-        ("GPU_0", "stream_7", "Memcpy HtoD %d B" % COPY, COPY // 4): N}
+        ("GPU_0", "stream_7", "Memcpy HtoD %d B" % COPY, COPY // 4): N,
+        ("GPU_0", "stream_7", "step_kernel", 1000 * GS): N * STEPK,
+        ("GPU_0", "stream_7", "norm_kernel", 1000 * GN): N * NORM,
+        ("GPU_0", "stream_7", "out_kernel", 1000 * GO): N * OUTK}
+want = {k: v for k, v in want.items() if v}
 errs = []
 if dict(gpu) != want:
     errs.append("GPU slices %s != %s" % (dict(gpu), want))
@@ -140,6 +210,12 @@ check_ops "$T/inp.json" "inproc live json" || fail "inproc: device times per op 
 	fail "report: $(cat "$T/inp.report.err")"
 check_ops "$T/inp.report.json" "inproc report json" || fail "inproc report: device times per op (see log)"
 check_gpu_trace "$T/inp.tbpf" inproc "$(get wl_inp pid)" || fail "inproc: GPU tracks (see log)"
+"$TBPF" report "$T/inp.tbpf" --format tree -o "$T/inp.report.tree" 2> "$T/inp.rtree.err" ||
+	fail "report tree: $(cat "$T/inp.rtree.err")"
+check_tree "$T/inp.report.tree" "inproc report tree" || fail "inproc report tree: device time per layer (see log)"
+run inptree --inproc --format tree -o "$T/inp.tree"
+check_tree "$T/inp.tree" "inproc live tree" || fail "inproc live tree: device time per layer (see log)"
+cat "$T/inp.tree"
 # the table: Self CUDA columns
 run inpt --inproc -o "$T/inp.table"
 grep -q 'Self CUDA' "$T/inp.table" || fail "inproc table: no Self CUDA column: $(head -5 "$T/inp.table")"
@@ -148,6 +224,15 @@ grep -E '^ *aten::fk(conv|head|copy|step) ' "$T/inp.table"
 run upr --format json -o "$T/upr.json" --record "$T/upr.tbpf"
 check_ops "$T/upr.json" "uprobe live json" || fail "uprobe: device times per op (see log)"
 check_gpu_trace "$T/upr.tbpf" uprobe "$(get wl_upr pid)" || fail "uprobe: GPU tracks (see log)"
+"$TBPF" report "$T/upr.tbpf" --format json -o "$T/upr.report.json" 2> "$T/upr.report.err" ||
+	fail "uprobe report: $(cat "$T/upr.report.err")"
+check_ops "$T/upr.report.json" "uprobe report json" || fail "uprobe report: device times per op and layer (see log)"
+"$TBPF" report "$T/upr.tbpf" --format tree -o "$T/upr.report.tree" 2> "$T/upr.rtree.err" ||
+	fail "uprobe report tree: $(cat "$T/upr.rtree.err")"
+check_tree "$T/upr.report.tree" "uprobe report tree" || fail "uprobe report tree: device time per layer (see log)"
+run uprtree --format tree -o "$T/upr.tree"
+check_tree "$T/upr.tree" "uprobe live tree" || fail "uprobe live tree: device time per layer (see log)"
+cat "$T/upr.tree"
 # torch 2.8: its wheel maps Kineto's libcupti 12, so --inject is refused
 # (one warning, the rows still there) unless --inject-force
 need_torch "$PY2"

@@ -8,7 +8,8 @@
 # optimizer scopes), and so does each row's Input type (its records'
 # dtypes()), on the edge-case workload (0-dim,
 # empty, 6- and 7-dim, transposed views, tensor lists, optional and
-# undefined tensors, scalars), a CNN, a transformer layer and the lists
+# undefined tensors, scalars, 9-, 12- and 20-dim tensors), make_fx on
+# FakeTensors with symbolic sizes (2.x), a CNN, a transformer layer and the lists
 # workload (int lists of 30 and 31 entries, empty, float lists, lists of
 # optional tensors) and a nested tensor ([] and "" as torch records it),
 # torch 1.13 and 2.8; FLOPs equal with_flops'; the
@@ -126,11 +127,18 @@ PY
 
 for py in "$PY1" "$PY2"; do
 	need_torch "$py"
+	if [ -n "${SHAPES_ONLY:-}" ]; then
+		[[ "$SHAPES_ONLY" == symbolic && "$(torch_version "$py")" == 1.* ]] ||
+			inproc_shapes_case "$py" "$SHAPES_ONLY" 3
+		continue
+	fi
 	inproc_shapes_case "$py" edge 3
 	inproc_shapes_case "$py" cnn 2
 	inproc_shapes_case "$py" transformer 2
 	inproc_shapes_case "$py" lists 3
 	inproc_shapes_case "$py" nested 3
+	# symbolic sizes (make_fx on FakeTensors): torch 2.x records them as undefined
+	[[ "$(torch_version "$py")" == 1.* ]] || inproc_shapes_case "$py" symbolic 3
 	inproc_shapes_kill "$py"
 	inproc_shapes_cycles "$py"
 done

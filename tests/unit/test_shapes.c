@@ -622,30 +622,121 @@ static void test_format(void **state)
 	(void)state;
 	put_t(&s, 0, T, 2, (long long[]){ 2, 3 });
 	put_t(&s, 1, T, 2, (long long[]){ 2, 3 });
-	shape_format(&s, buf, sizeof(buf));
+	shape_format(&s, NULL, buf, sizeof(buf));
 	assert_string_equal(buf, "[[2, 3], [2, 3], []]");
 	s = mk(2);
 	put_t(&s, 0, T, 0, NULL);                          /* 0-dim */
 	put_t(&s, 1, O, TBPF_SHAPE_NONE, NULL);            /* None */
-	shape_format(&s, buf, sizeof(buf));
+	shape_format(&s, NULL, buf, sizeof(buf));
 	assert_string_equal(buf, "[[], []]");
 	s = mk(2);
 	put_t(&s, 0, T, 6, (long long[]){ 1, 2, 1, 2, 1, 3 });
 	put_t(&s, 1, T, TBPF_SHAPE_BAD, NULL);
-	shape_format(&s, buf, sizeof(buf));
+	shape_format(&s, NULL, buf, sizeof(buf));
 	assert_string_equal(buf, "[[1, 2, 1, 2, 1, 3], [?]]");
 	s = mk(0);
-	shape_format(&s, buf, sizeof(buf));
+	shape_format(&s, NULL, buf, sizeof(buf));
 	assert_string_equal(buf, "[]");
 	/* int entries (conv2d's) print as [] */
 	s = mk(4);
 	put_t(&s, 0, T, 1, (long long[]){ 0 });
 	put_t(&s, 3, ARGK_INTLIST, 2, (long long[]){ 1, 1 });
-	shape_format(&s, buf, sizeof(buf));
+	shape_format(&s, NULL, buf, sizeof(buf));
 	assert_string_equal(buf, "[[0], [], [], []]");
 	/* cut to fit, NUL-terminated, full length returned */
-	assert_int_equal(shape_format(&s, buf, 5), strlen("[[0], [], [], []]"));
+	assert_int_equal(shape_format(&s, NULL, buf, 5), strlen("[[0], [], [], []]"));
 	assert_string_equal(buf, "[[0]");
+}
+
+/* A lookup of continuations for test_format_more: by id */
+struct more_tab {
+	uint64_t id[4];
+	struct tbpf_shape c[4];
+	unsigned n;
+};
+
+static const struct tbpf_shape *more_tab_get(void *ctx, uint64_t id)
+{
+	struct more_tab *t = ctx;
+
+	for (unsigned i = 0; i < t->n; i++)
+		if (t->id[i] == id)
+			return &t->c[i];
+	return NULL;
+}
+
+static void more_tab_add(struct more_tab *t, uint64_t list, unsigned entry, unsigned n,
+			 long long first)
+{
+	struct tbpf_shape *c = &t->c[t->n];
+
+	memset(c, 0, sizeof(*c));
+	c->kind[0] = ARGK_MORE;
+	c->argi[0] = (__u8)entry;
+	c->ndim[0] = (__u8)n;
+	for (unsigned k = 0; k < n; k++)
+		(&c->dims[0][0])[k] = first + k;
+	t->id[t->n++] = tbpf_shape_more_id(list, entry);
+}
+
+/* Tensors of more than 8 dims: the sizes past the 8th from continuations
+ * (bpf/tbpf_abi.h), filed under tbpf_shape_more_id(list, entry) */
+static void test_format_more(void **state)
+{
+	static const long long d8[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	struct tbpf_shape s = mk(3);
+	struct more_tab t = { .n = 0 };
+	struct shape_more more;
+	char buf[1024], want[1024];
+	size_t w;
+
+	(void)state;
+	put_t(&s, 0, T, 9, d8);
+	put_t(&s, 1, T, 2, (long long[]){ 2, 3 });
+	put_t(&s, 2, T, 12, d8);
+	more_tab_add(&t, 77, 0, 1, 9);
+	more_tab_add(&t, 77, 2, 4, 10);
+	more_tab_add(&t, 78, 1, 3, 50);     /* another list's: not used */
+	shape_more_find(77, &s, more_tab_get, &t, &more);
+	assert_non_null(more.e[0]);
+	assert_null(more.e[1]);
+	assert_non_null(more.e[2]);
+	shape_format(&s, &more, buf, sizeof(buf));
+	assert_string_equal(buf, "[[1, 2, 3, 4, 5, 6, 7, 8, 9], [2, 3], "
+			    "[1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13]]");
+	/* no continuation (a capture cut short): "..." for the rest */
+	shape_format(&s, NULL, buf, sizeof(buf));
+	assert_string_equal(buf, "[[1, 2, 3, 4, 5, 6, 7, 8, ...], [2, 3], "
+			    "[1, 2, 3, 4, 5, 6, 7, 8, ...]]");
+	/* an entry's continuation under another entry's id is not taken */
+	shape_more_find(78, &s, more_tab_get, &t, &more);
+	assert_null(more.e[0]);
+	assert_null(more.e[2]);
+	/* 64 sizes kept; more: "..." after the 64th */
+	s = mk(1);
+	put_t(&s, 0, T, TBPF_SHAPE_ALL_DIMS + 1, d8);
+	t.n = 0;
+	more_tab_add(&t, 5, 0, TBPF_SHAPE_MORE_DIMS, 9);
+	shape_more_find(5, &s, more_tab_get, &t, &more);
+	shape_format(&s, &more, buf, sizeof(buf));
+	w = (size_t)snprintf(want, sizeof(want), "[[");
+	for (int k = 1; k <= TBPF_SHAPE_ALL_DIMS; k++)
+		w += (size_t)snprintf(want + w, sizeof(want) - w, "%d, ", k);
+	snprintf(want + w, sizeof(want) - w, "...]]");
+	assert_string_equal(buf, want);
+	/* FLOPs of add / mul of more than 8 dims: every size's product */
+	s = mk(3);
+	put_t(&s, 0, T, 12, d8);
+	put_t(&s, 1, T, 12, d8);
+	t.n = 0;
+	more_tab_add(&t, 9, 0, 4, 2);
+	shape_more_find(9, &s, more_tab_get, &t, &more);
+	assert_int_equal(shape_flops("aten::add", &s, &more), 40320ULL * 2 * 3 * 4 * 5);
+	assert_int_equal(shape_flops("aten::add", &s, NULL), 0);
+	/* the id of a continuation: per list and entry, never 0 */
+	assert_true(tbpf_shape_more_id(77, 0) != tbpf_shape_more_id(77, 1));
+	assert_true(tbpf_shape_more_id(77, 0) != tbpf_shape_more_id(78, 0));
+	assert_true(tbpf_shape_more_id(77, 0) != 77);
 }
 
 static void test_types(void **state)
@@ -702,23 +793,23 @@ static void test_flops(void **state)
 	/* values torch.profiler's with_flops gave (1.13 and 2.8) */
 	put_t(&s, 0, T, 2, (long long[]){ 2, 3 });
 	put_t(&s, 1, T, 2, (long long[]){ 3, 4 });
-	assert_int_equal(shape_flops("aten::mm", &s), 48);
-	assert_int_equal(shape_flops("aten::matmul", &s), 0);
+	assert_int_equal(shape_flops("aten::mm", &s, NULL), 48);
+	assert_int_equal(shape_flops("aten::matmul", &s, NULL), 0);
 	s = mk(5);
 	put_t(&s, 0, T, 1, (long long[]){ 10 });
 	put_t(&s, 1, T, 2, (long long[]){ 4, 8 });
 	put_t(&s, 2, T, 2, (long long[]){ 8, 10 });
-	assert_int_equal(shape_flops("aten::addmm", &s), 640);
+	assert_int_equal(shape_flops("aten::addmm", &s, NULL), 640);
 	s = mk(2);
 	put_t(&s, 0, T, 3, (long long[]){ 3, 2, 4 });
 	put_t(&s, 1, T, 3, (long long[]){ 3, 4, 5 });
-	assert_int_equal(shape_flops("aten::bmm", &s), 240);
+	assert_int_equal(shape_flops("aten::bmm", &s, NULL), 240);
 	s = mk(3);
 	put_t(&s, 0, T, 2, (long long[]){ 7, 5 });
-	assert_int_equal(shape_flops("aten::add", &s), 35);
+	assert_int_equal(shape_flops("aten::add", &s, NULL), 35);
 	s = mk(2);
 	put_t(&s, 0, T, 0, NULL);
-	assert_int_equal(shape_flops("aten::mul", &s), 1);
+	assert_int_equal(shape_flops("aten::mul", &s, NULL), 1);
 	/* conv2d [4,3,16,16] * [8,3,3,3], padding 1: 442368; stride 2, no
 	 * padding, [4,8,16,16] * [8,8,3,3]: 225792 */
 	s = mk(7);
@@ -728,7 +819,7 @@ static void test_flops(void **state)
 	put_t(&s, 4, ARGK_INTLIST, 2, (long long[]){ 1, 1 });
 	put_t(&s, 5, ARGK_INTLIST, 2, (long long[]){ 1, 1 });
 	put_t(&s, 6, ARGK_SYMINT, 1, (long long[]){ 1 });
-	assert_int_equal(shape_flops("aten::conv2d", &s), 442368);
+	assert_int_equal(shape_flops("aten::conv2d", &s, NULL), 442368);
 	s = mk(7);
 	put_t(&s, 0, T, 4, (long long[]){ 4, 8, 16, 16 });
 	put_t(&s, 1, T, 4, (long long[]){ 8, 8, 3, 3 });
@@ -736,10 +827,10 @@ static void test_flops(void **state)
 	put_t(&s, 4, ARGK_INTLIST, 2, (long long[]){ 0, 0 });
 	put_t(&s, 5, ARGK_INTLIST, 2, (long long[]){ 1, 1 });
 	put_t(&s, 6, ARGK_INT, 1, (long long[]){ 1 });
-	assert_int_equal(shape_flops("aten::conv2d", &s), 225792);
+	assert_int_equal(shape_flops("aten::conv2d", &s, NULL), 225792);
 	/* torch.profiler counts no FLOPs for conv1d, conv3d, convolution */
-	assert_int_equal(shape_flops("aten::convolution", &s), 0);
-	assert_int_equal(shape_flops("aten::conv3d", &s), 0);
+	assert_int_equal(shape_flops("aten::convolution", &s, NULL), 0);
+	assert_int_equal(shape_flops("aten::conv3d", &s, NULL), 0);
 }
 
 int main(void)
@@ -755,6 +846,7 @@ int main(void)
 		cmocka_unit_test(test_calibrate_28),
 		cmocka_unit_test(test_calibrate_reject),
 		cmocka_unit_test(test_format),
+		cmocka_unit_test(test_format_more),
 		cmocka_unit_test(test_types),
 		cmocka_unit_test(test_flops),
 	};

@@ -6,12 +6,18 @@ with FAKE_CUPTI_LAUNCHES=1 the fake CUPTI reports a device record for each
 call tbpf's libcuda probes see (issue 19: --inproc --inject without a GPU).
 
 Per iteration (the test derives its expected device times from these):
-  Model                 aten::fkstep (record_function) around all below
+  Model                 aten::fkstep (record_function) around all below;
+                        step_kernel x STEPK, grid GS, in it before conv
   Model/conv   Conv     aten::fkconv: conv_kernel x CONV, grid GC (1000 ns x GC each)
   Model/head   Head     aten::fkhead: head_kernel x HEAD, grid GH
                         aten::fkcopy: one HtoD copy of COPY bytes (COPY / 4 ns)
+  Model/head/norm Norm  aten::fknorm: norm_kernel x NORM, grid GN (only
+                        with --norm > 0: the module exists then)
+  (no op)               out_kernel x OUTK, grid GO, outside any op and
+                        module, after each forward
 
   fake_gpu_model.py [--iters N] [--conv 3] [--gc 2] [--head 2] [--gh 5] [--copy 4096]
+                    [--stepk 0 --gs 1] [--norm 0 --gn 1] [--outk 0 --go 1]
                     [--until FILE]   (more iterations until FILE exists)
 Protocol: tests/workloads/wl_common.py (READY, SIGUSR1, RESULT).
 """
@@ -32,6 +38,12 @@ p.add_argument("--gc", type=int, default=2)
 p.add_argument("--head", type=int, default=2)
 p.add_argument("--gh", type=int, default=5)
 p.add_argument("--copy", type=int, default=4096)
+p.add_argument("--stepk", type=int, default=0)
+p.add_argument("--gs", type=int, default=1)
+p.add_argument("--norm", type=int, default=0)
+p.add_argument("--gn", type=int, default=1)
+p.add_argument("--outk", type=int, default=0)
+p.add_argument("--go", type=int, default=1)
 p.add_argument("--until", help="run until this file exists (at least --iters iterations); "
                "RESULT iters= says how many ran")
 args = p.parse_args()
@@ -50,6 +62,7 @@ def function(name):
 
 
 CONV_K, HEAD_K = function("conv_kernel"), function("head_kernel")
+STEP_K, NORM_K, OUT_K = function("step_kernel"), function("norm_kernel"), function("out_kernel")
 SRC = ctypes.create_string_buffer(args.copy)
 rf = torch.autograd.profiler.record_function
 
@@ -66,13 +79,28 @@ class Conv(nn.Module):
         return torch.relu(x)
 
 
+class Norm(nn.Module):
+    def forward(self, x):
+        with rf("aten::fknorm"):
+            for _ in range(args.norm):
+                launch(NORM_K, args.gn)
+        return x
+
+
 class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        if args.norm:
+            self.norm = Norm()
+
     def forward(self, x):
         with rf("aten::fkhead"):
             for _ in range(args.head):
                 launch(HEAD_K, args.gh)
         with rf("aten::fkcopy"):
             assert cu.cuMemcpyHtoDAsync_v2(0x1000, SRC, args.copy, None) == 0
+        if args.norm:
+            x = self.norm(x)
         return x + 1
 
 
@@ -84,6 +112,8 @@ class Model(nn.Module):
 
     def forward(self, x):
         with rf("aten::fkstep"):
+            for _ in range(args.stepk):
+                launch(STEP_K, args.gs)
             return self.head(self.conv(x))
 
 
@@ -96,6 +126,8 @@ n = 0
 with torch.no_grad():
     while n < args.iters or (args.until and not os.path.exists(args.until)):
         x = model(x)
+        for _ in range(args.outk):
+            launch(OUT_K, args.go)
         n += 1
 wl_common.result(iters=n, checksum="%.1f" % x.sum().item())
 time.sleep(1.5)

@@ -3,7 +3,8 @@
 --model cnn          a small conv net, forward and backward, SGD
 --model transformer  a TransformerEncoder layer, forward and backward
 --model edge         the argument kinds torch.profiler records: 0-dim,
-                     empty, 6-dim (sizes out of line), transposed views,
+                     empty, 6-dim (sizes out of line), 9-, 12- and 20-dim,
+                     transposed views,
                      tensor lists (cat, stack), optional tensors given and
                      None, undefined tensors, int lists and scalars, and
                      for Input type optional scalars given and None; a
@@ -13,6 +14,9 @@
 --model nested       a nested tensor (torch.profiler records [] and "", as
                      for an undefined one); torch 1.13 profiles it without
                      with_flops, whose callback throws on it
+--model symbolic     torch 2.x: make_fx(tracing_mode="symbolic") runs a
+                     function on FakeTensors with symbolic sizes (recorded as
+                     undefined: [] and ""), and the same op on real sizes
 --model sites        the same ops called from several Python lines, for
                      group_by_stack_n
 --model lists        Input type of lists (what the in-process mode reads from
@@ -108,6 +112,12 @@ def make_edge():
     hf = torch.ones(2, dtype=torch.float16)
     bl = torch.ones(2, dtype=torch.bool)
     x64 = torch.ones(64)
+    # more than 8 dims (tbpf keeps 8 sizes a list entry, the rest in a
+    # continuation): 9, 12 and 20 dims, sizes placed past the 8th
+    g9 = torch.ones(1, 1, 1, 1, 1, 1, 1, 2, 3)
+    g12 = torch.ones(2, 1, 1, 1, 1, 1, 1, 1, 1, 4, 1, 3)
+    g12b = torch.ones(2, 1, 1, 1, 1, 1, 1, 1, 1, 4, 1, 5)
+    g20 = torch.ones(*([1] * 17 + [2, 1, 3]))
 
     def step():
         a.add(a)
@@ -171,6 +181,15 @@ def make_edge():
         # of _foreach_addcmul.ScalarList)
         torch._foreach_addcmul([one] * 31, [one] * 31, [one] * 31, [1.0] * 31)
         torch._foreach_addcmul([one] * 30, [one] * 30, [one] * 30, [1.0] * 30)
+        # more than 8 dims: rows apart by sizes past the 8th only
+        g9.add(g9)
+        g9.mul(one)
+        g12.mul(g12)
+        g12b.mul(g12b)
+        g12.sum(dim=[9])
+        g20.add(g20)
+        g20.neg()
+        torch.where(g20 > 0, g20, s)
     return step
 
 
@@ -236,8 +255,37 @@ def make_sites():
     return step
 
 
+def make_symbolic():
+    # tensors with symbolic sizes (has_symbolic_sizes_strides_): make_fx's
+    # symbolic tracing runs f on FakeTensors whose sizes are SymInts, and
+    # f's ops go through at::_ops::*::call on them (torch 2.x records
+    # such a tensor as undefined: [] and "", InputOutputEncoder::push)
+    from torch.fx.experimental.proxy_tensor import make_fx
+    x, y = torch.ones(4, 3), torch.ones(3, 5)
+    seen = []
+
+    def f(x, y):
+        seen.append(type(x.shape[0]).__name__)   # SymInt: symbolic sizes
+        z = torch.mm(x, y).relu()
+        return torch.cat([z, z]).sum(dim=[0]) + x.sum()
+
+    # real tensors of distinct shapes first: the uprobe mode verifies the
+    # TensorImpl layout on the first tensors it reads
+    reals = [torch.ones(*([2] * k + [k + 1])) for k in range(8)]
+
+    def step():
+        for t in reals:
+            t.add(t)
+        torch.mm(x, y)                             # the same op, real sizes
+        make_fx(f, tracing_mode="symbolic")(x, y)
+        if seen[-1] != "SymInt":
+            raise SystemExit("make_fx traced without symbolic sizes: %s" % seen[-1])
+    return step
+
+
 MODELS = {"cnn": make_cnn, "transformer": make_transformer, "edge": make_edge,
-          "sites": make_sites, "lists": make_lists, "nested": make_nested}
+          "sites": make_sites, "lists": make_lists, "nested": make_nested,
+          "symbolic": make_symbolic}
 
 
 def key(name, shapes):
@@ -298,7 +346,10 @@ def main():
     if a.profile:
         # torch 1.13's with_flops callback throws on a nested tensor
         # ("NestedTensorImpl doesn't support sizes") and loses the event
-        flops = not (a.model == "nested" and torch.__version__ < "2")
+        # make_fx's symbolic tracing: with_flops' callback reads the
+        # symbolic sizes, which specialises them (the trace then runs on
+        # real sizes): no with_flops there
+        flops = not (a.model == "nested" and torch.__version__ < "2") and a.model != "symbolic"
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
                                     record_shapes=True, with_flops=flops,
                                     with_stack=True) as prof:

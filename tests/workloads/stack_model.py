@@ -79,9 +79,20 @@ def loss_site(out):
 
 
 def factory_site(x):
-    return torch.empty(x.shape)  # a factory op (no tensor argument): torch
-                                 # gives it no sequence number, so it must not
-                                 # take the number the next step's first node gets
+    # ops without a tensor argument: torch gives them no sequence number
+    # (BackendSelect or no key, never Autograd), so they must not take the
+    # number scale_site's node gets.  torch.empty from Python runs under
+    # variable_factories.h's AutoDispatchBelowADInplaceOrView (autograd
+    # keys excluded: skipped as "below autograd" anyway); torch.can_cast
+    # (aten::can_cast, no tensor argument) is called as is: the first op
+    # to peek that number
+    torch.can_cast(torch.float32, torch.float64)
+    return torch.empty(x.shape)
+
+
+def scale_site(loss):
+    return loss * 0.5            # MulBackward0: the number factory_site's
+                                 # empty peeked first (torch: this mul's)
 
 
 def train_site(net, x):
@@ -89,6 +100,7 @@ def train_site(net, x):
     metric(out, x)               # peeks the number sum's node gets next
     loss = loss_site(out)        # (torch: no number under no_grad)
     factory_site(x)              # the first op to peek the next number
+    loss = scale_site(loss)      # the node that uses it (in the graph)
     loss.backward()              # backward ops: torch.profiler gives them
     return loss                  # the stack of their forward op
 

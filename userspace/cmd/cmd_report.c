@@ -35,7 +35,8 @@ static const char usage[] =
 "                      cpu_time_total, cpu_time, count, self_cuda_time_total,\n"
 "                      cuda_time_total, cuda_time, launches, max_cpu_time, name;\n"
 "                      tree: model (default, named_modules() order),\n"
-"                      cpu_time_total, self_cpu_time_total, count, name\n"
+"                      cpu_time_total, self_cpu_time_total, count, name,\n"
+"                      launches, self_cuda_time_total, cuda_time_total\n"
 "  -n, --row-limit N   table rows (default 100, -1 = all)\n"
 "      --ops           tree: list the ops under each layer\n"
 "      --min-pct P     tree: hide rows under P% of the CPU total\n"
@@ -198,8 +199,7 @@ int export_capture_ex(const char *capture_path, const char *format, const char *
 		return -EINVAL;
 	}
 	if (fmt == REPORT_TREE && o && o->sort && tree_sort_parse(o->sort, &ts)) {
-		*errmsg = strf("--sort %s is not a tree column (cpu_time_total, self_cpu_time_total, "
-			       "count, launches, name, model)", o->sort);
+		*errmsg = strf("--sort %s is not a tree column (" TREE_SORT_KEYS ")", o->sort);
 		free(dummy);
 		return -EINVAL;
 	}
@@ -404,8 +404,7 @@ int cmd_report(int argc, char **argv)
 		return 2;
 	}
 	if (fmt == REPORT_TREE && o.sort && tree_sort_parse(o.sort, &ts)) {
-		fprintf(stderr, "tbpf report: --sort %s is not a tree column (cpu_time_total, "
-			"self_cpu_time_total, count, launches, name, model)\n", o.sort);
+		fprintf(stderr, "tbpf report: --sort %s is not a tree column (" TREE_SORT_KEYS ")\n", o.sort);
 		return 2;
 	}
 	if (o.sort && fmt != REPORT_TREE && !profile_sort_key_valid(o.sort)) {

@@ -557,8 +557,7 @@ static int render(const struct live_opts *o, const char *path, const struct tbpf
 		fprintf(stderr, "tbpf: no layer tree: Python stacks were not available\n");
 		return TBPF_EXIT_ERROR;
 	} else if (tree && o->sort && tree_sort_parse(o->sort, &to.sort)) {
-		fprintf(stderr, "tbpf: --sort %s is not a tree column (cpu_time_total, "
-				"self_cpu_time_total, count, launches, name, model)\n", o->sort);
+		fprintf(stderr, "tbpf: --sort %s is not a tree column (" TREE_SORT_KEYS ")\n", o->sort);
 		return TBPF_EXIT_USAGE;
 	} else {
 		out = !o->out || !strcmp(o->out, "-") ? stdout : fopen(o->out, "we");

@@ -115,9 +115,7 @@ int live_render_model(const struct live_opts *o, const struct export_opts *eo, c
 	int rc = 0, err;
 
 	if (tree_fmt && o->sort && tree_sort_parse(o->sort, &to.sort)) {
-		fprintf(stderr, "tbpf: --sort %s is not a tree column (cpu_time_total, "
-				"self_cpu_time_total, count, launches, name, model, "
-				"self_cpu_memory_usage, cpu_memory_usage)\n", o->sort);
+		fprintf(stderr, "tbpf: --sort %s is not a tree column (" TREE_SORT_KEYS ")\n", o->sort);
 		return TBPF_EXIT_USAGE;
 	}
 	if (tree_fmt && !m->tree) {

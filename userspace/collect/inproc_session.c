@@ -98,8 +98,14 @@ static int on_name(void *ctx, const struct tbpf_inproc_name *n)
 static int on_shape(void *ctx, uint32_t shape, const struct tbpf_shape *sh)
 {
 	struct inproc_session *s = ctx;
+	uint32_t pid = (uint32_t)s->cur_pid;
 
-	return s->out.shape(s->out.ctx, inproc_shape_id((uint32_t)s->cur_pid, shape), sh);
+	/* a continuation: filed under its list's id (agent/inproc_shapes.h) */
+	if (sh->kind[0] == ARGK_MORE && !sh->ntensors)
+		return s->out.shape(s->out.ctx,
+				    tbpf_shape_more_id(inproc_shape_id(pid, shape + sh->dtype[0]),
+						       sh->argi[0]), sh);
+	return s->out.shape(s->out.ctx, inproc_shape_id(pid, shape), sh);
 }
 
 /* Sequence numbers (--group-by-stack): backward ops get derived stacks. */

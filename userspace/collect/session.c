@@ -1561,7 +1561,7 @@ int session_collect(struct session *s, struct profile *p)
 {
 	bool shapes = s->cfg.shapes && shapes_verified(s);
 	int shapes_fd = bpf_map__fd(s->skel->maps.shapes);
-	char text[1024], types[1024];
+	char text[4096], types[1024];
 	uint64_t flops_per_call = 0;
 	int ncpu = libbpf_num_possible_cpus();
 	int fd = bpf_map__fd(s->skel->maps.opstats);
@@ -1601,8 +1601,8 @@ int session_collect(struct session *s, struct profile *p)
 
 			row.shape_id = key.shape_id;
 			types[0] = '\0';
-			if (!shape_text(shapes_fd, key.shape_id, text, sizeof(text), &sh)) {
-				flops_per_call = shape_flops(row.name, &sh);
+			if (!shape_text(shapes_fd, key.shape_id, row.name, text, sizeof(text), &sh,
+					&flops_per_call)) {
 				shape_types(&sh, types, sizeof(types));
 			} else {
 				flops_per_call = 0;

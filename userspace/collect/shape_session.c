@@ -174,15 +174,37 @@ int shape_verify(int samples_fd, const pid_t *pids, const struct shape_target *s
 	return ok;
 }
 
-int shape_text(int shapes_fd, uint64_t id, char *buf, size_t n, struct tbpf_shape *out)
+struct more_get {
+	int fd;
+	struct tbpf_shape c[TBPF_SHAPE_MAX_TENSORS];
+	unsigned used;
+};
+
+/* A continuation from the map (shape_more_find's lookup) */
+static const struct tbpf_shape *more_get(void *ctx, uint64_t id)
 {
+	struct more_get *g = ctx;
+
+	if (g->used >= TBPF_SHAPE_MAX_TENSORS || bpf_map_lookup_elem(g->fd, &id, &g->c[g->used]))
+		return NULL;
+	return &g->c[g->used++];
+}
+
+int shape_text(int shapes_fd, uint64_t id, const char *name, char *buf, size_t n,
+	       struct tbpf_shape *out, uint64_t *flops)
+{
+	struct more_get g = { .fd = shapes_fd };
+	struct shape_more more;
 	struct tbpf_shape s;
 
 	if (n)
 		buf[0] = '\0';
 	if (!id || bpf_map_lookup_elem(shapes_fd, &id, &s))
 		return -ENOENT;
-	shape_format(&s, buf, n);
+	shape_more_find(id, &s, more_get, &g, &more);
+	shape_format(&s, &more, buf, n);
+	if (flops)
+		*flops = shape_flops(name, &s, &more);
 	if (out)
 		*out = s;
 	return 0;

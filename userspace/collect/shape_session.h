@@ -32,7 +32,10 @@ int shape_verify(int samples_fd, const pid_t *pids, const struct shape_target *s
 		 char **why);
 
 /* The text of a shape id ("[[2, 3], []]") from the shapes map, into buf;
- * "" when unknown.  Also the struct when s is not NULL.  0 or -ENOENT. */
-int shape_text(int shapes_fd, uint64_t id, char *buf, size_t n, struct tbpf_shape *s);
+ * "" when unknown (a tensor of more than 8 dims with its continuation).
+ * Also the struct when s is not NULL, and the FLOPs of a call of op
+ * `name` when flops is not NULL.  0 or -ENOENT. */
+int shape_text(int shapes_fd, uint64_t id, const char *name, char *buf, size_t n,
+	       struct tbpf_shape *s, uint64_t *flops);
 
 #endif

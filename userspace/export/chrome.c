@@ -353,13 +353,23 @@ static void step_widen(struct chrome_ctx *c, const struct fspan *sp, uint64_t en
  * "python_function", "file(line): name" or "nn.Module: Class_k". */
 /* One event of a span: [b, e) */
 static void span_event(struct chrome_ctx *c, const struct fspan *sp, const struct py_thread *t,
-		       const struct py_module *mod, const char *name, uint64_t b, uint64_t e)
+		       const char *name, uint64_t b, uint64_t e)
 {
 	FILE *out = c->out;
 	const struct capture_frame *f = sp->frame;
+	const struct py_module *mod = NULL;
+	char mname[512];
 
 	if (!keep(c, sp->pid, b))
 		return;
+	/* a module is numbered when a piece of it is written, not when a
+	 * span outside the window (the job mid-call at attach) closes */
+	if (f->kind == CF_LAYER) {
+		mod = py_module(c, sp->pid, f);
+		snprintf(mname, sizeof(mname), "nn.Module: %s_%u",
+			 f->class_name[0] ? f->class_name : f->name, mod ? mod->k : 0);
+		name = mname;
+	}
 	ev_start(c);
 	fputs("{\"ph\":\"X\",\"cat\":\"python_function\",\"name\":", out);
 	json_str(out, name);
@@ -399,13 +409,16 @@ static void span_event(struct chrome_ctx *c, const struct fspan *sp, const struc
 /* --record-shapes (issue 16): "Input Dims" as Kineto writes it, a JSON
  * list of lists (a tensor the reader could not read: null), and "Input
  * type", a list of strings. */
-static void input_dims(FILE *out, const struct tbpf_shape *sh)
+static void input_dims(FILE *out, const struct capture_meta *m, uint64_t id)
 {
-	char dims[1024];
+	const struct tbpf_shape *sh = capture_meta_shape(m, id);
+	struct shape_more more;
+	char dims[4096];
 
 	if (!sh)
 		return;
-	shape_format(sh, dims, sizeof(dims));
+	shape_more_of_meta(m, id, sh, &more);
+	shape_format(sh, &more, dims, sizeof(dims));
 	fputs(",\"Input Dims\":", out);
 	for (const char *p = dims; *p; p++) {
 		if (*p == '?')
@@ -429,9 +442,8 @@ static void c_span_close(void *vc, const struct fspan *sp)
 	struct chrome_ctx *c = vc;
 	const struct capture_frame *f = sp->frame;
 	struct py_thread *t = py_thread(c, sp->pid, sp->tid, sp->depth);
-	const struct py_module *mod = NULL;
 	const struct step_adj *a = NULL;
-	char name[512];
+	char name[512] = "";
 	uint64_t end = sp->end_ns + span_pad(t, sp), b = sp->begin_ns;
 
 	/* never past the op whose begin closes the span */
@@ -441,9 +453,7 @@ static void c_span_close(void *vc, const struct fspan *sp)
 
 	step_widen(c, sp, end);
 	if (f->kind == CF_LAYER) {
-		mod = py_module(c, sp->pid, f);
-		snprintf(name, sizeof(name), "nn.Module: %s_%u", f->class_name[0] ? f->class_name : f->name,
-			 mod ? mod->k : 0);
+		;   /* named by span_event: "nn.Module: Class_k" */
 	} else if (f->kind == CF_PYTHON && f->file[0]) {
 		snprintf(name, sizeof(name), "%s(%u): %s", f->file, f->line, f->name);
 	} else {
@@ -457,11 +467,11 @@ static void c_span_close(void *vc, const struct fspan *sp)
 
 		if (a->p->t[j] <= b || e + STEP_SPAN_END > end)
 			continue;
-		span_event(c, sp, t, mod, name, b, e + STEP_SPAN_END);
+		span_event(c, sp, t, name, b, e + STEP_SPAN_END);
 		b = e + STEP_NEXT_BEGIN;
 	}
 	if (end > b)
-		span_event(c, sp, t, mod, name, b, end);
+		span_event(c, sp, t, name, b, end);
 }
 
 static void c_slice_end(void *vc, const struct tl_slice *s)
@@ -485,7 +495,7 @@ static void c_slice_end(void *vc, const struct tl_slice *s)
 	PUT_NUM(out, ",\"args\":{\"External id\":", ext_of(s), false);
 	fputs_unlocked(j->args, out);
 	PUT_NUM(out, ",\"depth\":", s->depth, false);
-	input_dims(out, capture_meta_shape(c->src->m, s->shape_id));
+	input_dims(out, c->src->m, s->shape_id);
 	if (s->flags & (OPF_INFERRED | OPF_UNWOUND | OPF_REDISPATCH))
 		flags_str(out, s->flags);
 	if (s->stack_id)

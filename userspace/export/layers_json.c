@@ -43,8 +43,15 @@ static void write_mem(FILE *out, const int64_t *total, const int64_t *self)
 		(long long)total[0], (long long)self[0], (long long)total[1], (long long)self[1]);
 }
 
+/* CUPTI device time, as the op rows name it (json.c) */
+static void write_dev(FILE *out, uint64_t self, uint64_t total)
+{
+	fprintf(out, ", \"self_cuda_ns\": %llu, \"cuda_total_ns\": %llu",
+		(unsigned long long)self, (unsigned long long)total);
+}
+
 static int write_node(FILE *out, const struct layer_node *n, bool *first, bool top,
-		      bool cuda, bool fwd, bool mem)
+		      bool cuda, bool fwd, bool mem, bool dev)
 {
 	if (!top && n->name) {
 		char *path = layers_node_path(n), *parent = layers_node_path(n->parent);
@@ -81,6 +88,8 @@ static int write_node(FILE *out, const struct layer_node *n, bool *first, bool t
 		fprintf(out, ", \"calls\": %llu, \"self_ns\": %llu, \"total_ns\": %llu",
 			(unsigned long long)n->calls, (unsigned long long)n->self_ns,
 			(unsigned long long)n->total_ns);
+		if (dev)
+			write_dev(out, n->self_dev_ns, n->dev_ns);
 		if (mem)
 			write_mem(out, n->mem, n->self_mem);
 		fputs(", \"ops\": [", out);
@@ -90,6 +99,8 @@ static int write_node(FILE *out, const struct layer_node *n, bool *first, bool t
 			fprintf(out, ", \"calls\": %llu, \"self_ns\": %llu, \"total_ns\": %llu",
 				(unsigned long long)n->ops[i].calls, (unsigned long long)n->ops[i].self_ns,
 				(unsigned long long)n->ops[i].total_ns);
+			if (dev)
+				write_dev(out, n->ops[i].self_cuda_ns, n->ops[i].cuda_total_ns);
 			if (cuda)
 				fprintf(out, ", \"launches\": %llu",
 					(unsigned long long)n->ops[i].launches);
@@ -103,7 +114,7 @@ static int write_node(FILE *out, const struct layer_node *n, bool *first, bool t
 		fputc('}', out);
 	}
 	for (size_t i = 0; i < n->nkids; i++) {
-		int err = write_node(out, n->kids[i], first, false, cuda, fwd, mem);
+		int err = write_node(out, n->kids[i], first, false, cuda, fwd, mem, dev);
 
 		if (err)
 			return err;
@@ -119,7 +130,7 @@ int layers_json(FILE *out, const struct layer_tree *t)
 	fputs("\"layers\": [", out);
 	if (t)
 		err = write_node(out, &t->top, &first, true, t->has_cuda, t->has_modcalls,
-				 t->has_memory);
+				 t->has_memory, t->has_dev);
 	fputs("\n  ]", out);
 	if (err)
 		return err;

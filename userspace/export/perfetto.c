@@ -340,12 +340,14 @@ static void pf_begin(void *vc, const struct tl_slice *s)
 	{
 		/* --record-shapes (issue 16): Kineto's "Input Dims" arg */
 		const struct tbpf_shape *sh = capture_meta_shape(c->m, s->shape_id);
-		char dims[1024];
+		char dims[4096];
 
 		if (sh) {
 			size_t da = pb_begin(&c->w, TE_DEBUG);
+			struct shape_more more;
 
-			shape_format(sh, dims, sizeof(dims));
+			shape_more_of_meta(c->m, s->shape_id, sh, &more);
+			shape_format(sh, &more, dims, sizeof(dims));
 			pb_string(&c->w, DA_NAME, "Input Dims");
 			pb_string(&c->w, DA_STRING, dims);
 			pb_end(&c->w, da);

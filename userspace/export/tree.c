@@ -19,6 +19,7 @@ struct row {
 	const char *cls;
 	char self[48], total[48], count[24];
 	char launches[24], sync[32];   /* CUDA columns (tree has_cuda) */
+	char selfdev[48], dev[48];     /* Self CUDA, CUDA total (tree has_dev) */
 	char mem[4][24];               /* CPU Mem, Self CPU Mem, CUDA Mem, Self CUDA Mem */
 	unsigned depth;                /* 0: a root; colours the row */
 };
@@ -35,6 +36,7 @@ struct item {
 	const char *name;
 	uint64_t self_ns, total_ns, calls, launches;
 	const int64_t *mem, *self_mem;   /* [0] CPU [1] CUDA */
+	uint64_t self_dev_ns, dev_ns;    /* device time: Self CUDA, CUDA total */
 	char *path;                      /* dotted layer path (layers only) */
 };
 
@@ -51,6 +53,8 @@ int tree_sort_parse(const char *s, enum tree_sort *out)
 		{ "model", TREE_SORT_MODEL },
 		{ "self_cpu_memory_usage", TREE_SORT_SELF_MEM },
 		{ "cpu_memory_usage", TREE_SORT_MEM },
+		{ "self_cuda_time_total", TREE_SORT_SELF_CUDA }, { "self_cuda", TREE_SORT_SELF_CUDA },
+		{ "cuda_time_total", TREE_SORT_CUDA }, { "cuda_total", TREE_SORT_CUDA },
 	};
 	size_t i;
 
@@ -115,6 +119,8 @@ static int cmp_item(const void *a, const void *b, void *arg)
 	case TREE_SORT_SELF: kx = x->self_ns; ky = y->self_ns; break;
 	case TREE_SORT_COUNT: kx = x->calls; ky = y->calls; break;
 	case TREE_SORT_LAUNCHES: kx = x->launches; ky = y->launches; break;
+	case TREE_SORT_SELF_CUDA: kx = x->self_dev_ns; ky = y->self_dev_ns; break;
+	case TREE_SORT_CUDA: kx = x->dev_ns; ky = y->dev_ns; break;
 	case TREE_SORT_NAME: break;
 	case TREE_SORT_SELF_MEM:
 	case TREE_SORT_MEM: {
@@ -129,6 +135,17 @@ static int cmp_item(const void *a, const void *b, void *arg)
 	if (kx != ky)
 		return kx > ky ? -1 : 1;
 	return strcmp(x->name, y->name);
+}
+
+/* The CUDA device time columns of a row: blank when nothing ran on the
+ * device (torchprof leaves a layer's empty Self CUDA blank). */
+static void fmt_dev(struct row *r, const struct item *it, uint64_t all_dev)
+{
+	r->selfdev[0] = r->dev[0] = 0;
+	if (it->self_dev_ns)
+		fmt_cell(r->selfdev, sizeof(r->selfdev), it->self_dev_ns, all_dev);
+	if (it->dev_ns)
+		fmt_cell(r->dev, sizeof(r->dev), it->dev_ns, all_dev);
 }
 
 static int rows_add(struct rows *rs, unsigned depth, const char *prefix, const char *name,
@@ -152,6 +169,7 @@ static int rows_add(struct rows *rs, unsigned depth, const char *prefix, const c
 	fmt_cell(r->total, sizeof(r->total), total, all);
 	snprintf(r->count, sizeof(r->count), "%llu", (unsigned long long)calls);
 	r->launches[0] = r->sync[0] = 0;
+	r->selfdev[0] = r->dev[0] = 0;
 	for (int d = 0; d < 2; d++) {
 		export_fmt_memory(r->mem[2 * d], sizeof(r->mem[0]), mem[d]);
 		export_fmt_memory(r->mem[2 * d + 1], sizeof(r->mem[0]), self_mem[d]);
@@ -192,9 +210,10 @@ static int path_matches(const struct layer_node *n, const char *path, const char
 /* Whether a sibling stays: --min-pct (layers that launched CUDA work
  * stay) and --layer-filter (ops only under a matching layer). */
 static int visible(const struct item *it, const char *path, const struct tree_opts *o,
-		   uint64_t all)
+		   uint64_t all, uint64_t all_dev)
 {
-	if (pct(it->total_ns, all) < o->min_pct && !it->launches)
+	if (pct(it->total_ns, all) < o->min_pct && !it->launches &&
+	    !(it->dev_ns && pct(it->dev_ns, all_dev) >= o->min_pct))
 		return 0;
 	if (!o->filter)
 		return 1;
@@ -214,7 +233,7 @@ static void items_free(struct item *it, size_t n)
  * with the ones hidden by the options left out; returns how many stay or
  * -ENOMEM. */
 static long collect(const struct layer_node *n, const char *path, const struct tree_opts *o,
-		    uint64_t all, int fwd, struct item **out)
+		    uint64_t all, uint64_t all_dev, int fwd, struct item **out)
 {
 	struct item *it;
 	size_t cnt = 0, i, nvis = 0;
@@ -227,7 +246,7 @@ static long collect(const struct layer_node *n, const char *path, const struct t
 
 		it[cnt++] = (struct item){ NULL, op, op->name, op->self_ns,
 					   op->total_ns, op->calls, op->launches, op->mem_total,
-					   op->mem_self, NULL };
+					   op->mem_self, op->self_cuda_ns, op->cuda_total_ns, NULL };
 	}
 	for (i = 0; i < n->nkids; i++) {
 		const struct layer_node *k = n->kids[i];
@@ -238,7 +257,7 @@ static long collect(const struct layer_node *n, const char *path, const struct t
 
 		it[cnt] = (struct item){ k, NULL, k->name, k->self_ns,
 					 k->total_ns, count, k->cuda.launches, k->mem,
-					 k->self_mem, NULL };
+					 k->self_mem, k->self_dev_ns, k->dev_ns, NULL };
 		if ((path ? asprintf(&it[cnt].path, "%s.%s", path, k->name)
 			  : asprintf(&it[cnt].path, "%s", k->name)) < 0) {
 			it[cnt].path = NULL;
@@ -248,7 +267,7 @@ static long collect(const struct layer_node *n, const char *path, const struct t
 		cnt++;
 	}
 	for (i = 0; i < cnt; i++) {
-		if (visible(&it[i], path, o, all))
+		if (visible(&it[i], path, o, all, all_dev))
 			it[nvis++] = it[i];
 		else
 			free(it[i].path);
@@ -259,10 +278,10 @@ static long collect(const struct layer_node *n, const char *path, const struct t
 /* Emit the visible children of n; `lead` is the indentation of n's kids. */
 static int walk(struct rows *rs, const struct layer_node *n, const char *path,
 		unsigned depth, const char *lead, const struct tree_opts *o, uint64_t all,
-		int has_cuda, int fwd)
+		uint64_t all_dev, int has_cuda, int fwd)
 {
 	struct item *it;
-	long nvis = collect(n, path, o, all, fwd, &it);
+	long nvis = collect(n, path, o, all, all_dev, fwd, &it);
 	int err = 0, is_top = !path;
 
 	if (nvis < 0)
@@ -288,9 +307,11 @@ static int walk(struct rows *rs, const struct layer_node *n, const char *path,
 				       it[i].self_ns, 1, it[i].total_ns,
 				       it[i].calls, all, has_cuda ? &it[i].node->cuda : NULL,
 				       it[i].mem, it[i].self_mem);
+		if (!err)
+			fmt_dev(&rs->r[rs->n - 1], &it[i], all_dev);
 		if (!err && it[i].node)
 			err = walk(rs, it[i].node, it[i].path, depth + 1, kidlead, o, all,
-				   has_cuda, fwd);
+				   all_dev, has_cuda, fwd);
 		free(prefix);
 		free(kidlead);
 	}
@@ -324,23 +345,30 @@ static const char *depth_color(unsigned depth)
 	return pal[depth % (sizeof(pal) / sizeof(pal[0]))];
 }
 
-#define TREE_MAXCOLS 11
+#define TREE_MAXCOLS 13
 
-/* The columns shown: Node, Class, Self CPU, CPU total, [Self CPU Mem, CPU
- * Mem, [Self CUDA Mem, CUDA Mem]], Count, [# Launches, Host sync]. */
+/* The columns shown: Node, Class, Self CPU, CPU total, [Self CUDA, CUDA
+ * total], [Self CPU Mem, CPU Mem, [Self CUDA Mem, CUDA Mem]], Count,
+ * [# Launches, Host sync].  Column ids (row_cells) in display order. */
 static size_t columns(const struct layer_tree *t, const char **hdr, int *which)
 {
 	static const char *names[TREE_MAXCOLS] = { "Node", "Class", "Self CPU", "CPU total",
 						   "Self CPU Mem", "CPU Mem", "Self CUDA Mem",
-						   "CUDA Mem", "Count", "# Launches", "Host sync" };
+						   "CUDA Mem", "Count", "# Launches", "Host sync",
+						   "Self CUDA", "CUDA total" };
+	static const int order[TREE_MAXCOLS] = { 0, 1, 2, 3, 11, 12, 4, 5, 6, 7, 8, 9, 10 };
 	size_t n = 0;
 
-	for (int c = 0; c < TREE_MAXCOLS; c++) {
+	for (int i = 0; i < TREE_MAXCOLS; i++) {
+		int c = order[i];
+
 		if ((c == 4 || c == 5) && !t->has_memory)
 			continue;
 		if ((c == 6 || c == 7) && !t->has_cuda_memory)
 			continue;
-		if (c >= 9 && !t->has_cuda)
+		if ((c == 9 || c == 10) && !t->has_cuda)
+			continue;
+		if ((c == 11 || c == 12) && !t->has_dev)
 			continue;
 		which[n] = c;
 		hdr[n++] = names[c];
@@ -362,6 +390,8 @@ static void row_cells(const struct row *r, const int *which, size_t n, const cha
 		case 7: cells[i] = r->mem[2]; break;
 		case 8: cells[i] = r->count; break;
 		case 9: cells[i] = r->launches; break;
+		case 11: cells[i] = r->selfdev; break;
+		case 12: cells[i] = r->dev; break;
 		default: cells[i] = r->sync; break;
 		}
 	}
@@ -376,7 +406,8 @@ int tree_render(FILE *f, const struct layer_tree *t, const struct tree_opts *o)
 	const char *cells[TREE_MAXCOLS];
 	int err;
 
-	err = walk(&rs, &t->top, NULL, 0, "", o, t->total_ns, t->has_cuda, t->has_modcalls);
+	err = walk(&rs, &t->top, NULL, 0, "", o, t->total_ns, t->dev_ns, t->has_cuda,
+		   t->has_modcalls);
 	if (err)
 		goto out;
 	for (c = 0; c < ncols; c++)

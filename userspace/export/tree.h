@@ -2,7 +2,9 @@
  * torchprof prints it (Node | Class | Self CPU | CPU total | Count), plus
  * "# Launches" and "Host sync" (CUDA launches and host time blocked in
  * synchronizations, this layer and the ones below it) when the tree has
- * CUDA activity (layers_add_cuda). */
+ * CUDA activity (layers_add_cuda); "Self CUDA" and "CUDA total" (device
+ * time of the work launched in the layer, alone and with the layers below
+ * it, as torchprof's Self CUDA / CUDA) when it has CUPTI device times. */
 #ifndef TBPF_TREE_H
 #define TBPF_TREE_H
 
@@ -20,6 +22,8 @@ enum tree_sort {
 	TREE_SORT_LAUNCHES,   /* # Launches (CUDA), descending */
 	TREE_SORT_SELF_MEM,   /* Self CPU Mem (--profile-memory), descending */
 	TREE_SORT_MEM,        /* CPU Mem, descending */
+	TREE_SORT_SELF_CUDA,  /* Self CUDA (device time, CUPTI), descending */
+	TREE_SORT_CUDA,       /* CUDA total, descending */
 };
 
 struct tree_opts {
@@ -39,8 +43,14 @@ int tree_want_color(FILE *out);
 
 /* "model", "cpu_time_total"/"total", "self_cpu_time_total"/"self",
  * "count", "name", "launches", "self_cpu_memory_usage",
- * "cpu_memory_usage" -> 0, else -EINVAL. */
+ * "cpu_memory_usage", "self_cuda_time_total", "cuda_time_total" -> 0,
+ * else -EINVAL. */
 int tree_sort_parse(const char *s, enum tree_sort *out);
+/* The keys as the error line lists them. */
+#define TREE_SORT_KEYS "cpu_time_total, self_cpu_time_total, count, launches, " \
+	"self_cuda_time_total, cuda_time_total, name, model, self_cpu_memory_usage, " \
+	"cpu_memory_usage"
+
 
 /* Format ns the way the table shows it: "850ns", "92.1us", "3.0ms",
  * "1.2s".  Returns buf. */

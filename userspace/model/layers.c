@@ -64,6 +64,9 @@ static int op_add(struct layer_node *n, const struct layer_opstat *s)
 	o->self_ns += s->self_ns;
 	o->total_ns += s->total_ns;
 	o->launches += s->launches;
+	o->self_cuda_ns += s->self_cuda_ns;
+	o->cuda_total_ns += s->cuda_total_ns;
+	n->self_dev_ns += s->self_cuda_ns;
 	for (int d = 0; d < 2; d++) {
 		o->mem_self[d] += s->mem_self[d];
 		o->mem_total[d] += s->mem_total[d];
@@ -84,11 +87,13 @@ static void sum_up(struct layer_node *n)
 	n->mem[0] = n->self_mem[0];
 	n->mem[1] = n->self_mem[1];
 	n->cuda = n->self_cuda;
+	n->dev_ns = n->self_dev_ns;
 	for (i = 0; i < n->nkids; i++) {
 		const struct layer_cuda *k = &n->kids[i]->cuda;
 
 		sum_up(n->kids[i]);
 		n->total_ns += n->kids[i]->total_ns;
+		n->dev_ns += n->kids[i]->dev_ns;
 		n->calls += n->kids[i]->calls;
 		n->mem[0] += n->kids[i]->mem[0];
 		n->mem[1] += n->kids[i]->mem[1];
@@ -267,6 +272,8 @@ int layers_build(const struct layer_stack *stacks, size_t nstacks,
 		if (!n || op_add(n, s))
 			goto fail;
 		t->total_ns += s->self_ns;
+		t->dev_ns += s->self_cuda_ns;
+		t->has_dev |= s->self_cuda_ns || s->cuda_total_ns;
 	}
 	sum_up(&t->top);
 	sort_tree(&t->top);
@@ -427,6 +434,23 @@ int layers_add_cuda(struct layer_tree *t, const struct layer_cudastat *rows, siz
 		t->has_cuda = 1;
 	}
 	sort_kernels(&t->top);
+	sum_up(&t->top);
+	sort_tree(&t->top);
+	return 0;
+}
+
+int layers_add_dev_noop(struct layer_tree *t, uint64_t ns)
+{
+	struct layer_node *n;
+
+	if (!ns)
+		return 0;
+	n = kid_get(&t->top, LAYER_NOOP_NAME, NULL, LAYER_NOOP);
+	if (!n)
+		return -ENOMEM;
+	n->self_dev_ns += ns;
+	t->dev_ns += ns;
+	t->has_dev = 1;
 	sum_up(&t->top);
 	sort_tree(&t->top);
 	return 0;

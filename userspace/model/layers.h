@@ -36,6 +36,10 @@ struct layer_opstat {
 					 * "[memory]" row): LAYER_NOOP_NAME */
 	int cuda_call;                  /* a CUDA runtime call row (cuda_ops.h):
 					 * in the layer's ops, not its op calls */
+	/* CUPTI device time (join/gpujoin.c, the op rows' Self CUDA / CUDA
+	 * total): of the kernels, copies and sets launched with this op on
+	 * top, and with it open (its child ops' too) */
+	uint64_t self_cuda_ns, cuda_total_ns;
 };
 
 enum layer_kind { LAYER_MODULE, LAYER_NOMODULE, LAYER_NOPYTHON, LAYER_UNRESOLVED, LAYER_NOOP };
@@ -66,6 +70,7 @@ struct layer_op {
 	char *name;
 	uint64_t calls, self_ns, total_ns;
 	uint64_t launches;
+	uint64_t self_cuda_ns, cuda_total_ns;   /* device time (layer_opstat) */
 	int64_t mem_self[2], mem_total[2];
 };
 
@@ -93,6 +98,11 @@ struct layer_node {
 	/* CUDA (layers_add_cuda): self_cuda is what ran with this layer as
 	 * the innermost module, cuda adds every layer below it. */
 	struct layer_cuda self_cuda, cuda;
+	/* CUPTI device time (torchprof's Self CUDA / CUDA): self_dev_ns is
+	 * the device time of the work launched with this layer as the
+	 * innermost module (its ops' Self CUDA, and for LAYER_NOOP the work
+	 * launched outside any op), dev_ns adds every layer below it */
+	uint64_t self_dev_ns, dev_ns;
 	struct layer_kernel *kernels;   /* self launches by kernel: launches
 					 * desc, then name */
 	size_t nkernels, capkernels;
@@ -110,12 +120,15 @@ struct layer_stackref {
 struct layer_tree {
 	struct layer_node top;          /* unnamed; its kids are the roots */
 	uint64_t total_ns;              /* all op self time: 100% */
+	uint64_t dev_ns;                /* all device time in the tree: 100% of
+					 * the CUDA columns */
 	struct layer_stackref *stacks;  /* sorted by id32 */
 	size_t nstacks;
 	int has_cuda;                   /* layers_add_cuda added something */
 	int has_modcalls;               /* layers_add_modcall added something */
 	int has_memory;                 /* --profile-memory: mem columns */
 	int has_cuda_memory;
+	int has_dev;                    /* device times (CUPTI): Self CUDA, CUDA total */
 };
 
 /* Build the tree.  Ops whose stack_id is nonzero but missing from
@@ -133,6 +146,11 @@ int layers_add_modcall(struct layer_tree *t, uint64_t stack_id, uint64_t calls);
  * outside_op rows in LAYER_NOOP_NAME) and recompute the sums.  0 or
  * -ENOMEM. */
 int layers_add_cuda(struct layer_tree *t, const struct layer_cudastat *rows, size_t n);
+
+/* Device time of work launched outside any op (CUPTI records joined to a
+ * launch that no op enclosed): to LAYER_NOOP_NAME, as its launches.
+ * Sums recomputed.  0 or -ENOMEM. */
+int layers_add_dev_noop(struct layer_tree *t, uint64_t ns);
 
 /* The layer path of a stack ("Net/blocks/0", a special row's name);
  * valid while t lives.  Matches on the low 32 bits of stack_id. */

@@ -466,11 +466,17 @@ int model_layers(const struct profile *p, const struct layer_stack *ls, size_t n
 						.mem_total = { p->ops[i].mem_total[0],
 							       p->ops[i].mem_total[1] },
 						.outside_op = p->ops[i].op_id == TBPF_OPID_MEMORY,
-						.cuda_call = cuda_ops_is_row(p->ops[i].op_id) };
+						.cuda_call = cuda_ops_is_row(p->ops[i].op_id),
+						.self_cuda_ns = p->ops[i].self_cuda_ns,
+						.cuda_total_ns = p->ops[i].cuda_total_ns };
 	}
 	err = layers_build(ls, nls, ops, k, out);
 	for (size_t i = 0; !err && i < p->nmodcalls; i++)
 		err = layers_add_modcall(*out, p->modcalls[i].stack_id, p->modcalls[i].calls);
+	/* device time per layer: the op rows' Self CUDA above, and here the
+	 * work launched outside any op */
+	if (!err)
+		err = layers_add_dev_noop(*out, profile_gpu_noop_ns(p));
 	if (!err) {
 		(*out)->has_memory = p->has_memory;
 		(*out)->has_cuda_memory = p->has_memory && p->has_cuda_memory;

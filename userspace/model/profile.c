@@ -28,6 +28,7 @@ void profile_free(struct profile *p)
 	free(p->pids);
 	free(p->ops);
 	free(p->modcalls);
+	free(p->gpu_noop);
 	for (size_t i = 0; i < p->nsrcs; i++)
 		free(p->srcs[i].f);
 	free(p->srcs);
@@ -51,6 +52,28 @@ int profile_add_modcall(struct profile *p, uint32_t pid, uint64_t stack_id, uint
 		return -ENOMEM;
 	p->modcalls[p->nmodcalls++] = (struct prof_modcall){ pid, stack_id, calls };
 	return 0;
+}
+
+int profile_add_gpu_noop(struct profile *p, uint32_t pid, uint64_t ns)
+{
+	for (size_t k = 0; k < p->ngpu_noop; k++)
+		if (p->gpu_noop[k].pid == pid) {
+			p->gpu_noop[k].ns += ns;
+			return 0;
+		}
+	if (GROW(p->gpu_noop, p->ngpu_noop, p->capgpu_noop, 4))
+		return -ENOMEM;
+	p->gpu_noop[p->ngpu_noop++] = (struct prof_gpu_noop){ pid, ns };
+	return 0;
+}
+
+uint64_t profile_gpu_noop_ns(const struct profile *p)
+{
+	uint64_t ns = 0;
+
+	for (size_t k = 0; k < p->ngpu_noop; k++)
+		ns += p->gpu_noop[k].ns;
+	return ns;
 }
 
 const char *profile_intern(struct profile *p, const char *s)
@@ -598,17 +621,19 @@ int profile_capture_info(struct profile *p, const struct capture_meta *m,
 	for (size_t i = 0; i < p->nops; i++) {
 		struct prof_op *o = &p->ops[i];
 		const struct tbpf_shape *sh = capture_meta_shape(m, o->shape_id);
-		char text[1024];
+		struct shape_more more;
+		char text[4096];
 
 		if (!sh)
 			continue;
-		shape_format(sh, text, sizeof(text));
+		shape_more_of_meta(m, o->shape_id, sh, &more);
+		shape_format(sh, &more, text, sizeof(text));
 		if (!(o->shapes = profile_intern(p, text)))
 			return -ENOMEM;
 		shape_types(sh, text, sizeof(text));
 		if (!(o->types = profile_intern(p, text)))
 			return -ENOMEM;
-		o->flops = shape_flops(o->name, sh) * o->calls;
+		o->flops = shape_flops(o->name, sh, &more) * o->calls;
 	}
 
 	/* run; without a run record, the pids seen */
@@ -678,8 +703,13 @@ int profile_add_gpu(struct profile *p, const struct gj_result *res, uint32_t pid
 	int reached = 0;
 	for (size_t k = 0; k < res->nops; k++) {
 		const struct gj_opstat *o = &res->ops[k];
-		if (!o->op_id)
-			continue;   /* launched outside any op */
+		if (!o->op_id) {   /* launched outside any op: the tree's [no op] */
+			int err = o->self_cuda_ns ? profile_add_gpu_noop(p, pid, o->self_cuda_ns) : 0;
+
+			if (err)
+				return err;
+			continue;
+		}
 		reached += (int)(o->kernels + o->memcpys + o->memsets);
 		ssize_t row = find_gpu_row(p, pid, o->op_id, o->stack_id);
 		if (row >= 0) {
@@ -747,6 +777,10 @@ int profile_of_pid(const struct profile *src, uint32_t pid, struct profile *dst)
 		if (m->pid == pid && (err = profile_add_modcall(dst, pid, m->stack_id, m->calls)))
 			return err;
 	}
+	for (size_t i = 0; i < src->ngpu_noop; i++)
+		if (src->gpu_noop[i].pid == pid &&
+		    (err = profile_add_gpu_noop(dst, pid, src->gpu_noop[i].ns)))
+			return err;
 	return 0;
 }
 

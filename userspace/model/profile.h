@@ -47,6 +47,13 @@ struct prof_modcall {
 	uint64_t calls;
 };
 
+/* Device time of the work one process launched outside any op (CUPTI
+ * records joined to a launch no op enclosed): the layer tree's [no op]. */
+struct prof_gpu_noop {
+	uint32_t pid;
+	uint64_t ns;
+};
+
 struct profile {
 	/* run */
 	uint32_t *pids;
@@ -67,6 +74,9 @@ struct profile {
 	/* module calls (TBPF_MODCALL_ID rows, REC_MODCALL records) */
 	struct prof_modcall *modcalls;
 	size_t nmodcalls, capmodcalls;
+	/* device time outside any op, per pid (profile_add_gpu) */
+	struct prof_gpu_noop *gpu_noop;
+	size_t ngpu_noop, capgpu_noop;
 	/* Python stacks as torch.profiler's Source Location entries
 	 * (srcloc.h), by (pid, stack_id) */
 	struct prof_srcstack *srcs;
@@ -76,6 +86,11 @@ struct profile {
 	uint32_t *index;               /* open addressing: row + 1, 0 = empty */
 	size_t nindex;
 };
+
+/* Add ns of device time launched outside any op by pid.  0 or -ENOMEM. */
+int profile_add_gpu_noop(struct profile *p, uint32_t pid, uint64_t ns);
+/* The device time launched outside any op, all pids. */
+uint64_t profile_gpu_noop_ns(const struct profile *p);
 
 /* The row of allocations and frees made outside any op (torch.profiler's
  * name), op id TBPF_OPID_MEMORY. */
@@ -155,6 +170,7 @@ int profile_capture_info(struct profile *p, const struct capture_meta *m,
 /* Add a joined process's device times to profile rows (pid, op, low 32 bits
  * of the stack id), creating rows named by op_name for ops without one
  * (op_name NULL: unnamed rows, "" name, for the caller to name).
+ * Device time launched outside any op goes to profile_add_gpu_noop.
  * Returns the number of device records that reached an op. */
 struct gj_result;
 int profile_add_gpu(struct profile *p, const struct gj_result *res, uint32_t pid,

@@ -1,6 +1,7 @@
 /* shapes.c - model stage: input shapes as torch.profiler writes them
  * (see shapes.h). */
 #include "shapes.h"
+#include "capture.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -25,7 +26,52 @@ static void put(struct out *o, const char *fmt, ...)
 		o->len += (size_t)w;
 }
 
-size_t shape_format(const struct tbpf_shape *s, char *buf, size_t n)
+void shape_more_find(uint64_t id, const struct tbpf_shape *s,
+		     const struct tbpf_shape *(*get)(void *ctx, uint64_t id), void *ctx,
+		     struct shape_more *more)
+{
+	memset(more, 0, sizeof(*more));
+	for (unsigned i = 0; i < s->ntensors && i < TBPF_SHAPE_MAX_TENSORS; i++) {
+		const struct tbpf_shape *c;
+
+		if (s->ndim[i] <= TBPF_SHAPE_MAX_DIMS || s->ndim[i] >= TBPF_SHAPE_BAD)
+			continue;
+		c = get(ctx, tbpf_shape_more_id(id, i));
+		if (c && c->kind[0] == ARGK_MORE && c->argi[0] == i &&
+		    c->ndim[0] <= TBPF_SHAPE_MORE_DIMS)
+			more->e[i] = c;
+	}
+}
+
+static const struct tbpf_shape *meta_get(void *ctx, uint64_t id)
+{
+	return capture_meta_shape(ctx, id);
+}
+
+void shape_more_of_meta(const struct capture_meta *m, uint64_t id,
+			const struct tbpf_shape *s, struct shape_more *more)
+{
+	shape_more_find(id, s, meta_get, (void *)m, more);
+}
+
+/* Size d of tensor entry t, or false when it is not kept */
+static bool size_at(const struct tbpf_shape *s, const struct shape_more *more, unsigned t,
+		    unsigned d, long long *v)
+{
+	const struct tbpf_shape *c = more ? more->e[t] : NULL;
+
+	if (d < TBPF_SHAPE_MAX_DIMS) {
+		*v = s->dims[t][d];
+		return true;
+	}
+	if (!c || d - TBPF_SHAPE_MAX_DIMS >= c->ndim[0])
+		return false;
+	*v = (&c->dims[0][0])[d - TBPF_SHAPE_MAX_DIMS];
+	return true;
+}
+
+size_t shape_format(const struct tbpf_shape *s, const struct shape_more *more, char *buf,
+		    size_t n)
 {
 	struct out o = { buf, n, 0 };
 
@@ -44,11 +90,13 @@ size_t shape_format(const struct tbpf_shape *s, char *buf, size_t n)
 			put(&o, "?");
 		} else if (t >= 0 && s->ndim[t] != TBPF_SHAPE_NONE) {
 			for (unsigned d = 0; d < s->ndim[t]; d++) {
-				if (d >= TBPF_SHAPE_MAX_DIMS) {
+				long long v;
+
+				if (!size_at(s, more, (unsigned)t, d, &v)) {
 					put(&o, ", ...");
 					break;
 				}
-				put(&o, d ? ", %lld" : "%lld", (long long)s->dims[t][d]);
+				put(&o, d ? ", %lld" : "%lld", v);
 			}
 		}
 		put(&o, "]");
@@ -216,7 +264,28 @@ static uint64_t conv2d_flops(const struct tbpf_shape *s)
 	       (uint64_t)w[0] / (uint64_t)g[0];
 }
 
-uint64_t shape_flops(const char *name, const struct tbpf_shape *s)
+/* The numel of tensor argument a of more than 8 dims (all its sizes
+ * kept), else 0 */
+static uint64_t numel_more(const struct tbpf_shape *s, const struct shape_more *more, unsigned a)
+{
+	for (unsigned i = 0; i < s->ntensors && i < TBPF_SHAPE_MAX_TENSORS; i++) {
+		long long v;
+		uint64_t p = 1;
+
+		if (s->argi[i] != a || (s->kind[i] != ARGK_TENSOR && s->kind[i] != ARGK_OPT_TENSOR) ||
+		    s->ndim[i] <= TBPF_SHAPE_MAX_DIMS || s->ndim[i] > TBPF_SHAPE_ALL_DIMS)
+			continue;
+		for (unsigned d = 0; d < s->ndim[i]; d++) {
+			if (!size_at(s, more, i, d, &v))
+				return 0;
+			p *= (uint64_t)v;
+		}
+		return p;
+	}
+	return 0;
+}
+
+uint64_t shape_flops(const char *name, const struct tbpf_shape *s, const struct shape_more *more)
 {
 	unsigned n;
 	const __s64 *v;
@@ -234,6 +303,6 @@ uint64_t shape_flops(const char *name, const struct tbpf_shape *s)
 	if (!strcmp(name, "aten::conv2d"))
 		return conv2d_flops(s);
 	if (!strcmp(name, "aten::mul") || !strcmp(name, "aten::add"))
-		return (v = arg_vals(s, 0, true, &n)) ? prod(v, n) : 0;
+		return (v = arg_vals(s, 0, true, &n)) ? prod(v, n) : numel_more(s, more, 0);
 	return 0;
 }

@@ -8,11 +8,33 @@
 #include <stdint.h>
 #include "tbpf_abi.h"
 
+/* A list's continuations (tbpf_abi.h: the sizes past the 8th of a
+ * tensor of more dims), by tensor entry; NULL where there is none. */
+struct shape_more {
+	const struct tbpf_shape *e[TBPF_SHAPE_MAX_TENSORS];
+};
+
+/* The continuations of list `id` (s) through get(ctx, id), a lookup of
+ * lists by id; more->e[i] is NULL where get finds none or what it finds
+ * is not entry i's. */
+void shape_more_find(uint64_t id, const struct tbpf_shape *s,
+		     const struct tbpf_shape *(*get)(void *ctx, uint64_t id), void *ctx,
+		     struct shape_more *more);
+
+/* shape_more_find over a capture's (or live model's) REC_SHAPE lists */
+struct capture_meta;
+void shape_more_of_meta(const struct capture_meta *m, uint64_t id,
+			const struct tbpf_shape *s, struct shape_more *more);
+
 /* Pure: "[[2, 3], [], []]": one entry per argument, a tensor's sizes or
  * [] (scalars, lists, None, undefined tensors, tensor lists), "[?]" for a
- * tensor the reader could not read.  Returns the length written (the
- * text is cut to fit n, NUL-terminated when n > 0). */
-size_t shape_format(const struct tbpf_shape *s, char *buf, size_t n);
+ * tensor the reader could not read; a tensor of more than 8 dims takes
+ * the rest from more (NULL: none), and ", ..." stands for sizes not kept
+ * (more than TBPF_SHAPE_ALL_DIMS, or a continuation missing).  Returns
+ * the length written (the text is cut to fit n, NUL-terminated when
+ * n > 0). */
+size_t shape_format(const struct tbpf_shape *s, const struct shape_more *more, char *buf,
+		    size_t n);
 
 /* Pure: torch.profiler's "Input type" list entry of a ScalarType:
  * "float", "long int", "c10::Half", ... ("" when unknown). */
@@ -32,7 +54,8 @@ size_t shape_types(const struct tbpf_shape *s, char *buf, size_t n);
  * op `name` ("aten::mm") with these inputs: mm, addmm, bmm, baddbmm,
  * conv2d (its stride, padding, dilation, groups read too), mul, add; 0
  * for every other op, as torch.profiler (1.13 .. 2.8) gives conv1d, conv3d
- * and convolution 0. */
-uint64_t shape_flops(const char *name, const struct tbpf_shape *s);
+ * and convolution 0.  more: a tensor's sizes past the 8th (mul, add of
+ * more than 8 dims; NULL: none, 0 FLOPs for such a tensor). */
+uint64_t shape_flops(const char *name, const struct tbpf_shape *s, const struct shape_more *more);
 
 #endif
