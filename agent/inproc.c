@@ -37,6 +37,7 @@ _Static_assert(sizeof(struct tbpf_inproc_ctl) % 8 == 0, "ctl ABI");
 
 #include "rf_layout.h"
 #include "pywalk.h"
+#include "owner_watch.h"
 
 EXPORT volatile struct tbpf_inproc_ctl tbpf_inproc = {
 	.magic = TBPF_INPROC_MAGIC, .version = TBPF_INPROC_VERSION, .state = INPROC_LOADED,
@@ -657,7 +658,7 @@ static void start(void)
 		set_state(INPROC_NO_SYMBOLS, "libtorch_cpu lacks at::addGlobalCallback");
 		return;
 	}
-	fd = (int)syscall(SYS_pidfd_open, tbpf_inproc.owner, 0);
+	fd = owner_watch_open(tbpf_inproc.owner);
 	if (fd < 0) {
 		set_state(INPROC_REFUSED, "owner process not found");
 		return;
@@ -716,9 +717,7 @@ static void serve(void)
 /* The owner's pidfd turns readable when it exits (SIGKILL included). */
 static void watch_owner(void)
 {
-	struct pollfd p = { .fd = pidfd, .events = POLLIN };
-
-	if (registered && pidfd >= 0 && poll(&p, 1, 0) > 0)
+	if (registered && pidfd >= 0 && owner_gone(pidfd))
 		remove_callbacks(INPROC_ORPHANED, "tbpf exited: callbacks removed");
 }
 
@@ -777,12 +776,10 @@ static int ring_drained(void)
 
 static void wait_drained(int fd)
 {
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-
 	for (int i = 0; fd >= 0 && i < 125; i++) {
 		if (ring_drained())
 			return;
-		if (poll(&p, 1, 0) != 0)   /* tbpf exited (or the fd is bad) */
+		if (owner_gone(fd))   /* tbpf exited (or the fd is bad) */
 			return;
 		usleep(2000);
 	}

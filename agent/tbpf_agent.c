@@ -8,6 +8,11 @@
  * in the environment (`tbpf run`).  libcuda and libcupti are opened only
  * then, with dlopen, so without a driver nothing is loaded at all and the
  * agent just reports AGENT_NO_DRIVER.
+ *
+ * The control thread also watches the tbpf that asked (a pidfd on the
+ * control word's owner pid, or TBPF_AGENT_OWNER) and releases CUPTI itself
+ * when that tbpf dies: activity kinds off, forced flush, unsubscribe; then
+ * the thread ends (tbpf_agent_restart() starts it again).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -24,6 +29,7 @@
 #include <cupti.h>
 #include "tbpf_abi.h"
 #include "cupti_convert.h"
+#include "owner_watch.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -88,6 +94,8 @@ static int ctl_running, ctl_quit;
 static uint32_t last_seq;
 static int subscribed, pinned;
 static CUpti_SubscriberHandle subscriber;
+static int owner_fd = -1;   /* pidfd of the tbpf that asked for START */
+static int just_released;   /* the control thread ends after a release */
 
 static const CUpti_ActivityKind kinds[] = {
 	CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
@@ -338,6 +346,15 @@ static void agent_start(int from_driver)
 	pthread_mutex_unlock(&emit_lock);
 	if (tbpf_agent_status.state == AGENT_ACTIVE)
 		return;
+	if (owner_fd >= 0)   /* a failed earlier START's owner */
+		close(owner_fd);
+	owner_fd = -1;
+	/* owner 0: unwatched (tbpf in another pid namespace, or older);
+	 * not found: that tbpf already exited */
+	if (tbpf_agent_ctl.owner > 0 && (owner_fd = owner_watch_open(tbpf_agent_ctl.owner)) < 0) {
+		publish_status(AGENT_ORPHANED, 0, "owner tbpf not found: not started");
+		return;
+	}
 	if (load_driver() < 0)
 		return;
 	if (!from_driver &&
@@ -394,15 +411,52 @@ static void agent_start(int from_driver)
 	publish_status(AGENT_ACTIVE, 0, "collecting");
 }
 
+/* Undo START, on the control thread with `lock` held (never emit_lock,
+ * which CUPTI's worker takes to deliver buffers): disable the activity
+ * kinds, force out what CUPTI still buffers, unsubscribe (before CUDA
+ * 13.3 that frees the one CUPTI subscription for torch.profiler/Kineto).
+ * The library stays mapped (pinned): CUPTI keeps the buffer and timestamp
+ * callback pointers it was given.  cuptiFinalize is not called: it is
+ * only safe from an API exit callback (CUPTI's dynamic-detach rule), and
+ * would also tear down another subscriber's session from CUDA 13.3 on.
+ * keep: still ACTIVE while flushing, so the records already taken reach
+ * tbpf (STOP); otherwise (tbpf is gone) buffers are freed undecoded. */
+static void agent_release(int state, const char *detail, int keep)
+{
+	int was_active = tbpf_agent_status.state == AGENT_ACTIVE;
+
+	if (was_active) {
+		if (!keep)
+			publish_status(state, 0, detail);
+		for (size_t i = 0; i < sizeof(kinds) / sizeof(*kinds); i++)
+			api.disable(kinds[i]);
+		api.flush(1 /* CUPTI_ACTIVITY_FLAG_FLUSH_FORCED */);
+	}
+	if (subscribed) {
+		api.unsubscribe(subscriber);
+		subscribed = 0;
+	}
+	if (owner_fd >= 0) {
+		close(owner_fd);
+		owner_fd = -1;
+	}
+	if (was_active) {
+		just_released = 1;
+		publish_status(state, 0, detail);
+	}
+}
+
 static void agent_stop(void)
 {
-	if (tbpf_agent_status.state != AGENT_ACTIVE)
-		return;
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(*kinds); i++)
-		api.disable(kinds[i]);
-	/* still ACTIVE while flushing: records already taken are delivered */
-	api.flush(1 /* CUPTI_ACTIVITY_FLAG_FLUSH_FORCED */);
-	publish_status(AGENT_STOPPED, 0, "stopped");
+	agent_release(AGENT_STOPPED, "stopped", 1);
+}
+
+/* tbpf died (SIGKILL, crash) while CUPTI was ours: release it here, so the
+ * job does not pay for activity recording nobody reads. */
+static void watch_owner(void)
+{
+	if (owner_fd >= 0 && owner_gone(owner_fd))
+		agent_release(AGENT_ORPHANED, "tbpf exited: CUPTI released", 0);
 }
 
 /* ---- control thread ---------------------------------------------------- */
@@ -420,11 +474,28 @@ static void serve_request(void)
 	publish_status(0, 0, NULL);
 }
 
+/* CUPTI was ours and is released (STOP served, or tbpf died): nothing is
+ * left to serve until a tbpf injects again, which calls
+ * tbpf_agent_restart(); the pinned library stays, idle. */
+static int released(void)
+{
+	return just_released && pinned && !subscribed && owner_fd < 0;
+}
+
 static void *ctl_main(void *arg)
 {
 	pthread_mutex_lock(&lock);
 	while (!ctl_quit) {
 		serve_request();
+		watch_owner();
+		if (released()) {
+			just_released = 0;
+			ctl_running = 0;   /* under lock: agent_init/agent_dtor see it */
+			tbpf_agent_status.ctl_thread = 0;
+			pthread_detach(pthread_self());
+			publish_status(0, 0, NULL);
+			break;
+		}
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += 100 * 1000000;
@@ -452,11 +523,12 @@ static void agent_init(void)
 	pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread takes no signals */
 	ctl_running = pthread_create(&ctl_thread, NULL, ctl_main, NULL) == 0;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	tbpf_agent_status.ctl_thread = ctl_running;
 	if (!ctl_running)
 		publish_status(AGENT_CUPTI_ERROR, 0, "cannot start control thread");
-	pthread_mutex_unlock(&lock);
-	if (ctl_running)
+	else   /* under lock: the thread cannot have ended yet */
 		pthread_setname_np(ctl_thread, "tbpf-agent");
+	pthread_mutex_unlock(&lock);
 }
 
 /* Called by the CUDA driver inside cuInit when CUDA_INJECTION64_PATH names
@@ -467,7 +539,10 @@ EXPORT int InitializeInjection(void)
 	agent_init();
 	const char *auto_start = getenv("TBPF_AGENT_AUTOSTART");
 	if (auto_start && *auto_start == '1') {
+		const char *owner = getenv("TBPF_AGENT_OWNER");
+
 		pthread_mutex_lock(&lock);
+		tbpf_agent_ctl.owner = owner ? atoi(owner) : 0;
 		tbpf_agent_ctl.request = AGENT_REQ_START;
 		last_seq = ++tbpf_agent_ctl.seq;
 		agent_start(1);
@@ -475,6 +550,15 @@ EXPORT int InitializeInjection(void)
 		pthread_mutex_unlock(&lock);
 	}
 	return 1;
+}
+
+/* Called by tbpf (ptrace, inject_call) after --inject found the agent
+ * already loaded with its control thread ended (agent_revive in
+ * gpu_session.c).  1 when the thread runs. */
+EXPORT int tbpf_agent_restart(void)
+{
+	agent_init();
+	return ctl_running;
 }
 
 /* Loaded by dlopen (--inject) or by the driver: only the idle control

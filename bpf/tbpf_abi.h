@@ -626,6 +626,7 @@ enum tbpf_agent_state {
 	AGENT_CUPTI_ERROR = 6, /* other CUPTI failure, see cupti_err */
 	AGENT_ACTIVE = 7,      /* collecting and emitting */
 	AGENT_STOPPED = 8,     /* was active, now disabled */
+	AGENT_ORPHANED = 9,    /* tbpf exited without STOP: CUPTI released by the agent */
 };
 
 #define TBPF_AGENT_MAGIC 0x74627066676e7431ULL /* "1tngfpbt" */
@@ -646,7 +647,8 @@ struct rec_gpu_status {
 	__u64 ratelimited; /* records discarded by the agent's rate limit */
 	__u64 buffers;     /* CUPTI buffers completed */
 	__u32 served_seq;  /* last tbpf_agent_ctl.seq the agent acted on */
-	__u32 pad;
+	__u32 ctl_thread;  /* 1 while its control thread runs (0: it ended after
+			    * releasing CUPTI; tbpf_agent_restart() starts it) */
 	char detail[56];   /* short human-readable reason */
 };
 
@@ -659,7 +661,9 @@ struct tbpf_agent_ctl {
 	__u32 request;      /* enum tbpf_agent_request, written by tbpf */
 	__u32 seq;          /* tbpf bumps it with every request */
 	__u32 max_rate;     /* records per second, 0 = agent default */
-	__u32 pad;
+	__s32 owner;        /* tbpf's pid (0: none, e.g. tbpf in another pid
+			     * namespace): the agent watches it through a
+			     * pidfd and releases CUPTI when it exits */
 };
 /* ==== END REC_GPU ======================================================= */
 

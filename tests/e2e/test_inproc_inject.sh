@@ -257,8 +257,8 @@ check_ops "$T/inp2.json" "torch2 inproc --inject-force json" || fail "torch2: de
 check_gpu_trace "$T/inp2.tbpf" inproc2 "$(get wl_inp2 pid)" || fail "torch2: GPU tracks (see log)"
 PYW=$T/py1
 # SIGKILL of tbpf mid-run: the job runs on to its unprofiled result (the
-# RecordFunction agent removes its callbacks; the CUPTI agent, as under the
-# uprobe mode's --inject, keeps its subscription with nobody reading)
+# RecordFunction agent removes its callbacks; the CUPTI agent releases
+# CUPTI itself: test_agent_watchdog.sh checks that from the fake's side)
 LONG=(--iters 20000 --conv 1 --head 1)
 "$T/py1" "$WL/fake_gpu_model.py" "${LONG[@]}" --go-file "$T" > "$T/refk.out" 2> "$T/refk.err" ||
 	fail "unprofiled long run failed: $(tail -n 2 "$T/refk.err")"

@@ -18,10 +18,12 @@ Per iteration (the test derives its expected device times from these):
 
   fake_gpu_model.py [--iters N] [--conv 3] [--gc 2] [--head 2] [--gh 5] [--copy 4096]
                     [--stepk 0 --gs 1] [--norm 0 --gn 1] [--outk 0 --go 1]
+                    [--until FILE]   (more iterations until FILE exists)
 Protocol: tests/workloads/wl_common.py (READY, SIGUSR1, RESULT).
 """
 import argparse
 import ctypes
+import os
 import time
 
 import wl_common  # noqa: F401  (blocks SIGUSR1 before torch starts threads)
@@ -42,6 +44,8 @@ p.add_argument("--norm", type=int, default=0)
 p.add_argument("--gn", type=int, default=1)
 p.add_argument("--outk", type=int, default=0)
 p.add_argument("--go", type=int, default=1)
+p.add_argument("--until", help="run until this file exists (at least --iters iterations); "
+               "RESULT iters= says how many ran")
 args = p.parse_args()
 
 cu = ctypes.CDLL("libcuda.so.1")   # the fake, by LD_LIBRARY_PATH
@@ -118,10 +122,12 @@ model = Model()
 x = torch.ones(4)
 wl_common.ready()
 wl_common.wait_go(args)
+n = 0
 with torch.no_grad():
-    for _ in range(args.iters):
+    while n < args.iters or (args.until and not os.path.exists(args.until)):
         x = model(x)
         for _ in range(args.outk):
             launch(OUT_K, args.go)
-wl_common.result(iters=args.iters, checksum="%.1f" % x.sum().item())
+        n += 1
+wl_common.result(iters=n, checksum="%.1f" % x.sum().item())
 time.sleep(1.5)

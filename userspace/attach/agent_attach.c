@@ -6,7 +6,9 @@
 #include <stddef.h>
 #include <string.h>
 #include <time.h>
+#include <stdbool.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 
 #include "agent_attach.h"
@@ -68,6 +70,9 @@ int agent_elf_locate(const char *elf_path, struct agent_loc *loc)
 			goto out;
 		*addrs[k] = loc->map_start + sym.value - first_vaddr;
 	}
+	/* optional (agents before issue 19q): restarts the control thread */
+	if (!elf_file_find_sym(ef, "tbpf_agent_restart", &sym) && sym.defined)
+		loc->restart_addr = loc->map_start + sym.value - first_vaddr;
 	err = 0;
 out:
 	elf_file_close(ef);
@@ -108,6 +113,18 @@ int agent_read_status(pid_t pid, const struct agent_loc *loc, struct rec_gpu_sta
 	return st->magic == TBPF_AGENT_MAGIC ? 0 : -EPROTO;
 }
 
+/* Our pid means something to the agent only in its own pid namespace. */
+static bool same_pid_ns(pid_t pid)
+{
+	char path[64];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", pid);
+	if (stat("/proc/self/ns/pid", &a) || stat(path, &b))
+		return true;   /* cannot tell: let the agent look our pid up */
+	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 int agent_request(pid_t pid, const struct agent_loc *loc, uint32_t req, uint32_t max_rate,
 		  uint32_t *seq)
 {
@@ -121,10 +138,15 @@ int agent_request(pid_t pid, const struct agent_loc *loc, uint32_t req, uint32_t
 	 * polls, so it never sees a new seq with an old request */
 	c.request = req;
 	c.max_rate = max_rate;
+	/* watched by the agent; 0 (unwatched, as before issue 19q) when the
+	 * target is in another pid namespace, where our pid means nothing */
+	c.owner = same_pid_ns(pid) ? getpid() : 0;
 	if ((err = remote_write(pid, loc->ctl_addr + offsetof(struct tbpf_agent_ctl, request),
 				&c.request, sizeof(c.request))) ||
 	    (err = remote_write(pid, loc->ctl_addr + offsetof(struct tbpf_agent_ctl, max_rate),
-				&c.max_rate, sizeof(c.max_rate))))
+				&c.max_rate, sizeof(c.max_rate))) ||
+	    (err = remote_write(pid, loc->ctl_addr + offsetof(struct tbpf_agent_ctl, owner),
+				&c.owner, sizeof(c.owner))))
 		return err;
 	c.seq++;
 	if (seq)
@@ -167,6 +189,7 @@ const char *agent_state_name(unsigned state)
 		[AGENT_NO_DEVICE] = "no-device", [AGENT_NO_CUPTI] = "no-cupti",
 		[AGENT_CONFLICT] = "conflict", [AGENT_CUPTI_ERROR] = "cupti-error",
 		[AGENT_ACTIVE] = "active", [AGENT_STOPPED] = "stopped",
+		[AGENT_ORPHANED] = "orphaned",
 	};
 	return state < sizeof(n) / sizeof(*n) && n[state] ? n[state] : "unknown";
 }

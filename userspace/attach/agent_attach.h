@@ -20,6 +20,7 @@ struct agent_loc {
 	/* run-time addresses in the target */
 	uint64_t status_addr; /* struct rec_gpu_status tbpf_agent_status */
 	uint64_t ctl_addr;    /* struct tbpf_agent_ctl tbpf_agent_ctl */
+	uint64_t restart_addr; /* int tbpf_agent_restart(void), 0 if absent */
 };
 
 /* Pure: the first mapping (offset 0) whose basename is lib_name. */

@@ -616,6 +616,21 @@ int inject_dlclose(pid_t pid, uint64_t handle, int *ret, char **why)
 	return err;
 }
 
+int inject_call(pid_t pid, uint64_t fn, uint64_t arg, uint64_t *ret, char **why)
+{
+	uint64_t r = 0;
+	int err;
+	struct session s;
+
+	if ((err = begin(pid, &s, CALL_FRAME(0), why)))
+		return err;
+	err = remote_call(&s.t, fn, arg, 0, "", 0, &r, why);
+	err = end(&s, err, why);
+	if (ret)
+		*ret = r;
+	return err;
+}
+
 /* ---- keeping one thread stopped (tbpf run --inproc) ----------------------- */
 int inject_hold_thread(pid_t tid, char **why)
 {

@@ -20,6 +20,9 @@ int inject_dlopen(pid_t pid, const char *lib_path, unsigned flags,
 		  uint64_t *handle, char **why);
 /* dlclose(handle) in the target; *ret gets dlclose's return value. */
 int inject_dlclose(pid_t pid, uint64_t handle, int *ret, char **why);
+/* Call fn(arg) (an address in the target) on one of its threads, as
+ * inject_dlopen calls dlopen; *ret gets rax. */
+int inject_call(pid_t pid, uint64_t fn, uint64_t arg, uint64_t *ret, char **why);
 
 /* Keep thread tid stopped under ptrace (seized and interrupted: a
  * process-wide SIGCONT does not run it) until inject_unhold_thread, which

@@ -42,6 +42,8 @@ char *run_agent_path(void)
 int run_child_start(char *const argv[], const char *agent, struct run_child *c)
 {
 	int fds[2];
+	pid_t self = getpid();   /* before fork: the child's getppid could already be 1 */
+
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return -errno;
 	pid_t pid = fork();
@@ -63,8 +65,13 @@ int run_child_start(char *const argv[], const char *agent, struct run_child *c)
 			_exit(125);
 		}
 		if (agent) {
+			char owner[16];
+
+			snprintf(owner, sizeof(owner), "%d", (int)self);
 			setenv("CUDA_INJECTION64_PATH", agent, 1);
 			setenv("TBPF_AGENT_AUTOSTART", "1", 1);
+			/* the agent releases CUPTI itself if this tbpf dies */
+			setenv("TBPF_AGENT_OWNER", owner, 1);
 		}
 		execvp(argv[0], argv);
 		fprintf(stderr, "tbpf run: %s: %s\n", argv[0], strerror(errno));

@@ -87,6 +87,23 @@ static int attach_probes(struct gpu_session *gs, struct tbpf_bpf *skel, struct g
 	return 0;
 }
 
+/* The agent's control thread ends once it released CUPTI (STOP, or its
+ * tbpf died); a library already loaded runs no constructor at the next
+ * dlopen, so a later --inject starts the thread again itself. */
+static int agent_revive(pid_t pid, const struct agent_loc *loc)
+{
+	struct rec_gpu_status st;
+	uint64_t ret = 0;
+	char *cwhy = NULL;
+	int err;
+
+	if (agent_read_status(pid, loc, &st) || st.ctl_thread || !loc->restart_addr)
+		return 0;
+	err = inject_call(pid, loc->restart_addr, 0, &ret, &cwhy);
+	free(cwhy);
+	return err ? err : ret == 1 ? 0 : -EAGAIN;
+}
+
 int gpu_session_add(struct gpu_session *gs, struct tbpf_bpf *skel, pid_t pid,
 		    enum gpu_agent_mode mode, const char *agent_path, unsigned inject_flags,
 		    char **why)
@@ -128,6 +145,9 @@ int gpu_session_add(struct gpu_session *gs, struct tbpf_bpf *skel, pid_t pid,
 		return fail_note(t, why, err, "CUPTI agent injected but not found in the maps: %s",
 				 strerror(-err));
 	t->located = true;
+	err = agent_revive(pid, &t->loc);
+	if (err)
+		return fail_note(t, why, err, "the CUPTI agent's control thread cannot be restarted");
 	if (asprintf(&rooted, "/proc/%d/root%s", pid, t->loc.path) < 0)
 		return -ENOMEM;
 	err = attach_probes(gs, skel, t, access(rooted, R_OK) ? t->loc.path : rooted);

@@ -24,6 +24,13 @@
  * copy lasting bytes / 4 ns, starting 5 us after the call or when the
  * stream's previous work ends.  They are delivered every 20 ms and at
  * cuptiActivityFlushAll, as CUPTI delivers buffers.
+ *
+ * FAKE_CUPTI_STATE=FILE (issue 19q): after every cuptiSubscribe,
+ * cuptiUnsubscribe, cuptiActivityEnable/Disable and FlushAll the fake
+ * rewrites FILE with one line "subscribers=N enabled=0xMASK flushes=N
+ * unsubscribes=N" (MASK: bit k = activity kind k enabled), so a test sees
+ * from outside what the agent left switched on in the process; FILE.log
+ * gets the same line per call, with the call and the calling thread.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -42,6 +49,28 @@ static CUpti_BuffersCallbackRequestFunc req_cb;
 static CUpti_BuffersCallbackCompleteFunc done_cb;
 static CUpti_TimestampCallbackFunc ts_cb;
 static unsigned enabled;
+static int subscribers, flushes, unsubscribes;
+
+static void state_dump(const char *op)
+{
+	const char *path = getenv("FAKE_CUPTI_STATE");
+	char tmp[4096];
+	FILE *f;
+
+	if (!path || !*path || snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid()) >= (int)sizeof(tmp))
+		return;
+	if (!(f = fopen(tmp, "w")))
+		return;
+	fprintf(f, "subscribers=%d enabled=0x%x flushes=%d unsubscribes=%d\n", subscribers,
+		enabled, flushes, unsubscribes);
+	if (fclose(f) == 0)
+		rename(tmp, path);   /* readers see a whole line */
+	if (snprintf(tmp, sizeof(tmp), "%s.log", path) < (int)sizeof(tmp) && (f = fopen(tmp, "a"))) {
+		fprintf(f, "%s tid=%ld subscribers=%d enabled=0x%x flushes=%d unsubscribes=%d\n", op,
+			(long)syscall(SYS_gettid), subscribers, enabled, flushes, unsubscribes);
+		fclose(f);
+	}
+}
 static int tid_system;
 static pthread_t feeder;
 static int feeding;
@@ -321,10 +350,19 @@ EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc 
 	if (c && *c == '1')
 		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
 	*s = (CUpti_SubscriberHandle)(uintptr_t)1;
+	subscribers++;
+	state_dump("subscribe");
 	return CUPTI_SUCCESS;
 }
 
-EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle s) { return CUPTI_SUCCESS; }
+EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle s)
+{
+	if (subscribers > 0)
+		subscribers--;
+	unsubscribes++;
+	state_dump("unsubscribe");
+	return CUPTI_SUCCESS;
+}
 
 EXPORT CUptiResult cuptiSetThreadIdType(CUpti_ActivityThreadIdType t)
 {
@@ -354,12 +392,14 @@ EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind k)
 		       1u << CUPTI_ACTIVITY_KIND_DRIVER;
 	if ((enabled & all) == all && !feeding && req_cb && done_cb)
 		feeding = pthread_create(&feeder, NULL, feed, NULL) == 0;
+	state_dump("enable");
 	return CUPTI_SUCCESS;
 }
 
 EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind k)
 {
 	enabled &= ~(1u << k);
+	state_dump("disable");
 	return CUPTI_SUCCESS;
 }
 
@@ -398,5 +438,7 @@ EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
 	}
 	if (launches() && req_cb && done_cb)
 		deliver_pending();
+	flushes++;
+	state_dump("flush");
 	return CUPTI_SUCCESS;
 }
