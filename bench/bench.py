@@ -32,6 +32,10 @@ from starting tbpf to that line).  Writes a markdown table to stdout and
 to bench/results.md.  Exit 1 when a tbpf mode could not be measured (the
 table still shows baseline and torch.profiler, and says why).
 
+--old-agent PATH adds a row for another build of the in-process agent,
+interleaved with this tree's (an agent change measured as the benchmark
+does; to bench/results_inproc_agents.md).
+
 --wall measures instead the whole job's process wall time, start to exit,
 reports included: unprofiled, torch.profiler's recipe (its table printed),
 `tbpf run --inproc` and `tbpf run` (bench/wall.py, bench/wall_job.py;
@@ -111,11 +115,14 @@ def run_once(py, workload, iters, mode, args, tmp):
             wait_line(r, r"^READY", wl, 300, workload)
         if mode.startswith("tbpf"):
             tcmd = [args.tbpf, "--pid", str(wl.pid), "--format", "json", "--duration", "3600s"]
-            tcmd.extend(mode.split()[1:])   # "--exits=auto", "--no-python" ...
+            tcmd.extend(x for x in mode.split()[1:] if x != "@old")   # "--exits=auto", "--no-python" ...
+            env = dict(os.environ)
+            if "@old" in mode.split():   # --old-agent's row
+                env["TBPF_INPROC_PATH"] = args.old_agent
             tb_out = open(os.path.join(tmp, "tb.out"), "w+")
             tb_err = open(os.path.join(tmp, "tb.err"), "w+")
             t0 = time.monotonic()
-            tb = subprocess.Popen(tcmd, stdout=tb_out, stderr=tb_err, stdin=subprocess.DEVNULL)
+            tb = subprocess.Popen(tcmd, stdout=tb_out, stderr=tb_err, stdin=subprocess.DEVNULL, env=env)
             with open(tb_err.name) as r:
                 m, text = wait_line(r, r"^tbpf: attached.*$", tb, 60, "tbpf")
             res["attach_wall_ms"] = (time.monotonic() - t0) * 1e3
@@ -241,6 +248,11 @@ def main():
     p.add_argument("--target-seconds", type=float, default=1.5, help="baseline length of one run")
     p.add_argument("--tbpf", default=os.path.join(ROOT, "build", "tbpf"))
     p.add_argument("--out", help="default: bench/results.md (--wall: bench/results_wall.md)")
+    p.add_argument("--old-agent", metavar="PATH",
+                   help="one more row, `tbpf --inproc --no-python @old`: another build of the in-process "
+                        "agent (given to tbpf as $TBPF_INPROC_PATH; the file must be named "
+                        "libtbpf_inproc.so), interleaved with this tree's (default --out: "
+                        "bench/results_inproc_agents.md)")
     p.add_argument("--wall", action="store_true",
                    help="instead: the whole job's process wall time, unprofiled, under torch.profiler "
                         "(its table printed), `tbpf run --inproc` and `tbpf run` (bench/wall.py)")
@@ -254,7 +266,8 @@ def main():
         args.workloads = ("dispatch_bound,transformer_step" if args.wall
                           else "dispatch_bound,compute_bound,transformer_step")
     if not args.out:
-        args.out = os.path.join(ROOT, "bench", "results_wall.md" if args.wall else "results.md")
+        args.out = os.path.join(ROOT, "bench", "results_wall.md" if args.wall else
+                                "results_inproc_agents.md" if args.old_agent else "results.md")
 
     pys = args.python or [x for x in (PY1, PY2) if os.path.exists(x)]
     tb_modes = ["tbpf --exits=%s" % m for m in args.exits.split(",") if m] or ["tbpf"]
@@ -266,6 +279,8 @@ def main():
         tb_modes.append("tbpf --inproc --no-python")
         if args.stacks:
             tb_modes.append("tbpf --inproc")
+    if args.old_agent:
+        tb_modes.append("tbpf --inproc --no-python @old")
     if not (os.path.exists(args.tbpf) and os.access(args.tbpf, os.X_OK)):
         print("bench: %s not built (run make): tbpf rows will read n/a" % args.tbpf, file=sys.stderr)
     if os.geteuid() != 0:
