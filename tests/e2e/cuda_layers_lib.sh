@@ -4,6 +4,8 @@
 # parameters; shared by test_cuda_layers.sh (uprobe mode) and
 # test_inproc_cuda.sh (--inproc, the workload's --rf).  Sourced after
 # lib.sh; NESTED=1: the lk ops run an op of their own inside them.
+LIB=$ROOT/build/tests/native/cuda/libtorch_cpu-layers.so
+[ -f "$LIB" ] || fail "$LIB missing: run make (needs nvcc from /usr/local/cuda)"
 ITERS=7 CONV=3 HEAD=2 NORM=1 COPY=4096
 WLARGS=(--lib "$LIB" --iters $ITERS --conv $CONV --head $HEAD --norm $NORM --copy $COPY)
 

@@ -22,8 +22,6 @@
 source "$(dirname "$0")/lib.sh"
 need_root
 need_tbpf
-LIB=$ROOT/build/tests/native/cuda/libtorch_cpu-layers.so
-[ -f "$LIB" ] || fail "$LIB missing: run make (needs nvcc from /usr/local/cuda)"
 source "$(dirname "$0")/cuda_layers_lib.sh"
 WLARGS+=(--rf)
 NESTED=1
