@@ -60,6 +60,14 @@ need_tbpf() {
 	[ -x "$TBPF" ] || fail "$TBPF missing: run make"
 }
 
+# need_fake_cuda: the fake CUDA driver and CUPTI (tests/native/cupti/fake_cuda.c,
+# in $FAKE) and the CUPTI agent it delivers records through are built.
+need_fake_cuda() {
+	FAKE=$ROOT/build/tests/native/cupti/fakecuda
+	[ -e "$FAKE/libcuda.so.1" ] || fail "$FAKE/libcuda.so.1 missing: run make"
+	[ -f "$ROOT/build/libtbpf_agent.so" ] || fail "libtbpf_agent.so missing: run make"
+}
+
 # need_torch PY: the interpreter exists and imports torch.
 need_torch() {
 	local py=$1

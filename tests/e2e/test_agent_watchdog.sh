@@ -19,9 +19,7 @@ source "$(dirname "$0")/lib.sh"
 need_root
 need_tbpf
 need_torch "$PY1"
-FAKE=$ROOT/build/tests/native/cupti/fakecuda
-[ -e "$FAKE/libcuda.so.1" ] || fail "$FAKE/libcuda.so.1 missing: run make"
-[ -f "$ROOT/build/libtbpf_agent.so" ] || fail "libtbpf_agent.so missing: run make"
+need_fake_cuda
 ALL=0x436   # bits 1 2 4 5 10: MEMCPY MEMSET DRIVER RUNTIME CONCURRENT_KERNEL (cupti_activity.h)
 # the jobs run until $T/TAG.done exists; their result is then compared
 # with an unprofiled run of the same number of iterations

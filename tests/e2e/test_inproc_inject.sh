@@ -31,9 +31,7 @@ export T   # expect.py, read by the checks
 need_root
 need_tbpf
 need_torch "$PY1"
-FAKE=$ROOT/build/tests/native/cupti/fakecuda
-[ -e "$FAKE/libcuda.so.1" ] || fail "$FAKE/libcuda.so.1 missing: run make"
-[ -f "$ROOT/build/libtbpf_agent.so" ] || fail "libtbpf_agent.so missing: run make"
+need_fake_cuda
 ITERS=5 CONV=3 GC=2 HEAD=2 GH=5 COPY=4096 STEPK=1 GS=3 NORM=2 GN=4 OUTK=1 GO=7
 WLARGS=(--iters $ITERS --conv $CONV --gc $GC --head $HEAD --gh $GH --copy $COPY
 	--stepk $STEPK --gs $GS --norm $NORM --gn $GN --outk $OUTK --go $GO)
