@@ -452,13 +452,11 @@ static void c_span_close(void *vc, const struct fspan *sp)
 		end = c->opening->begin_ns;
 
 	step_widen(c, sp, end);
-	if (f->kind == CF_LAYER) {
-		;   /* named by span_event: "nn.Module: Class_k" */
-	} else if (f->kind == CF_PYTHON && f->file[0]) {
+	/* a layer's "nn.Module: Class_k" is named by span_event */
+	if (f->kind == CF_PYTHON && f->file[0])
 		snprintf(name, sizeof(name), "%s(%u): %s", f->file, f->line, f->name);
-	} else {
+	else if (f->kind != CF_LAYER)
 		fspan_frame_name(f, name, sizeof(name));
-	}
 	for (size_t i = 0; i < c->nadj && !a; i++)
 		if (c->adj[i].p->pid == sp->pid && c->adj[i].p->tid == sp->tid)
 			a = &c->adj[i];
