@@ -23,19 +23,7 @@ opnames_case() {
 	need_torch "$py"
 	label="torch $(torch_version "$py"), $OPS custom ops defined and deleted"
 	log "== $label"
-	"$py" "$WL/custom_ops.py" --profile --ops "$OPS" > "$T/prof$v.json" 2> "$T/prof$v.err" ||
-		fail "$label: torch.profiler run failed: $(tail -n 2 "$T/prof$v.err" | tr '\n' ' ')"
-	start_workload wl$v "$py" custom_ops.py --ops "$OPS"
-	start_tbpf tb$v --pid "$(get wl$v pid)" --inproc --format json --duration 120s
-	go "$(get wl$v pid)"
-	wait_exit wl$v 120
-	expect_rc wl$v 0
-	wait_exit tb$v 30
-	expect_rc tb$v 0
-	local want got
-	want=$(python3 -c 'import json,sys; print("%.1f" % json.load(open(sys.argv[1]))["x"])' "$T/prof$v.json")
-	got=$(result_field "$(get wl$v out)" x)
-	[ "$want" = "$got" ] || fail "$label: result $got under --inproc, $want under torch.profiler"
+	inproc_vs_profiler "$v" "$label" "$py" custom_ops.py --ops "$OPS"
 	python3 "$E2E_DIR/compare_rows.py" "$(get tb$v out)" "$T/prof$v.json" --pid "$(get wl$v pid)" ||
 		fail "$label: tbpf's rows differ from torch.profiler's (see log)"
 }
