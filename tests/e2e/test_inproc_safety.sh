@@ -16,7 +16,8 @@
 #    the GOT slot of getTracingState in libtorch_python, read from the
 #    target's memory, points into the agent while it counts module calls
 #    (agent/modcall.h) and back at libtorch_cpu's function after every
-#    detach and every SIGKILL.
+#    detach and every SIGKILL; so does libtorch_cpu's own slot of
+#    Dispatcher::cleanup (the schema cache's epoch hook, agent/fnname.h).
 #  - forked children (DataLoader workers, a fork Pool, os.fork from a
 #    thread; fork_children.py) made while tbpf records: each child's copy
 #    of the agent says "stopped" and writes no record (pthread_atfork),
@@ -116,6 +117,7 @@ cycles_and_kills() {
 		log "cycle $i: $st"
 		[[ $st == state=stopped* ]] || fail "$label: after cycle $i the agent is not stopped: $st"
 		[[ $st == *" got=torch "* ]] || fail "$label: after cycle $i the module-call hook is left: $st"
+		[[ $st == *" cleanup=torch "* ]] || fail "$label: after cycle $i the cleanup hook is left: $st"
 		expect_alive cyc$v "after cycle $i"
 	done
 	for ((i = 1; i <= KILLS; i++)); do
@@ -124,6 +126,7 @@ cycles_and_kills() {
 		start_tbpf $tb --pid "$pid" --inproc --format json --duration 60s
 		st=$(state "$pid" --wait active --timeout 2 --got) || fail "$label: kill $i: agent not active"
 		[[ $st == *" got=agent "* ]] || fail "$label: kill $i: module calls not counted in-process: $st"
+		[[ $st == *" cleanup=agent "* ]] || fail "$label: kill $i: ops not named by their schema: $st"
 		log "kill $i: active, ${st#* * }"
 		sleep "$(printf '0.%03d' "$delay")"
 		log "kill $i: SIGKILL ${delay} ms after attached"
@@ -138,6 +141,7 @@ cycles_and_kills() {
 		[ "$h1" = "$h2" ] || fail "$label: kill $i: records still written after the callbacks were removed"
 		st=$(state "$pid" --got)
 		[[ $st == *" got=torch "* ]] || fail "$label: kill $i: the module-call hook is left after SIGKILL: $st"
+		[[ $st == *" cleanup=torch "* ]] || fail "$label: kill $i: the cleanup hook is left after SIGKILL: $st"
 		log "kill $i: after SIGKILL ${st#* * }"
 		expect_alive cyc$v "after SIGKILL $i of tbpf"
 	done
