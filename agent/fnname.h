@@ -7,9 +7,8 @@
  * the hash up.  For an op through the dispatcher fn_ holds a reference to
  * the operator's schema (RF_FN_* in rf_layout.h, verified per torch
  * version: INPROC_LAYOUT_RFCB10_FN), so the pointer itself names the op:
- * each thread keeps
- * schema pointer -> name hash (direct-mapped, FN_BITS), filled from
- * name() the first time; string-named RecordFunctions (record_function
+ * each thread keeps schema pointer -> name hash (direct-mapped, FN_BITS),
+ * filled from name() the first time; string-named RecordFunctions (record_function
  * scopes, autograd nodes) and unverified torch versions take name().
  *
  * A schema lives in its operator's entry in torch's dispatcher; the entry
