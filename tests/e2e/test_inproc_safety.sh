@@ -40,13 +40,7 @@ state() { python3 "$E2E_DIR/inproc_state.py" "$@"; }
 whole_run() {
 	local py=$1 v=$2 label=$3
 	log "== $label: --inproc for the whole run"
-	start_workload wl$v "$py" exceptions.py --iters "$ITERS"
-	start_tbpf tb$v --pid "$(get wl$v pid)" --inproc --format json --duration 600s
-	go "$(get wl$v pid)"
-	wait_exit wl$v 300
-	expect_rc wl$v 0
-	wait_exit tb$v 30
-	expect_rc tb$v 0
+	inproc_attached "$v" 300 "$py" exceptions.py --iters "$ITERS"
 	[ "$(result_field "$(get wl$v out)" checksum)" = "$(result_field "$T/ref$v.out" checksum)" ] ||
 		fail "$label: checksum under --inproc differs from the unprofiled run"
 	[ "$(result_field "$(get wl$v out)" mismatches)" = 0 ] || fail "$label: results changed under --inproc"
