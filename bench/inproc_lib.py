@@ -90,9 +90,11 @@ def torch_add_loop():
 
 
 def request(ctl, r):
-    """START or STOP the agent as tbpf does (layout 1, this process as
-    owner); waits until it is served; exits when a start fails."""
-    ctl.owner, ctl.layout, ctl.request = os.getpid(), 1, r
+    """START or STOP the agent as tbpf does (this process as owner;
+    layout 1, from version 9 layout 2: ops named by their schema pointer,
+    the layout tbpf sends for 1.13 and 2.8); waits until it is served;
+    exits when a start fails."""
+    ctl.owner, ctl.layout, ctl.request = os.getpid(), 2 if ctl.version >= 9 else 1, r
     ctl.seq += 1
     while ctl.served_seq != ctl.seq:
         time.sleep(0.005)
