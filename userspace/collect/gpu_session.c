@@ -400,6 +400,19 @@ const char *gpu_session_status(struct gpu_session *gs)
 	return gs->note ? gs->note : "no CUDA device timings";
 }
 
+const char *gpu_session_unseen(struct gpu_session *gs)
+{
+	bool told = gs->n > 0;
+
+	gpu_session_poll(gs);
+	for (size_t i = 0; i < gs->n; i++) {
+		if (gs->v[i]->ngpu)
+			return NULL;
+		told &= gs->v[i]->note != NULL;
+	}
+	return told ? NULL : gpu_session_status(gs);
+}
+
 void gpu_session_free(struct gpu_session *gs)
 {
 	for (size_t i = 0; i < gs->n; i++) {

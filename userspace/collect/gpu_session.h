@@ -118,6 +118,12 @@ int gpu_session_apply(struct gpu_session *gs, struct profile *p,
 const char *gpu_session_status(struct gpu_session *gs);
 /* Per target: the same line. malloc'd. */
 char *gpu_target_note(const struct gpu_target *t);
+/* A run that asked for device times and got no CUPTI record from any
+ * target: why (gpu_session_status), for one line; NULL when records came
+ * or every target's failure was already told at attach (gpu_session_add's
+ * note: a refusal).  The agent tbpf run names to the driver fails only
+ * there, later (CUPTI taken, CUDA never initialized): its status says so. */
+const char *gpu_session_unseen(struct gpu_session *gs);
 void gpu_session_free(struct gpu_session *gs);
 
 #endif
