@@ -75,12 +75,9 @@ N = int(sys.argv[2])
 P = list(map(int, sys.argv[3:]))
 CONV, HEAD, COPY, STEPK, NORM = P[0], P[2], P[4], P[5], P[7]
 ops, _ = expect([N] + P)
-def val(name, **lbl):
-    for line in text.splitlines():
-        m = re.match(r'%s\{([^}]*)\} (\S+)$' % name, line)
-        if m and all('%s="%s"' % kv in m.group(1) for kv in lbl.items()):
-            return float(m.group(2))
-    return None
+sys.path.insert(0, os.environ["E2E_DIR"])
+from promquery import sample
+val = lambda name, **lbl: sample(text, name, **lbl)
 ns = lambda v: None if v is None else round(v * 1e9)
 errs = []
 for op, (self_ns, total_ns) in ops.items():
