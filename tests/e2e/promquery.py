@@ -7,8 +7,10 @@
   promquery.py wait BASE QUERY VALUE T poll the query until one series has
                                        exactly VALUE (float compare), up to
                                        T seconds; exit 1 with the last answer
+  sample(TEXT, NAME, **labels)         (import) one value of an exposition
 """
 import json
+import re
 import sys
 import time
 import urllib.parse
@@ -18,6 +20,16 @@ import urllib.request
 def get(url):
     with urllib.request.urlopen(url, timeout=10) as r:
         return r.read().decode()
+
+
+def sample(text, name, **lbl):
+    """The value of the first NAME{...} line of exposition TEXT whose labels
+    include LBL (float), or None.  For the tests' own checks (import)."""
+    for line in text.splitlines():
+        m = re.match(r'%s\{([^}]*)\} (\S+)$' % name, line)
+        if m and all('%s="%s"' % kv in m.group(1) for kv in lbl.items()):
+            return float(m.group(2))
+    return None
 
 
 def query(base, q):
@@ -55,4 +67,5 @@ def main():
         sys.exit(1)
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -5,7 +5,8 @@
 # job finishes with its unprofiled result.  Both ways in: `--inject` on a
 # running process (uprobe mode, torch 1.13; --inproc --inject-force, torch
 # 2.8, whose wheel maps Kineto's libcupti 12) and `tbpf run` (the driver
-# loads the agent through CUDA_INJECTION64_PATH).
+# loads the agent through CUDA_INJECTION64_PATH; also `tbpf run --inproc
+# --inject`), and `tbpf daemon --inproc --inject` (SIGKILL and SIGTERM).
 #
 # No GPU here: the fake libcuda/libcupti (tests/native/cupti/fake_cuda.c,
 # FAKE_CUPTI_LAUNCHES=1) stands in for the driver and CUPTI, and with
@@ -145,13 +146,14 @@ inject_case stop2 2 0 --inproc --inject-force
 
 # tbpf run: the driver loads the agent (CUDA_INJECTION64_PATH) at the job's
 # cuInit and it starts itself; TBPF_AGENT_OWNER names the tbpf to watch
-run_case() {   # run_case TAG V KILL
+run_case() {   # run_case TAG V KILL [TBPF-RUN-ARGS...]
 	local tag=$1 v=$2 kill=$3 st=$T/$1.state t0 jp i
+	shift 3
 	mkpy "$tag" "$v"
 	if [ "$kill" = 1 ]; then
-		start_tbpf tb_$tag run --format json -o "$T/$tag.json" -- "$T/py_$tag" "$WL/fake_gpu_model.py" "${LONG[@]}" --go-file "$T" --until "$T/$tag.done"
+		start_tbpf tb_$tag run "$@" --format json -o "$T/$tag.json" -- "$T/py_$tag" "$WL/fake_gpu_model.py" "${LONG[@]}" --go-file "$T" --until "$T/$tag.done"
 	else
-		start_tbpf tb_$tag run --duration 2s --format json -o "$T/$tag.json" -- "$T/py_$tag" "$WL/fake_gpu_model.py" "${LONG[@]}" --go-file "$T" --until "$T/$tag.done"
+		start_tbpf tb_$tag run "$@" --duration 2s --format json -o "$T/$tag.json" -- "$T/py_$tag" "$WL/fake_gpu_model.py" "${LONG[@]}" --go-file "$T" --until "$T/$tag.done"
 	fi
 	jp=$(pgrep -P "$(get tb_$tag pid)" | head -1)
 	[ -n "$jp" ] || fail "$tag: no job under tbpf run"
@@ -191,4 +193,27 @@ run_case() {   # run_case TAG V KILL
 
 run_case runkill 1 1
 run_case runstop 1 0
-log "OK: CUPTI released within ${BOUND_MS} ms after SIGKILL of tbpf and after its normal stop, both ways in, torch 1.13 and 2.8"
+# tbpf run --inproc --inject (issue 19): the same agent, named to the driver
+run_case runkilli 1 1 --inproc --inject
+run_case runstopi 1 0 --inproc --inject
+
+# tbpf daemon --inproc --inject (issue 19): the daemon loads the agent as
+# --inject does; SIGKILL of the daemon or its SIGTERM releases CUPTI
+daemon_case() {   # daemon_case TAG V KILL
+	local tag=$1 v=$2 kill=$3 st=$T/$1.state t0
+	mkpy "$tag" "$v"
+	start_workload wl_$tag "$T/py_$tag" fake_gpu_model.py "${LONG[@]}" --until "$T/$tag.done"
+	start_daemon --inproc --inject --pid "$(get wl_$tag pid)" --window 1s
+	go "$(get wl_$tag pid)"
+	active "$st" "$tag"
+	sleep 0.5
+	if [ "$kill" = 1 ]; then kill -9 $dpid; else kill -TERM $dpid; fi
+	t0=$(date +%s%N)
+	wait $dpid 2> /dev/null || true   # 137 after SIGKILL (set -e)
+	released "$st" "$tag" "$t0"
+	thread_gone "$(get wl_$tag pid)" "$tag"
+	finished wl_$tag "$tag" "$v"
+}
+daemon_case dkill 1 1
+daemon_case dstop 1 0
+log "OK: CUPTI released within ${BOUND_MS} ms after SIGKILL of tbpf and after its normal stop, --inject, tbpf run (also --inproc --inject) and tbpf daemon --inproc --inject, torch 1.13 and 2.8"

@@ -49,14 +49,11 @@ if command -v promtool > /dev/null; then
 	promtool check metrics < "$T/m1.txt" || fail "promtool rejects the metrics"
 fi
 python3 - "$T/m1.txt" $K << 'PY' || fail "CUDA counters (see log)"
-import re, sys
+import os, sys
+sys.path.insert(0, os.environ["E2E_DIR"])
+from promquery import sample
 text = open(sys.argv[1]).read(); K = int(sys.argv[2])
-def val(name, **lbl):
-    for line in text.splitlines():
-        m = re.match(r'%s\{([^}]*)\} (\S+)$' % name, line)
-        if m and all('%s="%s"' % kv in m.group(1) for kv in lbl.items()):
-            return float(m.group(2))
-    return None
+val = lambda name, **lbl: sample(text, name, **lbl)
 want = [
     (("tbpf_cuda_launches_total",), dict(job="cu_attr", op="aten::fake_conv", device="cuda"), 2 * K),
     (("tbpf_cuda_launches_total",), dict(job="cu_attr", op="aten::fake_add", device="cuda"), 2 * K),

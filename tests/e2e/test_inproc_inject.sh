@@ -27,42 +27,13 @@
 # offset of real device timestamps.
 # timeout: 600
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/fake_gpu_lib.sh"
 export T   # expect.py, read by the checks
 need_root
 need_tbpf
 need_torch "$PY1"
-need_fake_cuda
-ITERS=5 CONV=3 GC=2 HEAD=2 GH=5 COPY=4096 STEPK=1 GS=3 NORM=2 GN=4 OUTK=1 GO=7
-WLARGS=(--iters $ITERS --conv $CONV --gc $GC --head $HEAD --gh $GH --copy $COPY
-	--stepk $STEPK --gs $GS --norm $NORM --gn $GN --outk $OUTK --go $GO)
-PARAMS="$ITERS $CONV $GC $HEAD $GH $COPY $STEPK $GS $NORM $GN $OUTK $GO"
-# the expected device time per op and per layer, from the parameters
-cat > "$T/expect.py" <<'PY'
-import sys
-def expect(argv):
-    N, CONV, GC, HEAD, GH, COPY, STEPK, GS, NORM, GN, OUTK, GO = map(int, argv)
-    conv, head, copy = N * CONV * 1000 * GC, N * HEAD * 1000 * GH, N * COPY // 4
-    step, norm, out = N * STEPK * 1000 * GS, N * NORM * 1000 * GN, N * OUTK * 1000 * GO
-    ops = {"aten::fkconv": (conv, conv), "aten::fkhead": (head, head),
-           "aten::fkcopy": (copy, copy), "aten::fknorm": (norm, norm),
-           "aten::fkstep": (step, step + conv + head + copy + norm)}
-    # layer: (Self CUDA, CUDA total, launches below it included)
-    layers = {"Model": (step, step + conv + head + copy + norm, N * (STEPK + CONV + HEAD + NORM)),
-              "Model/conv": (conv, conv, N * CONV),
-              "Model/head": (head + copy, head + copy + norm, N * (HEAD + NORM)),
-              "Model/head/norm": (norm, norm, N * NORM),
-              "[no op]": (out, out, N * OUTK)}
-    return ops, layers
-PY
-# the jobs' interpreters, with the fake driver (exec: the same pid)
-for v in 1 2; do
-	py=PY$v
-	cat > "$T/py$v" <<SH
-#!/bin/sh
-LD_LIBRARY_PATH=$FAKE FAKE_CUPTI_LAUNCHES=1 exec ${!py} "\$@"
-SH
-	chmod +x "$T/py$v"
-done
+fake_gpu_setup
+PARAMS="$ITERS $PARAMS"
 "$T/py1" "$WL/fake_gpu_model.py" "${WLARGS[@]}" --go-file "$T" > "$T/ref.out" 2> "$T/ref.err" ||
 	fail "unprofiled run failed: $(tail -n 2 "$T/ref.err")"
 want_sum=$(result_field "$T/ref.out" checksum)
@@ -226,6 +197,38 @@ cat "$T/inp.tree"
 run inpt --inproc -o "$T/inp.table"
 grep -q 'Self CUDA' "$T/inp.table" || fail "inproc table: no Self CUDA column: $(head -5 "$T/inp.table")"
 grep -E '^ *aten::fk(conv|head|copy|step) ' "$T/inp.table"
+# tbpf run --inproc --inject: the driver loads the CUPTI agent at the
+# job's cuInit (CUDA_INJECTION64_PATH, as plain tbpf run), the in-process
+# agent comes at its first op; the same device times, traces and layers
+run_cmd() {   # run_cmd TAG TBPF-RUN-ARGS...: tbpf run ARGS -- the job under $PYW
+	local tag=$1
+	shift
+	start_tbpf tb_$tag run "$@" -- "$PYW" "$WL/fake_gpu_model.py" "${WLARGS[@]}" --go-file "$T"
+	wait_exit tb_$tag 120
+	expect_rc tb_$tag 0
+	[ "$(result_field "$(get tb_$tag out)" checksum)" = "$want_sum" ] ||
+		fail "$tag: checksum $(result_field "$(get tb_$tag out)" checksum), unprofiled $want_sum"
+	runpid=$(sed -n 's/^READY pid=//p' "$(get tb_$tag out)")
+	log "$tag: $(grep -m1 '^tbpf: attached' "$(get tb_$tag err)")"
+}
+run_cmd rinp --inproc --inject --format json -o "$T/rinp.json" --record "$T/rinp.tbpf"
+grep -q "warning" "$(get tb_rinp err)" && fail "run --inproc --inject warned: $(grep warning "$(get tb_rinp err)")"
+grep -q "in-process RecordFunction callbacks.*CUPTI agent" "$(get tb_rinp err)" ||
+	fail "rinp: not the in-process mode with the CUPTI agent: $(cat "$(get tb_rinp err)")"
+check_ops "$T/rinp.json" "run --inproc live json" || fail "run --inproc: device times per op (see log)"
+check_gpu_trace "$T/rinp.tbpf" runinproc "$runpid" || fail "run --inproc: GPU tracks (see log)"
+"$TBPF" report "$T/rinp.tbpf" --format tree -o "$T/rinp.report.tree" 2> "$T/rinp.rtree.err" ||
+	fail "run --inproc report tree: $(cat "$T/rinp.rtree.err")"
+check_tree "$T/rinp.report.tree" "run --inproc report tree" || fail "run --inproc: device time per layer (see log)"
+# the agent cannot start (CUPTI taken: the fake's subscribe fails): one
+# line, the run goes on with its rows
+FAKE_CUPTI_CONFLICT=1 run_cmd rconf --inproc --inject --format json -o "$T/rconf.json"
+[ "$(grep -c 'device tim' "$(get tb_rconf err)")" = 1 ] && ! grep -q warning "$(get tb_rconf err)" &&
+	grep -q '^tbpf: no CUDA device timings: CUPTI agent reports conflict' "$(get tb_rconf err)" ||
+	fail "run --inproc --inject, CUPTI taken: not one line: $(cat "$(get tb_rconf err)")"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert not j["run"]["gpu_times"]; assert any(o["name"]=="aten::fkconv" and o["calls"]==5 for o in j["ops"]), j["ops"]' "$T/rconf.json" ||
+	fail "run --inproc --inject, CUPTI taken: the rows are not there"
+log "rconf: $(grep -m1 'no CUDA device' "$(get tb_rconf err)")"
 # the uprobe mode, the same job (its first live test of device times)
 run upr --format json -o "$T/upr.json" --record "$T/upr.tbpf"
 check_ops "$T/upr.json" "uprobe live json" || fail "uprobe: device times per op (see log)"

@@ -19,6 +19,7 @@ Per iteration (the test derives its expected device times from these):
   fake_gpu_model.py [--iters N] [--conv 3] [--gc 2] [--head 2] [--gh 5] [--copy 4096]
                     [--stepk 0 --gs 1] [--norm 0 --gn 1] [--outk 0 --go 1]
                     [--until FILE]   (more iterations until FILE exists)
+                    [--pause S]      (sleep S seconds after each iteration)
 Protocol: tests/workloads/wl_common.py (READY, SIGUSR1, RESULT).
 """
 import argparse
@@ -44,6 +45,8 @@ p.add_argument("--norm", type=int, default=0)
 p.add_argument("--gn", type=int, default=1)
 p.add_argument("--outk", type=int, default=0)
 p.add_argument("--go", type=int, default=1)
+p.add_argument("--pause", type=float, default=0,
+               help="seconds to sleep after each iteration (no op, no launch)")
 p.add_argument("--until", help="run until this file exists (at least --iters iterations); "
                "RESULT iters= says how many ran")
 args = p.parse_args()
@@ -129,5 +132,7 @@ with torch.no_grad():
         for _ in range(args.outk):
             launch(OUT_K, args.go)
         n += 1
+        if args.pause:
+            time.sleep(args.pause)
 wl_common.result(iters=n, checksum="%.1f" % x.sum().item())
 time.sleep(1.5)

@@ -280,6 +280,21 @@ void timeline_finish(struct timeline *tl, uint64_t end_ns)
 	free(ts);
 }
 
+void timeline_each_open(const struct timeline *tl, void (*fn)(void *ctx, const struct tl_slice *s),
+			void *ctx)
+{
+	for (size_t i = 0; i < tl->nslots; i++) {
+		struct tl_thread *t = tl->slots[i];
+
+		for (uint32_t d = t ? t->depth : 0; d-- > 0;) {
+			struct tl_slice s;
+
+			fill_slice(&s, t, d);
+			fn(ctx, &s);
+		}
+	}
+}
+
 const struct timeline_stats *timeline_stats(const struct timeline *tl)
 {
 	return &tl->st;

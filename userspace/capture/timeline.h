@@ -86,6 +86,10 @@ int timeline_feed(struct timeline *tl, const struct rec_hdr *rec);
 /* Close all open frames at end_ns (or at their thread's last timestamp if
  * end_ns is 0), deepest first, flagged OPF_INFERRED. */
 void timeline_finish(struct timeline *tl, uint64_t end_ns);
+/* The frames still open, thread by thread, each thread's innermost first
+ * (slices with end_ns 0; frames[depth].user as the consumer set it). */
+void timeline_each_open(const struct timeline *tl, void (*fn)(void *ctx, const struct tl_slice *s),
+			void *ctx);
 const struct timeline_stats *timeline_stats(const struct timeline *tl);
 void timeline_free(struct timeline *tl);
 

@@ -94,7 +94,8 @@ static const char usage_text[] =
 "      --inject           load tbpf's CUPTI agent into --pid (ptrace + dlopen) for\n"
 "                         GPU device times (Self CUDA, CUDA total); refused when\n"
 "                         another CUPTI user (torch.profiler) is active; with\n"
-"                         --inproc too (both agents)\n"
+"                         --inproc too (both agents; tbpf run --inproc\n"
+"                         --inject: named to the CUDA driver, as tbpf run)\n"
 "      --inject-force     --inject even when libcupti is already mapped (the\n"
 "                         agent still reports a conflict if CUPTI refuses it)\n"
 "      --inproc           load tbpf's RecordFunction agent into --pid (ptrace +\n"
@@ -386,7 +387,7 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 	return LIVE_GO_ON;
 }
 
-static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_ctx)
+static int live_main(int argc, char **argv, pid_t (*start)(void *, bool), void *start_ctx)
 {
 	struct live_opts o = { .row_limit = 0, .python = true, .cuda = true };
 	pid_t pids[64];
@@ -399,7 +400,8 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 	if (o.stack_n && !o.python)   /* issue 16 */
 		return usage_error("%s", "--group-by-stack needs Python stacks (not with "
 				   "--no-python)");
-	if (o.inject && (start || !o.sel.npids))   /* issue 6 */
+	/* issue 6; tbpf run --inproc --inject: the driver loads it (issue 19) */
+	if (o.inject && ((start && !o.inproc) || (!start && !o.sel.npids)))
 		return usage_error("%s", start ? "tbpf run loads the CUPTI agent itself: no --inject"
 					       : "--inject needs --pid");
 	if (o.inproc && !start && !o.sel.npids)   /* issue 19 */
@@ -413,16 +415,18 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *), void *start_
 	if (start) {
 		if (o.sel.npids)
 			return usage_error("%s", "tbpf run profiles the command it starts: no --pid");
-		pids[0] = start(start_ctx);
+		/* issue 6: attach to the agent the driver loads; --inproc only
+		 * with --inject (issue 19: it then records to a capture, whose
+		 * replay joins the device records), no agent named otherwise */
+		o.gpu_run = !o.inproc || o.inject;
+		o.inject = false;
+		pids[0] = start(start_ctx, o.gpu_run);
 		if (pids[0] <= 0)
 			return TBPF_EXIT_ERROR;
 		o.sel.npids = 1;
 		o.wait_torch = true;
 		o.release = run_release;
 		o.release_ctx = start_ctx;
-		/* issue 6: attach to the agent the driver loads; --inproc has
-		 * no device times (run_main does not name the CUPTI agent) */
-		o.gpu_run = !o.inproc;
 	}
 	/* -o x.tbpf without --format: record only */
 	if (o.out && !o.format) {
@@ -443,13 +447,14 @@ struct run_ctx {
 	char **cmd;
 	struct run_child child;
 	bool started;
-	bool no_cuda_agent;   /* --inproc: no CUDA_INJECTION64_PATH (nothing would read it) */
 };
 
-static pid_t run_start(void *vctx)
+/* cuda_agent: CUDA_INJECTION64_PATH names the CUPTI agent (not for
+ * --inproc without --inject: nothing would read it) */
+static pid_t run_start(void *vctx, bool cuda_agent)
 {
 	struct run_ctx *r = vctx;
-	char *agent = r->no_cuda_agent ? NULL : run_agent_path();
+	char *agent = cuda_agent ? run_agent_path() : NULL;
 	int err;
 
 	err = run_child_start(r->cmd, agent, &r->child);
@@ -487,8 +492,6 @@ static int run_main(int argc, char **argv)
 		return usage_error("%s", "usage: tbpf run [options] -- command [args...]");
 	r.cmd = argv + dash + 1;
 	argv[dash] = NULL;
-	for (int i = 1; i < dash; i++)
-		r.no_cuda_agent |= !strcmp(argv[i], "--inproc");
 	rc = live_main(dash, argv, run_start, &r);
 	if (!r.started)
 		return rc;

@@ -9,6 +9,7 @@
 #include "cmd_daemon.h"
 #include "exitcode.h"
 #include "live_inproc.h"
+#include "cmd_run.h"
 #include "session.h"
 #include "options.h"
 #include "units.h"
@@ -46,7 +47,11 @@ static const char usage[] =
 "      --inproc          with --pid: tbpf's RecordFunction agent in each target\n"
 "                        (as tbpf --inproc) instead of uprobes: op counters,\n"
 "                        histograms, and with --pprof-dir/--push profiles with\n"
-"                        Python stacks (no budget, CUDA or memory)\n"
+"                        Python stacks (no budget or memory)\n"
+"      --inject          with --inproc: tbpf's CUPTI agent in each target too\n"
+"                        (ptrace + dlopen, as tbpf --inproc --inject): device\n"
+"                        time per op, tbpf_op_*seconds_total{device=\"cuda\"}\n"
+"      --inject-force    --inject even when libcupti is already mapped\n"
 "      --ring-size SIZE  ring buffer for CUDA records (default 2M: ~25,000\n"
 "                        records between two reads 100 ms apart)\n"
 "  -d, --duration TIME   stop after TIME (default: until SIGINT/SIGTERM)\n"
@@ -59,7 +64,8 @@ static const char usage[] =
 "  sudo tbpf daemon --pprof-dir /var/lib/tbpf --keep 60 --window 60s\n"
 "  sudo tbpf daemon --push http://pyroscope:4040 --max-overhead 1%\n"
 "  sudo tbpf daemon --inproc --pid 1234 --window 10s\n"
-"  sudo tbpf daemon --inproc --pid 1234 --push http://pyroscope:4040\n";
+"  sudo tbpf daemon --inproc --pid 1234 --push http://pyroscope:4040\n"
+"  sudo tbpf daemon --inproc --inject --pid 1234   # + GPU device time per op\n";
 
 void daemon_opts_free(struct daemon_opts *o)
 {
@@ -110,7 +116,7 @@ static int label_opt(char *arg, struct daemon_opts *o, char **err)
 int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 {
 	enum { O_PPROF = 256, O_KEEP, O_PUSH, O_LABEL, O_TOP, O_BUDGET, O_APP, O_NO_CUDA, O_MEMORY,
-	       O_INPROC };
+	       O_INPROC, O_INJECT, O_INJECT_FORCE };
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "window", required_argument, NULL, 'w' },
@@ -126,6 +132,8 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 		{ "no-cuda", no_argument, NULL, O_NO_CUDA },
 		{ "profile-memory", no_argument, NULL, O_MEMORY },
 		{ "inproc", no_argument, NULL, O_INPROC },
+		{ "inject", no_argument, NULL, O_INJECT },
+		{ "inject-force", no_argument, NULL, O_INJECT_FORCE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -223,6 +231,12 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 		case O_INPROC:
 			o->inproc = true;
 			break;
+		case O_INJECT_FORCE:
+			o->inject_force = true;
+			/* fall through */
+		case O_INJECT:
+			o->inject = true;
+			break;
 		case 'v':
 			o->verbose++;
 			break;
@@ -244,6 +258,16 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 	if (o->inproc && (!o->sel.npids || o->sel.comm || o->sel.cgroup)) {
 		*err = strf("--inproc loads the agent into the processes you name: use --pid "
 			    "(no system-wide scan, --comm or --cgroup)");
+		return TBPF_EXIT_USAGE;
+	}
+	if (o->inject && !o->inproc) {   /* issue 19 */
+		*err = strf("--inject loads the CUPTI agent beside the in-process agent: only with "
+			    "--inproc --pid");
+		return TBPF_EXIT_USAGE;
+	}
+	if (o->inject && o->no_cuda) {
+		*err = strf("--inject joins device times to the CUDA probes' launches: not with "
+			    "--no-cuda");
 		return TBPF_EXIT_USAGE;
 	}
 	if (o->inproc && o->max_overhead > 0) {
@@ -290,8 +314,11 @@ int cmd_daemon(int argc, char **argv)
 			return TBPF_EXIT_ERROR;
 		}
 		o.inproc_agent = agent;
+		o.cupti_agent = o.inject ? run_agent_path() : NULL;
 		e = daemon_inproc_run(&o);
 		free(agent);
+		free((char *)o.cupti_agent);
+		o.cupti_agent = NULL;
 		if (e != -EAGAIN) {
 			daemon_opts_free(&o);
 			return tbpf_exit_of(e);

@@ -40,6 +40,13 @@ bool inproc_cuda_wanted(const struct live_opts *o)
 	return false;
 }
 
+enum gpu_agent_mode inproc_gpu_agent(const struct live_opts *o)
+{
+	if (!o->cuda)
+		return GPU_AGENT_OFF;
+	return o->gpu_run ? GPU_AGENT_RUN : o->inject ? GPU_AGENT_INJECT : GPU_AGENT_OFF;
+}
+
 /* Module calls straight into the rows (table, json, tree: no capture). */
 static void modcall_hook(void *ctx, const struct rec_hdr *h, size_t size)
 {
@@ -52,7 +59,8 @@ static void modcall_hook(void *ctx, const struct rec_hdr *h, size_t size)
 struct session *inproc_py_open(const struct live_opts *o, struct capture_writer *cw,
 			       struct profile *p, const struct inproc_py_cuda *cuda)
 {
-	char *agent = o->inject && cuda ? run_agent_path() : NULL;
+	enum gpu_agent_mode gpu = cuda ? inproc_gpu_agent(o) : GPU_AGENT_OFF;
+	char *agent = gpu ? run_agent_path() : NULL;
 	struct session_config cfg = {
 		.exits = EXITS_INFER,       /* no op probes: nothing returns */
 		.record = true,             /* REC_MODCALL records */
@@ -70,9 +78,10 @@ struct session *inproc_py_open(const struct live_opts *o, struct capture_writer 
 		.record_hook_ctx = p,
 		.modcalls_only = true,
 		/* --inproc --inject: the CUPTI agent beside the RecordFunction
-		 * agent; its device records join the launches cudaattr gave
-		 * their ops (docs/inproc.md, "CUPTI device times") */
-		.gpu_agent = o->inject && cuda ? GPU_AGENT_INJECT : GPU_AGENT_OFF,
+		 * agent (tbpf run: the one the driver loads); its device
+		 * records join the launches cudaattr gave their ops
+		 * (docs/inproc.md, "CUPTI device times") */
+		.gpu_agent = gpu,
 		.agent_path = agent,
 		.inject_flags = o->inject_force ? INJECT_FORCE : 0,
 	};

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "options.h"
+#include "gpu_session.h"
 
 struct capture_writer;
 struct session;
@@ -22,6 +23,10 @@ bool inproc_py_wanted(const struct live_opts *o);
 /* Whether --inproc probes libcudart/libcuda as the uprobe mode does: CUDA
  * on (no --no-cuda) and a target maps one of them at attach. */
 bool inproc_cuda_wanted(const struct live_opts *o);
+/* Which CUPTI agent --inproc joins device times from: --inject's (loaded
+ * by ptrace), tbpf run --inproc --inject's (named to the driver,
+ * o->gpu_run), or none (also with --no-cuda: no launches to join to). */
+enum gpu_agent_mode inproc_gpu_agent(const struct live_opts *o);
 struct rec_hdr;
 struct cuda_model;
 /* The CUDA probes in the session (inproc_py_open): their records go to

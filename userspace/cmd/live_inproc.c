@@ -313,9 +313,10 @@ static bool wants_capture(const struct live_opts *o)
 {
 	const char *f = o->format ? o->format : "table";
 
-	/* --inject: device times joined by the capture's replay (gpucap),
-	 * as `tbpf report` of a uprobe-mode --inject capture */
-	if (o->record || o->steps.tensorboard || o->steps.sched.set || o->inject)
+	/* --inject (tbpf run --inproc --inject too): device times joined by
+	 * the capture's replay (gpucap), as `tbpf report` of a uprobe-mode
+	 * --inject capture */
+	if (o->record || o->steps.tensorboard || o->steps.sched.set || inproc_gpu_agent(o))
 		return true;
 	return strcmp(f, "table") && strcmp(f, "json") && strcmp(f, "tree");
 }
@@ -506,6 +507,8 @@ static int finish(const struct live_opts *o, struct sink *k, struct inproc_sessi
 			fprintf(stderr, "tbpf: building the rows failed: %s\n", strerror(-err));
 	}
 	report_totals(o, &tot, duration, why);
+	if (gs && (why = gpu_session_unseen(gs)))   /* the run goes on without them */
+		fprintf(stderr, "tbpf: %s\n", why);
 	return err ? TBPF_EXIT_ERROR : TBPF_EXIT_OK;
 }
 
@@ -626,6 +629,7 @@ int live_inproc_run(const struct live_opts *o)
 	struct live_dist ld = { .n = 0 };
 	char *agent = NULL, *path = NULL, *why = NULL;
 	bool tmp = false, want_cuda, want_py;
+	enum gpu_agent_mode gpu;
 	struct inproc_py_cuda pc;
 	uint64_t t_begin = clock_ns(CLOCK_MONOTONIC), t0, t_att, t_mono, t_bpf = 0, t_gpu = 0;
 	const char *stop_why = NULL;
@@ -689,7 +693,8 @@ int live_inproc_run(const struct live_opts *o)
 	 * session opened anyway (stacks) has the CUDA probes on, so libraries
 	 * loaded later are found by its rescans; without one, a library loaded
 	 * later opens it (inproc_late_poll).  --inject: the CUPTI agent too. */
-	want_cuda = inproc_cuda_wanted(o) || (o->cuda && o->inject);
+	gpu = inproc_gpu_agent(o);
+	want_cuda = inproc_cuda_wanted(o) || gpu;
 	want_py = inproc_py_wanted(o) || (want_cuda && o->python);
 	if (o->cuda && !(k.ca = cudaattr_new(out_cuda, &k))) {
 		fprintf(stderr, "tbpf: out of memory\n");
@@ -722,14 +727,16 @@ int live_inproc_run(const struct live_opts *o)
 	}
 	/* --inject: the CUPTI agent first (its START loads libcuda and CUPTI,
 	 * up to seconds, while nobody would drain the RecordFunction agent's
-	 * rings); a failure is one warning, as in the uprobe mode */
-	if (o->inject && k.py) {
+	 * rings); a failure is one warning, as in the uprobe mode.  tbpf run
+	 * --inproc --inject: its probes on the file the driver maps (or has
+	 * mapped) at the command's cuInit, where the agent starts itself */
+	if (gpu && k.py) {
 		uint64_t t = clock_ns(CLOCK_MONOTONIC);
 
 		for (size_t i = 0; i < o->sel.npids; i++)
 			session_add_gpu_agent(k.py, o->sel.pids[i]);
 		t_gpu = clock_ns(CLOCK_MONOTONIC) - t;
-	} else if (o->inject) {
+	} else if (gpu) {
 		fprintf(stderr, "tbpf: warning: no CUDA device times: --inject needs the BPF session "
 				"(see above); the op table is unaffected\n");
 	}

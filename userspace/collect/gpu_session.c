@@ -346,6 +346,119 @@ int gpu_session_apply(struct gpu_session *gs, struct profile *p,
 	return seen;
 }
 
+/* ---- the daemon's windows (issue 19) ---- */
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* After a window's join: what reached a host launch goes (its device and
+ * API records by correlation, the launch); the rest waits for its partner
+ * in a later drain unless older than oldest.  Out of memory: all goes. */
+static void window_prune(struct gpu_target *t, const struct gj_result *r, uint64_t oldest)
+{
+	uint8_t *used = calloc(t->nhost + 1, 1);
+	uint32_t *corr = malloc((r->ndev + 1) * sizeof(*corr));
+	size_t nc = 0, k = 0;
+
+	for (size_t i = 0; used && corr && i < r->ndev; i++)
+		if (r->dev[i].host_idx >= 0 && (size_t)r->dev[i].host_idx < t->nhost) {
+			used[r->dev[i].host_idx] = 1;
+			corr[nc++] = r->dev[i].correlation;
+		}
+	qsort(corr, nc, sizeof(*corr), u32_cmp);
+	for (size_t i = 0; i < t->nhost; i++)
+		if (used && corr && !used[i] && t->host[i].ts_ns >= oldest)
+			t->host[k++] = t->host[i];
+	t->nhost = k;
+	k = 0;
+	for (size_t i = 0; i < t->ngpu; i++)
+		if (used && corr && t->gpu[i].start_ns >= oldest &&
+		    !bsearch(&t->gpu[i].correlation, corr, nc, sizeof(*corr), u32_cmp))
+			t->gpu[k++] = t->gpu[i];
+	t->ngpu = k;
+	free(used);
+	free(corr);
+}
+
+static bool api_kind(uint16_t kind)
+{
+	return kind == GPU_API_RUNTIME || kind == GPU_API_DRIVER;
+}
+
+/* t->gpu reordered: the records a join may take now first (their count
+ * returned), then those of calls made at or after horizon, device records
+ * with them: their host launch may still be held (join/cudaattr.h), and
+ * the join would give the call an earlier launch of its thread. */
+static size_t window_ready(struct gpu_target *t, uint64_t horizon)
+{
+	uint32_t *late = malloc((t->ngpu + 1) * sizeof(*late));
+	struct rec_gpu *tail = malloc((t->ngpu + 1) * sizeof(*tail));
+	size_t nl = 0, k = 0, nt = 0;
+
+	if (!late || !tail) {
+		free(late);
+		free(tail);
+		return 0;
+	}
+	for (size_t i = 0; i < t->ngpu; i++)
+		if (api_kind(t->gpu[i].kind) && t->gpu[i].start_ns >= horizon)
+			late[nl++] = t->gpu[i].correlation;
+	qsort(late, nl, sizeof(*late), u32_cmp);
+	for (size_t i = 0; i < t->ngpu; i++)
+		if (bsearch(&t->gpu[i].correlation, late, nl, sizeof(*late), u32_cmp))
+			tail[nt++] = t->gpu[i];
+		else
+			t->gpu[k++] = t->gpu[i];
+	memcpy(t->gpu + k, tail, nt * sizeof(*tail));
+	free(late);
+	free(tail);
+	return k;
+}
+
+int gpu_session_apply_window(struct gpu_session *gs, struct profile *p,
+			     const char *(*op_name)(void *ctx, uint32_t id, const char **overload),
+			     void *ctx, uint64_t now_ns)
+{
+	uint64_t oldest = now_ns > GPU_WINDOW_KEEP_NS ? now_ns - GPU_WINDOW_KEEP_NS : 0;
+	uint64_t first = oldest;
+	int err = 0;
+
+	for (size_t i = 0; !err && i < gs->n; i++) {
+		struct gpu_target *t = gs->v[i];
+		struct gj_op_span *spans = NULL;
+		size_t nspans = 0;
+		struct gj_result r = { 0 };
+		size_t ready = window_ready(t, now_ns > GPU_WINDOW_LAG_NS ?
+						  now_ns - GPU_WINDOW_LAG_NS : 0);
+
+		if (!gs->spans_failed)
+			err = gj_spans_window(gs->spans, (uint32_t)t->pid, now_ns, &spans, &nspans);
+		if (!err && ready) {
+			struct gj_input in = { t->host, t->nhost, t->gpu, ready, t->names,
+					       t->nnames, spans, nspans, GJ_OFFSET_AUTO, 0 };
+
+			err = gpujoin_run(&in, &r);
+			if (!err && (err = profile_add_gpu(p, &r, (uint32_t)t->pid, op_name, ctx)) > 0)
+				p->has_gpu_times = true;
+			t->dev_seen += r.counts.device;
+			t->dev_attributed += err > 0 ? (uint64_t)err : 0;
+			err = err > 0 ? 0 : err;
+		}
+		window_prune(t, &r, oldest);
+		gpujoin_free(&r);
+		free(spans);
+		for (size_t k = 0; k < t->nhost; k++)
+			if (t->host[k].ts_ns < first)
+				first = t->host[k].ts_ns;
+	}
+	gj_spans_drop_before(gs->spans, first);
+	return err;
+}
+
 char *gpu_target_note(const struct gpu_target *t)
 {
 	char *s = NULL;
@@ -398,6 +511,29 @@ const char *gpu_session_status(struct gpu_session *gs)
 		gs->note = NULL;
 	free(acc);
 	return gs->note ? gs->note : "no CUDA device timings";
+}
+
+const char *gpu_session_not_started(struct gpu_session *gs, pid_t pid)
+{
+	struct gpu_target *t = gpu_session_find(gs, pid);
+
+	if (!t || t->note || !t->have_status || t->status.state == AGENT_ACTIVE)
+		return NULL;
+	t->note = gpu_target_note(t);
+	return t->note;
+}
+
+const char *gpu_session_unseen(struct gpu_session *gs)
+{
+	bool told = gs->n > 0;
+
+	gpu_session_poll(gs);
+	for (size_t i = 0; i < gs->n; i++) {
+		if (gs->v[i]->ngpu || gs->v[i]->dev_seen)
+			return NULL;
+		told &= gs->v[i]->note != NULL;
+	}
+	return told ? NULL : gpu_session_status(gs);
 }
 
 void gpu_session_free(struct gpu_session *gs)

@@ -118,6 +118,29 @@ int gpu_session_apply(struct gpu_session *gs, struct profile *p,
 const char *gpu_session_status(struct gpu_session *gs);
 /* Per target: the same line. malloc'd. */
 char *gpu_target_note(const struct gpu_target *t);
+/* The daemon (issue 19): a window's device times into p by the same join
+ * (gpujoin_run, profile_add_gpu), op spans still open counted up to now_ns
+ * (the next window gets what they enclose later), and what was joined
+ * forgotten: a launch or device record whose partner has not come yet
+ * waits, at most GPU_WINDOW_KEEP_NS.  0 or -errno. */
+#define GPU_WINDOW_KEEP_NS 10000000000ull
+/* Calls made in the last GPU_WINDOW_LAG_NS wait for the next window (their
+ * launch records may still be held for their op); now_ns UINT64_MAX: the
+ * last window, everything. */
+#define GPU_WINDOW_LAG_NS 500000000ull
+int gpu_session_apply_window(struct gpu_session *gs, struct profile *p,
+			     const char *(*op_name)(void *ctx, uint32_t id, const char **overload),
+			     void *ctx, uint64_t now_ns);
+/* A run that asked for device times and got no CUPTI record from any
+ * target: why (gpu_session_status), for one line; NULL when records came
+ * or every target's failure was already told at attach (gpu_session_add's
+ * note: a refusal).  The agent tbpf run names to the driver fails only
+ * there, later (CUPTI taken, CUDA never initialized): its status says so. */
+const char *gpu_session_unseen(struct gpu_session *gs);
+/* After an --inject agent's START: why it is not recording (CUPTI taken,
+ * ...), then its note (gpu_session_unseen does not tell it again); NULL
+ * when it records or its failure was told by gpu_session_add. */
+const char *gpu_session_not_started(struct gpu_session *gs, pid_t pid);
 void gpu_session_free(struct gpu_session *gs);
 
 #endif

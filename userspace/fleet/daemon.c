@@ -35,7 +35,7 @@
 /* The window's CUDA copies per process and direction (rows malloc'd, count
  * returned); the session's CUDA model starts over for the next window, so
  * a daemon keeps no per-kernel state of processes long gone. */
-static size_t window_copies(struct session *s, struct metrics_copy_row **rows)
+size_t daemon_window_copies(struct session *s, struct metrics_copy_row **rows)
 {
 	const struct cuda_model *cm = session_cuda(s, NULL, NULL);
 	size_t n = 0;
@@ -291,7 +291,7 @@ static int do_window(struct wctx *w, uint64_t now_mono, uint64_t now_real)
 					     .nhist = nhist, .counters = delta };
 		struct metrics_copy_row *copies = NULL;
 
-		mw.ncopies = window_copies(w->s, &copies);
+		mw.ncopies = daemon_window_copies(w->s, &copies);
 		mw.copies = copies;
 		pthread_mutex_lock(&w->st->lock);
 		err = metrics_add_window(&w->st->m, &mw);

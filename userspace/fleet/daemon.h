@@ -31,12 +31,21 @@ struct daemon_opts {
 	 * instead of uprobes (fleet/daemon_inproc.c); the agent's path */
 	bool inproc;
 	const char *inproc_agent;
+	/* --inject (--inject-force): with --inproc, the CUPTI agent too */
+	bool inject, inject_force;
+	const char *cupti_agent;     /* libtbpf_agent.so (NULL: not found) */
 	int verbose;
 };
 
 /* Run until a signal or o->duration_ns.  0, or -errno after a message on
  * stderr: -EPERM without root, session_open's errors, -EIO for the rest. */
 int daemon_run(const struct daemon_opts *o);
+
+struct session;
+struct metrics_copy_row;
+/* The window's CUDA copies per process and direction from s's CUDA model
+ * (rows malloc'd, count returned), which then starts over. */
+size_t daemon_window_copies(struct session *s, struct metrics_copy_row **rows);
 
 /* daemon_run with o->inproc: -EAGAIN (after one line) when a target's
  * torch has no verified layout: the caller runs daemon_run without it. */

@@ -14,10 +14,13 @@
  * pprof profile (window.c: profile_calltree, write_pprof_file,
  * push_pprof) with the Python frames between the job and the op.
  *
+ * With --inject the same session carries the CUDA probes and the CUPTI
+ * agent (daemon_gpu.h): launches per op, copies and device time per op.
+ *
  * Only explicit --pid targets: no system-wide scan (it would ptrace and
  * load the agent into every PyTorch process on the host), no budget (the
  * callbacks cannot be toggled per op to sample, see docs/fleet.md), no
- * CUDA or memory probes.
+ * memory probes.
  * The agent watches the daemon through a pidfd: SIGKILL of the daemon
  * removes the callbacks within 20 ms; SIGINT/SIGTERM stop them at once. */
 #include <errno.h>
@@ -44,6 +47,7 @@
 #include "calltree.h"
 #include "session.h"
 #include "window.h"
+#include "daemon_gpu.h"
 #include "clockns.h"
 
 #define POLL_MS 20
@@ -63,14 +67,42 @@ struct ictx {
 	struct capture_meta names;   /* op id -> RecordFunction name */
 	char (*comm)[16];            /* per --pid target, last seen */
 	uint64_t seq;
-	/* --pprof-dir / --push: the stacks' names (NULL: no profiles) */
-	struct session *py;
+	/* --pprof-dir / --push, --inject: the BPF session (daemon_gpu.h) */
+	struct dgpu *g;
+	struct session *py;          /* its stacks' names (NULL: no profiles) */
 	uint64_t win_start_real;
 };
 
 static int out_op(void *ctx, const struct rec_op *r)
 {
-	return opstream_add(((struct ictx *)ctx)->os, r);
+	struct ictx *w = ctx;
+	int err = dgpu_op(w->g, r);   /* --inject: the CUDA calls before it */
+
+	return err ? err : opstream_add(w->os, r);
+}
+
+static void out_begin(void *ctx)
+{
+	dgpu_begin(((struct ictx *)ctx)->g);
+}
+
+static void out_mark(void *ctx)
+{
+	dgpu_mark(((struct ictx *)ctx)->g);
+}
+
+static int out_settled(void *ctx, uint32_t pid)
+{
+	return dgpu_settled(((struct ictx *)ctx)->g, pid);
+}
+
+/* device time of an op the window has no row of (launched in an earlier one) */
+static const char *op_name(void *ctx, uint32_t id, const char **ovl)
+{
+	const struct capture_op *op = capture_meta_op(&((struct ictx *)ctx)->names, id);
+
+	*ovl = "";
+	return op ? op->name : NULL;
 }
 
 static int out_stack(void *ctx, const struct rec_pystack *r)
@@ -205,7 +237,8 @@ static int do_window(struct ictx *w, uint64_t dur_ns, int alive)
 	struct profile p, stk;
 	struct metrics_proc *procs = calloc(w->o->sel.npids, sizeof(*procs));
 	struct metrics_hist_row *hist = NULL;
-	size_t nhist = 0;
+	struct metrics_copy_row *copies = NULL;
+	size_t nhist = 0, ncopies = 0;
 	int err;
 
 	if (!procs)
@@ -213,13 +246,16 @@ static int do_window(struct ictx *w, uint64_t dur_ns, int alive)
 	profile_init(&p);
 	profile_init(&stk);
 	err = window_rows(w, &p, w->py ? &stk : NULL, &hist, &nhist);
+	if (!err)   /* --inject: launches, device times, copies */
+		ncopies = dgpu_window(w->g, &p, clock_ns(CLOCK_MONOTONIC), &copies);
 	p.duration_ns = dur_ns;
 	for (size_t i = 0; i < w->o->sel.npids; i++)
 		procs[i] = (struct metrics_proc){ .pid = (uint32_t)w->o->sel.pids[i],
 						  .comm = comm_of(w, i), .coverage = 1 };
 	if (!err) {
 		struct metrics_window mw = { .prof = &p, .procs = procs, .nprocs = w->o->sel.npids,
-					     .hist = hist, .nhist = nhist };
+					     .hist = hist, .nhist = nhist, .copies = copies,
+					     .ncopies = ncopies };
 
 		pthread_mutex_lock(&w->st->lock);
 		err = metrics_add_window(&w->st->m, &mw);
@@ -233,46 +269,11 @@ static int do_window(struct ictx *w, uint64_t dur_ns, int alive)
 				"alive\n", (unsigned long long)w->seq, p.nops, stk.nops, alive);
 	w->seq++;
 	free(hist);
+	free(copies);
 	free(procs);
 	profile_free(&p);
 	profile_free(&stk);
 	return err;
-}
-
-/* The session that names the agents' stacks (it attaches no probe: the
- * interpreter's offsets and objects only); NULL after one line. */
-static struct session *open_names(const struct daemon_opts *o)
-{
-	struct session_config cfg = {
-		.exits = EXITS_INFER, .python = true, .no_hist = true,
-		.only_pid = o->sel.npids == 1 ? o->sel.pids[0] : 0,
-		.modcalls_only = true, .modcalls_no_probe = true, .verbose = o->verbose,
-	};
-	char *why = NULL;
-	int code = 0;
-	struct session *py = session_open(&cfg, &why, &code);
-
-	if (!py)
-		fprintf(stderr, "tbpf: --inproc: no Python stacks for the profiles: %s\n",
-			why ? why : "cannot open the session");
-	free(why);
-	return py;
-}
-
-static int names_add(const struct daemon_opts *o, struct session *py)
-{
-	for (size_t i = 0; i < o->sel.npids; i++) {
-		char *why = NULL;
-		int err = session_add_target(py, o->sel.pids[i], &why);
-
-		if (err) {
-			fprintf(stderr, "tbpf: --inproc: pid %d: no Python stacks for the profiles: "
-					"%s\n", o->sel.pids[i], why ? why : strerror(-err));
-			free(why);
-			return err;
-		}
-	}
-	return 0;
 }
 
 static int attach_all(const struct daemon_opts *o, struct inproc_session *s, const unsigned *layouts)
@@ -303,8 +304,8 @@ static void loop(struct ictx *w, struct inproc_session *s)
 		uint64_t now = clock_ns(CLOCK_MONOTONIC);
 		int live = inproc_session_poll(s);
 
-		if (w->py)
-			session_poll(w->py, 0);
+		if (w->g)   /* stacks named while alive; CUDA and CUPTI records */
+			session_poll(dgpu_session(w->g), 0);
 
 		if (live < 0)
 			fprintf(stderr, "tbpf: draining the agents failed: %s\n", strerror(-live));
@@ -329,6 +330,7 @@ static void loop(struct ictx *w, struct inproc_session *s)
 		usleep(POLL_MS * 1000);
 	}
 	inproc_session_stop(s);
+	dgpu_stop(w->g);   /* the CUPTI agents' last records, the CUDA calls held */
 	do_window(w, clock_ns(CLOCK_MONOTONIC) - win, 0);
 	fprintf(stderr, "tbpf: daemon stopped (%s) after %llu windows\n",
 		stop_sig ? "signal" : "duration", (unsigned long long)w->seq);
@@ -371,12 +373,20 @@ int daemon_inproc_run(const struct daemon_opts *o)
 		return -EIO;
 	/* before the agents start: loading BPF takes a while, and nobody
 	 * would drain their rings meanwhile */
-	if ((o->pprof_dir || o->push_url) && !(w.py = open_names(o))) {
+	if ((o->pprof_dir || o->push_url || o->inject) &&
+	    !(w.g = dgpu_open(o, o->pprof_dir || o->push_url, op_name, &w))) {
 		metrics_free(&st.m);
 		return -EIO;
 	}
+	if (o->pprof_dir || o->push_url)
+		w.py = dgpu_session(w.g);
 	if (w.py)
 		out.stack = out_stack;
+	if (dgpu_cuda(w.g)) {
+		out.begin = out_begin;
+		out.mark = out_mark;
+		out.settled = out_settled;
+	}
 	if (o->push_url)
 		curl_global_init(CURL_GLOBAL_DEFAULT);
 	capture_meta_init(&w.names);
@@ -390,9 +400,11 @@ int daemon_inproc_run(const struct daemon_opts *o)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	for (size_t i = 0; i < o->sel.npids; i++)   /* the CUPTI agents first, as tbpf --inproc */
+		dgpu_add_agent(w.g, o->sel.pids[i]);
 	err = attach_all(o, s, layouts);
-	if (!err && w.py)
-		err = names_add(o, w.py);
+	if (!err)
+		err = dgpu_add_targets(w.g, o);
 	if (err) {
 		inproc_session_stop(s);
 		goto out;
@@ -406,9 +418,10 @@ int daemon_inproc_run(const struct daemon_opts *o)
 	}
 	for (size_t i = 0; i < o->sel.npids; i++)
 		comm_of(&w, i);
-	fprintf(stderr, "tbpf: daemon: %zu targets, in-process RecordFunction callbacks%s; "
+	fprintf(stderr, "tbpf: daemon: %zu targets, in-process RecordFunction callbacks%s%s; "
 			"window %.3g s%s; Ctrl-C to stop\n", o->sel.npids,
-		w.py ? " with Python stacks" : "", o->window_ns / 1e9,
+		w.py ? " with Python stacks" : "", dgpu_cuda(w.g) ? ", CUDA probes and the CUPTI agent" : "",
+		o->window_ns / 1e9,
 		http ? "; metrics at /metrics" : "");
 	if (http) {
 		const union MHD_DaemonInfo *di = MHD_get_daemon_info(http, MHD_DAEMON_INFO_BIND_PORT);
@@ -421,7 +434,7 @@ out:
 	if (http)
 		MHD_stop_daemon(http);
 	inproc_session_free(s);
-	session_close(w.py);
+	dgpu_close(w.g);
 	if (o->push_url)
 		curl_global_cleanup();
 	opstream_free(w.os);

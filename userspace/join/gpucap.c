@@ -107,6 +107,76 @@ const struct gj_op_span *gj_spans_of(const struct gj_spans *s, uint32_t pid, siz
 	return NULL;
 }
 
+struct open_spans {
+	uint32_t pid, tid;
+	uint64_t now;
+	bool below;               /* a frame above, on this thread, holds a launch */
+	struct gj_op_span *v;
+	size_t n, cap;
+	int err;
+};
+
+/* innermost first: a frame encloses a launch when it or one above does */
+static void sp_open(void *ctx, const struct tl_slice *s)
+{
+	struct open_spans *o = ctx;
+	struct gj_op_span *n;
+
+	if (s->pid != o->pid || o->err)
+		return;
+	if (s->tid != o->tid)
+		o->below = false;
+	o->tid = s->tid;
+	o->below |= s->frames[s->depth].user != NULL;
+	if (!o->below)
+		return;
+	if (!(n = grow(o->v, &o->cap, o->n, sizeof(*n)))) {
+		o->err = -ENOMEM;
+		return;
+	}
+	o->v = n;
+	o->v[o->n++] = (struct gj_op_span){ s->begin_ns, o->now, s->stack_id, s->tid, s->op_id };
+}
+
+int gj_spans_window(const struct gj_spans *s, uint32_t pid, uint64_t now_ns,
+		    struct gj_op_span **out, size_t *n)
+{
+	struct open_spans o = { .pid = pid, .now = now_ns };
+	size_t nc = 0;
+	const struct gj_op_span *closed = gj_spans_of(s, pid, &nc);
+
+	*out = NULL;
+	*n = 0;
+	o.cap = nc + 16;
+	if (!(o.v = malloc(o.cap * sizeof(*o.v))))
+		return -ENOMEM;
+	if (nc)
+		memcpy(o.v, closed, nc * sizeof(*o.v));
+	o.n = nc;
+	if (s)
+		timeline_each_open(s->tl, sp_open, &o);
+	if (o.err) {
+		free(o.v);
+		return o.err;
+	}
+	*out = o.v;
+	*n = o.n;
+	return 0;
+}
+
+void gj_spans_drop_before(struct gj_spans *s, uint64_t ts)
+{
+	for (size_t i = 0; s && i < s->np; i++) {
+		struct span_pid *p = &s->p[i];
+		size_t k = 0;
+
+		for (size_t j = 0; j < p->n; j++)
+			if (p->v[j].end_ns >= ts)
+				p->v[k++] = p->v[j];
+		p->n = k;
+	}
+}
+
 void gj_spans_free(struct gj_spans *s)
 {
 	if (!s)
