@@ -82,20 +82,24 @@ static void test_accept_needs_the_offer(void **state)
 static void test_forked_child_keeps_nothing(void **state)
 {
 	struct owner_watch w = OWNER_WATCH_INIT;
-	int go[2], fd, status;
+	int go[2], ready[2], fd, status;
 	pid_t child;
-	char c;
+	char c = 0;
 
 	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(ready), 0);
 	assert_int_equal(owner_offer(&w, &pub), 0);
 	child = fork();
 	assert_true(child >= 0);
 	if (child == 0) {
 		owner_forked(&w);   /* what the agents' atfork handler does */
 		close(go[1]);
+		(void)!write(ready[1], &c, 1);
 		_exit(read(go[0], &c, 1) < 0);
 	}
 	close(go[0]);
+	/* the handler has run (in the agents: before fork returns there) */
+	assert_int_equal(read(ready[0], &c, 1), 1);
 	fd = take();
 	assert_int_equal(owner_accept(&w, &pub), 0);
 	owner_chan_close(fd);
