@@ -736,7 +736,7 @@ static void *ctl_main(void *arg)
 				tsc_refine();
 		}
 		pthread_mutex_unlock(&ctl_lock);
-		usleep(registered ? 20000 : 50000);
+		usleep(registered ? 20000 : owner_offered(&owner) ? 2000 : 50000);
 	}
 	return NULL;
 }

@@ -109,6 +109,14 @@ static inline int owner_accept(struct owner_watch *w, volatile struct tbpf_owner
 	return ok ? 0 : -1;
 }
 
+/* An offer is out: tbpf's START follows within milliseconds, so the
+ * control thread looks again soon (its poll period would otherwise add to
+ * every attach). */
+static inline int owner_offered(const struct owner_watch *w)
+{
+	return w->wfd >= 0;
+}
+
 /* A channel tbpf holds (accepted or inherited). */
 static inline int owner_watching(const struct owner_watch *w)
 {

@@ -503,7 +503,7 @@ static void *ctl_main(void *arg)
 		}
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100 * 1000000;
+		ts.tv_nsec += (owner_offered(&owner) ? 2 : 100) * 1000000;
 		if (ts.tv_nsec >= 1000000000) {
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;
