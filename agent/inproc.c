@@ -54,6 +54,7 @@ static struct {
 	uint64_t (*add_global)(struct tbpf_rf_callback cb);
 	void (*remove)(uint64_t handle);
 	const char *(*name)(const void *rf);
+	void (*cleanup)(void *, const void *, const void *);   /* fnname.h: may be NULL */
 } api;
 
 static volatile int enabled;         /* callbacks record only while set */
@@ -76,6 +77,14 @@ static pthread_mutex_t name_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t name_hashes[TBPF_INPROC_NAMES * 2];
 
 #define KNOWN_CACHE 64   /* per thread: hashes of names already published */
+#define FN_BITS 9        /* per thread: 512 schema pointers -> name hash */
+
+/* An op's schema pointer and its name's hash, valid while `epoch` is the
+ * current fn_epoch (fnname.h) */
+struct fn_ent {
+	const void *schema;
+	uint32_t hash, epoch;
+};
 
 struct thread_state {
 	uint32_t tid, depth;
@@ -86,6 +95,7 @@ struct thread_state {
 	int64_t last_seq;       /* of the last INPROC_SEQ_FWD written */
 	uint64_t torch_tid;     /* RecordFunction::threadId() of this thread */
 	uint32_t known[KNOWN_CACHE];
+	struct fn_ent fn[1u << FN_BITS];
 	const void *open[TBPF_INPROC_STACK];
 	uint32_t hash[TBPF_INPROC_STACK];
 	PY_THREAD_FIELDS   /* Python stacks per open RecordFunction (pywalk.h) */
@@ -270,22 +280,26 @@ static int name_publish(uint32_t h, const char *s, uint8_t flags)
  * table remembers it (t->known, direct-mapped) and skips the shared
  * table's lookup next time; a name the full table refused is not
  * remembered, so each of its records counts in names_lost. */
-static inline void name_known(struct thread_state *t, uint32_t h, const char *s, uint8_t flags)
+static inline int name_known(struct thread_state *t, uint32_t h, const char *s, uint8_t flags)
 {
 	uint32_t mask = TBPF_INPROC_NAMES * 2 - 1, i = h & mask, v;
 
 	if (t->known[h & (KNOWN_CACHE - 1)] == h)
-		return;
+		return 1;
 	while ((v = __atomic_load_n(&name_hashes[i], __ATOMIC_ACQUIRE))) {
 		if (v == h) {
 			t->known[h & (KNOWN_CACHE - 1)] = h;
-			return;
+			return 1;
 		}
 		i = (i + 1) & mask;
 	}
-	if (name_publish(h, s, flags))
-		t->known[h & (KNOWN_CACHE - 1)] = h;
+	if (!name_publish(h, s, flags))
+		return 0;
+	t->known[h & (KNOWN_CACHE - 1)] = h;
+	return 1;
 }
+
+#include "fnname.h"
 
 /* ---- the rings ----------------------------------------------------------- */
 static volatile int seq_on;
@@ -468,7 +482,6 @@ static inline void seq_note(struct thread_state *t, const void *rf, int bwd, uin
 static inline void on_start(const void *rf, uint8_t flags, int bwd)
 {
 	struct thread_state *t = self();
-	const char *name;
 	uint32_t h, shape = 0, stack;
 
 	if (!enabled)
@@ -479,9 +492,7 @@ static inline void on_start(const void *rf, uint8_t flags, int bwd)
 	}
 	if (!t->tid)
 		t->tid = (uint32_t)syscall(SYS_gettid);
-	name = api.name(rf);
-	h = name_hash(name ? name : "");
-	name_known(t, h, name ? name : "", flags);
+	h = op_name_id(t, rf, flags);
 	if (shapes_on)
 		shape = shape_of(rf, h);
 	t->open[t->depth] = rf;
@@ -593,6 +604,7 @@ static int resolve(void)
 		dlsym(h, "_ZN2at17addGlobalCallbackENS_22RecordFunctionCallbackE");
 	api.remove = (void (*)(uint64_t))dlsym(h, "_ZN2at14removeCallbackEm");
 	api.name = (const char *(*)(const void *))dlsym(h, "_ZNK2at14RecordFunction4nameEv");
+	api.cleanup = (void (*)(void *, const void *, const void *))dlsym(h, FN_CLEANUP);
 	return api.add_global && api.remove && api.name ? 0 : -1;
 }
 
@@ -608,6 +620,7 @@ static void remove_callbacks(uint32_t state, const char *detail)
 {
 	enabled = 0;
 	mc_stop();
+	fn_stop();
 	py_on = 0;
 	shapes_on = 0;
 	tbpf_inproc.shapes_on = 0;
@@ -650,7 +663,7 @@ static void start(void)
 		return;
 	if (registered)
 		remove_callbacks(INPROC_STOPPED, "restarted");
-	if (tbpf_inproc.layout != INPROC_LAYOUT_RFCB10) {
+	if (tbpf_inproc.layout != INPROC_LAYOUT_RFCB10 && tbpf_inproc.layout != INPROC_LAYOUT_RFCB10_FN) {
 		remove_callbacks(INPROC_REFUSED, "unknown RecordFunctionCallback layout");
 		return;
 	}
@@ -665,6 +678,7 @@ static void start(void)
 	}
 	shapes_setup();
 	seq_setup();
+	fn_setup();
 	op.needs_inputs = user.needs_inputs = bwd.needs_inputs = shapes_on;
 	for (int i = 0; i < RF_NUM_SCOPES; i++) {
 		op.scopes[i] = i != RF_USER_SCOPE && !(seq_on && i == RF_BACKWARD_SCOPE);

@@ -12,10 +12,8 @@
  * rax through: the same for an sret return and a returned reference).
  *
  * Safety: the slot is patched only when it holds libtorch_cpu's own
- * getTracingState (or the lazy PLT stub of libtorch_python itself), with an
- * aligned 8-byte store (a concurrent call takes the old or the new
- * target, both valid); a read-only (RELRO) page is made writable for the
- * store and read-only again.  The slot is restored when the callbacks are
+ * getTracingState (or the lazy PLT stub of libtorch_python itself), as
+ * gotpatch.h does it.  The slot is restored when the callbacks are
  * removed (stop, tbpf exit seen by the watchdog); the agent is never
  * unloaded, so a call already in mc_hook, or one through a slot left
  * patched (process exit, forked child: mc_on off), only passes through.
@@ -25,17 +23,14 @@
 #ifndef TBPF_AGENT_MODCALL_H
 #define TBPF_AGENT_MODCALL_H
 
-#include <elf.h>
-#include <link.h>
 #include <stdio.h>
-#include <sys/mman.h>
+#include "gotpatch.h"
 
 #define MC_SYM "_ZN5torch3jit6tracer15getTracingStateEv"
 #define MC_LIB "libtorch_python.so"
 
 static void *(*mc_orig)(void *);        /* libtorch_cpu's getTracingState */
-static uint64_t *mc_slot;               /* the patched GOT slot, NULL: none */
-static uint64_t mc_saved;               /* its value before the patch */
+static struct got_patch mc_got = { .lib = MC_LIB, .sym = MC_SYM };
 static volatile int mc_on;
 static uint64_t mc_code[2];             /* _call_impl code objects seen */
 static uint64_t mc_str_type;            /* &PyUnicode_Type */
@@ -97,119 +92,10 @@ static void *mc_hook(void *ret)
 	return mc_orig(ret);
 }
 
-/* ---- the GOT slot ---------------------------------------------------- */
-struct mc_find {
-	uint64_t *slot;
-	uintptr_t lo, hi;     /* libtorch_python's mapped range */
-	int seen;
-};
-
-static uintptr_t mc_ptr(uintptr_t base, uintptr_t v)
-{
-	return v < base ? v + base : v;   /* glibc relocates d_ptr in place */
-}
-
-static void mc_scan(uintptr_t base, const ElfW(Rela) *r, size_t bytes, const ElfW(Sym) *sym,
-		    const char *str, size_t strsz, struct mc_find *f)
-{
-	for (size_t i = 0; r && i < bytes / sizeof(*r) && !f->slot; i++) {
-		unsigned type = ELF64_R_TYPE(r[i].r_info);
-		size_t si = ELF64_R_SYM(r[i].r_info);
-
-		if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || !si ||
-		    sym[si].st_name >= strsz)
-			continue;
-		if (!strcmp(str + sym[si].st_name, MC_SYM) && !((base + r[i].r_offset) & 7))
-			f->slot = (uint64_t *)(base + r[i].r_offset);
-	}
-}
-
-static int mc_find_cb(struct dl_phdr_info *info, size_t size, void *data)
-{
-	struct mc_find *f = data;
-	const char *b = strrchr(info->dlpi_name, '/');
-	uintptr_t base = info->dlpi_addr, jmprel = 0, rela = 0, symtab = 0, strtab = 0;
-	size_t pltsz = 0, relasz = 0, strsz = 0;
-	const ElfW(Dyn) *d = NULL;
-
-	b = b ? b + 1 : info->dlpi_name;
-	if (strncmp(b, MC_LIB, sizeof(MC_LIB) - 1))
-		return 0;
-	f->seen = 1;
-	f->lo = UINTPTR_MAX;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-
-		if (p->p_type == PT_DYNAMIC)
-			d = (const ElfW(Dyn) *)(base + p->p_vaddr);
-		if (p->p_type == PT_LOAD) {
-			if (base + p->p_vaddr < f->lo)
-				f->lo = base + p->p_vaddr;
-			if (base + p->p_vaddr + p->p_memsz > f->hi)
-				f->hi = base + p->p_vaddr + p->p_memsz;
-		}
-	}
-	for (; d && d->d_tag != DT_NULL; d++) {
-		switch (d->d_tag) {
-		case DT_JMPREL: jmprel = mc_ptr(base, d->d_un.d_ptr); break;
-		case DT_PLTRELSZ: pltsz = d->d_un.d_val; break;
-		case DT_RELA: rela = mc_ptr(base, d->d_un.d_ptr); break;
-		case DT_RELASZ: relasz = d->d_un.d_val; break;
-		case DT_SYMTAB: symtab = mc_ptr(base, d->d_un.d_ptr); break;
-		case DT_STRTAB: strtab = mc_ptr(base, d->d_un.d_ptr); break;
-		case DT_STRSZ: strsz = d->d_un.d_val; break;
-		}
-	}
-	if (symtab && strtab) {
-		mc_scan(base, (const ElfW(Rela) *)jmprel, pltsz, (const ElfW(Sym) *)symtab,
-			(const char *)strtab, strsz, f);
-		mc_scan(base, (const ElfW(Rela) *)rela, relasz, (const ElfW(Sym) *)symtab,
-			(const char *)strtab, strsz, f);
-	}
-	return 1;
-}
-
-/* The protection of the page holding a (from /proc/self/maps), -1: unknown. */
-static int mc_page_prot(uintptr_t a)
-{
-	char line[512];
-	int prot = -1;
-	FILE *m = fopen("/proc/self/maps", "re");
-
-	while (m && prot < 0 && fgets(line, sizeof(line), m)) {
-		unsigned long lo, hi;
-		char perm[8];
-
-		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perm) == 3 && a >= lo && a < hi)
-			prot = (perm[0] == 'r' ? PROT_READ : 0) | (perm[1] == 'w' ? PROT_WRITE : 0) |
-			       (perm[2] == 'x' ? PROT_EXEC : 0);
-	}
-	if (m)
-		fclose(m);
-	return prot;
-}
-
-static int mc_store(uint64_t *slot, uint64_t v)
-{
-	uintptr_t page = (uintptr_t)slot & ~(uintptr_t)4095;
-	int prot = mc_page_prot((uintptr_t)slot);
-
-	if (prot < 0 || !(prot & PROT_READ))
-		return -1;
-	if (!(prot & PROT_WRITE) && mprotect((void *)page, 4096, prot | PROT_WRITE))
-		return -1;
-	__atomic_store_n(slot, v, __ATOMIC_RELEASE);
-	if (!(prot & PROT_WRITE))
-		mprotect((void *)page, 4096, prot);
-	return 0;
-}
-
 /* At START (control thread, ctl_lock), after py_start. */
 static void mc_start(void)
 {
-	struct mc_find f = { 0 };
 	void *h = NULL, *real;
-	uint64_t cur;
 
 	mc_on = 0;
 	if (!tbpf_inproc_py.want_modcalls || !py_on) {
@@ -223,26 +109,22 @@ static void mc_start(void)
 		mc_state(2, "no getTracingState in libtorch_cpu");
 		return;
 	}
-	if (!mc_slot) {
-		dl_iterate_phdr(mc_find_cb, &f);
-		if (!f.slot) {
-			mc_state(2, f.seen ? MC_LIB " does not import getTracingState"
-					   : "no " MC_LIB " loaded");
-			return;
-		}
-		cur = __atomic_load_n(f.slot, __ATOMIC_ACQUIRE);
-		/* the real function, or the object's own lazy-binding PLT stub */
-		if (cur != (uint64_t)(uintptr_t)real && (cur < f.lo || cur >= f.hi)) {
-			mc_state(2, "getTracingState's GOT slot points elsewhere");
-			return;
-		}
-		mc_orig = (void *(*)(void *))real;
-		mc_saved = cur;
-		if (mc_store(f.slot, (uint64_t)(uintptr_t)mc_hook)) {
-			mc_state(2, "cannot write getTracingState's GOT slot");
-			return;
-		}
-		mc_slot = f.slot;
+	mc_orig = (void *(*)(void *))real;
+	switch (got_patch(&mc_got, real, (const void *)mc_hook)) {
+	case GOT_OK:
+		break;
+	case GOT_NO_LIB:
+		mc_state(2, "no " MC_LIB " loaded");
+		return;
+	case GOT_NO_IMPORT:
+		mc_state(2, MC_LIB " does not import getTracingState");
+		return;
+	case GOT_ELSEWHERE:
+		mc_state(2, "getTracingState's GOT slot points elsewhere");
+		return;
+	default:
+		mc_state(2, "cannot write getTracingState's GOT slot");
+		return;
 	}
 	mc_on = 1;
 	mc_state(1, "counting");
@@ -252,8 +134,7 @@ static void mc_start(void)
 static void mc_stop(void)
 {
 	mc_on = 0;
-	if (mc_slot && !mc_store(mc_slot, mc_saved))
-		mc_slot = NULL;
+	got_unpatch(&mc_got);
 	if (tbpf_inproc_py.modcalls == 1)
 		mc_state(0, "stopped");
 }

@@ -17,6 +17,18 @@
 #define RF_USER_SCOPE 7    /* at::RecordScope::USER_SCOPE */
 #define RF_BACKWARD_SCOPE 1 /* at::RecordScope::BACKWARD_FUNCTION */
 
+/* INPROC_LAYOUT_RFCB10_FN: at::RecordFunction::fn_, a variant of a
+ * std::string (record_function scopes, autograd nodes) and a
+ * std::reference_wrapper<const c10::FunctionSchema> (ops through the
+ * dispatcher; name() is that schema's name().c_str()).  1.13: c10::variant
+ * (index an unsigned int), 2.8: std::variant (index one byte); the agent
+ * reads the index's low byte.  The schema alternative's first word is the
+ * FunctionSchema pointer.  Checked by tests/unit/rf_layout.sh: offsetof,
+ * and a program that builds fn_ both ways and runs libtorch's name(). */
+#define RF_FN_OFF 160       /* offsetof(RecordFunction, fn_) */
+#define RF_FN_INDEX_OFF 32  /* the variant's index in fn_ */
+#define RF_FN_SCHEMA 1      /* the index of the schema alternative */
+
 struct tbpf_rf_callback {
 	void *(*start)(void **ret, const void *rf); /* returns unique_ptr via sret */
 	void (*end)(const void *rf, void *ctx);

@@ -27,7 +27,7 @@ class Ctl(ctypes.Structure):   # bpf/tbpf_abi.h struct tbpf_inproc_ctl
 
 
 SHARD_OFF, SHARD_SIZE, SHARDS = 416, 128, 4   # offsetof(struct tbpf_inproc_ctl, shard) (version 8; 400 wrote the tails into shard_rings)
-CHAN_OFF = 928                                # offsetof(struct tbpf_inproc_ctl, chan) (version 9)
+CHAN_OFF = 944                                # offsetof(struct tbpf_inproc_ctl, chan) (version 10)
 START, STOP, CHANNEL = 1, 2, 3                # ctl.request
 _held = []                                    # this process's copies of the owner channels
 
@@ -92,7 +92,7 @@ def torch_add_loop():
 
 
 def _post(ctl, r):
-    ctl.owner, ctl.layout, ctl.request = os.getpid(), 1, r
+    ctl.owner, ctl.layout, ctl.request = os.getpid(), 2 if ctl.version >= 9 else 1, r
     ctl.seq += 1
     while ctl.served_seq != ctl.seq:
         time.sleep(0.005)
@@ -100,10 +100,10 @@ def _post(ctl, r):
 
 def request(ctl, r):
     """START or STOP the agent as tbpf does (layout 1, this process as
-    owner: from version 9 it takes the owner channel's write end first, a
+    owner: from version 10 it takes the owner channel's write end first, a
     dup in this same process, kept open); waits until it is served; exits
     when a start fails."""
-    if r == START and ctl.version >= 9:
+    if r == START and ctl.version >= 10:
         _post(ctl, CHANNEL)
         base = ctypes.addressof(ctl) + CHAN_OFF
         wfd = ctypes.c_int32.from_address(base).value

@@ -301,14 +301,16 @@ struct tbpf_owner_chan {
  * TBPF_INPROC_ID_BASE | hash (hash: agent/inproc.c name_hash(), 32 bits
  * of the name, an opaque id: names travel in the name table). */
 #define TBPF_INPROC_MAGIC 0x636f72706e696274ULL  /* "tbinproc" */
-#define TBPF_INPROC_VERSION 9   /* 2: shapes (record 32 bytes, shape table);
+#define TBPF_INPROC_VERSION 10  /* 2: shapes (record 32 bytes, shape table);
 				 * 3: records carry a Python stack id;
 				 * 4: sequence numbers (INPROC_SEQ, want_seq);
 				 * 5: module calls counted in-process (INPROC_MODCALL);
 				 * 6: the input layout carries Input type's;
 				 * 7: and where nested/symbolic tensors show
 				 * 8: threads' own rings (tbpf_inproc_shard)
-				 * 9: the owner channel (chan, INPROC_REQ_CHANNEL) */
+				 * 9: ops named by their schema pointer
+				 * (INPROC_LAYOUT_RFCB10_FN, fn_on)
+				 * 10: the owner channel (chan, INPROC_REQ_CHANNEL) */
 #define TBPF_INPROC_ID_BASE 0x40000000u
 #define TBPF_INPROC_ID_MASK 0x3fffffffu
 #define TBPF_INPROC_SLOTS (1u << 18)     /* ring slots (8 MiB), also of each thread's ring */
@@ -365,11 +367,13 @@ enum tbpf_inproc_state {
 };
 
 enum tbpf_inproc_request { INPROC_REQ_NONE = 0, INPROC_REQ_START = 1, INPROC_REQ_STOP = 2,
-			   INPROC_REQ_CHANNEL = 3 /* offer a fresh owner channel (version 9) */ };
+			   INPROC_REQ_CHANNEL = 3 /* offer a fresh owner channel (version 10) */ };
 
 /* Layouts of at::RecordFunctionCallback the agent can build (verified per
- * torch version by tbpf before it asks, docs/inproc.md). */
-enum tbpf_inproc_layout { INPROC_LAYOUT_NONE = 0, INPROC_LAYOUT_RFCB10 = 1 };
+ * torch version by tbpf before it asks, docs/inproc.md); RFCB10_FN: the
+ * same, and at::RecordFunction::fn_ as agent/rf_layout.h has it (RF_FN_*:
+ * the agent names ops by their schema pointer, agent/fnname.h). */
+enum tbpf_inproc_layout { INPROC_LAYOUT_NONE = 0, INPROC_LAYOUT_RFCB10 = 1, INPROC_LAYOUT_RFCB10_FN = 2 };
 
 /* Where the agent finds a RecordFunction's inputs and their sizes
  * (--record-shapes), for one torch version: tbpf sends it before START
@@ -488,7 +492,12 @@ struct tbpf_inproc_ctl {
 	__u64 shard_rings;    /* (agent) address of tbpf_inproc_shard_ring[][] */
 	__u32 nshards, pad3;  /* (agent) TBPF_INPROC_SHARDS */
 	struct tbpf_inproc_shard shard[TBPF_INPROC_SHARDS];
-	struct tbpf_owner_chan chan;   /* version 9: the owner channel */
+	/* version 9: ops named by their schema pointer (INPROC_LAYOUT_RFCB10_FN) */
+	__u32 fn_on;          /* (agent) 1 while ops are named by their schema */
+	__u32 pad4;
+	__u64 fn_flushes;     /* (agent) operators removed from torch's dispatcher
+			       * while active: every thread's schema cache dropped */
+	struct tbpf_owner_chan chan;   /* version 10: the owner channel */
 };
 /* ==== END inproc ========================================================= */
 

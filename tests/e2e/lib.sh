@@ -253,6 +253,36 @@ result_field() {
 	tr ' ' '\n' <<< "${line#RESULT }" | sed -n "s/^$2=//p"
 }
 
+# inproc_attached V WAIT PY WORKLOAD ARGS...: WORKLOAD (tests/workloads)
+# with ARGS (wlV) under `tbpf --inproc --format json` (tbV) from its go to
+# its exit (at most WAIT s); both exit 0.
+inproc_attached() {
+	local v=$1 wait=$2 py=$3 wl=$4
+	shift 4
+	start_workload wl$v "$py" "$wl" "$@"
+	start_tbpf tb$v --pid "$(get wl$v pid)" --inproc --format json --duration 600s
+	go "$(get wl$v pid)"
+	wait_exit wl$v "$wait"
+	expect_rc wl$v 0
+	wait_exit tb$v 30
+	expect_rc tb$v 0
+}
+
+# inproc_vs_profiler V LABEL PY WORKLOAD ARGS...: WORKLOAD with ARGS under
+# torch.profiler (--profile: JSON with "x" to $T/profV.json), then
+# inproc_attached; the RESULT's x equals the torch.profiler run's.  The
+# caller compares rows.
+inproc_vs_profiler() {
+	local v=$1 label=$2 py=$3 wl=$4 want got
+	shift 4
+	"$py" "$WL/$wl" --profile "$@" > "$T/prof$v.json" 2> "$T/prof$v.err" ||
+		fail "$label: torch.profiler run failed: $(tail -n 2 "$T/prof$v.err" | tr '\n' ' ')"
+	inproc_attached "$v" 120 "$py" "$wl" "$@"
+	want=$(python3 -c 'import json,sys; print("%.1f" % json.load(open(sys.argv[1]))["x"])' "$T/prof$v.json")
+	got=$(result_field "$(get wl$v out)" x)
+	[ "$want" = "$got" ] || fail "$label: result $got under --inproc, $want under torch.profiler"
+}
+
 # check_reference OUT REF_OUT PY LABEL ARGS...: the exceptions.py run in
 # OUT (profiled, killed, cycled...) kept its reference results.  In-process:
 # the reference recomputed after the run (digest_after) equals the one

@@ -211,6 +211,14 @@ check_gpu_trace "$T/inp.tbpf" inproc "$(get wl_inp pid)" || fail "inproc: GPU tr
 "$TBPF" report "$T/inp.tbpf" --format tree -o "$T/inp.report.tree" 2> "$T/inp.rtree.err" ||
 	fail "report tree: $(cat "$T/inp.rtree.err")"
 check_tree "$T/inp.report.tree" "inproc report tree" || fail "inproc report tree: device time per layer (see log)"
+# --steps from the capture, a step ending where aten::fkstep ends: steps 0
+# and 1 run from iteration 0's fkstep end to iteration 2's, so they hold
+# two iterations' work (iterations 1-2's fkstep, 0-1's out kernels), and
+# device times count the work launched in them only
+"$TBPF" report "$T/inp.tbpf" --step-on aten::fkstep --steps 2 --format json \
+	-o "$T/inp.steps.json" 2> "$T/inp.steps.err" || fail "report --steps: $(cat "$T/inp.steps.err")"
+PARAMS="2 ${PARAMS#* }" check_ops "$T/inp.steps.json" "inproc report --steps 2" ||
+	fail "inproc report --steps 2: device times of two steps (see log)"
 run inptree --inproc --format tree -o "$T/inp.tree"
 check_tree "$T/inp.tree" "inproc live tree" || fail "inproc live tree: device time per layer (see log)"
 cat "$T/inp.tree"

@@ -19,19 +19,7 @@ names_case() {
 	need_torch "$py"
 	label="torch $(torch_version "$py"), $STEPS step names"
 	log "== $label"
-	"$py" "$WL/many_names.py" --profile --steps "$STEPS" > "$T/prof$v.json" 2> "$T/prof$v.err" ||
-		fail "$label: torch.profiler run failed: $(tail -n 2 "$T/prof$v.err" | tr '\n' ' ')"
-	start_workload wl$v "$py" many_names.py --steps "$STEPS"
-	start_tbpf tb$v --pid "$(get wl$v pid)" --inproc --format json --duration 600s
-	go "$(get wl$v pid)"
-	wait_exit wl$v 120
-	expect_rc wl$v 0
-	wait_exit tb$v 30
-	expect_rc tb$v 0
-	local want got
-	want=$(python3 -c 'import json,sys; print("%.1f" % json.load(open(sys.argv[1]))["x"])' "$T/prof$v.json")
-	got=$(result_field "$(get wl$v out)" x)
-	[ "$want" = "$got" ] || fail "$label: result $got under --inproc, $want under torch.profiler"
+	inproc_vs_profiler "$v" "$label" "$py" many_names.py --steps "$STEPS"
 	compare_counts "$(get tb$v out)" "$T/prof$v.json" "$(get wl$v pid)" "$label"
 	grep -E "records' names did not fit" "$(get tb$v err)" ||
 		fail "$label: tbpf did not say that names were lost: $(tr '\n' ' ' < "$(get tb$v err)")"

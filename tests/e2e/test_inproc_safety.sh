@@ -16,7 +16,8 @@
 #    the GOT slot of getTracingState in libtorch_python, read from the
 #    target's memory, points into the agent while it counts module calls
 #    (agent/modcall.h) and back at libtorch_cpu's function after every
-#    detach and every SIGKILL.
+#    detach and every SIGKILL; so does libtorch_cpu's own slot of
+#    Dispatcher::cleanup (the schema cache's epoch hook, agent/fnname.h).
 #  - forked children (DataLoader workers, a fork Pool, os.fork from a
 #    thread; fork_children.py) made while tbpf records: each child's copy
 #    of the agent says "stopped" and writes no record (pthread_atfork),
@@ -39,13 +40,7 @@ state() { python3 "$E2E_DIR/inproc_state.py" "$@"; }
 whole_run() {
 	local py=$1 v=$2 label=$3
 	log "== $label: --inproc for the whole run"
-	start_workload wl$v "$py" exceptions.py --iters "$ITERS"
-	start_tbpf tb$v --pid "$(get wl$v pid)" --inproc --format json --duration 600s
-	go "$(get wl$v pid)"
-	wait_exit wl$v 300
-	expect_rc wl$v 0
-	wait_exit tb$v 30
-	expect_rc tb$v 0
+	inproc_attached "$v" 300 "$py" exceptions.py --iters "$ITERS"
 	[ "$(result_field "$(get wl$v out)" checksum)" = "$(result_field "$T/ref$v.out" checksum)" ] ||
 		fail "$label: checksum under --inproc differs from the unprofiled run"
 	[ "$(result_field "$(get wl$v out)" mismatches)" = 0 ] || fail "$label: results changed under --inproc"
@@ -116,6 +111,7 @@ cycles_and_kills() {
 		log "cycle $i: $st"
 		[[ $st == state=stopped* ]] || fail "$label: after cycle $i the agent is not stopped: $st"
 		[[ $st == *" got=torch "* ]] || fail "$label: after cycle $i the module-call hook is left: $st"
+		[[ $st == *" cleanup=torch "* ]] || fail "$label: after cycle $i the cleanup hook is left: $st"
 		expect_alive cyc$v "after cycle $i"
 	done
 	for ((i = 1; i <= KILLS; i++)); do
@@ -124,6 +120,7 @@ cycles_and_kills() {
 		start_tbpf $tb --pid "$pid" --inproc --format json --duration 60s
 		st=$(state "$pid" --wait active --timeout 2 --got) || fail "$label: kill $i: agent not active"
 		[[ $st == *" got=agent "* ]] || fail "$label: kill $i: module calls not counted in-process: $st"
+		[[ $st == *" cleanup=agent "* ]] || fail "$label: kill $i: ops not named by their schema: $st"
 		log "kill $i: active, ${st#* * }"
 		sleep "$(printf '0.%03d' "$delay")"
 		log "kill $i: SIGKILL ${delay} ms after attached"
@@ -138,6 +135,7 @@ cycles_and_kills() {
 		[ "$h1" = "$h2" ] || fail "$label: kill $i: records still written after the callbacks were removed"
 		st=$(state "$pid" --got)
 		[[ $st == *" got=torch "* ]] || fail "$label: kill $i: the module-call hook is left after SIGKILL: $st"
+		[[ $st == *" cleanup=torch "* ]] || fail "$label: kill $i: the cleanup hook is left after SIGKILL: $st"
 		log "kill $i: after SIGKILL ${st#* * }"
 		expect_alive cyc$v "after SIGKILL $i of tbpf"
 	done

@@ -70,6 +70,10 @@ static_assert(!std::is_trivially_destructible<std::unique_ptr<at::ObserverContex
 static_assert((int)at::RecordScope::NUM_SCOPES == RF_NUM_SCOPES, "NUM_SCOPES");
 static_assert((int)at::RecordScope::USER_SCOPE == RF_USER_SCOPE, "USER_SCOPE");
 static_assert(std::is_same<at::CallbackHandle, uint64_t>::value, "handle");
+/* INPROC_LAYOUT_RFCB10_FN: fn_ (its contents: fn_check below) */
+static_assert(offsetof(at::RecordFunction, fn_) == RF_FN_OFF, "RecordFunction::fn_");
+static_assert(std::is_same<at::RecordFunction::schema_ref_t,
+	      std::reference_wrapper<const c10::FunctionSchema>>::value, "schema_ref_t");
 
 /* --inproc --record-shapes (inproc_layouts.h) for this tree's version */
 #include <ATen/core/ivalue.h>
@@ -264,6 +268,48 @@ SYM
 		-Wl,-rpath,"$(dirname "$lib")" 2> /dev/null && "$exe"; then :; else echo "-1 0"; fi
 	rm -f "$exe" "$exe.cpp"
 }
+# fn_ (agent/rf_layout.h RF_FN_*): a program builds a RecordFunction's fn_
+# holding a schema and holding a string, reads them as the agent does
+# (the schema pointer as fn_'s first word, the index's low byte) and runs
+# libtorch's own RecordFunction::name() on both; prints "ok" or what differs
+fn_check() {
+	local inc=$1 lib=$2 exe
+	exe=$(mktemp)
+	cat > "$exe.cpp" <<'FN'
+#include <cstdio>
+#include <cstring>
+#include <ATen/record_function.h>
+#include <ATen/core/function_schema.h>
+#include "rf_layout.h"
+int main() {
+	c10::FunctionSchema schema("tbpf::fn_check", "overload", {}, {});
+	at::RecordFunction rf(at::RecordScope::FUNCTION);
+	const char *b = reinterpret_cast<const char *>(&rf);
+	const void *p;
+	rf.fn_ = std::cref(schema);
+	memcpy(&p, b + RF_FN_OFF, sizeof(p));
+	if (p != &schema || (unsigned char)b[RF_FN_OFF + RF_FN_INDEX_OFF] != RF_FN_SCHEMA)
+		return printf("schema alternative: word %p (want %p), index byte %u\n", p, (const void *)&schema,
+			      (unsigned char)b[RF_FN_OFF + RF_FN_INDEX_OFF]), 1;
+	if (rf.name() != schema.name().c_str())
+		return printf("name() is not the schema's name string\n"), 1;
+	rf.fn_ = std::string("tbpf::a_string");
+	if ((unsigned char)b[RF_FN_OFF + RF_FN_INDEX_OFF] == RF_FN_SCHEMA || strcmp(rf.name(), "tbpf::a_string"))
+		return printf("string alternative: index byte %u, name %s\n",
+			      (unsigned char)b[RF_FN_OFF + RF_FN_INDEX_OFF], rf.name()), 1;
+	return printf("ok\n"), 0;
+}
+FN
+	if g++ -std=c++17 -fno-access-control -w -I"$inc" -I"$inc/torch/csrc/api/include" -Iagent "$exe.cpp" \
+		-o "$exe" -L"$(dirname "$lib")" -l:"$(basename "$lib")" \
+		-l:"$(basename "$(ls "$(dirname "$lib")"/libc10.so* | head -n 1)")" \
+		-Wl,-rpath,"$(dirname "$lib")" 2> "$exe.err"; then
+		"$exe"
+	else
+		echo "does not compile: $(head -n 3 "$exe.err")"
+	fi
+	rm -f "$exe" "$exe.cpp" "$exe.err"
+}
 fail=0
 for t in "${trees[@]}"; do
 	inc=${t%%|*} lib=${t#*|}
@@ -291,8 +337,18 @@ for t in "${trees[@]}"; do
 	else
 		echo "rf_layout: $inc: MISMATCH"; head -n 20 /tmp/rf_layout.err; fail=1
 	fi
+	fn=$(fn_check "$inc" "$lib")
+	if [ "$fn" = ok ]; then
+		echo "rf_layout: $inc: RecordFunction::fn_ matches agent/rf_layout.h (schema pointer, index, name())"
+	else
+		echo "rf_layout: $inc: RecordFunction::fn_: $fn"; fail=1
+	fi
+	# fnname.h's hook: libtorch_cpu calls Dispatcher::cleanup through its GOT
+	readelf -rW "$lib" | grep -q "R_X86_64_JUMP_SLOT .* _ZN3c1010Dispatcher7cleanupERKNS_14OperatorHandleERKNS_12OperatorNameE + 0" ||
+		{ echo "rf_layout: $lib has no GOT slot for Dispatcher::cleanup"; fail=1; }
 	for sym in _ZN2at17addGlobalCallbackENS_22RecordFunctionCallbackE _ZN2at14removeCallbackEm \
-		   _ZNK2at14RecordFunction4nameEv _ZN5torch3jit6tracer15getTracingStateEv; do
+		   _ZNK2at14RecordFunction4nameEv _ZN5torch3jit6tracer15getTracingStateEv \
+		   _ZN3c1010Dispatcher7cleanupERKNS_14OperatorHandleERKNS_12OperatorNameE; do
 		nm -D --defined-only "$lib" | grep -q " T $sym\$" ||
 			{ echo "rf_layout: $lib does not export $sym"; fail=1; }
 	done

@@ -255,6 +255,16 @@ static void test_mem_per_process(void **state)
 	mem_model_free(&mm);
 }
 
+static uint64_t self_cuda_of(const struct profile *p, const char *name)
+{
+	uint64_t ns = 0;
+
+	for (size_t i = 0; i < p->nops; i++)
+		if (!strcmp(p->ops[i].name, name))
+			ns += p->ops[i].self_cuda_ns;
+	return ns;
+}
+
 /* --steps / --schedule (issue 18): a capture of pid 7, one thread; the
  * optimizer scope (Optimizer.step#SGD.step) ends steps at 110, 150, 190,
  * 230: step 0 [110,150) has op A, step 1 [150,190) A, B and the scope at
@@ -290,6 +300,7 @@ static void test_steps_cut(void **state)
 	/* a kernel launched by each aten::a (steps 0, 1, 2) and by aten::b
 	 * (step 1) */
 	static const uint64_t launch_t[] = { 125, 165, 176, 205 };
+	static const uint64_t gpu_ns[] = { 100, 200, 400, 800 };
 	size_t nl = 0;
 
 	for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]) && !err; i++) {
@@ -308,6 +319,23 @@ static void test_steps_cut(void **state)
 		}
 	}
 	assert_int_equal(nl, 4);
+	/* each launch's kernel ran after the work, as CUPTI delivers it: its
+	 * API record (same thread, 1 ns after the probe) and device record of
+	 * gpu_ns[k] */
+	for (size_t k = 0; k < nl && !err; k++) {
+		struct rec_gpu api = { .h = { .type = REC_GPU, .size = sizeof(api), .tid = 7,
+					      .ts_ns = T0 + launch_t[k] + 1 },
+				       .pid = 7, .kind = GPU_API_RUNTIME, .start_ns = T0 + launch_t[k] + 1,
+				       .end_ns = T0 + launch_t[k] + 2, .correlation = (uint32_t)k + 1 };
+		struct rec_gpu dev = { .h = { .type = REC_GPU, .size = sizeof(dev),
+					      .ts_ns = T0 + 1000 * (k + 1) },
+				       .pid = 7, .kind = GPU_KERNEL, .start_ns = T0 + 1000 * (k + 1),
+				       .end_ns = T0 + 1000 * (k + 1) + gpu_ns[k],
+				       .correlation = (uint32_t)k + 1, .name = "k" };
+
+		err = capture_write_raw(w, &api, sizeof(api));
+		err = err ?: capture_write_raw(w, &dev, sizeof(dev));
+	}
 	err = err ?: capture_write_op(w, A, "aten::a", "");
 	err = err ?: capture_write_op(w, B, "aten::b", "");
 	err = err ?: capture_write_op(w, SC, "Optimizer.step#SGD.step", "");
@@ -346,6 +374,9 @@ static void test_steps_cut(void **state)
 	assert_int_equal(b, 1);
 	assert_int_equal(sc, 1);
 	assert_int_equal(st, 1);
+	/* device times of the work launched in step 1 only */
+	assert_int_equal(self_cuda_of(&m.prof, "aten::a"), 200);
+	assert_int_equal(self_cuda_of(&m.prof, "aten::b"), 400);
 	model_free(&m);
 	/* the CUDA tables too: step 1's two launches (issue 18) */
 	model_init(&m);
@@ -371,6 +402,7 @@ static void test_steps_cut(void **state)
 			assert_int_equal(m.prof.ops[i].calls, 1);
 	}
 	assert_int_equal(b, 2);
+	assert_int_equal(self_cuda_of(&m.prof, "aten::a"), 200);
 	model_free(&m);
 	/* without a schedule: every op, no ProfilerStep* row */
 	model_init(&m);
@@ -383,6 +415,8 @@ static void test_steps_cut(void **state)
 			a += m.prof.ops[i].calls;
 	}
 	assert_int_equal(a, 3);
+	assert_int_equal(self_cuda_of(&m.prof, "aten::a"), 100 + 200 + 800);
+	assert_int_equal(self_cuda_of(&m.prof, "aten::b"), 400);
 	model_free(&m);
 	capture_reader_close(r);
 }

@@ -74,9 +74,9 @@ static void pkg_dir(void **state)
 
 static void layouts(void **state)
 {
-	assert_int_equal(inproc_layout_for("1.13.0a0"), INPROC_LAYOUT_RFCB10);
-	assert_int_equal(inproc_layout_for("1.13.1"), INPROC_LAYOUT_RFCB10);
-	assert_int_equal(inproc_layout_for("2.8.0+cu128"), INPROC_LAYOUT_RFCB10);
+	assert_int_equal(inproc_layout_for("1.13.0a0"), INPROC_LAYOUT_RFCB10_FN);
+	assert_int_equal(inproc_layout_for("1.13.1"), INPROC_LAYOUT_RFCB10_FN);
+	assert_int_equal(inproc_layout_for("2.8.0+cu128"), INPROC_LAYOUT_RFCB10_FN);
 	assert_int_equal(inproc_layout_for("2.7.1"), INPROC_LAYOUT_NONE);
 	assert_int_equal(inproc_layout_for("1.130.0"), INPROC_LAYOUT_NONE);
 	assert_int_equal(inproc_layout_for("2.80.0"), INPROC_LAYOUT_NONE);

@@ -18,6 +18,7 @@
 #include "model.h"
 #include "profile.h"
 #include "tree.h"
+#include "libs/tree_text.h"
 
 /* ---- fixture -------------------------------------------------------------
  * Stacks: 0x11 Net/enc/conv (Net, Encoder, Conv2d), 0x22 Net/enc,
@@ -145,18 +146,6 @@ static void test_none(void **state)
 	profile_free(&p);
 }
 
-static char *render(const struct layer_tree *t, const struct tree_opts *o)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-
-	assert_non_null(f);
-	assert_int_equal(tree_render(f, t, o), 0);
-	fclose(f);
-	return buf;
-}
-
 static void test_render(void **state)
 {
 	static const char want[] =
@@ -176,11 +165,11 @@ static void test_render(void **state)
 	profile_init(&p);
 	fill(&p, 1);
 	t = tree_of(&p);
-	got = render(t, &(struct tree_opts){ 0 });
+	got = tree_text(t, &(struct tree_opts){ 0 });
 	assert_string_equal(got, want);
 	free(got);
 	/* --ops: an op row shows its own Self CUDA and CUDA total */
-	got = render(t, &(struct tree_opts){ .ops = 1 });
+	got = tree_text(t, &(struct tree_opts){ .ops = 1 });
 	assert_non_null(strstr(got, "| │ ├──aten::fkstep "));
 	assert_non_null(strstr(got, "| 10.0us (10%) | 80.0us (80%) |     1 |\n"));
 	assert_non_null(strstr(got, "| 40.0us (40%) | 40.0us (40%) |     2 |\n"));
@@ -204,18 +193,18 @@ static void test_sort_minpct(void **state)
 	fill(&p, 1);
 	t = tree_of(&p);
 	/* Self CUDA: [no op] (20us) before Net (0); head (30us) before enc (10us) */
-	got = render(t, &(struct tree_opts){ .sort = TREE_SORT_SELF_CUDA });
+	got = tree_text(t, &(struct tree_opts){ .sort = TREE_SORT_SELF_CUDA });
 	assert_true(strstr(got, "[no op]") < strstr(got, "| Net "));
 	assert_true(strstr(got, "head") < strstr(got, "enc"));
 	free(got);
 	/* CUDA total: Net (80us) first, enc (50us) before head (30us) */
-	got = render(t, &(struct tree_opts){ .sort = TREE_SORT_CUDA });
+	got = tree_text(t, &(struct tree_opts){ .sort = TREE_SORT_CUDA });
 	assert_true(strstr(got, "| Net ") < strstr(got, "[no op]"));
 	assert_true(strstr(got, "enc") < strstr(got, "head"));
 	free(got);
 	/* --min-pct 25: head has 20% of CPU but 30% of device time: stays;
 	 * [no op] (0% CPU, 20% device) goes */
-	got = render(t, &(struct tree_opts){ .min_pct = 25 });
+	got = tree_text(t, &(struct tree_opts){ .min_pct = 25 });
 	assert_non_null(strstr(got, "head"));
 	assert_null(strstr(got, "[no op]"));
 	free(got);

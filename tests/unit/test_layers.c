@@ -12,6 +12,7 @@
 
 #include "layers.h"
 #include "tree.h"
+#include "libs/tree_text.h"
 
 /* Net (Net)
  *   stem (Conv2d)          aten::conv2d     2 calls, self 3000, total 3000
@@ -99,18 +100,6 @@ static void test_unresolved(void **state)
 	layers_free(t);
 }
 
-static char *render(const struct layer_tree *t, const struct tree_opts *o)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-
-	assert_non_null(f);
-	assert_int_equal(tree_render(f, t, o), 0);
-	fclose(f);
-	return buf;
-}
-
 static void test_render_plain(void **state)
 {
 	static const char want[] =
@@ -126,7 +115,7 @@ static void test_render_plain(void **state)
 		"+-------------+------------+-------------+-------------+-------+\n";
 	struct tree_opts o = { 0 };
 	struct layer_tree *t = build();
-	char *got = render(t, &o);
+	char *got = tree_text(t, &o);
 
 	assert_string_equal(got, want);
 	free(got);
@@ -150,7 +139,7 @@ static void test_render_ops_minpct(void **state)
 		"+-------------------+------------+-------------+-------------+-------+\n";
 	struct tree_opts o = { .ops = 1, .min_pct = 10 };
 	struct layer_tree *t = build();
-	char *got = render(t, &o);
+	char *got = tree_text(t, &o);
 
 	assert_string_equal(got, want);
 	free(got);
@@ -184,7 +173,7 @@ static void test_render_sort(void **state)
 	char names[512], *got;
 
 	assert_int_equal(tree_sort_parse("self_cpu_time_total", &o.sort), 0);
-	got = render(t, &o);
+	got = tree_text(t, &o);
 	names_of(got, names, sizeof(names));
 	/* self: [no python] 5000, [no module] 500, Net 0; stem 3000, blocks 0 */
 	assert_string_equal(names, "[no python],[no module],Net,├──stem,└──blocks,  └──0,");
@@ -193,7 +182,7 @@ static void test_render_sort(void **state)
 	free(got);
 
 	assert_int_equal(tree_sort_parse("name", &o.sort), 0);
-	got = render(t, &o);
+	got = tree_text(t, &o);
 	names_of(got, names, sizeof(names));
 	assert_string_equal(names, "Net,├──blocks,│ └──0,└──stem,[no module],[no python],");
 	assert_true(strstr(got, "[no module]") < strstr(got, "[no python]"));
@@ -209,26 +198,26 @@ static void test_render_filter(void **state)
 {
 	struct tree_opts o = { .ops = 1, .filter = "blocks" };
 	struct layer_tree *t = build();
-	char names[512], *got = render(t, &o);
+	char names[512], *got = tree_text(t, &o);
 
 	names_of(got, names, sizeof(names));
 	assert_string_equal(names, "Net,└──blocks,  └──0,    ├──aten::relu,    └──aten::clamp_min,");
 	free(got);
 	/* a deeper path keeps its parents; a parent's own ops are hidden */
 	o.filter = "Net.stem";
-	got = render(t, &o);
+	got = tree_text(t, &o);
 	names_of(got, names, sizeof(names));
 	assert_string_equal(names, "Net,└──stem,  └──aten::conv2d,");
 	free(got);
 	/* special rows match by their name */
 	o.filter = "no python";
 	o.ops = 0;
-	got = render(t, &o);
+	got = tree_text(t, &o);
 	names_of(got, names, sizeof(names));
 	assert_string_equal(names, "[no python],");
 	free(got);
 	o.filter = "nothing";
-	got = render(t, &o);
+	got = tree_text(t, &o);
 	names_of(got, names, sizeof(names));
 	assert_string_equal(names, "");
 	free(got);
@@ -241,10 +230,10 @@ static void test_render_color(void **state)
 {
 	struct tree_opts o = { 0 };
 	struct layer_tree *t = build();
-	char *plain = render(t, &o), *got, *p, *q;
+	char *plain = tree_text(t, &o), *got, *p, *q;
 
 	o.color = 1;
-	got = render(t, &o);
+	got = tree_text(t, &o);
 	assert_non_null(strstr(got, "| \033[1;36mNet "));
 	assert_non_null(strstr(got, "| \033[32m├──stem "));
 	assert_non_null(strstr(got, "| \033[33m  └──0 "));

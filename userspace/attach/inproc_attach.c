@@ -15,12 +15,12 @@
 
 #define DRAIN_CHUNK 16384u   /* slots read at once */
 
-/* Versions whose at::RecordFunctionCallback (and RecordScope::NUM_SCOPES)
- * were checked against the headers that ship with them
+/* Versions whose at::RecordFunctionCallback (and RecordScope::NUM_SCOPES,
+ * and for _FN RecordFunction::fn_) were checked against the headers that ship with them
  * (tests/unit/rf_layout.sh) and whose agent runs were tested end to end. */
 static const struct { const char *prefix; unsigned layout; } verified[] = {
-	{ "1.13.", INPROC_LAYOUT_RFCB10 },
-	{ "2.8.", INPROC_LAYOUT_RFCB10 },
+	{ "1.13.", INPROC_LAYOUT_RFCB10_FN },
+	{ "2.8.", INPROC_LAYOUT_RFCB10_FN },
 };
 
 /* Versions whose inputs, IValue and TensorImpl layouts were checked

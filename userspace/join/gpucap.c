@@ -270,6 +270,18 @@ static int build_flows(struct gpucap_proc *p)
 	return 0;
 }
 
+struct keep_pid {
+	const struct gpucap *g;
+	uint32_t pid;
+};
+
+static bool keep_of_pid(void *ctx, uint64_t ts_ns)
+{
+	const struct keep_pid *k = ctx;
+
+	return k->g->keep(k->g->keep_ctx, k->pid, ts_ns);
+}
+
 int gpucap_join(struct gpucap *g)
 {
 	if (g->spans)
@@ -279,8 +291,10 @@ int gpucap_join(struct gpucap *g)
 		struct gpucap_proc *p = &g->v[i];
 		size_t nspans = 0;
 		const struct gj_op_span *spans = gj_spans_of(g->spans, p->pid, &nspans);
+		struct keep_pid kp = { g, p->pid };
 		struct gj_input in = { p->host, p->nhost, p->gpu, p->ngpu, p->names, p->nnames,
-				       spans, nspans, GJ_OFFSET_AUTO, 0 };
+				       spans, nspans, GJ_OFFSET_AUTO, 0,
+				       g->keep ? keep_of_pid : NULL, &kp };
 		if (!p->ngpu)
 			continue;
 		int err = gpujoin_run(&in, &p->res);

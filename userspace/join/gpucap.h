@@ -62,6 +62,10 @@ struct gpucap {
 	struct gj_spans *spans;  /* NULL: no CUDA totals beyond self */
 	uint64_t ndev;           /* device records joined */
 	uint64_t attributed;     /* of them, reaching a host launch inside an op */
+	/* NULL, or the device records to join, by process and host launch time
+	 * (gj_input.keep): set after gpucap_init for a --steps window */
+	bool (*keep)(void *ctx, uint32_t pid, uint64_t ts_ns);
+	void *keep_ctx;
 };
 
 /* spans: also collect op spans (CUDA total).  0 or -ENOMEM. */

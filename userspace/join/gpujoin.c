@@ -479,6 +479,48 @@ static const char *full_name(const struct rec_gpu *g, const struct rec_gpu_name 
 	return g->name;  /* inline prefix (complete unless GPUF_NAME_TRUNC) */
 }
 
+/* d (from device record g): its API record (same correlation) and the host
+ * record that API call matched; counts what it reached. */
+static void attribute(const struct gj_input *in, struct gj_result *r, const struct aidx *a,
+		      size_t na, const int32_t *api_host, struct gj_dev *d, const struct rec_gpu *g)
+{
+	int64_t off = r->clock_offset_ns;
+	size_t lo = 0, hi = na;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (a[mid].corr < g->correlation)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo >= na || a[lo].corr != g->correlation) {
+		r->counts.no_api++;
+		r->counts.unattributed_ns += g->end_ns - g->start_ns;
+		return;
+	}
+	const struct rec_gpu *api = &in->gpu[a[lo].i];
+	d->tid = api->h.tid;
+	d->api_start_ns = api->start_ns + off;
+	d->api_end_ns = api->end_ns + off;
+	d->api_kind = api->kind;
+	d->cbid = api->cbid;
+	int32_t hi_ = api_host[a[lo].i];
+	if (hi_ < 0) {
+		r->counts.no_host++;
+		r->counts.unattributed_ns += g->end_ns - g->start_ns;
+		return;
+	}
+	const struct gj_host *ho = &in->host[hi_];
+	d->host_idx = hi_;
+	d->op_id = ho->op_id;
+	d->stack_id = ho->stack_id;
+	d->launch_ts_ns = ho->ts_ns;
+	d->host_api = ho->api;
+	d->flow_id = g->correlation;
+	r->counts.attributed++;
+}
+
 int gpujoin_run(const struct gj_input *in, struct gj_result *r)
 {
 	size_t na = 0;
@@ -553,40 +595,13 @@ int gpujoin_run(const struct gj_input *in, struct gj_result *r)
 		if (d->name && !*d->name)
 			d->name = "(unnamed kernel)";
 		r->counts.device++;
-
-		size_t lo = 0, hi = na;
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-			if (a[mid].corr < g->correlation)
-				lo = mid + 1;
-			else
-				hi = mid;
+		attribute(in, r, a, na, api_host, d, g);
+		/* a --steps window: the work launched in its steps only */
+		if (in->keep && !in->keep(in->keep_ctx, d->launch_ts_ns ? d->launch_ts_ns
+									: d->start_ns)) {
+			r->ndev--;
+			r->counts.outside++;
 		}
-		if (lo >= na || a[lo].corr != g->correlation) {
-			r->counts.no_api++;
-			r->counts.unattributed_ns += g->end_ns - g->start_ns;
-			continue;
-		}
-		const struct rec_gpu *api = &in->gpu[a[lo].i];
-		d->tid = api->h.tid;
-		d->api_start_ns = api->start_ns + off;
-		d->api_end_ns = api->end_ns + off;
-		d->api_kind = api->kind;
-		d->cbid = api->cbid;
-		int32_t hi_ = api_host[a[lo].i];
-		if (hi_ < 0) {
-			r->counts.no_host++;
-			r->counts.unattributed_ns += g->end_ns - g->start_ns;
-			continue;
-		}
-		const struct gj_host *ho = &in->host[hi_];
-		d->host_idx = hi_;
-		d->op_id = ho->op_id;
-		d->stack_id = ho->stack_id;
-		d->launch_ts_ns = ho->ts_ns;
-		d->host_api = ho->api;
-		d->flow_id = g->correlation;
-		r->counts.attributed++;
 	}
 	qsort(r->dev, r->ndev, sizeof(*r->dev), cmp_dev);
 	err = build_stats(in, r);

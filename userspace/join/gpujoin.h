@@ -7,6 +7,7 @@
  * Pure: arrays in, arrays out; no I/O. */
 #ifndef TBPF_GPUJOIN_H
 #define TBPF_GPUJOIN_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "tbpf_abi.h"
@@ -44,6 +45,11 @@ struct gj_input {
 	size_t nspans;
 	int estimate_offset;         /* GJ_OFFSET_*: how CUPTI times reach the host clock */
 	int64_t clock_offset_ns;     /* GJ_OFFSET_GIVEN: added to every CUPTI timestamp */
+	/* NULL, or the device records to keep, by their host launch time (the
+	 * device start without one): a --steps window keeps the work launched
+	 * in its steps, as torch.profiler's schedule records it */
+	bool (*keep)(void *ctx, uint64_t ts_ns);
+	void *keep_ctx;
 };
 
 /* One device activity, placed on the host clock and attributed. */
@@ -90,6 +96,7 @@ struct gj_counts {
 	uint64_t no_host;        /* API record without a host launch */
 	uint64_t unattributed_ns;
 	uint64_t offset_pairs;   /* host/API pairs behind the offset estimate */
+	uint64_t outside;        /* of device, left out by gj_input.keep */
 };
 
 struct gj_result {

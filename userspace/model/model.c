@@ -80,6 +80,13 @@ static bool cut_keep(const struct cut *c, const struct rec_hdr *h)
 	return steps_window_has(c->win, c->sched, *(const uint32_t *)(h + 1), h->ts_ns);
 }
 
+static bool cut_keep_gpu(void *ctx, uint32_t pid, uint64_t ts_ns)
+{
+	const struct cut *c = ctx;
+
+	return steps_window_has(c->win, c->sched, pid, ts_ns);
+}
+
 static int cuda_sink(void *ctx, const struct rec_hdr *h)
 {
 	const struct cut *c = ctx;
@@ -146,6 +153,11 @@ static int replay_model_w(struct capture_reader *r, struct profile *p, struct cu
 	}
 	ret = gpucap_init(&g, true);
 	struct cut ccut = { cm, win, sched }, mcut = { mm, win, sched };
+
+	if (win) {   /* device times of the work launched in the window */
+		g.keep = cut_keep_gpu;
+		g.keep_ctx = &ccut;
+	}
 
 	if (!ret) {
 		/* device times (REC_GPU): Self CUDA, and CUDA total over the op
