@@ -4,8 +4,9 @@
  *
  * Loaded by `tbpf --inproc` through ptrace + dlopen.  Idle until tbpf
  * writes a START request into the exported `tbpf_inproc`; a control
- * thread serves requests and watches the requesting tbpf through a pidfd,
- * removing the callbacks itself when tbpf exits.  Never unloaded once
+ * thread serves requests and watches the requesting tbpf through the
+ * owner channel (owner_watch.h), removing the callbacks itself when tbpf
+ * exits.  Never unloaded once
  * started (RTLD_NODELETE): a RecordFunction that started before the
  * callback was removed still calls its end here.
  */
@@ -42,6 +43,7 @@ _Static_assert(sizeof(struct tbpf_inproc_ctl) % 8 == 0, "ctl ABI");
 EXPORT volatile struct tbpf_inproc_ctl tbpf_inproc = {
 	.magic = TBPF_INPROC_MAGIC, .version = TBPF_INPROC_VERSION, .state = INPROC_LOADED,
 	.nslots = TBPF_INPROC_SLOTS, .nnames = TBPF_INPROC_NAMES, .detail = "loaded, idle",
+	.chan = { .wfd = -1, .taken = -1 },
 };
 EXPORT struct tbpf_inproc_rec tbpf_inproc_ring[TBPF_INPROC_SLOTS];
 EXPORT struct tbpf_inproc_rec tbpf_inproc_shard_ring[TBPF_INPROC_SHARDS][TBPF_INPROC_SLOTS];
@@ -63,7 +65,8 @@ static volatile int enabled;         /* callbacks record only while set */
 static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile int exiting, forked;
 static uint64_t handles[3];
-static int registered, pidfd = -1;
+static int registered;
+static struct owner_watch owner = OWNER_WATCH_INIT;   /* the tbpf that started us */
 static int nhandles;
 static pthread_mutex_t name_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Open addressing set of the published names' hashes.  Only published
@@ -628,10 +631,8 @@ static void remove_callbacks(uint32_t state, const char *detail)
 			api.remove(handles[i]);
 		registered = 0;
 	}
-	if (pidfd >= 0) {
-		close(pidfd);
-		pidfd = -1;
-	}
+	owner_drop(&owner);
+	owner_unpublish(&tbpf_inproc.chan);
 	set_state(state, detail);
 }
 
@@ -657,26 +658,24 @@ static void start(void)
 	struct tbpf_rf_callback op = { .start = start_op, .end = end_op, .sampling_prob = 1.0 };
 	struct tbpf_rf_callback user = { .start = start_user, .end = end_user, .sampling_prob = 1.0 };
 	struct tbpf_rf_callback bwd = { .start = start_bwd, .end = end_bwd, .sampling_prob = 1.0 };
-	int fd;
 
 	if (exiting)
 		return;
 	if (registered)
 		remove_callbacks(INPROC_STOPPED, "restarted");
 	if (tbpf_inproc.layout != INPROC_LAYOUT_RFCB10 && tbpf_inproc.layout != INPROC_LAYOUT_RFCB10_FN) {
-		set_state(INPROC_REFUSED, "unknown RecordFunctionCallback layout");
+		remove_callbacks(INPROC_REFUSED, "unknown RecordFunctionCallback layout");
 		return;
 	}
 	if (resolve()) {
-		set_state(INPROC_NO_SYMBOLS, "libtorch_cpu lacks at::addGlobalCallback");
+		remove_callbacks(INPROC_NO_SYMBOLS, "libtorch_cpu lacks at::addGlobalCallback");
 		return;
 	}
-	fd = owner_watch_open(tbpf_inproc.owner);
-	if (fd < 0) {
-		set_state(INPROC_REFUSED, "owner process not found");
+	/* from here on tbpf holds the channel's only write end */
+	if (owner_accept(&owner, &tbpf_inproc.chan)) {
+		set_state(INPROC_REFUSED, "no owner channel (tbpf gone, or no CHANNEL first)");
 		return;
 	}
-	pidfd = fd;
 	shapes_setup();
 	seq_setup();
 	fn_setup();
@@ -725,13 +724,18 @@ static void serve(void)
 		start();
 	else if (req == INPROC_REQ_STOP)
 		remove_callbacks(INPROC_STOPPED, "stopped");
+	else if (req == INPROC_REQ_CHANNEL && !registered)   /* never the live watch */
+		owner_offer(&owner, &tbpf_inproc.chan);
+	else if (req == INPROC_REQ_CHANNEL)
+		owner_unpublish(&tbpf_inproc.chan);
 	__atomic_store_n(&tbpf_inproc.served_seq, seq, __ATOMIC_RELEASE);
 }
 
-/* The owner's pidfd turns readable when it exits (SIGKILL included). */
+/* The owner channel hangs up when tbpf exits (SIGKILL included). */
 static void watch_owner(void)
 {
-	if (registered && pidfd >= 0 && owner_gone(pidfd))
+	owner_expire(&owner, &tbpf_inproc.chan);
+	if (registered && owner_gone(&owner))
 		remove_callbacks(INPROC_ORPHANED, "tbpf exited: callbacks removed");
 }
 
@@ -746,7 +750,7 @@ static void *ctl_main(void *arg)
 				tsc_refine();
 		}
 		pthread_mutex_unlock(&ctl_lock);
-		usleep(registered ? 20000 : 50000);
+		usleep(registered ? 20000 : owner_offered(&owner) ? 2000 : 50000);
 	}
 	return NULL;
 }
@@ -761,7 +765,7 @@ static void atfork_child(void)
 	enabled = 0;
 	mc_on = 0;     /* the GOT slot stays patched: mc_hook passes through */
 	registered = 0;
-	pidfd = -1;
+	owner_forked(&owner);   /* close(2) only */
 	memcpy((char *)tbpf_inproc.detail, "forked child: off", 18);
 	tbpf_inproc.state = INPROC_STOPPED;
 }
@@ -788,12 +792,12 @@ static int ring_drained(void)
 	return 1;
 }
 
-static void wait_drained(int fd)
+static void wait_drained(int watched)
 {
-	for (int i = 0; fd >= 0 && i < 125; i++) {
+	for (int i = 0; watched && i < 125; i++) {
 		if (ring_drained())
 			return;
-		if (owner_gone(fd))   /* tbpf exited (or the fd is bad) */
+		if (owner_gone(&owner))   /* tbpf exited */
 			return;
 		usleep(2000);
 	}
@@ -801,7 +805,7 @@ static void wait_drained(int fd)
 
 static void inproc_dtor(void)
 {
-	int fd;
+	int watched;
 
 	if (forked) {
 		exiting = 1;
@@ -809,12 +813,12 @@ static void inproc_dtor(void)
 		return;
 	}
 	pthread_mutex_lock(&ctl_lock);
-	fd = !exiting && registered ? pidfd : -1;
+	watched = !exiting && registered;
 	exiting = 1;
 	enabled = 0;
 	mc_on = 0;
 	pthread_mutex_unlock(&ctl_lock);
-	wait_drained(fd);
+	wait_drained(watched);
 }
 
 __attribute__((destructor)) static void inproc_fini(void)

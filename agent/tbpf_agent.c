@@ -9,10 +9,11 @@
  * then, with dlopen, so without a driver nothing is loaded at all and the
  * agent just reports AGENT_NO_DRIVER.
  *
- * The control thread also watches the tbpf that asked (a pidfd on the
- * control word's owner pid, or TBPF_AGENT_OWNER) and releases CUPTI itself
- * when that tbpf dies: activity kinds off, forced flush, unsubscribe; then
- * the thread ends (tbpf_agent_restart() starts it again).
+ * The control thread also watches the tbpf that asked (the owner channel,
+ * owner_watch.h: offered in tbpf_agent_chan, or inherited by `tbpf run`'s
+ * command, TBPF_AGENT_OWNER_CHAN) and releases CUPTI itself when that tbpf
+ * dies: activity kinds off, forced flush, unsubscribe; then the thread
+ * ends (tbpf_agent_restart() starts it again).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -68,6 +69,9 @@ EXPORT struct rec_gpu_status tbpf_agent_status = {
 	.kind = GPU_STATUS, .state = AGENT_LOADED, .magic = TBPF_AGENT_MAGIC,
 	.version = TBPF_ABI_VERSION, .detail = "loaded, idle",
 };
+/* the owner channel (AGENT_REQ_CHANNEL); its presence tells tbpf this agent
+ * is watched by a channel, not by a pid */
+EXPORT volatile struct tbpf_owner_chan tbpf_agent_chan = { .wfd = -1, .taken = -1 };
 
 /* ---- CUPTI and driver entry points, resolved at start ----------------- */
 static struct {
@@ -94,7 +98,7 @@ static int ctl_running, ctl_quit;
 static uint32_t last_seq;
 static int subscribed, pinned;
 static CUpti_SubscriberHandle subscriber;
-static int owner_fd = -1;   /* pidfd of the tbpf that asked for START */
+static struct owner_watch owner = OWNER_WATCH_INIT;   /* the tbpf that asked for START */
 static int just_released;   /* the control thread ends after a release */
 
 static const CUpti_ActivityKind kinds[] = {
@@ -334,7 +338,9 @@ static void agent_atexit(void)
 /* from_driver: called inside InitializeInjection, i.e. from the driver's
  * own cuInit: the driver exists and is initializing, so do not call cuInit
  * again (re-entrancy), and subscribe synchronously so that no early API
- * call is missed (as NVIDIA's injection sample does). */
+ * call is missed (as NVIDIA's injection sample does).  The owner channel
+ * is then already inherited (owner_inherit); otherwise tbpf took the one
+ * offered (owner_accept). */
 static void agent_start(int from_driver)
 {
 	int err, n = 0;
@@ -346,13 +352,10 @@ static void agent_start(int from_driver)
 	pthread_mutex_unlock(&emit_lock);
 	if (tbpf_agent_status.state == AGENT_ACTIVE)
 		return;
-	if (owner_fd >= 0)   /* a failed earlier START's owner */
-		close(owner_fd);
-	owner_fd = -1;
-	/* owner 0: unwatched (tbpf in another pid namespace, or older);
-	 * not found: that tbpf already exited */
-	if (tbpf_agent_ctl.owner > 0 && (owner_fd = owner_watch_open(tbpf_agent_ctl.owner)) < 0) {
-		publish_status(AGENT_ORPHANED, 0, "owner tbpf not found: not started");
+	/* never unwatched: no channel, or its tbpf already exited */
+	if (from_driver ? owner_gone(&owner) : owner_accept(&owner, &tbpf_agent_chan)) {
+		owner_drop(&owner);
+		publish_status(AGENT_ORPHANED, 0, "no owner channel (tbpf gone): not started");
 		return;
 	}
 	if (load_driver() < 0)
@@ -436,10 +439,7 @@ static void agent_release(int state, const char *detail, int keep)
 		api.unsubscribe(subscriber);
 		subscribed = 0;
 	}
-	if (owner_fd >= 0) {
-		close(owner_fd);
-		owner_fd = -1;
-	}
+	owner_drop(&owner);
 	if (was_active) {
 		just_released = 1;
 		publish_status(state, 0, detail);
@@ -455,7 +455,8 @@ static void agent_stop(void)
  * job does not pay for activity recording nobody reads. */
 static void watch_owner(void)
 {
-	if (owner_fd >= 0 && owner_gone(owner_fd))
+	owner_expire(&owner, &tbpf_agent_chan);
+	if (owner_watching(&owner) && owner_gone(&owner))
 		agent_release(AGENT_ORPHANED, "tbpf exited: CUPTI released", 0);
 }
 
@@ -470,6 +471,10 @@ static void serve_request(void)
 		agent_start(0);
 	else if (req == AGENT_REQ_STOP)
 		agent_stop();
+	else if (req == AGENT_REQ_CHANNEL && tbpf_agent_status.state != AGENT_ACTIVE)
+		owner_offer(&owner, &tbpf_agent_chan);   /* never the live watch */
+	else if (req == AGENT_REQ_CHANNEL)
+		owner_unpublish(&tbpf_agent_chan);
 	tbpf_agent_status.served_seq = seq;  /* tbpf waits for this */
 	publish_status(0, 0, NULL);
 }
@@ -479,7 +484,7 @@ static void serve_request(void)
  * tbpf_agent_restart(); the pinned library stays, idle. */
 static int released(void)
 {
-	return just_released && pinned && !subscribed && owner_fd < 0;
+	return just_released && pinned && !subscribed && owner.rfd < 0;
 }
 
 static void *ctl_main(void *arg)
@@ -498,7 +503,7 @@ static void *ctl_main(void *arg)
 		}
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100 * 1000000;
+		ts.tv_nsec += (owner_offered(&owner) ? 2 : 100) * 1000000;
 		if (ts.tv_nsec >= 1000000000) {
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;
@@ -539,10 +544,8 @@ EXPORT int InitializeInjection(void)
 	agent_init();
 	const char *auto_start = getenv("TBPF_AGENT_AUTOSTART");
 	if (auto_start && *auto_start == '1') {
-		const char *owner = getenv("TBPF_AGENT_OWNER");
-
 		pthread_mutex_lock(&lock);
-		tbpf_agent_ctl.owner = owner ? atoi(owner) : 0;
+		owner_inherit(&owner, getenv("TBPF_AGENT_OWNER_CHAN"));
 		tbpf_agent_ctl.request = AGENT_REQ_START;
 		last_seq = ++tbpf_agent_ctl.seq;
 		agent_start(1);
@@ -563,8 +566,17 @@ EXPORT int tbpf_agent_restart(void)
 
 /* Loaded by dlopen (--inject) or by the driver: only the idle control
  * thread starts here; nothing else happens until tbpf asks. */
+/* A forked child (DataLoader worker) has no control thread: it must not
+ * keep an offered write end open (the parent's watch would never hang
+ * up) nor watch anything.  close(2) only. */
+static void agent_forked(void)
+{
+	owner_forked(&owner);
+}
+
 __attribute__((constructor)) static void agent_ctor(void)
 {
+	pthread_atfork(NULL, NULL, agent_forked);
 	agent_init();
 }
 
@@ -583,6 +595,7 @@ __attribute__((destructor)) static void agent_dtor(void)
 	pthread_mutex_unlock(&lock);
 	pthread_join(ctl_thread, NULL);
 	ctl_running = 0;
+	owner_drop(&owner);   /* its fds would outlive the library */
 	if (api.cuda && !pinned)
 		dlclose(api.cuda);
 }

@@ -27,7 +27,9 @@ class Ctl(ctypes.Structure):   # bpf/tbpf_abi.h struct tbpf_inproc_ctl
 
 
 SHARD_OFF, SHARD_SIZE, SHARDS = 416, 128, 4   # offsetof(struct tbpf_inproc_ctl, shard) (version 8; 400 wrote the tails into shard_rings)
-START, STOP = 1, 2                            # ctl.request
+CHAN_OFF = 944                                # offsetof(struct tbpf_inproc_ctl, chan) (version 10)
+START, STOP, CHANNEL = 1, 2, 3                # ctl.request
+_held = []                                    # this process's copies of the owner channels
 
 
 def consume(ctl):
@@ -89,14 +91,26 @@ def torch_add_loop():
     return loop
 
 
-def request(ctl, r):
-    """START or STOP the agent as tbpf does (this process as owner;
-    layout 1, from version 9 layout 2: ops named by their schema pointer,
-    the layout tbpf sends for 1.13 and 2.8); waits until it is served;
-    exits when a start fails."""
+def _post(ctl, r):
     ctl.owner, ctl.layout, ctl.request = os.getpid(), 2 if ctl.version >= 9 else 1, r
     ctl.seq += 1
     while ctl.served_seq != ctl.seq:
         time.sleep(0.005)
+
+
+def request(ctl, r):
+    """START or STOP the agent as tbpf does (layout 1, this process as
+    owner: from version 10 it takes the owner channel's write end first, a
+    dup in this same process, kept open); waits until it is served; exits
+    when a start fails."""
+    if r == START and ctl.version >= 10:
+        _post(ctl, CHANNEL)
+        base = ctypes.addressof(ctl) + CHAN_OFF
+        wfd = ctypes.c_int32.from_address(base).value
+        if wfd < 0:
+            sys.exit("agent offered no owner channel: %s" % ctl.detail.decode())
+        _held.append(os.dup(wfd))
+        ctypes.c_int32.from_address(base + 4).value = wfd
+    _post(ctl, r)
     if r == START and ctl.state != 2:
         sys.exit("agent did not start: %s" % ctl.detail.decode())

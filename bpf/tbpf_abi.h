@@ -277,6 +277,21 @@ struct tbpf_pynode {
 #define TBPF_BOXED_OVL_MAX 32       /* overload bytes hashed */
 /* ==== END scopes ======================================================== */
 
+/* The owner channel (issue 19w): how an in-process agent (the RecordFunction
+ * agent, the CUPTI agent) knows that the tbpf that started it is gone, in
+ * any pid namespace, with no pid.  On a CHANNEL request the agent makes a
+ * pipe (O_CLOEXEC) and offers its write end here; tbpf takes a copy with
+ * pidfd_getfd(2), checks the inode, writes the fd number into `taken` and
+ * sends START; the agent then closes its own write end and polls the read
+ * end, which reports POLLHUP exactly when tbpf's copy is closed: tbpf
+ * stopped, exited, was killed or crashed (agent/owner_watch.h,
+ * userspace/attach/owner_chan.c). */
+struct tbpf_owner_chan {
+	__s32 wfd;     /* (agent) the write end offered, -1: none */
+	__s32 taken;   /* (tbpf) the write end it holds a copy of, before START */
+	__u64 ino;     /* (agent) the pipe's inode, for tbpf's check */
+};
+
 /* ==== BEGIN inproc (RecordFunction agent, issue 19; docs/inproc.md) =====
  * agent/inproc.c (libtbpf_inproc.so, loaded by --inproc) registers global
  * RecordFunction callbacks and writes one tbpf_inproc_rec per start and end
@@ -286,7 +301,7 @@ struct tbpf_pynode {
  * TBPF_INPROC_ID_BASE | hash (hash: agent/inproc.c name_hash(), 32 bits
  * of the name, an opaque id: names travel in the name table). */
 #define TBPF_INPROC_MAGIC 0x636f72706e696274ULL  /* "tbinproc" */
-#define TBPF_INPROC_VERSION 9   /* 2: shapes (record 32 bytes, shape table);
+#define TBPF_INPROC_VERSION 10  /* 2: shapes (record 32 bytes, shape table);
 				 * 3: records carry a Python stack id;
 				 * 4: sequence numbers (INPROC_SEQ, want_seq);
 				 * 5: module calls counted in-process (INPROC_MODCALL);
@@ -294,7 +309,8 @@ struct tbpf_pynode {
 				 * 7: and where nested/symbolic tensors show
 				 * 8: threads' own rings (tbpf_inproc_shard)
 				 * 9: ops named by their schema pointer
-				 * (INPROC_LAYOUT_RFCB10_FN, fn_on) */
+				 * (INPROC_LAYOUT_RFCB10_FN, fn_on)
+				 * 10: the owner channel (chan, INPROC_REQ_CHANNEL) */
 #define TBPF_INPROC_ID_BASE 0x40000000u
 #define TBPF_INPROC_ID_MASK 0x3fffffffu
 #define TBPF_INPROC_SLOTS (1u << 18)     /* ring slots (8 MiB), also of each thread's ring */
@@ -350,7 +366,8 @@ enum tbpf_inproc_state {
 	INPROC_REFUSED = 6,    /* bad request (layout, owner) */
 };
 
-enum tbpf_inproc_request { INPROC_REQ_NONE = 0, INPROC_REQ_START = 1, INPROC_REQ_STOP = 2 };
+enum tbpf_inproc_request { INPROC_REQ_NONE = 0, INPROC_REQ_START = 1, INPROC_REQ_STOP = 2,
+			   INPROC_REQ_CHANNEL = 3 /* offer a fresh owner channel (version 10) */ };
 
 /* Layouts of at::RecordFunctionCallback the agent can build (verified per
  * torch version by tbpf before it asks, docs/inproc.md); RFCB10_FN: the
@@ -436,7 +453,8 @@ struct tbpf_inproc_ctl {
 	/* tbpf writes these four, then bumps seq */
 	__u32 request;        /* enum tbpf_inproc_request */
 	__u32 seq;
-	__s32 owner;          /* tbpf's pid: watched through a pidfd */
+	__s32 owner;          /* tbpf's pid in its own pid namespace: shown in
+			       * messages only (the watch is `chan`) */
 	__u32 layout;         /* enum tbpf_inproc_layout */
 	__u32 served_seq;     /* (agent) last seq acted on */
 	__u32 generation;     /* (agent) bumps at every start */
@@ -479,6 +497,7 @@ struct tbpf_inproc_ctl {
 	__u32 pad4;
 	__u64 fn_flushes;     /* (agent) operators removed from torch's dispatcher
 			       * while active: every thread's schema cache dropped */
+	struct tbpf_owner_chan chan;   /* version 10: the owner channel */
 };
 /* ==== END inproc ========================================================= */
 
@@ -663,16 +682,19 @@ struct rec_gpu_status {
 
 /* Control word the tool writes into the agent (exported symbol
  * tbpf_agent_ctl; process_vm_writev).  The agent polls it. */
-enum tbpf_agent_request { AGENT_REQ_NONE = 0, AGENT_REQ_START = 1, AGENT_REQ_STOP = 2 };
+enum tbpf_agent_request { AGENT_REQ_NONE = 0, AGENT_REQ_START = 1, AGENT_REQ_STOP = 2,
+			  AGENT_REQ_CHANNEL = 3 /* offer a fresh owner channel in the
+						 * exported tbpf_agent_chan */ };
 
 struct tbpf_agent_ctl {
 	__u64 magic;        /* TBPF_AGENT_MAGIC, set by the agent */
 	__u32 request;      /* enum tbpf_agent_request, written by tbpf */
 	__u32 seq;          /* tbpf bumps it with every request */
 	__u32 max_rate;     /* records per second, 0 = agent default */
-	__s32 owner;        /* tbpf's pid (0: none, e.g. tbpf in another pid
-			     * namespace): the agent watches it through a
-			     * pidfd and releases CUPTI when it exits */
+	__s32 owner;        /* tbpf's pid in its own pid namespace, for messages;
+			     * the agent watches its owner through the channel
+			     * in its exported `struct tbpf_owner_chan
+			     * tbpf_agent_chan` and releases CUPTI when it closes */
 };
 /* ==== END REC_GPU ======================================================= */
 

@@ -49,8 +49,9 @@ def read_ctl(pid, addr):
         sys.exit("bad magic %#x" % magic)
     detail = b[96:160].split(b"\0")[0].decode()
     head, = struct.unpack_from("<Q", b, 224)
-    if version >= 8:   # and the threads' own rings: shard[4] at 400, 128 bytes each, head at +64
-        head += sum(struct.unpack_from("<Q", b, 400 + 128 * k + 64)[0] for k in range(4))
+    if version >= 8:   # and the threads' own rings: shard[4] at 416, 128 bytes each, head at +64
+        # (it read 400 + 64: a shard's padding, so only the shared ring counted)
+        head += sum(struct.unpack_from("<Q", b, 416 + 128 * k + 64)[0] for k in range(4))
     return STATES.get(state, str(state)), head, detail
 
 

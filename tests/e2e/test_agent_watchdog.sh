@@ -7,6 +7,15 @@
 # 2.8, whose wheel maps Kineto's libcupti 12) and `tbpf run` (the driver
 # loads the agent through CUDA_INJECTION64_PATH; also `tbpf run --inproc
 # --inject`), and `tbpf daemon --inproc --inject` (SIGKILL and SIGTERM).
+# With --inproc the RecordFunction agent's control block (inproc_state.py,
+# read from the target's memory) must say "orphaned" after the SIGKILL too.
+#
+# The watch is the owner channel (a pipe whose only write end tbpf holds,
+# issue 19w), not tbpf's pid: the ns cases run the job in its own pid
+# namespace (`unshare --pid --fork --mount-proc`, a containerized job) and
+# tbpf from the host, where tbpf's pid means nothing to the job; CUPTI and
+# the callbacks must be released all the same, and a second tbpf must get
+# a fresh channel.
 #
 # No GPU here: the fake libcuda/libcupti (tests/native/cupti/fake_cuda.c,
 # FAKE_CUPTI_LAUNCHES=1) stands in for the driver and CUPTI, and with
@@ -27,13 +36,15 @@ ALL=0x436   # bits 1 2 4 5 10: MEMCPY MEMSET DRIVER RUNTIME CONCURRENT_KERNEL (c
 LONG=(--iters 1000 --conv 1 --head 1)
 BOUND_MS=3000   # the agent looks every 100 ms; the kernel first tears down the killed tbpf (its BPF, uprobes)
 
-# mkpy TAG V: $T/py_TAG, torch V's interpreter with the fake driver (exec:
-# the same pid) writing its CUPTI state to $T/TAG.state
+# mkpy TAG V [NS]: $T/py_TAG, torch V's interpreter with the fake driver
+# (exec: the same pid) writing its CUPTI state to $T/TAG.state; NS=ns: in a
+# new pid namespace (the interpreter is then the child of that pid)
 mkpy() {
-	local py=PY$2
+	local py=PY$2 ns=
+	[ "${3:-}" = ns ] && ns="unshare --pid --fork --mount-proc "
 	cat > "$T/py_$1" <<SH
 #!/bin/sh
-LD_LIBRARY_PATH=$FAKE FAKE_CUPTI_LAUNCHES=1 FAKE_CUPTI_STATE=$T/$1.state exec ${!py} "\$@"
+LD_LIBRARY_PATH=$FAKE FAKE_CUPTI_LAUNCHES=1 FAKE_CUPTI_STATE=$T/$1.state exec $ns${!py} "\$@"
 SH
 	chmod +x "$T/py_$1"
 }
@@ -95,20 +106,54 @@ finished() {   # finished NAME LABEL V: told to end, the job ends with its unpro
 	log "$2: the job finished with the checksum of an unprofiled run of its $(result_field "$(get "$1" out)" iters) iterations ($got)"
 }
 
-# inject_case TAG V KILL TBPF-ARGS: a running job, --inject, then SIGKILL
-# of tbpf mid-run (KILL=1) or its normal stop at --duration (KILL=0)
-inject_case() {
-	local tag=$1 v=$2 kill=$3 st=$T/$1.state t0
-	shift 3
-	mkpy "$tag" "$v"
-	start_workload wl_$tag "$T/py_$tag" fake_gpu_model.py "${LONG[@]}" --until "$T/$tag.done"
-	if [ "$kill" = 1 ]; then
-		start_tbpf tb_$tag --pid "$(get wl_$tag pid)" "$@" --format json
-	else
-		start_tbpf tb_$tag --pid "$(get wl_$tag pid)" "$@" --duration 2s --format json
+# job_pid TAG NS: the job's pid as the host sees it (NS=ns: the child of
+# unshare, checked to be in another pid namespace than this shell)
+job_pid() {
+	local p=$(get wl_$1 pid) i c=
+	[ "$2" = ns ] || { echo "$p"; return; }
+	for ((i = 0; i < 50; i++)); do
+		c=$(pgrep -P "$p" | head -1)
+		[ -n "$c" ] && break
+		sleep 0.1
+	done
+	[ -n "$c" ] || fail "$1: no job under unshare ($p)"
+	[ "$(readlink /proc/"$c"/ns/pid)" != "$(readlink /proc/self/ns/pid)" ] ||
+		fail "$1: the job is in this pid namespace: the case could not fail"
+	echo "$c"
+}
+# callbacks TAG PID WANT: with --inproc, the RecordFunction agent's state,
+# from the target's memory; after the SIGKILL (orphaned) its ring stays still
+callbacks() {
+	local s h
+	s=$(python3 "$E2E_DIR/inproc_state.py" "$2" --wait "$3" --timeout $((BOUND_MS / 1000))) ||
+		fail "$1: the RecordFunction agent is not $3: $s"
+	if [ "$3" = orphaned ]; then
+		sleep 0.3
+		h=$(python3 "$E2E_DIR/inproc_state.py" "$2")
+		[ "${h%% detail*}" = "${s%% detail*}" ] || fail "$1: records still written after the callbacks were removed: $s, then $h"
 	fi
-	go "$(get wl_$tag pid)"
+	log "$1: RecordFunction agent: $s"
+}
+
+# inject_case TAG V KILL [ns] TBPF-ARGS: a running job, --inject, then
+# SIGKILL of tbpf mid-run (KILL=1) or its normal stop at --duration (KILL=0);
+# ns: the job in its own pid namespace
+inject_case() {
+	local tag=$1 v=$2 kill=$3 st=$T/$1.state t0 ns= tp inproc=
+	shift 3
+	[ "$1" = ns ] && { ns=ns; shift; }
+	[[ " $* " == *" --inproc "* ]] && inproc=1
+	mkpy "$tag" "$v" $ns
+	start_workload wl_$tag "$T/py_$tag" fake_gpu_model.py "${LONG[@]}" --until "$T/$tag.done"
+	tp=$(job_pid "$tag" "$ns")
+	if [ "$kill" = 1 ]; then
+		start_tbpf tb_$tag --pid "$tp" "$@" --format json
+	else
+		start_tbpf tb_$tag --pid "$tp" "$@" --duration 2s --format json
+	fi
+	go "$tp"
 	active "$st" "$tag"
+	[ -z "$inproc" ] || callbacks "$tag" "$tp" active
 	if [ "$kill" = 1 ]; then
 		sleep 0.5
 		kill -9 "$(get tb_$tag pid)"
@@ -120,20 +165,24 @@ inject_case() {
 		t0=$(date +%s%N)
 	fi
 	released "$st" "$tag" "$t0"
-	thread_gone "$(get wl_$tag pid)" "$tag"
+	[ -z "$inproc" ] || [ "$kill" = 0 ] || callbacks "$tag" "$tp" orphaned
+	thread_gone "$tp" "$tag"
 	if [ "$kill" = 1 ]; then
 		# a new tbpf on the same job: the agent (still loaded, pinned)
 		# gets its control thread back, CUPTI on, device times, released
-		start_tbpf tb_${tag}b --pid "$(get wl_$tag pid)" "$@" --duration 2s --format json
+		start_tbpf tb_${tag}b --pid "$tp" "$@" --duration 2s --format json
 		wait_state "$st" "^subscribers=1 enabled=$ALL flushes=[0-9]+ unsubscribes=1$" 20 ||
 			fail "$tag: CUPTI not on again for the next tbpf: '$(state "$st")'"
 		wait_exit tb_${tag}b 60
 		expect_rc tb_${tag}b 0
 		wait_state "$st" "^subscribers=0 enabled=0x0 flushes=[0-9]+ unsubscribes=2$" 3 ||
 			fail "$tag: not released after the next tbpf: '$(state "$st")'"
-		python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["run"]; assert r["gpu_times"] is True, r.get("gpu_note")' \
+		# in another pid namespace CUPTI's thread ids are the job's, the
+		# launch probes' the host's: records arrive, the join finds no
+		# launch (README, Status), so device times are checked only here
+		[ -n "$ns" ] || python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["run"]; assert r["gpu_times"] is True, r.get("gpu_note")' \
 			"$(get tb_${tag}b out)" || fail "$tag: the next tbpf got no device times"
-		log "$tag: the next tbpf: device times, then released: $(state "$st")"
+		log "$tag: the next tbpf: CUPTI on again${ns:+ (device times not joined across pid namespaces)}, then released: $(state "$st")"
 	fi
 	finished wl_$tag "$tag" "$v"
 }
@@ -143,9 +192,13 @@ inject_case stop1 1 0 --inject
 need_torch "$PY2"
 inject_case kill2 2 1 --inproc --inject-force
 inject_case stop2 2 0 --inproc --inject-force
+# a containerized job, tbpf on the host: both agents watch the channel
+inject_case nskill1 1 1 ns --inject
+inject_case nskill2 2 1 ns --inproc --inject-force
 
 # tbpf run: the driver loads the agent (CUDA_INJECTION64_PATH) at the job's
-# cuInit and it starts itself; TBPF_AGENT_OWNER names the tbpf to watch
+# cuInit and it starts itself; its command inherits the owner channel
+# (TBPF_AGENT_OWNER_CHAN)
 run_case() {   # run_case TAG V KILL [TBPF-RUN-ARGS...]
 	local tag=$1 v=$2 kill=$3 st=$T/$1.state t0 jp i
 	shift 3

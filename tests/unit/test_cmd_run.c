@@ -68,6 +68,34 @@ static void test_held_then_released(void **state)
 	assert_string_equal(slurp(out), "/opt/x/libtbpf_agent.so|1");
 }
 
+/* The command inherits the owner channel's read end (TBPF_AGENT_OWNER_CHAN
+ * = FD:INODE), read-only, and no write end of it: the only one is tbpf's,
+ * closed once run_child_wait is called. */
+static void test_owner_channel(void **state)
+{
+	char cmd[512];
+	unsigned long long ino, ino2;
+	int fd, n, acc;
+	snprintf(cmd, sizeof(cmd),
+		 "c=$TBPF_AGENT_OWNER_CHAN; fd=${c%%%%:*}; n=0; for f in /proc/$$/fd/*; do "
+		 "[ \"$(readlink $f)\" = \"pipe:[${c#*:}]\" ] && n=$((n+1)); done; "
+		 "printf '%%s %%s %%s %%s' \"$c\" $n $(sed -n 's/^flags:[[:space:]]*//p' "
+		 "/proc/$$/fdinfo/$fd) $(stat -L -c %%i /proc/$$/fd/$fd) > %s", out);
+	char *argv[] = { "sh", "-c", cmd, NULL };
+	struct run_child c;
+	assert_int_equal(run_child_start(argv, "/opt/x/libtbpf_agent.so", &c), 0);
+	assert_true(c.owner_fd >= 0);
+	assert_int_equal(run_child_release(&c), 0);
+	assert_int_equal(run_child_wait(&c), 0);
+	assert_int_equal(c.owner_fd, -1);
+	char *got = slurp(out);
+	assert_non_null(got);
+	assert_int_equal(sscanf(got, "%d:%llu %d %o %llu", &fd, &ino, &n, &acc, &ino2), 5);
+	assert_int_equal(ino, ino2);   /* the fd named is that pipe */
+	assert_int_equal(n, 1);        /* its read end only */
+	assert_int_equal(acc & 3, 0);  /* O_RDONLY */
+}
+
 static void test_never_released(void **state)
 {
 	char cmd[128];
@@ -133,6 +161,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_held_then_released, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_never_released, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_owner_channel, setup, teardown),
 		cmocka_unit_test(test_cmd_run_codes),
 		cmocka_unit_test_setup_teardown(test_attach_failure_kills, setup, teardown),
 		cmocka_unit_test(test_existing_injection_refused),

@@ -14,6 +14,7 @@
 #include "agent_attach.h"
 #include "remote.h"
 #include "elfsym.h"
+#include "owner_chan.h"
 
 int agent_find_mapping(FILE *maps, const char *lib_name, char **path, uint64_t *map_start)
 {
@@ -70,6 +71,9 @@ int agent_elf_locate(const char *elf_path, struct agent_loc *loc)
 			goto out;
 		*addrs[k] = loc->map_start + sym.value - first_vaddr;
 	}
+	/* absent in agents before issue 19w, which watch a pid: not started */
+	if (!elf_file_find_sym(ef, "tbpf_agent_chan", &sym) && sym.defined)
+		loc->chan_addr = loc->map_start + sym.value - first_vaddr;
 	/* optional (agents before issue 19q): restarts the control thread */
 	if (!elf_file_find_sym(ef, "tbpf_agent_restart", &sym) && sym.defined)
 		loc->restart_addr = loc->map_start + sym.value - first_vaddr;
@@ -113,18 +117,6 @@ int agent_read_status(pid_t pid, const struct agent_loc *loc, struct rec_gpu_sta
 	return st->magic == TBPF_AGENT_MAGIC ? 0 : -EPROTO;
 }
 
-/* Our pid means something to the agent only in its own pid namespace. */
-static bool same_pid_ns(pid_t pid)
-{
-	char path[64];
-	struct stat a, b;
-
-	snprintf(path, sizeof(path), "/proc/%d/ns/pid", pid);
-	if (stat("/proc/self/ns/pid", &a) || stat(path, &b))
-		return true;   /* cannot tell: let the agent look our pid up */
-	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
-
 int agent_request(pid_t pid, const struct agent_loc *loc, uint32_t req, uint32_t max_rate,
 		  uint32_t *seq)
 {
@@ -138,9 +130,8 @@ int agent_request(pid_t pid, const struct agent_loc *loc, uint32_t req, uint32_t
 	 * polls, so it never sees a new seq with an old request */
 	c.request = req;
 	c.max_rate = max_rate;
-	/* watched by the agent; 0 (unwatched, as before issue 19q) when the
-	 * target is in another pid namespace, where our pid means nothing */
-	c.owner = same_pid_ns(pid) ? getpid() : 0;
+	/* for messages only: the agent watches the owner channel */
+	c.owner = getpid();
 	if ((err = remote_write(pid, loc->ctl_addr + offsetof(struct tbpf_agent_ctl, request),
 				&c.request, sizeof(c.request))) ||
 	    (err = remote_write(pid, loc->ctl_addr + offsetof(struct tbpf_agent_ctl, max_rate),
@@ -180,6 +171,42 @@ int agent_request_sync(pid_t pid, const struct agent_loc *loc, uint32_t req, uin
 	uint32_t seq;
 	int err = agent_request(pid, loc, req, max_rate, &seq);
 	return err ? err : agent_wait_served(pid, loc, seq, timeout_ms, st);
+}
+
+int agent_start_sync(pid_t pid, const struct agent_loc *loc, uint32_t max_rate, int timeout_ms,
+		     struct rec_gpu_status *st, int *chan_fd)
+{
+	struct rec_gpu_status tmp;
+	struct tbpf_owner_chan c;
+	int err, fd;
+
+	*chan_fd = -1;
+	if (!st)
+		st = &tmp;
+	if (!loc->chan_addr)
+		return -EPROTO;
+	err = agent_request_sync(pid, loc, AGENT_REQ_CHANNEL, max_rate, timeout_ms, st);
+	if (!err)
+		err = remote_read(pid, loc->chan_addr, &c, sizeof(c));
+	if (err)
+		return err;
+	/* none offered: CUPTI is on for another tbpf; START is then a no-op,
+	 * as before (its records reach every tbpf that probes the agent) */
+	if (c.wfd < 0 && st->state == AGENT_ACTIVE)
+		return agent_request_sync(pid, loc, AGENT_REQ_START, max_rate, timeout_ms, st);
+	fd = owner_chan_take(pid, &c);
+	if (fd < 0)
+		return fd;
+	c.taken = c.wfd;
+	err = remote_write(pid, loc->chan_addr + offsetof(struct tbpf_owner_chan, taken), &c.taken,
+			   sizeof(c.taken));
+	if (!err)
+		err = agent_request_sync(pid, loc, AGENT_REQ_START, max_rate, timeout_ms, st);
+	if (err)
+		owner_chan_close(fd);
+	else
+		*chan_fd = fd;
+	return err;
 }
 
 const char *agent_state_name(unsigned state)

@@ -21,6 +21,7 @@ struct agent_loc {
 	uint64_t status_addr; /* struct rec_gpu_status tbpf_agent_status */
 	uint64_t ctl_addr;    /* struct tbpf_agent_ctl tbpf_agent_ctl */
 	uint64_t restart_addr; /* int tbpf_agent_restart(void), 0 if absent */
+	uint64_t chan_addr;   /* struct tbpf_owner_chan tbpf_agent_chan, 0 if absent */
 };
 
 /* Pure: the first mapping (offset 0) whose basename is lib_name. */
@@ -43,6 +44,13 @@ int agent_wait_served(pid_t pid, const struct agent_loc *loc, uint32_t seq, int 
 /* agent_request + agent_wait_served. */
 int agent_request_sync(pid_t pid, const struct agent_loc *loc, uint32_t req, uint32_t max_rate,
 		       int timeout_ms, struct rec_gpu_status *st);
+/* START watched by an owner channel: CHANNEL, take the offered write end
+ * (owner_chan_take), START.  *chan_fd gets tbpf's end (close it with
+ * owner_chan_close after STOP; the agent releases CUPTI when it closes),
+ * or -1 when CUPTI was on for another tbpf already.  -EPROTO: an agent
+ * without the channel (older than issue 19w), not started. */
+int agent_start_sync(pid_t pid, const struct agent_loc *loc, uint32_t max_rate, int timeout_ms,
+		     struct rec_gpu_status *st, int *chan_fd);
 const char *agent_state_name(unsigned state);
 
 #endif

@@ -10,6 +10,7 @@
 #include "inject.h"
 #include "inproc_attach.h"
 #include "inproc_layouts.h"
+#include "owner_chan.h"
 #include "remote.h"
 
 #define DRAIN_CHUNK 16384u   /* slots read at once */
@@ -191,6 +192,30 @@ int inproc_request(pid_t pid, const struct inproc_loc *loc, uint32_t req, pid_t 
 			return -ETIMEDOUT;
 		usleep(5000);
 	}
+	return err;
+}
+
+int inproc_start(pid_t pid, const struct inproc_loc *loc, uint32_t layout, int timeout_ms,
+		 struct tbpf_inproc_ctl *c, int *chan_fd)
+{
+	int32_t taken;
+	int err, fd;
+
+	*chan_fd = -1;
+	err = inproc_request(pid, loc, INPROC_REQ_CHANNEL, getpid(), layout, timeout_ms, c);
+	if (err)
+		return err;
+	fd = owner_chan_take(pid, &c->chan);
+	if (fd < 0)
+		return fd;
+	taken = c->chan.wfd;
+	err = remote_write(pid, CTL_OFF(chan.taken), &taken, sizeof(taken));
+	if (!err)
+		err = inproc_request(pid, loc, INPROC_REQ_START, getpid(), layout, timeout_ms, c);
+	if (err || c->state != INPROC_ACTIVE)
+		owner_chan_close(fd);
+	else
+		*chan_fd = fd;
 	return err;
 }
 

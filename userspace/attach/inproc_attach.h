@@ -50,6 +50,13 @@ int inproc_read_ctl(pid_t pid, const struct inproc_loc *loc, struct tbpf_inproc_
  * gets the control block afterwards.  -ETIMEDOUT, -ESRCH, ... */
 int inproc_request(pid_t pid, const struct inproc_loc *loc, uint32_t req, pid_t owner,
 		   uint32_t layout, int timeout_ms, struct tbpf_inproc_ctl *c);
+/* START watched by an owner channel (owner_chan.h): CHANNEL, take the
+ * offered write end, START.  *chan_fd gets tbpf's end when the agent is
+ * active (close it with owner_chan_close after STOP: the agent removes its
+ * callbacks itself once it closes), else -1.  Errors as inproc_request;
+ * c->state tells a refusal. */
+int inproc_start(pid_t pid, const struct inproc_loc *loc, uint32_t layout, int timeout_ms,
+		 struct tbpf_inproc_ctl *c, int *chan_fd);
 
 /* Ask for input shapes at the next START (iv), or for none (NULL). */
 int inproc_set_shapes(pid_t pid, const struct inproc_loc *loc,

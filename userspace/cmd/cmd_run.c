@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include "cmd_run.h"
+#include "owner_chan.h"
 
 #define AGENT_SO "libtbpf_agent.so"
 
@@ -41,16 +42,28 @@ char *run_agent_path(void)
 
 int run_child_start(char *const argv[], const char *agent, struct run_child *c)
 {
-	int fds[2];
-	pid_t self = getpid();   /* before fork: the child's getppid could already be 1 */
+	int fds[2], chan_r = -1, err;
+	char chan[48];
 
+	c->owner_fd = -1;
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return -errno;
-	pid_t pid = fork();
-	if (pid < 0) {
-		int err = -errno;
+	/* the agent releases CUPTI itself once this channel hangs up */
+	if (agent && (err = owner_chan_pipe(&chan_r, &c->owner_fd, chan, sizeof(chan)))) {
 		close(fds[0]);
 		close(fds[1]);
+		return err;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		err = -errno;
+		close(fds[0]);
+		close(fds[1]);
+		if (agent) {
+			close(chan_r);
+			owner_chan_close(c->owner_fd);
+			c->owner_fd = -1;
+		}
 		return err;
 	}
 	if (pid == 0) {
@@ -65,19 +78,20 @@ int run_child_start(char *const argv[], const char *agent, struct run_child *c)
 			_exit(125);
 		}
 		if (agent) {
-			char owner[16];
-
-			snprintf(owner, sizeof(owner), "%d", (int)self);
 			setenv("CUDA_INJECTION64_PATH", agent, 1);
 			setenv("TBPF_AGENT_AUTOSTART", "1", 1);
-			/* the agent releases CUPTI itself if this tbpf dies */
-			setenv("TBPF_AGENT_OWNER", owner, 1);
+			/* the command keeps the read end; the write end (tbpf's
+			 * only) was closed at the fork (owner_chan.c) */
+			fcntl(chan_r, F_SETFD, 0);
+			setenv("TBPF_AGENT_OWNER_CHAN", chan, 1);
 		}
 		execvp(argv[0], argv);
 		fprintf(stderr, "tbpf run: %s: %s\n", argv[0], strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
 	}
 	close(fds[0]);
+	if (agent)
+		close(chan_r);
 	c->pid = pid;
 	c->release_fd = fds[1];
 	return 0;
@@ -101,6 +115,9 @@ int run_child_wait(struct run_child *c)
 		close(c->release_fd);
 		c->release_fd = -1;
 	}
+	/* profiling is over: an agent that starts now would feed nobody */
+	owner_chan_close(c->owner_fd);
+	c->owner_fd = -1;
 	while (waitpid(c->pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return -errno;

@@ -8,14 +8,17 @@
 struct run_child {
 	pid_t pid;
 	int release_fd;   /* write end: one byte lets the child exec */
+	int owner_fd;     /* with the agent: tbpf's end of the owner channel
+			   * whose read end the command inherits, else -1 */
 };
 
 /* Absolute path of libtbpf_agent.so: $TBPF_AGENT_PATH, else next to the
  * running executable, else ../lib/tbpf/.  malloc'd, NULL if none. */
 char *run_agent_path(void);
 
-/* Fork argv[0..] (PATH search) with CUDA_INJECTION64_PATH=agent and
- * TBPF_AGENT_AUTOSTART=1 (agent NULL: no injection).  The child blocks
+/* Fork argv[0..] (PATH search) with CUDA_INJECTION64_PATH=agent,
+ * TBPF_AGENT_AUTOSTART=1 and the owner channel's read end named in
+ * TBPF_AGENT_OWNER_CHAN (agent NULL: no injection).  The child blocks
  * before exec until run_child_release; if tbpf exits first it exits 125
  * without running the command.  Returns 0 or -errno. */
 int run_child_start(char *const argv[], const char *agent, struct run_child *c);

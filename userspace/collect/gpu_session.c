@@ -12,6 +12,7 @@
 #include "gpu_session.h"
 #include "gpucap.h"
 #include "inject.h"
+#include "owner_chan.h"
 #include "profile.h"
 
 #define GPU_START_TIMEOUT_MS 5000   /* START loads libcuda and CUPTI: can be slow */
@@ -50,6 +51,7 @@ struct gpu_target *gpu_session_track(struct gpu_session *gs, pid_t pid)
 	if (!t)
 		return NULL;
 	t->pid = pid;
+	t->chan_fd = -1;
 	gs->v[gs->n++] = t;
 	return t;
 }
@@ -155,10 +157,12 @@ int gpu_session_add(struct gpu_session *gs, struct tbpf_bpf *skel, pid_t pid,
 	if (err)
 		return fail_note(t, why, err, "cannot attach the CUPTI agent probes: %s",
 				 strerror(-err));
-	err = agent_request_sync(pid, &t->loc, AGENT_REQ_START, 0, GPU_START_TIMEOUT_MS, &t->status);
+	err = agent_start_sync(pid, &t->loc, 0, GPU_START_TIMEOUT_MS, &t->status, &t->chan_fd);
+	if (err == -EPROTO)
+		return fail_note(t, why, err, "the CUPTI agent loaded in the job is older than this "
+				 "tbpf (no owner channel): not started");
 	if (err)
-		return fail_note(t, why, err, "the CUPTI agent did not answer the start request: %s",
-				 strerror(-err));
+		return fail_note(t, why, err, "the CUPTI agent did not start: %s", strerror(-err));
 	t->have_status = true;
 	return 0;
 }
@@ -299,6 +303,8 @@ void gpu_session_detach(struct gpu_session *gs)
 		if (t->located && t->have_status && t->status.state == AGENT_ACTIVE &&
 		    !agent_request_sync(t->pid, &t->loc, AGENT_REQ_STOP, 0, GPU_STOP_TIMEOUT_MS, &st))
 			t->status = st;   /* flushed: its last records are in the ring */
+		owner_chan_close(t->chan_fd);   /* stopped: the watch may go */
+		t->chan_fd = -1;
 		uprobe_set_close(&t->links);
 		if (t->injected) {
 			/* the agent pins itself once CUPTI ran: dlclose then only
@@ -542,6 +548,7 @@ void gpu_session_free(struct gpu_session *gs)
 		struct gpu_target *t = gs->v[i];
 
 		uprobe_set_close(&t->links);
+		owner_chan_close(t->chan_fd);
 		agent_loc_free(&t->loc);
 		free(t->note);
 		free(t->host);

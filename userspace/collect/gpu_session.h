@@ -44,6 +44,7 @@ struct gpu_target {
 	char *note;               /* why no agent (refusal, failure), malloc'd */
 	bool have_status;
 	struct rec_gpu_status status;   /* latest (transport or status word) */
+	int chan_fd;              /* --inject: tbpf's end of the owner channel, -1 */
 	/* collected records */
 	struct gj_host *host;
 	size_t nhost, caphost;

@@ -9,6 +9,7 @@
 #include "inject.h"
 #include "pyoffsets.h"
 #include "inproc_attach.h"
+#include "owner_chan.h"
 #include "inproc_session.h"
 #include "grow.h"
 #include "strf.h"
@@ -23,6 +24,7 @@ struct inproc_target {
 	struct tbpf_inproc_ctl last;
 	uint32_t stacks_seen;    /* agent stack entries handed on */
 	struct tbpf_inproc_py py;
+	int chan_fd;             /* tbpf's end of the owner channel, -1 */
 };
 
 struct inproc_session {
@@ -193,6 +195,20 @@ static bool proc_exited(pid_t pid)
 	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
+/* The agent is active for another tbpf: -EBUSY.  A tbpf that died leaves
+ * it active until the agent's next look at its channel (every 20 ms), so
+ * it is given 200 ms to notice. */
+static int held_by_other(pid_t pid, const struct inproc_loc *loc, struct tbpf_inproc_ctl *c)
+{
+	int err = inproc_read_ctl(pid, loc, c);
+
+	for (int i = 0; !err && c->state == INPROC_ACTIVE && i < 40; i++) {
+		usleep(5000);
+		err = inproc_read_ctl(pid, loc, c);
+	}
+	return !err && c->state == INPROC_ACTIVE ? -EBUSY : err;
+}
+
 static int locate_or_inject(pid_t pid, const char *agent_path, struct inproc_loc *loc, char **why)
 {
 	uint64_t handle = 0;
@@ -286,7 +302,7 @@ int inproc_session_add_full(struct inproc_session *s, pid_t pid, const char *age
 			    const struct tbpf_inproc_seqlayout *sl, bool *shapes_on,
 			    bool *seq_on, char **why)
 {
-	struct inproc_target t = { .pid = pid };
+	struct inproc_target t = { .pid = pid, .chan_fd = -1 };
 	struct tbpf_inproc_ctl c;
 	int err;
 
@@ -299,12 +315,10 @@ int inproc_session_add_full(struct inproc_session *s, pid_t pid, const char *age
 	err = locate_or_inject(pid, agent_path, &t.loc, why);
 	if (err)
 		goto fail;
-	err = inproc_read_ctl(pid, &t.loc, &c);
-	if (!err && c.state == INPROC_ACTIVE && c.owner != getpid() &&
-	    !(kill(c.owner, 0) && errno == ESRCH)) {
-		*why = strf("pid %d: another tbpf (pid %d) holds its in-process callbacks", pid,
-			    c.owner);
-		err = -EBUSY;
+	err = held_by_other(pid, &t.loc, &c);
+	if (err == -EBUSY) {
+		*why = strf("pid %d: another tbpf (pid %d in its pid namespace) holds its in-process "
+			    "callbacks", pid, c.owner);
 		goto fail;
 	}
 	if (!err)
@@ -314,8 +328,7 @@ int inproc_session_add_full(struct inproc_session *s, pid_t pid, const char *age
 	if (!err)
 		err = setup_python(s, &t);
 	if (!err)
-		err = inproc_request(pid, &t.loc, INPROC_REQ_START, getpid(), layout,
-				     START_TIMEOUT_MS, &c);
+		err = inproc_start(pid, &t.loc, layout, START_TIMEOUT_MS, &c, &t.chan_fd);
 	if (err) {
 		*why = strf("pid %d: the in-process agent did not answer: %s", pid, strerror(-err));
 		goto fail;
@@ -334,6 +347,7 @@ int inproc_session_add_full(struct inproc_session *s, pid_t pid, const char *age
 		t.rd.fn_head = on_head;
 	if (err || GROW(s->t, s->n, s->cap, 4)) {
 		inproc_request(pid, &t.loc, INPROC_REQ_STOP, getpid(), layout, START_TIMEOUT_MS, &c);
+		owner_chan_close(t.chan_fd);
 		err = -ENOMEM;
 		*why = strf("out of memory");
 		goto fail;
@@ -430,6 +444,8 @@ void inproc_session_stop(struct inproc_session *s)
 		if (!inproc_request(t->pid, &t->loc, INPROC_REQ_STOP, getpid(), 0,
 				    START_TIMEOUT_MS, &c))
 			t->last = c;
+		owner_chan_close(t->chan_fd);   /* stopped: the watch may go */
+		t->chan_fd = -1;
 		drain_one(s, t);
 	}
 }
@@ -456,6 +472,7 @@ void inproc_session_free(struct inproc_session *s)
 	if (!s)
 		return;
 	for (size_t i = 0; i < s->n; i++) {
+		owner_chan_close(s->t[i].chan_fd);
 		inproc_reader_free(&s->t[i].rd);
 		inproc_loc_free(&s->t[i].loc);
 	}

@@ -110,7 +110,8 @@ static int watch(pid_t pid, int ms, uint32_t rate)
 	    attach_all(skel, pid, &loc, path))
 		return 1;
 	struct ring_buffer *rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_rec, &s, NULL);
-	if (!rb || (err = agent_request_sync(pid, &loc, AGENT_REQ_START, rate, 5000, NULL))) {
+	int chan = -1;   /* held while it watches: the agent's owner */
+	if (!rb || (err = agent_start_sync(pid, &loc, rate, 5000, NULL, &chan))) {
 		fprintf(stderr, "agent_probe: start request failed\n");
 		return 1;
 	}

@@ -68,9 +68,11 @@ int main(int argc, char **argv)
 	if (locate(pid, &loc))
 		return 1;
 	if (!strcmp(argv[1], "start") || !strcmp(argv[1], "stop")) {
-		err = agent_request_sync(pid, &loc,
-					 argv[1][2] == 'a' ? AGENT_REQ_START : AGENT_REQ_STOP,
-					 argc > 3 ? atoi(argv[3]) : 0, 5000, &st);
+		int chan;   /* start: closed as agentctl exits, so the agent
+			     * releases CUPTI at its next look */
+		err = argv[1][2] == 'a' ?
+			agent_start_sync(pid, &loc, argc > 3 ? atoi(argv[3]) : 0, 5000, &st, &chan) :
+			agent_request_sync(pid, &loc, AGENT_REQ_STOP, 0, 5000, &st);
 		if (!err)
 			print_status(&st);
 		if (err)
