@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "tbpf_abi.h"
 
@@ -140,19 +141,30 @@ static inline void owner_forked(struct owner_watch *w)
 
 /* tbpf run: "FD:INODE" (TBPF_AGENT_OWNER_CHAN) names a pipe's read end the
  * command inherited from tbpf; watched through a private copy when FD
- * still is that pipe's read end (a process that did not inherit it, e.g.
- * started with its fds closed, may have another file there).  0 or -1. */
-static inline int owner_inherit(struct owner_watch *w, const char *spec)
+ * still is that pipe's read end.  A process of the job that did not
+ * inherit it (started with its fds closed: Python subprocess' default
+ * close_fds, a launcher's workers) may have another file there; it
+ * watches tbpf's pid instead (TBPF_AGENT_OWNER, `pid`), through a pidfd,
+ * which turns readable when tbpf exits: the job's processes share tbpf's
+ * pid namespace, as its command's children.  0 or -1 (nothing watched). */
+static inline int owner_inherit(struct owner_watch *w, const char *spec, const char *pid)
 {
 	char *end;
 	long fd = spec ? strtol(spec, &end, 10) : -1;
+	long p = pid ? strtol(pid, NULL, 10) : 0;
 	struct stat st;
 
 	owner_drop(w);
 	if (fd < 0 || *end != ':' || fstat((int)fd, &st) < 0 || !S_ISFIFO(st.st_mode) ||
 	    (uint64_t)st.st_ino != strtoull(end + 1, NULL, 10) ||
-	    (fcntl((int)fd, F_GETFL) & O_ACCMODE) != O_RDONLY)
-		return -1;
+	    (fcntl((int)fd, F_GETFL) & O_ACCMODE) != O_RDONLY) {
+		if (p <= 1)
+			return -1;
+		w->rfd = (int)syscall(SYS_pidfd_open, (pid_t)p, 0);
+		if (w->rfd >= 0 && owner_gone(w))   /* tbpf already gone */
+			owner_drop(w);
+		return w->rfd >= 0 ? 0 : -1;
+	}
 	w->rfd = fcntl((int)fd, F_DUPFD_CLOEXEC, 3);
 	return w->rfd >= 0 ? 0 : -1;
 }

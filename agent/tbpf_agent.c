@@ -545,7 +545,7 @@ EXPORT int InitializeInjection(void)
 	const char *auto_start = getenv("TBPF_AGENT_AUTOSTART");
 	if (auto_start && *auto_start == '1') {
 		pthread_mutex_lock(&lock);
-		owner_inherit(&owner, getenv("TBPF_AGENT_OWNER_CHAN"));
+		owner_inherit(&owner, getenv("TBPF_AGENT_OWNER_CHAN"), getenv("TBPF_AGENT_OWNER"));
 		tbpf_agent_ctl.request = AGENT_REQ_START;
 		last_seq = ++tbpf_agent_ctl.seq;
 		agent_start(1);

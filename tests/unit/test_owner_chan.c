@@ -177,22 +177,51 @@ static void test_inherit(void **state)
 	int r, wfd;
 
 	assert_int_equal(owner_chan_pipe(&r, &wfd, spec, sizeof(spec)), 0);
-	assert_int_equal(owner_inherit(&w, spec), 0);
+	assert_int_equal(owner_inherit(&w, spec, NULL), 0);
 	assert_int_equal(owner_gone(&w), 0);
 	snprintf(bad, sizeof(bad), "%d:%s", wfd, strchr(spec, ':') + 1);   /* the write end */
 	{
 		struct owner_watch w2 = OWNER_WATCH_INIT;
 
-		assert_int_equal(owner_inherit(&w2, bad), -1);
-		assert_int_equal(owner_inherit(&w2, "0:1"), -1);
-		assert_int_equal(owner_inherit(&w2, NULL), -1);
-		assert_int_equal(owner_inherit(&w2, "junk"), -1);
+		assert_int_equal(owner_inherit(&w2, bad, NULL), -1);
+		assert_int_equal(owner_inherit(&w2, "0:1", NULL), -1);
+		assert_int_equal(owner_inherit(&w2, NULL, NULL), -1);
+		assert_int_equal(owner_inherit(&w2, "junk", NULL), -1);
 	}
 	close(r);                 /* the agent watches its own copy */
 	assert_int_equal(owner_gone(&w), 0);
 	owner_chan_close(wfd);
 	assert_int_equal(owner_gone(&w), 1);
 	owner_drop(&w);
+}
+
+/* tbpf run: a process of the job that did not inherit the channel (its
+ * fds closed) watches tbpf's pid (TBPF_AGENT_OWNER) through a pidfd */
+static void test_inherit_pid_fallback(void **state)
+{
+	struct owner_watch w = OWNER_WATCH_INIT;
+	char pid[16];
+	int status;
+	pid_t owner = fork();
+
+	(void)state;
+	assert_true(owner >= 0);
+	if (owner == 0) {   /* stands for tbpf */
+		pause();
+		_exit(0);
+	}
+	snprintf(pid, sizeof(pid), "%d", (int)owner);
+	assert_int_equal(owner_inherit(&w, "junk", pid), 0);
+	assert_int_equal(owner_watching(&w), 1);
+	assert_int_equal(owner_gone(&w), 0);
+	kill(owner, SIGKILL);
+	assert_int_equal(waitpid(owner, &status, 0), owner);
+	assert_int_equal(owner_gone(&w), 1);
+	owner_drop(&w);
+	/* the owner already gone, or no pid: nothing watched */
+	assert_int_equal(owner_inherit(&w, NULL, pid), -1);
+	assert_int_equal(owner_inherit(&w, NULL, "0"), -1);
+	assert_int_equal(owner_inherit(&w, NULL, NULL), -1);
 }
 
 int main(void)
@@ -205,6 +234,7 @@ int main(void)
 		cmocka_unit_test(test_take_checks),
 		cmocka_unit_test(test_tbpf_fork_closes),
 		cmocka_unit_test(test_inherit),
+		cmocka_unit_test(test_inherit_pid_fallback),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -45,6 +45,8 @@ int run_child_start(char *const argv[], const char *agent, struct run_child *c)
 	int fds[2], chan_r = -1, err;
 	char chan[48];
 
+	pid_t self = getpid();
+
 	c->owner_fd = -1;
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return -errno;
@@ -84,6 +86,12 @@ int run_child_start(char *const argv[], const char *agent, struct run_child *c)
 			 * only) was closed at the fork (owner_chan.c) */
 			fcntl(chan_r, F_SETFD, 0);
 			setenv("TBPF_AGENT_OWNER_CHAN", chan, 1);
+			/* for the job's processes started with their fds
+			 * closed (subprocess' close_fds): tbpf's pid, watched
+			 * through a pidfd where the channel is not inherited */
+			char own[16];
+			snprintf(own, sizeof(own), "%d", (int)self);
+			setenv("TBPF_AGENT_OWNER", own, 1);
 		}
 		execvp(argv[0], argv);
 		fprintf(stderr, "tbpf run: %s: %s\n", argv[0], strerror(errno));
