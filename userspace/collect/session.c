@@ -754,17 +754,35 @@ static int start_guard(struct session *s, struct tgt *tg, char **why)
 	return err;
 }
 
+/* Every thread of the target has exited (its pidfd polls readable). */
+static bool tgt_gone(const struct tgt *tg)
+{
+	struct pollfd q = { .fd = tg->pidfd, .events = POLLIN };
+
+	return tg->pidfd >= 0 && poll(&q, 1, 0) > 0;
+}
+
+/* The guard first (its return probes, then its entry probes and unwind
+ * hooks, README "Exception safety"), then tbpf's own links, which include
+ * no return probes, all at once.  A gone target has nothing left to
+ * protect: the guard's links and ours are released together (each close
+ * waits for a kernel grace period; overlapped, they share them). */
 static void tgt_detach(struct session *s, struct tgt *tg)
 {
+	struct uprobe_set *const own[] = { &tg->entry, &tg->hooks, &tg->scopes };
 	__u32 key = tg->t.pid;
 
+	if (tg->guard && tgt_gone(tg))
+		guard_stop_request(tg->guard);
+	else if (tg->guard) {
+		guard_stop(tg->guard, &tg->gstats);
+		tg->guard = NULL;
+	}
+	uprobe_sets_close(own, sizeof(own) / sizeof(own[0]));
 	if (tg->guard) {
 		guard_stop(tg->guard, &tg->gstats);
 		tg->guard = NULL;
 	}
-	uprobe_set_close(&tg->entry);
-	uprobe_set_close(&tg->hooks);
-	uprobe_set_close(&tg->scopes);
 	mem_detach(&tg->mem);
 	if (tg->pidfd >= 0) {
 		close(tg->pidfd);
