@@ -418,10 +418,13 @@ static __always_inline void pop_frame(struct tbpf_thread *t, __u32 tid, __u64 no
 		cnt_add(CNT_STALE_POPS, 1);
 }
 
-/* What a bpf_loop() step of pop_below / pop_returned works on. */
+/* What a bpf_loop() step of pop_below / pop_returned / scope_close works
+ * on. */
 struct pop_ctx {
 	struct tbpf_thread *t;
-	__u64 sp, now;    /* pop_below: the limit; pop_returned: the stack pointer */
+	__u64 sp;         /* pop_below: the limit; pop_returned: the stack
+			   * pointer; scope_close: the frames above the scope */
+	__u64 now;
 	__u32 tid, flags;
 };
 
