@@ -418,20 +418,53 @@ static __always_inline void pop_frame(struct tbpf_thread *t, __u32 tid, __u64 no
 		cnt_add(CNT_STALE_POPS, 1);
 }
 
+/* What a bpf_loop() step of pop_below / pop_returned / scope_close works
+ * on. */
+struct pop_ctx {
+	struct tbpf_thread *t;
+	__u64 sp;         /* pop_below: the limit; pop_returned: the stack
+			   * pointer; scope_close: the frames above the scope */
+	__u64 now;
+	__u32 tid, flags;
+};
+
+/* The top frame, when its return slot is at or below `limit`. */
+static __always_inline struct tbpf_frame *top_at_or_below(struct tbpf_thread *t, __u64 limit)
+{
+	__u32 d = t->depth;
+	struct tbpf_frame *f;
+
+	if (d == 0 || d > TBPF_MAX_DEPTH)
+		return NULL;
+	f = &t->frames[(d - 1) & (TBPF_MAX_DEPTH - 1)];
+	return f->sp <= limit ? f : NULL;
+}
+
+/* One frame per bpf_loop() step: pop_frame is verified once, not once per
+ * depth.  Inlined TBPF_MAX_DEPTH times it was most of the BPF load time
+ * (op entry alone 355,050 verified instructions, 0.6 s; issue 19u), and
+ * with the memory columns and the histograms op entry passed the
+ * verifier's 1M limit. */
+static long pop_below_step(__u32 i, void *ctx)
+{
+	struct pop_ctx *c = ctx;
+
+	if (!c->t || !top_at_or_below(c->t, c->sp))
+		return 1;
+	pop_frame(c->t, c->tid, c->now, c->flags);
+	return 0;
+}
+
 /* Close every frame whose return slot is at or below `limit`: the thread's
- * stack pointer has moved above it, so that call has returned or unwound. */
+ * stack pointer has moved above it, so that call has returned or unwound.
+ * The usual case, nothing to close, is decided here without the loop. */
 static __always_inline void pop_below(struct tbpf_thread *t, __u32 tid, __u64 limit,
 				      __u64 now, __u32 flags)
 {
-	for (int i = 0; i < TBPF_MAX_DEPTH; i++) {
-		__u32 d = t->depth;
+	struct pop_ctx c = { .t = t, .sp = limit, .now = now, .tid = tid, .flags = flags };
 
-		if (d == 0 || d > TBPF_MAX_DEPTH)
-			break;
-		if (t->frames[(d - 1) & (TBPF_MAX_DEPTH - 1)].sp > limit)
-			break;
-		pop_frame(t, tid, now, flags);
-	}
+	if (top_at_or_below(t, limit))
+		bpf_loop(TBPF_MAX_DEPTH, pop_below_step, &c, 0);
 }
 
 /* Infer mode (entry probes only): close the innermost frames that have
@@ -441,18 +474,9 @@ static __always_inline void pop_below(struct tbpf_thread *t, __u32 tid, __u64 li
  * since nothing rewrites return addresses without return probes.  Frames
  * whose slot lies below `sp` (the thread's stack pointer now) have
  * returned too. */
-struct pop_returned_ctx {
-	struct tbpf_thread *t;
-	__u64 sp, now;
-	__u32 tid;
-};
-
-/* One frame per bpf_loop() step: pop_frame is verified once, not once per
- * depth (inlined TBPF_MAX_DEPTH times with the memory columns and the
- * histograms of the daemon, op entry passed the verifier's 1M limit). */
 static long pop_returned_step(__u32 i, void *ctx)
 {
-	struct pop_returned_ctx *c = ctx;
+	struct pop_ctx *c = ctx;
 	struct tbpf_thread *t = c->t;
 	struct tbpf_frame *f;
 	__u64 v = 0;
@@ -473,7 +497,7 @@ static long pop_returned_step(__u32 i, void *ctx)
 
 static __always_inline void pop_returned(struct tbpf_thread *t, __u32 tid, __u64 sp, __u64 now)
 {
-	struct pop_returned_ctx c = { .t = t, .sp = sp, .now = now, .tid = tid };
+	struct pop_ctx c = { .t = t, .sp = sp, .now = now, .tid = tid };
 
 	bpf_loop(TBPF_MAX_DEPTH, pop_returned_step, &c, 0);
 }
@@ -796,10 +820,8 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	 * sharing our slot is alive only if it tail-called us (its return
 	 * address is already the uretprobe trampoline). */
 	t->busy = 1;
-	if (exits && (ra & ~0xfffULL) == tramp_page)
-		pop_below(t, tid, sp - 1, now, OPF_UNWOUND);
-	else if (exits)
-		pop_below(t, tid, sp, now, OPF_UNWOUND);
+	if (exits)
+		pop_below(t, tid, (ra & ~0xfffULL) == tramp_page ? sp - 1 : sp, now, OPF_UNWOUND);
 	else
 		pop_returned(t, tid, sp + 1, now);
 
@@ -1011,6 +1033,17 @@ static __always_inline int scope_open(struct pt_regs *ctx, __u32 pid, __u32 tid,
 	return 0;
 }
 
+/* Step i of closing a scope that has c->sp frames above it. */
+static long pop_scope_step(__u32 i, void *ctx)
+{
+	struct pop_ctx *c = ctx;
+
+	if (!c->t)
+		return 1;
+	pop_frame(c->t, c->tid, c->now, i < c->sp ? OPF_INFERRED : 0);
+	return 0;
+}
+
 /* Close the scope opened with `key` (and any frame left above it); no
  * such scope among the top 8 frames: nothing. */
 static __always_inline int scope_close(__u32 pid, __u32 tid, __u64 key)
@@ -1038,10 +1071,11 @@ static __always_inline int scope_close(__u32 pid, __u32 tid, __u64 key)
 		return 0;
 	now = bpf_ktime_get_ns();
 	cnt_add(CNT_EXITS, 1);
-	for (int i = 0; i < 8; i++) {
-		if (i > k)
-			break;
-		pop_frame(t, tid, now, i < k ? OPF_INFERRED : 0);
+	{
+		/* the k frames above it end unseen, then the scope itself */
+		struct pop_ctx c = { .t = t, .sp = k, .now = now, .tid = tid };
+
+		bpf_loop(k + 1, pop_scope_step, &c, 0);
 	}
 	return 0;
 }

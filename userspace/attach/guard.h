@@ -67,8 +67,14 @@ struct guard;
  * unwind links.  Returns 0 with *out set, or -errno with *why set
  * (malloc'd) when return probes cannot be made safe. */
 int guard_start(const struct guard_config *cfg, struct guard **out, char **why);
-/* Orderly stop: no new hijacks, repair all threads, detach; fills stats. */
+/* Orderly stop: no new hijacks, repair all threads, detach; fills stats.
+ * A target whose threads have all exited has nothing to repair: its links
+ * are removed at once. */
 int guard_stop(struct guard *g, struct guard_stats *st);
+/* guard_stop's request alone: the guard starts its stop now, guard_stop
+ * later waits for it (a gone target's links and tbpf's own then go
+ * together). */
+void guard_stop_request(struct guard *g);
 /* true while the guard process runs */
 bool guard_alive(struct guard *g);
 pid_t guard_pid(const struct guard *g);

@@ -35,6 +35,9 @@ struct uprobe_set {
 int uprobe_set_attach(struct uprobe_set *s, struct bpf_program *prog, const char *path,
 		      const uint64_t *offsets, const uint64_t *cookies, size_t n,
 		      bool retprobe, pid_t pid, bool multi);
+/* Every attachment of the sets closed, at once (threads), before it
+ * returns; the sets are left empty.  uprobe_set_close: one set. */
+void uprobe_sets_close(struct uprobe_set *const *sets, size_t nsets);
 void uprobe_set_close(struct uprobe_set *s);
 
 #endif

@@ -273,6 +273,53 @@ static int on_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* Only the programs and map sizes this session can use: each program
+ * loaded is a verifier run and each preallocated map an allocation, paid
+ * before the first probe (issue 19u: tbpf run's fixed cost).  The op
+ * probes are for targets with op discovery (not --inproc's sessions), the
+ * samples for exits that may be inferred; the hold, CUDA, memory and CUPTI
+ * agent probes for their options.  The thread-exit tracepoint is always
+ * loaded (session_open attaches it). */
+static void load_only_needed(struct tbpf_bpf *k, const struct session_config *cfg)
+{
+	bool ops = !cfg->modcalls_only;
+	bool infer = ops && cfg->exits != EXITS_RETURN;
+	const struct {
+		struct bpf_program *p;
+		bool on;
+	} v[] = {
+		{ k->progs.tbpf_op_entry, ops },          { k->progs.tbpf_op_exit, ops },
+		{ k->progs.tbpf_unwind_begin, ops },      { k->progs.tbpf_unwind_catch, ops },
+		{ k->progs.tbpf_scope_pend, ops },        { k->progs.tbpf_scope_new, ops },
+		{ k->progs.tbpf_scope_end, ops },         { k->progs.tbpf_module_call, cfg->python },
+		{ k->progs.tbpf_infer_sample, infer },    { k->progs.tbpf_infer_switch, infer },
+		{ k->progs.tbpf_run_mmap, cfg->run_hold }, { k->progs.tbpf_run_dlstate, cfg->run_hold },
+		{ k->progs.tbpf_run_firstop, cfg->run_hold },
+		{ k->progs.tbpf_cuda_launch, cfg->cuda }, { k->progs.tbpf_cuda_launch_ret, cfg->cuda },
+		{ k->progs.tbpf_cuda_memop, cfg->cuda },  { k->progs.tbpf_cuda_memop_ret, cfg->cuda },
+		{ k->progs.tbpf_cuda_sync, cfg->cuda },   { k->progs.tbpf_cuda_sync_ret, cfg->cuda },
+		{ k->progs.tbpf_cuda_alloc, cfg->cuda },  { k->progs.tbpf_cuda_alloc_ret, cfg->cuda },
+		{ k->progs.tbpf_mem_new, cfg->memory },   { k->progs.tbpf_mem_delete, cfg->memory },
+		{ k->progs.tbpf_mem_report, cfg->memory },
+		{ k->progs.tbpf_agent_batch, cfg->gpu_agent != 0 },
+		{ k->progs.tbpf_agent_name, cfg->gpu_agent != 0 },
+		{ k->progs.tbpf_agent_status, cfg->gpu_agent != 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		bpf_program__set_autoload(v[i].p, v[i].on);
+	/* preallocated maps of options not asked for: one entry */
+	if (cfg->no_hist)
+		bpf_map__set_max_entries(k->maps.ophist, 1);
+	if (!(cfg->bwstack && cfg->python))
+		bpf_map__set_max_entries(k->maps.bw_fwd, 1);
+	/* 65,536 per-CPU rows (38 ms here, more per CPU): the op rows, which
+	 * --inproc's sessions take from the agent (their module calls come
+	 * as ring records) */
+	if (cfg->modcalls_only)
+		bpf_map__set_max_entries(k->maps.opstats, 1);
+}
+
 struct session *session_open(const struct session_config *cfg, char **why, int *err_out)
 {
 	struct session *s;
@@ -341,9 +388,7 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 	/* thread state in task storage unless the guard could not read it */
 	s->skel->rodata->thread_store = cfg->exits == EXITS_INFER || guard_thread_store_ok();
 	s->skel->rodata->hist_on = !cfg->no_hist;
-	bpf_program__set_autoload(s->skel->progs.tbpf_run_mmap, cfg->run_hold);
-	bpf_program__set_autoload(s->skel->progs.tbpf_run_dlstate, cfg->run_hold);
-	bpf_program__set_autoload(s->skel->progs.tbpf_run_firstop, cfg->run_hold);
+	load_only_needed(s->skel, cfg);
 	if (cfg->ring_size)
 		bpf_map__set_max_entries(s->skel->maps.events, (uint32_t)ring_size_round(cfg->ring_size));
 	if (s->multi) {
@@ -714,17 +759,35 @@ static int start_guard(struct session *s, struct tgt *tg, char **why)
 	return err;
 }
 
+/* Every thread of the target has exited (its pidfd polls readable). */
+static bool tgt_gone(const struct tgt *tg)
+{
+	struct pollfd q = { .fd = tg->pidfd, .events = POLLIN };
+
+	return tg->pidfd >= 0 && poll(&q, 1, 0) > 0;
+}
+
+/* The guard first (its return probes, then its entry probes and unwind
+ * hooks, README "Exception safety"), then tbpf's own links, which include
+ * no return probes, all at once.  A gone target has nothing left to
+ * protect: the guard's links and ours are released together (each close
+ * waits for a kernel grace period; overlapped, they share them). */
 static void tgt_detach(struct session *s, struct tgt *tg)
 {
+	struct uprobe_set *const own[] = { &tg->entry, &tg->hooks, &tg->scopes };
 	__u32 key = tg->t.pid;
 
+	if (tg->guard && tgt_gone(tg))
+		guard_stop_request(tg->guard);
+	else if (tg->guard) {
+		guard_stop(tg->guard, &tg->gstats);
+		tg->guard = NULL;
+	}
+	uprobe_sets_close(own, sizeof(own) / sizeof(own[0]));
 	if (tg->guard) {
 		guard_stop(tg->guard, &tg->gstats);
 		tg->guard = NULL;
 	}
-	uprobe_set_close(&tg->entry);
-	uprobe_set_close(&tg->hooks);
-	uprobe_set_close(&tg->scopes);
 	mem_detach(&tg->mem);
 	if (tg->pidfd >= 0) {
 		close(tg->pidfd);
