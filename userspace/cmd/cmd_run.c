@@ -190,7 +190,15 @@ int cmd_run_with(int argc, char **argv, int (*attach)(pid_t pid, void *ctx), voi
 	}
 	if ((err = run_child_release(&c)))
 		fprintf(stderr, "tbpf run: releasing %d: %s\n", c.pid, strerror(-err));
-	return run_child_wait(&c);
+	/* here the command's whole life is the profiling window: the agent's
+	 * owner channel is held until it exits (run_child_wait would close it
+	 * first, for tbpf run's stop before its command ends) */
+	int owner = c.owner_fd, rc;
+
+	c.owner_fd = -1;
+	rc = run_child_wait(&c);
+	owner_chan_close(owner);
+	return rc;
 }
 
 int cmd_run(int argc, char **argv)
