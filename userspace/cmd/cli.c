@@ -495,6 +495,7 @@ static int run_main(int argc, char **argv)
 	rc = live_main(dash, argv, run_start, &r);
 	if (!r.started)
 		return rc;
+	run_child_profiled(&r.child);   /* the agent releases CUPTI now */
 	crc = run_child_wait(&r.child);
 	if (rc == TBPF_EXIT_OK && crc != 0)
 		fprintf(stderr, "tbpf: %s exited with status %d\n", r.cmd[0], crc);

@@ -116,19 +116,27 @@ int run_child_release(struct run_child *c)
 	return err;
 }
 
+void run_child_profiled(struct run_child *c)
+{
+	owner_chan_close(c->owner_fd);
+	c->owner_fd = -1;
+}
+
 int run_child_wait(struct run_child *c)
 {
-	int status;
+	int status, err = 0;
 	if (c->release_fd >= 0) {  /* never released: closing makes it exit 125 */
 		close(c->release_fd);
 		c->release_fd = -1;
 	}
-	/* profiling is over: an agent that starts now would feed nobody */
-	owner_chan_close(c->owner_fd);
-	c->owner_fd = -1;
 	while (waitpid(c->pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -errno;
+		if (errno != EINTR) {
+			err = -errno;
+			break;
+		}
+	run_child_profiled(c);   /* if the caller did not say so before */
+	if (err)
+		return err;
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	return 128 + WTERMSIG(status);
@@ -190,15 +198,9 @@ int cmd_run_with(int argc, char **argv, int (*attach)(pid_t pid, void *ctx), voi
 	}
 	if ((err = run_child_release(&c)))
 		fprintf(stderr, "tbpf run: releasing %d: %s\n", c.pid, strerror(-err));
-	/* here the command's whole life is the profiling window: the agent's
-	 * owner channel is held until it exits (run_child_wait would close it
-	 * first, for tbpf run's stop before its command ends) */
-	int owner = c.owner_fd, rc;
-
-	c.owner_fd = -1;
-	rc = run_child_wait(&c);
-	owner_chan_close(owner);
-	return rc;
+	/* the command's whole life is the profiling window here: the agent's
+	 * owner channel is held until it exits */
+	return run_child_wait(&c);
 }
 
 int cmd_run(int argc, char **argv)

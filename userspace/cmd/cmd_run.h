@@ -23,7 +23,12 @@ char *run_agent_path(void);
  * without running the command.  Returns 0 or -errno. */
 int run_child_start(char *const argv[], const char *agent, struct run_child *c);
 int run_child_release(struct run_child *c);
-/* waitpid; returns the shell-style exit code (128+sig when killed). */
+/* Profiling is over: close tbpf's end of the owner channel, so the agent
+ * releases CUPTI (and one that starts now does not start) while the
+ * command runs on. */
+void run_child_profiled(struct run_child *c);
+/* waitpid, then the owner channel closed if still open; returns the
+ * shell-style exit code (128+sig when killed). */
 int run_child_wait(struct run_child *c);
 
 /* The subcommand: argv = { "run", [--agent PATH | --no-agent], [--], cmd, args... }.
