@@ -7,6 +7,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -53,7 +54,8 @@ struct tgt {
 	struct target t;
 	uint32_t id_base;
 	struct uprobe_set entry, hooks;
-	struct uprobe_set scopes;  /* record_function scopes (issue 15) */
+	struct uprobe_set scopes;  /* record_function scopes (issue 15): end(), names, module calls */
+	struct uprobe_set scope_open;  /* the RecordFunction constructor: attached last, closed first */
 	struct mem_attach mem;     /* --profile-memory allocator probes (issue 17) */
 	bool mem_probed;           /* they were attached (stays set after detach) */
 	struct guard *guard;
@@ -671,7 +673,14 @@ static size_t boxed_names_set(struct session *s, struct tgt *tg, bool add)
 }
 
 /* record_function scopes (issue 15): entry probes on the RecordFunction
- * constructor and end(); no return probes, so nothing for the guard. */
+ * constructor and end(); no return probes, so nothing for the guard.
+ * end() first, then the names, then the constructor: a scope opened while
+ * end() was not yet probed never closed, and its frame stayed under every
+ * later one (under load the two attaches are milliseconds apart: 28 such
+ * frames in one steps_model run).  Its RecordFunction's address is reused,
+ * so a later end() closed it at a random time, and a stale optimizer
+ * scope made a step boundary in the middle of a step.  An end() whose
+ * scope opened before the constructor was probed finds no frame. */
 static int attach_scope_hooks(struct session *s, struct tgt *tg)
 {
 	const struct target_scope_hooks *h = &tg->t.scope;
@@ -680,22 +689,24 @@ static int attach_scope_hooks(struct session *s, struct tgt *tg)
 
 	if (!h->host_path)
 		return -ENOENT;
-	err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_scope_new, h->host_path,
-				&h->new_off, &zero, 1, false, tg->t.pid, s->multi);
-	if (!err)
-		err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_scope_end, h->host_path,
-					&h->end_off, &zero, 1, false, tg->t.pid, s->multi);
+	err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_scope_end, h->host_path,
+				&h->end_off, &zero, 1, false, tg->t.pid, s->multi);
 	/* names of FUNCTION-scope RecordFunctions (dynamo, autograd.Function) */
 	if (!err && h->py_path && h->npend)
 		err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_scope_pend, h->py_path,
 					h->pend_off, h->pend_kind, h->npend, false, tg->t.pid,
 					s->multi);
+	if (!err)
+		err = uprobe_set_attach(&tg->scope_open, s->skel->progs.tbpf_scope_new, h->host_path,
+					&h->new_off, &zero, 1, false, tg->t.pid, s->multi);
 	/* module calls need Python stacks; without them nothing to count */
 	if (!err && h->modcall_path && h->modcall_off && s->cfg.python && tg->ps)
 		err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_module_call, h->modcall_path,
 					&h->modcall_off, &zero, 1, false, tg->t.pid, s->multi);
-	if (err)
+	if (err) {
+		uprobe_set_close(&tg->scope_open);
 		uprobe_set_close(&tg->scopes);
+	}
 	return err;
 }
 
@@ -767,21 +778,39 @@ static bool tgt_gone(const struct tgt *tg)
 	return tg->pidfd >= 0 && poll(&q, 1, 0) > 0;
 }
 
+static void *close_scope_open(void *tg)
+{
+	uprobe_set_close(&((struct tgt *)tg)->scope_open);
+	return NULL;
+}
+
 /* The guard first (its return probes, then its entry probes and unwind
  * hooks, README "Exception safety"), then tbpf's own links, which include
- * no return probes, all at once.  A gone target has nothing left to
- * protect: the guard's links and ours are released together (each close
- * waits for a kernel grace period; overlapped, they share them). */
+ * no return probes, all at once.  A live target's scope constructor probe
+ * goes before end()'s, while the guard stops: a scope opened once end()
+ * was gone would stay open under every later one (test_scope_attach).  A
+ * gone target has nothing left to protect: the guard's links and ours are
+ * released together (each close waits for a kernel grace period;
+ * overlapped, they share them). */
 static void tgt_detach(struct session *s, struct tgt *tg)
 {
-	struct uprobe_set *const own[] = { &tg->entry, &tg->hooks, &tg->scopes };
+	struct uprobe_set *const own[] = { &tg->entry, &tg->hooks, &tg->scope_open, &tg->scopes };
 	__u32 key = tg->t.pid;
+	pthread_t th;
 
-	if (tg->guard && tgt_gone(tg))
-		guard_stop_request(tg->guard);
-	else if (tg->guard) {
-		guard_stop(tg->guard, &tg->gstats);
+	if (tgt_gone(tg)) {
+		if (tg->guard)
+			guard_stop_request(tg->guard);
+	} else {
+		bool async = tg->guard && !pthread_create(&th, NULL, close_scope_open, tg);
+
+		if (!async)
+			close_scope_open(tg);
+		if (tg->guard)
+			guard_stop(tg->guard, &tg->gstats);
 		tg->guard = NULL;
+		if (async)
+			pthread_join(th, NULL);
 	}
 	uprobe_sets_close(own, sizeof(own) / sizeof(own[0]));
 	if (tg->guard) {
