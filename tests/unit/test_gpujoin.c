@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -310,43 +311,200 @@ static void test_join_order_independent(void **state)
 	gpujoin_free(&r);
 }
 
+/* ---- scenarios built call by call: what the match may pair (issue 19) ---- */
+struct calls {
+	struct gj_host host[32];
+	size_t nhost;
+	struct rec_gpu gpu[64];
+	size_t ngpu;
+	uint32_t corr;
+};
+
+/* tbpf's probe on cuLaunchKernel fired on thread tid at ts, op on top */
+static void probe(struct calls *c, uint32_t tid, uint64_t ts, uint32_t op)
+{
+	c->host[c->nhost++] = (struct gj_host){ ts, tid, CU_cuLaunchKernel, op, 1 };
+}
+
+/* CUPTI's records of one cuLaunchKernel: its driver API record on tid from
+ * start (1 us long; left out when api is false: CUPTI dropped it) and the
+ * kernel, dur ns, 50 us later */
+static void cupti(struct calls *c, uint32_t tid, uint64_t start, uint64_t dur, bool api)
+{
+	uint32_t corr = 100 + c->corr++;
+	struct rec_gpu *g;
+	if (api) {
+		g = &c->gpu[c->ngpu++];
+		memset(g, 0, sizeof(*g));
+		g->h.tid = tid;
+		g->kind = GPU_API_DRIVER;
+		g->start_ns = start;
+		g->end_ns = start + 1000;
+		g->correlation = corr;
+	}
+	g = &c->gpu[c->ngpu++];
+	memset(g, 0, sizeof(*g));
+	g->kind = GPU_KERNEL;
+	g->start_ns = start + 50000;
+	g->end_ns = g->start_ns + dur;
+	g->correlation = corr;
+	g->stream = 7;
+}
+
+static void join(struct calls *c, int64_t shift, int estimate, struct gj_result *r)
+{
+	for (size_t i = 0; i < c->ngpu; i++) {
+		c->gpu[i].start_ns += shift;
+		c->gpu[i].end_ns += shift;
+	}
+	struct gj_input in = { c->host, c->nhost, c->gpu, c->ngpu, NULL, 0, NULL, 0, estimate, 0 };
+	assert_int_equal(gpujoin_run(&in, r), 0);
+}
+
+/* Self CUDA of op (0: no row) */
+static uint64_t self_of(const struct gj_result *r, uint32_t op)
+{
+	for (size_t i = 0; i < r->nops; i++)
+		if (r->ops[i].op_id == op)
+			return r->ops[i].self_cuda_ns;
+	return 0;
+}
+
 /* A call whose API record starts 45 us after its host probe (a uprobe's
  * first hit in a process: 13-37 us measured here) is still joined, and a
  * second launch 3 us after the first takes its own host record. */
 static void test_join_slow_first_hit(void **state)
 {
 	(void)state;
-	struct gj_host host[3] = {
-		{ .ts_ns = 1000000, .tid = 7, .api = CU_cuLaunchKernel, .op_id = 5, .stack_id = 1 },
-		{ .ts_ns = 1048000, .tid = 7, .api = CU_cuLaunchKernel, .op_id = 6, .stack_id = 1 },
-		{ .ts_ns = 1051000, .tid = 7, .api = CU_cuLaunchKernel, .op_id = 6, .stack_id = 1 },
-	};
-	struct rec_gpu gpu[6];
-	memset(gpu, 0, sizeof(gpu));
-	const uint64_t api[3][2] = { { 1045000, 1046000 }, { 1048500, 1049000 }, { 1051400, 1052000 } };
-	for (int i = 0; i < 3; i++) {
-		gpu[i].h.tid = 7;
-		gpu[i].kind = GPU_API_DRIVER;
-		gpu[i].start_ns = api[i][0];
-		gpu[i].end_ns = api[i][1];
-		gpu[i].correlation = 10 + i;
-		gpu[3 + i].kind = GPU_KERNEL;
-		gpu[3 + i].start_ns = 1060000 + 10000 * i;
-		gpu[3 + i].end_ns = gpu[3 + i].start_ns + 1000 * (i + 1);
-		gpu[3 + i].correlation = 10 + i;
-		gpu[3 + i].stream = 7;
-	}
-	struct gj_input in = { host, 3, gpu, 6, NULL, 0, NULL, 0, GJ_OFFSET_GIVEN, 0 };
-	struct gj_result r = { 0 };
-	assert_int_equal(gpujoin_run(&in, &r), 0);
+	struct calls c = { 0 };
+	struct gj_result r;
+	probe(&c, 7, 1000000, 5);
+	cupti(&c, 7, 1045000, 1000, true);
+	probe(&c, 7, 1048000, 6);
+	cupti(&c, 7, 1048500, 2000, true);
+	probe(&c, 7, 1051000, 6);
+	cupti(&c, 7, 1051400, 3000, true);
+	join(&c, 0, GJ_OFFSET_GIVEN, &r);
 	assert_int_equal(r.counts.attributed, 3);
 	assert_int_equal(r.nops, 2);
-	for (size_t i = 0; i < r.nops; i++) {
-		if (r.ops[i].op_id == 5)
-			assert_int_equal(r.ops[i].self_cuda_ns, 1000);
-		else
-			assert_int_equal(r.ops[i].self_cuda_ns, 2000 + 3000);
+	assert_int_equal(self_of(&r, 5), 1000);
+	assert_int_equal(self_of(&r, 6), 2000 + 3000);
+	gpujoin_free(&r);
+}
+
+/* The thread is preempted for 4 ms between the probe and CUPTI's API
+ * start (beside busy loops: up to 8 ms measured): the call still gets its
+ * host record, its neighbours theirs; the same with CUPTI's clock 1.76e18
+ * ns off and the offset estimated (the preempted pair lies outside the
+ * densest window: deltas 500, 4000000, 400, 300 give -SHIFT - 300 from
+ * 3 pairs). */
+static void preempted(struct calls *c)
+{
+	probe(c, 7, 1000000, 1);
+	cupti(c, 7, 1000500, 1000, true);
+	probe(c, 7, 1010000, 2);
+	cupti(c, 7, 1010000 + 4000000, 2000, true);
+	probe(c, 7, 5020000, 3);
+	cupti(c, 7, 5020400, 4000, true);
+	probe(c, 7, 5030000, 3);
+	cupti(c, 7, 5030300, 4000, true);
+}
+
+static void test_join_preempted(void **state)
+{
+	(void)state;
+	for (int est = 0; est < 2; est++) {
+		struct calls c = { 0 };
+		struct gj_result r;
+		preempted(&c);
+		join(&c, est ? SHIFT : 0, est ? GJ_OFFSET_ESTIMATE : GJ_OFFSET_GIVEN, &r);
+		assert_int_equal(r.clock_offset_ns, est ? -SHIFT - 300 : 0);
+		assert_int_equal(r.counts.offset_pairs, est ? 3 : 0);
+		assert_int_equal(r.counts.attributed, 4);
+		assert_int_equal(r.counts.no_host, 0);
+		assert_int_equal(self_of(&r, 1), 1000);
+		assert_int_equal(self_of(&r, 2), 2000);
+		assert_int_equal(self_of(&r, 3), 8000);
+		gpujoin_free(&r);
 	}
+}
+
+/* Two threads launching at once, one preempted 1.5 ms after its probe
+ * while the other makes two calls: each call joins its own thread's
+ * host record. */
+static void test_join_interleaved_threads(void **state)
+{
+	(void)state;
+	struct calls c = { 0 };
+	struct gj_result r;
+	probe(&c, 7, 1000000, 1);
+	probe(&c, 8, 1001000, 2);
+	cupti(&c, 8, 1001300, 2000, true);
+	probe(&c, 8, 1003000, 2);
+	cupti(&c, 8, 1003300, 2000, true);
+	cupti(&c, 7, 2500000, 1000, true);
+	probe(&c, 7, 2600000, 3);
+	probe(&c, 8, 2600100, 4);
+	cupti(&c, 8, 2600400, 8000, true);
+	cupti(&c, 7, 2600500, 16000, true);
+	join(&c, 0, GJ_OFFSET_GIVEN, &r);
+	assert_int_equal(r.counts.attributed, 5);
+	assert_int_equal(self_of(&r, 1), 1000);
+	assert_int_equal(self_of(&r, 2), 4000);
+	assert_int_equal(self_of(&r, 3), 16000);
+	assert_int_equal(self_of(&r, 4), 8000);
+	gpujoin_free(&r);
+}
+
+/* CUPTI dropped the API record of op 2's launch: its kernel is not
+ * attributed, and the later calls (one preempted 3 ms) keep their own
+ * host records, none moves onto op 2's. */
+static void test_join_dropped_api(void **state)
+{
+	(void)state;
+	struct calls c = { 0 };
+	struct gj_result r;
+	probe(&c, 7, 1000000, 1);
+	cupti(&c, 7, 1000500, 1000, true);
+	probe(&c, 7, 1010000, 2);
+	cupti(&c, 7, 1010500, 2000, false);
+	probe(&c, 7, 1020000, 3);
+	cupti(&c, 7, 1020000 + 3000000, 4000, true);
+	probe(&c, 7, 4030000, 4);
+	cupti(&c, 7, 4030500, 8000, true);
+	join(&c, 0, GJ_OFFSET_GIVEN, &r);
+	assert_int_equal(r.counts.no_api, 1);
+	assert_int_equal(r.counts.attributed, 3);
+	assert_int_equal(r.counts.unattributed_ns, 2000);
+	assert_int_equal(self_of(&r, 1), 1000);
+	assert_int_equal(self_of(&r, 2), 0);
+	assert_int_equal(self_of(&r, 3), 4000);
+	assert_int_equal(self_of(&r, 4), 8000);
+	gpujoin_free(&r);
+}
+
+/* The probe missed the second launch (op 5's host record is there, its
+ * call's CUPTI records are not; then op 1's call, then one with no host
+ * record, then op 3's): that call's kernel stays unattributed instead of
+ * taking op 5's older host record, 20 us before, or op 3's after it. */
+static void test_join_missing_host(void **state)
+{
+	(void)state;
+	struct calls c = { 0 };
+	struct gj_result r;
+	probe(&c, 7, 990000, 5);
+	probe(&c, 7, 1000000, 1);
+	cupti(&c, 7, 1000500, 1000, true);
+	cupti(&c, 7, 1010000, 2000, true);
+	probe(&c, 7, 1020000, 3);
+	cupti(&c, 7, 1020500, 4000, true);
+	join(&c, 0, GJ_OFFSET_GIVEN, &r);
+	assert_int_equal(r.counts.no_host, 1);
+	assert_int_equal(r.counts.attributed, 2);
+	assert_int_equal(r.counts.unattributed_ns, 2000);
+	assert_int_equal(self_of(&r, 5), 0);
+	assert_int_equal(self_of(&r, 1), 1000);
+	assert_int_equal(self_of(&r, 3), 4000);
 	gpujoin_free(&r);
 }
 
@@ -371,6 +529,10 @@ int main(void)
 		cmocka_unit_test(test_join_without_spans),
 		cmocka_unit_test(test_join_order_independent),
 		cmocka_unit_test(test_join_slow_first_hit),
+		cmocka_unit_test(test_join_preempted),
+		cmocka_unit_test(test_join_interleaved_threads),
+		cmocka_unit_test(test_join_dropped_api),
+		cmocka_unit_test(test_join_missing_host),
 		cmocka_unit_test(test_api_family),
 	};
 	return cmocka_run_group_tests_name("gpujoin", tests, NULL, NULL);
