@@ -53,8 +53,10 @@ static void span_is(const struct gj_op_span *v, size_t n, uint32_t op_id, uint32
 /* pid 42: tid 7 op 10 open, op 11 in it closed around a launch, op 12
  * open above without one; tid 8 op 20 open around a launch; tid 9 op 30
  * open, no launch.  pid 43 (tid 7 too) op 40 open around a launch. */
-static void feed(struct gj_spans *s)
+static struct gj_spans *fed(void)
 {
+	struct gj_spans *s = gj_spans_new();
+	assert_non_null(s);
 	op(s, REC_OP_ENTER, 42, 7, 100, 10, 0);
 	op(s, REC_OP_ENTER, 42, 7, 110, 11, 1);
 	launch(s, 42, 7, 120);
@@ -65,16 +67,15 @@ static void feed(struct gj_spans *s)
 	op(s, REC_OP_ENTER, 42, 9, 170, 30, 0);
 	op(s, REC_OP_ENTER, 43, 7, 100, 40, 0);
 	launch(s, 43, 7, 105);
+	return s;
 }
 
 static void test_window_open_and_closed(void **state)
 {
 	(void)state;
-	struct gj_spans *s = gj_spans_new();
+	struct gj_spans *s = fed();
 	struct gj_op_span *v;
 	size_t n;
-	assert_non_null(s);
-	feed(s);
 	assert_int_equal(gj_spans_window(s, 42, 1000, &v, &n), 0);
 	assert_int_equal(n, 3);
 	span_is(v, n, 11, 7, 110, 130);     /* closed, the launch inside */
@@ -108,11 +109,9 @@ static void test_window_open_and_closed(void **state)
 static void test_window_after_drop(void **state)
 {
 	(void)state;
-	struct gj_spans *s = gj_spans_new();
+	struct gj_spans *s = fed();
 	struct gj_op_span *v;
 	size_t n;
-	assert_non_null(s);
-	feed(s);
 	gj_spans_drop_before(s, 135);
 	assert_int_equal(gj_spans_window(s, 42, 1000, &v, &n), 0);
 	assert_int_equal(n, 2);
