@@ -310,43 +310,174 @@ static void test_join_order_independent(void **state)
 	gpujoin_free(&r);
 }
 
+/* ---- scenarios built call by call: what the match may pair (issue 19) ---- */
+/* One event of a thread: 'p' tbpf's probe on cuLaunchKernel fired at ts
+ * with op arg on top; 'c' CUPTI's records of one cuLaunchKernel: its
+ * driver API record from ts (1 us long) and the kernel, arg ns, 50 us
+ * later; 'd' the same with the API record dropped by CUPTI. */
+struct ev {
+	char what;
+	uint32_t tid;
+	uint64_t ts, arg;
+};
+
+/* what the join must give: counts, unattributed device ns, then Self
+ * CUDA per op (op 0 ends the list; 0 ns: the op got nothing) */
+struct want {
+	uint64_t attributed, no_host, no_api, unattributed_ns;
+	uint64_t self[6][2];
+};
+
+struct calls {
+	struct gj_host host[32];
+	size_t nhost;
+	struct rec_gpu gpu[64];
+	size_t ngpu;
+};
+
+static void build(struct calls *c, const struct ev *e, size_t n, int64_t shift)
+{
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < n; i++) {
+		if (e[i].what == 'p') {
+			c->host[c->nhost++] = (struct gj_host){ e[i].ts, e[i].tid, CU_cuLaunchKernel,
+								(uint32_t)e[i].arg, 1 };
+			continue;
+		}
+		uint32_t corr = 100 + (uint32_t)i;
+		struct rec_gpu *g;
+		if (e[i].what == 'c') {
+			g = &c->gpu[c->ngpu++];
+			g->h.tid = e[i].tid;
+			g->kind = GPU_API_DRIVER;
+			g->start_ns = e[i].ts + shift;
+			g->end_ns = g->start_ns + 1000;
+			g->correlation = corr;
+		}
+		g = &c->gpu[c->ngpu++];
+		g->kind = GPU_KERNEL;
+		g->start_ns = e[i].ts + shift + 50000;
+		g->end_ns = g->start_ns + e[i].arg;
+		g->correlation = corr;
+		g->stream = 7;
+	}
+}
+
+/* Self CUDA of op (0: no row) */
+static uint64_t self_of(const struct gj_result *r, uint32_t op)
+{
+	for (size_t i = 0; i < r->nops; i++)
+		if (r->ops[i].op_id == op)
+			return r->ops[i].self_cuda_ns;
+	return 0;
+}
+
+/* Join the events (CUPTI's clock shift ns off, estimate: GJ_OFFSET_*)
+ * and check the result against w; r is left for more checks. */
+static void join(const struct ev *e, size_t n, int64_t shift, int estimate, const struct want *w,
+		 struct gj_result *r)
+{
+	static struct calls c;
+	build(&c, e, n, shift);
+	struct gj_input in = { c.host, c.nhost, c.gpu, c.ngpu, NULL, 0, NULL, 0, estimate, 0 };
+	assert_int_equal(gpujoin_run(&in, r), 0);
+	assert_int_equal(r->counts.attributed, w->attributed);
+	assert_int_equal(r->counts.no_host, w->no_host);
+	assert_int_equal(r->counts.no_api, w->no_api);
+	assert_int_equal(r->counts.unattributed_ns, w->unattributed_ns);
+	for (size_t i = 0; i < 6 && w->self[i][0]; i++)
+		assert_int_equal(self_of(r, (uint32_t)w->self[i][0]), w->self[i][1]);
+}
+
+#define NEV(ev) (sizeof(ev) / sizeof(ev[0]))
+
+struct scenario {
+	const struct ev *ev;
+	size_t n;
+	struct want w;
+};
+
+static void test_scenario(void **state)
+{
+	const struct scenario *sc = *state;
+	struct gj_result r;
+	join(sc->ev, sc->n, 0, GJ_OFFSET_GIVEN, &sc->w, &r);
+	gpujoin_free(&r);
+}
+
 /* A call whose API record starts 45 us after its host probe (a uprobe's
  * first hit in a process: 13-37 us measured here) is still joined, and a
  * second launch 3 us after the first takes its own host record. */
-static void test_join_slow_first_hit(void **state)
+static const struct ev slow_first_hit[] = {
+	{ 'p', 7, 1000000, 5 }, { 'c', 7, 1045000, 1000 },
+	{ 'p', 7, 1048000, 6 }, { 'c', 7, 1048500, 2000 },
+	{ 'p', 7, 1051000, 6 }, { 'c', 7, 1051400, 3000 },
+};
+
+/* The thread is preempted for 4 ms between the probe and CUPTI's API
+ * start (beside busy loops: up to 8-15 ms measured): the call still gets
+ * its host record, its neighbours theirs. */
+static const struct ev preempted[] = {
+	{ 'p', 7, 1000000, 1 }, { 'c', 7, 1000500, 1000 },
+	{ 'p', 7, 1010000, 2 }, { 'c', 7, 1010000 + 4000000, 2000 },
+	{ 'p', 7, 5020000, 3 }, { 'c', 7, 5020400, 4000 },
+	{ 'p', 7, 5030000, 3 }, { 'c', 7, 5030300, 4000 },
+};
+
+/* Two threads launching at once, one preempted 1.5 ms after its probe
+ * while the other makes two calls: each call joins its own thread's
+ * host record. */
+static const struct ev interleaved[] = {
+	{ 'p', 7, 1000000, 1 },
+	{ 'p', 8, 1001000, 2 }, { 'c', 8, 1001300, 2000 },
+	{ 'p', 8, 1003000, 2 }, { 'c', 8, 1003300, 2000 },
+	{ 'c', 7, 2500000, 1000 },
+	{ 'p', 7, 2600000, 3 }, { 'p', 8, 2600100, 4 },
+	{ 'c', 8, 2600400, 8000 }, { 'c', 7, 2600500, 16000 },
+};
+
+/* CUPTI dropped the API record of op 2's launch: its kernel is not
+ * attributed, and the later calls (one preempted 3 ms) keep their own
+ * host records, none moves onto op 2's. */
+static const struct ev dropped_api[] = {
+	{ 'p', 7, 1000000, 1 }, { 'c', 7, 1000500, 1000 },
+	{ 'p', 7, 1010000, 2 }, { 'd', 7, 1010500, 2000 },
+	{ 'p', 7, 1020000, 3 }, { 'c', 7, 1020000 + 3000000, 4000 },
+	{ 'p', 7, 4030000, 4 }, { 'c', 7, 4030500, 8000 },
+};
+
+/* The probe missed the second launch (op 5's host record is there, its
+ * call's CUPTI records are not; then op 1's call, then one with no host
+ * record, then op 3's): that call's kernel stays unattributed instead of
+ * taking op 5's older host record, 20 us before, or op 3's after it. */
+static const struct ev missing_host[] = {
+	{ 'p', 7, 990000, 5 },
+	{ 'p', 7, 1000000, 1 }, { 'c', 7, 1000500, 1000 },
+	{ 'c', 7, 1010000, 2000 },
+	{ 'p', 7, 1020000, 3 }, { 'c', 7, 1020500, 4000 },
+};
+
+static const struct scenario scenarios[] = {
+	{ slow_first_hit, NEV(slow_first_hit), { 3, 0, 0, 0, { { 5, 1000 }, { 6, 5000 } } } },
+	{ preempted, NEV(preempted), { 4, 0, 0, 0, { { 1, 1000 }, { 2, 2000 }, { 3, 8000 } } } },
+	{ interleaved, NEV(interleaved),
+	  { 5, 0, 0, 0, { { 1, 1000 }, { 2, 4000 }, { 3, 16000 }, { 4, 8000 } } } },
+	{ dropped_api, NEV(dropped_api),
+	  { 3, 0, 1, 2000, { { 1, 1000 }, { 2, 0 }, { 3, 4000 }, { 4, 8000 } } } },
+	{ missing_host, NEV(missing_host), { 2, 1, 0, 2000, { { 5, 0 }, { 1, 1000 }, { 3, 4000 } } } },
+};
+
+/* The preempted thread with CUPTI's clock 1.76e18 ns off and the offset
+ * estimated: the preempted pair lies outside the densest window (deltas
+ * 500, 4000000, 400, 300 give -SHIFT - 300 from 3 pairs), the join is the
+ * same. */
+static void test_join_preempted_estimated(void **state)
 {
 	(void)state;
-	struct gj_host host[3] = {
-		{ .ts_ns = 1000000, .tid = 7, .api = CU_cuLaunchKernel, .op_id = 5, .stack_id = 1 },
-		{ .ts_ns = 1048000, .tid = 7, .api = CU_cuLaunchKernel, .op_id = 6, .stack_id = 1 },
-		{ .ts_ns = 1051000, .tid = 7, .api = CU_cuLaunchKernel, .op_id = 6, .stack_id = 1 },
-	};
-	struct rec_gpu gpu[6];
-	memset(gpu, 0, sizeof(gpu));
-	const uint64_t api[3][2] = { { 1045000, 1046000 }, { 1048500, 1049000 }, { 1051400, 1052000 } };
-	for (int i = 0; i < 3; i++) {
-		gpu[i].h.tid = 7;
-		gpu[i].kind = GPU_API_DRIVER;
-		gpu[i].start_ns = api[i][0];
-		gpu[i].end_ns = api[i][1];
-		gpu[i].correlation = 10 + i;
-		gpu[3 + i].kind = GPU_KERNEL;
-		gpu[3 + i].start_ns = 1060000 + 10000 * i;
-		gpu[3 + i].end_ns = gpu[3 + i].start_ns + 1000 * (i + 1);
-		gpu[3 + i].correlation = 10 + i;
-		gpu[3 + i].stream = 7;
-	}
-	struct gj_input in = { host, 3, gpu, 6, NULL, 0, NULL, 0, GJ_OFFSET_GIVEN, 0 };
-	struct gj_result r = { 0 };
-	assert_int_equal(gpujoin_run(&in, &r), 0);
-	assert_int_equal(r.counts.attributed, 3);
-	assert_int_equal(r.nops, 2);
-	for (size_t i = 0; i < r.nops; i++) {
-		if (r.ops[i].op_id == 5)
-			assert_int_equal(r.ops[i].self_cuda_ns, 1000);
-		else
-			assert_int_equal(r.ops[i].self_cuda_ns, 2000 + 3000);
-	}
+	struct gj_result r;
+	join(preempted, NEV(preempted), SHIFT, GJ_OFFSET_ESTIMATE, &scenarios[1].w, &r);
+	assert_int_equal(r.clock_offset_ns, -SHIFT - 300);
+	assert_int_equal(r.counts.offset_pairs, 3);
 	gpujoin_free(&r);
 }
 
@@ -370,7 +501,12 @@ int main(void)
 		cmocka_unit_test(test_join_realtime_unaligned),
 		cmocka_unit_test(test_join_without_spans),
 		cmocka_unit_test(test_join_order_independent),
-		cmocka_unit_test(test_join_slow_first_hit),
+		{ "test_join_slow_first_hit", test_scenario, NULL, NULL, (void *)&scenarios[0] },
+		{ "test_join_preempted", test_scenario, NULL, NULL, (void *)&scenarios[1] },
+		{ "test_join_interleaved_threads", test_scenario, NULL, NULL, (void *)&scenarios[2] },
+		{ "test_join_dropped_api", test_scenario, NULL, NULL, (void *)&scenarios[3] },
+		{ "test_join_missing_host", test_scenario, NULL, NULL, (void *)&scenarios[4] },
+		cmocka_unit_test(test_join_preempted_estimated),
 		cmocka_unit_test(test_api_family),
 	};
 	return cmocka_run_group_tests_name("gpujoin", tests, NULL, NULL);

@@ -191,22 +191,39 @@ out:
 }
 
 /* ---- API record -> host record ------------------------------------------ */
+/* The host record of an API call is on the call's thread, between the
+ * previous API record of the thread (lo: its start; of the same family in
+ * pass 0, of any in pass 1) and the call's end e: the latest unused one
+ * at or before the call's start s (the probe fires on entry, before CUPTI
+ * stamps the start; a preempted thread or a uprobe's first hit puts any
+ * time between them), else the earliest unused inside the call (another
+ * family's probe inside it, or the offset estimate's error).  Bounded by
+ * records, not by a time slack: a host record whose API record CUPTI
+ * dropped is older than the previous API record, so the next call does
+ * not take it, and a call whose host record is missing finds none.  Only
+ * GJ_MATCH_MAX_GAP_NS bounds the thread's first API record (clocks not
+ * aligned: no host record is that old). */
+struct api_prev { uint32_t tid; uint64_t start[3]; };   /* [0]: any family, 1 runtime, 2 driver */
+
 static int32_t match_host(const struct gj_host *host, struct hidx *h, size_t nh, char *used,
-			  uint32_t tid, uint64_t s, uint64_t e, int fam)
+			  uint32_t tid, uint64_t s, uint64_t e, int fam, const struct api_prev *prev)
 {
-	/* first index with (tid, ts >= s - slack) */
-	uint64_t from = s > GJ_MATCH_SLACK_NS ? s - GJ_MATCH_SLACK_NS : 0;
-	size_t lo = 0, hi = nh;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (h[mid].tid < tid || (h[mid].tid == tid && h[mid].ts < from))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	for (int pass = 0; pass < 2; pass++) {
+		/* first index with (tid, ts > the previous API record's start) */
+		uint64_t lo = prev->tid == tid ? prev->start[pass ? 0 : fam] : 0;
+		uint64_t from = lo ? lo + 1 : 0;
+		if (s > GJ_MATCH_MAX_GAP_NS && from < s - GJ_MATCH_MAX_GAP_NS)
+			from = s - GJ_MATCH_MAX_GAP_NS;
+		size_t a = 0, b = nh;
+		while (a < b) {
+			size_t mid = (a + b) / 2;
+			if (h[mid].tid < tid || (h[mid].tid == tid && h[mid].ts < from))
+				a = mid + 1;
+			else
+				b = mid;
+		}
 		int32_t before = -1, after = -1;
-		for (size_t k = lo; k < nh && h[k].tid == tid && h[k].ts <= e; k++) {
+		for (size_t k = a; k < nh && h[k].tid == tid && h[k].ts <= e; k++) {
 			int32_t i = h[k].i;
 			if (used[i] || (pass == 0 && gj_api_family(host[i].api) != fam))
 				continue;
@@ -222,6 +239,23 @@ static int32_t match_host(const struct gj_host *host, struct hidx *h, size_t nh,
 		}
 	}
 	return -1;
+}
+
+/* API records a[0..na) in (thread, start) order: each one's host record
+ * into api_host (indexed by gpu record). */
+static void match_all(const struct gj_input *in, struct hidx *h, char *used, const struct aidx *a,
+		      size_t na, int64_t off, int32_t *api_host)
+{
+	struct api_prev prev = { 0 };
+	for (size_t k = 0; k < na; k++) {
+		const struct rec_gpu *g = &in->gpu[a[k].i];
+		uint64_t s = g->start_ns + off;
+		if (k == 0 || prev.tid != g->h.tid)
+			prev = (struct api_prev){ g->h.tid, { 0 } };
+		api_host[a[k].i] = match_host(in->host, h, in->nhost, used, g->h.tid, s,
+					      g->end_ns + off, a[k].fam, &prev);
+		prev.start[0] = prev.start[a[k].fam] = s;
+	}
 }
 
 /* ---- outputs --------------------------------------------------------- */
@@ -571,11 +605,7 @@ int gpujoin_run(const struct gj_input *in, struct gj_result *r)
 		goto out;
 	for (size_t i = 0; i < in->ngpu; i++)
 		api_host[i] = -1;
-	for (size_t k = 0; k < na; k++) {
-		const struct rec_gpu *g = &in->gpu[a[k].i];
-		api_host[a[k].i] = match_host(in->host, h, in->nhost, used, g->h.tid,
-					      g->start_ns + off, g->end_ns + off, a[k].fam);
-	}
+	match_all(in, h, used, a, na, off, api_host);
 	qsort(a, na, sizeof(*a), cmp_aidx_corr);
 
 	for (size_t i = 0; i < in->ngpu; i++) {

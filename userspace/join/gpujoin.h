@@ -121,17 +121,22 @@ enum {
 };
 #define GJ_SAME_CLOCK_NS 10000000ll
 
-/* Window for the offset estimate and slack for host-before-API matching.
- * The slack covers the time from the host probe's timestamp to the API
- * record's start inside the call: a uprobe's first hit in a process (the
- * kernel maps its out-of-line single-step area, the page is faulted in)
- * took 13-37 us here before the call's first instruction, beyond the
- * former 20 us for --inproc, where a CUDA call is the process's first
- * probe hit (issue 19).  The latest unused host record at or before the
- * API start is taken, so a wider slack does not pick an older one while
- * the call's own record is there. */
+/* Window for the offset estimate (the spread of the host-probe-to-API-start
+ * delay of the pairs it takes as true).
+ *
+ * The match of an API record to its host record has no time slack (issue
+ * 19): the probe's timestamp and CUPTI's API start are apart by whatever
+ * happens between the uprobe and the call's first instruction: a uprobe's
+ * first hit in a process (the kernel maps its out-of-line single-step
+ * area, the page is faulted in) took 13-37 us here, and a thread
+ * preempted there waits for a CPU (up to 8 ms measured beside two busy
+ * loops on 2 vCPUs; the former fixed 100 us slack lost about one kernel
+ * in 3,000 then).  The host record is bounded by the thread's previous
+ * API record instead (gpujoin.c, match_host).  GJ_MATCH_MAX_GAP_NS only
+ * bounds a thread's first API record, far beyond any preemption: clocks
+ * that are not aligned join nothing. */
 #define GJ_OFFSET_WINDOW_NS 2000
-#define GJ_MATCH_SLACK_NS 100000
+#define GJ_MATCH_MAX_GAP_NS 1000000000ull
 
 /* Returns 0 or -errno (-ENOMEM; -ENODATA when an offset estimate was asked
  * for and no host/API pair exists). */
