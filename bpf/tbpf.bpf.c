@@ -78,8 +78,8 @@ struct {
  * 65,536 x 88 B per possible CPU, 370 MB of kernel memory on a 64-CPU
  * host, for the few thousand rows a job makes.  A row is made once per
  * (pid, op, stack, shapes) key; the op path only looks it up, so the run-
- * time allocation is off the per-op cost (README, *Memory of tbpf
- * itself*).  Full: CNT_STAT_FULL. */
+ * time allocation is off the per-op cost (README, *tbpf's own memory*).
+ * Full: CNT_STAT_FULL ("BPF maps full" at the end of a run). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 65536);
