@@ -29,6 +29,7 @@
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, struct tbpf_bwproc);
 } bw_procs SEC(".maps");
@@ -45,6 +46,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1 << 16);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct tbpf_bwdkey);
 	__type(value, struct tbpf_bwderived);
 } bw_derived SEC(".maps");

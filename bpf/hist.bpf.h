@@ -16,6 +16,7 @@ const volatile __u32 hist_on = 1;
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct tbpf_histkey);
 	__type(value, struct tbpf_hist);
 } ophist SEC(".maps");

@@ -26,6 +26,7 @@
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, TBPF_PYPROCS_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);                 /* tgid */
 	__type(value, struct tbpf_pyproc);
 } py_procs SEC(".maps");
@@ -33,6 +34,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, TBPF_PYSTACKS_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);                 /* stack id */
 	__type(value, struct rec_pystack);
 } pystacks SEC(".maps");

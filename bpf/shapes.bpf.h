@@ -8,6 +8,7 @@
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);   /* op id | TBPF_COOKIE_REDISPATCH */
 	__type(value, struct tbpf_argdesc);
 } op_args SEC(".maps");
@@ -15,6 +16,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, struct tbpf_tlayout);
 } shape_layouts SEC(".maps");
@@ -22,6 +24,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, TBPF_SHAPE_IDS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);
 	__type(value, struct tbpf_shape);
 } shapes SEC(".maps");

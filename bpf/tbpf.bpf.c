@@ -73,9 +73,17 @@ struct {
 	__type(value, struct tbpf_thread);
 } thread_zero SEC(".maps");
 
+/* The op rows.  Every hash map here is allocated as rows are made
+ * (BPF_F_NO_PREALLOC; issue 19): preallocated, this one alone took
+ * 65,536 x 88 B per possible CPU, 370 MB of kernel memory on a 64-CPU
+ * host, for the few thousand rows a job makes.  A row is made once per
+ * (pid, op, stack, shapes) key; the op path only looks it up, so the run-
+ * time allocation is off the per-op cost (README, *tbpf's own memory*).
+ * Full: CNT_STAT_FULL ("BPF maps full" at the end of a run). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct tbpf_opkey);
 	__type(value, struct tbpf_opstat);
 } opstats SEC(".maps");
@@ -86,6 +94,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, __u64);
 } pids SEC(".maps");
@@ -94,6 +103,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, __u8);
 } guard_tids SEC(".maps");
@@ -101,6 +111,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, __u64);
 } guard_req SEC(".maps");
@@ -514,6 +525,7 @@ static __always_inline void pop_returned(struct tbpf_thread *t, __u32 tid, __u64
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, struct tbpf_scope_name);
 } scope_names SEC(".maps");
@@ -582,6 +594,7 @@ static __always_inline void scope_name_note(__u32 pid, __u32 tid, __u64 now, __u
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct tbpf_vtkey);
 	__type(value, __u32);
 } node_evals SEC(".maps");
@@ -589,6 +602,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
 	__type(value, struct tbpf_pynode);
 } py_nodes SEC(".maps");
@@ -655,6 +669,7 @@ static __always_inline __u32 node_eval_id(__u32 pid, __u32 tid, __u64 now, __u64
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 32768);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct tbpf_boxkey);
 	__type(value, struct tbpf_boxop);
 } boxed_names SEC(".maps");

@@ -310,16 +310,15 @@ static void load_only_needed(struct tbpf_bpf *k, const struct session_config *cf
 
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
 		bpf_program__set_autoload(v[i].p, v[i].on);
-	/* preallocated maps of options not asked for: one entry */
-	if (cfg->no_hist)
-		bpf_map__set_max_entries(k->maps.ophist, 1);
+	/* LRU maps are always preallocated: one entry for options not asked
+	 * for (the hash maps are allocated as rows come, bpf/tbpf.bpf.c) */
 	if (!(cfg->bwstack && cfg->python))
 		bpf_map__set_max_entries(k->maps.bw_fwd, 1);
-	/* 65,536 per-CPU rows (38 ms here, more per CPU): the op rows, which
-	 * --inproc's sessions take from the agent (their module calls come
-	 * as ring records) */
-	if (cfg->modcalls_only)
-		bpf_map__set_max_entries(k->maps.opstats, 1);
+	if (!cfg->cuda) {
+		bpf_map__set_max_entries(k->maps.cuda_pending, 1);
+		bpf_map__set_max_entries(k->maps.cuda_lpend, 1);
+		bpf_map__set_max_entries(k->maps.cuda_rt, 1);
+	}
 }
 
 struct session *session_open(const struct session_config *cfg, char **why, int *err_out)

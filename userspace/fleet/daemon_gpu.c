@@ -80,9 +80,12 @@ struct dgpu *dgpu_open(const struct daemon_opts *o, bool python,
 		.exits = EXITS_INFER, .python = python, .no_hist = true,
 		.only_pid = o->sel.npids == 1 ? o->sel.pids[0] : 0,
 		.modcalls_only = true, .modcalls_no_probe = true, .verbose = o->verbose,
-		/* --inject: CUPTI's records too (test_daemon_inproc_cuda.sh's
-		 * job, 100,000 launches/s, dropped some at 8 MiB) */
-		.ring_size = o->sel.ring_size ? o->sel.ring_size : o->inject ? 32u << 20 : 0,
+		/* --inject: CUPTI's records too.  8 MiB, as the live command's:
+		 * its data pages are mapped twice, so 32 MiB was 64 MB of the
+		 * daemon's RSS (issue 19's 50 MB); a tight loop of 100,000
+		 * launches/s drops records at 8 MiB (told each window, with
+		 * --ring-size), test_daemon_inproc_cuda.sh's job does not */
+		.ring_size = o->sel.ring_size ? o->sel.ring_size : o->inject ? 8u << 20 : 0,
 		/* --inject: as tbpf --inproc --inject (cmd/inproc_py.c) */
 		.cuda = o->inject, .cuda_hook = o->inject ? cuda_hook : NULL, .cuda_hook_ctx = g,
 		.gpu_agent = o->inject ? GPU_AGENT_INJECT : GPU_AGENT_OFF,
