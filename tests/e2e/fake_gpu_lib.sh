@@ -9,6 +9,8 @@
 # (expect([ITERS] + PARAMS) -> per op (Self CUDA, CUDA total), per layer
 # (Self CUDA, CUDA total, launches)), $T/py1 and $T/py2 (torch 1.13 and
 # 2.x with the fake driver; exec: the same pid).  export T for expect.py.
+# job_done TAG: after go, wl_TAG and tb_TAG (start_workload, start_tbpf)
+# end with rc 0, the job with the checksum $want_sum, tbpf without a warning.
 # check_ops JSON LABEL: a profile's Self CUDA / CUDA total per op and layer
 # are expect.py's for $PARAMS.
 fake_gpu_setup() {
@@ -87,4 +89,16 @@ if errs:
     print("%s: %s" % (label, "; ".join(errs))); sys.exit(1)
 print("%s: Self CUDA / CUDA total per op %s; (Self CUDA, CUDA total, launches) per layer %s" % (label, want, wlay))
 PY
+}
+
+job_done() {
+	local tag=$1
+	wait_exit wl_$tag 120
+	wait_exit tb_$tag 60
+	expect_rc wl_$tag 0
+	expect_rc tb_$tag 0
+	[ "$(result_field "$(get wl_$tag out)" checksum)" = "$want_sum" ] ||
+		fail "$tag: checksum $(result_field "$(get wl_$tag out)" checksum), unprofiled $want_sum"
+	grep -q warning "$(get tb_$tag err)" && fail "$tag: tbpf warned: $(grep warning "$(get tb_$tag err)")"
+	log "$tag: $(grep -m1 '^tbpf: attached' "$(get tb_$tag err)")"
 }
