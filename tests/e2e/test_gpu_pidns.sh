@@ -12,7 +12,11 @@
 # tests/workloads/fake_gpu_model.py with the calling thread's gettid, as
 # CUPTI does (CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM).  The job runs its
 # iterations on a thread started after tbpf attached (--thread), so the
-# map is read again for a thread it did not have.  Self CUDA and CUDA total
+# map is read again for a thread it did not have; the thread lives 0.5 s
+# (--pause 0.1 after each of 5 iterations): the map is read from /proc
+# while a thread lives, and one that launches and ends before tbpf reads
+# its first record keeps the job's tid (README, Status; without the
+# pause the --inproc case failed 1 of 2 runs).  Self CUDA and CUDA total
 # per op and per layer must be the values computed from the workload's
 # parameters (fake_gpu_lib.sh's expect.py), in the uprobe mode (--inject)
 # and with --inproc --inject, live and from `tbpf report CAPTURE`.
@@ -34,7 +38,7 @@ want_sum=$(result_field "$T/ref.out" checksum)
 case_ns() {   # case_ns TAG TBPF-ARGS...: the job in its namespace, tbpf --pid (host pid)
 	local tag=$1 tp
 	shift
-	start_workload wl_$tag "$T/pyns" fake_gpu_model.py "${WLARGS[@]}" --thread
+	start_workload wl_$tag "$T/pyns" fake_gpu_model.py "${WLARGS[@]}" --thread --pause 0.1
 	tp=$(job_pid "$tag" ns)
 	start_tbpf tb_$tag --pid "$tp" --inject "$@" --format json -o "$T/$tag.json" \
 		--record "$T/$tag.tbpf"

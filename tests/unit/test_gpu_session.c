@@ -215,9 +215,9 @@ static void test_pidns_join(void **state)
 
 		gpu_session_init(&gs, true);
 		t = gpu_session_track(&gs, PID);
-		nstid_free(&t->tids);
-		assert_int_equal(nstid_init(&t->tids, tree, PID), 0);
-		assert_true(t->tids.other);
+		nstid_free(t->tids);   /* the shared map, read from the fixture tree */
+		assert_int_equal(nstid_init(t->tids, tree, PID), 0);
+		assert_true(t->tids->other);
 		feed_ns(&gs, "join_mono.bin", &total, mapped ? NS_MAPPED : NS_JOB);
 		profile_init(&p);
 		add_row(&p, 7, 0x5151515100000000ull | 0xA1, 2);
@@ -231,8 +231,8 @@ static void test_pidns_join(void **state)
 			assert_int_equal(row(&p, 3)->cuda_total_ns, 50000 + 2000);
 			assert_int_equal(row(&p, 9)->self_cuda_ns, 7000);
 			assert_int_equal(row(&p, 11)->self_cuda_ns, 20000);
-			assert_int_equal(t->tids.reads, 1);   /* at attach only */
-			assert_int_equal(t->tids.unmapped, 0);
+			assert_int_equal(t->tids->reads, 1);   /* at attach only */
+			assert_int_equal(t->tids->unmapped, 0);
 		}
 		profile_free(&p);
 		gpu_session_free(&gs);

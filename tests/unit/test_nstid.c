@@ -163,6 +163,23 @@ static void test_late_threads(void **state)
 	free(tmp);
 }
 
+/* One map per pid, shared by its readers; this process: tbpf's namespace. */
+static void test_shared(void **state)
+{
+	struct nstid_map *a = nstid_get((uint32_t)getpid()), *b = nstid_get((uint32_t)getpid());
+
+	assert_non_null(a);
+	assert_ptr_equal(a, b);
+	assert_false(a->other);
+	assert_int_equal(nstid_host(a, 12345), 12345);
+	nstid_put(b);
+	assert_int_equal(a->pid, (uint32_t)getpid());   /* still held by a */
+	nstid_put(a);
+	b = nstid_get((uint32_t)getpid());   /* a fresh one after the last put */
+	assert_non_null(b);
+	nstid_put(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -171,6 +188,7 @@ int main(void)
 		cmocka_unit_test(test_identity),
 		cmocka_unit_test(test_nested),
 		cmocka_unit_test(test_late_threads),
+		cmocka_unit_test(test_shared),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

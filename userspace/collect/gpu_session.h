@@ -46,7 +46,8 @@ struct gpu_target {
 	bool have_status;
 	struct rec_gpu_status status;   /* latest (transport or status word) */
 	int chan_fd;              /* --inject: tbpf's end of the owner channel, -1 */
-	struct nstid_map tids;    /* its threads' ids in its pid namespace -> host's */
+	struct nstid_map *tids;   /* its threads' ids in its pid namespace -> host's
+				   * (shared, nstid_get; NULL: the identity) */
 	/* collected records */
 	struct gj_host *host;
 	size_t nhost, caphost;

@@ -219,3 +219,39 @@ void nstid_free(struct nstid_map *m)
 	free(m->miss_host);
 	memset(m, 0, sizeof(*m));
 }
+
+/* The shared maps: few targets per tbpf, a short list. */
+static struct shared {
+	struct nstid_map *m;
+	unsigned refs;
+} *shared;
+static size_t nshared, capshared;
+
+struct nstid_map *nstid_get(uint32_t pid)
+{
+	struct nstid_map *m;
+
+	for (size_t i = 0; i < nshared; i++)
+		if (shared[i].m->pid == pid) {
+			shared[i].refs++;
+			return shared[i].m;
+		}
+	if (GROW(shared, nshared, capshared, 4) || !(m = calloc(1, sizeof(*m))))
+		return NULL;
+	nstid_init(m, "/proc", pid);   /* gone or unreadable: the identity */
+	m->pid = pid;
+	shared[nshared++] = (struct shared){ m, 1 };
+	return m;
+}
+
+void nstid_put(struct nstid_map *m)
+{
+	for (size_t i = 0; m && i < nshared; i++) {
+		if (shared[i].m != m || --shared[i].refs)
+			continue;
+		nstid_free(m);
+		free(m);
+		shared[i] = shared[--nshared];
+		return;
+	}
+}

@@ -21,10 +21,10 @@
  * Callers translate records as they arrive, before a capture is written:
  * a capture holds host tids, so `tbpf report CAPTURE` joins the same way.
  *
- *   nstid_init(&m, "/proc", pid)   (tests: a fixture tree for "/proc")
+ *   m = nstid_get(pid) ... nstid_put(m)   (one map per pid, shared), or
+ *   nstid_init(&m, "/proc", pid) ... nstid_free(&m)  (tests: a fixture tree)
  *   nstid_host(&m, ns_tid)  -> host tid (ns_tid itself when not found)
  *   nstid_seen(&m, host_tid)
- *   nstid_free(&m)
  * Pure parsing (nstid_parse_status) is unit-tested from fixtures. */
 #ifndef TBPF_NSTID_H
 #define TBPF_NSTID_H
@@ -58,6 +58,12 @@ int nstid_parse_status(const char *text, uint32_t *outer, uint32_t *inner);
 int nstid_init(struct nstid_map *m, const char *proc_root, uint32_t pid);
 /* Read the task list again (merged: pairs of threads gone stay).  0 or -errno. */
 int nstid_refresh(struct nstid_map *m);
+/* The map of pid shared by every reader of its records in this tbpf (the
+ * BPF session's CUPTI records, --inproc's drain: a thread one of them
+ * found while it lived serves the other), read from /proc at the first
+ * get; counted references.  NULL on ENOMEM (callers: the identity). */
+struct nstid_map *nstid_get(uint32_t pid);
+void nstid_put(struct nstid_map *m);
 uint32_t nstid_host_slow(struct nstid_map *m, uint32_t ns_tid);
 void nstid_seen_slow(struct nstid_map *m, uint32_t host_tid);
 void nstid_free(struct nstid_map *m);
