@@ -9,6 +9,8 @@
 # (expect([ITERS] + PARAMS) -> per op (Self CUDA, CUDA total), per layer
 # (Self CUDA, CUDA total, launches)), $T/py1 and $T/py2 (torch 1.13 and
 # 2.x with the fake driver; exec: the same pid).  export T for expect.py.
+# fake_gpu_reference: after fake_gpu_setup, the job run unprofiled on
+# torch 1.13: want_sum, its checksum; PARAMS with ITERS first (expect.py's).
 # job_done TAG: after go, wl_TAG and tb_TAG (start_workload, start_tbpf)
 # end with rc 0, the job with the checksum $want_sum, tbpf without a warning.
 # check_ops JSON LABEL: a profile's Self CUDA / CUDA total per op and layer
@@ -101,4 +103,11 @@ job_done() {
 		fail "$tag: checksum $(result_field "$(get wl_$tag out)" checksum), unprofiled $want_sum"
 	grep -q warning "$(get tb_$tag err)" && fail "$tag: tbpf warned: $(grep warning "$(get tb_$tag err)")"
 	log "$tag: $(grep -m1 '^tbpf: attached' "$(get tb_$tag err)")"
+}
+
+fake_gpu_reference() {
+	PARAMS="$ITERS $PARAMS"
+	"$T/py1" "$WL/fake_gpu_model.py" "${WLARGS[@]}" --go-file "$T" > "$T/ref.out" 2> "$T/ref.err" ||
+		fail "unprofiled run failed: $(tail -n 2 "$T/ref.err")"
+	want_sum=$(result_field "$T/ref.out" checksum)
 }

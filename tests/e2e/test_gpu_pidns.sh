@@ -28,12 +28,8 @@ need_root
 need_tbpf
 need_torch "$PY1"
 command -v unshare > /dev/null || fail "unshare (util-linux) missing"
-fake_gpu_setup
-PARAMS="$ITERS $PARAMS"
+fake_gpu_reference
 fake_py "$T/pyns" 1 ns
-"$T/py1" "$WL/fake_gpu_model.py" "${WLARGS[@]}" --go-file "$T" > "$T/ref.out" 2> "$T/ref.err" ||
-	fail "unprofiled run failed: $(tail -n 2 "$T/ref.err")"
-want_sum=$(result_field "$T/ref.out" checksum)
 
 case_ns() {   # case_ns TAG TBPF-ARGS...: the job in its namespace, tbpf --pid (host pid)
 	local tag=$1 tp

@@ -32,11 +32,7 @@ export T   # expect.py, read by the checks
 need_root
 need_tbpf
 need_torch "$PY1"
-fake_gpu_setup
-PARAMS="$ITERS $PARAMS"
-"$T/py1" "$WL/fake_gpu_model.py" "${WLARGS[@]}" --go-file "$T" > "$T/ref.out" 2> "$T/ref.err" ||
-	fail "unprofiled run failed: $(tail -n 2 "$T/ref.err")"
-want_sum=$(result_field "$T/ref.out" checksum)
+fake_gpu_reference
 PYW=$T/py1
 
 run() {   # run TAG TBPF-ARGS...: the job under $PYW
