@@ -28,6 +28,7 @@ need_root
 need_tbpf
 need_torch "$PY1"
 command -v unshare > /dev/null || fail "unshare (util-linux) missing"
+fake_gpu_setup
 fake_gpu_reference
 fake_py "$T/pyns" 1 ns
 

@@ -32,6 +32,7 @@ export T   # expect.py, read by the checks
 need_root
 need_tbpf
 need_torch "$PY1"
+fake_gpu_setup
 fake_gpu_reference
 PYW=$T/py1
 
