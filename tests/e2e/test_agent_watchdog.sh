@@ -41,7 +41,7 @@ BOUND_MS=3000   # the agent looks every 100 ms; the kernel first tears down the 
 # (exec: the same pid) writing its CUPTI state to $T/TAG.state; NS=ns: in a
 # new pid namespace (the interpreter is then the child of that pid)
 mkpy() {
-	fake_py "$T/py_$1" "$2" $3 FAKE_CUPTI_STATE="$T/$1.state"
+	fake_py "$T/py_$1" "$2" ${3:-} FAKE_CUPTI_STATE="$T/$1.state"
 }
 mkpy ref1 1
 mkpy ref2 2
