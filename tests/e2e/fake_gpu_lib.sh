@@ -9,6 +9,12 @@
 # (expect([ITERS] + PARAMS) -> per op (Self CUDA, CUDA total), per layer
 # (Self CUDA, CUDA total, launches)), $T/py1 and $T/py2 (torch 1.13 and
 # 2.x with the fake driver; exec: the same pid).  export T for expect.py.
+# fake_gpu_reference: after fake_gpu_setup, the job run unprofiled on
+# torch 1.13: want_sum, its checksum; PARAMS with ITERS first (expect.py's).
+# job_done TAG: after go, wl_TAG and tb_TAG (start_workload, start_tbpf)
+# end with rc 0, the job with the checksum $want_sum, tbpf without a warning.
+# check_ops JSON LABEL: a profile's Self CUDA / CUDA total per op and layer
+# are expect.py's for $PARAMS.
 fake_gpu_setup() {
 	need_fake_cuda
 	ITERS=5 CONV=3 GC=2 HEAD=2 GH=5 COPY=4096 STEPK=1 GS=3 NORM=2 GN=4 OUTK=1 GO=7
@@ -32,12 +38,76 @@ def expect(argv):
               "[no op]": (out, out, N * OUTK)}
     return ops, layers
 PY
-	for v in 1 2; do
-		local py=PY$v
-		cat > "$T/py$v" <<SH
+	fake_py "$T/py1" 1
+	fake_py "$T/py2" 2
+}
+
+# fake_py FILE V [ns] [VAR=VALUE...]: FILE runs torch V's interpreter with
+# the fake driver and CUPTI (exec: the same pid) and the variables given;
+# ns: in a new pid namespace, `unshare --pid --fork --mount-proc` (a
+# containerized job: the interpreter is the child of FILE's pid, job_pid
+# in lib.sh finds it)
+fake_py() {
+	local f=$1 py=PY$2 ns=
+	shift 2
+	[ "${1:-}" = ns ] && { ns="unshare --pid --fork --mount-proc "; shift; }
+	cat > "$f" <<SH
 #!/bin/sh
-LD_LIBRARY_PATH=$FAKE FAKE_CUPTI_LAUNCHES=1 exec ${!py} "\$@"
+LD_LIBRARY_PATH=$FAKE FAKE_CUPTI_LAUNCHES=1 $* exec $ns${!py} "\$@"
 SH
-		chmod +x "$T/py$v"
-	done
+	chmod +x "$f"
+}
+
+
+check_ops() {   # check_ops JSON LABEL: Self CUDA and CUDA total per op and layer
+	python3 - "$1" "$2" $PARAMS <<'PY'
+import json, os, sys
+sys.path.insert(0, os.environ["T"])
+from expect import expect
+path, label = sys.argv[1:3]
+want, wlay = expect(sys.argv[3:])
+j = json.load(open(path))
+errs = []
+if j["run"]["gpu_times"] is not True:
+    errs.append("no GPU times: %s" % j["run"].get("gpu_note"))
+got = {o["name"]: (o.get("self_cuda_ns"), o.get("cuda_total_ns")) for o in j["ops"]}
+for k, v in want.items():
+    if got.get(k) != v:
+        errs.append("%s: Self CUDA, CUDA total %s != %s" % (k, got.get(k), v))
+others = {k: v for k, v in got.items() if k not in want and v[0]}
+if others:
+    errs.append("device time in other ops: %s" % others)
+# launches and device time per layer (the libcuda probes, joined to
+# their ops; the device records joined to those launches)
+layers = {l["path"]: l for l in j.get("layers", [])}
+gl = {p: (layers[p].get("self_cuda_ns"), layers[p].get("cuda_total_ns"), layers[p].get("launches"))
+      if p in layers else None for p in wlay}
+if gl != wlay:
+    errs.append("(Self CUDA, CUDA total, launches) per layer %s != %s" % (gl, wlay))
+extra = {p: l.get("self_cuda_ns") for p, l in layers.items() if p not in wlay and l.get("self_cuda_ns")}
+if extra:
+    errs.append("device time in other layers: %s" % extra)
+if errs:
+    print("%s: %s" % (label, "; ".join(errs))); sys.exit(1)
+print("%s: Self CUDA / CUDA total per op %s; (Self CUDA, CUDA total, launches) per layer %s" % (label, want, wlay))
+PY
+}
+
+job_done() {
+	local tag=$1
+	wait_exit wl_$tag 120
+	wait_exit tb_$tag 60
+	expect_rc wl_$tag 0
+	expect_rc tb_$tag 0
+	[ "$(result_field "$(get wl_$tag out)" checksum)" = "$want_sum" ] ||
+		fail "$tag: checksum $(result_field "$(get wl_$tag out)" checksum), unprofiled $want_sum"
+	grep -q warning "$(get tb_$tag err)" && fail "$tag: tbpf warned: $(grep warning "$(get tb_$tag err)")"
+	log "$tag: $(grep -m1 '^tbpf: attached' "$(get tb_$tag err)")"
+}
+
+fake_gpu_reference() {
+	PARAMS="$ITERS $PARAMS"
+	"$T/py1" "$WL/fake_gpu_model.py" "${WLARGS[@]}" --go-file "$T" > "$T/ref.out" 2> "$T/ref.err" ||
+		fail "unprofiled run failed: $(tail -n 2 "$T/ref.err")"
+	want_sum=$(result_field "$T/ref.out" checksum)
 }

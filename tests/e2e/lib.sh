@@ -203,6 +203,24 @@ start_daemon() {
 # go PID: the go signal of the workload protocol (tests/workloads/wl_common.py).
 go() { kill -USR1 "$1"; }
 
+# job_pid TAG NS: the pid of start_workload's wl_TAG as the host sees it;
+# NS=ns: its interpreter runs under `unshare --pid --fork` (a containerized
+# job), the child of that pid, checked to be in another pid namespace than
+# this shell
+job_pid() {
+	local p=$(get wl_$1 pid) i c=
+	[ "$2" = ns ] || { echo "$p"; return; }
+	for ((i = 0; i < 50; i++)); do
+		c=$(pgrep -P "$p" | head -1)
+		[ -n "$c" ] && break
+		sleep 0.1
+	done
+	[ -n "$c" ] || fail "$1: no job under unshare ($p)"
+	[ "$(readlink /proc/"$c"/ns/pid)" != "$(readlink /proc/self/ns/pid)" ] ||
+		fail "$1: the job is in this pid namespace: the case could not fail"
+	echo "$c"
+}
+
 # dump_stuck PID: what a process that did not exit is doing, into the log:
 # each thread's name, state, kernel wait channel and kernel stack, then the
 # user stacks from gdb when it is installed (evidence, not a check).

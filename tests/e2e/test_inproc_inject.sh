@@ -33,10 +33,7 @@ need_root
 need_tbpf
 need_torch "$PY1"
 fake_gpu_setup
-PARAMS="$ITERS $PARAMS"
-"$T/py1" "$WL/fake_gpu_model.py" "${WLARGS[@]}" --go-file "$T" > "$T/ref.out" 2> "$T/ref.err" ||
-	fail "unprofiled run failed: $(tail -n 2 "$T/ref.err")"
-want_sum=$(result_field "$T/ref.out" checksum)
+fake_gpu_reference
 PYW=$T/py1
 
 run() {   # run TAG TBPF-ARGS...: the job under $PYW
@@ -45,48 +42,7 @@ run() {   # run TAG TBPF-ARGS...: the job under $PYW
 	start_workload wl_$tag "$PYW" fake_gpu_model.py "${WLARGS[@]}"
 	start_tbpf tb_$tag --pid "$(get wl_$tag pid)" --inject "$@"
 	go "$(get wl_$tag pid)"
-	wait_exit wl_$tag 120
-	wait_exit tb_$tag 60
-	expect_rc wl_$tag 0
-	expect_rc tb_$tag 0
-	[ "$(result_field "$(get wl_$tag out)" checksum)" = "$want_sum" ] ||
-		fail "$tag: checksum $(result_field "$(get wl_$tag out)" checksum), unprofiled $want_sum"
-	grep -q warning "$(get tb_$tag err)" && fail "$tag: tbpf warned: $(grep warning "$(get tb_$tag err)")"
-	log "$tag: $(grep -m1 '^tbpf: attached' "$(get tb_$tag err)")"
-}
-
-check_ops() {   # check_ops JSON LABEL: Self CUDA and CUDA total per op and layer
-	python3 - "$1" "$2" $PARAMS <<'PY'
-import json, os, sys
-sys.path.insert(0, os.environ["T"])
-from expect import expect
-path, label = sys.argv[1:3]
-want, wlay = expect(sys.argv[3:])
-j = json.load(open(path))
-errs = []
-if j["run"]["gpu_times"] is not True:
-    errs.append("no GPU times: %s" % j["run"].get("gpu_note"))
-got = {o["name"]: (o.get("self_cuda_ns"), o.get("cuda_total_ns")) for o in j["ops"]}
-for k, v in want.items():
-    if got.get(k) != v:
-        errs.append("%s: Self CUDA, CUDA total %s != %s" % (k, got.get(k), v))
-others = {k: v for k, v in got.items() if k not in want and v[0]}
-if others:
-    errs.append("device time in other ops: %s" % others)
-# launches and device time per layer (the libcuda probes, joined to
-# their ops; the device records joined to those launches)
-layers = {l["path"]: l for l in j.get("layers", [])}
-gl = {p: (layers[p].get("self_cuda_ns"), layers[p].get("cuda_total_ns"), layers[p].get("launches"))
-      if p in layers else None for p in wlay}
-if gl != wlay:
-    errs.append("(Self CUDA, CUDA total, launches) per layer %s != %s" % (gl, wlay))
-extra = {p: l.get("self_cuda_ns") for p, l in layers.items() if p not in wlay and l.get("self_cuda_ns")}
-if extra:
-    errs.append("device time in other layers: %s" % extra)
-if errs:
-    print("%s: %s" % (label, "; ".join(errs))); sys.exit(1)
-print("%s: Self CUDA / CUDA total per op %s; (Self CUDA, CUDA total, launches) per layer %s" % (label, want, wlay))
-PY
+	job_done $tag
 }
 
 check_tree() {   # check_tree TREE LABEL: the text tree's Self CUDA / CUDA total

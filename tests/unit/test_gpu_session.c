@@ -12,7 +12,8 @@
  * CUDA total (op enter/exit records reach the session: tbpf streams them
  * when the agent is on): op 3 [999000, 1015000] on thread 1001 encloses
  * the launches of the gemm and the memcpy by its child op 7: 50000 + 2000
- * = 52000; the others launched from no child op: CUDA total = Self CUDA. */
+ * = 52000; the others launched from no child op: CUDA total = Self CUDA.
+ * The same records of a job in its own pid namespace (test_pidns_join). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -29,7 +30,33 @@
 
 #define PID 4242
 
+/* NS_NONE: the fixture as it is; NS_JOB: its CUPTI API records carry the
+ * tids of a job in its own pid namespace (tests/fixtures/nstid/join: host
+ * 1001, 1002 = 31, 32 there), fed as they are; NS_MAPPED: the same,
+ * through gpu_session_host_tid first, as session.c's on_record does */
+enum ns_feed { NS_NONE, NS_JOB, NS_MAPPED };
+#define NS_TID(host) ((host) - 970)
+
+static size_t feed_ns(struct gpu_session *gs, const char *name, size_t *total, enum ns_feed ns);
+
 static size_t feed(struct gpu_session *gs, const char *name, size_t *total)
+{
+	return feed_ns(gs, name, total, NS_NONE);
+}
+
+static const struct rec_hdr *as_job(const struct rec_hdr *h, struct rec_gpu *g)
+{
+	const struct rec_gpu *r = (const void *)h;
+
+	if (h->type != REC_GPU || h->size < sizeof(*r) ||
+	    (r->kind != GPU_API_RUNTIME && r->kind != GPU_API_DRIVER))
+		return h;
+	*g = *r;
+	g->h.tid = NS_TID(r->h.tid);
+	return &g->h;
+}
+
+static size_t feed_ns(struct gpu_session *gs, const char *name, size_t *total, enum ns_feed ns)
 {
 	char path[512];
 	const char *dir = getenv("TBPF_FIXTURES");
@@ -47,8 +74,14 @@ static size_t feed(struct gpu_session *gs, const char *name, size_t *total)
 	for (size_t off = 0; off + sizeof(struct rec_hdr) <= n;) {
 		const struct rec_hdr *h = (const void *)(buf + off);
 
+		struct rec_gpu job, mapped;
+		const struct rec_hdr *r;
+
 		assert_true(h->size >= sizeof(*h) && off + h->size <= n);
-		kept += (size_t)gpu_session_record(gs, h, h->size);
+		r = ns == NS_NONE ? h : as_job(h, &job);
+		if (ns == NS_MAPPED)
+			r = gpu_session_host_tid(gs, r, r->size, &mapped);
+		kept += (size_t)gpu_session_record(gs, r, r->size);
 		(*total)++;
 		off += h->size;
 	}
@@ -162,6 +195,52 @@ static void test_fixture_into_profile(void **state)
 	gpu_session_free(&gs);
 }
 
+/* A containerized job (issue 19): CUPTI's thread ids are the job's, the
+ * launch probes' the host's.  As they are, the join finds no launch; through
+ * gpu_session_host_tid (the map read from the fixture tree), the same
+ * device times as test_fixture_into_profile. */
+static void test_pidns_join(void **state)
+{
+	char *root = getenv("TBPF_FIXTURES") ? strdup(getenv("TBPF_FIXTURES"))
+					      : strdup("tests/fixtures");
+	char *tree = NULL;
+	struct gpu_session gs;
+	struct profile p;
+	size_t total;
+
+	(void)state;
+	assert_true(asprintf(&tree, "%s/nstid/join", root) > 0);
+	for (int mapped = 0; mapped < 2; mapped++) {
+		struct gpu_target *t;
+
+		gpu_session_init(&gs, true);
+		t = gpu_session_track(&gs, PID);
+		nstid_free(t->tids);   /* the shared map, read from the fixture tree */
+		assert_int_equal(nstid_init(t->tids, tree, PID), 0);
+		assert_true(t->tids->other);
+		feed_ns(&gs, "join_mono.bin", &total, mapped ? NS_MAPPED : NS_JOB);
+		profile_init(&p);
+		add_row(&p, 7, 0x5151515100000000ull | 0xA1, 2);
+		assert_int_equal(gpu_session_apply(&gs, &p, names, NULL), 8);
+		if (!mapped) {
+			assert_false(p.has_gpu_times);
+			assert_int_equal(t->dev_attributed, 0);
+		} else {
+			assert_true(p.has_gpu_times);
+			assert_int_equal(row(&p, 7)->self_cuda_ns, 52500);
+			assert_int_equal(row(&p, 3)->cuda_total_ns, 50000 + 2000);
+			assert_int_equal(row(&p, 9)->self_cuda_ns, 7000);
+			assert_int_equal(row(&p, 11)->self_cuda_ns, 20000);
+			assert_int_equal(t->tids->reads, 1);   /* at attach only */
+			assert_int_equal(t->tids->unmapped, 0);
+		}
+		profile_free(&p);
+		gpu_session_free(&gs);
+	}
+	free(tree);
+	free(root);
+}
+
 /* No device records: the note is the agent's own status line. */
 static void test_note_from_status(void **state)
 {
@@ -209,6 +288,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fixture_into_profile),
 		cmocka_unit_test(test_note_from_status),
+		cmocka_unit_test(test_pidns_join),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,11 +20,14 @@ Per iteration (the test derives its expected device times from these):
                     [--stepk 0 --gs 1] [--norm 0 --gn 1] [--outk 0 --go 1]
                     [--until FILE]   (more iterations until FILE exists)
                     [--pause S]      (sleep S seconds after each iteration)
+                    [--thread]       (the iterations on a thread started after
+                                      SIGUSR1: one tbpf did not see at attach)
 Protocol: tests/workloads/wl_common.py (READY, SIGUSR1, RESULT).
 """
 import argparse
 import ctypes
 import os
+import threading
 import time
 
 import wl_common  # noqa: F401  (blocks SIGUSR1 before torch starts threads)
@@ -49,6 +52,8 @@ p.add_argument("--pause", type=float, default=0,
                help="seconds to sleep after each iteration (no op, no launch)")
 p.add_argument("--until", help="run until this file exists (at least --iters iterations); "
                "RESULT iters= says how many ran")
+p.add_argument("--thread", action="store_true",
+               help="run the iterations on a new thread, started after the go signal")
 args = p.parse_args()
 
 cu = ctypes.CDLL("libcuda.so.1")   # the fake, by LD_LIBRARY_PATH
@@ -125,14 +130,29 @@ model = Model()
 x = torch.ones(4)
 wl_common.ready()
 wl_common.wait_go(args)
-n = 0
-with torch.no_grad():
-    while n < args.iters or (args.until and not os.path.exists(args.until)):
-        x = model(x)
-        for _ in range(args.outk):
-            launch(OUT_K, args.go)
-        n += 1
-        if args.pause:
-            time.sleep(args.pause)
+
+
+def iterations():
+    global x
+    n = 0
+    with torch.no_grad():
+        while n < args.iters or (args.until and not os.path.exists(args.until)):
+            x = model(x)
+            for _ in range(args.outk):
+                launch(OUT_K, args.go)
+            n += 1
+            if args.pause:
+                time.sleep(args.pause)
+    return n
+
+
+if args.thread:
+    done = []
+    t = threading.Thread(target=lambda: done.append(iterations()))
+    t.start()
+    t.join()
+    n = done[0]
+else:
+    n = iterations()
 wl_common.result(iters=n, checksum="%.1f" % x.sum().item())
 time.sleep(1.5)

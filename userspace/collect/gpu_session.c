@@ -52,6 +52,7 @@ struct gpu_target *gpu_session_track(struct gpu_session *gs, pid_t pid)
 		return NULL;
 	t->pid = pid;
 	t->chan_fd = -1;
+	t->tids = nstid_get((uint32_t)pid);
 	gs->v[gs->n++] = t;
 	return t;
 }
@@ -264,6 +265,30 @@ int gpu_session_record(struct gpu_session *gs, const void *data, size_t size)
 	default:
 		return 0;
 	}
+}
+
+const void *gpu_session_host_tid(struct gpu_session *gs, const void *data, size_t size,
+				 struct rec_gpu *copy)
+{
+	const struct rec_hdr *h = data;
+	struct gpu_target *t;
+
+	if (size < sizeof(*h) + sizeof(uint32_t) || !gs->n ||
+	    (h->type != REC_GPU && h->type != REC_LAUNCH && h->type != REC_MEMOP))
+		return data;
+	t = gpu_session_find(gs, (pid_t) * (const uint32_t *)(h + 1));
+	if (!t || !t->tids || !t->tids->other)
+		return data;
+	if (h->type != REC_GPU) {
+		nstid_seen(t->tids, h->tid);
+		return data;
+	}
+	if (size < sizeof(*copy) || (((const struct rec_gpu *)data)->kind != GPU_API_RUNTIME &&
+				     ((const struct rec_gpu *)data)->kind != GPU_API_DRIVER))
+		return data;
+	memcpy(copy, data, sizeof(*copy));
+	copy->h.tid = nstid_host(t->tids, h->tid);
+	return copy;
 }
 
 /* Status word of agents the driver mapped later (tbpf run) or that changed. */
@@ -550,6 +575,7 @@ void gpu_session_free(struct gpu_session *gs)
 		uprobe_set_close(&t->links);
 		owner_chan_close(t->chan_fd);
 		agent_loc_free(&t->loc);
+		nstid_put(t->tids);
 		free(t->note);
 		free(t->host);
 		free(t->gpu);

@@ -20,6 +20,7 @@
 #include <sys/types.h>
 #include "agent_attach.h"
 #include "gpujoin.h"
+#include "nstid.h"
 #include "tbpf_abi.h"
 #include "uprobe.h"
 
@@ -45,6 +46,8 @@ struct gpu_target {
 	bool have_status;
 	struct rec_gpu_status status;   /* latest (transport or status word) */
 	int chan_fd;              /* --inject: tbpf's end of the owner channel, -1 */
+	struct nstid_map *tids;   /* its threads' ids in its pid namespace -> host's
+				   * (shared, nstid_get; NULL: the identity) */
 	/* collected records */
 	struct gj_host *host;
 	size_t nhost, caphost;
@@ -96,6 +99,14 @@ int gpu_session_add(struct gpu_session *gs, struct tbpf_bpf *skel, pid_t pid,
  * behind CUDA total (an op's and its descendants' device time); other
  * records are ignored.  Returns 1 when kept, else 0. */
 int gpu_session_record(struct gpu_session *gs, const void *data, size_t size);
+/* A record as the host numbers the threads (discover/nstid.h), called
+ * before the record is kept or written: a tracked pid in another pid
+ * namespace gets its CUPTI API records' tids (CUPTI's thread ids, the
+ * job's) translated into *copy, and its host launch and copy records'
+ * tids (BPF's) seen, so a thread that launched is read while it lives.
+ * Returns data, or copy when it was translated. */
+const void *gpu_session_host_tid(struct gpu_session *gs, const void *data, size_t size,
+				 struct rec_gpu *copy);
 /* Refresh the status word of agents that are mapped (cheap; call about
  * once a second). */
 void gpu_session_poll(struct gpu_session *gs);

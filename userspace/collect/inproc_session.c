@@ -11,6 +11,7 @@
 #include "inproc_attach.h"
 #include "owner_chan.h"
 #include "inproc_session.h"
+#include "nstid.h"
 #include "grow.h"
 #include "strf.h"
 
@@ -25,6 +26,9 @@ struct inproc_target {
 	uint32_t stacks_seen;    /* agent stack entries handed on */
 	struct tbpf_inproc_py py;
 	int chan_fd;             /* tbpf's end of the owner channel, -1 */
+	struct nstid_map *tids;  /* the agent's tids (gettid in the job's pid
+				  * namespace) -> the host's (discover/nstid.h;
+				  * shared with the BPF session; NULL: identity) */
 };
 
 struct inproc_session {
@@ -35,6 +39,7 @@ struct inproc_session {
 	size_t nids, capids;
 	struct inproc_totals tot;
 	pid_t cur_pid;
+	struct nstid_map *cur_tids;   /* cur_pid's */
 	int err;
 	uint64_t new_stacks;    /* stacks handed on since inproc_session_new */
 	struct bwstack *bw;     /* out.derive: backward ops' stacks */
@@ -144,9 +149,15 @@ static int on_rec(void *ctx, const struct tbpf_inproc_rec *r)
 	struct inproc_session *s = ctx;
 	struct rec_op_shape os;
 	struct rec_op o;
+	struct tbpf_inproc_rec host;
 	uint32_t stack = r->stack;
 	int err;
 
+	if (s->cur_tids && s->cur_tids->other) {   /* a job in a container: the host's tid */
+		host = *r;
+		host.tid = nstid_host(s->cur_tids, r->tid);
+		r = &host;
+	}
 	if (r->kind == INPROC_SEQ && s->bw)
 		on_seq(s, r);
 	if (r->kind == INPROC_MODCALL) {
@@ -353,6 +364,7 @@ int inproc_session_add_full(struct inproc_session *s, pid_t pid, const char *age
 		goto fail;
 	}
 	check_python(s, &t);
+	t.tids = nstid_get((uint32_t)pid);
 	t.live = true;
 	t.last = c;
 	s->t[s->n++] = t;
@@ -382,6 +394,7 @@ static void drain_one(struct inproc_session *s, struct inproc_target *t)
 	long n;
 
 	s->cur_pid = t->pid;
+	s->cur_tids = t->tids;
 	if (s->out.begin)
 		s->out.begin(s->out.ctx);
 	n = inproc_drain(t->pid, &t->loc, &t->rd, on_rec, on_name, s);
@@ -475,6 +488,7 @@ void inproc_session_free(struct inproc_session *s)
 		owner_chan_close(s->t[i].chan_fd);
 		inproc_reader_free(&s->t[i].rd);
 		inproc_loc_free(&s->t[i].loc);
+		nstid_put(s->t[i].tids);
 	}
 	free(s->t);
 	free(s->ids);

@@ -248,8 +248,11 @@ static int on_record(void *ctx, void *data, size_t size)
 {
 	struct session *s = ctx;
 	const struct rec_pystack *st;
+	struct rec_gpu tids;
 
 	s->records++;
+	if (s->cfg.gpu_agent)   /* a job in a container: as the host numbers its threads */
+		data = (void *)gpu_session_host_tid(&s->gpu, data, size, &tids);
 	/* named before the raw record is written.  A stack record carries
 	 * only its own frames: it was tested against the full struct's size
 	 * here, so every stack shallower than TBPF_MAX_PYFRAMES was dropped
