@@ -7,6 +7,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -53,7 +54,8 @@ struct tgt {
 	struct target t;
 	uint32_t id_base;
 	struct uprobe_set entry, hooks;
-	struct uprobe_set scopes;  /* record_function scopes (issue 15) */
+	struct uprobe_set scopes;  /* record_function scopes (issue 15): end(), names, module calls */
+	struct uprobe_set scope_open;  /* the RecordFunction constructor: attached last, closed first */
 	struct mem_attach mem;     /* --profile-memory allocator probes (issue 17) */
 	bool mem_probed;           /* they were attached (stays set after detach) */
 	struct guard *guard;
@@ -673,7 +675,14 @@ static size_t boxed_names_set(struct session *s, struct tgt *tg, bool add)
 }
 
 /* record_function scopes (issue 15): entry probes on the RecordFunction
- * constructor and end(); no return probes, so nothing for the guard. */
+ * constructor and end(); no return probes, so nothing for the guard.
+ * end() first, then the names, then the constructor: a scope opened while
+ * end() was not yet probed never closed, and its frame stayed under every
+ * later one (under load the two attaches are milliseconds apart: 28 such
+ * frames in one steps_model run).  Its RecordFunction's address is reused,
+ * so a later end() closed it at a random time, and a stale optimizer
+ * scope made a step boundary in the middle of a step.  An end() whose
+ * scope opened before the constructor was probed finds no frame. */
 static int attach_scope_hooks(struct session *s, struct tgt *tg)
 {
 	const struct target_scope_hooks *h = &tg->t.scope;
@@ -682,22 +691,24 @@ static int attach_scope_hooks(struct session *s, struct tgt *tg)
 
 	if (!h->host_path)
 		return -ENOENT;
-	err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_scope_new, h->host_path,
-				&h->new_off, &zero, 1, false, tg->t.pid, s->multi);
-	if (!err)
-		err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_scope_end, h->host_path,
-					&h->end_off, &zero, 1, false, tg->t.pid, s->multi);
+	err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_scope_end, h->host_path,
+				&h->end_off, &zero, 1, false, tg->t.pid, s->multi);
 	/* names of FUNCTION-scope RecordFunctions (dynamo, autograd.Function) */
 	if (!err && h->py_path && h->npend)
 		err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_scope_pend, h->py_path,
 					h->pend_off, h->pend_kind, h->npend, false, tg->t.pid,
 					s->multi);
+	if (!err)
+		err = uprobe_set_attach(&tg->scope_open, s->skel->progs.tbpf_scope_new, h->host_path,
+					&h->new_off, &zero, 1, false, tg->t.pid, s->multi);
 	/* module calls need Python stacks; without them nothing to count */
 	if (!err && h->modcall_path && h->modcall_off && s->cfg.python && tg->ps)
 		err = uprobe_set_attach(&tg->scopes, s->skel->progs.tbpf_module_call, h->modcall_path,
 					&h->modcall_off, &zero, 1, false, tg->t.pid, s->multi);
-	if (err)
+	if (err) {
+		uprobe_set_close(&tg->scope_open);
 		uprobe_set_close(&tg->scopes);
+	}
 	return err;
 }
 
@@ -769,37 +780,55 @@ static bool tgt_gone(const struct tgt *tg)
 	return tg->pidfd >= 0 && poll(&q, 1, 0) > 0;
 }
 
+static void *close_scope_open(void *tg)
+{
+	uprobe_set_close(&((struct tgt *)tg)->scope_open);
+	return NULL;
+}
+
 /* The guard first (its return probes, then its entry probes and unwind
  * hooks, README "Exception safety"); tbpf's own links, which include no
- * return probes, after it.  A gone target has nothing left to protect:
- * its guard is only told to go, and releases its links while tbpf closes
- * its own (each close waits for a kernel grace period; overlapped, they
- * share them). */
-static void tgt_stop_guard(struct tgt *tg)
+ * return probes, after it.  A live target's scope constructor probe goes
+ * before end()'s, while the guard stops: a scope opened once end() was
+ * gone would stay open under every later one (test_scope_attach).  A gone
+ * target has nothing left to protect: its guard is only told to go, and
+ * releases its links while tbpf closes its own (each close waits for a
+ * kernel grace period; overlapped, they share them). */
+static void tgt_stop_first(struct tgt *tg)
 {
-	if (tg->guard && (tg->exited || tgt_gone(tg))) {
+	pthread_t th;
+	bool async;
+
+	if (tg->exited || tgt_gone(tg)) {
 		guard_stop_request(tg->guard);
-	} else if (tg->guard) {
-		guard_stop(tg->guard, &tg->gstats);
-		tg->guard = NULL;
+		return;
 	}
+	async = tg->guard && !pthread_create(&th, NULL, close_scope_open, tg);
+	if (!async)
+		close_scope_open(tg);
+	if (tg->guard)
+		guard_stop(tg->guard, &tg->gstats);
+	tg->guard = NULL;
+	if (async)
+		pthread_join(th, NULL);
 }
 
 /* tbpf's own link sets of a target: room for TGT_OWN_SETS. */
-#define TGT_OWN_SETS 4
+#define TGT_OWN_SETS 5
 static size_t tgt_own_sets(struct tgt *tg, struct uprobe_set **out)
 {
 	out[0] = &tg->entry;
 	out[1] = &tg->hooks;
-	out[2] = &tg->scopes;
-	out[3] = &tg->mem.links;
+	out[2] = &tg->scope_open;
+	out[3] = &tg->scopes;
+	out[4] = &tg->mem.links;
 	return TGT_OWN_SETS;
 }
 
 /* After its links were closed: the guard's end (and statistics; an
  * exited target's guard, but with -v, finishes alone after tbpf, as
- * after its SIGKILL), the target marked detached; `forget`: its pid's entries out of the maps (a
- * session that goes on, system-wide). */
+ * after its SIGKILL), the target marked detached; `forget`: its pid's
+ * entries out of the maps (a session that goes on, system-wide). */
 static void tgt_finish(struct session *s, struct tgt *tg, bool forget)
 {
 	__u32 key = tg->t.pid;
@@ -833,7 +862,7 @@ static void tgt_detach(struct session *s, struct tgt *tg, bool forget)
 {
 	struct uprobe_set *own[TGT_OWN_SETS];
 
-	tgt_stop_guard(tg);
+	tgt_stop_first(tg);
 	uprobe_sets_close(own, tgt_own_sets(tg, own));
 	tgt_finish(s, tg, forget);
 }
@@ -1925,7 +1954,8 @@ void session_detach_all(struct session *s)
 		fprintf(stderr, "tbpf: removing %zu probes one by one (no uprobe_multi): this "
 				"takes a while\n", slow);
 	for (size_t i = 0; i < s->n; i++)
-		tgt_stop_guard(s->v[i]);
+		if (s->v[i]->alive || s->v[i]->guard || s->v[i]->exited)
+			tgt_stop_first(s->v[i]);
 	if (s->cfg.gpu_agent)
 		gpu_session_stop(&s->gpu);
 	sets = all_link_sets(s, &nsets);
