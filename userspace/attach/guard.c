@@ -677,6 +677,16 @@ static int run_child(const struct guard_config *cfg, int cmd_fd, int status_fd)
 	int sfd, rc;
 
 	prctl(PR_SET_NAME, "tbpf-guard");
+	{
+		/* it may outlive tbpf (guard_release, SIGKILL of tbpf): a
+		 * pipe on tbpf's stdout is not held open by it */
+		int nul = open("/dev/null", O_WRONLY);
+
+		if (nul >= 0 && nul != STDOUT_FILENO) {
+			dup2(nul, STDOUT_FILENO);
+			close(nul);
+		}
+	}
 	g.task_store = !bpf_obj_get_info_by_fd(cfg->threads_map_fd, &minfo, &mlen) &&
 		       minfo.type == BPF_MAP_TYPE_TASK_STORAGE;
 	if (getenv("TBPF_GUARD_LOG"))
@@ -885,6 +895,15 @@ void guard_stop_request(struct guard *g)
 		close(g->cmd_fd);
 		g->cmd_fd = -1;
 	}
+}
+
+void guard_release(struct guard *g)
+{
+	if (!g)
+		return;
+	guard_stop_request(g);
+	close(g->status_fd);
+	free(g);
 }
 
 int guard_stop(struct guard *g, struct guard_stats *stats)

@@ -75,6 +75,10 @@ int guard_stop(struct guard *g, struct guard_stats *st);
  * later waits for it (a gone target's links and tbpf's own then go
  * together). */
 void guard_stop_request(struct guard *g);
+/* A gone target's guard left to finish alone, as after tbpf's SIGKILL:
+ * asked to stop, not waited for (it removes the last links of a process
+ * that no longer runs, then exits); no statistics.  g is freed. */
+void guard_release(struct guard *g);
 /* true while the guard process runs */
 bool guard_alive(struct guard *g);
 pid_t guard_pid(const struct guard *g);

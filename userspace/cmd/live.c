@@ -584,6 +584,14 @@ static const char *poll_until_stop(const struct live_opts *o, struct session *s,
 	return "signal";
 }
 
+static bool targets_alive(struct session *s)
+{
+	for (size_t i = 0; i < session_ntargets(s); i++)
+		if (session_target(s, i)->alive)
+			return true;
+	return false;
+}
+
 /* What the BPF side counted besides ops: -v totals, and the losses that
  * change the numbers, each with what to do about it. */
 static void report_counters(const struct live_opts *o, struct session *s, const uint64_t *counters,
@@ -721,6 +729,7 @@ static struct session_config session_config_of(const struct live_opts *o)
 		.python = o->python,
 		.cuda = o->cuda,
 		.system_wide = o->sel.npids == 0,
+		.end_with_targets = true,   /* poll_until_stop */
 		.no_multi = o->no_multi,
 		.redispatch = o->redispatch,
 		.no_hist = true,            /* only the daemon reads histograms */
@@ -801,7 +810,7 @@ static int live_run_uprobes(const struct live_opts *o)
 	struct session *s = NULL;
 	struct capture_writer *cw = NULL;
 	char *capture_path = NULL, *why = NULL;
-	bool capture_tmp = false;
+	bool capture_tmp = false, report_first;
 	uint64_t counters[CNT_MAX], t0, t_load, t_mono, t_real, duration, probes = 0;
 	uint64_t last_scan = 0;
 	const char *stop_reason = NULL;
@@ -877,11 +886,18 @@ static int live_run_uprobes(const struct live_opts *o)
 		for (size_t i = 0; i < session_ntargets(s); i++)
 			live_write_threads(cw, session_target(s, i)->pid);
 	/* The measurement ends now: read the maps before detaching, since
-	 * detaching (guard first, then entry probes) takes a while. */
+	 * detaching (guard first, then entry probes) takes a while.  With
+	 * every target gone nothing more can arrive: the ring drained, the
+	 * report goes out before the teardown (session_close; issue 19), but
+	 * with -v, whose guard statistics come from the guards' end. */
+	report_first = !o->verbose && !targets_alive(s);
 	profile_init(&model.prof);
+	if (report_first)
+		session_drain(s);
 	err = session_collect(s, &model.prof);
 	session_counters(s, counters);
-	session_detach_all(s);
+	if (!report_first)
+		session_detach_all(s);
 	if (err) {
 		fprintf(stderr, "tbpf: reading the BPF maps failed: %s\n", strerror(-err));
 		rc = TBPF_EXIT_ERROR;
@@ -921,6 +937,7 @@ done:
 out:
 	if (cw)
 		capture_writer_close(cw);
+	fflush(stdout);   /* the report, before the teardown */
 	session_close(s);
 	if (capture_tmp && capture_path)
 		unlink(capture_path);

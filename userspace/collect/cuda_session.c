@@ -113,6 +113,13 @@ void cuda_session_detach(struct cuda_session *cs)
 		uprobe_set_close(&cs->tgts[i].links);
 }
 
+size_t cuda_session_links(struct cuda_session *cs, struct uprobe_set **out)
+{
+	for (size_t i = 0; i < cs->ntgts; i++)
+		out[i] = &cs->tgts[i].links;
+	return cs->ntgts;
+}
+
 size_t cuda_session_nprobes(const struct cuda_session *cs, size_t *nlibs)
 {
 	size_t n = 0, l = 0;

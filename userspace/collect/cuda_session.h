@@ -35,9 +35,12 @@ int cuda_session_record(struct cuda_session *cs, const void *data, size_t size);
 /* Attach libraries mapped since the last scan in every target; returns how
  * many were added (exited targets are skipped). */
 int cuda_session_rescan(struct cuda_session *cs, struct tbpf_bpf *skel);
-/* Probes off in one target (it exited) or in all. */
+/* Probes off in one target (it exited) or in all.  cuda_session_links:
+ * each target's probe links, for a caller that closes them with others at
+ * once (out: room for cs->ntgts; returns their count). */
 void cuda_session_remove(struct cuda_session *cs, pid_t pid);
 void cuda_session_detach(struct cuda_session *cs);
+size_t cuda_session_links(struct cuda_session *cs, struct uprobe_set **out);
 /* Free everything kept for pid (a reaped target: its kernel names no
  * longer resolve; the model keeps what it already named). */
 void cuda_session_forget(struct cuda_session *cs, pid_t pid);

@@ -316,21 +316,35 @@ void gpu_session_poll(struct gpu_session *gs)
 	}
 }
 
-void gpu_session_detach(struct gpu_session *gs)
+void gpu_session_stop(struct gpu_session *gs)
 {
 	gpu_session_poll(gs);
 	for (size_t i = 0; i < gs->n; i++) {
 		struct gpu_target *t = gs->v[i];
 		struct rec_gpu_status st;
-		char *why = NULL;
-		int ret;
 
 		if (t->located && t->have_status && t->status.state == AGENT_ACTIVE &&
 		    !agent_request_sync(t->pid, &t->loc, AGENT_REQ_STOP, 0, GPU_STOP_TIMEOUT_MS, &st))
 			t->status = st;   /* flushed: its last records are in the ring */
 		owner_chan_close(t->chan_fd);   /* stopped: the watch may go */
 		t->chan_fd = -1;
-		uprobe_set_close(&t->links);
+	}
+}
+
+size_t gpu_session_links(struct gpu_session *gs, struct uprobe_set **out)
+{
+	for (size_t i = 0; i < gs->n; i++)
+		out[i] = &gs->v[i]->links;
+	return gs->n;
+}
+
+void gpu_session_unload(struct gpu_session *gs)
+{
+	for (size_t i = 0; i < gs->n; i++) {
+		struct gpu_target *t = gs->v[i];
+		char *why = NULL;
+		int ret;
+
 		if (t->injected) {
 			/* the agent pins itself once CUPTI ran: dlclose then only
 			 * drops our reference */

@@ -7,8 +7,9 @@
  *   gpu_session_add(&gs, skel, pid, GPU_AGENT_INJECT, agent, &why)  per target
  *   on_record(): gpu_session_record(&gs, data, size)
  *   poll loop: gpu_session_poll(&gs)   (status of agents loaded later)
- *   at the end: gpu_session_detach(&gs) (stop, probes off, unload what
- *   --inject loaded), drain the ring buffer, gpu_session_apply(&gs, &prof),
+ *   at the end: gpu_session_stop(&gs), the probes of gpu_session_links
+ *   closed, gpu_session_unload(&gs) (what --inject loaded), drain the ring
+ *   buffer, gpu_session_apply(&gs, &prof),
  *   gpu_session_status(&gs) when the profile got no device times,
  *   gpu_session_free(&gs).
  */
@@ -110,10 +111,15 @@ const void *gpu_session_host_tid(struct gpu_session *gs, const void *data, size_
 /* Refresh the status word of agents that are mapped (cheap; call about
  * once a second). */
 void gpu_session_poll(struct gpu_session *gs);
-/* Ask every agent to stop, read its last status, detach the probes and
- * unload what --inject loaded.  Call after the targets' ptrace guards
- * stopped: the unload ptraces a thread, which a guard may hold. */
-void gpu_session_detach(struct gpu_session *gs);
+/* At the end, after the targets' ptrace guards stopped (the unload
+ * ptraces a thread, which a guard may hold): every agent asked to stop
+ * (its last status read, its last records in the ring); then each
+ * target's probe links, for the caller to close with the others at once
+ * (out: room for gs->n; returns their count); then what --inject loaded
+ * unloaded. */
+void gpu_session_stop(struct gpu_session *gs);
+size_t gpu_session_links(struct gpu_session *gs, struct uprobe_set **out);
+void gpu_session_unload(struct gpu_session *gs);
 /* Join every target's records and add device times to the matching rows
  * of p (pid, op, low 32 bits of the stack id; rows are created, named by
  * op_name, when the op ran only before tbpf attached).  CUDA total covers

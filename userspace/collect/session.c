@@ -62,6 +62,8 @@ struct tgt {
 	struct guard_stats gstats;
 	int pidfd;
 	bool alive;
+	bool exited;               /* gone, its links still held: they go with
+				    * the others at the end (tgt_exited) */
 	struct session_target_info info;
 	struct tbpf_pyproc pp;
 	struct pysym *ps;          /* NULL: no supported Python */
@@ -787,53 +789,105 @@ static void *close_scope_open(void *tg)
 }
 
 /* The guard first (its return probes, then its entry probes and unwind
- * hooks, README "Exception safety"), then tbpf's own links, which include
- * no return probes, all at once.  A live target's scope constructor probe
- * goes before end()'s, while the guard stops: a scope opened once end()
- * was gone would stay open under every later one (test_scope_attach).  A
- * gone target has nothing left to protect: the guard's links and ours are
- * released together (each close waits for a kernel grace period;
- * overlapped, they share them). */
-static void tgt_detach(struct session *s, struct tgt *tg)
+ * hooks, README "Exception safety"); tbpf's own links, which include no
+ * return probes, after it.  A live target's scope constructor probe goes
+ * before end()'s, while the guard stops: a scope opened once end() was
+ * gone would stay open under every later one (test_scope_attach).  A gone
+ * target has nothing left to protect: its guard is only told to go, and
+ * releases its links while tbpf closes its own (each close waits for a
+ * kernel grace period; overlapped, they share them). */
+static void tgt_stop_first(struct tgt *tg)
 {
-	struct uprobe_set *const own[] = { &tg->entry, &tg->hooks, &tg->scope_open, &tg->scopes };
-	__u32 key = tg->t.pid;
 	pthread_t th;
+	bool async;
 
-	if (tgt_gone(tg)) {
-		if (tg->guard)
-			guard_stop_request(tg->guard);
-	} else {
-		bool async = tg->guard && !pthread_create(&th, NULL, close_scope_open, tg);
-
-		if (!async)
-			close_scope_open(tg);
-		if (tg->guard)
-			guard_stop(tg->guard, &tg->gstats);
-		tg->guard = NULL;
-		if (async)
-			pthread_join(th, NULL);
+	if (tg->exited || tgt_gone(tg)) {
+		guard_stop_request(tg->guard);
+		return;
 	}
-	uprobe_sets_close(own, sizeof(own) / sizeof(own[0]));
-	if (tg->guard) {
+	async = tg->guard && !pthread_create(&th, NULL, close_scope_open, tg);
+	if (!async)
+		close_scope_open(tg);
+	if (tg->guard)
 		guard_stop(tg->guard, &tg->gstats);
-		tg->guard = NULL;
-	}
+	tg->guard = NULL;
+	if (async)
+		pthread_join(th, NULL);
+}
+
+/* tbpf's own link sets of a target: room for TGT_OWN_SETS. */
+#define TGT_OWN_SETS 5
+static size_t tgt_own_sets(struct tgt *tg, struct uprobe_set **out)
+{
+	out[0] = &tg->entry;
+	out[1] = &tg->hooks;
+	out[2] = &tg->scope_open;
+	out[3] = &tg->scopes;
+	out[4] = &tg->mem.links;
+	return TGT_OWN_SETS;
+}
+
+/* After its links were closed: the guard's end (and statistics; an
+ * exited target's guard, but with -v, finishes alone after tbpf, as
+ * after its SIGKILL), the target marked detached; `forget`: its pid's
+ * entries out of the maps (a session that goes on, system-wide). */
+static void tgt_finish(struct session *s, struct tgt *tg, bool forget)
+{
+	__u32 key = tg->t.pid;
+
+	if (tg->guard && tg->exited && !s->cfg.verbose)
+		guard_release(tg->guard);   /* not waited for: issue 19 */
+	else if (tg->guard)
+		guard_stop(tg->guard, &tg->gstats);
+	tg->guard = NULL;
 	mem_detach(&tg->mem);
 	if (tg->pidfd >= 0) {
 		close(tg->pidfd);
 		tg->pidfd = -1;
 	}
 	tg->alive = false;
+	tg->exited = false;
 	tg->info.alive = false;
 	if (s->cfg.cuda)
 		cuda_session_remove(&s->cuda, tg->t.pid);
+	if (!forget)
+		return;
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.pids), &key);
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.py_procs), &key);
 	node_evals_set(s, tg, false);
 	boxed_names_set(s, tg, false);
 	py_nodes_set(s, tg, false);
 	bw_procs_set(s, tg, false);
+}
+
+static void tgt_detach(struct session *s, struct tgt *tg, bool forget)
+{
+	struct uprobe_set *own[TGT_OWN_SETS];
+
+	tgt_stop_first(tg);
+	uprobe_sets_close(own, tgt_own_sets(tg, own));
+	tgt_finish(s, tg, forget);
+}
+
+/* Nothing more can arrive from an exited target.  When it was the last
+ * one of a session that ends with it (cfg.end_with_targets), its links stay
+ * until session_detach_all closes them with every other link at once,
+ * after the caller has read the maps and written its report (issue 19);
+ * its guard goes now.  Otherwise it is detached here. */
+static void tgt_exited(struct session *s, struct tgt *tg)
+{
+	bool others = false;
+
+	for (size_t i = 0; i < s->n; i++)
+		others |= s->v[i] != tg && s->v[i]->alive;
+	if (!s->cfg.end_with_targets || s->cfg.system_wide || others) {
+		tgt_detach(s, tg, true);
+		return;
+	}
+	guard_stop_request(tg->guard);
+	tg->alive = false;
+	tg->info.alive = false;
+	tg->exited = true;
 }
 
 static bool is_attached(struct session *s, pid_t pid)
@@ -1081,7 +1135,7 @@ static void tgt_publish(struct session *s, struct tgt *tg)
 
 static void tgt_free(struct session *s, struct tgt *tg)
 {
-	tgt_detach(s, tg);
+	tgt_detach(s, tg, true);
 	target_close(&tg->t);
 	pysym_free(tg->ps);
 	free(tg->py_note);
@@ -1549,23 +1603,15 @@ int session_poll(struct session *s, int ms)
 
 		if (!tg->alive)
 			continue;
-		if (kill(tg->t.pid, 0) && errno == ESRCH) {
-			tgt_detach(s, tg);
+		if ((kill(tg->t.pid, 0) && errno == ESRCH) || tgt_gone(tg)) {
+			tgt_exited(s, tg);
 			continue;
-		}
-		if (tg->pidfd >= 0) {
-			struct pollfd q = { .fd = tg->pidfd, .events = POLLIN };
-
-			if (poll(&q, 1, 0) > 0) {
-				tgt_detach(s, tg);
-				continue;
-			}
 		}
 		if (tg->guard && !guard_alive(tg->guard)) {
 			fprintf(stderr, "tbpf: pid %d: unwind guard exited unexpectedly; detaching\n",
 				tg->t.pid);
 			tg->guard = NULL;
-			tgt_detach(s, tg);
+			tgt_detach(s, tg, true);
 			continue;
 		}
 		live++;
@@ -1871,9 +1917,36 @@ int session_set_enabled_ops(struct session *s, pid_t pid, bool on, const uint32_
 	return -ESRCH;
 }
 
+/* Every link set of the targets being detached and of the CUDA and GPU
+ * probes, into one array (NULL when out of memory; *n its count). */
+static struct uprobe_set **all_link_sets(struct session *s, size_t *n)
+{
+	size_t cap = TGT_OWN_SETS * s->n + (s->cfg.cuda ? s->cuda.ntgts : 0) +
+		     (s->cfg.gpu_agent ? s->gpu.n : 0);
+	struct uprobe_set **v = calloc(cap + 1, sizeof(*v));
+
+	*n = 0;
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i]->alive || s->v[i]->guard || s->v[i]->exited)
+			*n += tgt_own_sets(s->v[i], v + *n);
+	if (s->cfg.cuda)
+		*n += cuda_session_links(&s->cuda, v + *n);
+	if (s->cfg.gpu_agent)
+		*n += gpu_session_links(&s->gpu, v + *n);
+	return v;
+}
+
+/* Live targets' guards first, each in the stop order (README "Exception
+ * safety"); then the CUPTI agents stop (issue 6: after the guards, the
+ * unload ptraces); then every other link, all at once (issue 19: one
+ * grace period's wait instead of one per set), while the guards of gone
+ * targets release theirs; then those guards' ends. */
 void session_detach_all(struct session *s)
 {
-	size_t slow = 0;
+	struct uprobe_set **sets;
+	size_t slow = 0, nsets;
 
 	session_hold_release(s);   /* a held command continues */
 	infer_sampler_stop(&s->sampler);
@@ -1883,13 +1956,24 @@ void session_detach_all(struct session *s)
 		fprintf(stderr, "tbpf: removing %zu probes one by one (no uprobe_multi): this "
 				"takes a while\n", slow);
 	for (size_t i = 0; i < s->n; i++)
-		if (s->v[i]->alive || s->v[i]->guard)
-			tgt_detach(s, s->v[i]);
+		if (s->v[i]->alive || s->v[i]->guard || s->v[i]->exited)
+			tgt_stop_first(s->v[i]);
+	if (s->cfg.gpu_agent)
+		gpu_session_stop(&s->gpu);
+	sets = all_link_sets(s, &nsets);
+	if (sets)
+		uprobe_sets_close(sets, nsets);   /* else one by one, below */
+	free(sets);
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i]->alive || s->v[i]->guard || s->v[i]->exited)
+			tgt_detach(s, s->v[i], false);   /* links closed above */
 	if (s->cfg.cuda)
 		cuda_session_detach(&s->cuda);
-	/* issue 6: after the guards (unloading --inject's agent ptraces) */
-	if (s->cfg.gpu_agent)
-		gpu_session_detach(&s->gpu);
+	if (s->cfg.gpu_agent) {
+		for (size_t i = 0; i < s->gpu.n; i++)   /* empty unless out of memory */
+			uprobe_set_close(&s->gpu.v[i]->links);
+		gpu_session_unload(&s->gpu);
+	}
 	if (s->rb)
 		ring_buffer__consume(s->rb);
 }

@@ -41,6 +41,9 @@ struct session_config {
 	bool python;                /* walk Python stacks */
 	bool cuda;                  /* probe libcudart/libcuda */
 	bool system_wide;           /* session_scan attaches every PyTorch process */
+	bool end_with_targets;      /* the caller stops once its targets exit: the
+				     * last one's links then stay until
+				     * session_detach_all, after the report (issue 19) */
 	bool no_multi;
 	bool redispatch;            /* probe ::redispatch too (target_open) */
 	bool no_hist;               /* no latency histograms (map ophist) */
