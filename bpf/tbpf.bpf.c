@@ -79,6 +79,9 @@ struct {
  * host, for the few thousand rows a job makes.  A row is made once per
  * (pid, op, stack, shapes) key; the op path only looks it up, so the run-
  * time allocation is off the per-op cost (README, *tbpf's own memory*).
+ * Sessions that may infer exits preallocate every hash map again
+ * (session.c prealloc_maps: a burst of new rows from the sample or switch
+ * program found the allocator's per-CPU cache empty).
  * Full: CNT_STAT_FULL ("BPF maps full" at the end of a run). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
