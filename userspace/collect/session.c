@@ -292,7 +292,6 @@ static void prealloc_maps(struct bpf_object *obj)
 
 	bpf_object__for_each_map(m, obj) {
 		__u32 fl = bpf_map__map_flags(m);
-
 		enum bpf_map_type t = bpf_map__type(m);
 
 		/* task storage must stay run-time allocated */
