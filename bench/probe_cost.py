@@ -21,11 +21,24 @@ Prints the medians over rounds as one line of JSON.
   sudo bench/probe_cost.py --rounds 5 -- --exits=infer --no-python
   sudo bench/probe_cost.py --python VENV/bin/python --workload transformer_step \
       --warm 10 --iters 40 --rounds 3 --ops-per-iter 1965
+
+Against the floor (issue 19 part 2: the entry and return traps alone, with
+empty op and module-call programs): build tbpf once more with
+`make OUT=/tmp/tbpf-floor CLANG="clang -DTBPF_FLOOR"` and give it as
+--floor; each --mode then also runs with the floor build and the same
+arguments.  Every round runs all of them in the same worker, in rotating
+order, each after its own baseline; per mode it prints one JSON line of
+medians (per-op figures with [min, max]) and above_floor, the per-round
+difference to its floor (median and range):
+
+  sudo bench/probe_cost.py --floor /tmp/tbpf-floor/tbpf --rounds 3 \
+      --mode= --mode=--no-python --mode=--exits=infer
 """
 import argparse
 import json
 import os
 import re
+import shlex
 import signal
 import statistics
 import subprocess
@@ -103,10 +116,89 @@ def timed(worker, n):
     return float(wall), float(cpu)
 
 
+def one_run(worker, tbpf, args, a, old):
+    """Baseline then probed iterations in the worker, then a third run
+    with the BPF statistics on; a dict of the round's figures."""
+    base = timed(worker, a.iters)
+    tb = subprocess.Popen([tbpf, "--pid", str(worker.pid), "--format", "json", "-o", "/dev/null"] + args,
+                          stderr=subprocess.PIPE, text=True, stdout=subprocess.DEVNULL)
+    line = ""
+    while "attached" not in line:
+        line = tb.stderr.readline()
+        if not line:
+            sys.exit("tbpf exited before attaching")
+    ms = re.search(r"([\d.]+)\s*ms", line)
+    probed = timed(worker, a.iters)
+    # BPF run times in a separate run: the statistics cost two
+    # clock reads per program run, which the timed run must not see
+    set_stats("1")
+    s0 = prog_stats(tb.pid)
+    timed(worker, a.iters)
+    s1 = prog_stats(tb.pid)
+    set_stats(old)
+    tb.send_signal(signal.SIGINT)
+    tb.communicate(timeout=60)
+    r = {"base_us": base[0] / a.iters * 1e6, "tbpf_us": probed[0] / a.iters * 1e6,
+         "base_cpu_us": base[1] / a.iters * 1e6, "tbpf_cpu_us": probed[1] / a.iters * 1e6,
+         "attach_ms": float(ms.group(1)) if ms else None}
+    r["per_op_us"] = (r["tbpf_us"] - r["base_us"]) / a.ops_per_iter
+    r["per_op_cpu_us"] = (r["tbpf_cpu_us"] - r["base_cpu_us"]) / a.ops_per_iter
+    for name in s1:
+        dt = s1[name][0] - s0.get(name, (0, 0))[0]
+        dc = s1[name][1] - s0.get(name, (0, 0))[1]
+        if dc:
+            key = name[5:] if name.startswith("tbpf_") else name
+            r[key + "_hits_per_iter"] = dc / a.iters
+            r[key + "_ns"] = dt / dc
+            r[key + "_us_per_iter"] = dt / a.iters / 1000
+    return r
+
+
+def variants(a):
+    """[(label, tbpf binary, args)]: each --mode (or the positional tbpf
+    arguments) with this build, and again with the --floor build."""
+    modes = [shlex.split(m) for m in a.mode] if a.mode else [a.tbpf_args]
+    out = []
+    for args in modes:
+        label = " ".join(args) or "default"
+        out.append((label, a.tbpf, args))
+        if a.floor:
+            out.append(("floor " + label, a.floor, args))
+    return out
+
+
+def summary(rows):
+    """Medians (and [min, max] ranges of the per-op figures) over rounds."""
+    keys = sorted({k for r in rows for k in r})
+    out = {}
+    for k in keys:
+        xs = [r[k] for r in rows if r.get(k) is not None]
+        if xs:
+            out[k] = round(statistics.median(xs), 3)
+            if k.startswith("per_op"):
+                out[k + "_range"] = [round(min(xs), 3), round(max(xs), 3)]
+    return out
+
+
+def above_floor(rows, label):
+    """Per round, the mode's per-op figures minus its floor's (the two ran
+    in the same round of the same worker): median and range."""
+    out = {}
+    for k in ("per_op_us", "per_op_cpu_us"):
+        d = [r[k] - f[k] for r, f in zip(rows[label], rows["floor " + label])]
+        out[k] = {"median": round(statistics.median(d), 3), "range": [round(min(d), 3), round(max(d), 3)]}
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--python", default="/usr/bin/python3")
     ap.add_argument("--tbpf", default=os.path.join(ROOT, "build", "tbpf"))
+    ap.add_argument("--floor", metavar="TBPF",
+                    help="a tbpf built with empty op and module-call programs "
+                         "(make OUT=DIR CLANG='clang -DTBPF_FLOOR'), run with each mode's arguments")
+    ap.add_argument("--mode", action="append", default=[], metavar="ARGS",
+                    help="tbpf arguments of one mode as one string, --mode=ARGS (--mode= is the default mode); repeatable")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iters", type=int, default=3000)
     ap.add_argument("--ops-per-iter", type=float, default=95.0,
@@ -119,54 +211,30 @@ def main():
 
     with open("/proc/sys/kernel/bpf_stats_enabled") as f:
         old = f.read().strip()
+    vs = variants(a)
     worker = subprocess.Popen([a.python, "-c", WORKER % (WL, a.workload, a.warm)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               text=True)
-    rows = []
+    rows = {label: [] for label, _, _ in vs}
     try:
         if worker.stdout.readline().strip() != "READY":
             sys.exit("worker failed")
         timed(worker, a.iters)  # warm
-        for _ in range(a.rounds):
-            base = timed(worker, a.iters)
-            tb = subprocess.Popen([a.tbpf, "--pid", str(worker.pid), "--format", "json", "-o", "/dev/null"] +
-                                  a.tbpf_args, stderr=subprocess.PIPE, text=True, stdout=subprocess.DEVNULL)
-            line = ""
-            while "attached" not in line:
-                line = tb.stderr.readline()
-                if not line:
-                    sys.exit("tbpf exited before attaching")
-            ms = re.search(r"([\d.]+)\s*ms", line)
-            probed = timed(worker, a.iters)
-            # BPF run times in a separate run: the statistics cost two
-            # clock reads per program run, which the timed run must not see
-            set_stats("1")
-            s0 = prog_stats(tb.pid)
-            timed(worker, a.iters)
-            s1 = prog_stats(tb.pid)
-            set_stats(old)
-            tb.send_signal(signal.SIGINT)
-            tb.communicate(timeout=60)
-            r = {"base_us": base[0] / a.iters * 1e6, "tbpf_us": probed[0] / a.iters * 1e6,
-                 "base_cpu_us": base[1] / a.iters * 1e6, "tbpf_cpu_us": probed[1] / a.iters * 1e6,
-                 "attach_ms": float(ms.group(1)) if ms else None}
-            r["per_op_us"] = (r["tbpf_us"] - r["base_us"]) / a.ops_per_iter
-            r["per_op_cpu_us"] = (r["tbpf_cpu_us"] - r["base_cpu_us"]) / a.ops_per_iter
-            for name in s1:
-                dt = s1[name][0] - s0.get(name, (0, 0))[0]
-                dc = s1[name][1] - s0.get(name, (0, 0))[1]
-                if dc:
-                    key = name[5:] if name.startswith("tbpf_") else name
-                    r[key + "_hits_per_iter"] = dc / a.iters
-                    r[key + "_ns"] = dt / dc
-                    r[key + "_us_per_iter"] = dt / a.iters / 1000
-            rows.append(r)
-            print(json.dumps(r), file=sys.stderr)
+        for i in range(a.rounds):
+            for label, tbpf, args in vs[i % len(vs):] + vs[:i % len(vs)]:  # rotating order
+                r = one_run(worker, tbpf, args, a, old)
+                rows[label].append(r)
+                print(json.dumps(dict(r, mode=label, round=i)), file=sys.stderr)
     finally:
         worker.kill()
         set_stats(old)
-    keys = sorted({k for r in rows for k in r})
-    print(json.dumps({k: round(statistics.median([r[k] for r in rows if r.get(k) is not None]), 3)
-                      for k in keys if any(r.get(k) is not None for r in rows)}))
+    if len(vs) == 1:
+        print(json.dumps(summary(rows[vs[0][0]])))
+        return
+    for label, _, _ in vs:
+        out = dict(summary(rows[label]), mode=label)
+        if a.floor and not label.startswith("floor "):
+            out["above_floor"] = above_floor(rows, label)
+        print(json.dumps(out))
 
 
 if __name__ == "__main__":
