@@ -13,7 +13,9 @@ allocator, caches and the Python state are the same for both.
 Per round: us/iter without and with tbpf, per-op overhead ((with -
 without) / ATen ops per iteration), the same from the worker thread's CPU
 time (user + system, which includes the traps and BPF programs but not
-time other processes take the CPU: steadier on a shared machine), and per
+time other processes take the CPU: steadier on a shared machine), tbpf's
+own CPU time during the timed run per iteration (reader_cpu_us: its
+user-space reader, which competes for the CPUs), and per
 program (tbpf_ prefix dropped): hits per iteration (NAME_hits_per_iter),
 mean BPF run time (NAME_ns) and BPF time per iteration (NAME_us_per_iter).
 Prints the medians over rounds as one line of JSON.
@@ -116,6 +118,13 @@ def timed(worker, n):
     return float(wall), float(cpu)
 
 
+def proc_cpu_s(pid):
+    """User + system CPU seconds process pid has used (/proc/PID/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def one_run(worker, tbpf, args, a, old):
     """Baseline then probed iterations in the worker, then a third run
     with the BPF statistics on; a dict of the round's figures."""
@@ -128,7 +137,9 @@ def one_run(worker, tbpf, args, a, old):
         if not line:
             sys.exit("tbpf exited before attaching")
     ms = re.search(r"([\d.]+)\s*ms", line)
+    c0 = proc_cpu_s(tb.pid)
     probed = timed(worker, a.iters)
+    tb_cpu = proc_cpu_s(tb.pid) - c0
     # BPF run times in a separate run: the statistics cost two
     # clock reads per program run, which the timed run must not see
     set_stats("1")
@@ -140,7 +151,8 @@ def one_run(worker, tbpf, args, a, old):
     tb.communicate(timeout=60)
     r = {"base_us": base[0] / a.iters * 1e6, "tbpf_us": probed[0] / a.iters * 1e6,
          "base_cpu_us": base[1] / a.iters * 1e6, "tbpf_cpu_us": probed[1] / a.iters * 1e6,
-         "attach_ms": float(ms.group(1)) if ms else None}
+         "attach_ms": float(ms.group(1)) if ms else None,
+         "reader_cpu_us": tb_cpu / a.iters * 1e6}
     r["per_op_us"] = (r["tbpf_us"] - r["base_us"]) / a.ops_per_iter
     r["per_op_cpu_us"] = (r["tbpf_cpu_us"] - r["base_cpu_us"]) / a.ops_per_iter
     for name in s1:
