@@ -889,6 +889,9 @@ enum tbpf_counter {
 	CNT_SHAPE_FULL,       /* shape table full: calls counted without shapes */
 	CNT_BOXED_DEFS,       /* boxed calls' operators looked up by name (once
 			       * per OperatorDef, boxed_defs) */
+	CNT_SAMPLE_DEFERRED,  /* infer mode: returned frames a sample or switch-out
+			       * left to the next op probe, a row of theirs
+			       * missing (rows_early) */
 	CNT_MAX
 };
 
