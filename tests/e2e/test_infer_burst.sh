@@ -24,13 +24,8 @@ ITERS=200
 burst_case() {   # NAME PY REFERENCE-JSON TBPF-ARGS...
 	local name=$1 py=$2 ref=$3 sampled
 	shift 3
-	start_workload wl$name "$py" infer_burst.py --iters $ITERS
-	start_tbpf tb$name --pid "$(get wl$name pid)" --format json -v --duration 120s "$@"
-	go "$(get wl$name pid)"
-	wait_exit wl$name 120
-	expect_rc wl$name 0
-	wait_exit tb$name 60
-	expect_rc tb$name 0
+	job_under_tbpf wl$name tb$name "$py" infer_burst.py --iters $ITERS -- \
+		--format json -v --duration 120s "$@"
 	sampled=$(sed -n 's/.* sampled \([0-9]*\).*/\1/p' "$(get tb$name err)")
 	log "$name: closed by a sample or switch-out: ${sampled:-?}"
 	[ "${sampled:-0}" -ge $ITERS ] ||
