@@ -1700,6 +1700,14 @@ static bool shapes_verified(struct session *s)
 	return s->shapes_ok;
 }
 
+static bool row_has_memory(const struct prof_op *r)
+{
+	for (int i = 0; i < MEM_DEV_N; i++)
+		if (r->mem_self[i] || r->mem_total[i])
+			return true;
+	return false;
+}
+
 int session_collect(struct session *s, struct profile *p)
 {
 	bool shapes = s->cfg.shapes && shapes_verified(s);
@@ -1768,6 +1776,9 @@ int session_collect(struct session *s, struct profile *p)
 				row.mem_total[i] += vals[c].mem_total[i];
 			}
 		}
+		/* made at an entry whose op has not closed (rows_early) */
+		if (!row.calls && !row.launches && !row_has_memory(&row))
+			continue;
 		if (row.mem_self[MEM_DEV_CUDA] || row.mem_total[MEM_DEV_CUDA])
 			p->has_cuda_memory = true;
 		row.calls -= row.folded;   /* as torch.profiler's table counts */
