@@ -197,6 +197,8 @@ static __always_inline struct tbpf_thread *thread_enter(__u32 tid, __u32 pid)
 		t->bw_last_seq = 0;
 		for (int i = 0; i < TBPF_PYSEEN_N; i++)
 			t->pyseen[i] = 0;
+		for (int i = 0; i < TBPF_ROWSEEN_N; i++)
+			t->rowseen[i] = 0;
 	}
 	t->pid = pid;
 	return t;
@@ -311,16 +313,23 @@ static __always_inline void stat_add(__u32 pid, __u32 op_id, __u64 stack_id, __u
  * preallocation (README, *tbpf's own memory*). */
 const volatile __u32 rows_early = 0;
 
-static __always_inline void rows_make(__u32 pid, __u32 op_id, __u64 stack_id, __u64 shape_id)
+static __always_inline void rows_make(struct tbpf_thread *t, __u32 pid, __u32 op_id,
+				      __u64 stack_id, __u64 shape_id)
 {
 	struct tbpf_opkey k = { .pid = pid, .op_id = op_id, .stack_id = stack_id,
 				.shape_id = shape_id };
+	__u64 h = (op_id * 0x9e3779b97f4a7c15ULL) ^ (stack_id * 0xc2b2ae3d27d4eb4fULL) ^
+		  (shape_id * 0x165667b19e3779f9ULL);
+	__u32 i = (h >> 59) & (TBPF_ROWSEEN_N - 1);
 
 	if (!rows_early)
 		return;
-	opstat_row(&k);   /* full: counted at the close */
-	if (hist_on)
-		hist_row(pid, op_id);
+	h |= 1;
+	if (t->rowseen[i] == h)
+		return;
+	/* full: counted at the close */
+	if (opstat_row(&k) && (!hist_on || hist_row(pid, op_id)))
+		t->rowseen[i] = h;
 }
 
 /* Does closing f need no new row (a skip frame updates none)? */
@@ -946,7 +955,7 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 		bw_node(t, f, pid, PT_REGS_PARM2(ctx));   /* apply: `this` in rsi */
 #endif
 	if (!(flags & OPF_SKIP))
-		rows_make(pid, op_id, f->pystack, f->shape);
+		rows_make(t, pid, op_id, f->pystack, f->shape);
 	t->depth = d + 1;
 	if (!(flags & OPF_SKIP)) {
 		emit_op_shape(REC_OP_ENTER, tid, now, pid, op_id, t->vdepth,
@@ -1101,7 +1110,7 @@ static __always_inline int scope_open(struct pt_regs *ctx, __u32 pid, __u32 tid,
 	f->shape = 0;
 	if (tbpf_mode & TBPF_MODE_MEMORY)
 		frame_mem_zero(f);
-	rows_make(pid, id, f->pystack, 0);
+	rows_make(t, pid, id, f->pystack, 0);
 	t->depth = d + 1;
 	emit_op(REC_OP_ENTER, tid, now, pid, id, t->vdepth, OPF_SCOPE | fl, (__u32)t->pystack_id);
 	t->vdepth++;
