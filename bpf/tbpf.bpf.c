@@ -301,6 +301,7 @@ static __always_inline void stat_add(__u32 pid, __u32 op_id, __u64 stack_id, __u
 
 #include "hist.bpf.h"
 #include "bwstack.bpf.h"
+#define HAVE_BWSTACK 1
 
 /* 1 in sessions that may infer exits (user space sets it with the sample
  * and switch programs): an op or scope entry makes the rows its close
@@ -344,7 +345,6 @@ static __always_inline bool rows_there(const struct tbpf_thread *t, const struct
 	return bpf_map_lookup_elem(&opstats, &k) &&
 	       (!hist_on || bpf_map_lookup_elem(&ophist, &hk));
 }
-#define HAVE_BWSTACK 1
 
 static __always_inline void frame_mem_zero(struct tbpf_frame *f)
 {
