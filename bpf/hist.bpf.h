@@ -40,23 +40,33 @@ static __always_inline __u32 hist_bucket(__u64 ns)
 	return bits < TBPF_HIST_BUCKETS - 1 ? bits : TBPF_HIST_BUCKETS - 1;
 }
 
-static __always_inline void hist_add(__u32 pid, __u32 op_id, __u64 dur_ns)
+/* The histogram row of (pid, op_id), made (zeroed) if new; NULL when the
+ * map is full or, from a program that runs with interrupts off, when the
+ * allocator's per-CPU cache is empty (rows_early in tbpf.bpf.c). */
+static __always_inline struct tbpf_hist *hist_row(__u32 pid, __u32 op_id)
 {
 	struct tbpf_histkey k = { .pid = pid, .op_id = op_id };
-	struct tbpf_hist *h;
-	__u32 b;
+	struct tbpf_hist *h = bpf_map_lookup_elem(&ophist, &k);
 
-	if (!hist_on)
-		return;
-	h = bpf_map_lookup_elem(&ophist, &k);
 	if (!h) {
 		struct tbpf_hist z = {};
 
 		bpf_map_update_elem(&ophist, &k, &z, BPF_NOEXIST);
 		h = bpf_map_lookup_elem(&ophist, &k);
-		if (!h)
-			return;
 	}
+	return h;
+}
+
+static __always_inline void hist_add(__u32 pid, __u32 op_id, __u64 dur_ns)
+{
+	struct tbpf_hist *h;
+	__u32 b;
+
+	if (!hist_on)
+		return;
+	h = hist_row(pid, op_id);
+	if (!h)
+		return;
 	b = hist_bucket(dur_ns);
 	if (b < TBPF_HIST_BUCKETS)
 		h->buckets[b]++;

@@ -37,7 +37,7 @@ static __always_inline void mem_charge(struct pt_regs *ctx, __u32 pid, __u32 tid
 			/* infer mode: close what has returned first, as the
 			 * next op entry would */
 			t->busy = 1;
-			pop_returned(t, tid, PT_REGS_SP(ctx) + 1, bpf_ktime_get_ns());
+			pop_returned(t, tid, PT_REGS_SP(ctx) + 1, bpf_ktime_get_ns(), 0);
 			t->busy = 0;
 		}
 		d = t->depth;

@@ -79,9 +79,8 @@ struct {
  * host, for the few thousand rows a job makes.  A row is made once per
  * (pid, op, stack, shapes) key; the op path only looks it up, so the run-
  * time allocation is off the per-op cost (README, *tbpf's own memory*).
- * Sessions that may infer exits preallocate every hash map again
- * (session.c prealloc_maps: a burst of new rows from the sample or switch
- * program found the allocator's per-CPU cache empty).
+ * Sessions that may infer exits make a row at the op's entry, not at its
+ * close (rows_early).
  * Full: CNT_STAT_FULL ("BPF maps full" at the end of a run). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -198,6 +197,8 @@ static __always_inline struct tbpf_thread *thread_enter(__u32 tid, __u32 pid)
 		t->bw_last_seq = 0;
 		for (int i = 0; i < TBPF_PYSEEN_N; i++)
 			t->pyseen[i] = 0;
+		for (int i = 0; i < TBPF_ROWSEEN_N; i++)
+			t->rowseen[i] = 0;
 	}
 	t->pid = pid;
 	return t;
@@ -247,9 +248,10 @@ static __always_inline void emit_op(__u16 type, __u32 tid, __u64 ts, __u32 pid,
 	emit_op_shape(type, tid, ts, pid, op_id, depth, flags, stack_id, 0);
 }
 
-/* The opstats row of k, made (zeroed) if new; NULL and counted when the
- * map is full. */
-static __always_inline struct tbpf_opstat *opstat_get(const struct tbpf_opkey *k)
+/* The opstats row of k, made (zeroed) if new; NULL when the map is full
+ * or, from a program that runs with interrupts off, when the allocator's
+ * per-CPU cache is empty (rows_early). */
+static __always_inline struct tbpf_opstat *opstat_row(const struct tbpf_opkey *k)
 {
 	struct tbpf_opstat *s = bpf_map_lookup_elem(&opstats, k);
 
@@ -258,9 +260,17 @@ static __always_inline struct tbpf_opstat *opstat_get(const struct tbpf_opkey *k
 
 		bpf_map_update_elem(&opstats, k, &z, BPF_NOEXIST);
 		s = bpf_map_lookup_elem(&opstats, k);
-		if (!s)
-			cnt_add(CNT_STAT_FULL, 1);
 	}
+	return s;
+}
+
+/* opstat_row, a row it could not make counted (CNT_STAT_FULL). */
+static __always_inline struct tbpf_opstat *opstat_get(const struct tbpf_opkey *k)
+{
+	struct tbpf_opstat *s = opstat_row(k);
+
+	if (!s)
+		cnt_add(CNT_STAT_FULL, 1);
 	return s;
 }
 
@@ -292,6 +302,49 @@ static __always_inline void stat_add(__u32 pid, __u32 op_id, __u64 stack_id, __u
 #include "hist.bpf.h"
 #include "bwstack.bpf.h"
 #define HAVE_BWSTACK 1
+
+/* 1 in sessions that may infer exits (user space sets it with the sample
+ * and switch programs): an op or scope entry makes the rows its close
+ * will update.  Those programs close frames with interrupts off, where a
+ * run-time allocated map (BPF_F_NO_PREALLOC) takes a new element from a
+ * per-CPU cache of 1-3 per-CPU values that only irq_work refills: a burst
+ * of new rows there failed and lost ops (session 13: test_infer_bound,
+ * test_attach_race, test_infer_burst).  An entry runs in an ordinary
+ * uprobe context and makes at most one row per map, so the maps need no
+ * preallocation (README, *tbpf's own memory*). */
+const volatile __u32 rows_early = 0;
+
+static __always_inline void rows_make(struct tbpf_thread *t, __u32 pid, __u32 op_id,
+				      __u64 stack_id, __u64 shape_id)
+{
+	struct tbpf_opkey k = { .pid = pid, .op_id = op_id, .stack_id = stack_id,
+				.shape_id = shape_id };
+	__u64 h = (op_id * 0x9e3779b97f4a7c15ULL) ^ (stack_id * 0xc2b2ae3d27d4eb4fULL) ^
+		  (shape_id * 0x165667b19e3779f9ULL);
+	__u32 i = (h >> 59) & (TBPF_ROWSEEN_N - 1);
+
+	if (!rows_early)
+		return;
+	h |= 1;
+	if (t->rowseen[i] == h)
+		return;
+	/* full: counted at the close */
+	if (opstat_row(&k) && (!hist_on || hist_row(pid, op_id)))
+		t->rowseen[i] = h;
+}
+
+/* Does closing f need no new row (a skip frame updates none)? */
+static __always_inline bool rows_there(const struct tbpf_thread *t, const struct tbpf_frame *f)
+{
+	struct tbpf_opkey k = { .pid = t->pid, .op_id = f->op_id, .stack_id = f->pystack,
+				.shape_id = f->shape };
+	struct tbpf_histkey hk = { .pid = t->pid, .op_id = f->op_id };
+
+	if (f->flags & OPF_SKIP)
+		return true;
+	return bpf_map_lookup_elem(&opstats, &k) &&
+	       (!hist_on || bpf_map_lookup_elem(&ophist, &hk));
+}
 
 static __always_inline void frame_mem_zero(struct tbpf_frame *f)
 {
@@ -439,8 +492,13 @@ struct pop_ctx {
 	__u64 sp;         /* pop_below: the limit; pop_returned: the stack
 			   * pointer; scope_close: the frames above the scope */
 	__u64 now;
-	__u32 tid, flags;
+	__u32 tid, flags; /* pop_returned: POP_NO_NEW_ROWS or 0 */
 };
+
+/* pop_returned from a program that cannot make rows (interrupts off):
+ * a frame whose rows are missing stays open (CNT_SAMPLE_DEFERRED) for the
+ * thread's next op probe, which closes it as returned. */
+#define POP_NO_NEW_ROWS 1
 
 /* The top frame, when its return slot is at or below `limit`. */
 static __always_inline struct tbpf_frame *top_at_or_below(struct tbpf_thread *t, __u64 limit)
@@ -505,13 +563,18 @@ static long pop_returned_step(__u32 i, void *ctx)
 	if (f->sp >= c->sp && ((f->flags & OPF_HIJACKED) ||
 			       bpf_probe_read_user(&v, sizeof(v), (void *)f->sp) || v == f->ra))
 		return 1;
+	if ((c->flags & POP_NO_NEW_ROWS) && !rows_there(t, f)) {
+		cnt_add(CNT_SAMPLE_DEFERRED, 1);
+		return 1;
+	}
 	pop_frame(t, c->tid, c->now, OPF_INFERRED);
 	return 0;
 }
 
-static __always_inline void pop_returned(struct tbpf_thread *t, __u32 tid, __u64 sp, __u64 now)
+static __always_inline void pop_returned(struct tbpf_thread *t, __u32 tid, __u64 sp, __u64 now,
+					 __u32 how)
 {
-	struct pop_ctx c = { .t = t, .sp = sp, .now = now, .tid = tid };
+	struct pop_ctx c = { .t = t, .sp = sp, .now = now, .tid = tid, .flags = how };
 
 	bpf_loop(TBPF_MAX_DEPTH, pop_returned_step, &c, 0);
 }
@@ -841,7 +904,7 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	if (exits)
 		pop_below(t, tid, (ra & ~0xfffULL) == tramp_page ? sp - 1 : sp, now, OPF_UNWOUND);
 	else
-		pop_returned(t, tid, sp + 1, now);
+		pop_returned(t, tid, sp + 1, now, 0);
 
 	d = t->depth;
 	if (d >= TBPF_MAX_DEPTH) {
@@ -891,6 +954,8 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	    (cookie & (TBPF_COOKIE_NODE | TBPF_COOKIE_PYNODE)))
 		bw_node(t, f, pid, PT_REGS_PARM2(ctx));   /* apply: `this` in rsi */
 #endif
+	if (!(flags & OPF_SKIP))
+		rows_make(t, pid, op_id, f->pystack, f->shape);
 	t->depth = d + 1;
 	if (!(flags & OPF_SKIP)) {
 		emit_op_shape(REC_OP_ENTER, tid, now, pid, op_id, t->vdepth,
@@ -1045,6 +1110,7 @@ static __always_inline int scope_open(struct pt_regs *ctx, __u32 pid, __u32 tid,
 	f->shape = 0;
 	if (tbpf_mode & TBPF_MODE_MEMORY)
 		frame_mem_zero(f);
+	rows_make(t, pid, id, f->pystack, 0);
 	t->depth = d + 1;
 	emit_op(REC_OP_ENTER, tid, now, pid, id, t->vdepth, OPF_SCOPE | fl, (__u32)t->pystack_id);
 	t->vdepth++;
@@ -1273,7 +1339,7 @@ static __always_inline void close_returned(void)
 	if (!sp)
 		return;
 	d0 = t->depth;
-	pop_returned(t, tid, sp, bpf_ktime_get_ns());
+	pop_returned(t, tid, sp, bpf_ktime_get_ns(), POP_NO_NEW_ROWS);
 	if (t->depth < d0)
 		cnt_add(CNT_SAMPLE_POPS, d0 - t->depth);
 }

@@ -25,6 +25,7 @@
 /* Python frames captured per stack. */
 #define TBPF_MAX_PYFRAMES 32
 #define TBPF_PYSEEN_N 32          /* per-thread known stack ids (tbpf_thread) */
+#define TBPF_ROWSEEN_N 32         /* per-thread rows known made (tbpf_thread) */
 
 /* The attach cookie of an op probe: op id in the low 32 bits, flags above. */
 #define TBPF_COOKIE_REDISPATCH (1ULL << 32)
@@ -807,6 +808,11 @@ struct tbpf_thread {
 	 * has exited, and the slots are cleared when the tid's process
 	 * changes or its probes are re-attached. */
 	__u64 pyseen[TBPF_PYSEEN_N];
+	/* hashes of the (op, stack, shapes) whose rows this thread made at an
+	 * op entry (rows_early, direct-mapped): a hit skips the lookups.
+	 * Valid for the thread's life, as pyseen: user space deletes rows
+	 * only of processes that exited. */
+	__u64 rowseen[TBPF_ROWSEEN_N];
 	__u32 bw_nodes;   /* backward node frames open (OPF_BWNODE) */
 	__u32 bw_pad;
 	/* the last (torch thread, sequence number + 1) it registered */
@@ -889,6 +895,9 @@ enum tbpf_counter {
 	CNT_SHAPE_FULL,       /* shape table full: calls counted without shapes */
 	CNT_BOXED_DEFS,       /* boxed calls' operators looked up by name (once
 			       * per OperatorDef, boxed_defs) */
+	CNT_SAMPLE_DEFERRED,  /* infer mode: returned frames a sample or switch-out
+			       * left to the next op probe, a row of theirs
+			       * missing (rows_early) */
 	CNT_MAX
 };
 

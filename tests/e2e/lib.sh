@@ -405,6 +405,26 @@ profiled_pair() {
 	[ "$want" = "$got" ] || fail "$label: workload checksum $got under tbpf, $want under torch.profiler"
 }
 
+# job_under_tbpf WL TB PY SCRIPT [ARGS...] -- TBPF-ARGS...: start the
+# workload WL, `$TBPF --pid` on it as TB, send the go signal; both must
+# exit 0 (the job within 300 s, tbpf within TB_EXIT_TIMEOUT, 60, after it).
+job_under_tbpf() {
+	local wl=$1 tb=$2 py=$3 sargs=()
+	shift 3
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		sargs+=("$1")
+		shift
+	done
+	[ $# -gt 0 ] && shift
+	start_workload "$wl" "$py" "${sargs[@]}"
+	start_tbpf "$tb" --pid "$(get "$wl" pid)" "$@"
+	go "$(get "$wl" pid)"
+	wait_exit "$wl" 300
+	expect_rc "$wl" 0
+	wait_exit "$tb" "${TB_EXIT_TIMEOUT:-60}"
+	expect_rc "$tb" 0
+}
+
 # counts_case PY THREADS ITERS [TBPF ARGS...]: ops_model.py under tbpf and
 # under torch.profiler; per-op counts must be equal op by op.
 counts_case() {

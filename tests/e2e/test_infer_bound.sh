@@ -23,13 +23,8 @@ GAP_MS=20
 run_mode() {   # NAME PY TBPF-ARGS...
 	local name=$1 py=$2
 	shift 2
-	start_workload wl$name "$py" transformer_step.py --iters $ITERS --gap-ms $GAP_MS
-	start_tbpf tb$name --pid "$(get wl$name pid)" --format json -v --duration 600s "$@"
-	go "$(get wl$name pid)"
-	wait_exit wl$name 300
-	expect_rc wl$name 0
-	wait_exit tb$name 60
-	expect_rc tb$name 0
+	job_under_tbpf wl$name tb$name "$py" transformer_step.py --iters $ITERS --gap-ms $GAP_MS -- \
+		--format json -v --duration 600s "$@"
 	log "$name: $(grep -o 'stale [0-9]*\|sampled [0-9]*' "$(get tb$name err)" | tr '\n' ' ')"
 }
 

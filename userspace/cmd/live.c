@@ -609,7 +609,7 @@ static void report_counters(const struct live_opts *o, struct session *s, const 
 		}
 		fprintf(stderr, "tbpf: entries %llu exits %llu stale %llu unwound %llu overflow %llu "
 				"underflow %llu guard signals %llu unsafe %llu repairs %llu restored %llu "
-				"scope-probe hits %llu children %llu sampled %llu\n",
+				"scope-probe hits %llu children %llu sampled %llu deferred %llu\n",
 			(unsigned long long)counters[CNT_ENTRIES], (unsigned long long)counters[CNT_EXITS],
 			(unsigned long long)counters[CNT_STALE_POPS],
 			(unsigned long long)counters[CNT_UNWIND_POPS],
@@ -619,7 +619,8 @@ static void report_counters(const struct live_opts *o, struct session *s, const 
 			(unsigned long long)counters[CNT_GUARD_UNSAFE],
 			(unsigned long long)repairs, (unsigned long long)restored,
 			(unsigned long long)counters[CNT_SCOPE_HITS], (unsigned long long)children,
-			(unsigned long long)counters[CNT_SAMPLE_POPS]);
+			(unsigned long long)counters[CNT_SAMPLE_POPS],
+			(unsigned long long)counters[CNT_SAMPLE_DEFERRED]);
 	}
 	if (counters[CNT_DROPS])
 		fprintf(stderr, "tbpf: %llu events dropped (ring buffer full); rerun with a larger "

@@ -280,26 +280,6 @@ static int on_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/* Inferred exits close frames from the CPU-clock sample and the
- * scheduler switch, several rows at once, where a run-time allocated map
- * takes its elements from a per-CPU cache refilled later, by irq_work: a
- * burst of new rows there failed (test_infer_bound, test_attach_race:
- * 1-8 ops short per job, session 13).  With exits that may be inferred
- * every hash map is preallocated, as before issue 19's memory change. */
-static void prealloc_maps(struct bpf_object *obj)
-{
-	struct bpf_map *m;
-
-	bpf_object__for_each_map(m, obj) {
-		__u32 fl = bpf_map__map_flags(m);
-		enum bpf_map_type t = bpf_map__type(m);
-
-		/* task storage must stay run-time allocated */
-		if ((fl & BPF_F_NO_PREALLOC) && (t == BPF_MAP_TYPE_HASH || t == BPF_MAP_TYPE_PERCPU_HASH))
-			bpf_map__set_map_flags(m, fl & ~BPF_F_NO_PREALLOC);
-	}
-}
-
 /* Only the programs and map sizes this session can use: each program
  * loaded is a verifier run and each preallocated map an allocation, paid
  * before the first probe (issue 19u: tbpf run's fixed cost).  The op
@@ -335,8 +315,9 @@ static void load_only_needed(struct tbpf_bpf *k, const struct session_config *cf
 
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
 		bpf_program__set_autoload(v[i].p, v[i].on);
-	if (infer)
-		prealloc_maps(k->obj);
+	/* the sample and switch programs close frames where no row can be
+	 * made: their ops make them at entry (bpf/tbpf.bpf.c, rows_early) */
+	k->rodata->rows_early = infer;
 	/* LRU maps are always preallocated: one entry for options not asked
 	 * for (the hash maps are allocated as rows come, bpf/tbpf.bpf.c) */
 	if (!(cfg->bwstack && cfg->python))
@@ -1719,6 +1700,14 @@ static bool shapes_verified(struct session *s)
 	return s->shapes_ok;
 }
 
+static bool row_has_memory(const struct prof_op *r)
+{
+	for (int i = 0; i < MEM_DEV_N; i++)
+		if (r->mem_self[i] || r->mem_total[i])
+			return true;
+	return false;
+}
+
 int session_collect(struct session *s, struct profile *p)
 {
 	bool shapes = s->cfg.shapes && shapes_verified(s);
@@ -1787,6 +1776,9 @@ int session_collect(struct session *s, struct profile *p)
 				row.mem_total[i] += vals[c].mem_total[i];
 			}
 		}
+		/* made at an entry whose op has not closed (rows_early) */
+		if (!row.calls && !row.launches && !row_has_memory(&row))
+			continue;
 		if (row.mem_self[MEM_DEV_CUDA] || row.mem_total[MEM_DEV_CUDA])
 			p->has_cuda_memory = true;
 		row.calls -= row.folded;   /* as torch.profiler's table counts */
