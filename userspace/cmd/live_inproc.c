@@ -435,10 +435,15 @@ static void report_totals(const struct live_opts *o, const struct inproc_totals 
 {
 	if (o->verbose)
 		fprintf(stderr, "tbpf: in-process records %llu, dropped %llu, unmatched ends %llu, "
-				"too deep %llu, names lost %llu\n",
+				"too deep %llu, names lost %llu, first calls held %llu (%.2f ms)\n",
 			(unsigned long long)tot->records, (unsigned long long)tot->drops,
 			(unsigned long long)tot->unmatched, (unsigned long long)tot->overflow,
-			(unsigned long long)tot->names_lost);
+			(unsigned long long)tot->names_lost, (unsigned long long)tot->holds,
+			tot->hold_ns / 1e6);
+	if (tot->hold_timeouts)
+		fprintf(stderr, "tbpf: a model's first call waited %d ms for tbpf to name its "
+				"stack (tbpf starved of CPU?): later ones were not held, their layers "
+				"may lack module names\n", TBPF_INPROC_HOLD_MS);
 	if (tot->drops)
 		fprintf(stderr, "tbpf: %llu in-process records dropped (the agent's ring was full)\n",
 			(unsigned long long)tot->drops);
