@@ -77,6 +77,9 @@ struct session *inproc_py_open(const struct live_opts *o, struct capture_writer 
 		.record_hook = cw ? NULL : modcall_hook,
 		.record_hook_ctx = p,
 		.modcalls_only = true,
+		/* the run ends with its targets: an exited one's links stay
+		 * for inproc_py_close, after the report (issue 19) */
+		.end_with_targets = true,
 		/* --inproc --inject: the CUPTI agent beside the RecordFunction
 		 * agent (tbpf run: the one the driver loads); its device
 		 * records join the launches cudaattr gave their ops
@@ -211,11 +214,14 @@ int inproc_py_stack(void *session, const struct rec_pystack *r)
 	return 0;
 }
 
-void inproc_py_stop(struct session *s)
+void inproc_py_stop(struct session *s, bool gone)
 {
 	if (!s)
 		return;
-	session_detach_all(s);   /* drains the ring: the last module calls */
+	if (gone)   /* nothing more can come: the links go after the report */
+		session_drain(s);
+	else
+		session_detach_all(s);   /* drains the ring: the last module calls */
 	session_poll(s, 0);
 }
 
@@ -240,6 +246,6 @@ void inproc_py_close(struct session *s)
 {
 	if (!s)
 		return;
-	inproc_py_stop(s);
+	inproc_py_stop(s, false);
 	session_close(s);
 }

@@ -51,8 +51,10 @@ struct session *inproc_py_open(const struct live_opts *o, struct capture_writer 
 void inproc_py_add(struct session *s, const struct live_opts *o, bool probe);
 /* struct inproc_out's stack callback (ctx: the session). */
 int inproc_py_stack(void *session, const struct rec_pystack *r);
-/* Detach the probe and drain the last module calls. */
-void inproc_py_stop(struct session *s);
+/* Detach the probes and drain the last module calls; gone (every target
+ * exited): drain only, the probes go with inproc_py_close, after the
+ * report. */
+void inproc_py_stop(struct session *s, bool gone);
 /* The layer tree of p's rows from the stacks named (model_layers). */
 int inproc_py_tree(struct session *s, const struct profile *p, const struct cuda_model *cm,
 		   struct layer_tree **out);

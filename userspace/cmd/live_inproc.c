@@ -430,6 +430,14 @@ static const char *poll_loop(const struct live_opts *o, struct inproc_session *s
 	}
 }
 
+static bool targets_gone(const struct live_opts *o, const struct inproc_session *s)
+{
+	for (size_t i = 0; i < o->sel.npids; i++)
+		if (inproc_session_live(s, o->sel.pids[i]))
+			return false;
+	return true;
+}
+
 static void report_totals(const struct live_opts *o, const struct inproc_totals *tot,
 			  uint64_t duration, const char *why)
 {
@@ -794,7 +802,11 @@ int live_inproc_run(const struct live_opts *o)
 	err = 0;
 	stop_why = poll_loop(o, s, &k, t_mono, &err);
 	inproc_session_stop(s);
-	inproc_py_stop(k.py);
+	/* every target gone: nothing more can arrive, so the report comes
+	 * before the BPF session's teardown (inproc_py_close, below), as in
+	 * the uprobe mode (issue 19); but with -v, which waits for the
+	 * guards' statistics */
+	inproc_py_stop(k.py, !o->verbose && targets_gone(o, s));
 	/* the CUDA calls still held: every op record is in */
 	if (k.ca && !err)
 		err = k.cuda_err ? k.cuda_err : cudaattr_flush(k.ca);
@@ -818,6 +830,7 @@ int live_inproc_run(const struct live_opts *o)
 	if (!rc && o->steps.tensorboard)
 		rc = live_tensorboard(o, path, &ld);
 out:
+	fflush(stdout);   /* the report, before the teardown */
 	run_inproc_go(&held);   /* an error before the start: it runs on */
 	run_inproc_release(hold);
 	inproc_late_free(k.late);
