@@ -30,9 +30,9 @@ guards_left() {
 # run_pid V ERR OUT: tbpf --pid --inproc on a job that waits, then runs
 # its one step and exits; tbpf's stdout through a pipe
 run_pid() {
-	local v=$1 err=$2 out=$3 pid i rc
-	start_workload w_pid$v "$PY1" layers_model.py --wait --iters 1
-	pid=$(get w_pid$v pid)
+	local v=$1 err=$2 out=$3 w=w_pid${1:+_v} pid i
+	start_workload $w "$PY1" layers_model.py --wait --iters 1
+	pid=$(get $w pid)
 	: > "$err"
 	( "$TBPF" --pid "$pid" --inproc $v 2> "$err" | cat > "$out"; exit "${PIPESTATUS[0]}" ) &
 	local tp=$!
@@ -42,8 +42,8 @@ run_pid() {
 		sleep 0.1
 	done
 	go "$pid"
-	wait_exit w_pid$v 60
-	expect_rc w_pid$v 0
+	wait_exit $w 60
+	expect_rc $w 0
 	wait "$tp"
 }
 
