@@ -57,7 +57,7 @@ static void modcall_hook(void *ctx, const struct rec_hdr *h, size_t size)
 }
 
 struct session *inproc_py_open(const struct live_opts *o, struct capture_writer *cw,
-			       struct profile *p, const struct inproc_py_cuda *cuda)
+			       struct profile *p, const struct inproc_py_cuda *cuda, bool hold)
 {
 	enum gpu_agent_mode gpu = cuda ? inproc_gpu_agent(o) : GPU_AGENT_OFF;
 	char *agent = gpu ? run_agent_path() : NULL;
@@ -80,6 +80,7 @@ struct session *inproc_py_open(const struct live_opts *o, struct capture_writer 
 		/* the run ends with its targets: an exited one's links stay
 		 * for inproc_py_close, after the report (issue 19) */
 		.end_with_targets = true,
+		.run_hold = hold,           /* tbpf run --inproc holds its command with it */
 		/* --inproc --inject: the CUPTI agent beside the RecordFunction
 		 * agent (tbpf run: the one the driver loads); its device
 		 * records join the launches cudaattr gave their ops
@@ -137,7 +138,7 @@ static void *late_open(void *arg)
 	struct inproc_late *l = arg;
 	uint64_t t = clock_ns(CLOCK_MONOTONIC);
 
-	l->s = inproc_py_open(l->o, l->cw, NULL, &l->cuda);
+	l->s = inproc_py_open(l->o, l->cw, NULL, &l->cuda, false);
 	l->load_ns = clock_ns(CLOCK_MONOTONIC) - t;
 	atomic_store(&l->done, 1);
 	return NULL;
