@@ -31,7 +31,7 @@
 
 static void *(*mc_orig)(void *);        /* libtorch_cpu's getTracingState */
 static struct got_patch mc_got = { .lib = MC_LIB, .sym = MC_SYM };
-static volatile int mc_on;
+static volatile int mc_on, mc_hold_on;   /* counting; holding models' first calls */
 static uint64_t mc_code[2];             /* _call_impl code objects seen */
 static uint64_t mc_str_type;            /* &PyUnicode_Type */
 
@@ -62,6 +62,46 @@ static inline int mc_is_call_impl(uint64_t code)
 	return 1;
 }
 
+/* A root module's call: the stack's only _call_impl frame is its
+ * innermost (a truncated stack may pass for one: one hold more). */
+static int mc_root_call(const struct tbpf_inproc_stack *s)
+{
+	for (uint32_t i = 1; i < s->nframes; i++)
+		if (mc_is_call_impl(s->frames[i].code))
+			return 0;
+	return 1;
+}
+
+/* A model's first call (a root call on a stack just published): wait,
+ * holding the GIL, until tbpf has named the stacks published so far, so
+ * it reads the model's module tree while the model lives (a short job
+ * frees its model within a millisecond of its last op; names read later
+ * are lost).  Bounded: TBPF_INPROC_HOLD_MS, then no more holds in this
+ * process (tbpf is not naming); ends at once when recording stops
+ * (tbpf gone: the watchdog clears `enabled`) or the process exits. */
+static volatile int mc_hold_off;
+
+static void mc_hold(void)
+{
+	uint32_t want = __atomic_load_n(&tbpf_inproc_py.nstacks_used, __ATOMIC_ACQUIRE);
+	uint64_t t0 = mono_ns(), t = t0;
+	const struct timespec nap = { 0, 100000 };
+
+	while (__atomic_load_n(&tbpf_inproc_py.stacks_named, __ATOMIC_ACQUIRE) < want) {
+		if (!enabled || exiting || mc_hold_off)
+			break;
+		if (t - t0 >= TBPF_INPROC_HOLD_MS * 1000000ull) {
+			mc_hold_off = 1;
+			__atomic_fetch_add(&tbpf_inproc_py.hold_timeouts, 1, __ATOMIC_RELAXED);
+			break;
+		}
+		nanosleep(&nap, NULL);
+		t = mono_ns();
+	}
+	__atomic_fetch_add(&tbpf_inproc_py.holds, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&tbpf_inproc_py.hold_ns, t - t0, __ATOMIC_RELAXED);
+}
+
 static void mc_note(void)
 {
 	struct thread_state *t = self();
@@ -79,7 +119,8 @@ static void mc_note(void)
 	id = py_walk(frame, &s);
 	if (!id)
 		return;
-	py_known(id, &s);
+	if (py_known(id, &s) && mc_hold_on && !mc_hold_off && mc_root_call(&s))
+		mc_hold();
 	if (!t->tid)
 		t->tid = (uint32_t)syscall(SYS_gettid);
 	emit(t, INPROC_MODCALL, 0, 0, 0, 0, (uint32_t)id);
@@ -126,6 +167,8 @@ static void mc_start(void)
 		mc_state(2, "cannot write getTracingState's GOT slot");
 		return;
 	}
+	mc_hold_off = 0;
+	mc_hold_on = !!tbpf_inproc_py.hold_roots;
 	mc_on = 1;
 	mc_state(1, "counting");
 }
@@ -134,6 +177,7 @@ static void mc_start(void)
 static void mc_stop(void)
 {
 	mc_on = 0;
+	mc_hold_on = 0;
 	got_unpatch(&mc_got);
 	if (tbpf_inproc_py.modcalls == 1)
 		mc_state(0, "stopped");

@@ -145,10 +145,12 @@ static uint64_t py_walk(uint64_t frame, struct tbpf_inproc_stack *s)
 	return id ? id : 1;
 }
 
-/* Publish stack s (id) once, before any record refers to it. */
-static void py_publish(uint64_t id, const struct tbpf_inproc_stack *s)
+/* Publish stack s (id) once, before any record refers to it; 1 when
+ * this call published it. */
+static int py_publish(uint64_t id, const struct tbpf_inproc_stack *s)
 {
 	uint32_t mask = TBPF_INPROC_STACKS * 2 - 1, i = (uint32_t)id & mask;
+	int added = 0;
 
 	pthread_mutex_lock(&stack_lock);
 	while (stack_ids[i] && stack_ids[i] != id)
@@ -166,22 +168,25 @@ static void py_publish(uint64_t id, const struct tbpf_inproc_stack *s)
 			e->stack_id = id;
 			__atomic_store_n(&tbpf_inproc_py.nstacks_used, n + 1, __ATOMIC_RELEASE);
 			__atomic_store_n(&stack_ids[i], id, __ATOMIC_RELEASE);
+			added = 1;
 		}
 	}
 	pthread_mutex_unlock(&stack_lock);
+	return added;
 }
 
-static inline void py_known(uint64_t id, const struct tbpf_inproc_stack *s)
+/* 1 when this call published stack s (it was new). */
+static inline int py_known(uint64_t id, const struct tbpf_inproc_stack *s)
 {
 	uint32_t mask = TBPF_INPROC_STACKS * 2 - 1, i = (uint32_t)id & mask;
 	uint64_t v;
 
 	while ((v = __atomic_load_n(&stack_ids[i], __ATOMIC_ACQUIRE))) {
 		if (v == id)
-			return;
+			return 0;
 		i = (i + 1) & mask;
 	}
-	py_publish(id, s);
+	return py_publish(id, s);
 }
 
 /* The stack of a RecordFunction starting at depth d on thread state

@@ -302,7 +302,7 @@ struct tbpf_owner_chan {
  * TBPF_INPROC_ID_BASE | hash (hash: agent/inproc.c name_hash(), 32 bits
  * of the name, an opaque id: names travel in the name table). */
 #define TBPF_INPROC_MAGIC 0x636f72706e696274ULL  /* "tbinproc" */
-#define TBPF_INPROC_VERSION 10  /* 2: shapes (record 32 bytes, shape table);
+#define TBPF_INPROC_VERSION 11  /* 2: shapes (record 32 bytes, shape table);
 				 * 3: records carry a Python stack id;
 				 * 4: sequence numbers (INPROC_SEQ, want_seq);
 				 * 5: module calls counted in-process (INPROC_MODCALL);
@@ -1009,7 +1009,19 @@ struct tbpf_inproc_py {
 	__u32 want_modcalls;     /* (tbpf) count module calls from the next START */
 	__u32 modcalls;          /* (agent) 0 off, 1 counting, 2 refused (mc_detail) */
 	char mc_detail[64];      /* (agent) why not counting */
+	/* version 11: with hold_roots (and module calls counted here) the
+	 * thread of a root module's call on a new stack (a model's first
+	 * forward) waits until tbpf has named that stack (stacks_named
+	 * reaches it), at most TBPF_INPROC_HOLD_MS, so the model's module
+	 * tree is read while the model lives (a short job frees it within
+	 * milliseconds of its last op) */
+	__u32 hold_roots;        /* (tbpf) hold from the next START */
+	__u32 stacks_named;      /* (tbpf) entries tbpf has read and named */
+	__u32 holds;             /* (agent) calls held */
+	__u32 hold_timeouts;     /* (agent) holds that ran out (then no more) */
+	__u64 hold_ns;           /* (agent) time held, all threads */
 };
+#define TBPF_INPROC_HOLD_MS 250
 /* ==== END inproc Python stacks ========================================== */
 
 /* ==== BEGIN shapes (input shapes, issue 16) ============================

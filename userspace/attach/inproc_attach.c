@@ -412,11 +412,14 @@ int inproc_set_python(pid_t pid, const struct inproc_loc *loc, const struct tbpf
 	return err;
 }
 
-int inproc_set_modcalls(pid_t pid, const struct inproc_loc *loc, bool want)
+int inproc_set_modcalls(pid_t pid, const struct inproc_loc *loc, bool want, bool hold)
 {
 	uint32_t w = want;
+	/* hold_roots, stacks_named: none named yet by this tbpf */
+	uint32_t h[2] = { want && hold, 0 };
+	int err = remote_write(pid, PY_OFF(want_modcalls), &w, sizeof(w));
 
-	return remote_write(pid, PY_OFF(want_modcalls), &w, sizeof(w));
+	return err ? err : remote_write(pid, PY_OFF(hold_roots), h, sizeof(h));
 }
 
 void inproc_to_rec_modcall(const struct tbpf_inproc_rec *r, uint32_t pid, struct rec_op *o)
@@ -473,5 +476,8 @@ long inproc_drain_stacks(pid_t pid, const struct inproc_loc *loc, uint32_t *seen
 			err = fn(ctx, &r);
 		}
 	}
+	/* fn named them: a model's first call held for them goes on */
+	if (!err && n)
+		err = remote_write(pid, PY_OFF(stacks_named), seen, sizeof(*seen));
 	return err ? err : n;
 }

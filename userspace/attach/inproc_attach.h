@@ -107,14 +107,17 @@ long inproc_drain(pid_t pid, const struct inproc_loc *loc, struct inproc_reader 
 int inproc_set_python(pid_t pid, const struct inproc_loc *loc, const struct tbpf_pyproc *pp,
 		      bool on);
 /* Ask the agent to count nn.Module calls itself from the next START
- * (agent/modcall.h; with Python stacks on). */
-int inproc_set_modcalls(pid_t pid, const struct inproc_loc *loc, bool want);
+ * (agent/modcall.h; with Python stacks on), and with hold to hold a
+ * model's first call until tbpf has named its stack (stacks_named,
+ * written by inproc_drain_stacks once fn has named them). */
+int inproc_set_modcalls(pid_t pid, const struct inproc_loc *loc, bool want, bool hold);
 /* An INPROC_MODCALL slot as the uprobe mode's REC_MODCALL record. */
 void inproc_to_rec_modcall(const struct tbpf_inproc_rec *r, uint32_t pid, struct rec_op *o);
 int inproc_read_py(pid_t pid, const struct inproc_loc *loc, struct tbpf_inproc_py *py);
 /* Pure: a published stack as the BPF walker's REC_PYSTACK record. */
 void inproc_stack_to_rec(const struct tbpf_inproc_stack *e, uint32_t pid, struct rec_pystack *r);
-/* Stacks published since *seen, to fn in order; returns how many or -errno. */
+/* Stacks published since *seen, to fn in order (which names them), then
+ * *seen into the agent's stacks_named; returns how many or -errno. */
 typedef int (*inproc_stack_fn)(void *ctx, const struct rec_pystack *r);
 long inproc_drain_stacks(pid_t pid, const struct inproc_loc *loc, uint32_t *seen,
 			 inproc_stack_fn fn, void *ctx);

@@ -57,7 +57,7 @@ static void modcall_hook(void *ctx, const struct rec_hdr *h, size_t size)
 }
 
 struct session *inproc_py_open(const struct live_opts *o, struct capture_writer *cw,
-			       struct profile *p, const struct inproc_py_cuda *cuda)
+			       struct profile *p, const struct inproc_py_cuda *cuda, bool hold)
 {
 	enum gpu_agent_mode gpu = cuda ? inproc_gpu_agent(o) : GPU_AGENT_OFF;
 	char *agent = gpu ? run_agent_path() : NULL;
@@ -77,6 +77,10 @@ struct session *inproc_py_open(const struct live_opts *o, struct capture_writer 
 		.record_hook = cw ? NULL : modcall_hook,
 		.record_hook_ctx = p,
 		.modcalls_only = true,
+		/* the run ends with its targets: an exited one's links stay
+		 * for inproc_py_close, after the report (issue 19) */
+		.end_with_targets = true,
+		.run_hold = hold,           /* tbpf run --inproc holds its command with it */
 		/* --inproc --inject: the CUPTI agent beside the RecordFunction
 		 * agent (tbpf run: the one the driver loads); its device
 		 * records join the launches cudaattr gave their ops
@@ -134,7 +138,7 @@ static void *late_open(void *arg)
 	struct inproc_late *l = arg;
 	uint64_t t = clock_ns(CLOCK_MONOTONIC);
 
-	l->s = inproc_py_open(l->o, l->cw, NULL, &l->cuda);
+	l->s = inproc_py_open(l->o, l->cw, NULL, &l->cuda, false);
 	l->load_ns = clock_ns(CLOCK_MONOTONIC) - t;
 	atomic_store(&l->done, 1);
 	return NULL;
@@ -211,11 +215,14 @@ int inproc_py_stack(void *session, const struct rec_pystack *r)
 	return 0;
 }
 
-void inproc_py_stop(struct session *s)
+void inproc_py_stop(struct session *s, bool gone)
 {
 	if (!s)
 		return;
-	session_detach_all(s);   /* drains the ring: the last module calls */
+	if (gone)   /* nothing more can come: the links go after the report */
+		session_drain(s);
+	else
+		session_detach_all(s);   /* drains the ring: the last module calls */
 	session_poll(s, 0);
 }
 
@@ -240,6 +247,6 @@ void inproc_py_close(struct session *s)
 {
 	if (!s)
 		return;
-	inproc_py_stop(s);
+	inproc_py_stop(s, false);
 	session_close(s);
 }

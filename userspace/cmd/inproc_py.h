@@ -42,17 +42,20 @@ struct inproc_py_cuda {
  * calls into p.  NULL after a warning: the run goes on without the tree.
  * Opened before the agents start (loading BPF takes about 0.4 s, while
  * nobody would drain their rings).  With cuda, the CUDA probes too (and
- * Python stacks only if cuda->python). */
+ * Python stacks only if cuda->python).  hold: with the run hold's
+ * programs (tbpf run --inproc holds its command with this session). */
 struct session *inproc_py_open(const struct live_opts *o, struct capture_writer *cw,
-			       struct profile *p, const struct inproc_py_cuda *cuda);
+			       struct profile *p, const struct inproc_py_cuda *cuda, bool hold);
 /* Every --pid into s once the agents started: with the module-call
  * probe, or (probe false: the agents count module calls themselves,
  * agent/modcall.h) without it. */
 void inproc_py_add(struct session *s, const struct live_opts *o, bool probe);
 /* struct inproc_out's stack callback (ctx: the session). */
 int inproc_py_stack(void *session, const struct rec_pystack *r);
-/* Detach the probe and drain the last module calls. */
-void inproc_py_stop(struct session *s);
+/* Detach the probes and drain the last module calls; gone (every target
+ * exited): drain only, the probes go with inproc_py_close, after the
+ * report. */
+void inproc_py_stop(struct session *s, bool gone);
 /* The layer tree of p's rows from the stacks named (model_layers). */
 int inproc_py_tree(struct session *s, const struct profile *p, const struct cuda_model *cm,
 		   struct layer_tree **out);

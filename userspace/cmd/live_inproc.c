@@ -430,15 +430,28 @@ static const char *poll_loop(const struct live_opts *o, struct inproc_session *s
 	}
 }
 
+static bool targets_gone(const struct live_opts *o, const struct inproc_session *s)
+{
+	for (size_t i = 0; i < o->sel.npids; i++)
+		if (inproc_session_live(s, o->sel.pids[i]))
+			return false;
+	return true;
+}
+
 static void report_totals(const struct live_opts *o, const struct inproc_totals *tot,
 			  uint64_t duration, const char *why)
 {
 	if (o->verbose)
 		fprintf(stderr, "tbpf: in-process records %llu, dropped %llu, unmatched ends %llu, "
-				"too deep %llu, names lost %llu\n",
+				"too deep %llu, names lost %llu, first calls held %llu (%.2f ms)\n",
 			(unsigned long long)tot->records, (unsigned long long)tot->drops,
 			(unsigned long long)tot->unmatched, (unsigned long long)tot->overflow,
-			(unsigned long long)tot->names_lost);
+			(unsigned long long)tot->names_lost, (unsigned long long)tot->holds,
+			tot->hold_ns / 1e6);
+	if (tot->hold_timeouts)
+		fprintf(stderr, "tbpf: a model's first call waited %d ms for tbpf to name its "
+				"stack (tbpf starved of CPU?): later ones were not held, their layers "
+				"may lack module names\n", TBPF_INPROC_HOLD_MS);
 	if (tot->drops)
 		fprintf(stderr, "tbpf: %llu in-process records dropped (the agent's ring was full)\n",
 			(unsigned long long)tot->drops);
@@ -609,6 +622,54 @@ static char *capture_path(const struct live_opts *o, bool *tmp)
 	return strdup(tmpl);
 }
 
+/* The capture (its path) or the model feed; 0 or the exit code. */
+static int open_sink(const struct live_opts *o, struct sink *k, struct tbpf_model *model,
+		     char **path, bool *tmp)
+{
+	int err = 0;
+
+	if (!wants_capture(o)) {
+		if ((k->feed = model_feed_new(model)))
+			return 0;
+		fprintf(stderr, "tbpf: out of memory\n");
+		return TBPF_EXIT_ERROR;
+	}
+	if (!(*path = capture_path(o, tmp))) {
+		fprintf(stderr, "tbpf: cannot create a temporary capture: %s\n", strerror(errno));
+		return TBPF_EXIT_ERROR;
+	}
+	k->cw = capture_writer_open(*path, &err);
+	if (k->cw)
+		return 0;
+	fprintf(stderr, "tbpf: cannot create capture %s: %s\n", *path, strerror(err ? -err : ENOMEM));
+	return TBPF_EXIT_ERROR;
+}
+
+/* The BPF session (stacks' names, CUDA probes; hold: it also holds tbpf
+ * run's command); *ns its load time. */
+static struct session *open_py(const struct live_opts *o, struct sink *k, struct tbpf_model *m,
+			       struct inproc_py_cuda *pc, bool python, bool hold, uint64_t *ns)
+{
+	uint64_t t = clock_ns(CLOCK_MONOTONIC);
+	struct session *py;
+
+	*pc = (struct inproc_py_cuda){ .hook = cuda_hook, .ctx = k, .python = python };
+	py = inproc_py_open(o, k->cw, k->cw ? NULL : &m->prof, o->cuda ? pc : NULL, hold);
+	*ns = clock_ns(CLOCK_MONOTONIC) - t;
+	return py;
+}
+
+/* tbpf run --inproc: the command continues; the hold's own session
+ * closes, the run's session (py) only lets it go. */
+static void release_hold(struct session **hold, struct session *py)
+{
+	if (*hold && *hold == py)
+		session_hold_release(py);
+	else
+		run_inproc_release(*hold);
+	*hold = NULL;
+}
+
 int live_inproc_run(const struct live_opts *o)
 {
 	unsigned layouts[64];
@@ -628,7 +689,7 @@ int live_inproc_run(const struct live_opts *o)
 	struct run_held held = { 0 };  /* its threads at the first op, under ptrace */
 	struct live_dist ld = { .n = 0 };
 	char *agent = NULL, *path = NULL, *why = NULL;
-	bool tmp = false, want_cuda, want_py;
+	bool tmp = false, want_cuda, want_py, shared;
 	enum gpu_agent_mode gpu;
 	struct inproc_py_cuda pc;
 	uint64_t t_begin = clock_ns(CLOCK_MONOTONIC), t0, t_att, t_mono, t_bpf = 0, t_gpu = 0;
@@ -639,75 +700,66 @@ int live_inproc_run(const struct live_opts *o)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	/* tbpf run --inproc: the command stops where it maps libtorch (its
-	 * version is known there), then at its first op (run_inproc.c) */
-	if (o->wait_torch && (rc = run_inproc_hold_torch(o, &stop_sig, &hold)))
-		return rc;
-	rc = check_torch(o, layouts, ivs, sls);
-	if (rc == LIVE_INPROC_FALLBACK)
-		run_inproc_hand_over(hold);   /* stopped: the uprobe mode attaches there */
-	if (rc && rc != LIVE_INPROC_FALLBACK)
-		run_inproc_release(hold);
-	if (rc)
-		return rc;
-	if (hold && (rc = run_inproc_hold_first_op(o, hold, &stop_sig))) {
-		run_inproc_release(hold);
-		return rc == RUN_INPROC_NONE ? TBPF_EXIT_OK : rc;
-	}
-	if (!(agent = inproc_agent_path())) {
-		fprintf(stderr, "tbpf: %s not found (set TBPF_INPROC_PATH)\n", INPROC_LIB_NAME);
-		run_inproc_release(hold);
-		return TBPF_EXIT_ERROR;
-	}
-	if (hold && (rc = run_inproc_load(o, hold, agent, &held))) {
-		run_inproc_release(hold);
-		free(agent);
-		return rc;
-	}
-	if (hold)   /* tbpf run: from the first op's stop, not the command's start */
-		t_begin = clock_ns(CLOCK_MONOTONIC);
-	if (wants_capture(o)) {
-		if (!(path = capture_path(o, &tmp))) {
-			fprintf(stderr, "tbpf: cannot create a temporary capture: %s\n", strerror(errno));
-			free(agent);
-			return TBPF_EXIT_ERROR;
-		}
-		k.cw = capture_writer_open(path, &err);
-		if (!k.cw) {
-			fprintf(stderr, "tbpf: cannot create capture %s: %s\n", path,
-				strerror(err ? -err : ENOMEM));
-			rc = TBPF_EXIT_ERROR;
-			goto out;
-		}
-	} else if (!(k.feed = model_feed_new(&model))) {
+	gpu = inproc_gpu_agent(o);
+	shared = o->wait_torch && (inproc_py_wanted(o) || gpu);
+	if (shared && (rc = open_sink(o, &k, &model, &path, &tmp)))
+		goto out;
+	k.prof = &model.prof;
+	if (o->steps.sched.set)
+		k.sw = &sw;
+	if (o->cuda && !(k.ca = cudaattr_new(out_cuda, &k))) {
 		fprintf(stderr, "tbpf: out of memory\n");
 		rc = TBPF_EXIT_ERROR;
 		goto out;
 	}
-	k.prof = &model.prof;
-	if (o->steps.sched.set)
-		k.sw = &sw;
+	/* tbpf run --inproc: the command stops where it maps libtorch (its
+	 * version is known there), then at its first op (run_inproc.c).  A
+	 * run that will name stacks (or take CUDA device times) holds it with
+	 * that BPF session: one BPF load, not two (libbpf parses the kernel's
+	 * BTF once per object).  Whether a table-only run needs the session
+	 * (CUDA libraries mapped) is known only later: it is held by a
+	 * session of its own, as before. */
+	if (shared)
+		k.py = open_py(o, &k, &model, &pc, inproc_py_wanted(o) || (gpu && o->python),
+			       true, &t_bpf);
+	if (o->wait_torch && (rc = run_inproc_hold_torch(o, &stop_sig, k.py, &hold)))
+		goto out;
+	rc = check_torch(o, layouts, ivs, sls);
+	if (rc == LIVE_INPROC_FALLBACK) {
+		run_inproc_hand_over(hold);   /* stopped: the uprobe mode attaches there */
+		if (hold == k.py)
+			k.py = NULL;
+		hold = NULL;
+	}
+	if (rc)
+		goto out;
+	if (hold && (rc = run_inproc_hold_first_op(o, hold, &stop_sig))) {
+		rc = rc == RUN_INPROC_NONE ? TBPF_EXIT_OK : rc;
+		goto out;
+	}
+	if (!(agent = inproc_agent_path())) {
+		fprintf(stderr, "tbpf: %s not found (set TBPF_INPROC_PATH)\n", INPROC_LIB_NAME);
+		rc = TBPF_EXIT_ERROR;
+		goto out;
+	}
+	if (hold && (rc = run_inproc_load(o, hold, agent, &held)))
+		goto out;
+	if (hold)   /* tbpf run: from the first op's stop, not the command's start */
+		t_begin = clock_ns(CLOCK_MONOTONIC);
+	if (hold && hold == k.py)
+		t_bpf = 0;   /* loaded before the command ran: not part of this */
+	if (!shared && (rc = open_sink(o, &k, &model, &path, &tmp)))
+		goto out;
 	/* issue 19: CUDA calls through the uprobe mode's probes, each joined
 	 * to the in-process op open on its thread (join/cudaattr.h); Python
 	 * stacks then too, for the kernels' layers, as the uprobe mode.  A
 	 * session opened anyway (stacks) has the CUDA probes on, so libraries
 	 * loaded later are found by its rescans; without one, a library loaded
 	 * later opens it (inproc_late_poll).  --inject: the CUPTI agent too. */
-	gpu = inproc_gpu_agent(o);
 	want_cuda = inproc_cuda_wanted(o) || gpu;
 	want_py = inproc_py_wanted(o) || (want_cuda && o->python);
-	if (o->cuda && !(k.ca = cudaattr_new(out_cuda, &k))) {
-		fprintf(stderr, "tbpf: out of memory\n");
-		rc = TBPF_EXIT_ERROR;
-		goto out;
-	}
-	pc = (struct inproc_py_cuda){ .hook = cuda_hook, .ctx = &k, .python = want_py };
-	if (want_py || want_cuda) {
-		uint64_t t = clock_ns(CLOCK_MONOTONIC);
-
-		k.py = inproc_py_open(o, k.cw, k.cw ? NULL : &model.prof, o->cuda ? &pc : NULL);
-		t_bpf = clock_ns(CLOCK_MONOTONIC) - t;
-	}
+	if (!k.py && (want_py || want_cuda))
+		k.py = open_py(o, &k, &model, &pc, want_py, false, &t_bpf);
 	if (k.py) {
 		if (want_py)
 			out.stack = out_stack;
@@ -783,13 +835,16 @@ int live_inproc_run(const struct live_opts *o)
 	if (k.cw)
 		write_meta(k.cw, o, &run);
 	run_inproc_go(&held);   /* the command runs on, its first op recorded */
-	run_inproc_release(hold);
-	hold = NULL;
+	release_hold(&hold, k.py);
 	announce_attached(o, t_mono - t_begin, t_att, t_bpf, t_gpu);
 	err = 0;
 	stop_why = poll_loop(o, s, &k, t_mono, &err);
 	inproc_session_stop(s);
-	inproc_py_stop(k.py);
+	/* every target gone: nothing more can arrive, so the report comes
+	 * before the BPF session's teardown (inproc_py_close, below), as in
+	 * the uprobe mode (issue 19); but with -v, which waits for the
+	 * guards' statistics */
+	inproc_py_stop(k.py, !o->verbose && targets_gone(o, s));
 	/* the CUDA calls still held: every op record is in */
 	if (k.ca && !err)
 		err = k.cuda_err ? k.cuda_err : cudaattr_flush(k.ca);
@@ -813,8 +868,9 @@ int live_inproc_run(const struct live_opts *o)
 	if (!rc && o->steps.tensorboard)
 		rc = live_tensorboard(o, path, &ld);
 out:
+	fflush(stdout);   /* the report, before the teardown */
 	run_inproc_go(&held);   /* an error before the start: it runs on */
-	run_inproc_release(hold);
+	release_hold(&hold, k.py);
 	inproc_late_free(k.late);
 	inproc_py_close(k.py);
 	cudaattr_free(k.ca);

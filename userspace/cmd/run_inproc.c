@@ -48,29 +48,48 @@ static int wait_held(struct session *s, pid_t pid, volatile sig_atomic_t *stop)
 	return -EINTR;
 }
 
-int run_inproc_hold_torch(const struct live_opts *o, volatile sig_atomic_t *stop,
-			  struct session **hold)
+/* The hold's own session (none given), or the run's. */
+static struct session *hold_open(const struct live_opts *o, struct session *given, int *rc)
 {
-	pid_t pid = o->sel.pids[0];
 	struct session_config cfg = {
 		.exits = EXITS_INFER, .no_hist = true, .modcalls_only = true, .run_hold = true,
-		.only_pid = pid, .no_multi = o->no_multi, .verbose = o->verbose,
+		.only_pid = o->sel.pids[0], .no_multi = o->no_multi, .verbose = o->verbose,
 	};
 	char *why = NULL;
-	int code = 0, err;
-	struct session *s = session_open(&cfg, &why, &code);
+	int code = 0;
+	struct session *s = given ? given : session_open(&cfg, &why, &code);
 
-	*hold = NULL;
 	if (!s) {
 		fprintf(stderr, "tbpf: %s\n", why ? why : "cannot load the hold");
 		free(why);
-		return tbpf_exit_of(code);
+		*rc = tbpf_exit_of(code);
 	}
+	return s;
+}
+
+/* Close a session the hold opened itself. */
+static void hold_close(struct session *s, struct session *given)
+{
+	if (s != given)
+		session_close(s);
+}
+
+int run_inproc_hold_torch(const struct live_opts *o, volatile sig_atomic_t *stop,
+			  struct session *given, struct session **hold)
+{
+	pid_t pid = o->sel.pids[0];
+	char *why = NULL;
+	int rc = 0, err;
+	struct session *s = hold_open(o, given, &rc);
+
+	*hold = NULL;
+	if (!s)
+		return rc;
 	err = session_hold_torch(s, &why);
 	if (err) {
 		fprintf(stderr, "tbpf: --inproc: %s\n", why ? why : strerror(-err));
 		free(why);
-		session_close(s);
+		hold_close(s, given);
 		return TBPF_EXIT_ERROR;
 	}
 	if (o->release)
@@ -79,7 +98,7 @@ int run_inproc_hold_torch(const struct live_opts *o, volatile sig_atomic_t *stop
 	if (err) {
 		if (err == -ESRCH)
 			fprintf(stderr, "tbpf: pid %d exited before it loaded libtorch\n", pid);
-		session_close(s);
+		hold_close(s, given);
 		return err == -EINTR ? TBPF_EXIT_OK : TBPF_EXIT_ERROR;
 	}
 	if (o->verbose)

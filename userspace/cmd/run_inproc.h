@@ -12,11 +12,12 @@ struct session;
 /* Let the held command exec (o->release) and wait until it stops where
  * its dynamic linker has mapped libtorch_cpu (libtorch not yet
  * initialized: its version can be read, no callback registered).  0 with
- * *hold (the BPF session that holds it), or the exit code after one line
- * (the command continues, or exits 125 when it never execed). *stop: a
- * signal asked tbpf to stop. */
+ * *hold (the BPF session that holds it: given, a session opened with
+ * run_hold that the run goes on with, else one of its own), or the exit
+ * code after one line (the command continues, or exits 125 when it never
+ * execed; given is left open). *stop: a signal asked tbpf to stop. */
 int run_inproc_hold_torch(const struct live_opts *o, volatile sig_atomic_t *stop,
-			  struct session **hold);
+			  struct session *given, struct session **hold);
 /* From that stop to the command's first RecordFunction check (runhold.bpf.h):
  * 0 when stopped there; RUN_INPROC_NONE when there is nothing to record
  * (it exited first: a line says so; or a signal stopped tbpf); or the

@@ -271,10 +271,13 @@ static int setup_python(struct inproc_session *s, struct inproc_target *t)
 	}
 	err = inproc_set_python(t->pid, &t->loc, &pp, on);
 	/* the layer tree's forward counts: the agent's hook (no trap per
-	 * module call) unless TBPF_INPROC_MODCALL_UPROBE asks for the uprobe */
+	 * module call) unless TBPF_INPROC_MODCALL_UPROBE asks for the uprobe;
+	 * a model's first call held until named (TBPF_INPROC_NO_HOLD: not,
+	 * to compare) */
 	if (!err)
 		err = inproc_set_modcalls(t->pid, &t->loc, on && !s->out.no_modcalls &&
-					  !getenv("TBPF_INPROC_MODCALL_UPROBE"));
+					  !getenv("TBPF_INPROC_MODCALL_UPROBE"),
+					  !getenv("TBPF_INPROC_NO_HOLD"));
 	return err;
 }
 
@@ -475,6 +478,9 @@ void inproc_session_totals(const struct inproc_session *s, struct inproc_totals 
 		tot->stacks += s->t[i].py.nstacks_used;
 		tot->stacks_lost += s->t[i].py.stacks_lost;
 		tot->bad_frames += s->t[i].py.bad_frames;
+		tot->holds += s->t[i].py.holds;
+		tot->hold_ns += s->t[i].py.hold_ns;
+		tot->hold_timeouts += s->t[i].py.hold_timeouts;
 		tot->shapes_lost += s->t[i].last.shapes_lost;
 		tot->shapes_bad += s->t[i].last.shapes_bad;
 	}

@@ -55,6 +55,9 @@ struct inproc_totals {
 	uint64_t shapes_lost;  /* calls without shapes: the agent's table was full */
 	uint64_t shapes_bad;   /* tensors whose sizes did not multiply to numel */
 	uint64_t bw_lost;      /* backward nodes whose forward stack was not kept */
+	uint64_t holds;        /* models' first calls held until named */
+	uint64_t hold_ns;      /* ... their time held */
+	uint64_t hold_timeouts;   /* holds that ran out (tbpf too slow) */
 };
 
 struct inproc_session *inproc_session_new(const struct inproc_out *out);
