@@ -49,9 +49,11 @@ static __always_inline struct tbpf_hist *hist_row(__u32 pid, __u32 op_id)
 	struct tbpf_hist *h = bpf_map_lookup_elem(&ophist, &k);
 
 	if (!h) {
-		struct tbpf_hist z = {};
+		const void *z = zero_value();   /* tbpf.bpf.c: not a 192-byte stack copy */
 
-		bpf_map_update_elem(&ophist, &k, &z, BPF_NOEXIST);
+		if (!z)
+			return NULL;
+		bpf_map_update_elem(&ophist, &k, z, BPF_NOEXIST);
 		h = bpf_map_lookup_elem(&ophist, &k);
 	}
 	return h;

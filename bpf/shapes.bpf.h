@@ -57,6 +57,23 @@ struct {
 	__type(value, struct shape_more_scratch);
 } shape_more_scratch SEC(".maps");
 
+/* This call's argument registers and one tensor's header words, off the
+ * stack: shape_capture and shape_more_all under op entry went over the
+ * verifier's 512 bytes on a kernel that adds each call's stack
+ * (6.18.44: "combined stack size of 3 calls is 672"). */
+struct shape_tmp {
+	__u64 regs[8];                        /* shape_capture fills it */
+	__u64 hdr[1 + TBPF_SIZES_INLINE];     /* shape_tensor's */
+	__s64 nd_dt[3];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct shape_tmp);
+} shape_tmp SEC(".maps");
+
 __u32 shape_nsamples;   /* slots of shape_samples claimed */
 
 static __always_inline void shape_sample(__u32 pid, __u64 impl)
@@ -135,17 +152,20 @@ static __noinline __s64 shape_more(__u64 sizes, __u32 nd, __u32 i)
  * s->more, the rest and the numel check left to shape_more_all after the
  * loop: no call here, which would cost every call spills), else 0. */
 static __always_inline __u32 shape_tensor(struct tbpf_shape *s, __u32 i, __u64 impl,
-					  const struct tbpf_tlayout *l, __u32 pid)
+					  const struct tbpf_tlayout *l, __u32 pid,
+					  struct shape_tmp *tmp)
 {
-	__u64 hdr[1 + TBPF_SIZES_INLINE] = {};
+	__u64 *hdr = tmp->hdr;
 	/* numel_, then data_type_ (dtype_off = numel_off + 8) and the bit
 	 * fields, then key_set_ (tbpf_abi.h, struct tbpf_tlayout) */
-	__s64 nd_dt[3] = { -1, 0, 0 };
+	__s64 *nd_dt = tmp->nd_dt;
 	__s64 prod = 1;
 	__u32 nd;
 
 	if (i >= TBPF_SHAPE_MAX_TENSORS)
 		return 0;
+	nd_dt[0] = -1;
+	nd_dt[1] = nd_dt[2] = 0;
 	s->ndim[i] = TBPF_SHAPE_BAD;
 	if (impl && impl == l->undef_impl) {
 		s->ndim[i] = TBPF_SHAPE_NONE;
@@ -153,8 +173,8 @@ static __always_inline __u32 shape_tensor(struct tbpf_shape *s, __u32 i, __u64 i
 	}
 	/* numel_ and data_type_ in one read: the calibration derives
 	 * dtype_off as numel_off + 8 (discover/tlayout.c) */
-	if (!impl || bpf_probe_read_user(hdr, sizeof(hdr), (void *)(impl + l->sizes_off)) ||
-	    bpf_probe_read_user(nd_dt, sizeof(nd_dt), (void *)(impl + l->numel_off)))
+	if (!impl || bpf_probe_read_user(hdr, sizeof(tmp->hdr), (void *)(impl + l->sizes_off)) ||
+	    bpf_probe_read_user(nd_dt, sizeof(tmp->nd_dt), (void *)(impl + l->numel_off)))
 		return 0;
 
 	shape_sample(pid, impl);
@@ -209,9 +229,14 @@ static __noinline __u32 shape_more_all(struct pt_regs *ctx, const struct tbpf_ar
 				       const struct tbpf_tlayout *l, struct tbpf_shape *s,
 				       __u32 mask)
 {
-	__u64 regs[8] = { PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
-			  PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), ctx->r9 };
+	struct shape_tmp *tmp;
+	__u32 zero = 0;
+	const __u64 *regs;
 
+	tmp = bpf_map_lookup_elem(&shape_tmp, &zero);   /* regs: shape_capture's */
+	if (!tmp)
+		return 0;
+	regs = tmp->regs;
 	for (int i = 0; i < TBPF_SHAPE_MAX_TENSORS; i++) {
 		__u64 p, impl = 0, hdr[2] = {};
 		__s64 prod, numel = -1;
@@ -370,25 +395,32 @@ static __noinline __u64 shape_new(__u64 h, const struct tbpf_shape *s, __u32 pid
 	return h;
 }
 
-/* The shape id of this call's inputs (0: none read), stored in `shapes`
- * (and, for a new id in record mode, a REC_SHAPE record). */
-static __noinline __u64 shape_capture(struct pt_regs *ctx, __u32 pid, __u32 tid,
-					   __u64 argkey, __u64 now)
+/* This call's inputs read into shape_scratch (the registers into
+ * shape_tmp); 0, or -1 when the op has no argument list or no layout. */
+static __noinline int shape_read(struct pt_regs *ctx, __u32 pid, __u64 argkey)
 {
 	const struct tbpf_argdesc *a = bpf_map_lookup_elem(&op_args, &argkey);
 	const struct tbpf_tlayout *l;
 	struct tbpf_shape *s;
+	struct shape_tmp *tmp;
 	__u32 zero = 0;
-	__u64 h = 14695981039346656037ULL;
-	__u64 regs[8] = { PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
-			  PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), ctx->r9 };
+	__u64 *regs;
 
 	if (!a)
-		return 0;
+		return -1;
 	l = bpf_map_lookup_elem(&shape_layouts, &pid);
 	s = bpf_map_lookup_elem(&shape_scratch, &zero);
-	if (!l || !s)
-		return 0;
+	tmp = bpf_map_lookup_elem(&shape_tmp, &zero);
+	if (!l || !s || !tmp)
+		return -1;
+	regs = tmp->regs;
+	regs[0] = PT_REGS_PARM1(ctx);
+	regs[1] = PT_REGS_PARM2(ctx);
+	regs[2] = PT_REGS_PARM3(ctx);
+	regs[3] = PT_REGS_PARM4(ctx);
+	regs[4] = PT_REGS_PARM5(ctx);
+	regs[5] = ctx->r9;
+	regs[6] = regs[7] = 0;
 	__builtin_memset(s, 0, sizeof(*s));
 	s->nargs = a->nargs;
 	s->ntensors = a->ntensors;
@@ -436,13 +468,37 @@ static __noinline __u64 shape_capture(struct pt_regs *ctx, __u32 pid, __u32 tid,
 			cnt_add(CNT_SHAPE_BAD, 1);
 			continue;
 		}
-		shape_tensor(s, i, impl, l, pid);
+		shape_tensor(s, i, impl, l, pid, tmp);
 	}
-	/* (the mask in the list, not a register: nothing more to keep
-	 * across the loop's calls) */
-	if (s->more)
+	return 0;
+}
+
+/* shape_more_all on what shape_read left (the more bits in the list). */
+static __noinline void shape_read_more(struct pt_regs *ctx, __u32 pid, __u64 argkey)
+{
+	const struct tbpf_argdesc *a = bpf_map_lookup_elem(&op_args, &argkey);
+	const struct tbpf_tlayout *l = bpf_map_lookup_elem(&shape_layouts, &pid);
+	__u32 zero = 0;
+	struct tbpf_shape *s = bpf_map_lookup_elem(&shape_scratch, &zero);
+
+	if (a && l && s && s->more)
 		s->more = shape_more_all(ctx, a, l, s, s->more);
-	shape_itypes(ctx, regs, a, s);
+}
+
+/* The Input types, then the list's id: a lookup, or the list stored
+ * (shape_new); 0 when the map is full. */
+static __noinline __u64 shape_id(struct pt_regs *ctx, __u32 pid, __u32 tid, __u64 argkey,
+				 __u64 now)
+{
+	const struct tbpf_argdesc *a = bpf_map_lookup_elem(&op_args, &argkey);
+	__u32 zero = 0;
+	struct tbpf_shape *s = bpf_map_lookup_elem(&shape_scratch, &zero);
+	struct shape_tmp *tmp = bpf_map_lookup_elem(&shape_tmp, &zero);
+	__u64 h = 14695981039346656037ULL;
+
+	if (!a || !s || !tmp)
+		return 0;
+	shape_itypes(ctx, tmp->regs, a, s);
 	/* FNV-1a over the shape (64-bit words): the header, then the dims
 	 * of the entries used (the others are zero) */
 	{
@@ -465,4 +521,19 @@ static __noinline __u64 shape_capture(struct pt_regs *ctx, __u32 pid, __u32 tid,
 	if (bpf_map_lookup_elem(&shapes, &h))
 		return h;
 	return shape_new(h, s, pid, tid, now);
+}
+
+/* The shape id of this call's inputs (0: none read), stored in `shapes`
+ * (and, for a new id in record mode, a REC_SHAPE record).  Three calls
+ * side by side, not nested: on a kernel that adds a bpf_loop callback's
+ * and each nested call's stack to op entry's (6.18.44), shape_capture
+ * calling shape_more_all calling shape_more was 560 bytes of the
+ * verifier's 512. */
+static __always_inline __u64 shape_capture(struct pt_regs *ctx, __u32 pid, __u32 tid,
+					   __u64 argkey, __u64 now)
+{
+	if (shape_read(ctx, pid, argkey))
+		return 0;
+	shape_read_more(ctx, pid, argkey);
+	return shape_id(ctx, pid, tid, argkey, now);
 }

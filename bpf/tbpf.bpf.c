@@ -90,6 +90,31 @@ struct {
 	__type(value, struct tbpf_opstat);
 } opstats SEC(".maps");
 
+/* The zeroed value new rows of opstats and ophist are made from: never
+ * written.  As stack copies (tbpf_hist 192 bytes, tbpf_opstat 88) they
+ * put pop_frame's bpf_loop() steps over the verifier's 512-byte stack once
+ * a kernel adds a callback's stack to its caller's (seen on 6.18.44:
+ * "combined stack size of 2 calls is 624"). */
+union tbpf_zero_row {
+	struct tbpf_opstat stat;
+	struct tbpf_hist hist;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, union tbpf_zero_row);
+} zero_row SEC(".maps");
+
+/* zero_row's value (NULL never happens: an array's one slot). */
+static __always_inline const void *zero_value(void)
+{
+	__u32 k = 0;
+
+	return bpf_map_lookup_elem(&zero_row, &k);
+}
+
 /* The target processes (pid_filter) and, per CPU, each one's op-probe
  * hits: the overhead budget estimates every target's probe cost from its
  * own hits (userspace/fleet/budget.c), not from the global CNT_ENTRIES. */
@@ -256,9 +281,11 @@ static __always_inline struct tbpf_opstat *opstat_row(const struct tbpf_opkey *k
 	struct tbpf_opstat *s = bpf_map_lookup_elem(&opstats, k);
 
 	if (!s) {
-		struct tbpf_opstat z = {};
+		const void *z = zero_value();
 
-		bpf_map_update_elem(&opstats, k, &z, BPF_NOEXIST);
+		if (!z)
+			return NULL;
+		bpf_map_update_elem(&opstats, k, z, BPF_NOEXIST);
 		s = bpf_map_lookup_elem(&opstats, k);
 	}
 	return s;
