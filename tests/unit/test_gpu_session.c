@@ -135,12 +135,12 @@ static void test_fixture_into_profile(void **state)
 	/* 7 host records + 16 device/API + 1 name + 12 op enter/exit (spans) */
 	assert_int_equal(kept, 7 + 16 + 1 + 12);
 	assert_int_equal(total, kept);
-	assert_int_equal(gpu_session_find(&gs, PID)->nhost, 7);
-	assert_int_equal(gpu_session_find(&gs, PID)->ngpu, 16);
-	assert_int_equal(gpu_session_find(&gs, PID)->nnames, 1);
+	assert_int_equal(gpu_session_find(&gs, PID)->pend.nhost, 7);
+	assert_int_equal(gpu_session_find(&gs, PID)->pend.ngpu, 16);
+	assert_int_equal(gpu_session_find(&gs, PID)->pend.nnames, 1);
 	/* the name record arrives once per start: a repeat is not kept twice */
 	feed(&gs, "join_mono.bin", &total);
-	assert_int_equal(gpu_session_find(&gs, PID)->nnames, 1);
+	assert_int_equal(gpu_session_find(&gs, PID)->pend.nnames, 1);
 	gpu_session_free(&gs);
 
 	gpu_session_init(&gs, true);

@@ -228,6 +228,12 @@ static void apply_gpu_times(struct session *s, struct profile *prof)
 	n = gpu_session_apply(gs, prof, gpu_op_name, s);
 	if (n < 0)
 		fprintf(stderr, "tbpf: joining CUDA device records failed: %s\n", strerror(-n));
+	if (gpu_session_dropped(gs))
+		fprintf(stderr, "tbpf: %llu CUDA launch or CUPTI records waited for their partner "
+				"past the limit (%u kept at once) or were dropped: device times are "
+				"incomplete; CUPTI hands its records over late when launches are rare "
+				"(a longer --duration does not help, fewer targets do)\n",
+			(unsigned long long)gpu_session_dropped(gs), GPU_SESSION_MAX_RECORDS);
 	if (!prof->has_gpu_times) {
 		prof->gpu_note = profile_intern(prof, gpu_session_status(gs));
 		fprintf(stderr, "tbpf: %s\n", prof->gpu_note);   /* the table does not show it */

@@ -269,6 +269,17 @@ static void announce_cuda(struct session *py)
 			"ops\n", n, nlibs, nlibs == 1 ? "y" : "ies");
 }
 
+/* With a capture the CUPTI agents' device records go into it and its
+ * replay joins them: py's GPU session (--inject only) keeps only the
+ * agents' status. */
+static void gpu_status_only(const struct sink *k, struct session *py)
+{
+	struct gpu_session *gs = py && k->cw ? session_gpu(py) : NULL;
+
+	if (gs)
+		gs->status_only = true;
+}
+
 /* issue 19: the session opened for a CUDA library a target loaded after
  * the attached line (inproc_late_poll): the targets into it, their CUDA
  * probes attached, one line as the uprobe mode's rescan writes it. */
@@ -278,6 +289,7 @@ static void late_session(const struct live_opts *o, struct sink *k, struct sessi
 	size_t n = 0, nlibs = 0;
 
 	k->py = py;
+	gpu_status_only(k, py);
 	inproc_py_add(py, o, false);
 	session_cuda(py, &n, &nlibs);
 	fprintf(stderr, "tbpf: pid %d: CUDA: %zu probes in %zu librar%s, loaded after attach "
@@ -655,6 +667,7 @@ static struct session *open_py(const struct live_opts *o, struct sink *k, struct
 
 	*pc = (struct inproc_py_cuda){ .hook = cuda_hook, .ctx = k, .python = python };
 	py = inproc_py_open(o, k->cw, k->cw ? NULL : &m->prof, o->cuda ? pc : NULL, hold);
+	gpu_status_only(k, py);
 	*ns = clock_ns(CLOCK_MONOTONIC) - t;
 	return py;
 }

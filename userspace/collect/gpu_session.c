@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "tbpf.skel.h"
 #include "grow.h"
@@ -168,20 +169,59 @@ int gpu_session_add(struct gpu_session *gs, struct tbpf_bpf *skel, pid_t pid,
 	return 0;
 }
 
-#define PUSH(t, arr, n, cap, val)                                                   \
-	do {                                                                        \
-		if (GROW((t)->arr, (t)->n, (t)->cap, 256)) {                        \
-			(t)->lost++;                                                \
-			return 0;                                                   \
-		}                                                                   \
-		(t)->arr[(t)->n++] = (val);                                         \
-	} while (0)
+static uint64_t mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* t's ready records joined into t->acc (join/gjwindow.h), with the op
+ * spans that enclose them up to now_ns (lag_ns, keep_ns: gj_window's). */
+static int target_join(struct gpu_session *gs, struct gpu_target *t, uint64_t now_ns,
+		       uint64_t lag_ns, uint64_t keep_ns)
+{
+	struct gj_op_span *spans = NULL;
+	size_t nspans = 0;
+	int err = 0;
+
+	if (!gs->spans_failed)
+		err = gj_spans_window(gs->spans, (uint32_t)t->pid, now_ns, &spans, &nspans);
+	if (!err) {
+		struct gj_window w = { now_ns, lag_ns, keep_ns, spans, nspans };
+
+		err = gj_window_join(&t->pend, &w, &t->acc);
+	}
+	free(spans);
+	t->next_join = gj_pend_next_join(&t->pend);
+	return err;
+}
+
+/* Every target's, then the spans no launch left to join lies in go. */
+static int session_join(struct gpu_session *gs, uint64_t now_ns, uint64_t lag_ns,
+			uint64_t keep_ns)
+{
+	uint64_t before = now_ns > GPU_WINDOW_LAG_NS ? now_ns - GPU_WINDOW_LAG_NS : 0;
+	int err = 0;
+
+	for (size_t i = 0; i < gs->n; i++) {
+		struct gpu_target *t = gs->v[i];
+		int e = target_join(gs, t, now_ns, lag_ns, keep_ns);
+
+		err = err ? err : e;
+		if (now_ns != UINT64_MAX)
+			gj_spans_trim(gs->spans, (uint32_t)t->pid, before, &t->pend);
+	}
+	return err;
+}
 
 int gpu_session_record(struct gpu_session *gs, const void *data, size_t size)
 {
 	const struct rec_hdr *h = data;
 	struct gpu_target *t;
 	uint32_t pid;
+	int kept;
 
 	if (size < sizeof(*h) + sizeof(uint32_t) || !gs->n)
 		return 0;
@@ -202,69 +242,24 @@ int gpu_session_record(struct gpu_session *gs, const void *data, size_t size)
 			gs->spans_failed = true;
 		}
 	}
-	if (h->type == REC_OP_ENTER || h->type == REC_OP_EXIT)
-		return 1;
-	if (t->nhost + t->ngpu >= GPU_SESSION_MAX_RECORDS) {
-		t->lost++;
-		return 0;
-	}
-	switch (h->type) {
-	case REC_LAUNCH: {
-		struct gj_host g;
-
-		if (size < REC_LAUNCH_V1_SIZE)
-			return 0;
-		gj_host_from_launch(&g, data);
-		PUSH(t, host, nhost, caphost, g);
-		return 1;
-	}
-	case REC_MEMOP: {
-		struct gj_host g;
-
-		if (size < sizeof(struct rec_memop))
-			return 0;
-		gj_host_from_memop(&g, data);
-		PUSH(t, host, nhost, caphost, g);
-		return 1;
-	}
-	default:
-		break;
-	}
-	/* REC_GPU: kind sits at the same offset in the three layouts */
-	if (size < offsetof(struct rec_gpu, kind) + sizeof(uint16_t))
-		return 0;
-	switch (((const struct rec_gpu *)data)->kind) {
-	case GPU_KERNEL:
-	case GPU_MEMCPY:
-	case GPU_MEMSET:
-	case GPU_API_RUNTIME:
-	case GPU_API_DRIVER:
-		if (size < sizeof(struct rec_gpu))
-			return 0;
-		PUSH(t, gpu, ngpu, capgpu, *(const struct rec_gpu *)data);
-		t->gpu[t->ngpu - 1].name[TBPF_GPU_SHORT_NAME - 1] = 0;   /* ends inside */
-		return 1;
-	case GPU_NAME: {
-		const struct rec_gpu_name *nm = data;
-
-		if (size < sizeof(*nm))
-			return 0;
-		for (size_t i = 0; i < t->nnames; i++)
-			if (t->names[i].name_id == nm->name_id)
-				return 1;
-		PUSH(t, names, nnames, capnames, *nm);
-		t->names[t->nnames - 1].name[TBPF_GPU_NAME_MAX - 1] = 0;
-		return 1;
-	}
-	case GPU_STATUS:
-		if (size < sizeof(struct rec_gpu_status))
-			return 0;
+	if (h->type == REC_GPU && size >= sizeof(struct rec_gpu_status) &&
+	    ((const struct rec_gpu *)data)->kind == GPU_STATUS) {
 		t->status = *(const struct rec_gpu_status *)data;
 		t->have_status = true;
 		return 1;
-	default:
-		return 0;
 	}
+	t->gpu_records += h->type == REC_GPU;
+	if (gs->status_only)
+		return 0;
+	t->pend.max = GPU_SESSION_MAX_RECORDS;
+	kept = gj_pend_feed(&t->pend, h, size);
+	/* issue 19: joined as it goes, so only the unjoined tail is kept; a
+	 * call only once its thread went past it (a launch record cudaattr
+	 * holds for a long op comes late) */
+	if (kept > 0 && gj_pend_count(&t->pend) >= t->next_join &&
+	    session_join(gs, mono_now(), GPU_LIVE_KEEP_NS, GPU_LIVE_KEEP_NS) == -ENOMEM)
+		t->pend.dropped++;
+	return kept > 0 || h->type == REC_OP_ENTER || h->type == REC_OP_EXIT;
 }
 
 const void *gpu_session_host_tid(struct gpu_session *gs, const void *data, size_t size,
@@ -355,153 +350,63 @@ void gpu_session_unload(struct gpu_session *gs)
 	}
 }
 
+/* What t joined since the last call into p. */
+static int target_apply(struct gpu_target *t, struct profile *p,
+			const char *(*op_name)(void *ctx, uint32_t id, const char **overload),
+			void *ctx)
+{
+	struct gj_result r;
+	int n;
+
+	gj_acc_result(&t->acc, &r);
+	if (!r.counts.device)
+		return 0;
+	t->dev_seen += r.counts.device;
+	n = profile_add_gpu(p, &r, (uint32_t)t->pid, op_name, ctx);
+	gj_acc_free(&t->acc);
+	if (n < 0)
+		return n;
+	t->dev_attributed += (uint64_t)n;
+	if (n)
+		p->has_gpu_times = true;
+	return 0;
+}
+
 int gpu_session_apply(struct gpu_session *gs, struct profile *p,
 		      const char *(*op_name)(void *ctx, uint32_t id, const char **overload),
 		      void *ctx)
 {
-	int seen = 0;
+	uint64_t seen = 0;
+	int err;
 
 	if (gs->spans)
 		gj_spans_finish(gs->spans);
-	for (size_t i = 0; i < gs->n; i++) {
-		struct gpu_target *t = gs->v[i];
-		size_t nspans = 0;
-		const struct gj_op_span *spans = gs->spans_failed ? NULL :
-			gj_spans_of(gs->spans, (uint32_t)t->pid, &nspans);
-		struct gj_input in = { t->host, t->nhost, t->gpu, t->ngpu, t->names, t->nnames,
-				       spans, nspans, GJ_OFFSET_AUTO, 0 };
-		struct gj_result r = { 0 };
-		int err;
-
-		if (!t->ngpu)
-			continue;
-		err = gpujoin_run(&in, &r);
-		if (err)
-			return err;
-		seen += (int)r.counts.device;
-		t->dev_seen = r.counts.device;
-		err = profile_add_gpu(p, &r, (uint32_t)t->pid, op_name, ctx);
-		gpujoin_free(&r);
-		if (err < 0)
-			return err;
-		t->dev_attributed = (uint64_t)err;
-		if (t->dev_attributed)
-			p->has_gpu_times = true;
+	err = session_join(gs, UINT64_MAX, UINT64_MAX, UINT64_MAX);
+	for (size_t i = 0; !err && i < gs->n; i++) {
+		err = target_apply(gs->v[i], p, op_name, ctx);
+		seen += gs->v[i]->dev_seen;
 	}
-	return seen;
-}
-
-/* ---- the daemon's windows (issue 19) ---- */
-
-static int u32_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* After a window's join: what reached a host launch goes (its device and
- * API records by correlation, the launch); the rest waits for its partner
- * in a later drain unless older than oldest.  Out of memory: all goes. */
-static void window_prune(struct gpu_target *t, const struct gj_result *r, uint64_t oldest)
-{
-	uint8_t *used = calloc(t->nhost + 1, 1);
-	uint32_t *corr = malloc((r->ndev + 1) * sizeof(*corr));
-	size_t nc = 0, k = 0;
-
-	for (size_t i = 0; used && corr && i < r->ndev; i++)
-		if (r->dev[i].host_idx >= 0 && (size_t)r->dev[i].host_idx < t->nhost) {
-			used[r->dev[i].host_idx] = 1;
-			corr[nc++] = r->dev[i].correlation;
-		}
-	qsort(corr, nc, sizeof(*corr), u32_cmp);
-	for (size_t i = 0; i < t->nhost; i++)
-		if (used && corr && !used[i] && t->host[i].ts_ns >= oldest)
-			t->host[k++] = t->host[i];
-	t->nhost = k;
-	k = 0;
-	for (size_t i = 0; i < t->ngpu; i++)
-		if (used && corr && t->gpu[i].start_ns >= oldest &&
-		    !bsearch(&t->gpu[i].correlation, corr, nc, sizeof(*corr), u32_cmp))
-			t->gpu[k++] = t->gpu[i];
-	t->ngpu = k;
-	free(used);
-	free(corr);
-}
-
-static bool api_kind(uint16_t kind)
-{
-	return kind == GPU_API_RUNTIME || kind == GPU_API_DRIVER;
-}
-
-/* t->gpu reordered: the records a join may take now first (their count
- * returned), then those of calls made at or after horizon, device records
- * with them: their host launch may still be held (join/cudaattr.h), and
- * the join would give the call an earlier launch of its thread. */
-static size_t window_ready(struct gpu_target *t, uint64_t horizon)
-{
-	uint32_t *late = malloc((t->ngpu + 1) * sizeof(*late));
-	struct rec_gpu *tail = malloc((t->ngpu + 1) * sizeof(*tail));
-	size_t nl = 0, k = 0, nt = 0;
-
-	if (!late || !tail) {
-		free(late);
-		free(tail);
-		return 0;
-	}
-	for (size_t i = 0; i < t->ngpu; i++)
-		if (api_kind(t->gpu[i].kind) && t->gpu[i].start_ns >= horizon)
-			late[nl++] = t->gpu[i].correlation;
-	qsort(late, nl, sizeof(*late), u32_cmp);
-	for (size_t i = 0; i < t->ngpu; i++)
-		if (bsearch(&t->gpu[i].correlation, late, nl, sizeof(*late), u32_cmp))
-			tail[nt++] = t->gpu[i];
-		else
-			t->gpu[k++] = t->gpu[i];
-	memcpy(t->gpu + k, tail, nt * sizeof(*tail));
-	free(late);
-	free(tail);
-	return k;
+	return err ? err : (int)seen;
 }
 
 int gpu_session_apply_window(struct gpu_session *gs, struct profile *p,
 			     const char *(*op_name)(void *ctx, uint32_t id, const char **overload),
 			     void *ctx, uint64_t now_ns)
 {
-	uint64_t oldest = now_ns > GPU_WINDOW_KEEP_NS ? now_ns - GPU_WINDOW_KEEP_NS : 0;
-	uint64_t first = oldest;
-	int err = 0;
+	int err = session_join(gs, now_ns, GPU_WINDOW_LAG_NS, GPU_WINDOW_KEEP_NS);
 
-	for (size_t i = 0; !err && i < gs->n; i++) {
-		struct gpu_target *t = gs->v[i];
-		struct gj_op_span *spans = NULL;
-		size_t nspans = 0;
-		struct gj_result r = { 0 };
-		size_t ready = window_ready(t, now_ns > GPU_WINDOW_LAG_NS ?
-						  now_ns - GPU_WINDOW_LAG_NS : 0);
-
-		if (!gs->spans_failed)
-			err = gj_spans_window(gs->spans, (uint32_t)t->pid, now_ns, &spans, &nspans);
-		if (!err && ready) {
-			struct gj_input in = { t->host, t->nhost, t->gpu, ready, t->names,
-					       t->nnames, spans, nspans, GJ_OFFSET_AUTO, 0 };
-
-			err = gpujoin_run(&in, &r);
-			if (!err && (err = profile_add_gpu(p, &r, (uint32_t)t->pid, op_name, ctx)) > 0)
-				p->has_gpu_times = true;
-			t->dev_seen += r.counts.device;
-			t->dev_attributed += err > 0 ? (uint64_t)err : 0;
-			err = err > 0 ? 0 : err;
-		}
-		window_prune(t, &r, oldest);
-		gpujoin_free(&r);
-		free(spans);
-		for (size_t k = 0; k < t->nhost; k++)
-			if (t->host[k].ts_ns < first)
-				first = t->host[k].ts_ns;
-	}
-	gj_spans_drop_before(gs->spans, first);
+	for (size_t i = 0; !err && i < gs->n; i++)
+		err = target_apply(gs->v[i], p, op_name, ctx);
 	return err;
+}
+
+uint64_t gpu_session_dropped(const struct gpu_session *gs)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < gs->n; i++)
+		n += gs->v[i]->pend.dropped + gs->v[i]->pend.expired;
+	return n;
 }
 
 char *gpu_target_note(const struct gpu_target *t)
@@ -574,7 +479,7 @@ const char *gpu_session_unseen(struct gpu_session *gs)
 
 	gpu_session_poll(gs);
 	for (size_t i = 0; i < gs->n; i++) {
-		if (gs->v[i]->ngpu || gs->v[i]->dev_seen)
+		if (gs->v[i]->gpu_records)
 			return NULL;
 		told &= gs->v[i]->note != NULL;
 	}
@@ -591,9 +496,8 @@ void gpu_session_free(struct gpu_session *gs)
 		agent_loc_free(&t->loc);
 		nstid_put(t->tids);
 		free(t->note);
-		free(t->host);
-		free(t->gpu);
-		free(t->names);
+		gj_pend_free(&t->pend);
+		gj_acc_free(&t->acc);
 		free(t);
 	}
 	free(gs->v);

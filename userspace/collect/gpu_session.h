@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "agent_attach.h"
+#include "gjwindow.h"
 #include "gpujoin.h"
 #include "nstid.h"
 #include "tbpf_abi.h"
@@ -49,15 +50,14 @@ struct gpu_target {
 	int chan_fd;              /* --inject: tbpf's end of the owner channel, -1 */
 	struct nstid_map *tids;   /* its threads' ids in its pid namespace -> host's
 				   * (shared, nstid_get; NULL: the identity) */
-	/* collected records */
-	struct gj_host *host;
-	size_t nhost, caphost;
-	struct rec_gpu *gpu;
-	size_t ngpu, capgpu;
-	struct rec_gpu_name *names;
-	size_t nnames, capnames;
-	uint64_t lost;            /* records not kept (memory cap or ENOMEM) */
-	uint64_t dev_seen, dev_attributed;   /* device records, last gpu_session_apply */
+	/* its records waiting for their partners, and the device times
+	 * joined so far (join/gjwindow.h: joined as they come,
+	 * gj_pend_next_join, so memory stays with the unjoined tail) */
+	struct gj_pend pend;
+	struct gj_acc acc;
+	size_t next_join;         /* join when pend holds this many */
+	uint64_t gpu_records;     /* REC_GPU records that came (status aside) */
+	uint64_t dev_seen, dev_attributed;   /* device records applied to profiles */
 };
 
 struct gpu_session {
@@ -68,10 +68,14 @@ struct gpu_session {
 	struct gj_spans *spans;   /* op spans enclosing launches (CUDA total), when
 				   * op records reach the ring buffer */
 	bool spans_failed;        /* out of memory: CUDA total = Self CUDA */
+	bool status_only;         /* the records are joined elsewhere (--inproc
+				   * --inject: the capture's replay): only the
+				   * agents' status is kept */
 };
 
-/* Cap on records kept per target (host + device); beyond it they count as lost. */
-#define GPU_SESSION_MAX_RECORDS (4u << 20)
+/* Records kept per target waiting for their partners (host + CUPTI);
+ * beyond it they are dropped and counted (gpu_session_dropped). */
+#define GPU_SESSION_MAX_RECORDS GJ_PEND_MAX
 
 void gpu_session_init(struct gpu_session *gs, bool multi);
 /* Whether the session should stream op enter/exit records (TBPF_MODE_RECORD)
@@ -142,10 +146,14 @@ char *gpu_target_note(const struct gpu_target *t);
  * forgotten: a launch or device record whose partner has not come yet
  * waits, at most GPU_WINDOW_KEEP_NS.  0 or -errno. */
 #define GPU_WINDOW_KEEP_NS 10000000000ull
+/* The live command: no time limit (CUPTI hands a buffer over when it is
+ * full, which at a few launches a second takes minutes); only the count
+ * (GPU_SESSION_MAX_RECORDS) bounds the wait. */
+#define GPU_LIVE_KEEP_NS UINT64_MAX
 /* Calls made in the last GPU_WINDOW_LAG_NS wait for the next window (their
  * launch records may still be held for their op); now_ns UINT64_MAX: the
  * last window, everything. */
-#define GPU_WINDOW_LAG_NS 500000000ull
+#define GPU_WINDOW_LAG_NS GJ_WINDOW_LAG_NS
 int gpu_session_apply_window(struct gpu_session *gs, struct profile *p,
 			     const char *(*op_name)(void *ctx, uint32_t id, const char **overload),
 			     void *ctx, uint64_t now_ns);
@@ -159,6 +167,9 @@ const char *gpu_session_unseen(struct gpu_session *gs);
  * ...), then its note (gpu_session_unseen does not tell it again); NULL
  * when it records or its failure was told by gpu_session_add. */
 const char *gpu_session_not_started(struct gpu_session *gs, pid_t pid);
+/* Records dropped so far (over GPU_SESSION_MAX_RECORDS waiting, or out of
+ * memory), all targets. */
+uint64_t gpu_session_dropped(const struct gpu_session *gs);
 void gpu_session_free(struct gpu_session *gs);
 
 #endif

@@ -177,6 +177,53 @@ void gj_spans_drop_before(struct gj_spans *s, uint64_t ts)
 	}
 }
 
+static int cmp_host_at(const void *a, const void *b)
+{
+	const struct gj_host *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->ts_ns < y->ts_ns ? -1 : x->ts_ns > y->ts_ns;
+}
+
+/* a host call of tid in [start, end] in v[0..n) (sorted by tid, ts) */
+static bool encloses(const struct gj_host *v, size_t n, const struct gj_op_span *sp)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (v[mid].tid < sp->tid || (v[mid].tid == sp->tid && v[mid].ts_ns < sp->start_ns))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo].tid == sp->tid && v[lo].ts_ns <= sp->end_ns;
+}
+
+void gj_spans_trim(struct gj_spans *s, uint32_t pid, uint64_t ts, const struct gj_pend *p)
+{
+	struct gj_host *v = malloc((p->nhost + 1) * sizeof(*v));
+
+	if (!v)
+		return;   /* kept: trimmed next time */
+	memcpy(v, p->host, p->nhost * sizeof(*v));
+	qsort(v, p->nhost, sizeof(*v), cmp_host_at);
+	for (size_t i = 0; s && i < s->np; i++) {
+		struct span_pid *sp = &s->p[i];
+		size_t k = 0;
+
+		if (sp->pid != pid)
+			continue;
+		for (size_t j = 0; j < sp->n; j++)
+			if (sp->v[j].end_ns >= ts || encloses(v, p->nhost, &sp->v[j]))
+				sp->v[k++] = sp->v[j];
+		sp->n = k;
+	}
+	free(v);
+}
+
 void gj_spans_free(struct gj_spans *s)
 {
 	if (!s)
@@ -211,18 +258,52 @@ static struct gpucap_proc *proc_get(struct gpucap *g, uint32_t pid)
 	return &g->v[g->n++];
 }
 
-#define PUSH(arr, n, cap, val)                                          \
-	do {                                                            \
-		void *p_ = grow(arr, &(cap), n, sizeof(*(arr)));        \
-		if (!p_)                                                \
-			return -ENOMEM;                                 \
-		(arr) = p_;                                             \
-		(arr)[(n)++] = (val);                                   \
-	} while (0)
+struct keep_pid {
+	const struct gpucap *g;
+	uint32_t pid;
+};
+
+static bool keep_of_pid(void *ctx, uint64_t ts_ns)
+{
+	const struct keep_pid *k = ctx;
+
+	return k->g->keep(k->g->keep_ctx, k->pid, ts_ns);
+}
+
+/* windowed: p's ready records joined into p->acc up to now_ns, as the
+ * live command's (a call once its thread went past it, no time limit) */
+static int proc_window(struct gpucap *g, struct gpucap_proc *p, uint64_t now_ns)
+{
+	struct gj_op_span *spans = NULL;
+	size_t nspans = 0;
+	struct keep_pid kp = { g, p->pid };
+	int err = g->spans ? gj_spans_window(g->spans, p->pid, now_ns, &spans, &nspans) : 0;
+
+	if (!err) {
+		struct gj_window w = { now_ns, UINT64_MAX, UINT64_MAX, spans, nspans,
+				       g->keep ? keep_of_pid : NULL, &kp };
+
+		err = gj_window_join(&p->pend, &w, &p->acc);
+	}
+	free(spans);
+	p->next_join = gj_pend_next_join(&p->pend);
+	return err;
+}
+
+/* windowed: the spans no launch left to join lies in go */
+static void spans_trim(struct gpucap *g)
+{
+	uint64_t before = g->now_ns > GJ_WINDOW_LAG_NS ? g->now_ns - GJ_WINDOW_LAG_NS : 0;
+
+	for (size_t i = 0; i < g->n; i++)
+		gj_spans_trim(g->spans, g->v[i].pid, before, &g->v[i].pend);
+}
 
 int gpucap_feed(struct gpucap *g, const struct rec_hdr *h)
 {
 	uint32_t pid;
+	int kept;
+
 	if (h->size < sizeof(*h) + sizeof(pid))
 		return 0;
 	if (g->spans && (h->type == REC_OP_ENTER || h->type == REC_OP_EXIT ||
@@ -231,53 +312,27 @@ int gpucap_feed(struct gpucap *g, const struct rec_hdr *h)
 		if (err)
 			return err;
 	}
-	if (h->type != REC_GPU && h->type != REC_LAUNCH && h->type != REC_MEMOP)
+	if (h->type != REC_GPU && h->type != REC_LAUNCH && h->type != REC_MEMOP &&
+	    (!g->windowed || (h->type != REC_OP_ENTER && h->type != REC_OP_EXIT)))
 		return 0;
+	if (h->type != REC_GPU && h->ts_ns > g->now_ns)
+		g->now_ns = h->ts_ns;
 	memcpy(&pid, h + 1, sizeof(pid));
 	struct gpucap_proc *p = proc_get(g, pid);
 	if (!p)
 		return -ENOMEM;
-	struct gj_host host;
-	switch (h->type) {
-	case REC_LAUNCH:
-		if (h->size < REC_LAUNCH_V1_SIZE)
-			return 0;
-		gj_host_from_launch(&host, (const void *)h);
-		PUSH(p->host, p->nhost, p->chost, host);
-		return 0;
-	case REC_MEMOP:
-		if (h->size < sizeof(struct rec_memop))
-			return 0;
-		gj_host_from_memop(&host, (const void *)h);
-		PUSH(p->host, p->nhost, p->chost, host);
-		return 0;
+	p->pend.max = g->windowed ? GJ_PEND_MAX : 0;   /* as the live command's */
+	kept = gj_pend_feed(&p->pend, h, h->size);
+	if (kept < 0)
+		return kept;
+	if (g->windowed && kept && gj_pend_count(&p->pend) >= p->next_join) {
+		int err = proc_window(g, p, g->now_ns);
+
+		if (err)
+			return err;
+		spans_trim(g);
 	}
-	if (h->size < offsetof(struct rec_gpu, kind) + sizeof(uint16_t))
-		return 0;
-	const struct rec_gpu *r = (const void *)h;
-	switch (r->kind) {
-	case GPU_KERNEL: case GPU_MEMCPY: case GPU_MEMSET:
-	case GPU_API_RUNTIME: case GPU_API_DRIVER:
-		if (h->size < sizeof(struct rec_gpu) || r->end_ns < r->start_ns)
-			return 0;
-		PUSH(p->gpu, p->ngpu, p->cgpu, *r);
-		p->gpu[p->ngpu - 1].name[TBPF_GPU_SHORT_NAME - 1] = 0;   /* ends inside */
-		return 0;
-	case GPU_NAME: {
-		const struct rec_gpu_name *nm = (const void *)h;
-		if (h->size < sizeof(*nm))
-			return 0;
-		for (size_t i = 0; i < p->nnames; i++)
-			if (p->names[i].name_id == nm->name_id)
-				return 0;
-		PUSH(p->names, p->nnames, p->cnames, *nm);
-		/* the name must end inside the record */
-		p->names[p->nnames - 1].name[TBPF_GPU_NAME_MAX - 1] = 0;
-		return 0;
-	}
-	default:
-		return 0;
-	}
+	return 0;
 }
 
 /* ---- join ------------------------------------------------------------------ */
@@ -340,16 +395,16 @@ static int build_flows(struct gpucap_proc *p)
 	return 0;
 }
 
-struct keep_pid {
-	const struct gpucap *g;
-	uint32_t pid;
-};
-
-static bool keep_of_pid(void *ctx, uint64_t ts_ns)
+/* windowed: the rest joined; res takes the ops */
+static int proc_last(struct gpucap *g, struct gpucap_proc *p)
 {
-	const struct keep_pid *k = ctx;
+	int err = proc_window(g, p, UINT64_MAX);
 
-	return k->g->keep(k->g->keep_ctx, k->pid, ts_ns);
+	gj_acc_result(&p->acc, &p->res);
+	p->acc = (struct gj_acc){ 0 };   /* res.ops owns them now */
+	g->ndev += p->res.counts.device;
+	g->attributed += p->res.counts.attributed;
+	return err;
 }
 
 int gpucap_join(struct gpucap *g)
@@ -362,10 +417,17 @@ int gpucap_join(struct gpucap *g)
 		size_t nspans = 0;
 		const struct gj_op_span *spans = gj_spans_of(g->spans, p->pid, &nspans);
 		struct keep_pid kp = { g, p->pid };
-		struct gj_input in = { p->host, p->nhost, p->gpu, p->ngpu, p->names, p->nnames,
-				       spans, nspans, GJ_OFFSET_AUTO, 0,
+		struct gj_input in = { p->pend.host, p->pend.nhost, p->pend.gpu, p->pend.ngpu,
+				       p->pend.names, p->pend.nnames, spans, nspans, GJ_OFFSET_AUTO, 0,
 				       g->keep ? keep_of_pid : NULL, &kp };
-		if (!p->ngpu)
+		if (g->windowed) {
+			int err = proc_last(g, p);
+
+			if (err)
+				return err;
+			continue;
+		}
+		if (!p->pend.ngpu)
 			continue;
 		int err = gpujoin_run(&in, &p->res);
 		if (err)
@@ -416,9 +478,8 @@ void gpucap_free(struct gpucap *g)
 {
 	for (size_t i = 0; i < g->n; i++) {
 		struct gpucap_proc *p = &g->v[i];
-		free(p->host);
-		free(p->gpu);
-		free(p->names);
+		gj_pend_free(&p->pend);
+		gj_acc_free(&p->acc);
 		free(p->flows);
 		free(p->flow_end);
 		gpujoin_free(&p->res);

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "gjwindow.h"
 #include "gpujoin.h"
 #include "tbpf_abi.h"
 
@@ -41,6 +42,10 @@ int gj_spans_window(const struct gj_spans *s, uint32_t pid, uint64_t now_ns,
 /* Forget the kept spans that ended before ts (no launch left to join
  * lies inside them). */
 void gj_spans_drop_before(struct gj_spans *s, uint64_t ts);
+/* The incremental join's (gjwindow.h): forget pid's kept spans that ended
+ * before ts and enclose none of the host calls still waiting in p (a
+ * launch CUPTI never reports does not hold the spans after it). */
+void gj_spans_trim(struct gj_spans *s, uint32_t pid, uint64_t ts, const struct gj_pend *p);
 void gj_spans_free(struct gj_spans *s);
 
 /* ---- per-process collection and join ----------------------------------- */
@@ -52,13 +57,10 @@ struct gpucap_flow {
 
 struct gpucap_proc {
 	uint32_t pid;
-	struct gj_host *host;
-	size_t nhost, chost;
-	struct rec_gpu *gpu;
-	size_t ngpu, cgpu;
-	struct rec_gpu_name *names;
-	size_t nnames, cnames;
-	struct gj_result res;    /* after gpucap_join */
+	struct gj_pend pend;     /* its records (windowed: those not joined yet) */
+	struct gj_acc acc;       /* windowed: device times joined so far */
+	size_t next_join;        /* windowed: join when pend holds this many */
+	struct gj_result res;    /* after gpucap_join (windowed: ops and counts only) */
 	/* one flow per host record that led to device work: to its first
 	 * device record (a graph launch leads to many); sorted by tid, ts, api */
 	struct gpucap_flow *flows;
@@ -76,6 +78,12 @@ struct gpucap {
 	 * (gj_input.keep): set after gpucap_init for a --steps window */
 	bool (*keep)(void *ctx, uint32_t pid, uint64_t ts_ns);
 	void *keep_ctx;
+	/* set after gpucap_init when only res.ops and counts are wanted (the
+	 * rows, not a trace's device records): joined as the records come
+	 * (join/gjwindow.h, as the live command), so memory follows the
+	 * unjoined tail, not the capture's length */
+	bool windowed;
+	uint64_t now_ns;         /* windowed: the latest host-side record */
 };
 
 /* spans: also collect op spans (CUDA total).  0 or -ENOMEM. */

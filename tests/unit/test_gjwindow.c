@@ -1,0 +1,208 @@
+/* test_gjwindow.c - the incremental join (join/gjwindow.c): records fed
+ * one by one, joined in windows, must give what one join of all of them
+ * gives (gpujoin_run, checked by hand in test_gpujoin.c), with the joined
+ * records forgotten; late device records, calls crossing a window, and
+ * records over the cap (counted) by hand. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gjwindow.h"
+
+#define MS 1000000ull
+#define T0 (1000 * MS)
+
+static struct rec_launch launch(uint32_t tid, uint64_t ts, uint32_t op)
+{
+	return (struct rec_launch){ .h = { REC_LAUNCH, sizeof(struct rec_launch), tid, ts },
+				    .pid = 1, .api = CU_cuLaunchKernel, .op_id = op,
+				    .stack_id = 1 };
+}
+
+static struct rec_gpu api(uint32_t tid, uint64_t start, uint32_t corr)
+{
+	return (struct rec_gpu){ .h = { REC_GPU, sizeof(struct rec_gpu), tid, start }, .pid = 1,
+				 .kind = GPU_API_DRIVER, .start_ns = start, .end_ns = start + 1000,
+				 .correlation = corr };
+}
+
+static struct rec_gpu kernel(uint64_t start, uint64_t dur, uint32_t corr)
+{
+	return (struct rec_gpu){ .h = { REC_GPU, sizeof(struct rec_gpu), 0, start }, .pid = 1,
+				 .kind = GPU_KERNEL, .start_ns = start, .end_ns = start + dur,
+				 .correlation = corr, .stream = 7 };
+}
+
+static struct rec_op op_rec(uint32_t tid, uint64_t ts)
+{
+	return (struct rec_op){ .h = { REC_OP_ENTER, sizeof(struct rec_op), tid, ts }, .pid = 1 };
+}
+
+#define FEED(p, r) do { __typeof__(r) r_ = (r); \
+	assert_true(gj_pend_feed((p), &r_.h, r_.h.size) >= 0); } while (0)
+
+static uint64_t self_of(const struct gj_acc *a, uint32_t op)
+{
+	for (size_t i = 0; i < a->nops; i++)
+		if (a->ops[i].op_id == op)
+			return a->ops[i].self_cuda_ns;
+	return 0;
+}
+
+static void join_at(struct gj_pend *p, struct gj_acc *a, uint64_t now)
+{
+	struct gj_window w = { now, GJ_WINDOW_LAG_NS, UINT64_MAX, NULL, 0, NULL, NULL };
+
+	assert_int_equal(gj_window_join(p, &w, a), 0);
+}
+
+/* A device record CUPTI hands over after a window: the call waits, its
+ * time is counted once, when it comes; then everything is forgotten. */
+static void test_late_device(void **state)
+{
+	struct gj_pend p = { 0 };
+	struct gj_acc a = { 0 };
+
+	FEED(&p, launch(10, T0, 5));
+	FEED(&p, api(10, T0 + 2000, 100));
+	FEED(&p, op_rec(10, T0 + 10000));          /* the thread went past the call */
+	join_at(&p, &a, T0 + 20000);
+	assert_int_equal(a.counts.device, 0);
+	assert_int_equal(gj_pend_count(&p), 2);      /* launch + API wait */
+	FEED(&p, kernel(T0 + 50000, 7000, 100));
+	join_at(&p, &a, T0 + 60000);
+	assert_int_equal(a.counts.device, 1);
+	assert_int_equal(a.counts.attributed, 1);
+	assert_int_equal(self_of(&a, 5), 7000);
+	assert_int_equal(gj_pend_count(&p), 0);
+	join_at(&p, &a, UINT64_MAX);
+	assert_int_equal(self_of(&a, 5), 7000);      /* not twice */
+	gj_pend_free(&p);
+	gj_acc_free(&a);
+}
+
+/* A call whose thread did not go past it, inside the lag: it waits (its
+ * launch record may still be held), then joins with the right launch
+ * once the lag passed; a call of another thread joins meanwhile. */
+static void test_crossing_window(void **state)
+{
+	struct gj_pend p = { 0 };
+	struct gj_acc a = { 0 };
+
+	FEED(&p, api(11, T0 + 2000, 200));           /* its launch is not in yet */
+	FEED(&p, kernel(T0 + 5000, 3000, 200));
+	FEED(&p, launch(12, T0, 8));
+	FEED(&p, api(12, T0 + 1000, 300));
+	FEED(&p, kernel(T0 + 4000, 4000, 300));
+	FEED(&p, op_rec(12, T0 + 9000));
+	join_at(&p, &a, T0 + 100 * MS);               /* within the lag */
+	assert_int_equal(a.counts.device, 1);
+	assert_int_equal(self_of(&a, 8), 4000);
+	assert_int_equal(gj_pend_count(&p), 2);
+	FEED(&p, launch(11, T0 + 1500, 9));           /* held, handed on late */
+	join_at(&p, &a, T0 + GJ_WINDOW_LAG_NS + 10 * MS);
+	assert_int_equal(a.counts.device, 2);
+	assert_int_equal(a.counts.attributed, 2);
+	assert_int_equal(self_of(&a, 9), 3000);
+	assert_int_equal(gj_pend_count(&p), 0);
+	gj_pend_free(&p);
+	gj_acc_free(&a);
+}
+
+/* Over the cap: records are dropped and counted; past 3/4 of it the
+ * oldest quarter joins as it is (a device record without its API record:
+ * unattributed), counted as expired. */
+static void test_cap(void **state)
+{
+	struct gj_pend p = { .max = 8 };
+	struct gj_acc a = { 0 };
+
+	for (uint32_t i = 0; i < 10; i++)
+		FEED(&p, kernel(T0 + i * 1000, 100, 500 + i));   /* no API record comes */
+	assert_int_equal(gj_pend_count(&p), 8);
+	assert_int_equal(p.dropped, 2);
+	join_at(&p, &a, T0 + 20 * MS);
+	assert_int_equal(p.expired, 2);
+	assert_int_equal(a.counts.device, 2);
+	assert_int_equal(a.counts.no_api, 2);
+	assert_int_equal(gj_pend_count(&p), 6);
+	join_at(&p, &a, UINT64_MAX);
+	assert_int_equal(a.counts.device, 8);
+	assert_int_equal(gj_pend_count(&p), 0);
+	gj_pend_free(&p);
+	gj_acc_free(&a);
+}
+
+/* The CUPTI fixture (tests/fixtures/cupti), fed in ring order with a join
+ * after every record: the same ops and counts as one join of all. */
+static void test_fixture_stream(void **state)
+{
+	static char buf[1 << 16];
+	const char *dir = getenv("TBPF_FIXTURES");
+	char path[512];
+	struct gj_pend p = { 0 }, all = { 0 };
+	struct gj_acc a = { 0 };
+	struct gj_result whole;
+	uint64_t now = 0;
+	FILE *fp;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/cupti/join_mono.bin", dir ? dir : "tests/fixtures");
+	assert_non_null(fp = fopen(path, "rb"));
+	n = fread(buf, 1, sizeof(buf), fp);
+	fclose(fp);
+	for (size_t off = 0; off + sizeof(struct rec_hdr) <= n;) {
+		const struct rec_hdr *h = (const void *)(buf + off);
+
+		assert_true(h->size >= sizeof(*h) && off + h->size <= n);
+		assert_true(gj_pend_feed(&p, h, h->size) >= 0);
+		assert_true(gj_pend_feed(&all, h, h->size) >= 0);
+		if (h->type != REC_GPU && h->ts_ns > now)
+			now = h->ts_ns;
+		join_at(&p, &a, now);
+		off += h->size;
+	}
+	join_at(&p, &a, UINT64_MAX);
+	struct gj_input in = { all.host, all.nhost, all.gpu, all.ngpu, all.names, all.nnames,
+			       NULL, 0, GJ_OFFSET_AUTO, 0 };
+	assert_int_equal(gpujoin_run(&in, &whole), 0);
+	assert_true(whole.counts.device > 0 && whole.nops > 1);
+	assert_int_equal(a.counts.device, whole.counts.device);
+	assert_int_equal(a.counts.attributed, whole.counts.attributed);
+	assert_int_equal(a.counts.unattributed_ns, whole.counts.unattributed_ns);
+	assert_int_equal(a.nops, whole.nops);
+	for (size_t i = 0; i < whole.nops; i++) {
+		const struct gj_opstat *o = &whole.ops[i], *w = NULL;
+
+		for (size_t k = 0; k < a.nops; k++)
+			if (a.ops[k].op_id == o->op_id && a.ops[k].stack_id == o->stack_id)
+				w = &a.ops[k];
+		assert_non_null(w);
+		assert_int_equal(w->self_cuda_ns, o->self_cuda_ns);
+		assert_int_equal(w->total_cuda_ns, o->total_cuda_ns);
+		assert_int_equal(w->kernels + w->memcpys + w->memsets,
+				 o->kernels + o->memcpys + o->memsets);
+	}
+	assert_int_equal(gj_pend_count(&p), 0);
+	gj_pend_free(&p);
+	gj_pend_free(&all);
+	gj_acc_free(&a);
+	gpujoin_free(&whole);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_late_device),
+		cmocka_unit_test(test_crossing_window),
+		cmocka_unit_test(test_cap),
+		cmocka_unit_test(test_fixture_stream),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,401 @@
+/* gjwindow.c - join stage, incremental: records wait until a call's
+ * records are in, gpujoin joins them, the device times add up, the joined
+ * records go (see gjwindow.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gjwindow.h"
+#include "grow.h"
+
+/* ---- keeping records -------------------------------------------------- */
+static struct gj_tid *tid_get(struct gj_pend *p, uint32_t tid, bool add)
+{
+	for (size_t i = p->ntids; i-- > 0;)
+		if (p->tids[i].tid == tid)
+			return &p->tids[i];
+	if (!add || GROW(p->tids, p->ntids, p->ctids, 16))
+		return NULL;
+	p->tids[p->ntids] = (struct gj_tid){ tid, 0 };
+	return &p->tids[p->ntids++];
+}
+
+static void tid_seen(struct gj_pend *p, uint32_t tid, uint64_t ts)
+{
+	struct gj_tid *t = tid_get(p, tid, true);
+
+	if (t && ts > t->last_ns)
+		t->last_ns = ts;
+}
+
+static bool full(struct gj_pend *p)
+{
+	if (!p->max || p->nhost + p->ngpu < p->max)
+		return false;
+	p->dropped++;
+	return true;
+}
+
+static int keep_host(struct gj_pend *p, const struct gj_host *g)
+{
+	tid_seen(p, g->tid, g->ts_ns);
+	if (full(p))
+		return 0;
+	if (GROW(p->host, p->nhost, p->chost, 256)) {
+		p->dropped++;
+		return -ENOMEM;
+	}
+	p->host[p->nhost++] = *g;
+	return 1;
+}
+
+static int keep_name(struct gj_pend *p, const struct rec_gpu_name *nm)
+{
+	for (size_t i = 0; i < p->nnames; i++)
+		if (p->names[i].name_id == nm->name_id)
+			return 1;
+	if (GROW(p->names, p->nnames, p->cnames, 16))
+		return -ENOMEM;
+	p->names[p->nnames] = *nm;
+	p->names[p->nnames++].name[TBPF_GPU_NAME_MAX - 1] = 0;   /* ends inside */
+	return 1;
+}
+
+static int keep_gpu(struct gj_pend *p, const struct rec_gpu *r, size_t size)
+{
+	switch (r->kind) {
+	case GPU_KERNEL: case GPU_MEMCPY: case GPU_MEMSET:
+	case GPU_API_RUNTIME: case GPU_API_DRIVER:
+		if (size < sizeof(*r) || r->end_ns < r->start_ns || full(p))
+			return 0;
+		if (GROW(p->gpu, p->ngpu, p->cgpu, 256)) {
+			p->dropped++;
+			return -ENOMEM;
+		}
+		p->gpu[p->ngpu] = *r;
+		p->gpu[p->ngpu++].name[TBPF_GPU_SHORT_NAME - 1] = 0;   /* ends inside */
+		return 1;
+	case GPU_NAME:
+		return size < sizeof(struct rec_gpu_name) ? 0 : keep_name(p, (const void *)r);
+	default:
+		return 0;
+	}
+}
+
+int gj_pend_feed(struct gj_pend *p, const struct rec_hdr *h, size_t size)
+{
+	struct gj_host g;
+
+	if (size < sizeof(*h) + sizeof(uint32_t))
+		return 0;
+	switch (h->type) {
+	case REC_OP_ENTER:
+	case REC_OP_EXIT:
+		tid_seen(p, h->tid, h->ts_ns);
+		return 0;
+	case REC_LAUNCH:
+		if (size < REC_LAUNCH_V1_SIZE)
+			return 0;
+		gj_host_from_launch(&g, (const void *)h);
+		return keep_host(p, &g);
+	case REC_MEMOP:
+		if (size < sizeof(struct rec_memop))
+			return 0;
+		gj_host_from_memop(&g, (const void *)h);
+		return keep_host(p, &g);
+	case REC_GPU:   /* kind sits at the same offset in the three layouts */
+		if (size < offsetof(struct rec_gpu, kind) + sizeof(uint16_t))
+			return 0;
+		return keep_gpu(p, (const void *)h, size);
+	default:
+		return 0;
+	}
+}
+
+size_t gj_pend_count(const struct gj_pend *p)
+{
+	return p->nhost + p->ngpu;
+}
+
+size_t gj_pend_next_join(const struct gj_pend *p)
+{
+	size_t n = gj_pend_count(p), next = n + (n > GJ_JOIN_EVERY ? n : GJ_JOIN_EVERY);
+
+	return p->max && next >= p->max ? p->max - 1 : next;
+}
+
+uint64_t gj_pend_first_host(const struct gj_pend *p)
+{
+	uint64_t first = UINT64_MAX;
+
+	for (size_t i = 0; i < p->nhost; i++)
+		if (p->host[i].ts_ns < first)
+			first = p->host[i].ts_ns;
+	return first;
+}
+
+void gj_pend_free(struct gj_pend *p)
+{
+	free(p->host);
+	free(p->gpu);
+	free(p->names);
+	free(p->tids);
+	memset(p, 0, sizeof(*p));
+}
+
+/* ---- the window ---------------------------------------------------------- */
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static bool in_set(const uint32_t *v, size_t n, uint32_t x)
+{
+	return n && bsearch(&x, v, n, sizeof(*v), u32_cmp);
+}
+
+static bool is_api(const struct rec_gpu *g)
+{
+	return g->kind == GPU_API_RUNTIME || g->kind == GPU_API_DRIVER;
+}
+
+struct bounds {
+	uint64_t horizon, oldest;
+	bool last;
+};
+
+static bool api_ready(struct gj_pend *p, const struct rec_gpu *g, const struct bounds *b)
+{
+	const struct gj_tid *t;
+
+	if (b->last || g->start_ns < b->horizon)
+		return true;
+	t = tid_get(p, g->h.tid, false);
+	return t && g->end_ns < t->last_ns;
+}
+
+/* The correlations of the API records (all, ready), sorted. */
+static int api_sets(struct gj_pend *p, const struct bounds *b, uint32_t **all, size_t *na,
+		    uint32_t **ready, size_t *nr)
+{
+	*all = malloc((p->ngpu + 1) * sizeof(**all));
+	*ready = malloc((p->ngpu + 1) * sizeof(**ready));
+	*na = *nr = 0;
+	if (!*all || !*ready)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->ngpu; i++) {
+		if (!is_api(&p->gpu[i]))
+			continue;
+		(*all)[(*na)++] = p->gpu[i].correlation;
+		if (api_ready(p, &p->gpu[i], b))
+			(*ready)[(*nr)++] = p->gpu[i].correlation;
+	}
+	qsort(*all, *na, sizeof(**all), u32_cmp);
+	qsort(*ready, *nr, sizeof(**ready), u32_cmp);
+	return 0;
+}
+
+/* p->gpu reordered: the records of ready calls first (their count
+ * returned: ready API records, device records of ready calls, device
+ * records without an API record that are too old to wait), the rest
+ * after, each in their order. */
+static int partition(struct gj_pend *p, const struct bounds *b, size_t *k)
+{
+	uint32_t *all, *ready;
+	size_t na, nr, nt = 0;
+	struct rec_gpu *tail = malloc((p->ngpu + 1) * sizeof(*tail));
+	int err = api_sets(p, b, &all, &na, &ready, &nr);
+
+	*k = 0;
+	if (!err && !tail)
+		err = -ENOMEM;
+	for (size_t i = 0; !err && i < p->ngpu; i++) {
+		const struct rec_gpu *g = &p->gpu[i];
+		bool in = is_api(g) ? api_ready(p, g, b)
+				    : in_set(ready, nr, g->correlation) ||
+				      (!in_set(all, na, g->correlation) &&
+				       (b->last || g->start_ns < b->oldest));
+
+		if (in)
+			p->gpu[(*k)++] = *g;
+		else
+			tail[nt++] = *g;
+	}
+	if (!err)
+		memcpy(p->gpu + *k, tail, nt * sizeof(*tail));
+	free(all);
+	free(ready);
+	free(tail);
+	return err;
+}
+
+static int opstat_key_cmp(const void *a, const void *b)
+{
+	const struct gj_opstat *x = a, *y = b;
+
+	if (x->op_id != y->op_id)
+		return x->op_id < y->op_id ? -1 : 1;
+	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
+/* r's ops and counts into acc (ops kept sorted by op, stack). */
+static int acc_add(struct gj_acc *acc, const struct gj_result *r)
+{
+	size_t n0 = acc->nops;
+
+	for (size_t i = 0; i < r->nops; i++) {
+		const struct gj_opstat *o = &r->ops[i];
+		struct gj_opstat *a = n0 ? bsearch(o, acc->ops, n0, sizeof(*o), opstat_key_cmp) : NULL;
+
+		if (!a) {
+			if (GROW(acc->ops, acc->nops, acc->cap, 64))
+				return -ENOMEM;
+			a = &acc->ops[acc->nops++];
+			*a = (struct gj_opstat){ .op_id = o->op_id, .stack_id = o->stack_id };
+		}
+		a->self_cuda_ns += o->self_cuda_ns;
+		a->total_cuda_ns += o->total_cuda_ns;
+		a->kernels += o->kernels;
+		a->memcpys += o->memcpys;
+		a->memsets += o->memsets;
+	}
+	if (acc->nops > n0)
+		qsort(acc->ops, acc->nops, sizeof(*acc->ops), opstat_key_cmp);
+	acc->counts.device += r->counts.device;
+	acc->counts.attributed += r->counts.attributed;
+	acc->counts.no_api += r->counts.no_api;
+	acc->counts.no_host += r->counts.no_host;
+	acc->counts.unattributed_ns += r->counts.unattributed_ns;
+	acc->counts.outside += r->counts.outside;
+	if (r->counts.offset_pairs > acc->counts.offset_pairs)
+		acc->counts.offset_pairs = r->counts.offset_pairs;
+	return 0;
+}
+
+/* Give back what a burst left: a quarter used, half the room goes. */
+static void shrink(void **v, size_t n, size_t *cap, size_t elem)
+{
+	void *s;
+
+	if (*cap <= 4096 || n > *cap / 4)
+		return;
+	if ((s = realloc(*v, (*cap / 2) * elem))) {
+		*v = s;
+		*cap /= 2;
+	}
+}
+
+/* After the join of gpu[0..k): the device records there go, the API
+ * records there that found their device record (or are old), the launches
+ * that were reached (or are old).  Out of memory: all of them go. */
+static void prune(struct gj_pend *p, size_t k, const struct gj_result *r, const struct bounds *b,
+		  bool failed, struct gj_acc *acc)
+{
+	uint8_t *used = calloc(p->nhost + 1, 1);
+	uint32_t *devc = malloc((k + 1) * sizeof(*devc));
+	size_t nd = 0, n = 0;
+	bool ok = used && devc && !b->last && !failed;
+
+	for (size_t i = 0; used && i < r->ndev; i++)
+		if (r->dev[i].host_idx >= 0 && (size_t)r->dev[i].host_idx < p->nhost)
+			used[r->dev[i].host_idx] = 1;
+	for (size_t i = 0; devc && i < k; i++)
+		if (!is_api(&p->gpu[i]))
+			devc[nd++] = p->gpu[i].correlation;
+	qsort(devc, nd, sizeof(*devc), u32_cmp);
+	for (size_t i = 0; i < p->ngpu; i++) {
+		const struct rec_gpu *g = &p->gpu[i];
+		bool stays = i >= k ? ok : ok && is_api(g) && g->start_ns >= b->oldest &&
+					   !in_set(devc, nd, g->correlation);
+
+		if (stays)
+			p->gpu[n++] = *g;
+		else
+			acc->counts.api += is_api(g);
+	}
+	p->ngpu = n;
+	n = 0;
+	for (size_t i = 0; i < p->nhost; i++)
+		if (ok && !used[i] && p->host[i].ts_ns >= b->oldest)
+			p->host[n++] = p->host[i];
+	p->nhost = n;
+	free(used);
+	free(devc);
+	shrink((void **)&p->gpu, p->ngpu, &p->cgpu, sizeof(*p->gpu));
+	shrink((void **)&p->host, p->nhost, &p->chost, sizeof(*p->host));
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Over three quarters of p->max waiting: the oldest quarter's time, so
+ * it joins as it is (counted in p->expired); else 0. */
+static uint64_t cap_oldest(struct gj_pend *p)
+{
+	size_t n = gj_pend_count(p), k = 0;
+	uint64_t *ts, cut;
+
+	if (!p->max || n < p->max / 4 * 3 || !(ts = malloc(n * sizeof(*ts))))
+		return 0;
+	for (size_t i = 0; i < p->nhost; i++)
+		ts[k++] = p->host[i].ts_ns;
+	for (size_t i = 0; i < p->ngpu; i++)
+		ts[k++] = p->gpu[i].start_ns;
+	qsort(ts, n, sizeof(*ts), u64_cmp);
+	cut = ts[n / 4];
+	free(ts);
+	p->expired += n / 4;
+	return cut;
+}
+
+int gj_window_join(struct gj_pend *p, const struct gj_window *w, struct gj_acc *acc)
+{
+	bool last = w->now_ns == UINT64_MAX;
+	struct bounds b = {
+		.horizon = last ? UINT64_MAX : w->now_ns > w->lag_ns ? w->now_ns - w->lag_ns : 0,
+		.oldest = last ? UINT64_MAX : w->now_ns > w->keep_ns ? w->now_ns - w->keep_ns : 0,
+		.last = last,
+	};
+	struct gj_result r = { 0 };
+	size_t k = 0;
+	uint64_t cut = last ? 0 : cap_oldest(p);
+	int err;
+
+	if (cut > b.oldest)
+		b.oldest = cut;
+	if (b.oldest > b.horizon)
+		b.horizon = b.oldest;
+	err = partition(p, &b, &k);
+
+	if (!err && k) {
+		struct gj_input in = { p->host, p->nhost, p->gpu, k, p->names, p->nnames,
+				       w->spans, w->nspans, GJ_OFFSET_AUTO, 0, w->keep, w->keep_ctx };
+
+		err = gpujoin_run(&in, &r);
+		if (!err)
+			err = acc_add(acc, &r);
+	}
+	prune(p, k, &r, &b, err != 0, acc);
+	gpujoin_free(&r);
+	return err;
+}
+
+void gj_acc_result(const struct gj_acc *acc, struct gj_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	res->ops = acc->ops;
+	res->nops = acc->nops;
+	res->counts = acc->counts;
+}
+
+void gj_acc_free(struct gj_acc *acc)
+{
+	free(acc->ops);
+	memset(acc, 0, sizeof(*acc));
+}
