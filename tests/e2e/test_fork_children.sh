@@ -58,7 +58,7 @@ PY
 }
 
 children_cleaned() {
-	sed -n 's/.* children \([0-9]*\)\( sampled [0-9]*\)\{0,1\}$/\1/p' "$1" | tail -n 1
+	sed -n 's/.* children \([0-9]*\)\( [a-z]* [0-9]*\)*$/\1/p' "$1" | tail -n 1   # later counters may follow
 }
 
 fork_case() {

@@ -223,7 +223,7 @@ static int partition(struct gj_pend *p, const struct bounds *b, size_t *k)
 		else
 			tail[nt++] = *g;
 	}
-	if (!err)
+	if (!err && nt)
 		memcpy(p->gpu + *k, tail, nt * sizeof(*tail));
 	free(all);
 	free(ready);
