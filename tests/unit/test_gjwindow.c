@@ -141,6 +141,35 @@ static void test_cap(void **state)
 
 /* The CUPTI fixture (tests/fixtures/cupti), fed in ring order with a join
  * after every record: the same ops and counts as one join of all. */
+/* gj_before_drop: calls made before the in-process ops began go (host
+ * calls and API records by their start, device records by their API
+ * record's correlation, whenever they ran on the GPU); later calls and op
+ * records stay; since_ns 0 drops nothing. */
+static void test_before(void **state)
+{
+	struct gj_before b = { 0 };
+	struct rec_launch l_old = launch(5, T0 - 2 * MS, 1), l_new = launch(5, T0 + MS, 1);
+	struct rec_gpu a_old = api(5, T0 - 2 * MS, 10), a_old2 = api(6, T0 - MS, 12);
+	struct rec_gpu a_new = api(5, T0 + MS, 13);
+	struct rec_gpu k_old = kernel(T0 + 5 * MS, MS, 12), k_new = kernel(T0 + 6 * MS, MS, 13);
+	struct rec_op o = op_rec(5, T0 - 3 * MS);
+
+	(void)state;
+	assert_false(gj_before_drop(&b, &a_old.h, sizeof(a_old)));   /* no since: all stay */
+	b.since_ns = T0;
+	assert_true(gj_before_drop(&b, &l_old.h, sizeof(l_old)));
+	assert_false(gj_before_drop(&b, &l_new.h, sizeof(l_new)));
+	assert_true(gj_before_drop(&b, &a_old.h, sizeof(a_old)));
+	assert_true(gj_before_drop(&b, &a_old2.h, sizeof(a_old2)));
+	assert_false(gj_before_drop(&b, &a_new.h, sizeof(a_new)));
+	/* its API record began before since: goes, though it ran after */
+	assert_true(gj_before_drop(&b, &k_old.h, sizeof(k_old)));
+	assert_false(gj_before_drop(&b, &k_new.h, sizeof(k_new)));
+	assert_false(gj_before_drop(&b, &o.h, sizeof(o)));          /* ops are not its */
+	assert_false(gj_before_drop(&b, &a_old.h, 8));              /* short: left alone */
+	assert_int_equal(b.dropped, 4);
+}
+
 static void test_fixture_stream(void **state)
 {
 	static char buf[1 << 16];
@@ -203,6 +232,7 @@ int main(void)
 		cmocka_unit_test(test_crossing_window),
 		cmocka_unit_test(test_cap),
 		cmocka_unit_test(test_fixture_stream),
+		cmocka_unit_test(test_before),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -47,6 +47,14 @@ enum gpu_agent_mode inproc_gpu_agent(const struct live_opts *o)
 	return o->gpu_run ? GPU_AGENT_RUN : o->inject ? GPU_AGENT_INJECT : GPU_AGENT_OFF;
 }
 
+/* The ring of --inproc's BPF session: no op records go through it (the
+ * agent has its own rings), only CUDA calls, CUPTI's records, module
+ * calls and Python stacks.  The fake GPU's tight loop (~100,000 launches
+ * and CUPTI records a second) drops nothing at 2 MiB; at 8 MiB its pages,
+ * mapped twice, were 16 MB of tbpf's 46-51 MB peak RSS (issue 19: below
+ * 50 MB; bench/results_tbpf_memory.md). */
+#define INPROC_RING_DEFAULT (4u << 20)
+
 /* Module calls straight into the rows (table, json, tree: no capture). */
 static void modcall_hook(void *ctx, const struct rec_hdr *h, size_t size)
 {
@@ -70,7 +78,7 @@ struct session *inproc_py_open(const struct live_opts *o, struct capture_writer 
 		.cuda_hook_ctx = cuda ? cuda->ctx : NULL,
 		.no_multi = o->no_multi,
 		.no_hist = true,
-		.ring_size = o->sel.ring_size,
+		.ring_size = o->sel.ring_size ? o->sel.ring_size : INPROC_RING_DEFAULT,
 		.only_pid = o->sel.npids == 1 ? o->sel.pids[0] : 0,
 		.cw = cw,
 		.verbose = o->verbose,

@@ -161,6 +161,7 @@ struct sink {
 	struct cudaattr *ca;   /* CUDA records held until their op is known */
 	int cuda_err;          /* the first failure to hold one */
 	struct inproc_late *late;   /* no session yet: CUDA libraries loaded later */
+	bool since_op;         /* --inject: device times from the first op on */
 };
 
 /* join/cudaattr.h: a CUDA record from the session's ring, held */
@@ -216,6 +217,10 @@ static int out_op(void *ctx, const struct rec_op *r)
 
 	if (k->sw)   /* out of memory: stops at --duration only, as the uprobe mode */
 		steps_watch_feed(k->sw, &r->h, r->h.size);
+	if (k->since_op && r->h.type == REC_OP_ENTER) {   /* the agents run from here */
+		gpu_session_since(session_gpu(k->py), r->h.ts_ns);
+		k->since_op = false;
+	}
 	if (k->ca && (err = cudaattr_op(k->ca, r)))   /* its thread's CUDA calls before it */
 		return err;
 	if (k->cw)
@@ -830,6 +835,13 @@ int live_inproc_run(const struct live_opts *o)
 		}
 	}
 	t_att = clock_ns(CLOCK_MONOTONIC) - t0;   /* the agents' injection and start */
+	/* device times from where the RecordFunction agents run: the CUPTI
+	 * agent started first and recorded the calls made before, which no op
+	 * can take (join/gjwindow.h, struct gj_before) */
+	if (gpu && k.py && session_gpu(k.py)) {
+		gpu_session_since(session_gpu(k.py), t0 + t_att);
+		k.since_op = true;   /* and from the first op, if earlier (out_op) */
+	}
 	/* the targets into the stacks' session once the agents said whether
 	 * they count module calls themselves (then no module-call uprobe) */
 	if (k.py) {

@@ -400,6 +400,17 @@ int gpu_session_apply_window(struct gpu_session *gs, struct profile *p,
 	return err;
 }
 
+void gpu_session_since(struct gpu_session *gs, uint64_t since_ns)
+{
+	if (!gs->before.since_ns || since_ns < gs->before.since_ns)
+		gs->before.since_ns = since_ns;
+}
+
+bool gpu_session_before(struct gpu_session *gs, const void *data, size_t size)
+{
+	return gj_before_drop(&gs->before, data, size);
+}
+
 uint64_t gpu_session_dropped(const struct gpu_session *gs)
 {
 	uint64_t n = 0;

@@ -68,6 +68,7 @@ struct gpu_session {
 	struct gj_spans *spans;   /* op spans enclosing launches (CUDA total), when
 				   * op records reach the ring buffer */
 	bool spans_failed;        /* out of memory: CUDA total = Self CUDA */
+	struct gj_before before;  /* calls before the in-process ops (gpu_session_since) */
 	bool status_only;         /* the records are joined elsewhere (--inproc
 				   * --inject: the capture's replay): only the
 				   * agents' status is kept */
@@ -170,6 +171,13 @@ const char *gpu_session_not_started(struct gpu_session *gs, pid_t pid);
 /* Records dropped so far (over GPU_SESSION_MAX_RECORDS waiting, or out of
  * memory), all targets. */
 uint64_t gpu_session_dropped(const struct gpu_session *gs);
+/* --inproc: the in-process ops begin at since_ns (CLOCK_MONOTONIC; a
+ * later call can only move it earlier); the CUDA records of calls made
+ * before it are dropped as they come (gpu_session_before), before a
+ * capture, cudaattr or the join. */
+void gpu_session_since(struct gpu_session *gs, uint64_t since_ns);
+/* Whether the ring record data is such a record. */
+bool gpu_session_before(struct gpu_session *gs, const void *data, size_t size);
 void gpu_session_free(struct gpu_session *gs);
 
 #endif

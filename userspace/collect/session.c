@@ -262,6 +262,8 @@ static int on_record(void *ctx, void *data, size_t size)
 	 * poll: 100-200 ms later), after a short job had freed its model */
 	if (s->cfg.python && (st = capture_pystack_of(data, size)))
 		stack_seen(s, st);
+	if (s->cfg.gpu_agent && gpu_session_before(&s->gpu, data, size))
+		return 0;   /* a call before the in-process ops began */
 	if (s->cfg.cuda_hook && cudaattr_is_cuda(data, size)) {
 		s->cfg.cuda_hook(s->cfg.cuda_hook_ctx, data, size);
 		return 0;

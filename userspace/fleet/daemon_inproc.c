@@ -45,6 +45,7 @@
 #include "profile.h"
 #include "capture.h"
 #include "calltree.h"
+#include "gpu_session.h"
 #include "session.h"
 #include "window.h"
 #include "daemon_gpu.h"
@@ -402,6 +403,8 @@ int daemon_inproc_run(const struct daemon_opts *o)
 	signal(SIGPIPE, SIG_IGN);
 	for (size_t i = 0; i < o->sel.npids; i++)   /* the CUPTI agents first, as tbpf --inproc */
 		dgpu_add_agent(w.g, o->sel.pids[i]);
+	if (dgpu_cuda(w.g) && session_gpu(dgpu_session(w.g)))   /* their calls before the ops */
+		gpu_session_since(session_gpu(dgpu_session(w.g)), clock_ns(CLOCK_MONOTONIC));
 	err = attach_all(o, s, layouts);
 	if (!err)
 		err = dgpu_add_targets(w.g, o);

@@ -399,3 +399,40 @@ void gj_acc_free(struct gj_acc *acc)
 	free(acc->ops);
 	memset(acc, 0, sizeof(*acc));
 }
+
+/* ---- calls before the in-process ops began ---------------------------- */
+static bool dev_kind(uint16_t kind)
+{
+	return kind == GPU_KERNEL || kind == GPU_MEMCPY || kind == GPU_MEMSET;
+}
+
+bool gj_before_drop(struct gj_before *b, const struct rec_hdr *h, size_t size)
+{
+	const struct rec_gpu *g = (const void *)h;
+	bool drop = false;
+
+	if (!b->since_ns || size < sizeof(*h) + sizeof(uint32_t))
+		return false;
+	switch (h->type) {
+	case REC_LAUNCH:
+	case REC_MEMOP:
+		drop = h->ts_ns < b->since_ns;
+		break;
+	case REC_GPU:
+		if (size < sizeof(*g))
+			return false;
+		if (is_api(g) && g->start_ns < b->since_ns) {
+			if (!b->any || g->correlation > b->corr)
+				b->corr = g->correlation;
+			b->any = true;
+			drop = true;
+		} else if (dev_kind(g->kind)) {
+			drop = b->any && g->correlation <= b->corr;
+		}
+		break;
+	default:
+		break;
+	}
+	b->dropped += drop;
+	return drop;
+}

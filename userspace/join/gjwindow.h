@@ -99,4 +99,23 @@ int gj_window_join(struct gj_pend *p, const struct gj_window *w, struct gj_acc *
 void gj_acc_result(const struct gj_acc *acc, struct gj_result *res);
 void gj_acc_free(struct gj_acc *acc);
 
+/* The CUDA calls made before since_ns, where the in-process ops begin:
+ * --inproc starts the CUPTI agent first (its START takes up to seconds)
+ * and the RecordFunction agent after it, so no op can take these calls,
+ * and held for partners that come late they were the waiting set's peak
+ * (57,000 CUPTI records on the fake GPU's tight loop, 10 MB).  Dropped as
+ * they come, before a capture or a join sees them: host calls (launch,
+ * copy) and API records begun before since_ns, and the device records of
+ * those API records (CUPTI numbers calls in order: a correlation at or
+ * below the latest one dropped). */
+struct gj_before {
+	uint64_t since_ns;   /* 0: none dropped */
+	uint32_t corr;       /* the latest API record's correlation dropped */
+	bool any;
+	uint64_t dropped;
+};
+
+/* Whether h is such a record (counted in b->dropped). */
+bool gj_before_drop(struct gj_before *b, const struct rec_hdr *h, size_t size);
+
 #endif
