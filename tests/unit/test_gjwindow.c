@@ -141,6 +141,38 @@ static void test_cap(void **state)
 
 /* The CUPTI fixture (tests/fixtures/cupti), fed in ring order with a join
  * after every record: the same ops and counts as one join of all. */
+/* CUPTI's clock 3 s ahead of the host's (no timestamp callback): the
+ * offset is estimated at the first join that has host and API records and
+ * kept; calls of later windows are ready by it (their thread went past
+ * them on the host's clock) and join to their own launches. */
+static void test_offset(void **state)
+{
+	const uint64_t off = 3000 * MS;
+	struct gj_pend p = { 0 };
+	struct gj_acc a = { 0 };
+
+	(void)state;
+	FEED(&p, launch(10, T0, 5));
+	FEED(&p, api(10, T0 + off + 2000, 100));
+	FEED(&p, kernel(T0 + off + 50000, 7000, 100));
+	FEED(&p, op_rec(10, T0 + 10000));
+	join_at(&p, &a, T0 + 20000);
+	assert_true(p.offset_done);
+	assert_true(p.offset_ns <= -(int64_t)off && p.offset_ns > -(int64_t)off - 10000);
+	assert_int_equal(self_of(&a, 5), 7000);
+	FEED(&p, launch(10, T0 + MS, 6));
+	FEED(&p, api(10, T0 + off + MS + 2000, 101));
+	FEED(&p, kernel(T0 + off + MS + 50000, 4000, 101));
+	FEED(&p, op_rec(10, T0 + MS + 10000));
+	join_at(&p, &a, T0 + MS + 20000);           /* within the lag: by its thread */
+	assert_int_equal(self_of(&a, 6), 4000);
+	assert_int_equal(a.counts.attributed, 2);
+	assert_true(a.counts.offset_pairs > 0);
+	assert_int_equal(gj_pend_count(&p), 0);
+	gj_pend_free(&p);
+	gj_acc_free(&a);
+}
+
 /* gj_before_drop: calls made before the in-process ops began go (host
  * calls and API records by their start, device records by their API
  * record's correlation, whenever they ran on the GPU); later calls and op
@@ -233,6 +265,7 @@ int main(void)
 		cmocka_unit_test(test_cap),
 		cmocka_unit_test(test_fixture_stream),
 		cmocka_unit_test(test_before),
+		cmocka_unit_test(test_offset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -166,14 +166,22 @@ struct bounds {
 	bool last;
 };
 
+/* A CUPTI time on the host's clock (p->offset_ns once estimated). */
+static uint64_t on_host(const struct gj_pend *p, uint64_t cupti_ns)
+{
+	int64_t v = (int64_t)cupti_ns + p->offset_ns;
+
+	return v < 0 ? 0 : (uint64_t)v;
+}
+
 static bool api_ready(struct gj_pend *p, const struct rec_gpu *g, const struct bounds *b)
 {
 	const struct gj_tid *t;
 
-	if (b->last || g->start_ns < b->horizon)
+	if (b->last || on_host(p, g->start_ns) < b->horizon)
 		return true;
 	t = tid_get(p, g->h.tid, false);
-	return t && g->end_ns < t->last_ns;
+	return t && on_host(p, g->end_ns) < t->last_ns;
 }
 
 /* The correlations of the API records (all, ready), sorted. */
@@ -216,7 +224,7 @@ static int partition(struct gj_pend *p, const struct bounds *b, size_t *k)
 		bool in = is_api(g) ? api_ready(p, g, b)
 				    : in_set(ready, nr, g->correlation) ||
 				      (!in_set(all, na, g->correlation) &&
-				       (b->last || g->start_ns < b->oldest));
+				       (b->last || on_host(p, g->start_ns) < b->oldest));
 
 		if (in)
 			p->gpu[(*k)++] = *g;
@@ -307,7 +315,7 @@ static void prune(struct gj_pend *p, size_t k, const struct gj_result *r, const 
 	qsort(devc, nd, sizeof(*devc), u32_cmp);
 	for (size_t i = 0; i < p->ngpu; i++) {
 		const struct rec_gpu *g = &p->gpu[i];
-		bool stays = i >= k ? ok : ok && is_api(g) && g->start_ns >= b->oldest &&
+		bool stays = i >= k ? ok : ok && is_api(g) && on_host(p, g->start_ns) >= b->oldest &&
 					   !in_set(devc, nd, g->correlation);
 
 		if (stays)
@@ -354,6 +362,30 @@ static uint64_t cap_oldest(struct gj_pend *p)
 	return cut;
 }
 
+/* p->offset_ns from the first n CUPTI records and the host records, once
+ * (GJ_OFFSET_AUTO's rule: kept 0 within GJ_SAME_CLOCK_NS, and while no
+ * host/API pair exists yet).  0 or -errno. */
+static int pend_offset(struct gj_pend *p, size_t n)
+{
+	int64_t est = 0;
+	uint64_t pairs = 0;
+	int err;
+
+	if (p->offset_done)
+		return 0;
+	err = gj_estimate_offset(p->host, p->nhost, p->gpu, n, &est, &pairs);
+	if (err == -ENODATA)
+		return 0;
+	if (err)
+		return err;
+	p->offset_done = true;
+	if (est >= GJ_SAME_CLOCK_NS || est <= -GJ_SAME_CLOCK_NS) {
+		p->offset_ns = est;
+		p->offset_pairs = pairs;
+	}
+	return 0;
+}
+
 int gj_window_join(struct gj_pend *p, const struct gj_window *w, struct gj_acc *acc)
 {
 	bool last = w->now_ns == UINT64_MAX;
@@ -371,13 +403,19 @@ int gj_window_join(struct gj_pend *p, const struct gj_window *w, struct gj_acc *
 		b.oldest = cut;
 	if (b.oldest > b.horizon)
 		b.horizon = b.oldest;
-	err = partition(p, &b, &k);
+	/* before the partition: it puts CUPTI's times on the host's clock */
+	err = p->nhost ? pend_offset(p, p->ngpu) : 0;
+	if (!err)
+		err = partition(p, &b, &k);
 
 	if (!err && k) {
 		struct gj_input in = { p->host, p->nhost, p->gpu, k, p->names, p->nnames,
-				       w->spans, w->nspans, GJ_OFFSET_AUTO, 0, w->keep, w->keep_ctx };
+				       w->spans, w->nspans, GJ_OFFSET_GIVEN, p->offset_ns,
+				       w->keep, w->keep_ctx };
 
 		err = gpujoin_run(&in, &r);
+		if (!err && p->offset_ns)
+			r.counts.offset_pairs = p->offset_pairs;
 		if (!err)
 			err = acc_add(acc, &r);
 	}
