@@ -312,7 +312,8 @@ static void prune(struct gj_pend *p, size_t k, const struct gj_result *r, const 
 	for (size_t i = 0; devc && i < k; i++)
 		if (!is_api(&p->gpu[i]))
 			devc[nd++] = p->gpu[i].correlation;
-	qsort(devc, nd, sizeof(*devc), u32_cmp);
+	if (nd)
+		qsort(devc, nd, sizeof(*devc), u32_cmp);
 	for (size_t i = 0; i < p->ngpu; i++) {
 		const struct rec_gpu *g = &p->gpu[i];
 		bool stays = i >= k ? ok : ok && is_api(g) && on_host(p, g->start_ns) >= b->oldest &&

@@ -208,8 +208,10 @@ void gj_spans_trim(struct gj_spans *s, uint32_t pid, uint64_t ts, const struct g
 
 	if (!v)
 		return;   /* kept: trimmed next time */
-	memcpy(v, p->host, p->nhost * sizeof(*v));
-	qsort(v, p->nhost, sizeof(*v), cmp_host_at);
+	if (p->nhost) {   /* (no records: p->host may be NULL) */
+		memcpy(v, p->host, p->nhost * sizeof(*v));
+		qsort(v, p->nhost, sizeof(*v), cmp_host_at);
+	}
 	for (size_t i = 0; s && i < s->np; i++) {
 		struct span_pid *sp = &s->p[i];
 		size_t k = 0;
