@@ -169,9 +169,14 @@ struct bounds {
 /* A CUPTI time on the host's clock (p->offset_ns once estimated). */
 static uint64_t on_host(const struct gj_pend *p, uint64_t cupti_ns)
 {
-	int64_t v = (int64_t)cupti_ns + p->offset_ns;
+	uint64_t d;
 
-	return v < 0 ? 0 : (uint64_t)v;
+	if (p->offset_ns >= 0) {   /* saturating: a capture's times are any u64 */
+		d = (uint64_t)p->offset_ns;
+		return cupti_ns > UINT64_MAX - d ? UINT64_MAX : cupti_ns + d;
+	}
+	d = (uint64_t)(-(p->offset_ns + 1)) + 1;
+	return cupti_ns < d ? 0 : cupti_ns - d;
 }
 
 static bool api_ready(struct gj_pend *p, const struct rec_gpu *g, const struct bounds *b)
