@@ -164,7 +164,7 @@ static __always_inline __u32 cuda_top_op(__u32 tid, __u64 sp, __u32 *stack_id,
 			live = true;
 		else if (f->ra)
 			live = slot == f->ra;
-		else
+		else    /* return mode reads ra only for a shared slot */
 			live = f->sp > sp;
 		if (!live)
 			continue;

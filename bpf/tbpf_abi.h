@@ -766,7 +766,9 @@ struct tbpf_frame {
 	__u64 start_ns;
 	__u64 child_ns;  /* time in nested (counted) ops */
 	__u64 sp;        /* stack pointer at entry: address of the return slot */
-	__u64 ra;        /* original return address read at entry */
+	__u64 ra;        /* original return address read at entry; 0 in
+			  * return mode unless the frame shares a slot
+			  * (struct tbpf_retaddr has it then) */
 	__u32 op_id;
 	__u32 flags;
 	__u32 name_id;
@@ -783,6 +785,22 @@ struct tbpf_frame {
 	 * by this op alone and with its children; the dup child's (folded) */
 	__s64 mem_self[MEM_DEV_N], mem_total[MEM_DEV_N];
 	__s64 dup_mem_self[MEM_DEV_N], dup_mem_total[MEM_DEV_N];
+};
+
+/* The kernel's own record of one hijacked return address (the uretprobe
+ * return instance), as the `tbpf_ret_addrs` task iterator writes them for
+ * one thread: a header (TBPF_RA_HEADER, stack and ret 0) that says the
+ * kernel's layout was found, then one record per pending return, innermost
+ * first.  In return mode op entry does not read the return address (a
+ * user-memory read, ~95 ns of a ~260 ns program, bench/results_floor.md);
+ * the guard takes it from here when it writes a slot back. */
+#define TBPF_RA_HEADER 1u
+#define TBPF_RA_MAX 64     /* the kernel's MAX_URETPROBE_DEPTH */
+struct tbpf_retaddr {
+	__u32 tid;
+	__u32 flags;       /* TBPF_RA_HEADER */
+	__u64 stack;       /* the return slot's address (the frame's sp) */
+	__u64 ret;         /* the original return address */
 };
 
 struct tbpf_thread {

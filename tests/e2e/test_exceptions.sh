@@ -38,12 +38,22 @@ exceptions_case() {
 
 	log "== $label: tbpf attached for the whole run"
 	start_workload wl$v "$py" exceptions.py --iters "$ITERS"
-	start_tbpf tb$v --pid "$(get wl$v pid)" --format json --duration 600s
+	start_tbpf tb$v --pid "$(get wl$v pid)" -v --format json --duration 600s
 	go "$(get wl$v pid)"
 	wait_exit wl$v 300
 	expect_rc wl$v 0
 	wait_exit tb$v 30
 	expect_rc tb$v 0
+	# op entry leaves return addresses unread; every slot the guard wrote
+	# back took its address from the kernel's uretprobe record
+	local fromk unk rep
+	rep=$(sed -n 's/.* repairs \([0-9]*\) .*/\1/p' "$(get tb$v err)")
+	fromk=$(sed -n 's/.*return addresses from the kernel \([0-9]*\) unknown \([0-9]*\).*/\1/p' "$(get tb$v err)")
+	unk=$(sed -n 's/.*return addresses from the kernel \([0-9]*\) unknown \([0-9]*\).*/\2/p' "$(get tb$v err)")
+	log "$label: guard repairs ${rep:-?}, return addresses from the kernel ${fromk:-?}, unknown ${unk:-?}"
+	[ "${rep:-0}" -gt 0 ] || fail "$label: tbpf -v reports no guard repairs (the errors thrown through ops were not seen)"
+	[ "${fromk:-0}" -gt 0 ] && [ "${unk:-1}" = 0 ] ||
+		fail "$label: return addresses from the kernel ${fromk:-none}, unknown ${unk:-?} (want > 0 and 0)"
 	log "$label: under tbpf $(grep '^RESULT' "$(get wl$v out)")"
 	[ "$(result_field "$(get wl$v out)" checksum)" = "$ref_sum" ] ||
 		fail "$label: checksum under tbpf differs from the unprofiled run"

@@ -58,7 +58,7 @@ PY
 }
 
 children_cleaned() {
-	sed -n 's/.* children \([0-9]*\)\( [a-z]* [0-9]*\)*$/\1/p' "$1" | tail -n 1   # later counters may follow
+	grep -o ' children [0-9]*' "$1" | tail -n 1 | sed 's/.* //'   # later counters may follow
 }
 
 fork_case() {

@@ -28,6 +28,7 @@
 #include "uprobe.h"
 #include "remote.h"
 #include "grow.h"
+#include "retaddr.h"
 
 struct guard {
 	size_t entry_probes;
@@ -191,6 +192,31 @@ static int thread_state_read(const struct gstate *g, pid_t tid, struct tbpf_thre
 	return err;
 }
 
+/* thread_state_read, and the return addresses op entry left unread taken
+ * from the kernel's record (retaddr.h).  tid must be stopped: its return
+ * instances then match its frames. */
+static int thread_frames_read(struct gstate *g, pid_t tid, struct tbpf_thread *th)
+{
+	struct tbpf_retaddr r[TBPF_RA_MAX];
+	size_t depth, n = 0;
+	int err = thread_state_read(g, tid, th);
+
+	if (err || g->cfg->ret_prog_fd < 0)
+		return err;
+	depth = th->depth > TBPF_MAX_DEPTH ? TBPF_MAX_DEPTH : th->depth;
+	err = retaddr_read(g->cfg->ret_prog_fd, tid, r, TBPF_RA_MAX, &n);
+	if (err) {
+		g->st.ra_unknown += depth;
+		if (glog) {
+			fprintf(glog, "retaddr tid %d: %s\n", tid, strerror(-err));
+			fflush(glog);
+		}
+		return 0;
+	}
+	g->st.ra_from_kernel += retaddr_fill(th->frames, depth, r, n);
+	return 0;
+}
+
 /* Write back the hijacked return addresses of frames `th` in process
  * `pid` (a stopped thread of the target, or a child that forked with a
  * copy of that thread's stack). */
@@ -229,7 +255,7 @@ static size_t repair_thread(struct gstate *g, pid_t tid)
 {
 	struct tbpf_thread th;
 
-	if (thread_state_read(g, tid, &th)) {
+	if (thread_frames_read(g, tid, &th)) {
 		if (glog) {
 			fprintf(glog, "repair tid %d: no thread state\n", tid);
 			fflush(glog);
@@ -330,7 +356,7 @@ static void forkee_event(struct gstate *g, pid_t child, pid_t tid, bool vfork)
 	same = forkclean_same_mm(child, g->cfg->pid);
 	f->parent = tid;
 	f->shares_mm = vfork || same == 1;
-	f->have_frames = !thread_state_read(g, tid, &f->th);
+	f->have_frames = !thread_frames_read(g, tid, &f->th);   /* tid: at its fork event */
 	forkee_release(g, f);
 }
 
@@ -784,14 +810,15 @@ static int run_child(const struct guard_config *cfg, int cmd_fd, int status_fd)
 	{
 		char buf[256];
 
-		snprintf(buf, sizeof(buf), "%llu %llu %llu %llu %llu %llu %llu %llu",
+		snprintf(buf, sizeof(buf), "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
 			 (unsigned long long)g.st.threads_seized, (unsigned long long)g.st.repairs,
 			 (unsigned long long)g.st.slots_restored,
 			 (unsigned long long)g.st.detach_restored,
 			 (unsigned long long)g.st.return_probes,
 			 (unsigned long long)g.st.children_cleaned,
 			 (unsigned long long)g.st.children_failed,
-			 (unsigned long long)g.st.child_restored);
+			 (unsigned long long)g.st.child_restored,
+			 (unsigned long long)g.st.ra_from_kernel, (unsigned long long)g.st.ra_unknown);
 		report(&g, 1, buf);
 	}
 	return 0;
@@ -916,9 +943,11 @@ int guard_stop(struct guard *g, struct guard_stats *stats)
 	guard_stop_request(g);
 	/* the guard repairs and detaches every thread before it answers */
 	if (!read_report(g->status_fd, &code, msg, sizeof(msg), 120000) && stats) {
-		unsigned long long a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, h = 0, i = 0;
+		unsigned long long a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, h = 0, i = 0, j = 0,
+				   k = 0;
 
-		sscanf(msg, "%llu %llu %llu %llu %llu %llu %llu %llu", &a, &b, &c, &d, &e, &f, &h, &i);
+		sscanf(msg, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &a, &b, &c, &d, &e,
+		       &f, &h, &i, &j, &k);
 		stats->threads_seized = a;
 		stats->repairs = b;
 		stats->slots_restored = c;
@@ -927,6 +956,8 @@ int guard_stop(struct guard *g, struct guard_stats *stats)
 		stats->children_cleaned = f;
 		stats->children_failed = h;
 		stats->child_restored = i;
+		stats->ra_from_kernel = j;
+		stats->ra_unknown = k;
 	}
 	waitpid(g->child, NULL, 0);
 	close(g->status_fd);

@@ -5,7 +5,8 @@
  * process.  The guard is a small child process that ptrace-seizes every
  * thread of the target.  When a thread enters the unwinder with hijacked
  * frames, BPF signals it; the signal stops it for the guard, which writes
- * the original return addresses back (recorded by BPF at entry) and lets
+ * the original return addresses back (the kernel's record of them,
+ * retaddr.h, or read by BPF at entry) and lets
  * it go on.  The guard owns the return-probe and unwind-hook links, so if
  * tbpf is killed it still removes them in a safe order: no new hijacks,
  * repair every thread, detach.  It owns the entry probes too: were they
@@ -42,6 +43,9 @@ struct guard_config {
 	int threads_map_fd;       /* per-thread op stacks: tid-keyed hash or
 				   * task storage (told apart by map type) */
 	int guard_tids_fd, guard_req_fd;
+	int ret_prog_fd;          /* the tbpf_ret_addrs task iterator when op
+				   * entry leaves return addresses unread
+				   * (retaddr.h), else -1 */
 	struct bpf_program *entry_prog, *exit_prog, *unwind_prog, *catch_prog;
 	bool multi;               /* uprobe_multi available */
 	const struct guard_lib *libs;
@@ -59,6 +63,8 @@ struct guard_stats {
 	uint64_t children_cleaned; /* forked children whose breakpoints were dropped */
 	uint64_t children_failed;  /* ... that could not be cleaned (warned) */
 	uint64_t child_restored;   /* return addresses children inherited hijacked */
+	uint64_t ra_from_kernel;   /* return addresses taken from the kernel's record */
+	uint64_t ra_unknown;       /* frames whose record could not be read */
 };
 
 struct guard;

@@ -604,7 +604,7 @@ static void report_counters(const struct live_opts *o, struct session *s, const 
 			    const char *stop_reason, uint64_t duration)
 {
 	if (o->verbose) {
-		uint64_t repairs = 0, restored = 0, children = 0;
+		uint64_t repairs = 0, restored = 0, children = 0, from_kernel = 0, unknown = 0;
 
 		for (size_t i = 0; i < session_ntargets(s); i++) {
 			const struct guard_stats *g = session_guard_stats(s, i);
@@ -612,10 +612,13 @@ static void report_counters(const struct live_opts *o, struct session *s, const 
 			repairs += g->repairs;
 			restored += g->slots_restored + g->detach_restored;
 			children += g->children_cleaned;
+			from_kernel += g->ra_from_kernel;
+			unknown += g->ra_unknown;
 		}
 		fprintf(stderr, "tbpf: entries %llu exits %llu stale %llu unwound %llu overflow %llu "
 				"underflow %llu guard signals %llu unsafe %llu repairs %llu restored %llu "
-				"scope-probe hits %llu children %llu sampled %llu deferred %llu\n",
+				"scope-probe hits %llu children %llu sampled %llu deferred %llu "
+				"return addresses from the kernel %llu unknown %llu\n",
 			(unsigned long long)counters[CNT_ENTRIES], (unsigned long long)counters[CNT_EXITS],
 			(unsigned long long)counters[CNT_STALE_POPS],
 			(unsigned long long)counters[CNT_UNWIND_POPS],
@@ -626,7 +629,8 @@ static void report_counters(const struct live_opts *o, struct session *s, const 
 			(unsigned long long)repairs, (unsigned long long)restored,
 			(unsigned long long)counters[CNT_SCOPE_HITS], (unsigned long long)children,
 			(unsigned long long)counters[CNT_SAMPLE_POPS],
-			(unsigned long long)counters[CNT_SAMPLE_DEFERRED]);
+			(unsigned long long)counters[CNT_SAMPLE_DEFERRED],
+			(unsigned long long)from_kernel, (unsigned long long)unknown);
 	}
 	if (counters[CNT_DROPS])
 		fprintf(stderr, "tbpf: %llu events dropped (ring buffer full); rerun with a larger "

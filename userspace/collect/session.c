@@ -26,6 +26,7 @@
 #include "capture.h"
 #include "guard.h"
 #include "infer_sampler.h"
+#include "retaddr.h"
 #include "procmaps.h"
 #include "pyoffsets.h"
 #include "pypaths.h"
@@ -313,6 +314,7 @@ static void load_only_needed(struct tbpf_bpf *k, const struct session_config *cf
 		{ k->progs.tbpf_agent_batch, cfg->gpu_agent != 0 },
 		{ k->progs.tbpf_agent_name, cfg->gpu_agent != 0 },
 		{ k->progs.tbpf_agent_status, cfg->gpu_agent != 0 },
+		{ k->progs.tbpf_ret_addrs, ops && cfg->exits != EXITS_INFER },
 	};
 
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
@@ -429,6 +431,10 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 				s->own_progs[s->nown++] = pi.id;
 		}
 	}
+	/* return mode: op entry leaves return addresses to the kernel's
+	 * record when the guard can read it (retaddr.h) */
+	if (bpf_program__fd(s->skel->progs.tbpf_ret_addrs) >= 0 && !getenv("TBPF_RA_AT_ENTRY"))
+		s->skel->bss->ra_lazy = retaddr_works(bpf_program__fd(s->skel->progs.tbpf_ret_addrs));
 	/* only the thread-exit tracepoint auto-attaches */
 	s->skel->links.tbpf_thread_exit = bpf_program__attach(s->skel->progs.tbpf_thread_exit);
 	if (!s->skel->links.tbpf_thread_exit) {
@@ -748,6 +754,8 @@ static int start_guard(struct session *s, struct tgt *tg, char **why)
 								 : bpf_map__fd(s->skel->maps.threads),
 		.guard_tids_fd = bpf_map__fd(s->skel->maps.guard_tids),
 		.guard_req_fd = bpf_map__fd(s->skel->maps.guard_req),
+		.ret_prog_fd = s->skel->bss->ra_lazy ? bpf_program__fd(s->skel->progs.tbpf_ret_addrs)
+						     : -1,
 		.entry_prog = s->skel->progs.tbpf_op_entry,
 		.exit_prog = s->skel->progs.tbpf_op_exit,
 		.unwind_prog = s->skel->progs.tbpf_unwind_begin,
