@@ -94,7 +94,7 @@ static uint64_t py_walk(uint64_t frame, struct tbpf_inproc_stack *s)
 	uint64_t id = py_seed;
 	uint32_t n = 0;
 
-	for (int step = 0; frame && n < TBPF_MAX_PYFRAMES && step < TBPF_MAX_PYFRAMES + 8; step++) {
+	for (int step = 0; frame && n < TBPF_MAX_PYFRAMES && step < TBPF_PYWALK_STEPS; step++) {
 		uint64_t code = py_rd(frame + pyc.fr_code), prev = py_rd(frame + pyc.fr_previous);
 		uint64_t self, lasti = 0;
 		struct tbpf_pyframe *f;

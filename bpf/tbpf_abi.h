@@ -24,6 +24,10 @@
 #define TBPF_MAX_DEPTH 64
 /* Python frames captured per stack. */
 #define TBPF_MAX_PYFRAMES 32
+/* Steps of a stack walk: 3.12+'s entry shims (a frame per call made from
+ * C: each nn.Module call through tp_call and each f(*args) adds one, up to
+ * three a module level) take steps but are not kept. */
+#define TBPF_PYWALK_STEPS (2 * TBPF_MAX_PYFRAMES)
 #define TBPF_PYSEEN_N 32          /* per-thread known stack ids (tbpf_thread) */
 #define TBPF_ROWSEEN_N 32         /* per-thread rows known made (tbpf_thread) */
 

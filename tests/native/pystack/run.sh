@@ -46,6 +46,20 @@ l_leaf=$(line_of $FX/fake_modules.py "os.getppid() & 0")
 l_twice=$(line_of $FX/fake_modules.py "return self.act(self.act(x))")
 l_lambda=$(line_of $FX/fake_modules.py "call = lambda t: self.head(t)")
 l_call=$(line_of $FX/fake_modules.py "return call(x)")
+l_deep=$(line_of $FX/fake_modules.py "return deep(n - 1, f, x)   # deep frame")
+l_run=$(line_of $FX/fake_modules.py "deep(depth - 1, net, 1)")
+# deep_ok FILE: one stack of the main thread walked whole through its 8
+# `deep` frames (~4 KB of data stack, ~6 KB in all: two pages or more on
+# 3.11+, read a page
+# at once and frame by frame), the act layer innermost, <module> outermost
+deep_ok() {
+	awk -v d="fake_modules.py:$l_deep" -v r="fake_modules.py:$l_run" '
+		/^stack / { if (lay && nd == 7 && run && last ~ /<module>/) ok = 1
+			    lay = ($0 ~ /layers Net\/blocks\/1\/0\/act /); nd = 0; run = 0; next }
+		/^  / { last = $0; if (index($0, " deep ") && index($0, d)) nd++
+			if ($0 ~ /[ .]run / && index($0, r)) run = 1 }
+		END { if (lay && nd == 7 && run && last ~ /<module>/) ok = 1; exit !ok }' "$1"
+}
 for py in /usr/bin/python3 /root/.pyenv/versions/3.10.13/bin/python3 \
 	  /root/.pyenv/versions/3.11.7/bin/python3 \
 	  /root/.pyenv/versions/3.12.1/bin/python3 \
@@ -53,7 +67,7 @@ for py in /usr/bin/python3 /root/.pyenv/versions/3.10.13/bin/python3 \
 	[ -x "$py" ] || continue
 	# three Python threads run the model: every thread's stack must walk
 	: > "$tmp/fm.out"
-	"$py" $FX/fake_modules.py 8 3 > "$tmp/fm.out" 2>&1 &
+	"$py" $FX/fake_modules.py 8 3 8 > "$tmp/fm.out" 2>&1 &
 	pid=$!
 	wait_ready "$tmp/fm.out"
 	sleep 0.3
@@ -79,6 +93,12 @@ for py in /usr/bin/python3 /root/.pyenv/versions/3.10.13/bin/python3 \
 		"fake_modules.py:$l_leaf [Leaf]" "fake_modules.py:$l_twice [Twice]" \
 		"fake_modules.py:$l_call$netself" "fake_modules.py:$l_lambda" &&
 		echo "ok   $py fake modules ($(head -1 "$tmp/out"))"
+	if deep_ok "$tmp/out"; then
+		echo "ok   $py 26-frame stack through 8 deep frames"
+	else
+		echo "FAIL $py deep: no whole stack through the 8 deep frames"; fail=1
+		grep -B2 -A34 "layers Net/blocks/1/0/act " "$tmp/out" | head -40 | sed 's/^/    /'
+	fi
 done
 
 # real torch: probe conv2d and addmm ::call
