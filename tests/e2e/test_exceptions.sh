@@ -10,7 +10,10 @@
 #  2. one run with tbpf attached and detached 5 times (--duration 2s each):
 #     it completes, every iteration's result equals the unprofiled
 #     reference, and every expected error was caught;
-#  3. tests/workloads/cpp_catch.py (errors thrown in aten::mm and caught
+#  3. as 1 on torch 1.13 with op entry reading the return addresses
+#     (TBPF_RA_AT_ENTRY=1, the path of kernels without the guard's task
+#     iterator): same checksum, slots repaired, none from the kernel;
+#  4. tests/workloads/cpp_catch.py (errors thrown in aten::mm and caught
 #     inside libtorch_cpu by the TorchScript interpreter) under tbpf: same
 #     checksum and caught count as unprofiled.  Its op counts are not
 #     compared: TorchScript reaches aten::matmul through the boxed path,
@@ -123,8 +126,33 @@ cpp_catch_case() {
 	[ "$(result_field "$out" wrong_kind)" = 0 ] || fail "$label: wrong errors raised under tbpf"
 }
 
+# Kernels where the guard cannot read the kernel's record (no per-thread
+# task iterator before Linux 6.1): op entry reads every return address
+# itself, as TBPF_RA_AT_ENTRY=1 makes it here; the guard repairs with those.
+ra_at_entry_case() {
+	local py=$1 v=$2 label rep fromk
+	label="torch $(torch_version "$py"), return addresses read at entry"
+	log "== $label"
+	start_workload ent$v "$py" exceptions.py --iters "$ITERS"
+	TBPF_RA_AT_ENTRY=1 start_tbpf entb$v --pid "$(get ent$v pid)" -v --format json --duration 600s
+	go "$(get ent$v pid)"
+	wait_exit ent$v 300
+	expect_rc ent$v 0
+	wait_exit entb$v 30
+	expect_rc entb$v 0
+	[ "$(result_field "$(get ent$v out)" checksum)" = "$(result_field "$T/ref$v.out" checksum)" ] ||
+		fail "$label: checksum under tbpf differs from the unprofiled run"
+	[ "$(result_field "$(get ent$v out)" mismatches)" = 0 ] || fail "$label: results changed under tbpf"
+	rep=$(sed -n 's/.* repairs \([0-9]*\) .*/\1/p' "$(get entb$v err)")
+	fromk=$(sed -n 's/.*return addresses from the kernel \([0-9]*\) .*/\1/p' "$(get entb$v err)")
+	log "$label: guard repairs ${rep:-?}, return addresses from the kernel ${fromk:-?}"
+	[ "${rep:-0}" -gt 0 ] && [ "${fromk:-1}" = 0 ] ||
+		fail "$label: repairs ${rep:-none}, from the kernel ${fromk:-?} (want > 0 and 0)"
+}
+
 exceptions_case "$PY1" 1
 exceptions_case "$PY2" 2
+ra_at_entry_case "$PY1" 1
 cpp_catch_case "$PY1" 1
 cpp_catch_case "$PY2" 2
 log "all exception cases passed"
