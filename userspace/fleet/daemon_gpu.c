@@ -22,14 +22,23 @@ struct dgpu {
 	void *ctx;
 	bool stopped;              /* dgpu_stop: the next window is the last */
 	uint64_t drops;            /* ring records dropped, told up to here */
+	uint64_t join_drops;       /* records the join gave up on, told up to here */
 };
 
 /* Dropped CUDA or CUPTI records leave device records without their launch
- * (or the join takes an earlier one of the thread): said each window. */
+ * (or the join takes an earlier one of the thread), as do records the join
+ * gave up on: said each window. */
 static void tell_drops(struct dgpu *g)
 {
-	uint64_t cnt[CNT_MAX];
+	uint64_t cnt[CNT_MAX], jd = session_gpu(g->s) ? gpu_session_dropped(session_gpu(g->s)) : 0;
 
+	if (jd > g->join_drops) {
+		fprintf(stderr, "tbpf: %llu CUDA launch or CUPTI records waited for their partner past "
+				"the limit (%u kept at once) or were dropped: device times are "
+				"incomplete\n", (unsigned long long)(jd - g->join_drops),
+			GPU_SESSION_MAX_RECORDS);
+		g->join_drops = jd;
+	}
 	session_counters(g->s, cnt);
 	if (cnt[CNT_DROPS] <= g->drops)
 		return;

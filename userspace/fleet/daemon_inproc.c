@@ -72,12 +72,19 @@ struct ictx {
 	struct dgpu *g;
 	struct session *py;          /* its stacks' names (NULL: no profiles) */
 	uint64_t win_start_real;
+	bool since_op;               /* --inject: device times from the first op on */
 };
 
 static int out_op(void *ctx, const struct rec_op *r)
 {
 	struct ictx *w = ctx;
-	int err = dgpu_op(w->g, r);   /* --inject: the CUDA calls before it */
+	int err;
+
+	if (w->since_op && r->h.type == REC_OP_ENTER) {   /* the agents run from here */
+		gpu_session_since(session_gpu(dgpu_session(w->g)), r->h.ts_ns);
+		w->since_op = false;
+	}
+	err = dgpu_op(w->g, r);   /* --inject: the CUDA calls before it */
 
 	return err ? err : opstream_add(w->os, r);
 }
@@ -403,14 +410,23 @@ int daemon_inproc_run(const struct daemon_opts *o)
 	signal(SIGPIPE, SIG_IGN);
 	for (size_t i = 0; i < o->sel.npids; i++)   /* the CUPTI agents first, as tbpf --inproc */
 		dgpu_add_agent(w.g, o->sel.pids[i]);
-	if (dgpu_cuda(w.g) && session_gpu(dgpu_session(w.g)))   /* their calls before the ops */
-		gpu_session_since(session_gpu(dgpu_session(w.g)), clock_ns(CLOCK_MONOTONIC));
 	err = attach_all(o, s, layouts);
 	if (!err)
 		err = dgpu_add_targets(w.g, o);
 	if (err) {
 		inproc_session_stop(s);
 		goto out;
+	}
+	/* device times from where the RecordFunction agents run (or their
+	 * first op, if earlier), as tbpf --inproc: the CUPTI agents started
+	 * first and recorded the calls made while the others were injected,
+	 * which no op can take (join/gjwindow.h, struct gj_before).  Set
+	 * before that, those calls (~300,000 records a second under a busy
+	 * launch loop) filled the join to its cap and records were dropped
+	 * for the first second or so (issue 19 part 4). */
+	if (dgpu_cuda(w.g) && session_gpu(dgpu_session(w.g))) {
+		gpu_session_since(session_gpu(dgpu_session(w.g)), clock_ns(CLOCK_MONOTONIC));
+		w.since_op = true;
 	}
 	if (serve && !(http = http_start(o->listen, &st, &why))) {
 		fprintf(stderr, "tbpf: %s\n", why);
