@@ -115,6 +115,63 @@ static void test_crossing_window(void **state)
 	gj_acc_free(&a);
 }
 
+/* A launch no API record took leaves once an API record of its thread
+ * more than GJ_WINDOW_LAG_NS later was joined. */
+static void test_stale_launch(void **state)
+{
+	struct gj_pend p = { .max = 1u << 16 };
+	struct gj_acc a = { 0 };
+	const uint64_t t2 = T0 + 2 * GJ_WINDOW_LAG_NS, t1 = t2 - GJ_WINDOW_LAG_NS / 2;
+
+	FEED(&p, launch(12, T0, 7));        /* never reported */
+	FEED(&p, launch(12, T0 + 10000, 6));
+	FEED(&p, api(12, T0 + 11000, 100));
+	FEED(&p, kernel(T0 + 14000, 2000, 100));
+	FEED(&p, op_rec(12, T0 + 19000));
+	join_at(&p, &a, T0 + 100 * MS);
+	assert_int_equal(self_of(&a, 6), 2000);
+	assert_int_equal(gj_pend_count(&p), 1);   /* 7: may still match */
+	FEED(&p, launch(12, t1, 8));        /* never reported, within the gap */
+	FEED(&p, launch(12, t2, 9));
+	FEED(&p, api(12, t2 + 1000, 300));
+	FEED(&p, kernel(t2 + 4000, 4000, 300));
+	FEED(&p, op_rec(12, t2 + 9000));
+	join_at(&p, &a, t2 + 100 * MS);
+	assert_int_equal(a.counts.attributed, 2);
+	assert_int_equal(self_of(&a, 9), 4000);
+	assert_int_equal(gj_pend_count(&p), 1);   /* 7 went; 8 may still match */
+	assert_int_equal(p.host[0].op_id, 8);
+	assert_int_equal(p.expired + p.dropped, 0);
+	gj_pend_free(&p);
+	gj_acc_free(&a);
+}
+
+/* The next join comes before 3/4 of the cap, where one pushes records
+ * out: a backlog that only waits doubles up to that line, not past it. */
+static void test_next_join(void **state)
+{
+	struct gj_pend p = { .max = 1u << 16 };
+	struct gj_acc a = { 0 };
+
+	assert_int_equal(gj_pend_next_join(&p), GJ_JOIN_EVERY);
+	for (uint32_t i = 0; i < 30000; i++)   /* device records whose API record is late */
+		FEED(&p, kernel(T0 + i * 1000, 100, 1000 + i));
+	assert_int_equal(gj_pend_next_join(&p), (1u << 16) / 4 * 3 - 1);   /* not 60,000 */
+	join_at(&p, &a, T0 + 20 * MS);
+	assert_int_equal(p.expired, 0);
+	assert_int_equal(gj_pend_count(&p), 30000);   /* all still wait */
+	for (uint32_t i = 30000; i < 49151; i++)
+		FEED(&p, kernel(T0 + i * 1000, 100, 1000 + i));
+	assert_int_equal(gj_pend_count(&p), 49151);
+	join_at(&p, &a, T0 + 60 * MS);
+	assert_int_equal(p.expired, 0);                /* below the line: nothing out */
+	/* at or above the line the rule is the old one (no join per record) */
+	FEED(&p, kernel(T0 + 50000 * 1000ull, 100, 99999));
+	assert_true(gj_pend_next_join(&p) > gj_pend_count(&p));
+	gj_pend_free(&p);
+	gj_acc_free(&a);
+}
+
 /* Over the cap: records are dropped and counted; past 3/4 of it the
  * oldest quarter joins as it is (a device record without its API record:
  * unattributed), counted as expired. */
@@ -262,7 +319,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_late_device),
 		cmocka_unit_test(test_crossing_window),
-		cmocka_unit_test(test_cap),
+		cmocka_unit_test(test_stale_launch), cmocka_unit_test(test_next_join), cmocka_unit_test(test_cap),
 		cmocka_unit_test(test_fixture_stream),
 		cmocka_unit_test(test_before),
 		cmocka_unit_test(test_offset),

@@ -16,7 +16,7 @@ static struct gj_tid *tid_get(struct gj_pend *p, uint32_t tid, bool add)
 			return &p->tids[i];
 	if (!add || GROW(p->tids, p->ntids, p->ctids, 16))
 		return NULL;
-	p->tids[p->ntids] = (struct gj_tid){ tid, 0 };
+	p->tids[p->ntids] = (struct gj_tid){ tid, 0, 0 };
 	return &p->tids[p->ntids++];
 }
 
@@ -120,7 +120,13 @@ size_t gj_pend_count(const struct gj_pend *p)
 size_t gj_pend_next_join(const struct gj_pend *p)
 {
 	size_t n = gj_pend_count(p), next = n + (n > GJ_JOIN_EVERY ? n : GJ_JOIN_EVERY);
+	size_t soft = p->max / 4 * 3;   /* where a join pushes the oldest out (cap_oldest) */
 
+	/* a backlog above max/8 that only waits for CUPTI's next delivery
+	 * would double past cap_oldest's line and lose its oldest quarter:
+	 * join just below that line instead */
+	if (p->max && n + 1 < soft && next >= soft)
+		return soft - 1;
 	return p->max && next >= p->max ? p->max - 1 : next;
 }
 
@@ -300,9 +306,39 @@ static void shrink(void **v, size_t n, size_t *cap, size_t elem)
 	}
 }
 
+/* The joined API records' latest start per thread (gj_tid.api_ns). */
+static void note_api(struct gj_pend *p, size_t k)
+{
+	for (size_t i = 0; i < k; i++) {
+		const struct rec_gpu *g = &p->gpu[i];
+		struct gj_tid *t;
+		uint64_t s;
+
+		if (!is_api(g) || !(t = tid_get(p, g->h.tid, false)))
+			continue;
+		s = on_host(p, g->start_ns);
+		if (s > t->api_ns)
+			t->api_ns = s;
+	}
+}
+
+/* Can a launch still get its API record?  Not once an API record of its
+ * thread GJ_WINDOW_LAG_NS later was joined: CUPTI hands a thread's API
+ * records over in order, within far less than that (and only a launch
+ * whose own record is lost could take one older than GJ_MATCH_MAX_GAP_NS,
+ * gpujoin.c, match_host).  Launches no API record took, kept for ever,
+ * had filled the set to its cap under ~100,000 launches/s. */
+static bool host_can_match(struct gj_pend *p, const struct gj_host *h)
+{
+	const struct gj_tid *t = tid_get(p, h->tid, false);
+
+	return !t || h->ts_ns + GJ_WINDOW_LAG_NS >= t->api_ns;
+}
+
 /* After the join of gpu[0..k): the device records there go, the API
  * records there that found their device record (or are old), the launches
- * that were reached (or are old).  Out of memory: all of them go. */
+ * that were reached (or are old, or can match no API record any more).
+ * Out of memory: all of them go. */
 static void prune(struct gj_pend *p, size_t k, const struct gj_result *r, const struct bounds *b,
 		  bool failed, struct gj_acc *acc)
 {
@@ -317,6 +353,7 @@ static void prune(struct gj_pend *p, size_t k, const struct gj_result *r, const 
 	for (size_t i = 0; devc && i < k; i++)
 		if (!is_api(&p->gpu[i]))
 			devc[nd++] = p->gpu[i].correlation;
+	note_api(p, k);
 	if (nd)
 		qsort(devc, nd, sizeof(*devc), u32_cmp);
 	for (size_t i = 0; i < p->ngpu; i++) {
@@ -332,7 +369,7 @@ static void prune(struct gj_pend *p, size_t k, const struct gj_result *r, const 
 	p->ngpu = n;
 	n = 0;
 	for (size_t i = 0; i < p->nhost; i++)
-		if (ok && !used[i] && p->host[i].ts_ns >= b->oldest)
+		if (ok && !used[i] && p->host[i].ts_ns >= b->oldest && host_can_match(p, &p->host[i]))
 			p->host[n++] = p->host[i];
 	p->nhost = n;
 	free(used);

@@ -31,6 +31,8 @@
 struct gj_tid {
 	uint32_t tid;
 	uint64_t last_ns;    /* its latest host-side record (launch, copy, op) */
+	uint64_t api_ns;     /* its latest joined API record's start (host clock):
+			      * a launch GJ_MATCH_MAX_GAP_NS older can match none */
 };
 
 struct gj_pend {
@@ -69,7 +71,10 @@ struct gj_pend {
 /* When to join next, n records waiting after a join: GJ_JOIN_EVERY more,
  * or twice as many when more wait (a burst whose launches are still held:
  * each join goes over all that waits, so it runs as often as the set
- * doubles, not every GJ_JOIN_EVERY records), below the cap. */
+ * doubles, not every GJ_JOIN_EVERY records), and below 3/4 of the cap,
+ * where a join pushes the oldest quarter out (a steady backlog of a third
+ * of the cap, CUPTI's delivery latency at ~100,000 launches/s, lost 13,000
+ * records a join before). */
 size_t gj_pend_next_join(const struct gj_pend *p);
 
 /* Keep one record: REC_LAUNCH, REC_MEMOP (a host call), REC_GPU device,
