@@ -204,7 +204,13 @@ static int thread_frames_read(struct gstate *g, pid_t tid, struct tbpf_thread *t
 	if (err || g->cfg->ret_prog_fd < 0)
 		return err;
 	depth = th->depth > TBPF_MAX_DEPTH ? TBPF_MAX_DEPTH : th->depth;
-	err = retaddr_read(g->cfg->ret_prog_fd, tid, r, TBPF_RA_MAX, &n);
+	/* a transient failure (memory, fds) would leave slots unrepairable */
+	for (int tries = 0; tries < 3; tries++) {
+		err = retaddr_read(g->cfg->ret_prog_fd, tid, r, TBPF_RA_MAX, &n);
+		if (!err || err == -ENOTSUP)
+			break;
+		usleep(1000);
+	}
 	if (err) {
 		g->st.ra_unknown += depth;
 		if (glog) {
