@@ -117,10 +117,17 @@ size_t gj_pend_count(const struct gj_pend *p)
 	return p->nhost + p->ngpu;
 }
 
+/* Records waiting at which a join pushes the oldest quarter out
+ * (cap_oldest); 0 without a cap. */
+static size_t push_out_line(const struct gj_pend *p)
+{
+	return p->max / 4 * 3;
+}
+
 size_t gj_pend_next_join(const struct gj_pend *p)
 {
 	size_t n = gj_pend_count(p), next = n + (n > GJ_JOIN_EVERY ? n : GJ_JOIN_EVERY);
-	size_t soft = p->max / 4 * 3;   /* where a join pushes the oldest out (cap_oldest) */
+	size_t soft = push_out_line(p);
 
 	/* a backlog above max/8 that only waits for CUPTI's next delivery
 	 * would double past cap_oldest's line and lose its oldest quarter:
@@ -392,7 +399,7 @@ static uint64_t cap_oldest(struct gj_pend *p)
 	size_t n = gj_pend_count(p), k = 0;
 	uint64_t *ts, cut;
 
-	if (!p->max || n < p->max / 4 * 3 || !(ts = malloc(n * sizeof(*ts))))
+	if (!p->max || n < push_out_line(p) || !(ts = malloc(n * sizeof(*ts))))
 		return 0;
 	for (size_t i = 0; i < p->nhost; i++)
 		ts[k++] = p->host[i].ts_ns;
