@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <pthread.h>
 
 #include "agent_attach.h"
@@ -268,6 +269,74 @@ static void deep_case(int threads)
 static void test_deep_stack_refused(void **state) { deep_case(1); }
 static void test_deep_stack_other_thread(void **state) { deep_case(2); }
 
+/* A busy thread that spends most of its time at the very end of its
+ * grow-down stack and a little at its usual depth: injection has to wait
+ * for a moment when the call frame fits (looking only once fails about
+ * three times in four), and the target runs on to its normal exit. */
+static void spin_at(uintptr_t sp, long n)
+{
+	__asm__ volatile("mov %%rsp, %%r12\n\t"
+			 "test %[sp], %[sp]\n\t"
+			 "jz 1f\n\t"
+			 "mov %[sp], %%rsp\n"
+			 "1:\n\t"
+			 "dec %[n]\n\t"
+			 "jnz 1b\n\t"
+			 "mov %%r12, %%rsp"
+			 : [n] "+r"(n)
+			 : [sp] "r"(sp)
+			 : "r12", "cc", "memory");
+}
+
+static int spin_mostly_deep(void)
+{
+	uintptr_t lo = 0, l;
+	char line[256];
+	struct timespec t0, t;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, "[stack]"))
+			sscanf(line, "%lx-", &lo);
+	if (f)
+		fclose(f);
+	if (!lo)
+		return 40;
+	l = (lo - (256 << 10)) & ~(uintptr_t)4095;
+	*(volatile char *)l = 1;  /* our own fault grows the mapping to l */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		spin_at(l + 64, 1500000);  /* about 0.75 of the time */
+		spin_at(0, 500000);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (t.tv_sec - t0.tv_sec < 3);
+	return 0;
+}
+
+static void test_busy_at_stack_end(void **state)
+{
+	if (access(LIB, R_OK))
+		skip();
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(spin_mostly_deep());
+	usleep(200000);
+	for (int i = 0; i < 4; i++) {
+		char *why = NULL;
+		uint64_t h = 0;
+		int ret = -1;
+		if (inject_dlopen(pid, LIB, 0, &h, &why))
+			fail_msg("inject %d into a thread mostly at its stack's end: %s", i, why);
+		assert_int_equal(lib_mapped(pid, "libbz2.so"), 1);
+		if (inject_dlclose(pid, h, &ret, &why))
+			fail_msg("dlclose %d: %s", i, why);
+		assert_int_equal(ret, 0);
+		free(why);
+	}
+	expect_exit_0(pid);
+}
+
 static const char maps_stack[] =
 	"7ffc6537b000-7ffc6539e000 rw-p 00000000 00:00 0 [stack]\n";
 
@@ -354,6 +423,7 @@ int main(void)
 		cmocka_unit_test(test_stack_room),
 		cmocka_unit_test(test_deep_stack_refused),
 		cmocka_unit_test(test_deep_stack_other_thread),
+		cmocka_unit_test(test_busy_at_stack_end),
 	};
 	return cmocka_run_group_tests_name("inject", tests, NULL, NULL);
 }

@@ -472,6 +472,22 @@ static int no_room(pid_t pid, size_t need, char **why)
 		    "stack pointer for the call; try again", pid, need);
 }
 
+/* How often begin() looks over the threads for one with stack room,
+ * and how long it lets them run between looks. */
+#define ROOM_ROUNDS 50
+#define ROOM_PAUSE_US 2000
+
+/* Every thread was too near the end of its stack: let them run on and
+ * look again, up to ROOM_ROUNDS times (a busy thread moves its sp). */
+static int look_again(int *round, size_t *ntried)
+{
+	if (++*round >= ROOM_ROUNDS)
+		return 0;
+	*ntried = 0;
+	usleep(ROOM_PAUSE_US);
+	return 1;
+}
+
 struct session {
 	struct tstop t;
 	sigset_t old;
@@ -492,11 +508,13 @@ static int begin(pid_t pid, struct session *s, size_t need, char **why)
 	sigprocmask(SIG_BLOCK, &block, &s->old);
 	pid_t tried[8];
 	size_t ntried = 0;
-	int err;
+	int err, round = 0;
 
 	for (;;) {
 		s->t.tid = pick_thread(pid, tried, ntried);
 		if (!s->t.tid) {
+			if (look_again(&round, &ntried))
+				continue;
 			err = no_room(pid, need, why);
 			break;
 		}
@@ -515,11 +533,12 @@ static int begin(pid_t pid, struct session *s, size_t need, char **why)
 			fail(why, err, "restoring thread %d: %s", s->t.tid, strerror(-err));
 			break;
 		}
-		if (ntried == sizeof(tried) / sizeof(*tried)) {
+		if (ntried < sizeof(tried) / sizeof(*tried))
+			tried[ntried++] = s->t.tid;
+		else if (!look_again(&round, &ntried)) {
 			err = no_room(pid, need, why);
 			break;
 		}
-		tried[ntried++] = s->t.tid;
 	}
 	if (err)
 		sigprocmask(SIG_SETMASK, &s->old, NULL);
