@@ -421,6 +421,19 @@ static __always_inline void stat_undo(__u32 pid, __u32 op_id, __u64 stack_id, __
 	}
 }
 
+/* A transparent (OPF_SKIP) frame f ends: its nested ops are its parent
+ * p's children; its own time is p's self time (and its own bytes p's). */
+static __always_inline void skip_fold(struct tbpf_frame *p, const struct tbpf_frame *f)
+{
+	p->child_ns += f->child_ns;
+	if (tbpf_mode & TBPF_MODE_MEMORY) {
+		for (int i = 0; i < MEM_DEV_N; i++) {
+			p->mem_self[i] += f->mem_self[i];
+			p->mem_total[i] += f->mem_total[i];
+		}
+	}
+}
+
 static __always_inline void pop_frame(struct tbpf_thread *t, __u32 tid, __u64 now, __u32 flags)
 {
 	__u32 d = t->depth, pi, fi;
@@ -441,17 +454,8 @@ static __always_inline void pop_frame(struct tbpf_thread *t, __u32 tid, __u64 no
 	t->depth = d;
 	pi = (d - 1) & (TBPF_MAX_DEPTH - 1);
 	if (fflags & OPF_SKIP) {
-		/* its nested ops are the parent's children; its own time is
-		 * the parent's self time (and its own bytes the parent's) */
-		if (d > 0) {
-			t->frames[pi].child_ns += child;
-			if (tbpf_mode & TBPF_MODE_MEMORY) {
-				for (int i = 0; i < MEM_DEV_N; i++) {
-					t->frames[pi].mem_self[i] += f->mem_self[i];
-					t->frames[pi].mem_total[i] += f->mem_total[i];
-				}
-			}
-		}
+		if (d > 0)
+			skip_fold(&t->frames[pi], f);
 		return;
 	}
 	self = dur > child ? dur - child : 0;
@@ -1005,6 +1009,29 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	return 0;
 }
 
+/* Return mode: `with record_function(...)` opens its scope inside a
+ * transparent op (profiler::_record_function_enter[_new], called through
+ * torch.ops), and the scope outlives that op.  At the op's return the
+ * scope is on top with the op's frame under it: fold that frame into its
+ * parent and move the scope down, so the scope's parent is the op's. */
+static __always_inline bool drop_under_scope(struct tbpf_thread *t, __u64 slot)
+{
+	__u32 d = t->depth;
+	struct tbpf_frame *x, *e;
+
+	if (d < 2 || d > TBPF_MAX_DEPTH)
+		return false;
+	x = &t->frames[(d - 1) & (TBPF_MAX_DEPTH - 1)];
+	e = &t->frames[(d - 2) & (TBPF_MAX_DEPTH - 1)];
+	if (!(x->flags & OPF_SCOPE) || !(e->flags & OPF_SKIP) || e->sp != slot)
+		return false;
+	if (d > 2)
+		skip_fold(&t->frames[(d - 3) & (TBPF_MAX_DEPTH - 1)], e);
+	__builtin_memcpy(e, x, sizeof(*e));
+	t->depth = d - 1;
+	return true;
+}
+
 static __always_inline int op_exit(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -1022,6 +1049,8 @@ static __always_inline int op_exit(struct pt_regs *ctx)
 	cnt_add(CNT_EXITS, 1);
 	slot = PT_REGS_SP(ctx) - 8;   /* `ret` popped the return slot */
 	pop_below(t, tid, slot - 1, now, OPF_UNWOUND);
+	if (drop_under_scope(t, slot))
+		return 0;
 	d = t->depth;
 	if (d == 0 || d > TBPF_MAX_DEPTH ||
 	    t->frames[(d - 1) & (TBPF_MAX_DEPTH - 1)].sp != slot) {
@@ -1160,6 +1189,30 @@ static long pop_scope_step(__u32 i, void *ctx)
 	return 0;
 }
 
+/* Return mode: the scope ends inside a transparent op that is still
+ * running (profiler::_record_function_exit, called through torch.ops) and
+ * sits right above it.  Swap the two, so the scope is closed on top and
+ * the op stays for its own return; the scope's time then reaches the
+ * scope's parent through the op's frame (skip_fold).  Needs the free
+ * frame above the top as scratch. */
+static __always_inline bool scope_under_live_skip(struct tbpf_thread *t)
+{
+	__u32 d = t->depth;
+	struct tbpf_frame *r, *x, *tmp;
+
+	if (d < 2 || d >= TBPF_MAX_DEPTH)
+		return false;
+	r = &t->frames[(d - 1) & (TBPF_MAX_DEPTH - 1)];
+	x = &t->frames[(d - 2) & (TBPF_MAX_DEPTH - 1)];
+	tmp = &t->frames[d & (TBPF_MAX_DEPTH - 1)];
+	if (!(r->flags & OPF_SKIP) || !(r->flags & OPF_HIJACKED) || (r->flags & OPF_SCOPE))
+		return false;
+	__builtin_memcpy(tmp, r, sizeof(*tmp));
+	__builtin_memcpy(r, x, sizeof(*r));
+	__builtin_memcpy(x, tmp, sizeof(*x));
+	return true;
+}
+
 /* Close the scope opened with `key` (and any frame left above it); no
  * such scope among the top 8 frames: nothing. */
 static __always_inline int scope_close(__u32 pid, __u32 tid, __u64 key)
@@ -1187,6 +1240,8 @@ static __always_inline int scope_close(__u32 pid, __u32 tid, __u64 key)
 		return 0;
 	now = bpf_ktime_get_ns();
 	cnt_add(CNT_EXITS, 1);
+	if (k == 1 && (tbpf_mode & TBPF_MODE_EXITS) && scope_under_live_skip(t))
+		k = 0;
 	{
 		/* the k frames above it end unseen, then the scope itself */
 		struct pop_ctx c = { .t = t, .sp = k, .now = now, .tid = tid };
