@@ -36,6 +36,13 @@ const volatile __u32 thread_store = 0;
  * re-attached: a thread whose frames are older drops them uncounted. */
 __u32 pid_gen[TBPF_GEN_SLOTS];
 
+/* Return mode: 1 while every op return probe of the process is attached
+ * (set by its unwind guard after attaching them, cleared before it
+ * detaches them).  Before and after, an op's exit may not be seen, so the
+ * op is entered transparent (OPF_SKIP): no row, no record, no time of its
+ * own, instead of a frame closed late as unwound. */
+__u8 pid_exits_live[TBPF_GEN_SLOTS];
+
 /* 8 MiB: its data pages are mapped twice into tbpf (32 MB of RSS at 16 MiB);
  * traces with shapes and memory of a dispatch-bound job at ~1 M ops/s drop
  * nothing at 8 MiB and drop at 4 MiB (docs/bench-history.md, session 10). */
@@ -931,8 +938,11 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 	 * user-memory read, about a third of this program, per op. */
 	if (!exits || !ra_lazy || top_at_or_below(t, sp))
 		bpf_probe_read_user(&ra, sizeof(ra), (void *)sp);
-	if (exits)
+	if (exits) {
 		flags |= OPF_HIJACKED;
+		if (!pid_exits_live[pid & (TBPF_GEN_SLOTS - 1)])
+			flags |= OPF_SKIP;
+	}
 	/* Frames at or below this slot are gone.  In return mode a frame
 	 * sharing our slot is alive only if it tail-called us (its return
 	 * address is already the uretprobe trampoline). */

@@ -590,9 +590,19 @@ static bool target_gone(const struct gstate *g)
 /* Nothing left to protect (target_gone): the links all go at once.  Each
  * set's close waits for the kernel's grace period; in the order below
  * that was three waits, 0.2 s here (0.7 s closing links one by one). */
+/* Tell the BPF side whether every op's return is seen (tbpf.bpf.c:
+ * pid_exits_live): ops entered while it is 0 leave no row. */
+static void exits_live_set(struct gstate *g, uint8_t on)
+{
+	if (g->cfg->exits_live)
+		*g->cfg->exits_live = on;
+}
+
 static void shutdown_gone(struct gstate *g)
 {
 	struct uprobe_set *const all[] = { &g->ret, &g->entry, &g->hooks };
+
+	exits_live_set(g, 0);
 
 	for (size_t i = 0; i < g->n; i++)
 		if (g->t[i].state != 2)
@@ -613,7 +623,8 @@ static void shutdown_all(struct gstate *g)
 		shutdown_gone(g);
 		return;
 	}
-	/* 1: no new hijacks */
+	/* 1: no new hijacks; ops entered from now on are transparent */
+	exits_live_set(g, 0);
 	uprobe_set_close(&g->ret);
 	/* 2: stop every thread */
 	for (size_t i = 0; i < g->n; i++)
@@ -745,6 +756,7 @@ static int run_child(const struct guard_config *cfg, int cmd_fd, int status_fd)
 	 * return addresses for any return probe on the file, ours or another
 	 * tool's, wherever an entry breakpoint is hit (probeshare.h), so frames
 	 * are guarded from the first breakpoint on. */
+	exits_live_set(&g, 0);   /* a slot another process left set */
 	for (size_t i = 0; i < cfg->nhooks; i++) {
 		struct bpf_program *p = cfg->hooks[i].is_catch ? cfg->catch_prog : cfg->unwind_prog;
 		uint64_t cookie = 0;
@@ -783,6 +795,7 @@ static int run_child(const struct guard_config *cfg, int cmd_fd, int status_fd)
 		}
 	}
 	g.st.return_probes = g.ret.nprobes;
+	exits_live_set(&g, 1);
 	snprintf(err, sizeof(err), "%zu %zu", g.n, g.entry.nprobes);
 	report(&g, 0, err);
 

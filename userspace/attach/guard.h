@@ -47,6 +47,9 @@ struct guard_config {
 				   * entry leaves return addresses unread
 				   * (retaddr.h), else -1 */
 	struct bpf_program *entry_prog, *exit_prog, *unwind_prog, *catch_prog;
+	volatile uint8_t *exits_live;  /* the pid's pid_exits_live slot (mmapped .bss):
+					* 1 once every return probe is attached,
+					* 0 before they are detached; or NULL */
 	bool multi;               /* uprobe_multi available */
 	const struct guard_lib *libs;
 	size_t nlibs;

@@ -760,6 +760,7 @@ static int start_guard(struct session *s, struct tgt *tg, char **why)
 		.exit_prog = s->skel->progs.tbpf_op_exit,
 		.unwind_prog = s->skel->progs.tbpf_unwind_begin,
 		.catch_prog = s->skel->progs.tbpf_unwind_catch,
+		.exits_live = &s->skel->bss->pid_exits_live[tg->t.pid & (TBPF_GEN_SLOTS - 1)],
 		.multi = s->multi,
 	};
 	size_t nl = 0;
