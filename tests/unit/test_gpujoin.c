@@ -481,6 +481,89 @@ static void test_join_preempted_estimated(void **state)
 	gpujoin_free(&r);
 }
 
+/* CUDA total with a span whose op's exit was lost (it ends after a span
+ * that began inside it): once over, it must not take later launches,
+ * nor keep the spans under it open.  Op 1 [0, 100 us) holds the launch
+ * at 50 us; op 2 [10, 500 us) holds both; op 3 [300, 400 us) the one at
+ * 350 us. */
+static uint64_t total_of(const struct gj_result *r, uint32_t op)
+{
+	for (size_t i = 0; i < r->nops; i++)
+		if (r->ops[i].op_id == op)
+			return r->ops[i].total_cuda_ns;
+	return 0;
+}
+
+static void test_total_overlapping_spans(void **state)
+{
+	static const struct ev e[] = {
+		{ 'p', 1, 50000, 2 }, { 'c', 1, 50000, 7000 },
+		{ 'p', 1, 350000, 3 }, { 'c', 1, 350000, 9000 },
+	};
+	static const struct gj_op_span sp[] = {
+		{ 0, 100000, 1, 1, 1 }, { 10000, 500000, 1, 1, 2 }, { 300000, 400000, 1, 1, 3 },
+	};
+	static struct calls c;
+	struct gj_result r;
+
+	build(&c, e, NEV(e), 0);
+	struct gj_input in = { c.host, c.nhost, c.gpu, c.ngpu, NULL, 0, sp, 3, GJ_OFFSET_GIVEN, 0 };
+	assert_int_equal(gpujoin_run(&in, &r), 0);
+	assert_int_equal(r.counts.attributed, 2);
+	assert_int_equal(total_of(&r, 1), 7000);
+	assert_int_equal(total_of(&r, 2), 16000);
+	assert_int_equal(total_of(&r, 3), 9000);
+	gpujoin_free(&r);
+}
+
+/* The clock offset on a periodic job (issue 19): CUPTI reports 600
+ * iterations of three launches (ops 1, 2, 3; 1, 5 and 9 us kernels) on the
+ * host's own clock, but the launch probes saw only the last 200 (attached
+ * later).  The first records of the two sides do not overlap in time, and
+ * the estimate from them alone lands on a multiple of the 100 us period
+ * (10 ms and more is taken as another clock): every launch then gets the
+ * kernel of a launch in another iteration.  Offset 0 explains the records,
+ * so every op gets its own kernels' time. */
+static void test_offset_periodic_late_probes(void **state)
+{
+	enum { IT = 600, FROM = 400, PER = 3 };
+	static const uint64_t at[PER] = { 0, 10000, 30000 }, dur[PER] = { 1000, 5000, 9000 };
+	struct gj_host *host = calloc(IT * PER, sizeof(*host));
+	struct rec_gpu *gpu = calloc(IT * PER * 2, sizeof(*gpu));
+	size_t nh = 0, ng = 0;
+	struct gj_result r;
+
+	assert_non_null(host);
+	assert_non_null(gpu);
+	for (size_t i = 0; i < IT; i++)
+		for (size_t k = 0; k < PER; k++) {
+			/* 100 us apart, give or take 0..12 us */
+			uint64_t t = 1000000000ull + i * 100000 + (i * 7919 % 13) * 1000 + at[k];
+			uint32_t corr = (uint32_t)(i * PER + k + 1);
+			if (i >= FROM)   /* the probe fires 1.5 us before CUPTI's start */
+				host[nh++] = (struct gj_host){ t - 1500, 1, CU_cuLaunchKernel,
+							       (uint32_t)k + 1, 1 };
+			gpu[ng].h.tid = 1;
+			gpu[ng].kind = GPU_API_DRIVER;
+			gpu[ng].start_ns = t;
+			gpu[ng].end_ns = t + 1000;
+			gpu[ng++].correlation = corr;
+			gpu[ng].kind = GPU_KERNEL;
+			gpu[ng].start_ns = t + 50000;
+			gpu[ng].end_ns = t + 50000 + dur[k];
+			gpu[ng].stream = 7;
+			gpu[ng++].correlation = corr;
+		}
+	struct gj_input in = { host, nh, gpu, ng, NULL, 0, NULL, 0, GJ_OFFSET_AUTO, 0 };
+	assert_int_equal(gpujoin_run(&in, &r), 0);
+	assert_int_equal(r.counts.attributed, (IT - FROM) * PER);
+	for (uint32_t k = 0; k < PER; k++)
+		assert_int_equal(self_of(&r, k + 1), (IT - FROM) * dur[k]);
+	gpujoin_free(&r);
+	free(host);
+	free(gpu);
+}
+
 static void test_api_family(void **state)
 {
 	assert_int_equal(gj_api_family(CU_cudaLaunchKernel), 1);
@@ -508,6 +591,8 @@ int main(void)
 		{ "test_join_missing_host", test_scenario, NULL, NULL, (void *)&scenarios[4] },
 		cmocka_unit_test(test_join_preempted_estimated),
 		cmocka_unit_test(test_api_family),
+		cmocka_unit_test(test_total_overlapping_spans),
+		cmocka_unit_test(test_offset_periodic_late_probes),
 	};
 	return cmocka_run_group_tests_name("gpujoin", tests, NULL, NULL);
 }

@@ -133,6 +133,46 @@ static struct aidx *api_index(const struct rec_gpu *gpu, size_t n, size_t *na)
 /* ---- clock offset ------------------------------------------------------ */
 #define OFFSET_PER_TID 512
 
+/* Does offset 0 explain the records (both clocks CLOCK_MONOTONIC, as the
+ * agent stamps them)?  Of the API records a[0..na) (in thread, start
+ * order) that start inside their thread's span of host records h[0..nh),
+ * count those with a host record after the thread's previous API start
+ * and at or before their own (match_host's rule).  0 fits when at least
+ * GJ_ZERO_FIT_MIN are counted and half of them have one.  Without this
+ * test the estimate below, taken over the first records of each side,
+ * can lock onto a multiple of a periodic job's iteration when those first
+ * records do not overlap in time (CUPTI on before the launch probes are
+ * attached), and shift every match by that many launches. */
+#define GJ_ZERO_FIT_MIN 16
+static bool zero_fits(const struct hidx *h, size_t nh, const struct aidx *a, size_t na,
+		      uint64_t *hits)
+{
+	size_t considered = 0, hit = 0, hi = 0, first = 0, last = 0;
+	bool any = false;
+
+	for (size_t y = 0; y < na; y++) {
+		uint32_t tid = a[y].tid;
+		uint64_t s = a[y].start, prev = y && a[y - 1].tid == tid ? a[y - 1].start : 0;
+
+		if (!y || a[y - 1].tid != tid) {   /* the thread's host records */
+			while (first < nh && h[first].tid < tid)
+				first++;
+			any = first < nh && h[first].tid == tid;
+			for (last = first; any && last + 1 < nh && h[last + 1].tid == tid; last++)
+				;
+			hi = first;
+		}
+		if (!any || s < h[first].ts || s > h[last].ts)
+			continue;
+		while (hi < last && h[hi].ts <= prev)
+			hi++;
+		considered++;
+		hit += h[hi].ts > prev && h[hi].ts <= s;
+	}
+	*hits = hit;
+	return considered >= GJ_ZERO_FIT_MIN && hit * 2 >= considered;
+}
+
 int gj_estimate_offset(const struct gj_host *host, size_t nhost, const struct rec_gpu *gpu,
 		       size_t ngpu, int64_t *offset, uint64_t *pairs)
 {
@@ -144,6 +184,14 @@ int gj_estimate_offset(const struct gj_host *host, size_t nhost, const struct re
 	if (!h || !a)
 		goto out;
 	qsort(a, na, sizeof(*a), cmp_aidx_tid);
+	uint64_t zhits;
+	if (zero_fits(h, nhost, a, na, &zhits)) {
+		*offset = 0;
+		if (pairs)
+			*pairs = zhits;
+		err = 0;
+		goto out;
+	}
 	for (size_t hi = 0, ai = 0; hi < nhost && ai < na;) {
 		uint32_t tid = h[hi].tid < a[ai].tid ? h[hi].tid : a[ai].tid;
 		size_t h0 = hi, a0 = ai;
@@ -405,8 +453,22 @@ static int cmp_span_ev(const void *a, const void *b)
 	return x->span != y->span ? x->span - y->span : x->dev - y->dev;
 }
 
+/* Keep the spans of stack[0..depth) that are still open at ts; returns the
+ * new depth.  Spans nest per thread, except where an op's exit was lost
+ * (attach and detach, an unwound frame): one such span must not hold the
+ * spans under it open for the rest of the run. */
+static size_t open_at(const struct gj_op_span *spans, int32_t *stack, size_t depth, uint64_t ts)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < depth; i++)
+		if (spans[stack[i]].end_ns >= ts)
+			stack[n++] = stack[i];
+	return n;
+}
+
 /* CUDA total: every op instance open on the launching thread at launch
- * time gets the device time (ops nest properly per thread). */
+ * time gets the device time. */
 static int add_totals(const struct gj_input *in, struct gj_result *r, size_t *cap,
 		      struct gj_index *x)
 {
@@ -433,8 +495,7 @@ static int add_totals(const struct gj_input *in, struct gj_result *r, size_t *ca
 			depth = 0;
 			tid = ev[k].tid;
 		}
-		while (depth && in->spans[stack[depth - 1]].end_ns < ev[k].ts)
-			depth--;
+		depth = open_at(in->spans, stack, depth, ev[k].ts);
 		if (ev[k].span >= 0) {
 			stack[depth++] = ev[k].span;
 			continue;
