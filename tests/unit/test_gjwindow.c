@@ -259,6 +259,32 @@ static void test_before(void **state)
 	assert_int_equal(b.dropped, 4);
 }
 
+/* gj_before_drop after until_ns (the measurement's end): host calls and
+ * API records that began after it go, and the device records of each
+ * process's calls from its first API record dropped on (by correlation,
+ * so another process's calls are not taken with them); earlier ones
+ * stay, whenever they ran on the GPU. */
+static void test_after(void **state)
+{
+	struct gj_before b = { .until_ns = T0 };
+	struct rec_launch l_in = launch(5, T0 - MS, 1), l_late = launch(5, T0 + MS, 1);
+	struct rec_gpu a_in = api(5, T0 - MS, 20), a_late = api(5, T0 + MS, 21);
+	struct rec_gpu k_in = kernel(T0 + 2 * MS, MS, 20), k_late = kernel(T0 + 3 * MS, MS, 21);
+	struct rec_gpu k_late2 = kernel(T0 + 4 * MS, MS, 22), k_other = kernel(T0 + 4 * MS, MS, 30);
+
+	(void)state;
+	k_other.pid = 2;   /* another process: its own numbering, no late call */
+	assert_false(gj_before_drop(&b, &l_in.h, sizeof(l_in)));
+	assert_true(gj_before_drop(&b, &l_late.h, sizeof(l_late)));
+	assert_false(gj_before_drop(&b, &a_in.h, sizeof(a_in)));
+	assert_false(gj_before_drop(&b, &k_late.h, sizeof(k_late)));   /* its API record not seen yet */
+	assert_true(gj_before_drop(&b, &a_late.h, sizeof(a_late)));
+	assert_false(gj_before_drop(&b, &k_in.h, sizeof(k_in)));       /* ran after, called before */
+	assert_true(gj_before_drop(&b, &k_late2.h, sizeof(k_late2)));
+	assert_false(gj_before_drop(&b, &k_other.h, sizeof(k_other)));
+	assert_int_equal(b.dropped, 3);
+}
+
 static void test_fixture_stream(void **state)
 {
 	static char buf[1 << 16];
@@ -322,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_stale_launch), cmocka_unit_test(test_next_join), cmocka_unit_test(test_cap),
 		cmocka_unit_test(test_fixture_stream),
 		cmocka_unit_test(test_before),
+		cmocka_unit_test(test_after),
 		cmocka_unit_test(test_offset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -893,6 +893,8 @@ static int live_run_uprobes(const struct live_opts *o)
 	stop_reason = poll_until_stop(o, s, cw, &written, t_mono, last_scan, cfg.system_wide, &sw,
 				      &ld, &lp);
 	duration = clock_ns(CLOCK_MONOTONIC) - t_mono;
+	if (session_gpu(s))   /* device times of the calls made until now */
+		gpu_session_until(session_gpu(s), t_mono + duration);
 	if (cw)
 		for (size_t i = 0; i < session_ntargets(s); i++)
 			live_write_threads(cw, session_target(s, i)->pid);

@@ -406,6 +406,11 @@ void gpu_session_since(struct gpu_session *gs, uint64_t since_ns)
 		gs->before.since_ns = since_ns;
 }
 
+void gpu_session_until(struct gpu_session *gs, uint64_t until_ns)
+{
+	gs->before.until_ns = until_ns;
+}
+
 bool gpu_session_before(struct gpu_session *gs, const void *data, size_t size)
 {
 	return gj_before_drop(&gs->before, data, size);

@@ -68,7 +68,8 @@ struct gpu_session {
 	struct gj_spans *spans;   /* op spans enclosing launches (CUDA total), when
 				   * op records reach the ring buffer */
 	bool spans_failed;        /* out of memory: CUDA total = Self CUDA */
-	struct gj_before before;  /* calls before the in-process ops (gpu_session_since) */
+	struct gj_before before;  /* calls before the ops (gpu_session_since) or after
+				   * the end (gpu_session_until) */
 	bool status_only;         /* the records are joined elsewhere (--inproc
 				   * --inject: the capture's replay): only the
 				   * agents' status is kept */
@@ -176,6 +177,9 @@ uint64_t gpu_session_dropped(const struct gpu_session *gs);
  * before it are dropped as they come (gpu_session_before), before a
  * capture, cudaattr or the join. */
 void gpu_session_since(struct gpu_session *gs, uint64_t since_ns);
+/* The measurement ended at until_ns: the CUDA records of later calls are
+ * dropped as they come too (while tbpf detaches, the job runs on). */
+void gpu_session_until(struct gpu_session *gs, uint64_t until_ns);
 /* Whether the ring record data is such a record. */
 bool gpu_session_before(struct gpu_session *gs, const void *data, size_t size);
 void gpu_session_free(struct gpu_session *gs);

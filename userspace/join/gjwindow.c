@@ -494,28 +494,53 @@ static bool dev_kind(uint16_t kind)
 	return kind == GPU_KERNEL || kind == GPU_MEMCPY || kind == GPU_MEMSET;
 }
 
+/* The first correlation of pid's calls after until_ns (or 0 when there
+ * is none yet); with `add`, corr becomes it when lower or new. */
+static uint32_t after_corr(struct gj_before *b, uint32_t pid, uint32_t corr, bool add)
+{
+	for (size_t i = 0; i < b->nafter; i++)
+		if (b->after[i].pid == pid) {
+			if (add && corr < b->after[i].corr)
+				b->after[i].corr = corr;
+			return b->after[i].corr;
+		}
+	if (add && b->nafter < GJ_AFTER_PIDS)
+		b->after[b->nafter++] = (typeof(b->after[0])){ pid, corr };
+	return add ? corr : 0;
+}
+
+static bool outside(const struct gj_before *b, uint64_t ts)
+{
+	return (b->since_ns && ts < b->since_ns) || (b->until_ns && ts > b->until_ns);
+}
+
 bool gj_before_drop(struct gj_before *b, const struct rec_hdr *h, size_t size)
 {
 	const struct rec_gpu *g = (const void *)h;
 	bool drop = false;
+	uint32_t ac;
 
-	if (!b->since_ns || size < sizeof(*h) + sizeof(uint32_t))
+	if ((!b->since_ns && !b->until_ns) || size < sizeof(*h) + sizeof(uint32_t))
 		return false;
 	switch (h->type) {
 	case REC_LAUNCH:
 	case REC_MEMOP:
-		drop = h->ts_ns < b->since_ns;
+		drop = outside(b, h->ts_ns);
 		break;
 	case REC_GPU:
 		if (size < sizeof(*g))
 			return false;
-		if (is_api(g) && g->start_ns < b->since_ns) {
+		if (is_api(g) && b->since_ns && g->start_ns < b->since_ns) {
 			if (!b->any || g->correlation > b->corr)
 				b->corr = g->correlation;
 			b->any = true;
 			drop = true;
+		} else if (is_api(g) && b->until_ns && g->start_ns > b->until_ns) {
+			after_corr(b, g->pid, g->correlation, true);
+			drop = true;
 		} else if (dev_kind(g->kind)) {
-			drop = b->any && g->correlation <= b->corr;
+			ac = b->until_ns ? after_corr(b, g->pid, 0, false) : 0;
+			drop = (b->any && g->correlation <= b->corr) || (ac && g->correlation >= ac);
 		}
 		break;
 	default:

@@ -121,11 +121,20 @@ void gj_acc_free(struct gj_acc *acc);
  * copy) and API records begun before since_ns, and the device records of
  * those API records (CUPTI numbers calls in order: a correlation at or
  * below the latest one dropped). */
+#define GJ_AFTER_PIDS 64
 struct gj_before {
 	uint64_t since_ns;   /* 0: none dropped */
 	uint32_t corr;       /* the latest API record's correlation dropped */
 	bool any;
 	uint64_t dropped;
+	/* And the calls made after until_ns (0: none), where the measurement
+	 * ended: while tbpf detaches the job runs on, and a launch then may
+	 * find a frame whose exit was not seen on its thread's stack.  Device
+	 * records go by their process's first API record dropped (CUPTI
+	 * numbers each process's calls in order). */
+	uint64_t until_ns;
+	struct { uint32_t pid, corr; } after[GJ_AFTER_PIDS];
+	size_t nafter;
 };
 
 /* Whether h is such a record (counted in b->dropped). */
