@@ -23,6 +23,8 @@
 #    multiple of the iteration (head_kernel calls got 4 us of 10), and a
 #    frame left open at attach or detach held every later launch in its
 #    CUDA total (aten::zeros: 36-93 s in 3 s).
+#  - a job another tracer holds (strace): tbpf falls back to inferred
+#    exits and the ops still count.
 # timeout: 300
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/fake_gpu_lib.sh"
@@ -94,6 +96,32 @@ PY
 
 midrun t1 "$T/py1" --inject
 per_call "$T/t1.json" "torch 1.13, --inject" || fail "torch 1.13 --inject: device times (see log)"
+
+# Another tracer holds the job (strace): the guard cannot start, tbpf
+# warns and infers exits from entry probes alone; those ops have no
+# return probe to wait for and must count (they left no row when the
+# entry probes were gated like the guard's).
+if command -v strace > /dev/null; then
+	start_workload wl_t3 "$T/py1" fake_gpu_model.py "${WLARGS[@]}" --until "$T/stop_t3"
+	go "$(get wl_t3 pid)"
+	strace -f -qq -e trace=none -o /dev/null -p "$(get wl_t3 pid)" &
+	tracer=$!
+	sleep 1
+	"$TBPF" --pid "$(get wl_t3 pid)" --no-python --duration 2s --format json -o "$T/t3.json" \
+		2> "$T/t3.err" || fail "traced job: tbpf failed: $(tail -n 3 "$T/t3.err")"
+	kill "$tracer"
+	wait "$tracer" 2>/dev/null || true
+	touch "$T/stop_t3"
+	wait_exit wl_t3 60
+	expect_rc wl_t3 0
+	grep -q 'exact op durations unavailable' "$T/t3.err" ||
+		fail "traced job: no warning that exits are inferred: $(head -c 300 "$T/t3.err")"
+	calls=$(python3 -c 'import json,sys; print(sum(o["calls"] for o in json.load(open(sys.argv[1]))["ops"] if o["name"] == "aten::fkconv"))' "$T/t3.json")
+	[ "$calls" -ge 1000 ] || fail "traced job: aten::fkconv counted $calls times in 2 s (inferred exits)"
+	log "traced job: exits inferred, aten::fkconv $calls calls"
+else
+	log "strace missing: the traced job's case skipped"
+fi
 if [ -x "$PY2" ] && "$PY2" -c 'import torch' 2>/dev/null; then
 	# torch 2.x maps Kineto's libcupti: --inject would be refused; the
 	# op frames are what is checked here

@@ -519,6 +519,11 @@ static int u32_cmp(const void *a, const void *b)
 static int attach_entries_of(struct session *s, struct tgt *tg, const uint32_t *ids,
 			     size_t nids, char **why)
 {
+	/* Entry probes without the guard (infer mode, a guard that could
+	 * not start, the budget's on phases): no return probe to wait for,
+	 * so their ops count; pid_exits_live gates only the guard's attach
+	 * and detach (tbpf.bpf.c). */
+	s->skel->bss->pid_exits_live[tg->t.pid & (TBPF_GEN_SLOTS - 1)] = 1;
 	for (size_t i = 0; i < tg->t.nlibs; i++) {
 		struct target_lib *l = &tg->t.libs[i];
 		uint64_t *offs = l->offsets, *cks = l->cookies;
