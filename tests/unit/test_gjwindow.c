@@ -230,6 +230,51 @@ static void test_offset(void **state)
 	gj_acc_free(&a);
 }
 
+/* The offset decided only once host and API records overlap (issue 19):
+ * CUPTI reports 600 iterations of three launches (ops 1, 2, 3; 1, 5, 9 us
+ * kernels) on the host's clock, 100 us apart give or take 12 us; the
+ * launch probes saw the last 200.  At the first join CUPTI has handed
+ * over its records up to iteration 300 only and the probes' first 20
+ * (from 400): no pair overlaps, and an estimate then (over 10 ms: taken
+ * as another clock) shifted every match by whole iterations for the rest
+ * of the run.  It must wait; then offset 0 explains the records. */
+static void test_offset_waits_for_overlap(void **state)
+{
+	static const uint64_t at[3] = { 0, 10000, 30000 }, dur[3] = { 1000, 5000, 9000 };
+	struct gj_pend p = { 0 };
+	struct gj_acc a = { 0 };
+
+	(void)state;
+	for (int phase = 0; phase < 2; phase++) {
+		for (uint32_t i = 0; i < 600; i++) {
+			bool cupti = phase ? i > 300 : i <= 300;
+			bool host = i >= 400 && (phase ? i >= 420 : i < 420);
+
+			for (uint32_t k = 0; k < 3; k++) {
+				uint64_t t = T0 + i * 100000ull + (i * 7919 % 13) * 1000 + at[k];
+				uint32_t corr = i * 3 + k + 1;
+
+				if (host)
+					FEED(&p, launch(10, t - 1500, k + 1));
+				if (cupti) {
+					FEED(&p, api(10, t, corr));
+					FEED(&p, kernel(t + 50000, dur[k], corr));
+				}
+			}
+		}
+		if (!phase) {
+			join_at(&p, &a, T0 + 42 * MS);
+			assert_false(p.offset_done);
+		}
+	}
+	join_at(&p, &a, UINT64_MAX);
+	assert_int_equal(p.offset_ns, 0);
+	for (uint32_t k = 0; k < 3; k++)
+		assert_int_equal(self_of(&a, k + 1), 200 * dur[k]);
+	gj_pend_free(&p);
+	gj_acc_free(&a);
+}
+
 /* gj_before_drop: calls made before the in-process ops began go (host
  * calls and API records by their start, device records by their API
  * record's correlation, whenever they ran on the GPU); later calls and op
@@ -349,6 +394,7 @@ int main(void)
 		cmocka_unit_test(test_fixture_stream),
 		cmocka_unit_test(test_before),
 		cmocka_unit_test(test_after),
+		cmocka_unit_test(test_offset_waits_for_overlap),
 		cmocka_unit_test(test_offset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -137,15 +137,16 @@ static struct aidx *api_index(const struct rec_gpu *gpu, size_t n, size_t *na)
  * agent stamps them)?  Of the API records a[0..na) (in thread, start
  * order) that start inside their thread's span of host records h[0..nh),
  * count those with a host record after the thread's previous API start
- * and at or before their own (match_host's rule).  0 fits when at least
- * GJ_ZERO_FIT_MIN are counted and half of them have one.  Without this
- * test the estimate below, taken over the first records of each side,
- * can lock onto a multiple of a periodic job's iteration when those first
- * records do not overlap in time (CUPTI on before the launch probes are
- * attached), and shift every match by that many launches. */
+ * and at or before their own (match_host's rule).  1: at least
+ * GJ_ZERO_FIT_MIN are counted and half of them have one; 0: they do not;
+ * -1: too few to tell.  Without this test the estimate below, taken over
+ * the first records of each side, can lock onto a multiple of a periodic
+ * job's iteration when those first records do not overlap in time (CUPTI
+ * on before the launch probes are attached), and shift every match by
+ * that many launches. */
 #define GJ_ZERO_FIT_MIN 16
-static bool zero_fits(const struct hidx *h, size_t nh, const struct aidx *a, size_t na,
-		      uint64_t *hits)
+static int zero_fits(const struct hidx *h, size_t nh, const struct aidx *a, size_t na,
+		     uint64_t *hits)
 {
 	size_t considered = 0, hit = 0, hi = 0, first = 0, last = 0;
 	bool any = false;
@@ -170,7 +171,31 @@ static bool zero_fits(const struct hidx *h, size_t nh, const struct aidx *a, siz
 		hit += h[hi].ts > prev && h[hi].ts <= s;
 	}
 	*hits = hit;
-	return considered >= GJ_ZERO_FIT_MIN && hit * 2 >= considered;
+	if (considered < GJ_ZERO_FIT_MIN)
+		return -1;
+	return hit * 2 >= considered;
+}
+
+/* Are the host records' and the API records' time ranges within
+ * GJ_MATCH_MAX_GAP_NS of each other on offset 0 (the same clock, one side
+ * begun before the other: then wait for records that overlap)? */
+static bool ranges_close(const struct gj_host *host, size_t nhost, const struct aidx *a,
+			 size_t na)
+{
+	uint64_t h0 = UINT64_MAX, h1 = 0, a0 = UINT64_MAX, a1 = 0;
+
+	for (size_t i = 0; i < nhost; i++) {
+		h0 = host[i].ts_ns < h0 ? host[i].ts_ns : h0;
+		h1 = host[i].ts_ns > h1 ? host[i].ts_ns : h1;
+	}
+	for (size_t i = 0; i < na; i++) {
+		a0 = a[i].start < a0 ? a[i].start : a0;
+		a1 = a[i].start > a1 ? a[i].start : a1;
+	}
+	if (!nhost || !na)
+		return false;
+	return (a0 > h1 ? a0 - h1 : 0) < GJ_MATCH_MAX_GAP_NS &&
+	       (h0 > a1 ? h0 - a1 : 0) < GJ_MATCH_MAX_GAP_NS;
 }
 
 int gj_estimate_offset(const struct gj_host *host, size_t nhost, const struct rec_gpu *gpu,
@@ -185,11 +210,16 @@ int gj_estimate_offset(const struct gj_host *host, size_t nhost, const struct re
 		goto out;
 	qsort(a, na, sizeof(*a), cmp_aidx_tid);
 	uint64_t zhits;
-	if (zero_fits(h, nhost, a, na, &zhits)) {
+	int zf = zero_fits(h, nhost, a, na, &zhits);
+	if (zf == 1) {
 		*offset = 0;
 		if (pairs)
 			*pairs = zhits;
 		err = 0;
+		goto out;
+	}
+	if (zf < 0 && ranges_close(host, nhost, a, na)) {
+		err = -ENODATA;   /* the same clock, not overlapping yet */
 		goto out;
 	}
 	for (size_t hi = 0, ai = 0; hi < nhost && ai < na;) {
