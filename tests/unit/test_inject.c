@@ -337,6 +337,38 @@ static void test_busy_at_stack_end(void **state)
 	expect_exit_0(pid);
 }
 
+/* A call that never returns (pause()): after the timeout the error says
+ * where the thread waits - its system call and the file it is in - and
+ * the thread is given back its registers (the child still answers). */
+static void test_stuck_call_says_where(void **state)
+{
+	int fds[2];
+
+	assert_int_equal(pipe(fds), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char c;
+
+		close(fds[1]);
+		_exit(read(fds[0], &c, 1) == 1 ? 0 : 20);
+	}
+	close(fds[0]);
+	usleep(100000);
+	char *why = NULL;
+	uint64_t ret = 0;
+	int err = inject_call(pid, (uint64_t)(uintptr_t)&pause, 0, &ret, &why);
+	assert_true(err < 0);
+	assert_non_null(why);
+	if (!strstr(why, "did not return") || !strstr(why, "system call 34 at libc.so.6+"))
+		fail_msg("message: %s", why);
+	print_message("%s\n", why);
+	free(why);
+	assert_int_equal(write(fds[1], "x", 1), 1);
+	expect_exit_0(pid);
+	close(fds[1]);
+}
+
 static const char maps_stack[] =
 	"7ffc6537b000-7ffc6539e000 rw-p 00000000 00:00 0 [stack]\n";
 
@@ -424,6 +456,7 @@ int main(void)
 		cmocka_unit_test(test_deep_stack_refused),
 		cmocka_unit_test(test_deep_stack_other_thread),
 		cmocka_unit_test(test_busy_at_stack_end),
+		cmocka_unit_test(test_stuck_call_says_where),
 	};
 	return cmocka_run_group_tests_name("inject", tests, NULL, NULL);
 }

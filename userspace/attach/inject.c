@@ -340,6 +340,54 @@ static int release(struct tstop *t)
 	return err;
 }
 
+/* Where a thread running an injected call waits, for the message when
+ * the call does not return: its system call and program counter
+ * (/proc/TID/syscall: "nr args... sp pc", or "running") as file+offset
+ * from /proc/TID/maps. */
+static void stuck_where(pid_t tid, char *buf, size_t size)
+{
+	char path[64], line[512], sc[256] = "";
+	unsigned long long pc = 0, lo, hi, off;
+	long nr = -1;
+	FILE *f;
+
+	snprintf(buf, size, "state unknown");
+	snprintf(path, sizeof(path), "/proc/%d/syscall", tid);
+	if ((f = fopen(path, "re"))) {
+		if (fgets(sc, sizeof(sc), f)) {
+			char *last = strrchr(sc, ' ');
+
+			if (sscanf(sc, "%ld", &nr) != 1)
+				nr = -1;
+			if (last)
+				pc = strtoull(last + 1, NULL, 16);
+		}
+		fclose(f);
+	}
+	if (!pc) {
+		snprintf(buf, size, "%s", nr < 0 && !strncmp(sc, "running", 7) ? "running" :
+			 "state unknown");
+		return;
+	}
+	snprintf(buf, size, "in system call %ld at %#llx", nr, pc);
+	snprintf(path, sizeof(path), "/proc/%d/maps", tid);
+	if (!(f = fopen(path, "re")))
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *file = strchr(line, '/');
+
+		if (sscanf(line, "%llx-%llx %*s %llx", &lo, &hi, &off) != 3 || pc < lo || pc >= hi)
+			continue;
+		if (file) {
+			file[strcspn(file, "\n")] = 0;
+			snprintf(buf, size, "in system call %ld at %s+%#llx", nr, base_name(file),
+				 pc - lo + off);
+		}
+		break;
+	}
+	fclose(f);
+}
+
 /* Call fn(a0, a1) on the stopped thread; `data` (len bytes) is copied to the
  * stack first and its address replaces a0 when a0 == UINT64_MAX. */
 static int remote_call(struct tstop *t, uint64_t fn, uint64_t a0, uint64_t a1,
@@ -383,10 +431,13 @@ static int remote_call(struct tstop *t, uint64_t fn, uint64_t a0, uint64_t a1,
 			goto restore;
 		}
 		if ((err = wait_stop(t->tid, &status, CALL_TIMEOUT_MS)) < 0) {
+			char where[160];
+
+			stuck_where(t->tid, where, sizeof(where));
 			ptrace(PTRACE_INTERRUPT, t->tid, 0, 0);
 			wait_stop(t->tid, &status, 1000);
-			fail(why, err, "call in target did not return within %d ms "
-			     "(target state may be inconsistent)", CALL_TIMEOUT_MS);
+			fail(why, err, "call in target did not return within %d ms (thread %d %s; "
+			     "target state may be inconsistent)", CALL_TIMEOUT_MS, t->tid, where);
 			goto restore;
 		}
 		if (WIFEXITED(status) || WIFSIGNALED(status)) {
