@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
@@ -369,6 +370,46 @@ static void test_stuck_call_says_where(void **state)
 	close(fds[1]);
 }
 
+/* A thread that spends much of its time in malloc and free: a call run
+ * while it holds a malloc arena's lock would wait on it for ever (and
+ * keep the loader's lock, so the job's own next dlopen hangs).  Five
+ * dlopen/dlclose cycles go through, and the child's own dlopen afterwards
+ * returns (an alarm fails it otherwise). */
+static volatile sig_atomic_t churn_stop;
+static void on_term(int sig) { churn_stop = 1; }
+
+static int churn(void)
+{
+	signal(SIGTERM, on_term);
+	while (!churn_stop) {
+		void *v[16];
+
+		for (int i = 0; i < 16; i++)
+			v[i] = malloc(64 + i * 512);
+		for (int i = 0; i < 16; i++)
+			free(v[i]);
+		for (volatile int i = 0; i < 200; i++)
+			;
+	}
+	alarm(5);
+	void *h = dlopen("libm.so.6", RTLD_NOW);
+	return h ? 0 : 30;
+}
+
+static void test_busy_in_malloc(void **state)
+{
+	if (access(LIB, R_OK))
+		skip();
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(churn());
+	usleep(100000);
+	five_cycles(pid);
+	kill(pid, SIGTERM);
+	expect_exit_0(pid);
+}
+
 static const char maps_stack[] =
 	"7ffc6537b000-7ffc6539e000 rw-p 00000000 00:00 0 [stack]\n";
 
@@ -456,6 +497,7 @@ int main(void)
 		cmocka_unit_test(test_deep_stack_refused),
 		cmocka_unit_test(test_deep_stack_other_thread),
 		cmocka_unit_test(test_busy_at_stack_end),
+		cmocka_unit_test(test_busy_in_malloc),
 		cmocka_unit_test(test_stuck_call_says_where),
 	};
 	return cmocka_run_group_tests_name("inject", tests, NULL, NULL);

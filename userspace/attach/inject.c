@@ -181,14 +181,27 @@ static bool tid_in(pid_t tid, const pid_t *v, size_t n)
 	return false;
 }
 
+/* System calls a thread waits in between its own work: a call run there
+ * takes no lock the thread holds (x86-64 numbers). */
+static bool quiet_nr(long nr)
+{
+	static const long quiet[] = { 0 /* read */, 7 /* poll */, 23 /* select */,
+		24 /* sched_yield */, 34 /* pause */, 35 /* nanosleep */, 43 /* accept */,
+		45 /* recvfrom */, 47 /* recvmsg */, 61 /* wait4 */, 128 /* rt_sigtimedwait */,
+		130 /* rt_sigsuspend */, 202 /* futex */, 230 /* clock_nanosleep */,
+		232 /* epoll_wait */, 247 /* waitid */, 270 /* pselect6 */, 271 /* ppoll */,
+		281 /* epoll_pwait */, 288 /* accept4 */, 441 /* epoll_pwait2 */ };
+
+	for (size_t i = 0; i < sizeof(quiet) / sizeof(*quiet); i++)
+		if (nr == quiet[i])
+			return true;
+	return false;
+}
+
 /* The thread to run calls on: never one in `skip` (tried already); 0 when
  * every thread is skipped. */
 static pid_t pick_thread(pid_t pid, const pid_t *skip, size_t nskip)
 {
-	static const long quiet[] = { 0 /* read */, 7 /* poll */, 23 /* select */,
-		34 /* pause */, 35 /* nanosleep */, 61 /* wait4 */, 202 /* futex */,
-		230 /* clock_nanosleep */, 232 /* epoll_wait */, 270 /* pselect6 */,
-		271 /* ppoll */, 281 /* epoll_pwait */ };
 	char path[64];
 	pid_t best = tid_in(pid, skip, nskip) ? 0 : pid;
 	int best_quiet = 0;
@@ -224,14 +237,10 @@ static pid_t pick_thread(pid_t pid, const pid_t *skip, size_t nskip)
 				nr = -1;
 			fclose(f);
 		}
-		for (size_t i = 0; i < sizeof(quiet) / sizeof(*quiet); i++) {
-			if (nr != quiet[i])
-				continue;
-			/* main thread first, else the first quiet one */
-			if (tid == pid || !best_quiet) {
-				best = tid;
-				best_quiet = 1;
-			}
+		/* main thread first, else the first quiet one */
+		if (quiet_nr(nr) && (tid == pid || !best_quiet)) {
+			best = tid;
+			best_quiet = 1;
 		}
 	}
 	closedir(d);
@@ -519,8 +528,44 @@ static int stack_room(pid_t pid, uint64_t sp, size_t need)
 
 static int no_room(pid_t pid, size_t need, char **why)
 {
-	return fail(why, -ENOSPC, "no thread of %d has %zu bytes of mapped stack below its "
-		    "stack pointer for the call; try again", pid, need);
+	return fail(why, -ENOSPC, "no thread of %d stopped where a call is safe (%zu bytes of "
+		    "mapped stack below its stack pointer, outside libc and the loader); "
+		    "try again", pid, need);
+}
+
+/* May the stopped thread run a call that takes libc's and the loader's
+ * locks (dlopen: malloc, the loader's lock)?  Yes when it waits in a quiet
+ * system call, or runs its own code; not inside libc or the loader, where
+ * it may hold a malloc arena's or a stdio lock: the call then waits on its
+ * own thread for ever, and the loader's lock it took stays held after the
+ * timeout (seen under the fake GPU loop: the job's next dlopen hung).
+ * Maps that cannot be read: yes, as before. */
+static bool safe_point(pid_t pid, const struct tstop *t)
+{
+	char path[64];
+	struct pm_maps m;
+	const struct pm_entry *e;
+	long nr = (long)t->regs.orig_rax;
+	bool ok = true;
+	FILE *f;
+
+	if (nr >= 0)
+		return quiet_nr(nr);
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	if (!(f = fopen(path, "re")))
+		return true;
+	if (!procmaps_parse(f, &m)) {
+		e = procmaps_find(&m, t->regs.rip);
+		if (e && e->path) {
+			const char *b = base_name(e->path);
+
+			ok = strncmp(b, "libc.so", 7) && strncmp(b, "libc-", 5) &&
+			     strncmp(b, "ld-linux", 8);
+		}
+		procmaps_free(&m);
+	}
+	fclose(f);
+	return ok;
 }
 
 /* How often begin() looks over the threads for one with stack room,
@@ -575,11 +620,12 @@ static int begin(pid_t pid, struct session *s, size_t need, char **why)
 			usleep(1000);
 			err = seize(pid, &s->t, why);
 		}
-		if (err || stack_room(pid, s->t.regs.rsp, need) != 0)
+		if (err || (stack_room(pid, s->t.regs.rsp, need) != 0 && safe_point(pid, &s->t)))
 			break;
-		/* Too near the end of a grow-down stack: writing there would
-		 * fail (and the kernel logs "GUP no longer grows the stack").
-		 * Let this one go and take another thread. */
+		/* Too near the end of a grow-down stack (writing there would
+		 * fail, and the kernel logs "GUP no longer grows the stack"),
+		 * or inside libc or the loader (safe_point): let this one go
+		 * and take another thread, or this one a moment later. */
 		if ((err = release(&s->t)) < 0) {
 			fail(why, err, "restoring thread %d: %s", s->t.tid, strerror(-err));
 			break;
