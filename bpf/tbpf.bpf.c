@@ -1059,12 +1059,13 @@ static __always_inline int op_exit(struct pt_regs *ctx)
 	cnt_add(CNT_EXITS, 1);
 	slot = PT_REGS_SP(ctx) - 8;   /* `ret` popped the return slot */
 	pop_below(t, tid, slot - 1, now, OPF_UNWOUND);
-	if (drop_under_scope(t, slot))
-		return 0;
 	d = t->depth;
 	if (d == 0 || d > TBPF_MAX_DEPTH ||
 	    t->frames[(d - 1) & (TBPF_MAX_DEPTH - 1)].sp != slot) {
-		cnt_add(CNT_STACK_UNDERFLOW, 1);
+		/* not our frame on top; a scope it opened may be (its sp is
+		 * ~0, never a slot: so only here) */
+		if (!drop_under_scope(t, slot))
+			cnt_add(CNT_STACK_UNDERFLOW, 1);
 		return 0;
 	}
 	pop_frame(t, tid, now, 0);
