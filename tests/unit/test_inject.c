@@ -323,18 +323,7 @@ static void test_busy_at_stack_end(void **state)
 	if (pid == 0)
 		_exit(spin_mostly_deep());
 	usleep(200000);
-	for (int i = 0; i < 4; i++) {
-		char *why = NULL;
-		uint64_t h = 0;
-		int ret = -1;
-		if (inject_dlopen(pid, LIB, 0, &h, &why))
-			fail_msg("inject %d into a thread mostly at its stack's end: %s", i, why);
-		assert_int_equal(lib_mapped(pid, "libbz2.so"), 1);
-		if (inject_dlclose(pid, h, &ret, &why))
-			fail_msg("dlclose %d: %s", i, why);
-		assert_int_equal(ret, 0);
-		free(why);
-	}
+	five_cycles(pid);
 	expect_exit_0(pid);
 }
 

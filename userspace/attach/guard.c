@@ -587,9 +587,6 @@ static bool target_gone(const struct gstate *g)
 	return gone;
 }
 
-/* Nothing left to protect (target_gone): the links all go at once.  Each
- * set's close waits for the kernel's grace period; in the order below
- * that was three waits, 0.2 s here (0.7 s closing links one by one). */
 /* Tell the BPF side whether every op's return is seen (tbpf.bpf.c:
  * pid_exits_live): ops entered while it is 0 leave no row. */
 static void exits_live_set(struct gstate *g, uint8_t on)
@@ -598,6 +595,9 @@ static void exits_live_set(struct gstate *g, uint8_t on)
 		*g->cfg->exits_live = on;
 }
 
+/* Nothing left to protect (target_gone): the links all go at once.  Each
+ * set's close waits for the kernel's grace period; in the order below
+ * that was three waits, 0.2 s here (0.7 s closing links one by one). */
 static void shutdown_gone(struct gstate *g)
 {
 	struct uprobe_set *const all[] = { &g->ret, &g->entry, &g->hooks };

@@ -352,15 +352,16 @@ static int release(struct tstop *t)
 /* Where a thread running an injected call waits, for the message when
  * the call does not return: its system call and program counter
  * (/proc/TID/syscall: "nr args... sp pc", or "running") as file+offset
- * from /proc/TID/maps. */
+ * (procmaps). */
 static void stuck_where(pid_t tid, char *buf, size_t size)
 {
-	char path[64], line[512], sc[256] = "";
-	unsigned long long pc = 0, lo, hi, off;
+	char path[64], sc[256] = "";
+	unsigned long long pc = 0;
+	const struct pm_entry *e;
+	struct pm_maps m;
 	long nr = -1;
 	FILE *f;
 
-	snprintf(buf, size, "state unknown");
 	snprintf(path, sizeof(path), "/proc/%d/syscall", tid);
 	if ((f = fopen(path, "re"))) {
 		if (fgets(sc, sizeof(sc), f)) {
@@ -382,17 +383,11 @@ static void stuck_where(pid_t tid, char *buf, size_t size)
 	snprintf(path, sizeof(path), "/proc/%d/maps", tid);
 	if (!(f = fopen(path, "re")))
 		return;
-	while (fgets(line, sizeof(line), f)) {
-		char *file = strchr(line, '/');
-
-		if (sscanf(line, "%llx-%llx %*s %llx", &lo, &hi, &off) != 3 || pc < lo || pc >= hi)
-			continue;
-		if (file) {
-			file[strcspn(file, "\n")] = 0;
-			snprintf(buf, size, "in system call %ld at %s+%#llx", nr, base_name(file),
-				 pc - lo + off);
-		}
-		break;
+	if (!procmaps_parse(f, &m)) {
+		if ((e = procmaps_find(&m, pc)) && e->path)
+			snprintf(buf, size, "in system call %ld at %s+%#llx", nr, base_name(e->path),
+				 (unsigned long long)(pc - e->start + e->offset));
+		procmaps_free(&m);
 	}
 	fclose(f);
 }
