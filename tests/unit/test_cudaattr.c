@@ -181,7 +181,7 @@ static void threads(void **state)
 	assert_int_equal(cudaattr_cuda(a, &al.h, sizeof(al)), 0);
 	op(a, &o, REC_OP_EXIT, 7, 1, 1000, 10, 0, 0);
 	op(a, &o, REC_OP_EXIT, 8, 1, 1000, 20, 0, 0);
-	assert_int_equal(cudaattr_flush(a), 0);
+	assert_int_equal(cudaattr_flush(a, UINT64_MAX), 0);
 	assert_int_equal(o.op[find(&o, REC_ALLOC, 600)], 10);
 	assert_int_equal(o.op[find(&o, REC_MEMOP, 500)], 20);
 	size_t k = find(&o, REC_SYNC, 500);
@@ -191,6 +191,32 @@ static void threads(void **state)
 	cudaattr_get_stats(a, &st);
 	assert_int_equal(st.in_op, 2);
 	assert_int_equal(st.no_op, 1);
+	cudaattr_free(a);
+}
+
+/* The end: step(100..) { conv(110..150) } with step's end never recorded
+ * (the agents stopped at 150): a call at 160 is under step (it may still
+ * run); at 400, after the end given, dropped. */
+static void flush_end(void **state)
+{
+	struct out o = { .n = 0 };
+	struct cudaattr *a = cudaattr_new(emit, &o);
+	struct cudaattr_stats st;
+
+	cudaattr_mark(a);
+	op(a, &o, REC_OP_ENTER, 7, 1, 100, 10, 0, 0);
+	op(a, &o, REC_OP_ENTER, 7, 1, 110, 11, 1, 0);
+	op(a, &o, REC_OP_EXIT, 7, 1, 150, 11, 1, 0);
+	launch(a, 7, 1, 160, 20);
+	launch(a, 7, 1, 400, 20);
+	assert_int_equal(cudaattr_flush(a, 300), 0);
+	assert_int_equal(o.op[find(&o, REC_LAUNCH, 160)], 10);
+	for (size_t i = 0; i < o.n; i++)
+		assert_false(o.type[i] == REC_LAUNCH && o.ts[i] == 400);
+	cudaattr_get_stats(a, &st);
+	assert_int_equal(st.in_op, 1);
+	assert_int_equal(st.no_op, 0);
+	assert_int_equal(st.after_end, 1);
 	cudaattr_free(a);
 }
 
@@ -255,6 +281,7 @@ int main(void)
 		cmocka_unit_test(settled),
 		cmocka_unit_test(threads),
 		cmocka_unit_test(lost_ends),
+		cmocka_unit_test(flush_end),
 		cmocka_unit_test(order_and_bad),
 	};
 

@@ -196,7 +196,7 @@ int inproc_request(pid_t pid, const struct inproc_loc *loc, uint32_t req, pid_t 
 }
 
 int inproc_start(pid_t pid, const struct inproc_loc *loc, uint32_t layout, int timeout_ms,
-		 struct tbpf_inproc_ctl *c, int *chan_fd)
+		 struct tbpf_inproc_ctl *c, int *chan_fd, const struct inproc_hook *starting)
 {
 	int32_t taken;
 	int err, fd;
@@ -210,6 +210,8 @@ int inproc_start(pid_t pid, const struct inproc_loc *loc, uint32_t layout, int t
 		return fd;
 	taken = c->chan.wfd;
 	err = remote_write(pid, CTL_OFF(chan.taken), &taken, sizeof(taken));
+	if (!err && starting && starting->fn)
+		starting->fn(starting->ctx);
 	if (!err)
 		err = inproc_request(pid, loc, INPROC_REQ_START, getpid(), layout, timeout_ms, c);
 	if (err || c->state != INPROC_ACTIVE)

@@ -55,8 +55,14 @@ int inproc_request(pid_t pid, const struct inproc_loc *loc, uint32_t req, pid_t 
  * active (close it with owner_chan_close after STOP: the agent removes its
  * callbacks itself once it closes), else -1.  Errors as inproc_request;
  * c->state tells a refusal. */
+struct inproc_hook {
+	void (*fn)(void *ctx);
+	void *ctx;
+};
+/* starting (may be NULL): called right before the START request, after
+ * the channel's (the agent answers it at its slow idle poll, up to 50 ms) */
 int inproc_start(pid_t pid, const struct inproc_loc *loc, uint32_t layout, int timeout_ms,
-		 struct tbpf_inproc_ctl *c, int *chan_fd);
+		 struct tbpf_inproc_ctl *c, int *chan_fd, const struct inproc_hook *starting);
 
 /* Ask for input shapes at the next START (iv), or for none (NULL). */
 int inproc_set_shapes(pid_t pid, const struct inproc_loc *loc,

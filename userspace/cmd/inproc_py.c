@@ -217,6 +217,19 @@ void inproc_py_add(struct session *s, const struct live_opts *o, bool probe)
 	}
 }
 
+void inproc_py_modcalls(struct session *s, const struct live_opts *o)
+{
+	for (size_t i = 0; s && i < o->sel.npids; i++) {
+		char *why = NULL;
+
+		if (session_add_modcall_probe(s, o->sel.pids[i], &why)) {
+			fprintf(stderr, "tbpf: --inproc: pid %d: no forward counts in the layer tree: "
+					"%s\n", o->sel.pids[i], why ? why : "the module-call probe failed");
+			free(why);
+		}
+	}
+}
+
 int inproc_py_stack(void *session, const struct rec_pystack *r)
 {
 	session_note_pystack(session, r);

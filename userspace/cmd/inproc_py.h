@@ -50,6 +50,9 @@ struct session *inproc_py_open(const struct live_opts *o, struct capture_writer 
  * probe, or (probe false: the agents count module calls themselves,
  * agent/modcall.h) without it. */
 void inproc_py_add(struct session *s, const struct live_opts *o, bool probe);
+/* The module-call uprobe on targets inproc_py_add took without it (each
+ * failure one warning). */
+void inproc_py_modcalls(struct session *s, const struct live_opts *o);
 /* struct inproc_out's stack callback (ctx: the session). */
 int inproc_py_stack(void *session, const struct rec_pystack *r);
 /* Detach the probes and drain the last module calls; gone (every target

@@ -162,6 +162,11 @@ struct sink {
 	int cuda_err;          /* the first failure to hold one */
 	struct inproc_late *late;   /* no session yet: CUDA libraries loaded later */
 	bool since_op;         /* --inject: device times from the first op on */
+	uint64_t last_op_ns;   /* the latest op start recorded: the agents stopped
+				* after it, before the next (an op started before
+				* still records its end) */
+	uint64_t ring_drops[2];   /* CUDA calls joined: the BPF ring's drops at
+				   * the first start and where the ops ended */
 };
 
 /* join/cudaattr.h: a CUDA record from the session's ring, held */
@@ -193,6 +198,27 @@ static void out_begin(void *ctx)
 	cudaattr_begin(k->ca);
 }
 
+/* An agent is asked to start: no op was recorded before, so the CUDA
+ * calls made until now are cut (join/gjwindow.h, struct gj_before), and
+ * the BPF ring is drained.  The CUPTI agent, started first, filled it
+ * while the RecordFunction agents were injected, and a full ring dropped
+ * the first ops' records: on a loop of ~100,000 launches a second the
+ * first 20-30 ms of ops had no device time (issue 19).  Its drops until
+ * now lost only calls before the cut. */
+static void out_starting(void *ctx)
+{
+	struct sink *k = ctx;
+	uint64_t cnt[CNT_MAX];
+
+	if (!k->py)
+		return;
+	if (session_gpu(k->py))
+		gpu_session_since(session_gpu(k->py), clock_ns(CLOCK_MONOTONIC));
+	session_poll(k->py, 0);
+	session_counters(k->py, cnt);
+	k->ring_drops[0] = cnt[CNT_DROPS];
+}
+
 static void out_mark(void *ctx)
 {
 	struct sink *k = ctx;
@@ -217,6 +243,8 @@ static int out_op(void *ctx, const struct rec_op *r)
 
 	if (k->sw)   /* out of memory: stops at --duration only, as the uprobe mode */
 		steps_watch_feed(k->sw, &r->h, r->h.size);
+	if (r->h.type == REC_OP_ENTER && r->h.ts_ns > k->last_op_ns)
+		k->last_op_ns = r->h.ts_ns;
 	if (k->since_op && r->h.type == REC_OP_ENTER) {   /* the agents run from here */
 		gpu_session_since(session_gpu(k->py), r->h.ts_ns);
 		k->since_op = false;
@@ -445,6 +473,19 @@ static const char *poll_loop(const struct live_opts *o, struct inproc_session *s
 		else   /* the agents count module calls: nothing wakes tbpf */
 			usleep(py ? POLL_PY_US : POLL_MS * 1000);
 	}
+}
+
+/* Records the BPF ring dropped while the ops were recorded (before,
+ * calls no op could take; after, calls made after the end). */
+static void tell_ring_drops(const struct sink *k)
+{
+	uint64_t n = k->ring_drops[1] - k->ring_drops[0];
+
+	if (k->ring_drops[1] > k->ring_drops[0])
+		fprintf(stderr, "tbpf: %llu records dropped by the BPF ring (CUDA calls, CUPTI "
+				"records, Python stacks: it was full): the CUDA columns are "
+				"incomplete; rerun with a larger --ring-size (now %u bytes)\n",
+			(unsigned long long)n, session_ring_size(k->py));
 }
 
 static bool targets_gone(const struct live_opts *o, const struct inproc_session *s)
@@ -792,6 +833,7 @@ int live_inproc_run(const struct live_opts *o)
 	}
 	if (k.ca) {
 		out.begin = out_begin;
+		out.starting = out_starting;
 		out.mark = out_mark;
 		out.settled = out_settled;
 	}
@@ -815,6 +857,11 @@ int live_inproc_run(const struct live_opts *o)
 		rc = TBPF_EXIT_ERROR;
 		goto out;
 	}
+	/* the targets into the BPF session before the agents start: its
+	 * pid filter lets the CUDA probes record.  Added after, the first
+	 * ops' launches (20-80 ms of them) were not recorded and those ops
+	 * had no device time (issue 19) */
+	inproc_py_add(k.py, o, false);
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	for (size_t i = 0; i < o->sel.npids; i++) {
 		bool on = false, seq_on = false;
@@ -835,21 +882,17 @@ int live_inproc_run(const struct live_opts *o)
 		}
 	}
 	t_att = clock_ns(CLOCK_MONOTONIC) - t0;   /* the agents' injection and start */
-	/* device times from where the RecordFunction agents run: the CUPTI
-	 * agent started first and recorded the calls made before, which no op
-	 * can take (join/gjwindow.h, struct gj_before) */
-	if (gpu && k.py && session_gpu(k.py)) {
-		gpu_session_since(session_gpu(k.py), t0 + t_att);
-		k.since_op = true;   /* and from the first op, if earlier (out_op) */
-	}
-	/* the targets into the stacks' session once the agents said whether
-	 * they count module calls themselves (then no module-call uprobe) */
+	/* device times from where the RecordFunction agents were asked to
+	 * start (out_starting), or their first op if earlier (out_op) */
+	if (gpu && k.py && session_gpu(k.py))
+		k.since_op = true;
+	/* the module-call uprobe once the agents said they do not count
+	 * module calls themselves */
 	if (k.py) {
-		bool agent_mc = inproc_session_modcalls(s);
-
-		inproc_py_add(k.py, o, !agent_mc);
-		if (!agent_mc)
+		if (!inproc_session_modcalls(s)) {
+			inproc_py_modcalls(k.py, o);
 			inproc_session_drop_modcalls(s);
+		}
 		announce_cuda(k.py);
 	}
 	t_mono = clock_ns(CLOCK_MONOTONIC);
@@ -865,6 +908,24 @@ int live_inproc_run(const struct live_opts *o)
 	err = 0;
 	stop_why = poll_loop(o, s, &k, t_mono, &err);
 	inproc_session_stop(s);
+	/* the ops ended with their agents: device times of the calls made
+	 * up to the last op start recorded, as the uprobe mode's up to its
+	 * end (the CUDA probes and CUPTI agents are taken out after the
+	 * report).  An op started before the agents stopped records its end,
+	 * but the ops it runs after that do not: their calls were its self
+	 * time (aten::fkstep gained the kernels of its last iteration's
+	 * aten::fknorm; a training step's outer scope could take the rest of
+	 * the step) */
+	if (k.ca && k.py) {
+		uint64_t cnt[CNT_MAX];
+
+		if (session_gpu(k.py))
+			gpu_session_until(session_gpu(k.py), k.last_op_ns ? k.last_op_ns
+									  : clock_ns(CLOCK_MONOTONIC));
+		session_counters(k.py, cnt);
+		k.ring_drops[1] = cnt[CNT_DROPS];
+		tell_ring_drops(&k);
+	}
 	/* every target gone: nothing more can arrive, so the report comes
 	 * before the BPF session's teardown (inproc_py_close, below), as in
 	 * the uprobe mode (issue 19); but with -v, which waits for the
@@ -872,7 +933,7 @@ int live_inproc_run(const struct live_opts *o)
 	inproc_py_stop(k.py, !o->verbose && targets_gone(o, s));
 	/* the CUDA calls still held: every op record is in */
 	if (k.ca && !err)
-		err = k.cuda_err ? k.cuda_err : cudaattr_flush(k.ca);
+		err = k.cuda_err ? k.cuda_err : cudaattr_flush(k.ca, k.last_op_ns ? k.last_op_ns : UINT64_MAX);
 	if (err)
 		fprintf(stderr, "tbpf: handing on the records failed: %s\n", strerror(-err));
 	rc = finish(o, &k, s, &run, clock_ns(CLOCK_MONOTONIC) - t_mono, stop_why, path);

@@ -20,6 +20,7 @@
 struct inproc_target {
 	pid_t pid;
 	bool live;
+	bool stopped;       /* STOP sent: its records are the last */
 	struct inproc_loc loc;
 	struct inproc_reader rd;
 	struct tbpf_inproc_ctl last;
@@ -342,7 +343,8 @@ int inproc_session_add_full(struct inproc_session *s, pid_t pid, const char *age
 	if (!err)
 		err = setup_python(s, &t);
 	if (!err)
-		err = inproc_start(pid, &t.loc, layout, START_TIMEOUT_MS, &c, &t.chan_fd);
+		err = inproc_start(pid, &t.loc, layout, START_TIMEOUT_MS, &c, &t.chan_fd,
+				   &(struct inproc_hook){ s->out.starting, s->out.ctx });
 	if (err) {
 		*why = strf("pid %d: the in-process agent did not answer: %s", pid, strerror(-err));
 		goto fail;
@@ -423,8 +425,11 @@ static void drain_one(struct inproc_session *s, struct inproc_target *t)
 	else if (n < 0 && n != -EFAULT && !s->err)
 		s->err = (int)n;
 	/* every op record up to the last head read is handed on (or the
-	 * process is gone): what came before that read is complete */
-	if (s->out.settled && (t->rd.caught_up || !t->live) && !s->err) {
+	 * process is gone): what came before that read is complete.  Not
+	 * after STOP: the agent no longer records, the op on top may have
+	 * ended unseen, and the calls made while it stopped are not its
+	 * (out.settled's records wait for the caller's end, cudaattr_flush) */
+	if (s->out.settled && (t->rd.caught_up || !t->live) && !s->err && !t->stopped) {
 		int e = s->out.settled(s->out.ctx, (uint32_t)t->pid);
 
 		if (e)
@@ -462,6 +467,7 @@ void inproc_session_stop(struct inproc_session *s)
 			t->last = c;
 		owner_chan_close(t->chan_fd);   /* stopped: the watch may go */
 		t->chan_fd = -1;
+		t->stopped = true;
 		drain_one(s, t);
 	}
 }

@@ -38,6 +38,11 @@ struct inproc_out {
 	 * of pid that handed on every record up to its last head read (or
 	 * found pid gone).  NULL: not called */
 	void (*begin)(void *ctx);   /* a drain of one target's rings starts */
+	/* just before an agent is asked to start (its first op may follow at
+	 * once): no op was recorded before.  --inject: the CUDA calls made
+	 * until here are cut and the BPF ring drained, the CUPTI records of
+	 * the injection filled it and it dropped the first ops' records */
+	void (*starting)(void *ctx);
 	void (*mark)(void *ctx);
 	int (*settled)(void *ctx, uint32_t pid);
 	void *ctx;

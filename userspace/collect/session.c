@@ -1191,20 +1191,12 @@ static int attach_torch(struct session *s, struct tgt *tg, bool filter, char **w
 
 /* --inproc (issue 19): Python offsets, the pid filter and the module-call
  * probe (forward counts of the layer tree); nothing on the ops. */
-static int attach_modcalls(struct session *s, struct tgt *tg, char **why)
+static int modcall_probe(struct session *s, struct tgt *tg, char **why)
 {
 	const struct target_scope_hooks *h = &tg->t.scope;
 	uint64_t zero = 0;
 	int err;
 
-	if (s->cfg.python)
-		setup_python(s, tg);
-	err = filter_add_pid(s, tg->t.pid, why);
-	if (err || !tg->ps)
-		return err;
-	tg->info.exits = "in-process";
-	if (s->cfg.modcalls_no_probe)
-		return 0;
 	if (!h->modcall_path || !h->modcall_off) {
 		fprintf(stderr, "tbpf: warning: pid %d: no torch::jit::tracer::getTracingState in "
 				"libtorch: the layer tree has no forward counts\n", tg->t.pid);
@@ -1215,6 +1207,29 @@ static int attach_modcalls(struct session *s, struct tgt *tg, char **why)
 	if (err)
 		*why = strf("cannot attach the module-call probe: %s", strerror(-err));
 	return err;
+}
+
+static int attach_modcalls(struct session *s, struct tgt *tg, char **why)
+{
+	int err;
+
+	if (s->cfg.python)
+		setup_python(s, tg);
+	err = filter_add_pid(s, tg->t.pid, why);
+	if (err || !tg->ps)
+		return err;
+	tg->info.exits = "in-process";
+	return s->cfg.modcalls_no_probe ? 0 : modcall_probe(s, tg, why);
+}
+
+int session_add_modcall_probe(struct session *s, pid_t pid, char **why)
+{
+	struct tgt *tg = tgt_by_pid(s, (uint32_t)pid);
+
+	*why = NULL;
+	if (!tg || !tg->ps || !s->cfg.modcalls_only)
+		return 0;
+	return modcall_probe(s, tg, why);
 }
 
 void session_add_gpu_agent(struct session *s, pid_t pid)

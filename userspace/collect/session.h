@@ -116,6 +116,10 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 /* modcalls_only sessions: whether targets added from now on get the
  * module-call uprobe (cfg.modcalls_no_probe). */
 void session_set_modcall_probe(struct session *s, bool on);
+/* The module-call uprobe on pid, a target added without it (the agents
+ * start after their targets' CUDA probes and say only then whether they
+ * count module calls).  0, or -errno with *why. */
+int session_add_modcall_probe(struct session *s, pid_t pid, char **why);
 int session_add_target(struct session *s, pid_t pid, char **why);
 /* --inproc --inject (issue 19): the CUPTI agent into pid before the
  * target is added (its START may take seconds); a failure is one warning

@@ -11,6 +11,7 @@
 #include "inject.h"
 #include "metrics.h"
 #include "profile.h"
+#include "clockns.h"
 #include "session.h"
 
 struct dgpu {
@@ -23,6 +24,7 @@ struct dgpu {
 	bool stopped;              /* dgpu_stop: the next window is the last */
 	uint64_t drops;            /* ring records dropped, told up to here */
 	uint64_t join_drops;       /* records the join gave up on, told up to here */
+	bool until;                /* dgpu_stop: the ring's later drops lose no call joined */
 };
 
 /* Dropped CUDA or CUPTI records leave device records without their launch
@@ -40,8 +42,10 @@ static void tell_drops(struct dgpu *g)
 		g->join_drops = jd;
 	}
 	session_counters(g->s, cnt);
-	if (cnt[CNT_DROPS] <= g->drops)
+	if (cnt[CNT_DROPS] <= g->drops || g->until) {
+		g->drops = cnt[CNT_DROPS] > g->drops ? cnt[CNT_DROPS] : g->drops;
 		return;
+	}
 	fprintf(stderr, "tbpf: %llu ring records dropped (CUDA calls, CUPTI records: the ring was "
 			"full): device times are incomplete; restart with a larger --ring-size (now "
 			"%u bytes)\n", (unsigned long long)(cnt[CNT_DROPS] - g->drops),
@@ -168,6 +172,19 @@ void dgpu_begin(struct dgpu *g)
 	cudaattr_begin(g->ca);
 }
 
+void dgpu_starting(struct dgpu *g)
+{
+	uint64_t cnt[CNT_MAX];
+
+	if (!dgpu_cuda(g) || !session_gpu(g->s))
+		return;
+	gpu_session_since(session_gpu(g->s), clock_ns(CLOCK_MONOTONIC));
+	session_poll(g->s, 0);
+	session_counters(g->s, cnt);   /* drops until here: calls no op can take */
+	if (cnt[CNT_DROPS] > g->drops)
+		g->drops = cnt[CNT_DROPS];
+}
+
 void dgpu_mark(struct dgpu *g)
 {
 	cudaattr_mark(g->ca);
@@ -212,7 +229,7 @@ size_t dgpu_window(struct dgpu *g, struct profile *p, uint64_t now_ns,
 	return daemon_window_copies(g->s, copies);
 }
 
-void dgpu_stop(struct dgpu *g)
+void dgpu_stop(struct dgpu *g, uint64_t last_op_ns)
 {
 	const char *why;
 	int err;
@@ -220,11 +237,25 @@ void dgpu_stop(struct dgpu *g)
 	if (!g)
 		return;
 	g->stopped = true;
+	/* The ops ended (their agents are out) after the last op start
+	 * recorded: the CUDA calls made after it are not joined, their
+	 * records dropped as they come (gj_before): they found the frame of
+	 * an op started before, whose end is recorded, but not those of the
+	 * ops it ran after (cmd/live_inproc.c).  The ring's drops from here
+	 * on, while the probes and CUPTI agents are taken out, cost no device
+	 * time of an op: they were told as if they did, and the records whose
+	 * partner they dropped waited in the join for the last window. */
+	if (dgpu_cuda(g)) {
+		tell_drops(g);
+		g->until = true;
+		gpu_session_until(session_gpu(g->s),
+				  last_op_ns ? last_op_ns : clock_ns(CLOCK_MONOTONIC));
+	}
 	session_detach_all(g->s);   /* the CUPTI agents stop: their last records in the ring */
 	session_poll(g->s, 0);
 	if (!dgpu_cuda(g))
 		return;
-	if ((err = g->err ? g->err : cudaattr_flush(g->ca)))
+	if ((err = g->err ? g->err : cudaattr_flush(g->ca, last_op_ns ? last_op_ns : UINT64_MAX)))
 		fprintf(stderr, "tbpf: handing on the CUDA records failed: %s\n", strerror(-err));
 	if ((why = gpu_session_unseen(session_gpu(g->s))))
 		fprintf(stderr, "tbpf: %s\n", why);

@@ -33,10 +33,16 @@ struct session *dgpu_session(struct dgpu *g);
 bool dgpu_cuda(const struct dgpu *g);
 /* --inject: the CUPTI agent into pid, before its RecordFunction agent. */
 void dgpu_add_agent(struct dgpu *g, pid_t pid);
-/* The targets into the session, after their agents started. */
+/* The targets into the session (its pid filter lets the CUDA probes
+ * record), before their RecordFunction agents start. */
 int dgpu_add_targets(struct dgpu *g, const struct daemon_opts *o);
 /* struct inproc_out's CUDA hooks (collect/inproc_session.h) ... */
 void dgpu_begin(struct dgpu *g);
+/* An agent is asked to start: the CUDA calls made until now are cut (no
+ * op was recorded before) and the ring, which the CUPTI agents filled
+ * while the RecordFunction agents were injected, drained (full, it
+ * dropped the first ops' records; those drops are not told). */
+void dgpu_starting(struct dgpu *g);
 void dgpu_mark(struct dgpu *g);
 int dgpu_settled(struct dgpu *g, uint32_t pid);
 /* ... and each op record, before it goes on: held CUDA records out first. */
@@ -45,9 +51,10 @@ int dgpu_op(struct dgpu *g, const struct rec_op *r);
  * malloc'd, count returned). */
 size_t dgpu_window(struct dgpu *g, struct profile *p, uint64_t now_ns,
 		   struct metrics_copy_row **copies);
-/* After the agents stopped: the CUPTI agents stopped (their last records
- * flushed), every held record out, for the last window. */
-void dgpu_stop(struct dgpu *g);
+/* After the agents stopped: the calls after last_op_ns (the last op
+ * start recorded; 0: now) not joined, the CUPTI agents stopped (their last
+ * records flushed), every held record out, for the last window. */
+void dgpu_stop(struct dgpu *g, uint64_t last_op_ns);
 void dgpu_close(struct dgpu *g);
 
 #endif

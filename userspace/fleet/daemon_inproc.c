@@ -73,6 +73,7 @@ struct ictx {
 	struct session *py;          /* its stacks' names (NULL: no profiles) */
 	uint64_t win_start_real;
 	bool since_op;               /* --inject: device times from the first op on */
+	uint64_t last_op_ns;         /* the latest op start recorded (dgpu_stop) */
 };
 
 static int out_op(void *ctx, const struct rec_op *r)
@@ -80,6 +81,8 @@ static int out_op(void *ctx, const struct rec_op *r)
 	struct ictx *w = ctx;
 	int err;
 
+	if (r->h.type == REC_OP_ENTER && r->h.ts_ns > w->last_op_ns)
+		w->last_op_ns = r->h.ts_ns;
 	if (w->since_op && r->h.type == REC_OP_ENTER) {   /* the agents run from here */
 		gpu_session_since(session_gpu(dgpu_session(w->g)), r->h.ts_ns);
 		w->since_op = false;
@@ -92,6 +95,11 @@ static int out_op(void *ctx, const struct rec_op *r)
 static void out_begin(void *ctx)
 {
 	dgpu_begin(((struct ictx *)ctx)->g);
+}
+
+static void out_starting(void *ctx)
+{
+	dgpu_starting(((struct ictx *)ctx)->g);
 }
 
 static void out_mark(void *ctx)
@@ -338,7 +346,7 @@ static void loop(struct ictx *w, struct inproc_session *s)
 		usleep(POLL_MS * 1000);
 	}
 	inproc_session_stop(s);
-	dgpu_stop(w->g);   /* the CUPTI agents' last records, the CUDA calls held */
+	dgpu_stop(w->g, w->last_op_ns);   /* the CUPTI agents' last records, the CUDA calls held */
 	do_window(w, clock_ns(CLOCK_MONOTONIC) - win, 0);
 	fprintf(stderr, "tbpf: daemon stopped (%s) after %llu windows\n",
 		stop_sig ? "signal" : "duration", (unsigned long long)w->seq);
@@ -392,6 +400,7 @@ int daemon_inproc_run(const struct daemon_opts *o)
 		out.stack = out_stack;
 	if (dgpu_cuda(w.g)) {
 		out.begin = out_begin;
+		out.starting = out_starting;
 		out.mark = out_mark;
 		out.settled = out_settled;
 	}
@@ -410,24 +419,25 @@ int daemon_inproc_run(const struct daemon_opts *o)
 	signal(SIGPIPE, SIG_IGN);
 	for (size_t i = 0; i < o->sel.npids; i++)   /* the CUPTI agents first, as tbpf --inproc */
 		dgpu_add_agent(w.g, o->sel.pids[i]);
-	err = attach_all(o, s, layouts);
+	/* the CUDA probes before the agents start, which cut the calls made
+	 * until then (out_starting), as tbpf --inproc: added after, the first
+	 * ops' launches were not recorded */
+	err = dgpu_add_targets(w.g, o);
 	if (!err)
-		err = dgpu_add_targets(w.g, o);
+		err = attach_all(o, s, layouts);
 	if (err) {
 		inproc_session_stop(s);
 		goto out;
 	}
-	/* device times from where the RecordFunction agents run (or their
-	 * first op, if earlier), as tbpf --inproc: the CUPTI agents started
-	 * first and recorded the calls made while the others were injected,
-	 * which no op can take (join/gjwindow.h, struct gj_before).  Set
-	 * before that, those calls (~300,000 records a second under a busy
-	 * launch loop) filled the join to its cap and records were dropped
-	 * for the first second or so (issue 19 part 4). */
-	if (dgpu_cuda(w.g) && session_gpu(dgpu_session(w.g))) {
-		gpu_session_since(session_gpu(dgpu_session(w.g)), clock_ns(CLOCK_MONOTONIC));
+	/* device times from where the RecordFunction agents were asked to
+	 * start (or their first op, if earlier), as tbpf --inproc: the CUPTI
+	 * agents started first and recorded the calls made while the others
+	 * were injected, which no op can take (join/gjwindow.h, struct
+	 * gj_before).  Kept, those calls (~300,000 records a second under a
+	 * busy launch loop) filled the join to its cap and records were
+	 * dropped for the first second or so (issue 19 part 4). */
+	if (dgpu_cuda(w.g) && session_gpu(dgpu_session(w.g)))
 		w.since_op = true;
-	}
 	if (serve && !(http = http_start(o->listen, &st, &why))) {
 		fprintf(stderr, "tbpf: %s\n", why);
 		free(why);

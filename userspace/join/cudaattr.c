@@ -315,15 +315,21 @@ int cudaattr_settled(struct cudaattr *a, uint32_t pid)
 	return err;
 }
 
-int cudaattr_flush(struct cudaattr *a)
+int cudaattr_flush(struct cudaattr *a, uint64_t end_ns)
 {
 	int err = 0;
 
 	/* by time over every thread would be nicer to read; within a
 	 * thread it is what counts (timeline order is per thread) */
-	for (size_t i = 0; !err && i < a->nslots; i++)
-		if (a->slots[i])
-			err = emit_until(a, a->slots[i], UINT64_MAX, UINT32_MAX);
+	for (size_t i = 0; !err && i < a->nslots; i++) {
+		struct thread *t = a->slots[i];
+
+		if (!t)
+			continue;
+		err = emit_until(a, t, end_ns, UINT32_MAX);
+		a->st.after_end += t->npend - t->head;
+		t->head = t->npend;
+	}
 	return err;
 }
 

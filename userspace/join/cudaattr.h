@@ -29,7 +29,7 @@
  *       ring order, before the caller passes the op record on ->
  *       cudaattr_settled(a, pid) when every ring caught up: the records
  *       held before cudaattr_begin (before any of its head reads) go out
- *   cudaattr_flush(a) at the end; cudaattr_free(a)
+ *   cudaattr_flush(a, end_ns) at the end; cudaattr_free(a)
  *
  * Pure: records in, records out (emit), unit-tested from fixtures. */
 #ifndef TBPF_CUDAATTR_H
@@ -48,6 +48,7 @@ struct cudaattr_stats {
 	uint64_t no_op;      /* emitted with no op open on their thread */
 	uint64_t too_deep;   /* op enters beyond CUDAATTR_DEPTH (not tracked) */
 	uint64_t bad;        /* records of an unknown type or size (dropped) */
+	uint64_t after_end;  /* made after the end cudaattr_flush was given (dropped) */
 };
 
 #define CUDAATTR_DEPTH 128
@@ -73,8 +74,12 @@ void cudaattr_begin(struct cudaattr *a);
  * records held before the last cudaattr_begin, under the op now on top of
  * their thread. */
 int cudaattr_settled(struct cudaattr *a, uint32_t pid);
-/* The end (every stream drained): emit every held record. */
-int cudaattr_flush(struct cudaattr *a);
+/* The end (every stream drained): emit every held record up to end_ns
+ * (the last op start recorded; UINT64_MAX: all), drop those after it.
+ * The agents stopped after it: an op started before records its end, but
+ * not the ops it runs after that, whose calls would be its self time (the
+ * uprobe mode drops the calls after its end too). */
+int cudaattr_flush(struct cudaattr *a, uint64_t end_ns);
 void cudaattr_get_stats(const struct cudaattr *a, struct cudaattr_stats *st);
 void cudaattr_free(struct cudaattr *a);
 
