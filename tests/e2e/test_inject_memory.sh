@@ -8,15 +8,15 @@
 # FAKE_CUPTI_LAUNCHES=1: a device record per launch, a tight loop of about
 # 100,000 launches/s) for MEM_SECS (4) and 4 x MEM_SECS seconds in the
 # cases `--pid N --inject`, `--pid N --inproc --inject` and `daemon
-# --inproc --inject`.  The live command's cases must peak below 50 MB
-# (VmHWM: the ring's data pages count twice there) and, 4x against 1x,
-# grow by less than MEM_MARGIN MB (4) of heap (RssAnon).  Before the
-# incremental join the live command kept every record to its end: 190 ->
-# 613 MB (--inject) and 0.67 -> 2.21 GB (--inproc --inject), 4 s -> 16 s.
-# The daemon under this loop is not below 50 MB in every run (README,
-# *tbpf's own memory*: 39-54 MB since session 15, its 8 MiB ring counted
-# twice; main's build 239 -> 375 MB): it is held below 100 MB here,
-# against a regression only.
+# --inproc --inject`.  Each must peak below 50 MB (VmHWM: the ring's
+# data pages count twice there) and, 4x against 1x, grow by less than
+# MEM_MARGIN MB (4) of heap (RssAnon).  Before the incremental join the
+# live command kept every record to its end: 190 -> 613 MB (--inject) and
+# 0.67 -> 2.21 GB (--inproc --inject), 4 s -> 16 s.  The daemon reached
+# 39-54 MB in sessions 15-16 (its 8 MiB ring counted twice; the records
+# whose partner its full ring dropped at the start and at the stop waited
+# in the join); since session 17, which drains the ring before the agents
+# start and cuts the calls after the last op, 39-42 MB in 8 runs.
 # TBPF=OTHER/build/tbpf runs it against another build.
 # timeout: 600
 source "$(dirname "$0")/lib.sh"
@@ -50,10 +50,6 @@ for case in ("--inject (fake GPU)", "--inproc --inject (fake GPU)",
         continue
     (h1, a1), (h4, a4) = rows[(case, 1)], rows[(case, 4)]
     print("%s: VmHWM %.1f -> %.1f MB, RssAnon %.1f -> %.1f MB" % (case, h1, h4, a1, a4))
-    if case.startswith("daemon"):   # not yet at 50 MB (see the header)
-        if max(h1, h4) >= 100:
-            why.append("%s: VmHWM %.1f MB at 4x (%.1f at 1x), not below 100" % (case, h4, h1))
-        continue
     if max(h1, h4) >= 50:
         why.append("%s: VmHWM %.1f MB at 4x (%.1f at 1x), not below 50" % (case, h4, h1))
     if a4 - a1 >= float(sys.argv[2]):
@@ -63,4 +59,4 @@ if why:
     print("; ".join(why))
     sys.exit(1)
 EOF
-log "tbpf's memory with --inject: the live command flat and below 50 MB, the daemon below 100 MB"
+log "tbpf's memory with --inject: the live command and the daemon flat and below 50 MB"
