@@ -21,6 +21,7 @@
 #include "run_inproc.h"
 #include "session.h"
 #include "grow.h"
+#include "procmaps.h"
 #include "strf.h"
 
 #define HOLD_POLL_US 2000
@@ -224,6 +225,107 @@ static int hold_threads(pid_t pid, pid_t first, const pid_t *tasks, size_t ntask
 	return 0;
 }
 
+/* The pc of thread tid, stopped (/proc's syscall file: its last field,
+ * in a system call or not); 0 when unreadable. */
+static uint64_t thread_pc(pid_t pid, pid_t tid)
+{
+	char path[64], line[512], *last;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	if (!fgets(line, sizeof(line), f))
+		line[0] = 0;
+	fclose(f);
+	last = strrchr(line, ' ');
+	return last ? strtoull(last + 1, NULL, 16) : 0;
+}
+
+/* Is a thread of pid stopped inside the dynamic loader?  It may hold the
+ * loader's lock, which the agent's dlopen then waits on for ever (the
+ * whole process is stopped). */
+static bool in_loader(pid_t pid)
+{
+	struct pm_maps m;
+	pid_t *tasks = NULL;
+	size_t n = 0;
+	bool yes = false;
+
+	if (procmaps_read(pid, &m))
+		return false;
+	if (!tasks_of(pid, &tasks, &n))
+		for (size_t i = 0; i < n && !yes; i++) {
+			const struct pm_entry *e = procmaps_find(&m, thread_pc(pid, tasks[i]));
+			const char *b = e && e->path ? strrchr(e->path, '/') : NULL;
+
+			yes = b && !strncmp(b + 1, "ld-linux", 8);
+		}
+	free(tasks);
+	procmaps_free(&m);
+	return yes;
+}
+
+/* Every thread of pid but `except` stopped (or gone), within 1 s. */
+static void wait_all_stopped(pid_t pid, pid_t except)
+{
+	for (int waited = 0; waited < 1000; waited++) {
+		pid_t *tasks = NULL;
+		size_t n = 0;
+		bool all = true;
+
+		if (tasks_of(pid, &tasks, &n))
+			return;
+		for (size_t i = 0; i < n && all; i++) {
+			char path[64], st[256] = "";
+			FILE *f;
+
+			if (tasks[i] == except)
+				continue;
+			snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tasks[i]);
+			if ((f = fopen(path, "re"))) {
+				const char *p;
+
+				if (fgets(st, sizeof(st), f) && (p = strrchr(st, ')')))
+					all = p[2] == 'T' || p[2] == 't' || p[2] == 'Z' || p[2] == 'X';
+				fclose(f);
+			}
+		}
+		free(tasks);
+		if (all)
+			return;
+		usleep(1000);
+	}
+}
+
+#define LOADER_ROUNDS 100
+
+/* Stopped at a thread's first op, another thread may be inside a dlopen
+ * (an import), holding the loader's lock: the agent's dlopen would wait
+ * for it for ever (1 run in 15-30 of test_inproc_run's two-thread case on
+ * torch 2.8).  Let the others run a moment, the first-op thread held
+ * under ptrace and the hold armed again (another thread's first op stops
+ * them all before the op runs), until none is in the loader.  0, or
+ * -EBUSY. */
+static int leave_loader(struct session *hold, pid_t pid, pid_t first)
+{
+	for (int round = 0; in_loader(pid); round++) {
+		char *w = NULL;
+
+		if (round == LOADER_ROUNDS || inject_hold_thread(first, &w)) {
+			free(w);
+			return -EBUSY;
+		}
+		session_hold_again(hold);
+		kill(pid, SIGCONT);
+		usleep(HOLD_POLL_US);
+		kill(pid, SIGSTOP);
+		wait_all_stopped(pid, first);
+		inject_unhold_thread(first);   /* back into the group stop */
+	}
+	return 0;
+}
+
 int run_inproc_load(const struct live_opts *o, struct session *hold, const char *agent,
 		    struct run_held *held)
 {
@@ -238,8 +340,10 @@ int run_inproc_load(const struct live_opts *o, struct session *hold, const char 
 	/* the whole process is stopped: its threads now are the ones that
 	 * may run ops; the call runs on one thread and leaves it stopped
 	 * again (inject.c), the agent's control thread created stopped too */
-	err = tasks_of(pid, &tasks, &ntasks);
+	err = leave_loader(hold, pid, tid);
 	if (err)
+		why = strf("a thread stayed inside the dynamic loader (its lock held)");
+	if (!err && (err = tasks_of(pid, &tasks, &ntasks)))
 		why = strf("cannot list its threads: %s", strerror(-err));
 	if (!err)
 		err = inject_dlopen(pid, agent, INJECT_FORCE, &handle, &why);

@@ -1418,6 +1418,12 @@ static void hold_detach(struct session *s)
 	s->hold_mmap = NULL;
 }
 
+void session_hold_again(struct session *s)
+{
+	if (s->hold_op.nprobes)
+		s->skel->bss->run_hold = RUN_HOLD_FIRSTOP;
+}
+
 void session_hold_release(struct session *s)
 {
 	bool stopped = s->skel->bss->run_hold == RUN_HOLD_STOPPED;

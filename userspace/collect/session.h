@@ -145,6 +145,9 @@ void session_hold_keep(struct session *s);
 int session_hold_first_op(struct session *s, const char *libtorch_cpu, char **why);
 /* The thread that stopped at that first op. */
 pid_t session_hold_tid(struct session *s);
+/* Stopped at a first op: the next op of any thread stops the process
+ * again (run_inproc.c lets it run a moment with that thread held). */
+void session_hold_again(struct session *s);
 /* After session_add_target took the held process as CUDA-only (it mapped
  * libcudart first): hold again where it maps libtorch_cpu and continue it;
  * session_poll adds the op probes at that stop.  False (nothing done)
