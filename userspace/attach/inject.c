@@ -353,30 +353,42 @@ static int release(struct tstop *t)
  * the call does not return: its system call and program counter
  * (/proc/TID/syscall: "nr args... sp pc", or "running") as file+offset
  * (procmaps). */
-static void stuck_where(pid_t tid, char *buf, size_t size)
+bool inject_thread_at(pid_t tid, long *nr, uint64_t *pc)
 {
 	char path[64], sc[256] = "";
-	unsigned long long pc = 0;
-	const struct pm_entry *e;
-	struct pm_maps m;
-	long nr = -1;
 	FILE *f;
 
+	*nr = -1;
+	*pc = 0;
 	snprintf(path, sizeof(path), "/proc/%d/syscall", tid);
-	if ((f = fopen(path, "re"))) {
-		if (fgets(sc, sizeof(sc), f)) {
-			char *last = strrchr(sc, ' ');
+	if (!(f = fopen(path, "re")))
+		return false;
+	if (fgets(sc, sizeof(sc), f)) {
+		char *last = strrchr(sc, ' ');
 
-			if (sscanf(sc, "%ld", &nr) != 1)
-				nr = -1;
-			if (last)
-				pc = strtoull(last + 1, NULL, 16);
-		}
-		fclose(f);
+		if (sscanf(sc, "%ld", nr) != 1)
+			*nr = -1;
+		if (last)
+			*pc = strtoull(last + 1, NULL, 16);
 	}
+	fclose(f);
+	return !strncmp(sc, "running", 7);
+}
+
+static void stuck_where(pid_t tid, char *buf, size_t size)
+{
+	char path[64];
+	unsigned long long pc;
+	const struct pm_entry *e;
+	struct pm_maps m;
+	uint64_t at;
+	long nr;
+	bool running = inject_thread_at(tid, &nr, &at);
+	FILE *f;
+
+	pc = at;
 	if (!pc) {
-		snprintf(buf, size, "%s", nr < 0 && !strncmp(sc, "running", 7) ? "running" :
-			 "state unknown");
+		snprintf(buf, size, "%s", nr < 0 && running ? "running" : "state unknown");
 		return;
 	}
 	snprintf(buf, size, "in system call %ld at %#llx", nr, pc);

@@ -2,6 +2,7 @@
  * target's own dlopen), and unload it again. */
 #ifndef TBPF_INJECT_H
 #define TBPF_INJECT_H
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -29,6 +30,9 @@ int inject_call(pid_t pid, uint64_t fn, uint64_t arg, uint64_t *ret, char **why)
  * lets it go on where it stopped.  tbpf run --inproc holds the thread at
  * its first op this way while the agent's control thread starts its
  * callbacks.  0, or -errno with *why. */
+/* Where thread tid is, from /proc/TID/syscall: its system call (*nr, -1
+ * when in none) and pc (0 when unreadable).  True when it is running. */
+bool inject_thread_at(pid_t tid, long *nr, uint64_t *pc);
 int inject_hold_thread(pid_t tid, char **why);
 int inject_unhold_thread(pid_t tid);
 

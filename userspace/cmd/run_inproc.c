@@ -225,23 +225,6 @@ static int hold_threads(pid_t pid, pid_t first, const pid_t *tasks, size_t ntask
 	return 0;
 }
 
-/* The pc of thread tid, stopped (/proc's syscall file: its last field,
- * in a system call or not); 0 when unreadable. */
-static uint64_t thread_pc(pid_t pid, pid_t tid)
-{
-	char path[64], line[512], *last;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
-	if (!(f = fopen(path, "re")))
-		return 0;
-	if (!fgets(line, sizeof(line), f))
-		line[0] = 0;
-	fclose(f);
-	last = strrchr(line, ' ');
-	return last ? strtoull(last + 1, NULL, 16) : 0;
-}
-
 /* Is a thread of pid stopped inside the dynamic loader?  It may hold the
  * loader's lock, which the agent's dlopen then waits on for ever (the
  * whole process is stopped). */
@@ -256,9 +239,14 @@ static bool in_loader(pid_t pid)
 		return false;
 	if (!tasks_of(pid, &tasks, &n))
 		for (size_t i = 0; i < n && !yes; i++) {
-			const struct pm_entry *e = procmaps_find(&m, thread_pc(pid, tasks[i]));
-			const char *b = e && e->path ? strrchr(e->path, '/') : NULL;
+			const struct pm_entry *e;
+			const char *b;
+			uint64_t pc;
+			long nr;
 
+			inject_thread_at(tasks[i], &nr, &pc);
+			e = procmaps_find(&m, pc);
+			b = e && e->path ? strrchr(e->path, '/') : NULL;
 			yes = b && !strncmp(b + 1, "ld-linux", 8);
 		}
 	free(tasks);
