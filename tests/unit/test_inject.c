@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <pthread.h>
+#include <link.h>
 
 #include "agent_attach.h"
 #include "inject.h"
@@ -473,6 +474,104 @@ static void test_elf_sym_matches_loader(void **state)
 	free(path);
 }
 
+/* ---- a call that waits on a lock of a stopped thread --------------------- */
+
+static int hold_fd = -1;
+
+/* Called by dl_iterate_phdr with the loader's write lock held (dlopen
+ * takes it to add a library): tell the parent, keep it 300 ms. */
+static int hold_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)info; (void)size; (void)data;
+	if (write(hold_fd, "h", 1) != 1)
+		_exit(40);
+	usleep(300000);
+	return 1;
+}
+
+static void *holder(void *arg)
+{
+	(void)arg;
+	dl_iterate_phdr(hold_cb, NULL);
+	return NULL;
+}
+
+struct stall_seen {
+	pid_t pid, caller;
+	int let_run, restop;
+};
+
+static void seen_let_run(void *ctx, pid_t caller)
+{
+	struct stall_seen *s = ctx;
+
+	s->let_run++;
+	s->caller = caller;
+	kill(s->pid, SIGCONT);
+}
+
+static void seen_restop(void *ctx, pid_t caller)
+{
+	struct stall_seen *s = ctx;
+
+	(void)caller;
+	s->restop++;
+	kill(s->pid, SIGSTOP);
+}
+
+/* tbpf run --inproc's case: the whole process stopped while one thread
+ * holds a lock the dlopen needs (here the loader's write lock, from
+ * dl_iterate_phdr).  The call stalls, let_run lets the holder go on, the
+ * dlopen returns, restop stops the process again; the child lives on. */
+static void test_stalled_call_lets_others_run(void **state)
+{
+	int pfd[2], status;
+	char c;
+
+	if (access(LIB, R_OK))
+		skip();
+	assert_int_equal(pipe(pfd), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pthread_t th;
+
+		close(pfd[0]);
+		hold_fd = pfd[1];
+		signal(SIGUSR1, on_usr1);
+		if (pthread_create(&th, NULL, holder, NULL))
+			_exit(41);
+		while (!stop)
+			pause();   /* main thread: quiet, the one the call runs on */
+		pthread_join(th, NULL);
+		_exit(dlopen("libbz2.so.1.0", RTLD_NOLOAD | RTLD_NOW) ? 0 : 42);
+	}
+	close(pfd[1]);
+	assert_int_equal(read(pfd[0], &c, 1), 1);   /* the holder has the lock */
+	close(pfd[0]);
+	kill(pid, SIGSTOP);
+	assert_int_equal(waitpid(pid, &status, WUNTRACED), pid);
+	assert_true(WIFSTOPPED(status));
+
+	struct stall_seen seen = { .pid = pid };
+	struct inject_stall st = { 50, seen_let_run, seen_restop, &seen };
+	uint64_t h = 0;
+	char *why = NULL;
+	int err = inject_dlopen_stall(pid, LIB, 0, &st, &h, &why);
+
+	if (err)
+		fail_msg("stalled dlopen: %s", why);
+	assert_int_not_equal(h, 0);
+	assert_int_equal(seen.let_run, 1);
+	assert_int_equal(seen.restop, 1);
+	assert_int_equal(seen.caller, pid);
+	assert_int_equal(lib_mapped(pid, "libbz2.so"), 1);
+	kill(pid, SIGCONT);
+	kill(pid, SIGUSR1);
+	expect_exit_0(pid);   /* 42: the library was not loaded in the child */
+	free(why);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -488,6 +587,7 @@ int main(void)
 		cmocka_unit_test(test_busy_at_stack_end),
 		cmocka_unit_test(test_busy_in_malloc),
 		cmocka_unit_test(test_stuck_call_says_where),
+		cmocka_unit_test(test_stalled_call_lets_others_run),
 	};
 	return cmocka_run_group_tests_name("inject", tests, NULL, NULL);
 }

@@ -404,11 +404,29 @@ static void stuck_where(pid_t tid, char *buf, size_t size)
 	fclose(f);
 }
 
-/* Call fn(a0, a1) on the stopped thread; `data` (len bytes) is copied to the
- * stack first and its address replaces a0 when a0 == UINT64_MAX. */
-static int remote_call(struct tstop *t, uint64_t fn, uint64_t a0, uint64_t a1,
-		       const void *data, size_t len, uint64_t *ret, char **why)
+/* Wait for the thread running a call to stop; with st, after st->after_ms
+ * let the others run (once: *stalled). */
+static int call_wait(pid_t tid, const struct inject_stall *st, bool *stalled, int *status)
 {
+	int err;
+
+	if (st && !*stalled) {
+		if ((err = wait_stop(tid, status, st->after_ms)) != -ETIMEDOUT)
+			return err;
+		*stalled = true;
+		st->let_run(st->ctx, tid);
+	}
+	return wait_stop(tid, status, CALL_TIMEOUT_MS);
+}
+
+/* Call fn(a0, a1) on the stopped thread; `data` (len bytes) is copied to the
+ * stack first and its address replaces a0 when a0 == UINT64_MAX.  st: see
+ * struct inject_stall (NULL: none). */
+static int remote_call(struct tstop *t, uint64_t fn, uint64_t a0, uint64_t a1,
+		       const void *data, size_t len, const struct inject_stall *st,
+		       uint64_t *ret, char **why)
+{
+	bool stalled = false;
 	struct user_regs_struct r = t->regs;
 	uint64_t top = (t->regs.rsp - RED_ZONE - 256) & ~15ull;
 	uint64_t data_at = (top - len) & ~15ull;
@@ -446,7 +464,7 @@ static int remote_call(struct tstop *t, uint64_t fn, uint64_t a0, uint64_t a1,
 			err = fail(why, -errno, "resuming %d: %s", t->tid, strerror(errno));
 			goto restore;
 		}
-		if ((err = wait_stop(t->tid, &status, CALL_TIMEOUT_MS)) < 0) {
+		if ((err = call_wait(t->tid, st, &stalled, &status)) < 0) {
 			char where[160];
 
 			stuck_where(t->tid, where, sizeof(where));
@@ -481,6 +499,8 @@ static int remote_call(struct tstop *t, uint64_t fn, uint64_t a0, uint64_t a1,
 		break;
 	}
 restore:
+	if (stalled)
+		st->restop(st->ctx, t->tid);
 	if (remote_write(t->tid, sp, saved, span) < 0 && !err)
 		err = fail(why, -EIO, "restoring target stack");
 out:
@@ -663,7 +683,7 @@ static void remote_dlerror(pid_t pid, struct tstop *t, char **why, const char *w
 	uint64_t fn, msg = 0;
 	char buf[512] = "";
 	if (!resolve(pid, "dlerror", &fn) &&
-	    !remote_call(t, fn, 0, 0, "", 0, &msg, NULL) && msg) {
+	    !remote_call(t, fn, 0, 0, "", 0, NULL, &msg, NULL) && msg) {
 		for (size_t i = 0; i + 1 < sizeof(buf); i++) {
 			if (remote_read(pid, msg + i, buf + i, 1) < 0 || !buf[i])
 				break;
@@ -673,6 +693,12 @@ static void remote_dlerror(pid_t pid, struct tstop *t, char **why, const char *w
 }
 
 int inject_dlopen(pid_t pid, const char *lib_path, unsigned flags, uint64_t *handle, char **why)
+{
+	return inject_dlopen_stall(pid, lib_path, flags, NULL, handle, why);
+}
+
+int inject_dlopen_stall(pid_t pid, const char *lib_path, unsigned flags,
+			const struct inject_stall *st, uint64_t *handle, char **why)
 {
 	char path[64];
 	uint64_t fn, h = 0;
@@ -703,7 +729,7 @@ int inject_dlopen(pid_t pid, const char *lib_path, unsigned flags, uint64_t *han
 	if ((err = begin(pid, &s, CALL_FRAME(strlen(lib_path) + 1), why)))
 		return err;
 	err = remote_call(&s.t, fn, UINT64_MAX, 2 /* RTLD_NOW */, lib_path,
-			  strlen(lib_path) + 1, &h, why);
+			  strlen(lib_path) + 1, st, &h, why);
 	if (!err && !h) {
 		remote_dlerror(pid, &s.t, why, "dlopen");
 		err = -ELIBBAD;
@@ -728,7 +754,7 @@ int inject_dlclose(pid_t pid, uint64_t handle, int *ret, char **why)
 	struct session s;
 	if ((err = begin(pid, &s, CALL_FRAME(0), why)))
 		return err;
-	err = remote_call(&s.t, fn, handle, 0, "", 0, &r, why);
+	err = remote_call(&s.t, fn, handle, 0, "", 0, NULL, &r, why);
 	if (!err && (int)r != 0) {
 		remote_dlerror(pid, &s.t, why, "dlclose");
 		err = -ELIBBAD;
@@ -747,7 +773,7 @@ int inject_call(pid_t pid, uint64_t fn, uint64_t arg, uint64_t *ret, char **why)
 
 	if ((err = begin(pid, &s, CALL_FRAME(0), why)))
 		return err;
-	err = remote_call(&s.t, fn, arg, 0, "", 0, &r, why);
+	err = remote_call(&s.t, fn, arg, 0, "", 0, NULL, &r, why);
 	err = end(&s, err, why);
 	if (ret)
 		*ret = r;

@@ -19,6 +19,23 @@ int inject_library(pid_t pid, const char *lib_path, char **why);
 /* Same, with flags and the dlopen handle returned for inject_dlclose. */
 int inject_dlopen(pid_t pid, const char *lib_path, unsigned flags,
 		  uint64_t *handle, char **why);
+/* A call that does not return within after_ms may wait on a lock that a
+ * thread the caller keeps stopped holds (tbpf run --inproc stops the whole
+ * process: a thread stopped inside its own dlopen or malloc holds the
+ * loader's or an arena's lock).  let_run(ctx, caller) is then called once,
+ * the calling thread still running the call, to let the others run; after
+ * the call returned, and before the calling thread is let go,
+ * restop(ctx, caller) stops them again.  The call's own timeout stays. */
+struct inject_stall {
+	int after_ms;
+	void (*let_run)(void *ctx, pid_t caller);
+	void (*restop)(void *ctx, pid_t caller);
+	void *ctx;
+};
+
+/* inject_dlopen, with st (may be NULL) for a call that stalls. */
+int inject_dlopen_stall(pid_t pid, const char *lib_path, unsigned flags,
+			const struct inject_stall *st, uint64_t *handle, char **why);
 /* dlclose(handle) in the target; *ret gets dlclose's return value. */
 int inject_dlclose(pid_t pid, uint64_t handle, int *ret, char **why);
 /* Call fn(arg) (an address in the target) on one of its threads, as

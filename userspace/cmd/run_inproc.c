@@ -21,7 +21,6 @@
 #include "run_inproc.h"
 #include "session.h"
 #include "grow.h"
-#include "procmaps.h"
 #include "strf.h"
 
 #define HOLD_POLL_US 2000
@@ -225,35 +224,6 @@ static int hold_threads(pid_t pid, pid_t first, const pid_t *tasks, size_t ntask
 	return 0;
 }
 
-/* Is a thread of pid stopped inside the dynamic loader?  It may hold the
- * loader's lock, which the agent's dlopen then waits on for ever (the
- * whole process is stopped). */
-static bool in_loader(pid_t pid)
-{
-	struct pm_maps m;
-	pid_t *tasks = NULL;
-	size_t n = 0;
-	bool yes = false;
-
-	if (procmaps_read(pid, &m))
-		return false;
-	if (!tasks_of(pid, &tasks, &n))
-		for (size_t i = 0; i < n && !yes; i++) {
-			const struct pm_entry *e;
-			const char *b;
-			uint64_t pc;
-			long nr;
-
-			inject_thread_at(tasks[i], &nr, &pc);
-			e = procmaps_find(&m, pc);
-			b = e && e->path ? strrchr(e->path, '/') : NULL;
-			yes = b && !strncmp(b + 1, "ld-linux", 8);
-		}
-	free(tasks);
-	procmaps_free(&m);
-	return yes;
-}
-
 /* Every thread of pid but `except` stopped (or gone), within 1 s. */
 static void wait_all_stopped(pid_t pid, pid_t except)
 {
@@ -286,38 +256,62 @@ static void wait_all_stopped(pid_t pid, pid_t except)
 	}
 }
 
-#define LOADER_ROUNDS 100
+/* The agent's dlopen runs on one thread while the whole process is
+ * stopped.  Another thread may have stopped inside its own dlopen (an
+ * import: the loader's lock) or malloc (an arena's lock): the call then
+ * waits for it (1 run in 15-30 of test_inproc_run's two-thread case on
+ * torch 2.8; a check of the threads' pcs for the loader left 1 in 311,
+ * the holder being in a library's constructor or in libc).  So a call
+ * that has not returned after STALL_MS lets the others run until it
+ * returns: the first-op thread held under ptrace and the hold armed
+ * again (another thread's first op stops them all before the op runs). */
+#define STALL_MS 100
 
-/* Stopped at a thread's first op, another thread may be inside a dlopen
- * (an import), holding the loader's lock: the agent's dlopen would wait
- * for it for ever (1 run in 15-30 of test_inproc_run's two-thread case on
- * torch 2.8).  Let the others run a moment, the first-op thread held
- * under ptrace and the hold armed again (another thread's first op stops
- * them all before the op runs), until none is in the loader.  0, or
- * -EBUSY. */
-static int leave_loader(struct session *hold, pid_t pid, pid_t first)
+struct stall {
+	struct session *hold;
+	pid_t pid, first;
+	bool first_held, verbose;
+};
+
+static void stall_let_run(void *ctx, pid_t caller)
 {
-	for (int round = 0; in_loader(pid); round++) {
-		char *w = NULL;
+	struct stall *st = ctx;
+	char *w = NULL;
 
-		if (round == LOADER_ROUNDS || inject_hold_thread(first, &w)) {
-			free(w);
-			return -EBUSY;
-		}
-		session_hold_again(hold);
-		kill(pid, SIGCONT);
-		usleep(HOLD_POLL_US);
-		kill(pid, SIGSTOP);
-		wait_all_stopped(pid, first);
-		inject_unhold_thread(first);   /* back into the group stop */
+	if (st->first != caller) {
+		st->first_held = !inject_hold_thread(st->first, &w);
+		if (!st->first_held)
+			fprintf(stderr, "tbpf: pid %d: thread %d not held while the agent loads "
+					"(its first op may not be recorded): %s\n", st->pid,
+				st->first, w ? w : "?");
+		free(w);
 	}
-	return 0;
+	if (st->verbose)
+		fprintf(stderr, "tbpf: pid %d: the agent's dlopen waited %d ms on a lock of a "
+				"stopped thread; the others run until it returns\n", st->pid,
+			STALL_MS);
+	session_hold_again(st->hold);
+	kill(st->pid, SIGCONT);
+}
+
+static void stall_restop(void *ctx, pid_t caller)
+{
+	struct stall *st = ctx;
+
+	(void)caller;
+	kill(st->pid, SIGSTOP);
+	wait_all_stopped(st->pid, st->first);
+	if (st->first_held)
+		inject_unhold_thread(st->first);   /* back into the group stop */
+	st->first_held = false;
 }
 
 int run_inproc_load(const struct live_opts *o, struct session *hold, const char *agent,
 		    struct run_held *held)
 {
 	pid_t pid = o->sel.pids[0], tid = session_hold_tid(hold);
+	struct stall stall = { .hold = hold, .pid = pid, .first = tid, .verbose = o->verbose };
+	struct inject_stall st = { STALL_MS, stall_let_run, stall_restop, &stall };
 	uint64_t handle = 0;
 	pid_t *tasks = NULL;
 	size_t ntasks = 0;
@@ -328,13 +322,10 @@ int run_inproc_load(const struct live_opts *o, struct session *hold, const char 
 	/* the whole process is stopped: its threads now are the ones that
 	 * may run ops; the call runs on one thread and leaves it stopped
 	 * again (inject.c), the agent's control thread created stopped too */
-	err = leave_loader(hold, pid, tid);
-	if (err)
-		why = strf("a thread stayed inside the dynamic loader (its lock held)");
-	if (!err && (err = tasks_of(pid, &tasks, &ntasks)))
+	if ((err = tasks_of(pid, &tasks, &ntasks)))
 		why = strf("cannot list its threads: %s", strerror(-err));
 	if (!err)
-		err = inject_dlopen(pid, agent, INJECT_FORCE, &handle, &why);
+		err = inject_dlopen_stall(pid, agent, INJECT_FORCE, &st, &handle, &why);
 	if (!err)
 		err = hold_threads(pid, tid, tasks, ntasks, held, &why);
 	free(tasks);
