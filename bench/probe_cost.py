@@ -13,7 +13,8 @@ allocator, caches and the Python state are the same for both.
 Per round: us/iter without and with tbpf, per-op overhead ((with -
 without) / ATen ops per iteration), the same from the worker thread's CPU
 time (user + system, which includes the traps and BPF programs but not
-time other processes take the CPU: steadier on a shared machine), tbpf's
+time other processes take the CPU: steadier on a shared machine) and its
+user and system parts apart (per_op_user_us, per_op_sys_us), tbpf's
 own CPU time during the timed run per iteration (reader_cpu_us: its
 user-space reader, which competes for the CPUs), and per
 program (tbpf_ prefix dropped): hits per iteration (NAME_hits_per_iter),
@@ -55,7 +56,7 @@ import sys, time
 sys.path.insert(0, %r)
 import wl_common  # noqa
 import torch
-import argparse, importlib
+import argparse, importlib, resource
 torch.set_num_threads(1)
 wl = importlib.import_module(%r)
 step = wl.setup(argparse.Namespace(seed=0, gap_ms=0, intra_threads=1))
@@ -64,10 +65,14 @@ for _ in range(%d):
 print("READY", flush=True)
 for line in sys.stdin:
     n = int(line)
+    u0 = resource.getrusage(resource.RUSAGE_THREAD)
     t0, c0 = time.perf_counter(), time.thread_time()
     for _ in range(n):
         step()
-    print("%%.9f %%.9f" %% (time.perf_counter() - t0, time.thread_time() - c0), flush=True)
+    t1, c1 = time.perf_counter(), time.thread_time()
+    u1 = resource.getrusage(resource.RUSAGE_THREAD)
+    print("%%.9f %%.9f %%.9f %%.9f" %% (t1 - t0, c1 - c0, u1.ru_utime - u0.ru_utime,
+                                      u1.ru_stime - u0.ru_stime), flush=True)
 """
 
 
@@ -114,8 +119,7 @@ def set_stats(v):
 def timed(worker, n):
     worker.stdin.write("%d\n" % n)
     worker.stdin.flush()
-    wall, cpu = worker.stdout.readline().split()
-    return float(wall), float(cpu)
+    return [float(x) for x in worker.stdout.readline().split()]
 
 
 def proc_cpu_s(pid):
@@ -137,6 +141,8 @@ def one_run(worker, tbpf, args, a, old):
         if not line:
             sys.exit("tbpf exited before attaching")
     ms = re.search(r"([\d.]+)\s*ms", line)
+    if a.settle:
+        timed(worker, a.settle)   # past attach: new stacks named, rows made
     c0 = proc_cpu_s(tb.pid)
     probed = timed(worker, a.iters)
     tb_cpu = proc_cpu_s(tb.pid) - c0
@@ -153,6 +159,12 @@ def one_run(worker, tbpf, args, a, old):
          "base_cpu_us": base[1] / a.iters * 1e6, "tbpf_cpu_us": probed[1] / a.iters * 1e6,
          "attach_ms": float(ms.group(1)) if ms else None,
          "reader_cpu_us": tb_cpu / a.iters * 1e6}
+    # the worker thread's user and system time apart (getrusage: the
+    # scheduler's runtime split by tick samples): a trap and its BPF
+    # programs run in the kernel; what they leave the step (cache and TLB
+    # misses) shows in user time
+    r["per_op_user_us"] = (probed[2] - base[2]) / a.iters * 1e6 / a.ops_per_iter
+    r["per_op_sys_us"] = (probed[3] - base[3]) / a.iters * 1e6 / a.ops_per_iter
     r["per_op_us"] = (r["tbpf_us"] - r["base_us"]) / a.ops_per_iter
     r["per_op_cpu_us"] = (r["tbpf_cpu_us"] - r["base_cpu_us"]) / a.ops_per_iter
     for name in s1:
@@ -196,7 +208,7 @@ def above_floor(rows, label):
     """Per round, the mode's per-op figures minus its floor's (the two ran
     in the same round of the same worker): median and range."""
     out = {}
-    for k in ("per_op_us", "per_op_cpu_us"):
+    for k in ("per_op_us", "per_op_cpu_us", "per_op_user_us", "per_op_sys_us"):
         d = [r[k] - f[k] for r, f in zip(rows[label], rows["floor " + label])]
         out[k] = {"median": round(statistics.median(d), 3), "range": [round(min(d), 3), round(max(d), 3)]}
     return out
@@ -218,8 +230,14 @@ def main():
     ap.add_argument("--workload", default="dispatch_bound",
                     help="a tests/workloads module with setup(args) -> step (dispatch_bound, transformer_step)")
     ap.add_argument("--warm", type=int, default=200, help="steps before READY")
+    ap.add_argument("--settle", type=int, default=None,
+                    help="probed steps run untimed before the timed ones (default: --iters), "
+                         "so the timed run sees the steady state, not the attach: "
+                         "the first steps make every row and name every new Python stack")
     ap.add_argument("tbpf_args", nargs="*")
     a = ap.parse_args()
+    if a.settle is None:
+        a.settle = a.iters
 
     with open("/proc/sys/kernel/bpf_stats_enabled") as f:
         old = f.read().strip()
