@@ -42,13 +42,19 @@ struct {
 #define PYSTACK_SELFCACHE 512
 
 /* 3.11+: a thread's Python frames are consecutive in its data stack, a
- * caller below its callee.  A capture reads, at once, the page the
- * innermost frame starts in (from the page's start to that frame's end,
- * all mapped since the frame is) and takes the frames that lie in it from
- * there: one user-memory read (~95 ns here, bench/results_floor.md) for
- * the frames of that page instead of one each. */
+ * caller below its callee, in chunks of 16 KB or more.  A capture reads
+ * them at once where it can: from the outermost frame of the run of
+ * frames in one chunk that its last walk found from the innermost one
+ * (tbpf_thread.py_lo), when that span is at most PYWIN_MAX, else the page
+ * the innermost frame starts in
+ * (from the page's start to that frame's end, mapped since the frame is),
+ * and takes the frames that lie there from it: one user-memory read
+ * (~95 ns here, bench/results_floor.md) instead of one per frame. */
 #define PYWIN_PAGE 4096
-#define PYWIN_BUF (PYWIN_PAGE + TBPF_PYFRAME_READ + 8)
+#define PYWIN_MAX (16384 - 2 * TBPF_PYFRAME_READ)
+#define PYWIN_BUF (PYWIN_MAX + TBPF_PYFRAME_READ + 8)
+/* frames further apart than this are taken for different chunks */
+#define PYWIN_GAP 16384
 
 struct pystack_scratch {
 	struct rec_pystack rec;
@@ -63,7 +69,13 @@ struct pystack_scratch {
 	__u64 selfcache[PYSTACK_SELFCACHE];
 	__u64 win_lo;            /* user address of win[0] */
 	__u32 win_len;           /* bytes of win read (0: none) */
-	__u32 pad2;
+	/* runs of data-stack frames, innermost first: each frame below the
+	 * last and near it (one chunk); run 0's outermost frame, run 1's
+	 * innermost and outermost (tbpf_thread.py_lo, py_lo2, py_hi2) */
+	__u32 run;               /* the run being walked; 2: past run 1 */
+	__u32 refilled;          /* the window was read again for run 1 */
+	__u64 lowest;            /* the last frame of the run being walked */
+	__u64 run_lo[2], run_hi1;
 	__u8 win[PYWIN_BUF];
 };
 
@@ -165,18 +177,27 @@ static __always_inline __u64 pystack_mix(__u64 h, __u64 v)
 	return h;
 }
 
-/* Read the page the innermost frame starts in, up to that frame's end
- * (PYWIN_PAGE above).  No window when the read fails. */
+/* Read the frames from `lo` (the thread's py_lo, 0: unknown) or from the
+ * start of the innermost frame's page up to that frame's end (PYWIN_MAX
+ * above).  No window when the reads fail. */
 static __always_inline void pystack_win_read(struct pystack_scratch *s,
-					     const struct tbpf_pyproc *pp, __u64 frame)
+					     const struct tbpf_pyproc *pp, __u64 frame, __u64 lo)
 {
-	__u64 lo = frame & ~(__u64)(PYWIN_PAGE - 1);
-	__u64 len = frame + TBPF_PYFRAME_READ - lo;
+	__u64 end = frame + TBPF_PYFRAME_READ, len;
 
 	s->win_len = 0;
-	if (pp->kind != PYK_IFRAME || len > PYWIN_BUF)
+	if (pp->kind != PYK_IFRAME)
 		return;
-	if (bpf_probe_read_user(s->win, len, (const void *)lo))
+	len = end - lo;
+	if (lo && lo < frame && len <= PYWIN_BUF &&
+	    !bpf_probe_read_user(s->win, len, (const void *)lo)) {
+		s->win_lo = lo;
+		s->win_len = len;
+		return;
+	}
+	lo = frame & ~(__u64)(PYWIN_PAGE - 1);
+	len = end - lo;
+	if (len > PYWIN_BUF || bpf_probe_read_user(s->win, len, (const void *)lo))
 		return;
 	s->win_lo = lo;
 	s->win_len = len;
@@ -201,7 +222,39 @@ static __always_inline bool pystack_from_win(struct pystack_scratch *s, __u64 fr
 struct pystack_loop {
 	struct pystack_scratch *s;
 	const struct tbpf_pyproc *pp;
+	const struct tbpf_thread *t;   /* its runs of the last walk (NULL: none) */
 };
+
+/* A frame outside the window that lies in run 1 of the thread's last
+ * walk (another data-stack chunk): read that run at once too. */
+static __always_inline bool pystack_refill(struct pystack_scratch *s,
+					   const struct tbpf_pyproc *pp,
+					   const struct tbpf_thread *t, __u64 frame)
+{
+	if (!t || s->refilled || !t->py_lo2 || frame < t->py_lo2 || frame > t->py_hi2)
+		return false;
+	s->refilled = 1;
+	pystack_win_read(s, pp, frame, t->py_lo2);
+	return pystack_from_win(s, frame);
+}
+
+/* Follow the runs (struct pystack_scratch) with data-stack frame `frame`. */
+static __always_inline void pystack_run_step(struct pystack_scratch *s, __u64 frame)
+{
+	if (s->run > 1)
+		return;
+	if (frame < s->lowest && s->lowest - frame <= PYWIN_GAP) {
+		s->lowest = frame;
+		return;
+	}
+	/* a frame above the last one, or far below it: another chunk
+	 * (3.12+'s shims live on the C stack and are not counted) */
+	s->run_lo[s->run & 1] = s->lowest;
+	s->run++;
+	s->lowest = frame;
+	if (s->run == 1)
+		s->run_hi1 = frame;
+}
 
 static long pystack_step(__u32 i, void *ctx)
 {
@@ -218,7 +271,9 @@ static long pystack_step(__u32 i, void *ctx)
 	if (!frame)
 		return 1;
 	if (!pystack_from_win(s, frame) &&
-	    bpf_probe_read_user(s->fbuf, TBPF_PYFRAME_READ, (const void *)frame)) {
+	    !pystack_refill(s, pp, ((struct pystack_loop *)ctx)->t, frame) &&
+	    (pystack_count(CNT_PY_FRAME_READS),
+	     bpf_probe_read_user(s->fbuf, TBPF_PYFRAME_READ, (const void *)frame))) {
 		pystack_count(CNT_PYSTACK_FAIL);
 		s->frame = 0;
 		return 1;
@@ -229,6 +284,7 @@ static long pystack_step(__u32 i, void *ctx)
 	if (pp->fr_owner != TBPF_PYOFF_NONE &&
 	    pystack_fld(s->fbuf, pp->fr_owner, 1) == 3)
 		return 0;
+	pystack_run_step(s, frame);
 	if (pp->kind == PYK_IFRAME) {
 		instr = pystack_fld(s->fbuf, pp->fr_instr, 8);
 		if (instr > code + pp->co_code)
@@ -356,17 +412,32 @@ static __always_inline __u64 pystack_capture_from(const struct tbpf_pyproc *pp, 
 	s->frame = frame;
 	s->n = 0;
 	s->id = pystack_mix(0xcbf29ce484222325ULL, pid);
-	pystack_win_read(s, pp, frame);
+	s->run = 0;
+	s->refilled = 0;
+	s->lowest = frame + 1;
+	s->run_lo[0] = 0;
+	s->run_lo[1] = 0;
+	s->run_hi1 = 0;
+	pystack_count(CNT_PY_CAPTURES);
+	pystack_win_read(s, pp, frame, t ? t->py_lo : 0);
 	/* shim frames take steps too (TBPF_PYWALK_STEPS) */
 	{
 		/* the scratch reaches each step through the loop's context:
 		 * no map lookup per frame */
-		struct pystack_loop lc = { .s = s, .pp = pp };
+		struct pystack_loop lc = { .s = s, .pp = pp, .t = t };
 
 		bpf_loop(TBPF_PYWALK_STEPS, pystack_step, &lc, 0);
 	}
 	n = s->n;
 	id = s->id;
+	/* the next capture reads runs 0 and 1 at once */
+	if (s->run <= 1)
+		s->run_lo[s->run & 1] = s->lowest;
+	if (t) {
+		t->py_lo = s->run_lo[0] <= frame ? s->run_lo[0] : 0;
+		t->py_lo2 = s->run >= 1 ? s->run_lo[1] : 0;
+		t->py_hi2 = s->run_hi1;
+	}
 	if (n == 0)
 		return 0;
 	if (s->frame) {

@@ -227,6 +227,8 @@ static __always_inline struct tbpf_thread *thread_enter(__u32 tid, __u32 pid)
 		t->pystack_id = 0;
 		t->bw_nodes = 0;
 		t->bw_last_seq = 0;
+		t->py_lo = 0;
+		t->py_lo2 = 0;
 		for (int i = 0; i < TBPF_PYSEEN_N; i++)
 			t->pyseen[i] = 0;
 		for (int i = 0; i < TBPF_ROWSEEN_N; i++)
@@ -1329,7 +1331,7 @@ int BPF_KPROBE(tbpf_module_call)
 	frame = pystack_top_call_impl(pp);
 	if (!frame)
 		return 0;
-	stack = pystack_capture_from(pp, pid, frame, NULL);
+	stack = pystack_capture_from(pp, pid, frame, thread_get(tid, pid, false));
 	if (!stack)
 		return 0;
 	cnt_add(CNT_MODCALLS, 1);

@@ -839,6 +839,12 @@ struct tbpf_thread {
 	__u32 bw_pad;
 	/* the last (torch thread, sequence number + 1) it registered */
 	__u64 bw_last_thread, bw_last_seq;
+	/* 3.11+: the outermost Python frame of the run of frames in one data-
+	 * stack chunk its last stack walk found from the innermost one (0:
+	 * none): the next capture reads from there to its innermost frame at
+	 * once (pystack.bpf.h); the next run's (another chunk) outermost and
+	 * innermost frames (0: none), read at once when the walk gets there */
+	__u64 py_lo, py_lo2, py_hi2;
 };
 /* Who names a FUNCTION-scope RecordFunction without the profiler on (the
  * attach cookie of tbpf_scope_pend) */
@@ -920,6 +926,8 @@ enum tbpf_counter {
 	CNT_SAMPLE_DEFERRED,  /* infer mode: returned frames a sample or switch-out
 			       * left to the next op probe, a row of theirs
 			       * missing (rows_early) */
+	CNT_PY_CAPTURES,      /* Python stacks walked */
+	CNT_PY_FRAME_READS,   /* their frames read one by one (not in the window) */
 	CNT_MAX
 };
 

@@ -16,12 +16,12 @@ need_root
 need_tbpf
 
 stacks_case() {
-	local py=$1 label
-	label="torch $(torch_version "$py"), --group-by-stack 5"
+	local py=$1 nest=${2:-0} label
+	label="torch $(torch_version "$py"), --group-by-stack 5${2:+, $nest frames deeper}"
 	log "== $label"
-	"$py" "$WL/stack_model.py" --profile --iters 100 > "$T/ref.json" 2> "$T/ref.err" ||
+	"$py" "$WL/stack_model.py" --profile --iters 100 --nest "$nest" > "$T/ref.json" 2> "$T/ref.err" ||
 		fail "$label: torch.profiler run failed: $(tail -n 2 "$T/ref.err" | tr '\n' ' ')"
-	start_workload wl "$py" stack_model.py --iters 100 --linger 1
+	start_workload wl "$py" stack_model.py --iters 100 --nest "$nest" --linger 1
 	start_tbpf tb --pid "$(get wl pid)" --format json --duration 600s --group-by-stack 5 \
 		--record "$T/stacks.tbpf"
 	go "$(get wl pid)"
@@ -142,10 +142,13 @@ uprobe_bw_case() {
 for py in "$PY1" "$PY2"; do
 	need_torch "$py"
 	if [ -n "${STACKS_ONLY:-}" ]; then
-		"$STACKS_ONLY" "$py"
+		"$STACKS_ONLY" "$py" ${STACKS_ARGS:-}
 		continue
 	fi
 	stacks_case "$py"
+	# frames over several pages of the data stack: the walker's reads of
+	# them at once (bpf/pystack.bpf.h, tbpf_thread.py_lo)
+	stacks_case "$py" 40
 	uprobe_bw_case "$py"
 	inproc_case "$py" ""
 	inproc_case "$py" backward

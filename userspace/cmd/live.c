@@ -618,7 +618,8 @@ static void report_counters(const struct live_opts *o, struct session *s, const 
 		fprintf(stderr, "tbpf: entries %llu exits %llu stale %llu unwound %llu overflow %llu "
 				"underflow %llu guard signals %llu unsafe %llu repairs %llu restored %llu "
 				"scope-probe hits %llu children %llu sampled %llu deferred %llu "
-				"return addresses from the kernel %llu unknown %llu\n",
+				"return addresses from the kernel %llu unknown %llu "
+				"Python stacks walked %llu frames read one by one %llu\n",
 			(unsigned long long)counters[CNT_ENTRIES], (unsigned long long)counters[CNT_EXITS],
 			(unsigned long long)counters[CNT_STALE_POPS],
 			(unsigned long long)counters[CNT_UNWIND_POPS],
@@ -630,7 +631,9 @@ static void report_counters(const struct live_opts *o, struct session *s, const 
 			(unsigned long long)counters[CNT_SCOPE_HITS], (unsigned long long)children,
 			(unsigned long long)counters[CNT_SAMPLE_POPS],
 			(unsigned long long)counters[CNT_SAMPLE_DEFERRED],
-			(unsigned long long)from_kernel, (unsigned long long)unknown);
+			(unsigned long long)from_kernel, (unsigned long long)unknown,
+			(unsigned long long)counters[CNT_PY_CAPTURES],
+			(unsigned long long)counters[CNT_PY_FRAME_READS]);
 	}
 	if (counters[CNT_DROPS])
 		fprintf(stderr, "tbpf: %llu events dropped (ring buffer full); rerun with a larger "

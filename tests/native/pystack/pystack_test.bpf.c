@@ -40,6 +40,38 @@ struct {
 	__type(value, __u64);
 } tids SEC(".maps");
 
+/* each thread's state (its runs of frames from the last walk, the stack
+ * ids it knows), as the op probe keeps it: from the second walk on the
+ * walker reads the frames with the hints a real capture has */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct tbpf_thread);
+} threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tbpf_thread);
+} thread_zero SEC(".maps");
+
+static struct tbpf_thread *thread_of(__u32 tid)
+{
+	struct tbpf_thread *t = bpf_map_lookup_elem(&threads, &tid);
+	__u32 zero = 0;
+
+	if (t)
+		return t;
+	t = bpf_map_lookup_elem(&thread_zero, &zero);
+	if (!t)
+		return NULL;
+	bpf_map_update_elem(&threads, &tid, t, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&threads, &tid);
+}
+
 /* walk time, for the cost figure */
 __u64 walk_ns = 0;
 __u64 walks = 0;
@@ -54,7 +86,7 @@ int BPF_KPROBE(on_call)
 	if (!bpf_map_lookup_elem(&py_procs, &pid))
 		return 0;
 	t0 = bpf_ktime_get_ns();
-	id = pystack_capture(pid, NULL);
+	id = pystack_capture(pid, thread_of((__u32)pid_tgid));
 	__sync_fetch_and_add(&walk_ns, bpf_ktime_get_ns() - t0);
 	__sync_fetch_and_add(&walks, 1);
 	if (id) {
