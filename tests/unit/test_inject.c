@@ -562,7 +562,7 @@ static void test_stalled_call_lets_others_run(void **state)
 	if (err)
 		fail_msg("stalled dlopen: %s", why);
 	assert_int_not_equal(h, 0);
-	assert_int_equal(seen.let_run, 1);
+	assert_true(seen.let_run >= 1);   /* again every 50 ms while it waits */
 	assert_int_equal(seen.restop, 1);
 	assert_int_equal(seen.caller, pid);
 	assert_int_equal(lib_mapped(pid, "libbz2.so"), 1);

@@ -229,14 +229,10 @@ static pid_t pick_thread(pid_t pid, const pid_t *skip, size_t nskip)
 			continue;
 		if (!best)
 			best = tid;  /* main thread skipped: any other, quiet or not */
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
-		FILE *f = fopen(path, "re");
-		long nr = -1;
-		if (f) {
-			if (fscanf(f, "%ld", &nr) != 1)
-				nr = -1;
-			fclose(f);
-		}
+		long nr;
+		uint64_t pc;
+
+		inject_thread_at(tid, &nr, &pc);
 		/* main thread first, else the first quiet one */
 		if (quiet_nr(nr) && (tid == pid || !best_quiet)) {
 			best = tid;
@@ -404,19 +400,26 @@ static void stuck_where(pid_t tid, char *buf, size_t size)
 	fclose(f);
 }
 
-/* Wait for the thread running a call to stop; with st, after st->after_ms
- * let the others run (once: *stalled). */
+/* Wait for the thread running a call to stop; with st, every st->after_ms
+ * it has not, let the others run (*stalled once it has). */
 static int call_wait(pid_t tid, const struct inject_stall *st, bool *stalled, int *status)
 {
-	int err;
+	int err, waited = 0;
 
-	if (st && !*stalled) {
-		if ((err = wait_stop(tid, status, st->after_ms)) != -ETIMEDOUT)
+	if (!st)
+		return wait_stop(tid, status, CALL_TIMEOUT_MS);
+	for (;;) {
+		int ms = st->after_ms < CALL_TIMEOUT_MS - waited ? st->after_ms
+								 : CALL_TIMEOUT_MS - waited;
+
+		if ((err = wait_stop(tid, status, ms)) != -ETIMEDOUT)
+			return err;
+		waited += ms;
+		if (waited >= CALL_TIMEOUT_MS)
 			return err;
 		*stalled = true;
 		st->let_run(st->ctx, tid);
 	}
-	return wait_stop(tid, status, CALL_TIMEOUT_MS);
 }
 
 /* Call fn(a0, a1) on the stopped thread; `data` (len bytes) is copied to the

@@ -22,9 +22,10 @@ int inject_dlopen(pid_t pid, const char *lib_path, unsigned flags,
 /* A call that does not return within after_ms may wait on a lock that a
  * thread the caller keeps stopped holds (tbpf run --inproc stops the whole
  * process: a thread stopped inside its own dlopen or malloc holds the
- * loader's or an arena's lock).  let_run(ctx, caller) is then called once,
- * the calling thread still running the call, to let the others run; after
- * the call returned, and before the calling thread is let go,
+ * loader's or an arena's lock).  let_run(ctx, caller) is then called, and
+ * again every after_ms while the call has not returned, the calling
+ * thread still running the call, to let the others run; after the call
+ * returned (or failed), and before the calling thread is let go,
  * restop(ctx, caller) stops them again.  The call's own timeout stays. */
 struct inject_stall {
 	int after_ms;

@@ -266,30 +266,55 @@ static void wait_all_stopped(pid_t pid, pid_t except)
  * returns: the first-op thread held under ptrace and the hold armed
  * again (another thread's first op stops them all before the op runs). */
 #define STALL_MS 100
+#define STALL_HELD_MAX 64
 
 struct stall {
 	struct session *hold;
 	pid_t pid, first;
-	bool first_held, verbose;
+	bool verbose, told;
+	pid_t held[STALL_HELD_MAX];   /* seized while the others run */
+	size_t nheld;
 };
 
+static bool tid_in(const pid_t *v, size_t n, pid_t tid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == tid)
+			return true;
+	return false;
+}
+
+/* Seize tid (at its first op: not to run it before the callbacks) unless
+ * it runs the call or is held already. */
+static void stall_hold(struct stall *st, pid_t tid, pid_t caller)
+{
+	char *w = NULL;
+
+	if (!tid || tid == caller || tid_in(st->held, st->nheld, tid) ||
+	    st->nheld == STALL_HELD_MAX)
+		return;
+	if (!inject_hold_thread(tid, &w))
+		st->held[st->nheld++] = tid;
+	else
+		fprintf(stderr, "tbpf: pid %d: thread %d not held while the agent loads "
+				"(its first op may not be recorded): %s\n", st->pid, tid, w ? w : "?");
+	free(w);
+}
+
+/* The call waits: the first-op thread, and any thread whose first op the
+ * hold stopped since, seized; the hold armed again; the others run. */
 static void stall_let_run(void *ctx, pid_t caller)
 {
 	struct stall *st = ctx;
-	char *w = NULL;
 
-	if (st->first != caller) {
-		st->first_held = !inject_hold_thread(st->first, &w);
-		if (!st->first_held)
-			fprintf(stderr, "tbpf: pid %d: thread %d not held while the agent loads "
-					"(its first op may not be recorded): %s\n", st->pid,
-				st->first, w ? w : "?");
-		free(w);
-	}
-	if (st->verbose)
+	stall_hold(st, st->first, caller);
+	if (session_torch_held(st->hold))
+		stall_hold(st, session_hold_tid(st->hold), caller);
+	if (st->verbose && !st->told)
 		fprintf(stderr, "tbpf: pid %d: the agent's dlopen waited %d ms on a lock of a "
 				"stopped thread; the others run until it returns\n", st->pid,
 			STALL_MS);
+	st->told = true;
 	session_hold_again(st->hold);
 	kill(st->pid, SIGCONT);
 }
@@ -301,9 +326,24 @@ static void stall_restop(void *ctx, pid_t caller)
 	(void)caller;
 	kill(st->pid, SIGSTOP);
 	wait_all_stopped(st->pid, st->first);
-	if (st->first_held)
-		inject_unhold_thread(st->first);   /* back into the group stop */
-	st->first_held = false;
+	for (size_t i = 0; i < st->nheld; i++)
+		inject_unhold_thread(st->held[i]);   /* back into the group stop */
+}
+
+/* tasks plus the threads seized while the call waited (a thread started
+ * then is not in the list taken before it). */
+static int tasks_add(pid_t **tasks, size_t *n, const pid_t *more, size_t nmore)
+{
+	size_t cap = *n;
+
+	for (size_t i = 0; i < nmore; i++) {
+		if (tid_in(*tasks, *n, more[i]))
+			continue;
+		if (GROW(*tasks, *n, cap, 16))
+			return -ENOMEM;
+		(*tasks)[(*n)++] = more[i];
+	}
+	return 0;
 }
 
 int run_inproc_load(const struct live_opts *o, struct session *hold, const char *agent,
@@ -326,6 +366,8 @@ int run_inproc_load(const struct live_opts *o, struct session *hold, const char 
 		why = strf("cannot list its threads: %s", strerror(-err));
 	if (!err)
 		err = inject_dlopen_stall(pid, agent, INJECT_FORCE, &st, &handle, &why);
+	if (!err && (err = tasks_add(&tasks, &ntasks, stall.held, stall.nheld)))
+		why = strf("out of memory");
 	if (!err)
 		err = hold_threads(pid, tid, tasks, ntasks, held, &why);
 	free(tasks);
