@@ -374,20 +374,18 @@ bool inject_thread_at(pid_t tid, long *nr, uint64_t *pc)
 static void stuck_where(pid_t tid, char *buf, size_t size)
 {
 	char path[64];
-	unsigned long long pc;
 	const struct pm_entry *e;
 	struct pm_maps m;
-	uint64_t at;
+	uint64_t pc;
 	long nr;
-	bool running = inject_thread_at(tid, &nr, &at);
+	bool running = inject_thread_at(tid, &nr, &pc);
 	FILE *f;
 
-	pc = at;
 	if (!pc) {
 		snprintf(buf, size, "%s", nr < 0 && running ? "running" : "state unknown");
 		return;
 	}
-	snprintf(buf, size, "in system call %ld at %#llx", nr, pc);
+	snprintf(buf, size, "in system call %ld at %#llx", nr, (unsigned long long)pc);
 	snprintf(path, sizeof(path), "/proc/%d/maps", tid);
 	if (!(f = fopen(path, "re")))
 		return;
