@@ -64,13 +64,21 @@ for _ in range(%d):
     step()
 print("READY", flush=True)
 for line in sys.stdin:
-    n = int(line)
+    # "N": N timed steps; "prof N" (bench/inproc_cost.py): the same inside
+    # torch.profiler, entered before and left (post-processing) after them
+    words = line.split()
+    n = int(words[-1])
+    prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) if words[0] == "prof" else None
+    if prof:
+        prof.__enter__()
     u0 = resource.getrusage(resource.RUSAGE_THREAD)
     t0, c0 = time.perf_counter(), time.thread_time()
     for _ in range(n):
         step()
     t1, c1 = time.perf_counter(), time.thread_time()
     u1 = resource.getrusage(resource.RUSAGE_THREAD)
+    if prof:
+        prof.__exit__(None, None, None)
     print("%%.9f %%.9f %%.9f %%.9f" %% (t1 - t0, c1 - c0, u1.ru_utime - u0.ru_utime,
                                       u1.ru_stime - u0.ru_stime), flush=True)
 """
@@ -116,8 +124,9 @@ def set_stats(v):
         f.write(v)
 
 
-def timed(worker, n):
-    worker.stdin.write("%d\n" % n)
+def timed(worker, n, cmd=""):
+    """[wall, thread CPU, user, system] seconds of n steps (cmd "prof": under torch.profiler)."""
+    worker.stdin.write("%s %d\n" % (cmd, n))
     worker.stdin.flush()
     return [float(x) for x in worker.stdout.readline().split()]
 
