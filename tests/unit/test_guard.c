@@ -58,7 +58,11 @@ static void fill_from_kernel(void **state)
 		{ .tid = 7, .stack = 0x7ffc0b00, .ret = 0 },
 	};
 
+	/* a failed read leaves these three unknown (not the one read at
+	 * entry, not the one that was never hijacked) */
+	assert_int_equal(retaddr_missing(f, 5), 3);
 	assert_int_equal(retaddr_fill(f, 5, r, 5), 2);
+	assert_int_equal(retaddr_missing(f, 5), 1);   /* the slot without a record */
 	assert_int_equal(f[0].ra, 0x7f0000001234);
 	assert_int_equal(f[1].ra, 0x7f0000005678);
 	assert_int_equal(f[2].ra, 0);

@@ -212,7 +212,8 @@ static int thread_frames_read(struct gstate *g, pid_t tid, struct tbpf_thread *t
 		usleep(1000);
 	}
 	if (err) {
-		g->st.ra_unknown += depth;
+		/* only the frames op entry left without their address */
+		g->st.ra_unknown += retaddr_missing(th->frames, depth);
 		if (glog) {
 			fprintf(glog, "retaddr tid %d: %s\n", tid, strerror(-err));
 			fflush(glog);

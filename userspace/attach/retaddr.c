@@ -76,6 +76,15 @@ size_t retaddr_fill(struct tbpf_frame *frames, size_t n, const struct tbpf_retad
 	return filled;
 }
 
+size_t retaddr_missing(const struct tbpf_frame *frames, size_t n)
+{
+	size_t missing = 0;
+
+	for (size_t i = 0; i < n; i++)
+		missing += (frames[i].flags & OPF_HIJACKED) && !frames[i].ra && frames[i].sp;
+	return missing;
+}
+
 bool retaddr_works(int prog_fd)
 {
 	struct tbpf_retaddr r[4];

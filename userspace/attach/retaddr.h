@@ -24,6 +24,10 @@ int retaddr_read(int prog_fd, pid_t tid, struct tbpf_retaddr *out, size_t cap, s
 size_t retaddr_fill(struct tbpf_frame *frames, size_t n, const struct tbpf_retaddr *r,
 		    size_t nr);
 
+/* Pure: the hijacked frames whose return address is still unknown (0):
+ * what a failed retaddr_read leaves the guard unable to write back. */
+size_t retaddr_missing(const struct tbpf_frame *frames, size_t n);
+
 /* Can retaddr_read work here?  Runs the iterator on the caller's thread
  * (which has no return instances): true when the header comes back. */
 bool retaddr_works(int prog_fd);
