@@ -35,7 +35,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from probe_cost import ROOT, WL, WORKER, timed  # noqa: E402
+from probe_cost import ROOT, WL, WORKER, attach, timed  # noqa: E402
 
 
 def per_op(a, base, run):
@@ -50,14 +50,7 @@ def one_profiler(worker, a):
 
 def one_inproc(worker, a):
     base = timed(worker, a.iters)
-    tb = subprocess.Popen([a.tbpf, "--pid", str(worker.pid), "--inproc", "--format", "json",
-                           "-o", "/dev/null"] + a.tbpf_args,
-                          stderr=subprocess.PIPE, text=True, stdout=subprocess.DEVNULL)
-    line = ""
-    while "attached" not in line:
-        line = tb.stderr.readline()
-        if not line:
-            sys.exit("tbpf exited before attaching")
+    tb = attach(a.tbpf, worker.pid, ["--inproc"] + a.tbpf_args)[0]
     if a.settle:
         timed(worker, a.settle)
     r = per_op(a, base, timed(worker, a.iters))

@@ -138,17 +138,24 @@ def proc_cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def one_run(worker, tbpf, args, a, old):
-    """Baseline then probed iterations in the worker, then a third run
-    with the BPF statistics on; a dict of the round's figures."""
-    base = timed(worker, a.iters)
-    tb = subprocess.Popen([tbpf, "--pid", str(worker.pid), "--format", "json", "-o", "/dev/null"] + args,
+def attach(tbpf, pid, args):
+    """`tbpf --pid PID --format json -o /dev/null ARGS` started; returns
+    it and its "attached" line, once it has printed that."""
+    tb = subprocess.Popen([tbpf, "--pid", str(pid), "--format", "json", "-o", "/dev/null"] + args,
                           stderr=subprocess.PIPE, text=True, stdout=subprocess.DEVNULL)
     line = ""
     while "attached" not in line:
         line = tb.stderr.readline()
         if not line:
             sys.exit("tbpf exited before attaching")
+    return tb, line
+
+
+def one_run(worker, tbpf, args, a, old):
+    """Baseline then probed iterations in the worker, then a third run
+    with the BPF statistics on; a dict of the round's figures."""
+    base = timed(worker, a.iters)
+    tb, line = attach(tbpf, worker.pid, args)
     ms = re.search(r"([\d.]+)\s*ms", line)
     if a.settle:
         timed(worker, a.settle)   # past attach: new stacks named, rows made
