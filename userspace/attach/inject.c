@@ -173,7 +173,7 @@ int inject_maps_conflict(FILE *maps, const char *agent_path, char **why)
 /* ---- thread choice ------------------------------------------------------- *
  * A thread blocked in a syscall is not inside malloc or the loader holding
  * their locks, so calling dlopen on it cannot self-deadlock; prefer one. */
-static bool tid_in(pid_t tid, const pid_t *v, size_t n)
+bool inject_tid_in(pid_t tid, const pid_t *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		if (v[i] == tid)
@@ -203,7 +203,7 @@ static bool quiet_nr(long nr)
 static pid_t pick_thread(pid_t pid, const pid_t *skip, size_t nskip)
 {
 	char path[64];
-	pid_t best = tid_in(pid, skip, nskip) ? 0 : pid;
+	pid_t best = inject_tid_in(pid, skip, nskip) ? 0 : pid;
 	int best_quiet = 0;
 	snprintf(path, sizeof(path), "/proc/%d/task", pid);
 	DIR *d = opendir(path);
@@ -212,7 +212,7 @@ static pid_t pick_thread(pid_t pid, const pid_t *skip, size_t nskip)
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		pid_t tid = atoi(de->d_name);
-		if (tid <= 0 || tid_in(tid, skip, nskip))
+		if (tid <= 0 || inject_tid_in(tid, skip, nskip))
 			continue;
 		/* Never the agent's own control thread: a dlclose run on it
 		 * would unmap the code and the condition variable it waits on

@@ -43,14 +43,18 @@ int inject_dlclose(pid_t pid, uint64_t handle, int *ret, char **why);
  * inject_dlopen calls dlopen; *ret gets rax. */
 int inject_call(pid_t pid, uint64_t fn, uint64_t arg, uint64_t *ret, char **why);
 
+/* Where thread tid is, from /proc/TID/syscall: its system call (*nr, -1
+ * when in none) and pc (0 when unreadable).  True when it is running. */
+bool inject_thread_at(pid_t tid, long *nr, uint64_t *pc);
+
+/* Is tid one of v[0..n)? */
+bool inject_tid_in(pid_t tid, const pid_t *v, size_t n);
+
 /* Keep thread tid stopped under ptrace (seized and interrupted: a
  * process-wide SIGCONT does not run it) until inject_unhold_thread, which
  * lets it go on where it stopped.  tbpf run --inproc holds the thread at
  * its first op this way while the agent's control thread starts its
  * callbacks.  0, or -errno with *why. */
-/* Where thread tid is, from /proc/TID/syscall: its system call (*nr, -1
- * when in none) and pc (0 when unreadable).  True when it is running. */
-bool inject_thread_at(pid_t tid, long *nr, uint64_t *pc);
 int inject_hold_thread(pid_t tid, char **why);
 int inject_unhold_thread(pid_t tid);
 

@@ -276,21 +276,13 @@ struct stall {
 	size_t nheld;
 };
 
-static bool tid_in(const pid_t *v, size_t n, pid_t tid)
-{
-	for (size_t i = 0; i < n; i++)
-		if (v[i] == tid)
-			return true;
-	return false;
-}
-
 /* Seize tid (at its first op: not to run it before the callbacks) unless
  * it runs the call or is held already. */
 static void stall_hold(struct stall *st, pid_t tid, pid_t caller)
 {
 	char *w = NULL;
 
-	if (!tid || tid == caller || tid_in(st->held, st->nheld, tid) ||
+	if (!tid || tid == caller || inject_tid_in(tid, st->held, st->nheld) ||
 	    st->nheld == STALL_HELD_MAX)
 		return;
 	if (!inject_hold_thread(tid, &w))
@@ -337,7 +329,7 @@ static int tasks_add(pid_t **tasks, size_t *n, const pid_t *more, size_t nmore)
 	size_t cap = *n;
 
 	for (size_t i = 0; i < nmore; i++) {
-		if (tid_in(*tasks, *n, more[i]))
+		if (inject_tid_in(more[i], *tasks, *n))
 			continue;
 		if (GROW(*tasks, *n, cap, 16))
 			return -ENOMEM;
