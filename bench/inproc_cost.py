@@ -30,12 +30,11 @@ import argparse
 import json
 import os
 import signal
-import statistics
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from probe_cost import ROOT, WL, WORKER, attach, timed  # noqa: E402
+from probe_cost import ROOT, WL, WORKER, attach, med_range, timed  # noqa: E402
 
 
 def per_op(a, base, run):
@@ -59,10 +58,6 @@ def one_inproc(worker, a):
     if tb.returncode != 0:
         sys.exit("tbpf exited %d: %s" % (tb.returncode, err[-300:]))
     return r
-
-
-def stat(xs):
-    return {"median": round(statistics.median(xs), 3), "range": [round(min(xs), 3), round(max(xs), 3)]}
 
 
 def main():
@@ -101,9 +96,10 @@ def main():
     out = {"workload": a.workload, "python": a.python, "rounds": a.rounds, "iters": a.iters,
            "tbpf_args": a.tbpf_args}
     for m, _ in modes:
-        out[m] = {"per_op_us": stat([r[0] for r in rows[m]]), "per_op_cpu_us": stat([r[1] for r in rows[m]])}
+        out[m] = {"per_op_us": med_range([r[0] for r in rows[m]]),
+                  "per_op_cpu_us": med_range([r[1] for r in rows[m]])}
     for k, name in ((0, "ratio"), (1, "ratio_cpu")):
-        out[name] = stat([q[k] / p[k] for q, p in zip(rows["inproc"], rows["profiler"]) if p[k] > 0])
+        out[name] = med_range([q[k] / p[k] for q, p in zip(rows["inproc"], rows["profiler"]) if p[k] > 0])
     print(json.dumps(out))
 
 

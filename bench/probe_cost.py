@@ -220,13 +220,18 @@ def summary(rows):
     return out
 
 
+def med_range(xs):
+    """{"median", "range": [min, max]} of xs, to 3 places."""
+    return {"median": round(statistics.median(xs), 3), "range": [round(min(xs), 3), round(max(xs), 3)]}
+
+
 def above_floor(rows, label):
     """Per round, the mode's per-op figures minus its floor's (the two ran
     in the same round of the same worker): median and range."""
     out = {}
     for k in ("per_op_us", "per_op_cpu_us", "per_op_user_us", "per_op_sys_us"):
         d = [r[k] - f[k] for r, f in zip(rows[label], rows["floor " + label])]
-        out[k] = {"median": round(statistics.median(d), 3), "range": [round(min(d), 3), round(max(d), 3)]}
+        out[k] = med_range(d)
     return out
 
 
