@@ -17,7 +17,7 @@ missing ones, so a row that goes missing, or one that appears, fails.
 cannot name exactly, e.g. a Python autograd node's evaluate_function).
 --nest P=C1+C2: P's rows contain only C1, C2 (record_function scopes,
 whose self time the test knows) and at most a small op: self(P) must be
-total(P) - total(C1) - total(C2), less at most 20 us per call, summed over
+total(P) - total(C1) - total(C2), less at most 50 us per call, summed over
 the names.
 Exit 0 when all hold, 1 otherwise, with the differences.
 """
@@ -93,10 +93,13 @@ def main():
         kids_total = sum(tb[k]["total_ns"] for k in kn)
         calls = sum(tb[k]["calls"] for k in pn)
         # what is neither P's self time nor a listed child is an op run
-        # directly in P: on torch 1.13 the aten::empty that makes the
-        # label's own handle (record_function_enter); allow 20 us a call
+        # directly in P: on torch 1.13 the aten::empty each child label's
+        # record_function_enter makes in P (three per train_step, 17-20 us
+        # a call under tbpf in CI; the longest aten::empty of a failing
+        # run took 2.7 ms, preempted on the 2-vCPU VM); allow 50 us a call.  A
+        # child left out of P, or counted twice, moves it by milliseconds.
         rest = total - kids_total - self_ns
-        if not -1000 * calls <= rest <= 20000 * calls:
+        if not -1000 * calls <= rest <= 50000 * calls:
             problems.append("--nest %s: self %d ns != total %d - children %d ns" % (spec, self_ns, total, kids_total))
         else:
             print("nest %s: self %.3f ms = total %.3f - children %.3f ms - %.1f us/call in ops" %
