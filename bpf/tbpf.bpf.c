@@ -220,8 +220,11 @@ static __always_inline struct tbpf_thread *thread_enter(__u32 tid, __u32 pid)
 	if (!t)
 		return NULL;
 	if (t->gen != g || t->pid != pid) {
-		t->gen = g;
+		/* depth first, gen last: a sample or switch-out in between
+		 * sees the old gen and keeps off (close_returned) */
 		t->depth = 0;
+		asm volatile("" ::: "memory");
+		t->gen = g;
 		t->vdepth = 0;
 		t->stack_id = 0;
 		t->pystack_id = 0;
@@ -1160,11 +1163,15 @@ static __always_inline int scope_open(struct pt_regs *ctx, __u32 pid, __u32 tid,
 	if (!t)
 		return 0;
 	sp = PT_REGS_SP(ctx);
+	/* as op_enter: a sample or switch-out of this thread keeps off
+	 * frames being changed (it would close them a second time) */
+	t->busy = 1;
 	/* op frames at or below this slot have returned (infer mode) */
 	pop_below(t, tid, sp, now, (tbpf_mode & TBPF_MODE_EXITS) ? OPF_UNWOUND : OPF_INFERRED);
 	d = t->depth;
 	if (d >= TBPF_MAX_DEPTH) {
 		cnt_add(CNT_DEPTH_OVERFLOW, 1);
+		t->busy = 0;
 		return 0;
 	}
 	if (new_pystack(t, d))
@@ -1188,6 +1195,7 @@ static __always_inline int scope_open(struct pt_regs *ctx, __u32 pid, __u32 tid,
 	t->depth = d + 1;
 	emit_op(REC_OP_ENTER, tid, now, pid, id, t->vdepth, OPF_SCOPE | fl, (__u32)t->pystack_id);
 	t->vdepth++;
+	t->busy = 0;
 	return 0;
 }
 
@@ -1237,6 +1245,9 @@ static __always_inline int scope_close(__u32 pid, __u32 tid, __u64 key)
 	t = thread_get(tid, pid, false);
 	if (!t || t->depth == 0 || t->depth > TBPF_MAX_DEPTH)
 		return 0;
+	/* from the search on: a switch-out closing frames between it and
+	 * the pops would make k wrong (and close frames twice) */
+	t->busy = 1;
 	for (int i = 0; i < 8; i++) {
 		__u32 d = t->depth;
 		struct tbpf_frame *f;
@@ -1249,8 +1260,10 @@ static __always_inline int scope_close(__u32 pid, __u32 tid, __u64 key)
 			break;
 		}
 	}
-	if (k < 0)
+	if (k < 0) {
+		t->busy = 0;
 		return 0;
+	}
 	now = bpf_ktime_get_ns();
 	cnt_add(CNT_EXITS, 1);
 	if (k == 1 && (tbpf_mode & TBPF_MODE_EXITS) && scope_under_live_skip(t))
@@ -1260,6 +1273,7 @@ static __always_inline int scope_close(__u32 pid, __u32 tid, __u64 key)
 		struct pop_ctx c = { .t = t, .sp = k, .now = now, .tid = tid };
 
 		bpf_loop(k + 1, pop_scope_step, &c, 0);
+		t->busy = 0;
 	}
 	return 0;
 }

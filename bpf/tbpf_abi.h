@@ -815,7 +815,7 @@ struct tbpf_thread {
 	__u64 pystack_id; /* full 64-bit id */
 	struct tbpf_frame frames[TBPF_MAX_DEPTH];
 	__u32 gen;        /* pid_gen of its process when its frames were pushed */
-	__u32 busy;       /* an op probe is changing the frames: the infer
+	__u32 busy;       /* an op or scope probe is changing the frames: the infer
 			   * sampler, which can interrupt it, keeps off */
 	/* a name for the next RecordFunction(RecordScope::FUNCTION) this
 	 * thread constructs below pend_sp (issue 15, tbpf_scope_pend):
