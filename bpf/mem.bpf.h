@@ -38,8 +38,9 @@ static __always_inline void mem_charge(struct pt_regs *ctx, __u32 pid, __u32 tid
 			 * next op entry would */
 			t->busy = 1;
 			pop_returned(t, tid, PT_REGS_SP(ctx) + 1, bpf_ktime_get_ns(), 0);
-			t->busy = 0;
 		}
+		/* busy (infer mode) until the bytes are on the frame: a
+		 * sample closing it in between would lose them */
 		d = t->depth;
 		if (d > 0 && d <= TBPF_MAX_DEPTH) {
 			f = &t->frames[(d - 1) & (TBPF_MAX_DEPTH - 1)];
@@ -48,8 +49,10 @@ static __always_inline void mem_charge(struct pt_regs *ctx, __u32 pid, __u32 tid
 			*op_id = f->op_id;
 			*stack_id = (__u32)f->pystack;
 			*depth = t->vdepth;
+			t->busy = 0;
 			return;
 		}
+		t->busy = 0;
 	}
 	/* torch.profiler: a "[memory]" event of its own */
 	{
