@@ -19,6 +19,7 @@
 #include <time.h>
 #include <pthread.h>
 #include <link.h>
+#include <malloc.h>
 
 #include "agent_attach.h"
 #include "inject.h"
@@ -496,6 +497,37 @@ static void *holder(void *arg)
 	return NULL;
 }
 
+/* The main arena's lock instead: malloc_stats() holds it while it prints
+ * each arena's lines to stderr, here an unbuffered cookie stream whose
+ * first write tells the parent and keeps the lock 300 ms.  The call's
+ * dlopen, on the main thread (the main arena's), allocates its link map
+ * there. */
+static ssize_t arena_write(void *c, const char *buf, size_t n)
+{
+	static int told;
+
+	(void)c; (void)buf;
+	if (!told++) {
+		if (write(hold_fd, "h", 1) != 1)
+			_exit(40);
+		usleep(300000);
+	}
+	return (ssize_t)n;
+}
+
+static void *arena_holder(void *arg)
+{
+	cookie_io_functions_t io = { .write = arena_write };
+	FILE *f = fopencookie(NULL, "w", io);
+
+	(void)arg;
+	if (!f || setvbuf(f, NULL, _IONBF, 0))
+		_exit(43);
+	stderr = f;
+	malloc_stats();
+	return NULL;
+}
+
 struct stall_seen {
 	pid_t pid, caller;
 	int let_run, restop;
@@ -520,10 +552,11 @@ static void seen_restop(void *ctx, pid_t caller)
 }
 
 /* tbpf run --inproc's case: the whole process stopped while one thread
- * holds a lock the dlopen needs (here the loader's write lock, from
- * dl_iterate_phdr).  The call stalls, let_run lets the holder go on, the
- * dlopen returns, restop stops the process again; the child lives on. */
-static void test_stalled_call_lets_others_run(void **state)
+ * holds a lock the dlopen needs (the loader's write lock, from
+ * dl_iterate_phdr; the main malloc arena's, from malloc_stats).  The call
+ * stalls, let_run lets the holder go on, the dlopen returns, restop stops
+ * the process again; the child lives on. */
+static void stalled_case(void *(*hold)(void *))
 {
 	int pfd[2], status;
 	char c;
@@ -539,7 +572,7 @@ static void test_stalled_call_lets_others_run(void **state)
 		close(pfd[0]);
 		hold_fd = pfd[1];
 		signal(SIGUSR1, on_usr1);
-		if (pthread_create(&th, NULL, holder, NULL))
+		if (pthread_create(&th, NULL, hold, NULL))
 			_exit(41);
 		while (!stop)
 			pause();   /* main thread: quiet, the one the call runs on */
@@ -572,6 +605,9 @@ static void test_stalled_call_lets_others_run(void **state)
 	free(why);
 }
 
+static void test_stalled_call_lets_others_run(void **state) { stalled_case(holder); }
+static void test_stalled_on_malloc_arena(void **state) { stalled_case(arena_holder); }
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -588,6 +624,7 @@ int main(void)
 		cmocka_unit_test(test_busy_in_malloc),
 		cmocka_unit_test(test_stuck_call_says_where),
 		cmocka_unit_test(test_stalled_call_lets_others_run),
+		cmocka_unit_test(test_stalled_on_malloc_arena),
 	};
 	return cmocka_run_group_tests_name("inject", tests, NULL, NULL);
 }
