@@ -158,6 +158,17 @@ static __always_inline void cnt_add(__u32 idx, __u64 v)
 		*c += v;
 }
 
+/* 1 while the window is closed (user space, through the mmapped .bss):
+ * while `tbpf --pid` attaches, until just before its "attached" line,
+ * and from the start of the detach on.  An op entered then gets a
+ * transparent frame (OPF_SKIP: not counted, its time its parent's; the
+ * guard still sees its hijacked return), no scope or module call is
+ * recorded.  So the window opens and ends at one moment for every kind
+ * of record, not as each part comes up or down: the CUPTI agent's start
+ * and stop took 8 ms under load, and the ops counted meanwhile had no
+ * launch or device records (session 20, test_attach_midrun). */
+__u32 entries_off;
+
 /* Is pid a target?  With `hit` (the op entry probe) also count the hit
  * in its per-CPU slot of `pids`. */
 static __always_inline bool pid_check(__u32 pid, bool hit)
@@ -921,6 +932,8 @@ static __always_inline int op_enter(struct pt_regs *ctx)
 		if (!op_id)
 			flags |= OPF_SKIP;
 	}
+	if (entries_off)
+		flags |= OPF_SKIP;
 	if (cookie & TBPF_COOKIE_BOXED) {
 		struct tbpf_boxop bo = boxed_op(pid, PT_REGS_PARM1(ctx));
 
@@ -1293,7 +1306,7 @@ int BPF_KPROBE(tbpf_scope_new)
 		return 0;
 	cnt_add(CNT_SCOPE_HITS, 1);
 	if ((scope != TBPF_RECORD_SCOPE_USER && scope != TBPF_RECORD_SCOPE_FUNCTION) ||
-	    !pid_check(pid, true))
+	    !pid_check(pid, true) || entries_off)
 		return 0;
 	n = bpf_map_lookup_elem(&scope_scratch, &zero);
 	if (!n)
@@ -1339,7 +1352,7 @@ int BPF_KPROBE(tbpf_module_call)
 	struct tbpf_pyproc *pp;
 	__u64 stack, frame;
 
-	if (!(tbpf_mode & TBPF_MODE_PYSTACK) || !pid_ok(pid))
+	if (!(tbpf_mode & TBPF_MODE_PYSTACK) || !pid_ok(pid) || entries_off)
 		return 0;
 	pp = bpf_map_lookup_elem(&py_procs, &pid);
 	frame = pystack_top_call_impl(pp);

@@ -870,6 +870,10 @@ static int live_run_uprobes(const struct live_opts *o)
 		}
 		session_set_capture(s, cw);
 	}
+	/* nothing is recorded until every part is live (the CUDA probes
+	 * and the CUPTI agent come after the op probes) */
+	if (!cfg.system_wide)
+		session_entries(s, false);
 	rc = attach_pids(o, s, &t0);
 	if (rc)
 		goto out;
@@ -883,6 +887,7 @@ static int live_run_uprobes(const struct live_opts *o)
 	       (o->memory ? TBPF_MODE_MEMORY : 0);
 	for (size_t i = 0; i < session_ntargets(s); i++)
 		probes += session_target(s, i)->nprobes;
+	session_entries(s, true);   /* before the line: counted from it on */
 	announce(o, s, probes, t_mono - t0, t_load, cfg.system_wide);
 	procs_scan(&lp, s);
 	if (cw) {

@@ -1994,11 +1994,18 @@ static struct uprobe_set **all_link_sets(struct session *s, size_t *n)
  * unload ptraces); then every other link, all at once (issue 19: one
  * grace period's wait instead of one per set), while the guards of gone
  * targets release theirs; then those guards' ends. */
+void session_entries(struct session *s, bool on)
+{
+	if (s && s->skel && s->skel->bss)
+		__atomic_store_n(&s->skel->bss->entries_off, on ? 0 : 1, __ATOMIC_RELEASE);
+}
+
 void session_detach_all(struct session *s)
 {
 	struct uprobe_set **sets;
 	size_t slow = 0, nsets;
 
+	session_entries(s, false);   /* the window ends here for every op */
 	session_hold_release(s);   /* a held command continues */
 	infer_sampler_stop(&s->sampler);
 	for (size_t i = 0; i < s->n; i++)
