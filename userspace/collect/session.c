@@ -1989,17 +1989,17 @@ static struct uprobe_set **all_link_sets(struct session *s, size_t *n)
 	return v;
 }
 
-/* Live targets' guards first, each in the stop order (README "Exception
- * safety"); then the CUPTI agents stop (issue 6: after the guards, the
- * unload ptraces); then every other link, all at once (issue 19: one
- * grace period's wait instead of one per set), while the guards of gone
- * targets release theirs; then those guards' ends. */
 void session_entries(struct session *s, bool on)
 {
 	if (s && s->skel && s->skel->bss)
 		__atomic_store_n(&s->skel->bss->entries_off, on ? 0 : 1, __ATOMIC_RELEASE);
 }
 
+/* Live targets' guards first, each in the stop order (README "Exception
+ * safety"); then the CUPTI agents stop (issue 6: after the guards, the
+ * unload ptraces); then every other link, all at once (issue 19: one
+ * grace period's wait instead of one per set), while the guards of gone
+ * targets release theirs; then those guards' ends. */
 void session_detach_all(struct session *s)
 {
 	struct uprobe_set **sets;

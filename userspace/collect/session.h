@@ -182,12 +182,12 @@ uint32_t session_ring_size(struct session *s);
  * daemon reads and trims them per window), or -ENOENT. */
 int session_map_fd(struct session *s, const char *name);
 int session_pidfd(struct session *s, size_t i);
-/* Detach from every target (safe order) and drain the ring buffer;
- * maps stay readable until session_close. */
 /* Record op and scope entries (the default) or not (tbpf.bpf.c,
  * entries_off): off while `tbpf --pid` attaches and from the detach on,
  * so every part's window is the same. */
 void session_entries(struct session *s, bool on);
+/* Detach from every target (safe order) and drain the ring buffer;
+ * maps stay readable until session_close. */
 void session_detach_all(struct session *s);
 void session_close(struct session *s);
 /* --inproc (issue 19): a Python stack the in-process agent walked, named
