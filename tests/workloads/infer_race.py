@@ -10,9 +10,8 @@ RecordFunction is constructed, and it is the scope probe that closes them
 thread that lands while a scope probe is closing frames must not close
 them a second time (each would count twice: session 20 saw aten::relu and
 aten::clamp_min at 21 calls for 20 in test_scopes).
---profile: the same job under torch.profiler, printing every row's raw
-record count ({"rows": {name: {"count": n}}, "events": {name: n}}) for
-compare_rows.py.
+--profile: the same job under torch.profiler, printing its rows and raw
+record counts (scopes_model.rows_of) for compare_rows.py.
 """
 import argparse
 
@@ -20,6 +19,7 @@ import wl_common  # noqa: F401  (blocks SIGUSR1 before torch starts threads)
 from wl_common import add_common_args, print_json, profile_cpu, ready, result, wait_go
 
 import torch
+from scopes_model import rows_of
 
 
 class MyFn(torch.autograd.Function):
@@ -43,13 +43,6 @@ def job(iters, x):
     return s
 
 
-def raw_counts(prof):
-    counts = {}
-    for e in prof.profiler.kineto_results.events():
-        counts[e.name()] = counts.get(e.name(), 0) + 1
-    return counts
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--iters", type=int, default=20000)
@@ -63,9 +56,8 @@ def main():
     if args.profile:
         with profile_cpu() as prof:
             s = job(args.iters, x)
-        counts = raw_counts(prof)
-        print_json({"rows": {k: {"count": v} for k, v in counts.items()}, "events": counts,
-                    "sum": "%.9e" % s, "iters": args.iters})
+        rows, events = rows_of(prof)
+        print_json({"rows": rows, "events": events, "sum": "%.9e" % s, "iters": args.iters})
         return
     ready()
     wait_go(args)
