@@ -4,6 +4,9 @@
  * uprobe_multi link per library, and in return mode the ptrace unwind
  * guard (guard.c), which owns the return probes.  Detach order is always:
  * guard (no new hijacks, repair, detach) -> entry probes -> hooks.
+ * Its state (session_int.h) is shared with session_hold.c (`tbpf run`
+ * holding the command) and session_results.c (rows and models read out
+ * of the maps).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -32,84 +35,21 @@
 #include "pypaths.h"
 #include "pysym.h"
 #include "stacks.h"
-#include "model.h"
-#include "profile.h"
-#include "srcloc.h"
-#include "session.h"
+#include "memory.h"
 #include "units.h"
+#include "session.h"
 #include "probeshare.h"
 #include "target.h"
 #include "uprobe.h"
 #include "cuda_session.h"
 #include "gpu_session.h"
 #include "cudaattr.h"
-#include "elfsym.h"
 #include "boxedop.h"
 #include "shape_session.h"
 #include "bw_session.h"
-#include "shapes.h"
 #include "mem_attach.h"
-#include "memory.h"
 
-struct tgt {
-	struct target t;
-	uint32_t id_base;
-	struct uprobe_set entry, hooks;
-	struct uprobe_set scopes;  /* record_function scopes (issue 15): end(), names, module calls */
-	struct uprobe_set scope_open;  /* the RecordFunction constructor: attached last, closed first */
-	struct mem_attach mem;     /* --profile-memory allocator probes (issue 17) */
-	bool mem_probed;           /* they were attached (stays set after detach) */
-	struct guard *guard;
-	struct guard_stats gstats;
-	int pidfd;
-	bool alive;
-	bool exited;               /* gone, its links still held: they go with
-				    * the others at the end (tgt_exited) */
-	struct session_target_info info;
-	struct tbpf_pyproc pp;
-	struct pysym *ps;          /* NULL: no supported Python */
-	struct shape_target shapes;/* --record-shapes (issue 16) */
-	char *py_note;
-	char *py_dir;              /* sys.path[0] "/dir/", Source Location cut */
-	bool ops_new;              /* op probes added after a CUDA-only attach,
-				    * not yet taken (session_take_upgraded) */
-};
-
-struct scope_def {
-	uint32_t id;
-	struct op_def def;
-};
-
-struct session {
-	struct session_config cfg;
-	struct tbpf_bpf *skel;
-	struct ring_buffer *rb;
-	bool multi;
-	uint32_t own_progs[32];  /* our programs' ids: links of theirs are ours */
-	size_t nown;
-	uint32_t next_id;
-	struct tgt **v;
-	size_t n, cap;
-	pid_t *skip;            /* system-wide: pids found not to be targets */
-	size_t nskip, capskip;
-	uint64_t records, record_errors;
-	struct cuda_session cuda;   /* cfg.cuda: CUDA probes and tables (issue 5) */
-	struct gpu_session gpu;     /* cfg.gpu_agent: CUPTI agents (issue 6) */
-	unsigned gpu_ticks;
-	unsigned cuda_ticks;
-	struct scope_def *scopes;   /* scope id -> name, read from `scope_names` */
-	size_t nscopes, capscopes;
-	struct stackstore stacks;   /* Python stacks named while targets live */
-	uint64_t stack_errors;
-	unsigned stack_ticks;
-	struct infer_sampler sampler;   /* bounds inferred exits (issue 19) */
-	unsigned scans;             /* session_scan calls: later finds are announced */
-	struct uprobe_set hold;     /* tbpf run: _dl_debug_state in the loader */
-	struct uprobe_set hold_op;  /* tbpf run --inproc: the first RecordFunction check */
-	struct bpf_link *hold_mmap; /* tbpf run: tp_btf/sys_enter (mmap) */
-	int shapes_ok;              /* -1 not checked yet, 0 layout not verified, 1 ok */
-	bool hold_upgrade;          /* the hold waits for libtorch_cpu in a CUDA-only target */
-};
+#include "session_int.h"
 
 static struct tgt *tgt_by_pid(struct session *s, uint32_t pid)
 {
@@ -196,7 +136,7 @@ int session_note_derived(struct session *s, uint32_t pid, uint64_t id, uint32_t 
 
 /* Derived stacks the BPF side keyed backward ops by (issue 16,
  * bwstack.bpf.h), made once their parts are known (all: regardless). */
-static void sync_derived(struct session *s, bool all)
+void session_sync_derived(struct session *s, bool all)
 {
 	int fd = bpf_map__fd(s->skel->maps.bw_derived);
 	struct tbpf_bwdkey key, next, *prev = NULL;
@@ -218,11 +158,11 @@ static void sync_derived(struct session *s, bool all)
 /* New stacks in the BPF dedup map (table mode has no records). */
 static void sync_stacks_only(struct session *s);
 
-static void sync_stacks(struct session *s)
+void session_sync_stacks(struct session *s)
 {
 	sync_stacks_only(s);
 	if (s->cfg.bwstack)
-		sync_derived(s, false);
+		session_sync_derived(s, false);
 }
 
 static void sync_stacks_only(struct session *s)
@@ -1340,154 +1280,6 @@ bool session_take_upgraded(struct session *s, size_t *i)
 	return false;
 }
 
-/* The dynamic linker the command runs under: the x86-64 default (Debian's
- * python3 and virtual environments built on it). */
-#define RUN_LOADER "/lib64/ld-linux-x86-64.so.2"
-
-/* File offset of _dl_debug_state, the debugger's r_brk, in the loader. */
-static int loader_brk(const char *path, uint64_t *off)
-{
-	struct elf_file *ef;
-	struct elf_sym sym;
-	int err = elf_file_open(path, &ef);
-
-	if (err)
-		return err;
-	err = elf_file_find_sym(ef, "_dl_debug_state", &sym);
-	if (!err && (!sym.defined || !sym.file_off))
-		err = -ENOENT;
-	*off = sym.file_off;
-	elf_file_close(ef);
-	return err;
-}
-
-int session_hold_torch(struct session *s, char **why)
-{
-	uint64_t off = 0, cookie = 0;
-	int err;
-
-	*why = NULL;
-	if (!s->cfg.run_hold || s->cfg.only_pid <= 0)
-		return -EINVAL;
-	err = loader_brk(RUN_LOADER, &off);
-	if (!err)
-		err = uprobe_set_attach(&s->hold, s->skel->progs.tbpf_run_dlstate, RUN_LOADER, &off,
-					&cookie, 1, false, s->cfg.only_pid, s->multi);
-	if (!err) {
-		s->hold_mmap = bpf_program__attach(s->skel->progs.tbpf_run_mmap);
-		err = s->hold_mmap ? 0 : (errno ? -errno : -EINVAL);
-	}
-	if (err) {
-		*why = strf("cannot hold the command where it loads libtorch (%s in %s): %s",
-			    s->hold.nprobes ? "mmap hook" : "_dl_debug_state", RUN_LOADER,
-			    strerror(-err));
-		session_hold_release(s);
-		return err;
-	}
-	s->skel->bss->run_hold_cuda = s->cfg.cuda && s->cfg.cuda_only_ok;
-	s->skel->bss->run_hold = RUN_HOLD_ARMED;
-	return 0;
-}
-
-bool session_torch_held(struct session *s)
-{
-	return s->skel->bss->run_hold == RUN_HOLD_STOPPED;
-}
-
-bool session_hold_rearm(struct session *s)
-{
-	bool stopped = s->skel->bss->run_hold == RUN_HOLD_STOPPED;
-
-	if (!s->hold.nprobes || !s->hold_mmap || s->n != 1 || !s->v[0]->t.cuda_only)
-		return false;
-	s->skel->bss->run_hold_cuda = 0;
-	s->skel->bss->run_hold = RUN_HOLD_ARMED;
-	s->hold_upgrade = true;
-	if (stopped)
-		kill(s->cfg.only_pid, SIGCONT);
-	return true;
-}
-
-static void hold_detach(struct session *s)
-{
-	s->hold_upgrade = false;
-	s->skel->bss->run_hold = RUN_HOLD_OFF;
-	uprobe_set_close(&s->hold);
-	uprobe_set_close(&s->hold_op);
-	bpf_link__destroy(s->hold_mmap);
-	s->hold_mmap = NULL;
-}
-
-void session_hold_again(struct session *s)
-{
-	if (s->hold_op.nprobes)
-		s->skel->bss->run_hold = RUN_HOLD_FIRSTOP;
-}
-
-void session_hold_release(struct session *s)
-{
-	bool stopped = s->skel->bss->run_hold == RUN_HOLD_STOPPED;
-
-	hold_detach(s);
-	if (stopped)
-		kill(s->cfg.only_pid, SIGCONT);
-}
-
-pid_t session_hold_tid(struct session *s)
-{
-	return (pid_t)s->skel->bss->run_hold_tid;
-}
-
-void session_hold_keep(struct session *s)
-{
-	hold_detach(s);
-}
-
-/* The RecordFunction checks of libtorch_cpu (runhold.bpf.h). */
-static const char *const first_op_syms[] = {
-	"_ZN2at27getStepCallbacksUnlessEmptyENS_11RecordScopeE",
-	"_ZN2at16getStepCallbacksENS_11RecordScopeE",
-};
-
-int session_hold_first_op(struct session *s, const char *libtorch_cpu, char **why)
-{
-	uint64_t off[2], cookie[2] = { 0, 0 };
-	struct elf_file *ef = NULL;
-	struct elf_sym sym;
-	int err;
-
-	*why = NULL;
-	if (s->skel->bss->run_hold != RUN_HOLD_STOPPED || s->hold_op.nprobes)
-		return -EINVAL;
-	err = elf_file_open(libtorch_cpu, &ef);
-	for (size_t i = 0; !err && i < 2; i++) {
-		err = elf_file_find_sym(ef, first_op_syms[i], &sym);
-		if (!err && (!sym.defined || !sym.file_off))
-			err = -ENOENT;
-		off[i] = sym.file_off;
-		if (err)
-			*why = strf("%s has no %s", libtorch_cpu, first_op_syms[i]);
-	}
-	if (ef)
-		elf_file_close(ef);
-	if (!err)
-		err = uprobe_set_attach(&s->hold_op, s->skel->progs.tbpf_run_firstop, libtorch_cpu,
-					off, cookie, 2, false, s->cfg.only_pid, s->multi);
-	if (err) {
-		if (!*why)
-			*why = strf("cannot hold the command at its first op (%s): %s", libtorch_cpu,
-				    strerror(-err));
-		return err;
-	}
-	/* the loader's hold is done: only the first op stops it now */
-	uprobe_set_close(&s->hold);
-	bpf_link__destroy(s->hold_mmap);
-	s->hold_mmap = NULL;
-	s->skel->bss->run_hold = RUN_HOLD_FIRSTOP;
-	kill(s->cfg.only_pid, SIGCONT);
-	return 0;
-}
-
 static bool skip_known(struct session *s, pid_t pid)
 {
 	for (size_t i = 0; i < s->nskip; i++)
@@ -1622,7 +1414,7 @@ int session_poll(struct session *s, int ms)
 		ring_buffer__consume(s->rb);
 	/* name new Python stacks while the targets can still be read */
 	if (s->cfg.python && ++s->stack_ticks % 2 == 0)
-		sync_stacks(s);
+		session_sync_stacks(s);
 	/* libraries loaded since attach (about once a second) */
 	if (s->cfg.cuda && ++s->cuda_ticks % 10 == 0) {
 		cuda_session_rescan(&s->cuda, s->skel);
@@ -1657,229 +1449,6 @@ int session_poll(struct session *s, int ms)
 		live++;
 	}
 	return live;
-}
-
-/* A scope id's name from the BPF map, kept for the session's life. */
-static const struct op_def *scope_lookup(struct session *s, uint32_t id)
-{
-	struct tbpf_scope_name n;
-	char *name;
-
-	for (size_t i = 0; i < s->nscopes; i++)
-		if (s->scopes[i].id == id)
-			return &s->scopes[i].def;
-	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.scope_names), &id, &n))
-		return NULL;
-	if (GROW(s->scopes, s->nscopes, s->capscopes, 16))
-		return NULL;
-	n.name[sizeof(n.name) - 1] = '\0';
-	name = strdup(n.name);
-	if (!name)
-		return NULL;
-	s->scopes[s->nscopes] = (struct scope_def){ .id = id, .def = { .name = name, .overload = "" } };
-	return &s->scopes[s->nscopes++].def;
-}
-
-static const struct op_def *op_lookup(struct session *s, uint32_t id)
-{
-	static const struct op_def memory_row = { PROF_MEMORY_ROW, "" };
-
-	if (id == TBPF_OPID_MEMORY)
-		return &memory_row;
-	if (TBPF_IS_SCOPE_ID(id))
-		return scope_lookup(s, id);
-	for (size_t i = 0; i < s->n; i++) {
-		struct tgt *tg = s->v[i];
-
-		if (id > tg->id_base && id - tg->id_base < tg->t.nops)
-			return &tg->t.ops[id - tg->id_base];
-	}
-	return NULL;
-}
-
-const char *session_op_name(struct session *s, uint32_t id, const char **overload)
-{
-	const struct op_def *d = op_lookup(s, id);
-
-	if (overload)
-		*overload = d && d->overload ? d->overload : "";
-	return d && d->name ? d->name : NULL;
-}
-
-/* Are the shapes the reader took right?  Checked once, from the raw
- * TensorImpls it sampled; when not, one line, and no shapes are shown. */
-static bool shapes_verified(struct session *s)
-{
-	pid_t *pids;
-	struct shape_target *st;
-	char *why = NULL;
-
-	if (s->shapes_ok >= 0)
-		return s->shapes_ok;
-	pids = calloc(s->n ? s->n : 1, sizeof(*pids));
-	st = calloc(s->n ? s->n : 1, sizeof(*st));
-	if (!pids || !st) {
-		free(pids);
-		free(st);
-		return false;
-	}
-	for (size_t i = 0; i < s->n; i++) {
-		pids[i] = s->v[i]->t.pid;
-		st[i] = s->v[i]->shapes;
-	}
-	s->shapes_ok = shape_verify(bpf_map__fd(s->skel->maps.shape_samples), pids, st, s->n, &why);
-	if (!s->shapes_ok)
-		fprintf(stderr, "tbpf: no input shapes: the TensorImpl layout could not be verified "
-				"(%s)\n", why ? why : "?");
-	free(why);
-	free(pids);
-	free(st);
-	return s->shapes_ok;
-}
-
-static bool row_has_memory(const struct prof_op *r)
-{
-	for (int i = 0; i < MEM_DEV_N; i++)
-		if (r->mem_self[i] || r->mem_total[i])
-			return true;
-	return false;
-}
-
-int session_collect(struct session *s, struct profile *p)
-{
-	bool shapes = s->cfg.shapes && shapes_verified(s);
-	int shapes_fd = bpf_map__fd(s->skel->maps.shapes);
-	char text[4096], types[1024];
-	uint64_t flops_per_call = 0;
-	int ncpu = libbpf_num_possible_cpus();
-	int fd = bpf_map__fd(s->skel->maps.opstats);
-	struct tbpf_opkey key, next, *prev = NULL;
-	struct tbpf_opstat *vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(*vals));
-	int err = 0;
-
-	if (!vals)
-		return -ENOMEM;
-	for (size_t i = 0; s->cfg.memory && i < s->n; i++)
-		p->has_memory |= s->v[i]->mem_probed;   /* columns only when measured */
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		struct prof_op row = { 0 };
-		const struct op_def *d;
-
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(fd, &key, vals))
-			continue;
-		if (key.op_id == TBPF_MODCALL_ID) {
-			uint64_t calls = 0;
-
-			for (int c = 0; c < ncpu; c++)
-				calls += vals[c].calls;
-			err = profile_add_modcall(p, key.pid, key.stack_id, calls);
-			if (err)
-				break;
-			continue;
-		}
-		d = op_lookup(s, key.op_id);
-		row.pid = key.pid;
-		row.op_id = key.op_id;
-		row.stack_id = key.stack_id;
-		row.name = d && d->name ? d->name : "?";
-		if (shapes) {
-			struct tbpf_shape sh;
-
-			row.shape_id = key.shape_id;
-			types[0] = '\0';
-			if (!shape_text(shapes_fd, key.shape_id, row.name, text, sizeof(text), &sh,
-					&flops_per_call)) {
-				shape_types(&sh, types, sizeof(types));
-			} else {
-				flops_per_call = 0;
-			}
-			row.shapes = text;
-			row.types = types;
-		}
-		row.overload = d && d->overload ? d->overload : "";
-		for (int c = 0; c < ncpu; c++) {
-			row.calls += vals[c].calls;
-			row.self_ns += vals[c].self_ns;
-			row.total_ns += vals[c].total_ns;
-			row.launches += vals[c].launches;
-			row.inferred += vals[c].inferred;
-			row.folded += vals[c].folded;
-			if (vals[c].max_ns > row.max_ns)
-				row.max_ns = vals[c].max_ns;
-			for (int i = 0; i < MEM_DEV_N; i++) {
-				row.mem_self[i] += vals[c].mem_self[i];
-				row.mem_total[i] += vals[c].mem_total[i];
-			}
-		}
-		/* made at an entry whose op has not closed (rows_early) */
-		if (!row.calls && !row.launches && !row_has_memory(&row))
-			continue;
-		if (row.mem_self[MEM_DEV_CUDA] || row.mem_total[MEM_DEV_CUDA])
-			p->has_cuda_memory = true;
-		row.calls -= row.folded;   /* as torch.profiler's table counts */
-		row.flops = flops_per_call * row.calls;
-		err = profile_add_op(p, &row);
-		if (err)
-			break;
-	}
-	free(vals);
-	return err;
-}
-
-void session_reset_stats(struct session *s)
-{
-	int fd = bpf_map__fd(s->skel->maps.opstats);
-	struct tbpf_opkey key, next;
-
-	/* delete while iterating from the start: get_next_key(NULL) */
-	while (!bpf_map_get_next_key(fd, NULL, &next)) {
-		key = next;
-		if (bpf_map_delete_elem(fd, &key))
-			break;
-	}
-}
-
-/* Sum over CPUs of one u64 entry of a per-CPU map (vals: ncpu scratch
- * slots); 0 when the key is absent. */
-static uint64_t percpu_sum(int fd, const void *key, uint64_t *vals, int ncpu)
-{
-	uint64_t sum = 0;
-
-	if (!bpf_map_lookup_elem(fd, key, vals))
-		for (int c = 0; c < ncpu; c++)
-			sum += vals[c];
-	return sum;
-}
-
-void session_counters(struct session *s, uint64_t *out)
-{
-	int ncpu = libbpf_num_possible_cpus();
-	uint64_t *vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(uint64_t));
-	int fd = bpf_map__fd(s->skel->maps.counters);
-
-	memset(out, 0, sizeof(uint64_t) * CNT_MAX);
-	if (!vals)
-		return;
-	for (__u32 i = 0; i < CNT_MAX; i++)
-		out[i] = percpu_sum(fd, &i, vals, ncpu);
-	free(vals);
-}
-
-uint64_t session_target_hits(struct session *s, pid_t pid)
-{
-	int ncpu = libbpf_num_possible_cpus();
-	uint64_t *vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(uint64_t)), sum;
-	__u32 key = (__u32)pid, entries = CNT_ENTRIES;
-
-	if (!vals)
-		return 0;
-	/* one target: the filter is targ_tgid and every entry hit is its */
-	sum = s->cfg.only_pid > 0 ? percpu_sum(bpf_map__fd(s->skel->maps.counters), &entries, vals, ncpu)
-				  : percpu_sum(bpf_map__fd(s->skel->maps.pids), &key, vals, ncpu);
-	free(vals);
-	return sum;
 }
 
 size_t session_ntargets(struct session *s)
@@ -2040,80 +1609,6 @@ void session_drain(struct session *s)
 {
 	if (s->rb)
 		ring_buffer__consume(s->rb);
-}
-
-int session_cuda_add(struct session *s, const struct rec_hdr *h)
-{
-	if (!s->cfg.cuda)
-		return 0;
-	return cuda_session_record(&s->cuda, h, h->size) == -ENOMEM ? -ENOMEM : 0;
-}
-
-struct gpu_session *session_gpu(struct session *s)
-{
-	return s->cfg.gpu_agent ? &s->gpu : NULL;
-}
-
-void session_cuda_reset(struct session *s)
-{
-	if (s->cfg.cuda)
-		cuda_model_reset(&s->cuda.model);
-}
-
-const struct cuda_model *session_cuda(struct session *s, size_t *nprobes, size_t *nlibs)
-{
-	if (!s->cfg.cuda)
-		return NULL;
-	if (nprobes)
-		*nprobes = cuda_session_nprobes(&s->cuda, nlibs);
-	return &s->cuda.model;
-}
-
-int session_layer_tree(struct session *s, const struct profile *p, const struct cuda_model *cm,
-		       struct layer_tree **out)
-{
-	struct layer_stack *ls = NULL;
-	size_t nls = 0;
-	int err;
-
-	*out = NULL;
-	if (s->cfg.python)
-		sync_stacks(s);
-	err = stackstore_layer_stacks(&s->stacks, &ls, &nls);
-	if (!err)
-		err = model_layers(p, ls, nls, cm, out);
-	free(ls);
-	return err;
-}
-
-int session_srcloc(struct session *s, struct profile *p, unsigned depth, bool low32)
-{
-	int err = 0;
-
-	if (s->cfg.python)
-		sync_stacks(s);
-	if (s->cfg.python && s->cfg.bwstack)
-		sync_derived(s, true);
-	for (size_t i = 0; i < s->stacks.n && !err; i++) {
-		const struct sym_stack *st = &s->stacks.v[i];
-
-		err = profile_add_srcstack(p, st->pid, low32 ? st->id & 0xffffffffu : st->id,
-					   st->src, st->nsrc);
-	}
-	return err ? err : profile_apply_srcloc(p, depth);
-}
-
-int session_model_split(struct session *s, struct tbpf_model *m,
-			const struct model_proc_info *info, size_t ninfo)
-{
-	struct layer_stack *ls = NULL;
-	size_t nls = 0;
-	int err = m->tree ? stackstore_layer_stacks(&s->stacks, &ls, &nls) : 0;
-
-	if (!err)
-		err = model_split(m, ls, nls, info, ninfo);
-	free(ls);
-	return err;
 }
 
 static void stacks_forget_pid(struct session *s, uint32_t pid)
