@@ -11,7 +11,8 @@
 #      noninteractive, --no-install-recommends);
 #   2. the PyTorch 2.x venv at $TBPF_VENV (default /var/cache/tbpf/venv-torch2,
 #      torch==$TORCH2_VERSION from PyPI, CUDA 12 wheels), created only when
-#      missing or broken (checked by importing torch);
+#      missing or broken (checked by importing torch), with numpy and
+#      Hugging Face transformers ($HF_PKG, test_hf_models.sh);
 #   3. the trace readers' venv at $TBPF_READERS_VENV (default
 #      /var/cache/tbpf/venv-readers): TensorBoard's profiler plugin
 #      (torch-tb-profiler), HTA (holistictraceanalysis) and Perfetto's
@@ -29,6 +30,7 @@ esac
 VENV=${TBPF_VENV:-/var/cache/tbpf/venv-torch2}
 READERS_VENV=${TBPF_READERS_VENV:-/var/cache/tbpf/venv-readers}
 READERS_PKGS=(torch-tb-profiler==0.4.3 holistictraceanalysis perfetto)
+HF_PKG=transformers==4.46.3
 TORCH2_VERSION=${TORCH2_VERSION:-2.8.0}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 
@@ -129,6 +131,13 @@ setup_venv() {
 	if ! "$VENV/bin/python" -c 'import numpy' 2> /dev/null; then
 		say "installing numpy into $VENV"
 		"$VENV/bin/pip" install -q --disable-pip-version-check numpy || die "pip install numpy into $VENV failed"
+	fi
+	# Hugging Face models for test_hf_models.sh (built from their configs:
+	# no model is downloaded)
+	if ! "$VENV/bin/python" -c 'import transformers' 2> /dev/null; then
+		say "installing $HF_PKG into $VENV"
+		"$VENV/bin/pip" install -q --disable-pip-version-check "$HF_PKG" ||
+			die "pip install $HF_PKG into $VENV failed"
 	fi
 	flock -u 9
 }
