@@ -167,20 +167,24 @@ static void test_intervals_match_the_process(void **state)
 	int fds[2];
 	pid_t pid = start_child(fds);
 	struct cpuclock c;
-	int good = 0, run;
+	int best = 0, run;
 	char log[1024] = "";
 
 	(void)state;
 	usleep(50000);
 	assert_int_equal(cpuclock_open(&c, pid), 0);
-	for (run = 0; run < 3 && good < 10; run++) {
+	for (run = 0; run < 3 && best < 10; run++) {
+		int good;
+
 		if (run)
 			snprintf(log + strlen(log), sizeof(log) - strlen(log), " | run %d:", run + 1);
 		good = intervals_within_1ms(&c, pid, fds[0], log, sizeof(log));
+		if (good > best)
+			best = good;
 	}
-	if (good < 10)
+	if (best < 10)
 		fail_msg("in 3 runs of 12 intervals, at most %d within 1 ms of the process's own "
-			 "clock:%s", good, log);
+			 "clock:%s", best, log);
 	cpuclock_close(&c);
 	stop_child(pid, fds[0]);
 }
