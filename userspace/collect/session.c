@@ -199,7 +199,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	/* named before the raw record is written.  A stack record carries
 	 * only its own frames: it was tested against the full struct's size
 	 * here, so every stack shallower than TBPF_MAX_PYFRAMES was dropped
-	 * and named only by the next map sweep (sync_stacks, every second
+	 * and named only by the next map sweep (session_sync_stacks, every second
 	 * poll: 100-200 ms later), after a short job had freed its model */
 	if (s->cfg.python && (st = capture_pystack_of(data, size)))
 		stack_seen(s, st);
