@@ -123,6 +123,19 @@ sys.exit(0 if ok and len(want) == 3 else 1)
 PY
 }
 
+# checked WHAT CMD...: runs a comparison, its output to the log; on
+# failure, fail with WHAT and its first MISMATCH lines, or its last line
+# when it has none (CI shows only the failure line whole)
+checked() {
+	local what=$1 out rc why
+	shift
+	out=$("$@") && rc=0 || rc=$?
+	printf '%s\n' "$out"
+	[ $rc = 0 ] && return 0
+	why=$(printf '%s\n' "$out" | grep -m 4 '^MISMATCH' | sed 's/^MISMATCH //' | paste -sd ';' -)
+	fail "$what: ${why:-$(printf '%s\n' "$out" | tail -n 1)}"
+}
+
 # steps_case PY / schedule_case PY: the job (steps_model.py) under
 # torch.profiler, then under tbpf "${MODE[@]}" --steps 3 / --schedule.
 steps_case() {
@@ -150,17 +163,17 @@ steps_case() {
 	"$READERS" "$E2E_DIR/kineto_readers.py" "$T/run" --hta > "$T/tb.json" 2> "$T/tb.rerr" ||
 		fail "$label: the readers fail on tbpf's folder: $(tail -n 3 "$T/tb.rerr")"
 	if [ $legacy = 1 ]; then
-		compare_legacy "$T/tb.json" "$T/ref.trace.json" "$T"/run/*.pt.trace.json ||
-			fail "$label: tbpf's TensorBoard run differs from torch.profiler's (legacy) trace"
+		checked "$label: tbpf's TensorBoard run differs from torch.profiler's (legacy) trace" \
+			compare_legacy "$T/tb.json" "$T/ref.trace.json" "$T"/run/*.pt.trace.json
 	else
 		"$READERS" "$E2E_DIR/kineto_readers.py" "$T/ref" --hta > "$T/ref.json" 2> "$T/ref.rerr" ||
 			fail "$label: the readers fail on torch.profiler's folder: $(tail -n 3 "$T/ref.rerr")"
-		compare "$T/tb.json" "$T/ref.json" 3 ||
-			fail "$label: tbpf's TensorBoard run differs from torch.profiler's"
+		checked "$label: tbpf's TensorBoard run differs from torch.profiler's" \
+			compare "$T/tb.json" "$T/ref.json" 3
 	fi
 	if [ $legacy = 1 ]; then ref=$T/ref.trace.json; else ref=$(ls "$T"/ref/*.pt.trace.json); fi
-	step_counts "$T/steps.json" "$ref" "$(get wl pid)" "$(ls "$T"/run/*.pt.trace.json)" ||
-		fail "$label: per-step op counts differ from torch.profiler's"
+	checked "$label: per-step op counts differ from torch.profiler's" \
+		step_counts "$T/steps.json" "$ref" "$(get wl pid)" "$(ls "$T"/run/*.pt.trace.json)"
 	python3 "$ROOT/tests/formats/check_chrome.py" "$T"/run/*.pt.trace.json > /dev/null ||
 		fail "$label: the trace does not nest (check_chrome.py)"
 	"$TBPF" report "$T/run.tbpf" --format perfetto -o "$T/run.perfetto-trace" ||
@@ -190,7 +203,7 @@ schedule_case() {
 		fail "$label: the readers fail on tbpf's folder: $(tail -n 3 "$T/tb.rerr")"
 	"$READERS" "$E2E_DIR/kineto_readers.py" "$T/ref" > "$T/ref.json" 2> "$T/ref.rerr" ||
 		fail "$label: the readers fail on torch.profiler's folder: $(tail -n 3 "$T/ref.rerr")"
-	compare "$T/tb.json" "$T/ref.json" 2 || fail "$label: tbpf's cycles differ from torch.profiler's"
+	checked "$label: tbpf's cycles differ from torch.profiler's" compare "$T/tb.json" "$T/ref.json" 2
 	rm -rf "$T/ref" "$T/run"
 	log "$label: --schedule OK"
 }
