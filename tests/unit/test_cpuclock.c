@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,32 +190,66 @@ static void test_intervals_match_the_process(void **state)
 	stop_child(pid, fds[0]);
 }
 
-static void test_exited_thread_stays_counted(void **state)
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* One run of the exited-thread case: a thread that spins 150 ms starts
+ * after the first reading and has exited by the second.  Its first
+ * milliseconds before cpuclock found it are not counted (counting starts
+ * when a thread is found), so ours may be short of the process's own
+ * clock by at most the wall time from its start to the reading that
+ * found it (about 60 ms, more on a loaded machine), and never over it by
+ * more than 1 ms.  Writes the two intervals (ms) to *ours, *theirs and
+ * that wall time to *unfound. */
+static bool exited_thread_run(double *ours, double *theirs, double *unfound)
 {
 	int fds[2];
 	pid_t pid = start_child(fds);
 	struct cpuclock c;
 	uint64_t a, ca, b, cb;
 
-	(void)state;
 	usleep(50000);
 	assert_int_equal(cpuclock_open(&c, pid), 0);
 	sample(&c, pid, fds[0], &a, &ca);
+	*unfound = mono_ms();
 	kill(pid, SIGUSR2);
 	usleep(60000);
 	(void)cpuclock_read(&c);   /* the thread is running: found here */
+	*unfound = mono_ms() - *unfound;
 	usleep(400000);            /* ... and has exited by now */
 	sample(&c, pid, fds[0], &b, &cb);
-	double ours = (double)(b - a) / 1e6, theirs = (double)(cb - ca) / 1e6;
-
-	/* the thread's first milliseconds before it was found are not
-	 * counted (counting starts when a thread is found) */
-	if (ours > theirs + 1 || ours < theirs - 70)
-		fail_msg("cpuclock %.3f ms, the process itself %.3f ms", ours, theirs);
-	assert_true(theirs > 150);   /* the thread did run */
-	assert_true(ours > 150);
+	*ours = (double)(b - a) / 1e6;
+	*theirs = (double)(cb - ca) / 1e6;
 	cpuclock_close(&c);
 	stop_child(pid, fds[0]);
+	return *ours <= *theirs + 1 && *ours >= *theirs - *unfound - 1 && *theirs > 150 && *ours > 150;
+}
+
+/* Up to three runs, as test_intervals_match_the_process: the host's
+ * stopping a vCPU is time the perf clock counts and the process's own
+ * clock does not (CI, 2026-12-06: 550.4 ms against 493.0, 57 ms of it in
+ * one 460 ms interval).  A thread lost or counted twice (150 ms) fails
+ * every run. */
+static void test_exited_thread_stays_counted(void **state)
+{
+	char log[512] = "";
+	double ours, theirs, unfound;
+	bool ok = false;
+
+	(void)state;
+	for (int run = 0; run < 3 && !ok; run++) {
+		ok = exited_thread_run(&ours, &theirs, &unfound);
+		snprintf(log + strlen(log), sizeof(log) - strlen(log),
+			 "%s cpuclock %.3f ms, the process itself %.3f ms (thread unfound for %.1f ms)",
+			 run ? ";" : "", ours, theirs, unfound);
+	}
+	if (!ok)
+		fail_msg("in 3 runs:%s", log);
 }
 
 static void test_gone(void **state)
