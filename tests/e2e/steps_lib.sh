@@ -125,7 +125,7 @@ PY
 
 # checked WHAT CMD...: runs a comparison, its output to the log; on
 # failure, fail with WHAT and its first MISMATCH lines, or its last line
-# when it has none (CI shows only the failure line whole)
+# when it has none, so the reason run.sh prints names the mismatch
 checked() {
 	local what=$1 out rc why
 	shift

@@ -232,9 +232,9 @@ static bool exited_thread_run(double *ours, double *theirs, double *unfound)
 
 /* Up to three runs, as test_intervals_match_the_process: the host's
  * stopping a vCPU is time the perf clock counts and the process's own
- * clock does not (CI, 2026-12-06: 550.4 ms against 493.0, 57 ms of it in
- * one 460 ms interval).  A thread lost or counted twice (150 ms) fails
- * every run. */
+ * clock does not (CI, 2026-12-06: cpuclock 550.4 ms, as always here,
+ * against the process's 493.0, 117 ms below its usual 610).  A thread
+ * lost or counted twice (150 ms) fails every run. */
 static void test_exited_thread_stays_counted(void **state)
 {
 	char log[512] = "";
