@@ -60,7 +60,10 @@ exceptions_case() {
 	log "$label: under tbpf $(grep '^RESULT' "$(get wl$v out)")"
 	[ "$(result_field "$(get wl$v out)" checksum)" = "$ref_sum" ] ||
 		fail "$label: checksum under tbpf differs from the unprofiled run"
-	[ "$(result_field "$(get wl$v out)" mismatches)" = 0 ] || fail "$label: results changed under tbpf"
+	# digest: the references, taken before tbpf attached; if they differ
+	# from the unprofiled run's, the workload itself went astray first
+	[ "$(result_field "$(get wl$v out)" mismatches)" = 0 ] ||
+		fail "$label: results changed under tbpf (references taken before attach: $(result_field "$(get wl$v out)" digest), unprofiled run's: $(result_field "$T/ref$v.out" digest))"
 	[ "$(result_field "$(get wl$v out)" wrong_kind)" = 0 ] || fail "$label: wrong errors raised under tbpf"
 	compare_counts "$(get tb$v out)" "$T/prof$v.json" "$(get wl$v pid)" "$label, exceptions"
 

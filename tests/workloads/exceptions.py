@@ -124,6 +124,15 @@ def main():
     args = p.parse_args()
     torch.set_num_threads(args.intra_threads)
 
+    # The first tanh of a process, run on two threads at once, can round
+    # differently from every later one (seen 4 times in 80 runs of torch
+    # 2.8 on an AVX-512 host, no profiler loaded; a lazy kernel choice
+    # inside the library).  A worker's reference is its first results, so
+    # one such race made 13 iterations "differ" with tbpf attached only
+    # after the references were taken.  One worker's computation on this
+    # thread first makes every later call take the settled path.
+    Worker(args.seed, args.errors_per_iter)
+
     stop = threading.Event()
     warm = threading.Barrier(args.threads + 1)
     gos = [threading.Event() for _ in range(args.threads)]
