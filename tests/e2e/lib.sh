@@ -301,35 +301,34 @@ inproc_vs_profiler() {
 	[ "$want" = "$got" ] || fail "$label: result $got under --inproc, $want under torch.profiler"
 }
 
-# check_reference OUT REF_OUT PY LABEL ARGS...: the exceptions.py run in
-# OUT (profiled, killed, cycled...) kept its reference results.  In-process:
-# the reference recomputed after the run (digest_after) equals the one
-# computed before tbpf touched the process.  Across processes: that one
-# equals the unprofiled run's in REF_OUT.  Should the cross-process values
-# differ, the unprofiled run is repeated (PY WL/exceptions.py ARGS...): if
-# unprofiled runs disagree among themselves the comparison says nothing
-# about tbpf, and the log says so; else the test fails with both values.
+# check_reference OUT REF_OUT LABEL: the exceptions.py --until-file run
+# in OUT (profiled, killed, cycled...) kept its reference results.
+# In-process: the reference recomputed after the run (digest_after) equals
+# the one computed before tbpf touched the process.  Across processes: that
+# one equals the unprofiled run's in REF_OUT (exceptions.py settles its
+# kernels on one thread first, so unprofiled runs agree).
 check_reference() {
-	local out=$1 ref=$2 py=$3 label=$4 got want i again
-	shift 4
+	local out=$1 ref=$2 label=$3 got
 	got=$(result_field "$out" digest)
 	[ -n "$got" ] || fail "$label: no digest in $out"
 	[ "$(result_field "$out" digest_after)" = "$got" ] ||
 		fail "$label: the process's reference results changed during the run (before $got, after $(result_field "$out" digest_after))"
-	want=$(result_field "$ref" digest)
-	[ "$got" = "$want" ] && return 0
-	log "$label: digest $got differs from the unprofiled run's $want; repeating the unprofiled run"
-	for ((i = 1; i <= 3; i++)); do
-		"$py" "$WL/exceptions.py" "$@" > "$T/reref.out" 2> "$T/reref.err" ||
-			fail "$label: unprofiled exceptions.py failed: $(tail -n 2 "$T/reref.err" | tr '\n' ' ')"
-		again=$(result_field "$T/reref.out" digest)
-		log "$label: unprofiled run $i: digest $again"
-		if [ "$again" != "$want" ] || [ "$again" = "$got" ]; then
-			log "$label: unprofiled runs themselves give different digests: not a difference tbpf made"
-			return 0
-		fi
-	done
-	fail "$label: reference results differ from the unprofiled run ($got, unprofiled $want in 4 runs)"
+	[ "$got" = "$(result_field "$ref" digest)" ] ||
+		fail "$label: references taken before the attach ($got) differ from the unprofiled run's ($(result_field "$ref" digest)): the workload went astray before tbpf was there"
+}
+
+# expect_same_results OUT REF_OUT LABEL: the exceptions.py --iters run in
+# OUT gave the unprofiled run's results (REF_OUT): the same checksum, and
+# no iteration that differs from its reference.  Those references are
+# taken before READY, before any profiler attaches; a failure prints them
+# beside the unprofiled run's, so a workload that went astray first is
+# told apart from a result the profiler changed.
+expect_same_results() {
+	local out=$1 ref=$2 label=$3
+	[ "$(result_field "$out" checksum)" = "$(result_field "$ref" checksum)" ] ||
+		fail "$label: checksum differs from the unprofiled run"
+	[ "$(result_field "$out" mismatches)" = 0 ] ||
+		fail "$label: results changed (references taken before attach: $(result_field "$out" digest), unprofiled run's: $(result_field "$ref" digest))"
 }
 
 # compare_counts TBPF_JSON PROFILE_JSON PID [LABEL]: per-op call counts from

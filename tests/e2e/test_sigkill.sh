@@ -72,7 +72,7 @@ sigkill_case() {
 	local out
 	out=$(get wl$v out)
 	log "$label: $(grep '^RESULT' "$out")"
-	check_reference "$out" "$T/ref$v.out" "$py" "$label" --iters 16 --go-file /
+	check_reference "$out" "$T/ref$v.out" "$label"
 	[ "$(result_field "$out" mismatches)" = 0 ] || fail "$label: results changed while tbpf was killed"
 	[ "$(result_field "$out" wrong_kind)" = 0 ] || fail "$label: wrong errors raised"
 	[ "$(result_field "$out" caught)" = "$(result_field "$out" expected_caught)" ] ||
