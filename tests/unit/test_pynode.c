@@ -1,6 +1,6 @@
 /* test_pynode.c - discover/pynode: where a PyNode keeps its Python object,
  * read from PyNode::name()'s code: the real first 64 bytes of that function
- * in libtorch_python 1.13 (Debian) and 2.8 (PyPI wheel), then the libraries
+ * in libtorch_python 1.13 (Debian), 2.8 and 2.15 (PyPI wheels), then the libraries
  * themselves when this machine has them. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,11 +27,25 @@ static const uint8_t name_28[] = {
 	0x3b, 0xcc, 0xff, 0x48, 0x8b, 0x85, 0xd8, 0x01, 0x00, 0x00, 0x48, 0x8b, 0x40, 0x08, 0x4c, 0x8b,
 	0x70, 0x18, 0x4c, 0x89, 0x23, 0x4d, 0x85, 0xf6, 0x0f, 0x84, 0x88, 0x00, 0x00, 0x00, 0x4c, 0x89 };
 
-static void offsets_of_both_torches(void **state)
+/* 2.15: the object moved into Node's Python object slot, at 0x70: a
+ * one-byte displacement, mov 0x70(%rbp),%rax */
+static const uint8_t name_215[] = {
+	0x41, 0x56, 0x41, 0x55, 0x41, 0x54, 0x55, 0x48, 0x89, 0xf5, 0x53, 0x48, 0x89, 0xfb, 0x4c, 0x8d,
+	0x63, 0x10, 0x48, 0x83, 0xec, 0x10, 0x49, 0x89, 0xe5, 0x4c, 0x89, 0xef, 0xe8, 0x9f, 0x5f, 0xb9,
+	0xff, 0x48, 0x8b, 0x45, 0x70, 0x48, 0x8b, 0x40, 0x08, 0x4c, 0x8b, 0x70, 0x18, 0x4c, 0x89, 0x23 };
+
+static void offsets_of_each_torch(void **state)
 {
+	uint8_t c[sizeof(name_215)];
+
 	(void)state;
 	assert_int_equal(pynode_obj_offset(name_113, sizeof(name_113)), 0x188);
 	assert_int_equal(pynode_obj_offset(name_28, sizeof(name_28)), 0x1d8);
+	assert_int_equal(pynode_obj_offset(name_215, sizeof(name_215)), 0x70);
+	/* a one-byte displacement too small to be past Node's own fields */
+	memcpy(c, name_215, sizeof(c));
+	c[36] = 0x18;
+	assert_int_equal(pynode_obj_offset(c, sizeof(c)), -1);
 }
 
 static void other_code_is_refused(void **state)
@@ -85,12 +99,14 @@ static void real_libraries(void **state)
 	real_library("/usr/lib/x86_64-linux-gnu/libtorch_python.so.1.13.0", 0x188);
 	real_library("/var/cache/tbpf/venv-torch2/lib/python3.11/site-packages/torch/lib/"
 		     "libtorch_python.so", 0x1d8);
+	real_library("/var/cache/tbpf/venv-torch2.15/lib/python3.11/site-packages/torch/lib/"
+		     "libtorch_python.so", 0x70);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(offsets_of_both_torches),
+		cmocka_unit_test(offsets_of_each_torch),
 		cmocka_unit_test(other_code_is_refused),
 		cmocka_unit_test(real_libraries),
 	};

@@ -45,7 +45,11 @@ long pynode_obj_offset(const uint8_t *code, size_t n)
 		size_t l0, l1, l2;
 		int r1, r2, r3;
 
+		/* disp32 (torch 1.13-2.8: the object past 0x100) or disp8
+		 * (2.15: at 0x70) */
 		r1 = mov_load(code + i, n - i, 2, -1, &d0, &l0);
+		if (r1 < 0)
+			r1 = mov_load(code + i, n - i, 1, -1, &d0, &l0);
 		if (r1 < 0)
 			continue;
 		r2 = mov_load(code + i + l0, n - i - l0, 1, r1, &d1, &l1);
@@ -54,7 +58,7 @@ long pynode_obj_offset(const uint8_t *code, size_t n)
 		r3 = mov_load(code + i + l0 + l1, n - i - l0 - l1, 1, r2, &d2, &l2);
 		if (r3 < 0 || d2 != 0x18)
 			continue;
-		if (d0 < 0x100 || d0 >= 0x800 || d0 % 8)
+		if (d0 < 0x40 || d0 >= 0x800 || d0 % 8)
 			return -1;
 		return d0;
 	}

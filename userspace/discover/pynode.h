@@ -4,7 +4,7 @@
  * it holds: PyNode::name() returns Py_TYPE(obj)->tp_name ("MyFnBackward").
  * tbpf probes PyNode::apply like a node's apply (entry and return) and
  * names its row, and its evaluate_function row, from that object; where
- * the object sits in a PyNode (0x188 in torch 1.13, 0x1d8 in 2.8) is read
+ * the object sits in a PyNode (0x188 in torch 1.13, 0x1d8 in 2.8, 0x70 in 2.15) is read
  * from PyNode::name()'s own code, not assumed. */
 #ifndef TBPF_PYNODE_H
 #define TBPF_PYNODE_H

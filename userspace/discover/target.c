@@ -9,6 +9,7 @@
 #include "elfsym.h"
 #include "procmaps.h"
 #include "probesite.h"
+#include "modcall_site.h"
 #include "pynode.h"
 #include "target.h"
 #include "strf.h"
@@ -241,38 +242,42 @@ static int find_pynode(struct target *t, const struct pm_maps *m, const char *pa
 
 static uint64_t site_past_prologue(const char *path, uint64_t off, unsigned may_write);
 
-struct binding_find {
-	uint64_t vaddr;
-	int n;
-};
-
-static int binding_cb(const struct elf_sym *s, void *ctx)
+/* The target's nn/modules/module.py beside libtorch_python (a wheel's
+ * torch/lib/..): which binding its _call_impl calls. */
+static enum modcall_binding call_impl_binding(const char *torch_python)
 {
-	struct binding_find *b = ctx;
+	enum modcall_binding b = MODCALL_UNKNOWN;
+	char *dir = strdup(torch_python), *slash, *py = NULL, *src;
 
-	if (s->defined && s->value && target_is_tracing_state_binding(s->name)) {
-		if (b->n++ == 0 || s->value == b->vaddr)
-			b->vaddr = s->value;
-		else
-			return 1;  /* two different ones: not sure which */
+	if (!dir)
+		return b;
+	for (int up = 0; up < 2 && (slash = strrchr(dir, '/')); up++)
+		*slash = 0;
+	if (asprintf(&py, "%s/nn/modules/module.py", dir) >= 0) {
+		src = read_small_file(py, NULL);
+		b = modcall_call_impl_binding(src);
+		free(src);
+		free(py);
 	}
-	return 0;
+	free(dir);
+	return b;
 }
 
-/* The module-call probe on the pybind wrapper of
- * torch._C._get_tracing_state in libtorch_python (path, open as ef), when
- * its .symtab names exactly one: hit once per Python call of the binding
+/* The module-call probe on the pybind wrapper nn.Module._call_impl calls
+ * (modcall_site.h) in libtorch_python (path, open as ef), when its
+ * .symtab names exactly one: hit once per Python call of the binding
  * instead of once per getTracingState() call from any C++ caller.  Else
  * the module-call probe stays on getTracingState() (stripped builds such
- * as Debian's torch 1.13). */
+ * as Debian's torch 1.13, or a module.py that calls neither). */
 static void find_modcall_binding(struct target *t, struct elf_file *ef, const char *path)
 {
-	struct binding_find b = { 0, 0 };
-	uint64_t off;
+	enum modcall_binding which = call_impl_binding(path);
+	uint64_t vaddr, off;
 	char *p;
 
-	if (elf_file_for_each_sym_in(ef, false, binding_cb, &b) || b.n == 0 ||
-	    elf_file_vaddr_to_off(ef, b.vaddr, &off))
+	if (which == MODCALL_UNKNOWN)
+		which = MODCALL_GET_TRACING_STATE;   /* what torch up to 2.8 calls */
+	if (modcall_find_binding(ef, which, &vaddr) || elf_file_vaddr_to_off(ef, vaddr, &off))
 		return;
 	p = strdup(path);
 	if (!p)
@@ -312,6 +317,9 @@ static int find_pend_hooks(struct target *t, const struct pm_maps *m, const char
 		{ "_pytorch_record_function_enter", TBPF_PEND_CSTR },
 		{ "_Z17THPFunction_applyP7_objectS0_", TBPF_PEND_PYTYPE },
 		{ "_ZN12_GLOBAL__N_117THPFunction_applyEP7_objectS1_", TBPF_PEND_PYTYPE },
+		/* newer torch passes apply's kwargs too: (cls, inputs, kwargs),
+		 * cls still first */
+		{ "_ZN12_GLOBAL__N_117THPFunction_applyEP7_objectS1_S1_", TBPF_PEND_PYTYPE },
 	};
 	char *mapped = NULL, *path = torch_python_path(t, m, libtorch, &mapped);
 	struct elf_file *ef = NULL;

@@ -41,9 +41,9 @@ struct target_scope_hooks {
 	uint64_t new_off;   /* RecordFunction::RecordFunction(RecordScope) */
 	uint64_t end_off;   /* RecordFunction::end() */
 	/* the module-call probe (forward counts): libtorch_python's pybind
-	 * wrapper of torch._C._get_tracing_state, which nn.Module._call_impl
-	 * calls once per module call, when .symtab names it (torch 2.x
-	 * wheels); else torch::jit::tracer::getTracingState() in libtorch,
+	 * wrapper of torch._C._get_tracing_state or _is_tracing, whichever
+	 * nn.Module._call_impl calls once per module call (modcall_site.h),
+	 * when .symtab names it (torch 2.x wheels); else torch::jit::tracer::getTracingState() in libtorch,
 	 * which C++ callers reach too (~12x the hits).  modcall_path NULL /
 	 * modcall_off 0: neither found */
 	char *modcall_path;
