@@ -29,10 +29,14 @@ cd "$(dirname "$0")/../.."
 PY2=${PY2:-/var/cache/tbpf/venv-torch2/bin/python}
 trees=()
 [ -f /usr/include/ATen/record_function.h ] && trees+=("/usr/include|$(ls /usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.* 2>/dev/null | head -n 1)")
-if [ -x "$PY2" ]; then
-	d=$("$PY2" -c 'import os, torch; print(os.path.dirname(torch.__file__))' 2>/dev/null)
-	[ -n "$d" ] && [ -f "$d/include/ATen/record_function.h" ] && trees+=("$d/include|$d/lib/libtorch_cpu.so")
-fi
+# the torch 2.x venvs tests/setup.sh makes (one per tested version)
+for py in "$PY2" /var/cache/tbpf/venv-torch2.*/bin/python; do
+	[ -x "$py" ] || continue
+	d=$("$py" -c 'import os, torch; print(os.path.dirname(torch.__file__))' 2>/dev/null)
+	[ -n "$d" ] && [ -f "$d/include/ATen/record_function.h" ] || continue
+	case " ${trees[*]} " in *" $d/include|"*) continue ;; esac
+	trees+=("$d/include|$d/lib/libtorch_cpu.so")
+done
 if ! command -v g++ > /dev/null; then
 	echo "rf_layout: g++ not installed: not checked"; exit 0
 fi
@@ -94,6 +98,14 @@ constexpr tbpf_bwproc NL = NODE_SEQ_T1_13;
 constexpr tbpf_inproc_ivlayout IV = INPROC_IV_T2_8;
 constexpr tbpf_inproc_seqlayout SQ = INPROC_SEQ_T2_8;
 constexpr tbpf_bwproc NL = NODE_SEQ_T2_8;
+#elif TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR == 11
+constexpr tbpf_inproc_ivlayout IV = INPROC_IV_T2_11;
+constexpr tbpf_inproc_seqlayout SQ = INPROC_SEQ_T2_8;
+constexpr tbpf_bwproc NL = NODE_SEQ_T2_8;
+#elif TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR == 15
+constexpr tbpf_inproc_ivlayout IV = INPROC_IV_T2_15;
+constexpr tbpf_inproc_seqlayout SQ = INPROC_SEQ_T2_8;
+constexpr tbpf_bwproc NL = NODE_SEQ_T2_15;
 #else
 #error "no inproc_layouts.h entry for this torch version"
 #endif
@@ -132,12 +144,25 @@ static_assert(IV.list_type_off == offsetof(c10::detail::ListImpl, elementType), 
 static_assert(std::is_same<decltype(c10::detail::ListImpl::elementType), TP>::value, "elementType is a TypePtr");
 static_assert(std::is_same<TP, c10::SingletonOrSharedTypePtr<c10::Type>>::value, "TypePtr");
 static_assert(sizeof(TP) == 16 && offsetof(TP, repr_) == 0, "TypePtr is its Repr");
-static_assert(offsetof(TP::Repr, shared_) == 0 && offsetof(TP::SharedPtrWrapper, repr_) == 0 &&
-	      offsetof(std::__shared_ptr<c10::Type>, _M_ptr) == 0 &&
+/* up to 2.8 a union of a shared_ptr and a singleton's pointer (Repr),
+ * from 2.11 a shared_ptr alone (singletons as shared_ptrs that free
+ * nothing): in both the Type* is the first word */
+template <class P, class = void> struct has_repr_union : std::false_type {};
+template <class P> struct has_repr_union<P, std::void_t<typename P::Repr>> : std::true_type {};
+template <class P> constexpr bool typeptr_type_first()
+{
+	if constexpr (has_repr_union<P>::value)
+		return offsetof(typename P::Repr, shared_) == 0 &&
+		       offsetof(typename P::SharedPtrWrapper, repr_) == 0 &&
+		       offsetof(typename P::Repr, singletonRepr_) == 0 &&
+		       offsetof(typename P::Repr::SingletonRepr, singleton_) == 0;
+	else
+		return std::is_same<decltype(P::repr_), std::shared_ptr<c10::Type>>::value &&
+		       offsetof(P, repr_) == 0;
+}
+static_assert(typeptr_type_first<TP>() && offsetof(std::__shared_ptr<c10::Type>, _M_ptr) == 0 &&
 	      std::is_base_of<std::__shared_ptr<c10::Type>, std::shared_ptr<c10::Type>>::value,
-	      "shared representation: the Type* first");
-static_assert(offsetof(TP::Repr, singletonRepr_) == 0 && offsetof(TP::Repr::SingletonRepr, singleton_) == 0,
-	      "singleton representation: the Type* first");
+	      "TypePtr: the Type* first");
 static_assert(IV.type_kind_off == offsetof(c10::Type, kind_), "Type::kind_");
 static_assert(std::is_same<std::underlying_type<c10::TypeKind>::type, int>::value, "TypeKind is an int");
 static_assert(IV.kind_tensor == (int)c10::TypeKind::TensorType && c10::TensorType::Kind == c10::TypeKind::TensorType,
@@ -263,7 +288,7 @@ int main() {
 	return n != 1;
 }
 SYM
-	if g++ -std=c++17 -fno-access-control -w -I"$inc" "$exe.cpp" -o "$exe" \
+	if g++ -std=$std -fno-access-control -w -I"$inc" "$exe.cpp" -o "$exe" \
 		-L"$(dirname "$lib")" -l:"$(basename "$(ls "$(dirname "$lib")"/libc10.so* | head -n 1)")" \
 		-Wl,-rpath,"$(dirname "$lib")" 2> /dev/null && "$exe"; then :; else echo "-1 0"; fi
 	rm -f "$exe" "$exe.cpp"
@@ -300,7 +325,7 @@ int main() {
 	return printf("ok\n"), 0;
 }
 FN
-	if g++ -std=c++17 -fno-access-control -w -I"$inc" -I"$inc/torch/csrc/api/include" -Iagent "$exe.cpp" \
+	if g++ -std=$std -fno-access-control -w -I"$inc" -I"$inc/torch/csrc/api/include" -Iagent "$exe.cpp" \
 		-o "$exe" -L"$(dirname "$lib")" -l:"$(basename "$lib")" \
 		-l:"$(basename "$(ls "$(dirname "$lib")"/libc10.so* | head -n 1)")" \
 		-Wl,-rpath,"$(dirname "$lib")" 2> "$exe.err"; then
@@ -316,6 +341,10 @@ for t in "${trees[@]}"; do
 	if [ ! -f "$inc/torch/csrc/profiler/collection.h" ]; then
 		echo "rf_layout: $inc: no torch/csrc/profiler/collection.h (Input type's rules)"; fail=1; continue
 	fi
+	# the oldest standard the tree's headers build with (newer torch
+	# needs C++20)
+	std=c++17
+	echo '#include <c10/core/TensorImpl.h>' | g++ -std=$std -fsyntax-only -w -x c++ -I"$inc" - 2> /dev/null || std=c++20
 	read -r sym_off sym_mask <<< "$(sym_bit "$inc" "$lib")"
 	# what the masks stand for: is_nested() and has_symbolic_sizes_strides()
 	# read exactly key_set_'s NestedTensor and the bit field
@@ -324,7 +353,7 @@ for t in "${trees[@]}"; do
 		    "bool has_symbolic_sizes_strides() const { return has_symbolic_sizes_strides_; }"; do
 		grep -qF "$body" <<< "$flat" || { echo "rf_layout: $inc: TensorImpl has no '$body'"; fail=1; }
 	done
-	if g++ -std=c++17 -fsyntax-only -fno-access-control -w -I"$inc" -I"$inc/torch/csrc/api/include" \
+	if g++ -std=$std -fsyntax-only -fno-access-control -w -I"$inc" -I"$inc/torch/csrc/api/include" \
 		-Iagent -Ibpf -Iuserspace/attach -Iuserspace/discover "-DTBPF_HDR_SCALAR_TAGS=$(scalar_tags "$inc")" \
 		"-DTBPF_HDR_SYM_OFF=$sym_off" "-DTBPF_HDR_SYM_MASK=$sym_mask" \
 		"-DTBPF_HDR_SCALARLIST_MAX=$(scalarlist_max "$inc")" "-DTBPF_HDR_TLIST_READ=$(tlist_read "$inc")" \

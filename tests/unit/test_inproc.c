@@ -10,6 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "inproc_attach.h"
+#include "torch_builds.h"
 #include "procmaps.h"
 #include "torchver.h"
 
@@ -72,8 +73,34 @@ static void pkg_dir(void **state)
 	procmaps_free(&m);
 }
 
+/* the verified builds by version (a torch that ships no headers) */
+static unsigned inproc_layout_for(const char *v)
+{
+	const struct torch_build *b = torch_build_by_version(v);
+
+	return b ? b->rf_layout : INPROC_LAYOUT_NONE;
+}
+
+static const struct tbpf_inproc_ivlayout *inproc_ivlayout_for(const char *v)
+{
+	const struct torch_build *b = torch_build_by_version(v);
+
+	return b ? &b->iv : NULL;
+}
+
+static const struct tbpf_inproc_seqlayout *inproc_seqlayout_for(const char *v)
+{
+	const struct torch_build *b = torch_build_by_version(v);
+
+	return b ? &b->seq : NULL;
+}
+
 static void layouts(void **state)
 {
+	assert_int_equal(inproc_layout_for("2.11.0+cu130"), INPROC_LAYOUT_RFCB10_FN);
+	assert_int_equal(inproc_layout_for("2.15.0+cu132"), INPROC_LAYOUT_RFCB10_FN);
+	assert_int_equal(inproc_layout_for("2.9.0"), INPROC_LAYOUT_NONE);
+	assert_int_equal(inproc_layout_for("2.1.0"), INPROC_LAYOUT_NONE);
 	assert_int_equal(inproc_layout_for("1.13.0a0"), INPROC_LAYOUT_RFCB10_FN);
 	assert_int_equal(inproc_layout_for("1.13.1"), INPROC_LAYOUT_RFCB10_FN);
 	assert_int_equal(inproc_layout_for("2.8.0+cu128"), INPROC_LAYOUT_RFCB10_FN);

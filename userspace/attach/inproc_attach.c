@@ -9,62 +9,10 @@
 #include "agent_attach.h"
 #include "inject.h"
 #include "inproc_attach.h"
-#include "inproc_layouts.h"
 #include "owner_chan.h"
 #include "remote.h"
 
 #define DRAIN_CHUNK 16384u   /* slots read at once */
-
-/* Versions whose at::RecordFunctionCallback (and RecordScope::NUM_SCOPES,
- * and for _FN RecordFunction::fn_) were checked against the headers that ship with them
- * (tests/unit/rf_layout.sh) and whose agent runs were tested end to end. */
-static const struct { const char *prefix; unsigned layout; } verified[] = {
-	{ "1.13.", INPROC_LAYOUT_RFCB10_FN },
-	{ "2.8.", INPROC_LAYOUT_RFCB10_FN },
-};
-
-/* Versions whose inputs, IValue and TensorImpl layouts were checked
- * against their headers (inproc_layouts.h, tests/unit/rf_layout.sh). */
-static const struct tbpf_inproc_ivlayout iv_t1_13 = INPROC_IV_T1_13, iv_t2_8 = INPROC_IV_T2_8;
-static const struct { const char *prefix; const struct tbpf_inproc_ivlayout *iv; } iv_verified[] = {
-	{ "1.13.", &iv_t1_13 },
-	{ "2.8.", &iv_t2_8 },
-};
-
-const struct tbpf_inproc_ivlayout *inproc_ivlayout_for(const char *v)
-{
-	for (size_t i = 0; v && i < sizeof(iv_verified) / sizeof(iv_verified[0]); i++)
-		if (!strncmp(v, iv_verified[i].prefix, strlen(iv_verified[i].prefix)))
-			return iv_verified[i].iv;
-	return NULL;
-}
-
-unsigned inproc_layout_for(const char *v)
-{
-	for (size_t i = 0; v && i < sizeof(verified) / sizeof(verified[0]); i++)
-		if (!strncmp(v, verified[i].prefix, strlen(verified[i].prefix)))
-			return verified[i].layout;
-	return INPROC_LAYOUT_NONE;
-}
-
-static const struct tbpf_inproc_seqlayout sl_t1_13 = INPROC_SEQ_T1_13, sl_t2_8 = INPROC_SEQ_T2_8;
-static const struct { const char *prefix; const struct tbpf_inproc_seqlayout *sl; } sl_verified[] = {
-	{ "1.13.", &sl_t1_13 },
-	{ "2.8.", &sl_t2_8 },
-};
-
-const struct tbpf_inproc_seqlayout *inproc_seqlayout_for(const char *v)
-{
-	for (size_t i = 0; v && i < sizeof(sl_verified) / sizeof(sl_verified[0]); i++)
-		if (!strncmp(v, sl_verified[i].prefix, strlen(sl_verified[i].prefix)))
-			return sl_verified[i].sl;
-	return NULL;
-}
-
-const char *inproc_verified_versions(void)
-{
-	return "1.13, 2.8";
-}
 
 size_t inproc_committed(const struct tbpf_inproc_rec *v, size_t n, uint64_t first)
 {

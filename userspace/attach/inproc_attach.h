@@ -22,17 +22,6 @@ struct inproc_loc {
 	uint64_t shard_rings; /* tbpf_inproc_shard_ring[TBPF_INPROC_SHARDS][] (version 7) */
 };
 
-/* Pure: the RecordFunctionCallback layout verified for a torch version
- * string ("1.13.1", "2.8.0+cpu", "1.13.0a0"); INPROC_LAYOUT_NONE if none. */
-unsigned inproc_layout_for(const char *torch_version);
-/* Pure: where the agent reads inputs and tensor sizes for that torch
- * version (--record-shapes, inproc_layouts.h), or NULL. */
-const struct tbpf_inproc_ivlayout *inproc_ivlayout_for(const char *torch_version);
-/* Pure: where a RecordFunction keeps its sequence number and thread ids
- * for that torch version (--group-by-stack, inproc_layouts.h), or NULL. */
-const struct tbpf_inproc_seqlayout *inproc_seqlayout_for(const char *torch_version);
-/* The versions inproc_layout_for accepts, for messages ("1.13, 2.8"). */
-const char *inproc_verified_versions(void);
 
 /* Pure: how many slots from v[0] (ring index `first`) are committed. */
 size_t inproc_committed(const struct tbpf_inproc_rec *v, size_t n, uint64_t first);

@@ -18,6 +18,7 @@
 #include "cmd_report.h"
 #include "exitcode.h"
 #include "inproc_attach.h"
+#include "torch_builds.h"
 #include "inproc_py.h"
 #include "inproc_session.h"
 #include "live.h"
@@ -103,7 +104,9 @@ static int check_torch(const struct live_opts *o, unsigned *layouts,
 {
 	for (size_t i = 0; i < o->sel.npids; i++) {
 		pid_t pid = o->sel.pids[i];
-		char *ver = NULL, *where = NULL;
+		char *ver = NULL, *where = NULL, *why = NULL;
+		const struct torch_build *b;
+		bool by_headers;
 		int err = torchver_of(pid, &ver, &where);
 
 		if (err == -ESRCH || err == -ENOENT) {
@@ -123,25 +126,22 @@ static int check_torch(const struct live_opts *o, unsigned *layouts,
 			fprintf(stderr, "tbpf: pid %d: cannot read its maps: %s\n", pid, strerror(-err));
 			return tbpf_exit_of(err);
 		}
-		layouts[i] = inproc_layout_for(ver);
-		ivs[i] = o->record_shapes ? inproc_ivlayout_for(ver) : NULL;
-		sls[i] = o->stack_n ? inproc_seqlayout_for(ver) : NULL;
-		if (layouts[i] && o->stack_n && !sls[i])
-			fprintf(stderr, "tbpf: --inproc: torch %s in pid %d has no verified sequence "
-					"number layout (verified: %s): backward ops keep their own "
-					"Python stacks in --group-by-stack\n",
-				ver, pid, inproc_verified_versions());
-		if (layouts[i] && o->record_shapes && !ivs[i])
-			fprintf(stderr, "tbpf: --inproc: torch %s in pid %d has no verified input "
-					"layout (verified: %s): going on without input shapes\n",
-				ver, pid, inproc_verified_versions());
-		if (!layouts[i])
-			fprintf(stderr, "tbpf: --inproc: torch %s in pid %d (%s) has no verified "
-					"RecordFunction layout (verified: %s); using the uprobe mode\n",
-				ver, pid, where, inproc_verified_versions());
-		else if (o->verbose)
-			fprintf(stderr, "tbpf: pid %d runs torch %s (%s): RecordFunctionCallback "
-					"layout %u\n", pid, ver, where, layouts[i]);
+		layouts[i] = INPROC_LAYOUT_NONE;
+		ivs[i] = NULL;
+		sls[i] = NULL;
+		if (torch_build_of(pid, ver, &b, &why, &by_headers)) {
+			fprintf(stderr, "tbpf: --inproc: torch %s in pid %d (%s) %s; using the uprobe "
+					"mode\n", ver, pid, where, why ? why : "is not verified");
+		} else {
+			layouts[i] = b->rf_layout;
+			ivs[i] = o->record_shapes ? &b->iv : NULL;
+			sls[i] = o->stack_n ? &b->seq : NULL;
+			if (o->verbose)
+				fprintf(stderr, "tbpf: pid %d runs torch %s (%s): the build verified as "
+						"%s, by %s\n", pid, ver, where, b->label,
+					by_headers ? "its headers" : "its version (no headers shipped)");
+		}
+		free(why);
 		free(ver);
 		free(where);
 		if (!layouts[i])

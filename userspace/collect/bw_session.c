@@ -6,35 +6,11 @@
 #include "strf.h"
 #include "remote.h"
 #include "procmaps.h"
-#include "inproc_layouts.h"
+#include "torch_builds.h"
 #include "target.h"
 #include "tlsvar.h"
 #include "torchver.h"
 #include "bw_session.h"
-
-static const struct tbpf_bwproc node_t1_13 = NODE_SEQ_T1_13, node_t2_8 = NODE_SEQ_T2_8;
-static const struct { const char *prefix; const struct tbpf_bwproc *l; } verified[] = {
-	{ "1.13.", &node_t1_13 },
-	{ "2.8.", &node_t2_8 },
-};
-
-const char *bw_verified_versions(void)
-{
-	return "1.13, 2.8";
-}
-
-int bw_node_layout(const char *v, struct tbpf_bwproc *out)
-{
-	for (size_t i = 0; v && i < sizeof(verified) / sizeof(verified[0]); i++)
-		if (!strncmp(v, verified[i].prefix, strlen(verified[i].prefix))) {
-			out->node_seq_off = verified[i].l->node_seq_off;
-			out->node_tid_off = verified[i].l->node_tid_off;
-			out->c10_excl_off = verified[i].l->c10_excl_off;
-			out->autograd_mask = verified[i].l->autograd_mask;
-			return 0;
-		}
-	return -ENOENT;
-}
 
 static const struct target_lib *libtorch_cpu(const struct target *t)
 {
@@ -133,19 +109,26 @@ int bw_proc_of(pid_t pid, const struct target *t, struct tbpf_bwproc *out, char 
 	const struct target_lib *l = libtorch_cpu(t);
 	struct tlsvar_site site;
 	const char *w = NULL;
-	char *ver = NULL, *where = NULL;
+	char *ver = NULL, *where = NULL, *bwhy = NULL;
+	const struct torch_build *b = NULL;
+	bool by_headers;
 	uint64_t m1 = 0, m2 = 0;
 	int64_t so, to;
 
 	memset(out, 0, sizeof(*out));
 	*why = NULL;
-	if (torchver_of(pid, &ver, &where) || bw_node_layout(ver, out)) {
-		*why = strf("torch %s has no verified autograd Node layout (verified: %s)",
-			    ver ? ver : "(unknown version)", bw_verified_versions());
+	if (torchver_of(pid, &ver, &where) || torch_build_of(pid, ver, &b, &bwhy, &by_headers)) {
+		*why = strf("torch %s %s: no verified autograd Node layout",
+			    ver ? ver : "(unknown version)", bwhy ? bwhy : "is not verified");
+		free(bwhy);
 		free(ver);
 		free(where);
 		return -ENOENT;
 	}
+	out->node_seq_off = b->node.node_seq_off;
+	out->node_tid_off = b->node.node_tid_off;
+	out->c10_excl_off = b->node.c10_excl_off;
+	out->autograd_mask = b->node.autograd_mask;
 	free(ver);
 	free(where);
 	if (!l) {

@@ -20,10 +20,4 @@ struct target;
 /* The process's tbpf_bwproc.  0, or -ENOENT with *why (malloc'd). */
 int bw_proc_of(pid_t pid, const struct target *t, struct tbpf_bwproc *out, char **why);
 
-/* Pure: the Node layout for a torch version string ("2.8.0+cpu"), or
- * -ENOENT. */
-int bw_node_layout(const char *version, struct tbpf_bwproc *out);
-
-const char *bw_verified_versions(void);
-
 #endif

@@ -73,13 +73,13 @@ struct inproc_session *inproc_session_new(const struct inproc_out *out);
 int inproc_session_add(struct inproc_session *s, pid_t pid, const char *agent_path,
 		       unsigned layout, char **why);
 /* The same, with input shapes read through iv (the target torch's,
- * inproc_ivlayout_for; NULL: none).  *shapes_on: whether the agent reads
+ * torch_build_of; NULL: none).  *shapes_on: whether the agent reads
  * them (false with a NULL iv, or when the agent could not set them up). */
 int inproc_session_add_shapes(struct inproc_session *s, pid_t pid, const char *agent_path,
 			      unsigned layout, const struct tbpf_inproc_ivlayout *iv,
 			      bool *shapes_on, char **why);
 /* The same, with sequence numbers read through sl (the target torch's,
- * inproc_seqlayout_for; NULL, or no out.derive: none).  *seq_on: whether
+ * torch_build_of; NULL, or no out.derive: none).  *seq_on: whether
  * the agent writes them. */
 int inproc_session_add_full(struct inproc_session *s, pid_t pid, const char *agent_path,
 			    unsigned layout, const struct tbpf_inproc_ivlayout *iv,

@@ -40,6 +40,7 @@
 #include "metrics.h"
 #include "inproc_session.h"
 #include "inproc_attach.h"
+#include "torch_builds.h"
 #include "torchver.h"
 #include "opstream.h"
 #include "profile.h"
@@ -142,7 +143,9 @@ static int out_name(void *ctx, uint32_t op_id, const char *name)
 static int check_torch(const struct daemon_opts *o, unsigned *layouts)
 {
 	for (size_t i = 0; i < o->sel.npids; i++) {
-		char *ver = NULL, *where = NULL;
+		char *ver = NULL, *where = NULL, *why = NULL;
+		const struct torch_build *b;
+		bool by_headers;
 		int err = torchver_of(o->sel.pids[i], &ver, &where);
 
 		if (err) {
@@ -150,11 +153,13 @@ static int check_torch(const struct daemon_opts *o, unsigned *layouts)
 				o->sel.pids[i], strerror(-err));
 			return err == -ESRCH || err == -ENOENT ? -ESRCH : err;
 		}
-		layouts[i] = inproc_layout_for(ver);
-		if (!layouts[i])
-			fprintf(stderr, "tbpf: --inproc: torch %s in pid %d (%s) has no verified "
-					"RecordFunction layout (verified: %s); using the uprobe mode\n",
-				ver, o->sel.pids[i], where, inproc_verified_versions());
+		layouts[i] = INPROC_LAYOUT_NONE;
+		if (torch_build_of(o->sel.pids[i], ver, &b, &why, &by_headers))
+			fprintf(stderr, "tbpf: --inproc: torch %s in pid %d (%s) %s; using the uprobe "
+					"mode\n", ver, o->sel.pids[i], where, why ? why : "is not verified");
+		else
+			layouts[i] = b->rf_layout;
+		free(why);
 		free(ver);
 		free(where);
 		if (!layouts[i])
