@@ -10,7 +10,8 @@
 #   1. Debian packages: installs only the missing ones (one apt-get update,
 #      noninteractive, --no-install-recommends);
 #   2. the PyTorch 2.x venv at $TBPF_VENV (default /var/cache/tbpf/venv-torch2,
-#      torch==$TORCH2_VERSION from PyPI, CUDA 12 wheels), created only when
+#      torch==$TORCH2_VERSION from PyPI, CUDA 12 wheels), and one for each
+#      of $TORCH2_EXTRA (venv-torch2.11, venv-torch2.15), created only when
 #      missing or broken (checked by importing torch), with numpy and
 #      Hugging Face transformers ($HF_PKG, test_hf_models.sh);
 #   3. the trace readers' venv at $TBPF_READERS_VENV (default
@@ -32,6 +33,8 @@ READERS_VENV=${TBPF_READERS_VENV:-/var/cache/tbpf/venv-readers}
 READERS_PKGS=(torch-tb-profiler==0.4.3 holistictraceanalysis perfetto)
 HF_PKG=transformers==4.46.3
 TORCH2_VERSION=${TORCH2_VERSION:-2.8.0}
+# the newer releases checked too: the GPU machines' build and the newest
+TORCH2_EXTRA=${TORCH2_EXTRA:-2.11.0 2.15.0}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 
 # What building and running tbpf needs (and the demo job's torch 1.13).
@@ -99,9 +102,12 @@ done
 /usr/bin/python3 -c 'import torch' 2> /dev/null ||
 	die "/usr/bin/python3 cannot import torch (python3-torch broken?)"
 
-# 2. torch 2.x venv (tests only; --runtime or TBPF_SKIP_VENV=1 skip it)
+# 2. torch 2.x venvs (tests only; --runtime or TBPF_SKIP_VENV=1 skip them):
+# $VENV with torch $TORCH2_VERSION (every e2e test's PY2), and one per
+# $TORCH2_EXTRA version at /var/cache/tbpf/venv-torchM.m (the layout
+# checks of every build tbpf verifies; the newest reruns the core e2e tests)
 venv_ok() {
-	"$VENV/bin/python" - "$TORCH2_VERSION" > /dev/null 2>&1 <<'PY'
+	"$1/bin/python" - "$2" > /dev/null 2>&1 <<'PY'
 import sys, warnings
 warnings.simplefilter("ignore")
 import torch
@@ -109,36 +115,36 @@ assert torch.__version__.split("+")[0] == sys.argv[1], torch.__version__
 torch.ones(2).add(1)
 PY
 }
+# setup_venv DIR VERSION [PIP_PKG...]: DIR holds torch VERSION and numpy
+# (without it torch 2.x warns on stderr at import: noise in test logs),
+# and the extra packages given
 setup_venv() {
-	mkdir -p "$(dirname "$VENV")"
-	exec 9> "$VENV.lock"
+	local venv=$1 ver=$2
+	shift 2
+	mkdir -p "$(dirname "$venv")"
+	exec 9> "$venv.lock"
 	flock 9 # one installer at a time; a second setup.sh waits here
-	if venv_ok; then
-		say "torch $TORCH2_VERSION venv ok: $VENV"
+	if venv_ok "$venv" "$ver"; then
+		say "torch $ver venv ok: $venv"
 	else
-		if [ -e "$VENV" ]; then
-			say "venv $VENV exists but cannot import torch $TORCH2_VERSION: recreating"
-			rm -rf "$VENV"
+		if [ -e "$venv" ]; then
+			say "venv $venv exists but cannot import torch $ver: recreating"
+			rm -rf "$venv"
 		fi
-		say "creating $VENV with torch==$TORCH2_VERSION from PyPI (several GB, CUDA 12 wheels; minutes)"
-		/usr/bin/python3 -m venv "$VENV" || die "python3 -m venv $VENV failed"
-		"$VENV/bin/pip" install -q --disable-pip-version-check "torch==$TORCH2_VERSION" ||
-			die "pip install torch==$TORCH2_VERSION into $VENV failed"
-		venv_ok || die "$VENV still cannot import torch $TORCH2_VERSION after install"
-		say "torch $TORCH2_VERSION installed in $VENV"
+		say "creating $venv with torch==$ver from PyPI (several GB, CUDA wheels; minutes)"
+		/usr/bin/python3 -m venv "$venv" || die "python3 -m venv $venv failed"
+		"$venv/bin/pip" install -q --disable-pip-version-check "torch==$ver" ||
+			die "pip install torch==$ver into $venv failed"
+		venv_ok "$venv" "$ver" || die "$venv still cannot import torch $ver after install"
+		say "torch $ver installed in $venv"
 	fi
-	# numpy: without it torch 2.x warns on stderr at import (noise in test logs).
-	if ! "$VENV/bin/python" -c 'import numpy' 2> /dev/null; then
-		say "installing numpy into $VENV"
-		"$VENV/bin/pip" install -q --disable-pip-version-check numpy || die "pip install numpy into $VENV failed"
-	fi
-	# Hugging Face models for test_hf_models.sh (built from their configs:
-	# no model is downloaded)
-	if ! "$VENV/bin/python" -c 'import transformers' 2> /dev/null; then
-		say "installing $HF_PKG into $VENV"
-		"$VENV/bin/pip" install -q --disable-pip-version-check "$HF_PKG" ||
-			die "pip install $HF_PKG into $VENV failed"
-	fi
+	for pkg in numpy "$@"; do
+		mod=${pkg%%[=<>]*}
+		"$venv/bin/python" -c "import $mod" 2> /dev/null && continue
+		say "installing $pkg into $venv"
+		"$venv/bin/pip" install -q --disable-pip-version-check "$pkg" ||
+			die "pip install $pkg into $venv failed"
+	done
 	flock -u 9
 }
 
@@ -147,7 +153,12 @@ if [ $RUNTIME_ONLY = 1 ]; then
 elif [ "${TBPF_SKIP_VENV:-0}" = 1 ]; then
 	say "TBPF_SKIP_VENV=1: not checking the torch $TORCH2_VERSION venv"
 else
-	setup_venv
+	# Hugging Face models for test_hf_models.sh (built from their configs:
+	# no model is downloaded)
+	setup_venv "$VENV" "$TORCH2_VERSION" "$HF_PKG"
+	for v in $TORCH2_EXTRA; do
+		setup_venv "/var/cache/tbpf/venv-torch${v%.*}" "$v"
+	done
 fi
 
 # 3. the readers users open on torch.profiler's traces, to read tbpf's

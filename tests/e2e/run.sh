@@ -12,6 +12,10 @@
 #   E2E_LOGS      log directory (default build/e2e-logs)
 #   E2E_LOCK      run each test under `flock -o E2E_LOCK` (shared machines)
 #   TBPF, PY1, PY2  see tests/e2e/lib.sh
+#   E2E_TORCH_MATRIX  more torch 2.x interpreters (default: the newest
+#                 torch's venv tests/setup.sh makes, when there): each test
+#                 with a "# torch-matrix" line near its top runs once more
+#                 per interpreter, as PY2, named NAME@VERSION
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -39,11 +43,29 @@ if [ ${#tests[@]} -eq 0 ]; then
 	exit 1
 fi
 
+# the core tests again on each newer torch (PY2=that interpreter)
+matrix=${E2E_TORCH_MATRIX-/var/cache/tbpf/venv-torch2.15/bin/python}
+runs=()
+for t in "${tests[@]}"; do
+	runs+=("$t|")
+	grep -q '^# torch-matrix' "$t" || continue
+	for py in $matrix; do
+		[ -x "$py" ] && runs+=("$t|$py")
+	done
+done
+
 pass=0 failn=0 skipn=0
 failed=()
-echo "e2e: ${#tests[@]} tests, logs in $LOGS (tbpf: ${TBPF:-$ROOT/build/tbpf})"
-for t in "${tests[@]}"; do
+echo "e2e: ${#runs[@]} tests, logs in $LOGS (tbpf: ${TBPF:-$ROOT/build/tbpf})"
+for run in "${runs[@]}"; do
+	t=${run%%|*} py=${run#*|}
 	name=$(basename "$t" .sh)
+	env=()
+	if [ -n "$py" ]; then
+		v=$(basename "$(dirname "$(dirname "$py")")")
+		name="$name@${v#venv-torch}"
+		env=(env "PY2=$py")
+	fi
 	log=$LOGS/$name.log
 	reason=$LOGS/$name.reason
 	tmp=$LOGS/$name.d
@@ -56,7 +78,7 @@ for t in "${tests[@]}"; do
 	lock=()
 	[ -n "${E2E_LOCK:-}" ] && lock=(flock -o "$E2E_LOCK")
 	start=$(date +%s)
-	E2E_REASON=$reason E2E_TMP=$tmp "${lock[@]}" timeout -k 15 "$to" bash "$t" > "$log" 2>&1 < /dev/null
+	E2E_REASON=$reason E2E_TMP=$tmp "${lock[@]}" "${env[@]}" timeout -k 15 "$to" bash "$t" > "$log" 2>&1 < /dev/null
 	rc=$?
 	secs=$(($(date +%s) - start))
 	why=""

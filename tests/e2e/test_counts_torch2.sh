@@ -4,6 +4,7 @@
 # elementwise, loss, backward, SGD) under torch 2.x (PyPI venv, PY2),
 # on one thread and on two Python threads each running a model.
 # timeout: 600
+# torch-matrix: rerun on the newest torch too (tests/e2e/run.sh)
 . "$(dirname "$0")/lib.sh"
 need_root
 need_tbpf

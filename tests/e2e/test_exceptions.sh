@@ -19,6 +19,7 @@
 #     compared: TorchScript reaches aten::matmul through the boxed path,
 #     which no ::call probe sees (see cpp_catch.py).
 # timeout: 900
+# torch-matrix: rerun on the newest torch too (tests/e2e/run.sh)
 . "$(dirname "$0")/lib.sh"
 need_root
 need_tbpf

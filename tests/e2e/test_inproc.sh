@@ -8,6 +8,7 @@
 # the run (a second --inproc run attaches to the same agent, no second
 # injection).
 # timeout: 900
+# torch-matrix: rerun on the newest torch too (tests/e2e/run.sh)
 . "$(dirname "$0")/lib.sh"
 need_root
 need_tbpf

@@ -12,6 +12,7 @@
 #    byte and the same JSON layers;
 #  - the target's results are unchanged (module_calls.py prints a checksum).
 # timeout: 900
+# torch-matrix: rerun on the newest torch too (tests/e2e/run.sh)
 source "$(dirname "$0")/lib.sh"
 need_root
 need_tbpf

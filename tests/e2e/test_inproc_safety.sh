@@ -24,6 +24,7 @@
 #    the job's results equal the unprofiled run's, round for round.
 # SEED (default: time) seeds the kill delays.
 # timeout: 900
+# torch-matrix: rerun on the newest torch too (tests/e2e/run.sh)
 . "$(dirname "$0")/lib.sh"
 need_root
 need_tbpf

@@ -18,6 +18,7 @@
 # type, per call: a row keeps no types when its calls had several).  Then the target is unharmed when tbpf is SIGKILLed mid-run with
 # shapes on, and a second --record-shapes attach reuses the agent.
 # timeout: 900
+# torch-matrix: rerun on the newest torch too (tests/e2e/run.sh)
 . "$(dirname "$0")/lib.sh"
 need_root
 need_tbpf

@@ -4,6 +4,7 @@
 # that ran, and each layer's op counts equal what torch.profiler attributes
 # to that layer (forward hooks marking each module with record_function,
 # the markers' own ops taken off: tests/workloads/layers_model.py --json).
+# torch-matrix: rerun on the newest torch too (tests/e2e/run.sh)
 source "$(dirname "$0")/lib.sh"
 need_root
 need_tbpf

@@ -9,6 +9,7 @@
 # a closure), its layer "order" lists the paths as named_modules() does,
 # and the text tree prints them in that order with those counts.
 # timeout: 600
+# torch-matrix: rerun on the newest torch too (tests/e2e/run.sh)
 source "$(dirname "$0")/lib.sh"
 need_root
 need_tbpf

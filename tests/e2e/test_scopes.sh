@@ -15,6 +15,7 @@
 # nothing else runs: aten::sub, aten::neg) and their evaluate_function
 # rows (which hold the node).
 # timeout: 900
+# torch-matrix: rerun on the newest torch too (tests/e2e/run.sh)
 . "$(dirname "$0")/lib.sh"
 need_root
 need_tbpf

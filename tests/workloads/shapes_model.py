@@ -295,6 +295,11 @@ def key(name, shapes):
 def reference(prof):
     events, events_all, types, types_all = {}, {}, {}, {}
     for e in prof.profiler.kineto_results.events():
+        # with_stack's Python frames: newer Kineto results hold them too,
+        # and torch.profiler's tables leave them out
+        # (include_python_functions=False)
+        if getattr(e, "is_python_function", lambda: False)():
+            continue
         k = key(e.name(), str(list(e.shapes())) if e.shapes() is not None else "[]")
         events_all[k] = events_all.get(k, 0) + 1
         kt = "%s|%s|%s" % (e.name(), json.dumps(list(e.shapes() or [])),
