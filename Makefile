@@ -10,14 +10,21 @@ BPFTOOL    ?= $(shell command -v bpftool || echo /usr/sbin/bpftool)
 CUDA_HOME  ?= /usr/local/cuda
 ARCH       := x86
 
+# CFLAGS, CPPFLAGS and LDFLAGS belong to whoever builds (a packager's
+# `dpkg-buildflags`, `make CFLAGS=...`): the project's own flags live in
+# TBPF_* so a CFLAGS given on the command line replaces only the optimisation
+# and hardening choice, never the include path.  The user's flags come last
+# so they win.
 CFLAGS     ?= -O2 -g
 # User space is one folder per pipeline stage (docs/architecture.md):
 # cmd -> fleet | collect -> attach -> discover, capture -> symbolize -> join
 # -> model -> export, base below all.  Each folder is on the include path.
 STAGES     := cmd fleet collect attach discover capture symbolize join model export base
 STAGE_DIRS := $(addprefix userspace/,$(STAGES))
-CFLAGS     += -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-              -std=gnu11 -D_GNU_SOURCE -I$(OUT) -Ibpf $(addprefix -I,$(STAGE_DIRS))
+TBPF_WARN  := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
+TBPF_CPPFLAGS := -D_GNU_SOURCE -I$(OUT) -Ibpf $(addprefix -I,$(STAGE_DIRS))
+TBPF_CFLAGS := $(TBPF_WARN) -std=gnu11
+ALL_CFLAGS  = $(TBPF_CPPFLAGS) $(CPPFLAGS) $(TBPF_CFLAGS) $(CFLAGS)
 LDLIBS     += -lbpf -lelf -lz -lzstd -lmicrohttpd -lcurl -lstdc++ -lpthread -lm
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUT) -Ibpf -Wall \
               -Wno-unused-function -Wno-compare-distinct-pointer-types
@@ -40,8 +47,12 @@ UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
 USER_HDRS  := $(foreach d,$(STAGE_DIRS),$(wildcard $(d)/*.h))
 
-.PHONY: all clean test unit e2e tools
-all: $(OUT)/tbpf tools
+# `make` builds the product: the tbpf binary and the agents it loads into
+# targets (agent/Makefile.inc adds them to `product`).  The helpers the
+# tests and benchmarks run are `make tools` (`make test` builds them).
+.PHONY: all product clean test unit e2e tools install uninstall
+all: product
+product: $(OUT)/tbpf
 
 $(OUT) $(OUT)/tests:
 	$(Q)mkdir -p $@
@@ -62,7 +73,7 @@ $(OUT)/%.skel.h: $(OUT)/%.bpf.o
 $(OUT)/obj/%.o: %.c $(USER_HDRS) $(BPF_HDRS) $(SKELS) | $(OUT)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(OUT)/libtbpf.a: $(LIB_OBJS)
 	$(call msg,AR,$@)
@@ -70,17 +81,18 @@ $(OUT)/libtbpf.a: $(LIB_OBJS)
 
 $(OUT)/tbpf: $(OUT)/obj/userspace/cmd/main.o $(OUT)/libtbpf.a
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+	$(Q)$(CC) $(TBPF_CFLAGS) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 $(OUT)/tests/%: tests/unit/%.c $(OUT)/libtbpf.a $(USER_HDRS) | $(OUT)/tests
 	$(call msg,TEST,$@)
-	$(Q)$(CC) $(CFLAGS) -Itests/unit $< $(OUT)/libtbpf.a -o $@ -lcmocka $(LDLIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) $< $(OUT)/libtbpf.a -o $@ -lcmocka $(LDLIBS)
 
 # Helper programs the end-to-end tests and benchmarks run (built, not
 # downloaded): see tests/native/Makefile.inc.
 tools:
 -include tests/native/Makefile.inc
 -include agent/Makefile.inc
+include dist/version.mk dist/install.mk
 -include tests/formats/Makefile.inc tests/fuzz/Makefile.inc bench/export_bench.mk bench/recrate.mk
 
 # Unit suites, then the golden report outputs of the kept captures
@@ -94,7 +106,7 @@ unit: $(UNIT_BINS) $(OUT)/tbpf
 	tests/unit/check_markers.sh || fail=1; \
 	tests/unit/rf_layout.sh || fail=1; exit $$fail
 
-test: all unit
+test: all tools unit
 	$(Q)tests/e2e/run.sh
 
 clean:

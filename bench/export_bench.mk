@@ -2,7 +2,7 @@
 $(OUT)/bench/export_bench: bench/export_bench.c $(OUT)/libtbpf.a $(USER_HDRS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) $< $(OUT)/libtbpf.a -o $@ $(LDLIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(OUT)/libtbpf.a -o $@ $(LDLIBS)
 
 tools: $(OUT)/bench/export_bench
 

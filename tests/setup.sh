@@ -62,6 +62,9 @@ TEST_PKGS=(
 	# process tools the e2e tests use: ps/pgrep, killall/fuser, setpriv/runuser,
 	# timeout, gzip
 	procps psmisc util-linux coreutils gzip
+	# packaging (test_install.sh): dpkg-buildpackage, man -l, the completion,
+	# systemd-analyze verify of the unit
+	debhelper dpkg-dev fakeroot man-db bash-completion systemd
 )
 PKGS=("${RUNTIME_PKGS[@]}")
 TOOLS=(clang llvm-strip bpftool python3)

@@ -11,6 +11,7 @@
 #                 its own with a "# timeout: N" line near its top
 #   E2E_LOGS      log directory (default build/e2e-logs)
 #   E2E_LOCK      run each test under `flock -o E2E_LOCK` (shared machines)
+#   E2E_NO_BUILD  1: do not run `make tools` first
 #   TBPF, PY1, PY2  see tests/e2e/lib.sh
 #   E2E_TORCH_MATRIX  more torch 2.x interpreters (default: the newest
 #                 torch's venv tests/setup.sh makes, when there): each test
@@ -39,6 +40,15 @@ for t in "$HERE"/test_*.sh; do
 done
 if [ ${#tests[@]} -eq 0 ]; then
 	echo "run.sh: no test matches '$*' in $HERE" >&2
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+
+# Plain `make` builds only the product; the helper programs the tests run
+# (tests/native, the fake CUDA driver...) are `make tools`, built here so a
+# test never finds them missing.  E2E_NO_BUILD=1 skips it.
+if [ "${E2E_NO_BUILD:-0}" != 1 ] && ! make -C "$ROOT" -s -j2 tools >&2; then
+	echo "run.sh: make tools failed" >&2
 	echo "0 passed, 1 failed"
 	exit 1
 fi

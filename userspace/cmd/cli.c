@@ -12,6 +12,7 @@
 #include "live.h"
 #include "options.h"
 #include "version.h"
+#include "cmd_info.h"
 
 int cmd_report(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
@@ -22,6 +23,7 @@ static const char usage_text[] =
 "       tbpf run [options] -- COMMAND [ARGS...]\n"
 "       tbpf diff A.tbpf B.tbpf [--format table|json]\n"
 "       tbpf daemon [--listen 127.0.0.1:9464] [--window 10s] [--pprof-dir DIR] [--push URL]\n"
+"       tbpf info                 what this machine allows (kernel, BTF, CUDA, torch)\n"
 "\n"
 "Profile the PyTorch operators of a running process from outside, with BPF\n"
 "uprobes on libtorch: no code change, no restart.  Prints the operator table\n"
@@ -125,7 +127,7 @@ static const char usage_text[] =
 "                         Optimizer.step#, every optimizer; LABEL# = prefix)\n"
 "  -v, --verbose          probe counters and timings on stderr\n"
 "  -h, --help             this help\n"
-"  -V, --version          print the version\n"
+"  -V, --version          print the version and the commit it was built from\n"
 "\n"
 "Examples:\n"
 "  sudo tbpf --pid 1234 --duration 10s\n"
@@ -374,8 +376,7 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 			fputs(usage_text, stdout);
 			return TBPF_EXIT_OK;
 		case 'V':
-			printf("tbpf %s\n", TBPF_VERSION);
-			return TBPF_EXIT_OK;
+			return tbpf_print_version();
 		case ':':
 			return usage_error("option '%s' needs a value", argv[optind - 1]);
 		default:
@@ -512,7 +513,9 @@ int tbpf_main(int argc, char **argv)
 		return cmd_daemon(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "diff"))
 		return cmd_diff(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "info"))
+		return cmd_info(argc - 1, argv + 1);
 	if (argc > 1 && argv[1][0] != '-')
-		return usage_error("unknown command '%s' (commands: report, run, daemon, diff)", argv[1]);
+		return usage_error("unknown command '%s' (commands: report, run, daemon, diff, info)", argv[1]);
 	return live_main(argc, argv, NULL, NULL);
 }
