@@ -134,12 +134,48 @@ static void test_bad_json(void **state)
 	assert_true(kineto_is_json("  \n[", 4));
 }
 
+static void test_unicode_escapes(void **state)
+{
+	/* record_function labels as torch.profiler's json.dump writes them
+	 * (ensure_ascii): é as \u00e9, an emoji as a surrogate pair, a lone
+	 * high surrogate, and a raw UTF-8 byte run passed through */
+	static const char trace[] =
+		"[{\"name\": \"caf\\u00e9\", \"ph\": \"X\", \"ts\": 1, \"dur\": 1, \"tid\": 1, \"pid\": 1},\n"
+		" {\"name\": \"s\\ud83d\\ude00e\", \"ph\": \"X\", \"ts\": 3, \"dur\": 1, \"tid\": 1, \"pid\": 1},\n"
+		" {\"name\": \"l\\ud83dx\", \"ph\": \"X\", \"ts\": 5, \"dur\": 1, \"tid\": 1, \"pid\": 1},\n"
+		" {\"name\": \"\\u20ac\\u0041\xc3\xa9\", \"ph\": \"X\", \"ts\": 7, \"dur\": 1, \"tid\": 1, \"pid\": 1}]";
+	static const char *const bad[] = {
+		"[{\"name\": \"\\u00g9\", \"ph\": \"X\", \"ts\": 1, \"dur\": 1, \"tid\": 1, \"pid\": 1}]",
+		"[{\"name\": \"\\u00e",
+	};
+	struct profile p;
+	char *why = NULL;
+
+	(void)state;
+	profile_init(&p);
+	assert_int_equal(profile_from_kineto(trace, strlen(trace), &p, &why), 0);
+	assert_int_equal(p.nops, 4);
+	assert_non_null(row(&p, "caf\xc3\xa9"));
+	assert_non_null(row(&p, "s\xf0\x9f\x98\x80" "e"));
+	assert_non_null(row(&p, "l\xef\xbf\xbdx"));
+	assert_non_null(row(&p, "\xe2\x82\xac" "A\xc3\xa9"));
+	profile_free(&p);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		profile_init(&p);
+		why = NULL;
+		assert_int_equal(profile_from_kineto(bad[i], strlen(bad[i]), &p, &why), -EINVAL);
+		free(why);
+		profile_free(&p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kineto_rows),
 		cmocka_unit_test(test_legacy_list),
 		cmocka_unit_test(test_bad_json),
+		cmocka_unit_test(test_unicode_escapes),
 	};
 	return cmocka_run_group_tests_name("kineto", tests, NULL, NULL);
 }

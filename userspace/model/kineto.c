@@ -39,8 +39,104 @@ static bool lit(struct jp *j, char c)
 	return false;
 }
 
-/* A string into buf (escapes decoded, \u as '?' beyond ASCII); false on
- * a syntax error. */
+/* Four hex digits at j->s -> *v; false (nothing consumed) if not hex. */
+static bool hex4(struct jp *j, unsigned *v)
+{
+	unsigned x = 0;
+
+	if (j->end - j->s < 4)
+		return false;
+	for (int i = 0; i < 4; i++) {
+		char h = j->s[i];
+		unsigned d = h >= '0' && h <= '9' ? (unsigned)(h - '0') :
+			     h >= 'a' && h <= 'f' ? (unsigned)(h - 'a' + 10) :
+			     h >= 'A' && h <= 'F' ? (unsigned)(h - 'A' + 10) : 16;
+		if (d > 15)
+			return false;
+		x = x * 16 + d;
+	}
+	j->s += 4;
+	*v = x;
+	return true;
+}
+
+/* Code point cp as UTF-8 into out (4 bytes room); the byte count. */
+static size_t utf8_put(unsigned cp, char *out)
+{
+	if (cp < 0x80) {
+		out[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = (char)(0xc0 | cp >> 6);
+		out[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = (char)(0xe0 | cp >> 12);
+		out[1] = (char)(0x80 | (cp >> 6 & 0x3f));
+		out[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	out[0] = (char)(0xf0 | cp >> 18);
+	out[1] = (char)(0x80 | (cp >> 12 & 0x3f));
+	out[2] = (char)(0x80 | (cp >> 6 & 0x3f));
+	out[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+/* The code point of a \u escape whose "\u" was consumed: a UTF-16
+ * surrogate pair (\ud83d\ude00) joins into one; a lone surrogate is
+ * U+FFFD, as Python's json would not round-trip it either.  false on a
+ * syntax error. */
+static bool uescape(struct jp *j, unsigned *cp)
+{
+	unsigned hi, lo;
+
+	if (!hex4(j, &hi))
+		return false;
+	*cp = hi;
+	if (hi >= 0xdc00 && hi <= 0xdfff)
+		*cp = 0xfffd;
+	if (hi < 0xd800 || hi > 0xdbff)
+		return true;
+	*cp = 0xfffd;
+	if (j->end - j->s >= 6 && j->s[0] == '\\' && j->s[1] == 'u') {
+		const char *save = j->s;
+
+		j->s += 2;
+		if (hex4(j, &lo) && lo >= 0xdc00 && lo <= 0xdfff)
+			*cp = 0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00);
+		else
+			j->s = save;   /* not a low half: decoded on its own */
+	}
+	return true;
+}
+
+/* One escape after its backslash -> bytes in out (4 room); the count, 0
+ * on a syntax error. */
+static size_t jescape(struct jp *j, char *out)
+{
+	unsigned cp;
+	char c;
+
+	if (j->s >= j->end)
+		return 0;
+	c = *j->s++;
+	switch (c) {
+	case 'n': out[0] = '\n'; return 1;
+	case 't': out[0] = '\t'; return 1;
+	case 'r': out[0] = '\r'; return 1;
+	case 'b': out[0] = '\b'; return 1;
+	case 'f': out[0] = '\f'; return 1;
+	case 'u': return uescape(j, &cp) ? utf8_put(cp, out) : 0;
+	default: out[0] = c; return 1;   /* \" \\ \/ */
+	}
+}
+
+/* A string into buf (escapes decoded, \u to UTF-8; a character that does
+ * not fit whole is dropped, so a truncated name stays valid UTF-8); false
+ * on a syntax error. */
 static bool jstr(struct jp *j, char *buf, size_t len)
 {
 	size_t n = 0;
@@ -48,35 +144,16 @@ static bool jstr(struct jp *j, char *buf, size_t len)
 	if (!lit(j, '"'))
 		return false;
 	while (j->s < j->end && *j->s != '"') {
-		char c = *j->s++;
+		char b[4];
+		size_t k = 1;
 
-		if (c == '\\') {
-			if (j->s >= j->end)
-				return false;
-			c = *j->s++;
-			switch (c) {
-			case 'n': c = '\n'; break;
-			case 't': c = '\t'; break;
-			case 'r': c = '\r'; break;
-			case 'b': c = '\b'; break;
-			case 'f': c = '\f'; break;
-			case 'u': {
-				unsigned v = 0;
-
-				if (j->end - j->s < 4)
-					return false;
-				for (int i = 0; i < 4; i++) {
-					char h = *j->s++;
-					v = v * 16 + (unsigned)(h >= 'a' ? h - 'a' + 10 : h >= 'A' ? h - 'A' + 10 : h - '0');
-				}
-				c = v < 128 ? (char)v : '?';
-				break;
-			}
-			default: break;   /* \" \\ \/ */
-			}
+		b[0] = *j->s++;
+		if (b[0] == '\\' && !(k = jescape(j, b)))
+			return false;
+		if (buf && n + k < len) {
+			memcpy(buf + n, b, k);
+			n += k;
 		}
-		if (buf && n + 1 < len)
-			buf[n++] = c;
 	}
 	if (buf && len)
 		buf[n] = '\0';
