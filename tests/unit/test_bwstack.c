@@ -16,6 +16,7 @@
 #include "bwstack.h"
 #include "stacks.h"
 #include "bw_session.h"
+#include "torch_builds.h"
 
 #define PID 100
 #define TID 7223    /* kernel thread */
@@ -189,8 +190,18 @@ static void derive_stack(void **state)
 	stackstore_free(&ss);
 }
 
-/* The uprobe mode's Node layout (bw_session.c): the verified versions
- * only (values checked against the headers by rf_layout.sh) */
+/* The uprobe mode's Node layout (bw_session.c, from the verified builds
+ * of torch_builds.c; values checked against the headers by rf_layout.sh) */
+static int bw_node_layout(const char *v, struct tbpf_bwproc *p)
+{
+	const struct torch_build *b = torch_build_by_version(v);
+
+	if (!b)
+		return -ENOENT;
+	*p = b->node;
+	return 0;
+}
+
 static void node_layouts(void **state)
 {
 	struct tbpf_bwproc p = { 0 };
@@ -200,6 +211,11 @@ static void node_layouts(void **state)
 	assert_int_equal(p.node_seq_off, 24);
 	assert_int_equal(p.node_tid_off, 48);
 	assert_int_equal(p.autograd_mask, 1ULL << 37);
+	/* 2.15: Node's fields 8 bytes earlier, the key one bit lower */
+	assert_int_equal(bw_node_layout("2.15.0+cu132", &p), 0);
+	assert_int_equal(p.node_seq_off, 16);
+	assert_int_equal(p.node_tid_off, 40);
+	assert_int_equal(p.autograd_mask, 1ULL << 36);
 	assert_int_equal(bw_node_layout("1.13.0a0+git", &p), 0);
 	assert_int_equal(bw_node_layout("2.9.0", &p), -ENOENT);
 	assert_int_equal(bw_node_layout("1.1.0", &p), -ENOENT);
