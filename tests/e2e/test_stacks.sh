@@ -11,6 +11,7 @@
 # the target lives (one seen in the last ~0.2 s before exit loses its
 # module entries).
 # timeout: 900
+# torch-matrix: rerun on the newest torch too (tests/e2e/run.sh)
 . "$(dirname "$0")/lib.sh"
 need_root
 need_tbpf

@@ -172,14 +172,21 @@ def reference(prof, n):
     # the events key_averages groups (every name): same-name only
     # children folded, and backward ops with their forward op's stack
     # (EventList._set_backward_stacktraces)
+    # with_stack's Python frames: newer torch lists them among the events
+    # (FunctionEvent.is_python_function); its tables leave them out
+    pyfns = {e.name for e in prof.events() if getattr(e, "is_python_function", False)}
     tree, nodes = {}, set()
     for e in prof.events():
+        if getattr(e, "is_python_function", False):
+            continue
         k = key(e.name, python_entries(e.stack, n))
         tree[k] = tree.get(k, 0) + 1
         if e.scope == 1:   # BACKWARD_FUNCTION: an autograd node
             nodes.add(e.name)
     rows = {}
     for e in prof.key_averages(group_by_stack_n=n):
+        if e.key in pyfns:
+            continue
         k = key(e.key, e.stack[:n])
         rows[k] = rows.get(k, 0) + int(e.count)
     return {"events": events, "tree_events": tree, "rows": rows, "nodes": sorted(nodes)}

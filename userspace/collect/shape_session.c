@@ -15,6 +15,8 @@
 #include "strf.h"
 #include "target.h"
 #include "tlayout.h"
+#include "torch_builds.h"
+#include "torchver.h"
 
 /* Does the library spell its optionals std::optional (torch >= 2.4)? */
 static bool lib_std_optional(const struct target_lib *l)
@@ -63,6 +65,26 @@ static __u64 undefined_singleton(pid_t pid, const struct pm_maps *m)
 	return 0;
 }
 
+/* TensorImpl's fields where the target's verified build has them (its
+ * headers, torch_builds.h), over the guess by optional's spelling: newer
+ * torch moved them (2.15: 8 bytes earlier).  The samples' check
+ * (shape_verify) still has the last word. */
+static void build_layout(pid_t pid, struct tbpf_tlayout *l)
+{
+	const struct torch_build *b = NULL;
+	char *ver = NULL, *where = NULL, *why = NULL;
+	bool by_headers;
+
+	if (!torchver_of(pid, &ver, &where) && !torch_build_of(pid, ver, &b, &why, &by_headers)) {
+		l->sizes_off = b->iv.ti_sizes_off;
+		l->numel_off = b->iv.ti_numel_off;
+		l->dtype_off = b->iv.ti_dtype_off;
+	}
+	free(why);
+	free(ver);
+	free(where);
+}
+
 int shape_target_add(int op_args_fd, int layouts_fd, pid_t pid, const struct target *t,
 		     struct shape_target *st)
 {
@@ -101,6 +123,7 @@ int shape_target_add(int op_args_fd, int layouts_fd, pid_t pid, const struct tar
 		}
 	}
 	tlayout_initial(std_lib, &st->layout);
+	build_layout(pid, &st->layout);
 	st->layout.undef_impl = undefined_singleton(pid, &t->maps);
 	if (bpf_map_update_elem(layouts_fd, &key, &st->layout, BPF_ANY))
 		return -errno;
