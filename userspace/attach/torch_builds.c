@@ -5,6 +5,7 @@
 #include <string.h>
 #include "inproc_layouts.h"
 #include "procmaps.h"
+#include "strf.h"
 #include "torch_builds.h"
 #include "torchver.h"
 
@@ -28,7 +29,13 @@ const struct torch_build *torch_builds(size_t *n)
 
 const char *torch_builds_labels(void)
 {
-	return "1.13, 2.8, 2.11, 2.15";
+	static char labels[64];
+
+	if (!labels[0])
+		for (size_t i = 0; i < NBUILDS; i++)
+			snprintf(labels + strlen(labels), sizeof(labels) - strlen(labels), "%s%s",
+				 i ? ", " : "", builds[i].label);
+	return labels;
 }
 
 const struct torch_build *torch_build_by_version(const char *v)
@@ -68,43 +75,29 @@ static char *headers_dir_of(pid_t pid)
 	return dir;
 }
 
-static int refuse(char **why, const char *fmt, const char *a, const char *b)
-{
-	if (asprintf(why, fmt, a, b) < 0)
-		*why = NULL;
-	return -ENOENT;
-}
-
 int torch_build_of(pid_t pid, const char *version, const struct torch_build **out, char **why,
 		   bool *by_headers)
 {
 	const struct torch_build *near = NULL;
 	struct torchhdr_fp fp;
 	char *dir = headers_dir_of(pid);
+	bool have = dir && !torchhdr_fingerprint(dir, &fp);
 	int k;
 
-	*out = NULL;
-	*why = NULL;
-	*by_headers = false;
-	if (!dir || torchhdr_fingerprint(dir, &fp)) {
-		free(dir);
-		*out = torch_build_by_version(version);
-		return *out ? 0 : refuse(why, "has no verified RecordFunction layout (verified: %s)%s",
-					 torch_builds_labels(), "");
-	}
-	*by_headers = true;
-	*out = torch_build_by_headers(&fp, version, &near);
-	if (*out) {
-		free(dir);
-		return 0;
-	}
-	k = near ? torchhdr_first_diff(&fp, &near->fp) : -1;
-	if (near)
-		refuse(why, "has headers that differ from those verified for torch %s (%s)", near->label,
-		       k < TORCHHDR_NKEY ? torchhdr_keys[k] : "another header under c10/ or ATen/core/");
-	else
-		refuse(why, "has no verified RecordFunction layout (verified: %s; its headers "
-			    "match none)%s", torch_builds_labels(), "");
 	free(dir);
+	*why = NULL;
+	if (by_headers)
+		*by_headers = have;
+	*out = have ? torch_build_by_headers(&fp, version, &near) : torch_build_by_version(version);
+	if (*out)
+		return 0;
+	if (near) {
+		k = torchhdr_first_diff(&fp, &near->fp);
+		*why = strf("has headers that differ from those verified for torch %s (%s)", near->label,
+			    k < TORCHHDR_NKEY ? torchhdr_keys[k] : "another header under c10/ or ATen/core/");
+	} else {
+		*why = strf("has no verified RecordFunction layout (verified: %s%s)", torch_builds_labels(),
+			    have ? "; its headers match none" : "");
+	}
 	return -ENOENT;
 }

@@ -41,7 +41,7 @@ const struct torch_build *torch_build_by_headers(const struct torchhdr_fp *fp,
 /* The build pid runs (its torch at version, as torchver_of tells it):
  * 0 and *out; else -ENOENT and *why (malloc'd, one clause: "has no
  * verified RecordFunction layout (verified: ...)" or what differs).
- * *by_headers: whether its headers were there to check. */
+ * *by_headers (when not NULL): whether its headers were there to check. */
 int torch_build_of(pid_t pid, const char *version, const struct torch_build **out, char **why,
 		   bool *by_headers);
 

@@ -111,13 +111,12 @@ int bw_proc_of(pid_t pid, const struct target *t, struct tbpf_bwproc *out, char 
 	const char *w = NULL;
 	char *ver = NULL, *where = NULL, *bwhy = NULL;
 	const struct torch_build *b = NULL;
-	bool by_headers;
 	uint64_t m1 = 0, m2 = 0;
 	int64_t so, to;
 
 	memset(out, 0, sizeof(*out));
 	*why = NULL;
-	if (torchver_of(pid, &ver, &where) || torch_build_of(pid, ver, &b, &bwhy, &by_headers)) {
+	if (torchver_of(pid, &ver, &where) || torch_build_of(pid, ver, &b, &bwhy, NULL)) {
 		*why = strf("torch %s %s: no verified autograd Node layout",
 			    ver ? ver : "(unknown version)", bwhy ? bwhy : "is not verified");
 		free(bwhy);
@@ -125,10 +124,7 @@ int bw_proc_of(pid_t pid, const struct target *t, struct tbpf_bwproc *out, char 
 		free(where);
 		return -ENOENT;
 	}
-	out->node_seq_off = b->node.node_seq_off;
-	out->node_tid_off = b->node.node_tid_off;
-	out->c10_excl_off = b->node.c10_excl_off;
-	out->autograd_mask = b->node.autograd_mask;
+	*out = b->node;   /* its other fields are filled below */
 	free(ver);
 	free(where);
 	if (!l) {

@@ -73,9 +73,8 @@ static void build_layout(pid_t pid, struct tbpf_tlayout *l)
 {
 	const struct torch_build *b = NULL;
 	char *ver = NULL, *where = NULL, *why = NULL;
-	bool by_headers;
 
-	if (!torchver_of(pid, &ver, &where) && !torch_build_of(pid, ver, &b, &why, &by_headers)) {
+	if (!torchver_of(pid, &ver, &where) && !torch_build_of(pid, ver, &b, &why, NULL)) {
 		l->sizes_off = b->iv.ti_sizes_off;
 		l->numel_off = b->iv.ti_numel_off;
 		l->dtype_off = b->iv.ti_dtype_off;

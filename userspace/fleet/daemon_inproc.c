@@ -145,7 +145,6 @@ static int check_torch(const struct daemon_opts *o, unsigned *layouts)
 	for (size_t i = 0; i < o->sel.npids; i++) {
 		char *ver = NULL, *where = NULL, *why = NULL;
 		const struct torch_build *b;
-		bool by_headers;
 		int err = torchver_of(o->sel.pids[i], &ver, &where);
 
 		if (err) {
@@ -154,7 +153,7 @@ static int check_torch(const struct daemon_opts *o, unsigned *layouts)
 			return err == -ESRCH || err == -ENOENT ? -ESRCH : err;
 		}
 		layouts[i] = INPROC_LAYOUT_NONE;
-		if (torch_build_of(o->sel.pids[i], ver, &b, &why, &by_headers))
+		if (torch_build_of(o->sel.pids[i], ver, &b, &why, NULL))
 			fprintf(stderr, "tbpf: --inproc: torch %s in pid %d (%s) %s; using the uprobe "
 					"mode\n", ver, o->sel.pids[i], where, why ? why : "is not verified");
 		else
