@@ -13,6 +13,7 @@
 # TensorList, "" for None, optionals given and not); also on the lists
 # workload (int lists of 30 and 31 entries: 2.x's ScalarList limit, read
 # by the probe) and a nested tensor ([] and "", as torch records it).
+# torch-matrix: rerun on the newest torch too (tests/e2e/run.sh)
 # timeout: 600
 . "$(dirname "$0")/lib.sh"
 need_root

@@ -35,7 +35,7 @@ static void test_schema_ret(void **state)
 		{ "Tensor[]", ARGRET_MEMORY }, { "Tensor(a)[]", ARGRET_MEMORY },
 		{ "int", ARGRET_REG }, { "float", ARGRET_REG }, { "bool", ARGRET_REG },
 		{ "ScalarType", ARGRET_REG }, { "Scalar", ARGRET_MEMORY },
-		{ "SymInt", ARGRET_MEMORY }, { "int[]", ARGRET_MEMORY }, { "str", ARGRET_MEMORY },
+		{ "SymInt", ARGRET_MEMORY }, { "SymBool", ARGRET_MEMORY }, { "int[]", ARGRET_MEMORY }, { "str", ARGRET_MEMORY },
 		{ "QScheme", ARGRET_REG }, { "Storage", ARGRET_UNKNOWN }, { "", ARGRET_UNKNOWN },
 	};
 

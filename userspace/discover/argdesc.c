@@ -159,7 +159,9 @@ enum argdesc_ret argdesc_schema_ret(const char *r)
 	{
 		static const char *const reg[] = { "int", "float", "bool", "ScalarType", "Layout",
 			"Device", "QScheme", "MemoryFormat" };
-		static const char *const mem[] = { "Scalar", "SymInt", "str" };
+		/* c10::SymInt / SymBool / SymFloat hold a SymNode: not trivially
+		 * copyable, so returned through the hidden pointer */
+		static const char *const mem[] = { "Scalar", "SymInt", "SymBool", "SymFloat", "str" };
 
 		for (size_t i = 0; i < sizeof(reg) / sizeof(reg[0]); i++)
 			if (is(r, n, reg[i]))

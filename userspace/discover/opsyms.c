@@ -189,13 +189,16 @@ static void add_struct(struct opname_map *m, const char *name, size_t nl,
 	}
 }
 
-static void add_tail(struct opname_map *m, const char *id, size_t n)
+/* The reversed schema name, then its NUL, then the schema's return kind
+ * in the byte after it: the sort and the prefix search see only the
+ * name, and a merged tail's return kind comes with its host. */
+static void add_tail(struct opname_map *m, const char *id, size_t n, int ret)
 {
 	if (GROW(m->tails, m->ntails, m->tails_cap, 1024)) {
 		m->err = true;
 		return;
 	}
-	char *r = malloc(n + 1);
+	char *r = malloc(n + 2);
 	if (!r) {
 		m->err = true;
 		return;
@@ -203,6 +206,7 @@ static void add_tail(struct opname_map *m, const char *id, size_t n)
 	for (size_t i = 0; i < n; i++)
 		r[i] = id[n - 1 - i];
 	r[n] = '\0';
+	r[n + 1] = (char)ret;
 	m->tails[m->ntails++] = r;
 	m->tails_sorted = false;
 }
@@ -244,14 +248,7 @@ void opname_map_add(struct opname_map *m, const char *s)
 	if (ovl)
 		note(m, &m->overloads, ovl, ol);
 	if (rank == OPNAME_SCHEMA || rank == OPNAME_SCHEMA_UNQ)
-		add_tail(m, name, (size_t)(p - name));
-}
-
-int opname_map_ret(const struct opname_map *m, const char *struct_name)
-{
-	const struct hent *e = ht_find(&m->structs, struct_name, strlen(struct_name));
-
-	return e ? e->ret : ARGRET_UNKNOWN;
+		add_tail(m, name, (size_t)(p - name), ret);
 }
 
 static int strp_cmp(const void *a, const void *b)
@@ -259,9 +256,13 @@ static int strp_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Is some schema name a string ending with "name.ovl" (or "name")? */
+/* Is some schema name a string ending with "name.ovl" (or "name")?
+ * *ret (may be NULL): that host schema's return kind, which is the
+ * tail's own: the linker merged the tail's string into a longer one
+ * that ends the same way ("index.Tensor(...) -> Tensor" inside
+ * "_unsafe_index.Tensor(...) -> Tensor"). */
 static bool tail_match(const struct opname_map *m, const char *name, size_t nl,
-		       const char *ovl, size_t ol)
+		       const char *ovl, size_t ol, int *ret)
 {
 	size_t n = nl + (ol ? ol + 1 : 0), lo = 0, hi = m->ntails;
 	char *r = malloc(n + 1), *o = r;
@@ -285,8 +286,13 @@ static bool tail_match(const struct opname_map *m, const char *name, size_t nl,
 	bool hit = false;
 	/* A real tail starts right after some character of the host; an
 	 * equal string is a schema of its own and was matched exactly. */
-	for (size_t i = lo; i < m->ntails && !strncmp(m->tails[i], r, n) && !hit; i++)
-		hit = m->tails[i][n] != '\0';
+	for (size_t i = lo; i < m->ntails && !strncmp(m->tails[i], r, n) && !hit; i++) {
+		const char *t = m->tails[i];
+
+		hit = t[n] != '\0';
+		if (hit && ret)
+			*ret = (unsigned char)t[strlen(t) + 1];
+	}
 	free(r);
 	return hit;
 }
@@ -339,7 +345,7 @@ int opname_map_split(const struct opname_map *cm, const char *sn, char **oname,
 				continue;
 			if (pass == 0 && !ht_find(&m->names, sn, k))
 				continue;
-			if (tail_match(m, sn, k, k < len ? sn + k + 1 : "", k < len ? len - k - 1 : 0))
+			if (tail_match(m, sn, k, k < len ? sn + k + 1 : "", k < len ? len - k - 1 : 0, NULL))
 				best = (int)k;
 		}
 	}
@@ -362,6 +368,23 @@ int opname_map_split(const struct opname_map *cm, const char *sn, char **oname,
 		}
 	}
 	return emit(sn, len, "", oname, oovl) ?: OPNAME_NONE;
+}
+
+int opname_map_ret(const struct opname_map *m, const char *struct_name)
+{
+	const struct hent *e = ht_find(&m->structs, struct_name, strlen(struct_name));
+	char *name, *ovl;
+	int ret = ARGRET_UNKNOWN;
+
+	if (e && e->ret)
+		return e->ret;
+	/* no schema string of its own (a name string may be): the one the
+	 * linker merged it into as a tail */
+	if (opname_map_split(m, struct_name, &name, &ovl) >= 0)
+		tail_match(m, name + 6, strlen(name) - 6, ovl, strlen(ovl), &ret);
+	free(name);
+	free(ovl);
+	return ret;
 }
 
 /* ---- symbols -------------------------------------------------------- */

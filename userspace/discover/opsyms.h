@@ -124,7 +124,8 @@ int opname_map_split(const struct opname_map *m, const char *struct_name,
 		     char **name, char **overload);
 void opname_map_free(struct opname_map *m);
 /* How the op of a struct name returns (enum argdesc_ret, argdesc.h),
- * from its best-ranked schema string; ARGRET_UNKNOWN without one. */
+ * from its best-ranked schema string, or the string its schema was
+ * merged into as a tail; ARGRET_UNKNOWN without one. */
 int opname_map_ret(const struct opname_map *m, const char *struct_name);
 
 #endif
