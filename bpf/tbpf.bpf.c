@@ -45,7 +45,7 @@ __u8 pid_exits_live[TBPF_GEN_SLOTS];
 
 /* 8 MiB: its data pages are mapped twice into tbpf (32 MB of RSS at 16 MiB);
  * traces with shapes and memory of a dispatch-bound job at ~1 M ops/s drop
- * nothing at 8 MiB and drop at 4 MiB (docs/bench-history.md, session 10). */
+ * nothing at 8 MiB and drop at 4 MiB (bench/history.md, the ring-size runs). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20);
