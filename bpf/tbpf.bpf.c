@@ -81,7 +81,7 @@ struct {
 } thread_zero SEC(".maps");
 
 /* The op rows.  Every hash map here is allocated as rows are made
- * (BPF_F_NO_PREALLOC; issue 19): preallocated, this one alone took
+ * (BPF_F_NO_PREALLOC): preallocated, this one alone took
  * 65,536 x 88 B per possible CPU, 370 MB of kernel memory on a 64-CPU
  * host, for the few thousand rows a job makes.  A row is made once per
  * (pid, op, stack, shapes) key; the op path only looks it up, so the run-
@@ -568,7 +568,7 @@ static __always_inline struct tbpf_frame *top_at_or_below(struct tbpf_thread *t,
 
 /* One frame per bpf_loop() step: pop_frame is verified once, not once per
  * depth.  Inlined TBPF_MAX_DEPTH times it was most of the BPF load time
- * (op entry alone 355,050 verified instructions, 0.6 s; issue 19u), and
+ * (op entry alone 355,050 verified instructions, 0.6 s), and
  * with the memory columns and the histograms op entry passed the
  * verifier's 1M limit. */
 static long pop_below_step(__u32 i, void *ctx)
@@ -641,7 +641,7 @@ static __always_inline void pop_returned(struct tbpf_thread *t, __u32 tid, __u64
 #define HAVE_PYSTACK 1
 #endif
 
-/* ==== scope names (issue 15): record_function scopes, PyNodes ======== */
+/* ==== scope names: record_function scopes, PyNodes ======== */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -1090,7 +1090,7 @@ static __always_inline int op_exit(struct pt_regs *ctx)
 	return 0;
 }
 
-/* ==== scopes (record_function, issue 15; see tbpf_abi.h) ============== */
+/* ==== scopes (record_function; see tbpf_abi.h) ============== */
 
 /* The scope's name: the std::string the record_function entry points
  * (record_function_enter / _new, torch 1.13 .. 2.8) keep in r12 while
@@ -1438,7 +1438,7 @@ int BPF_KPROBE(tbpf_unwind_catch)
 	return 0;
 }
 
-/* Infer mode's bound on an exit it did not see (issue 19): an op frame
+/* Infer mode's bound on an exit it did not see: an op frame
  * whose return slot lies below the thread's user stack pointer, or no
  * longer holds its return address, has returned.  Checked on a CPU-clock sample of a running target thread and
  * when a target thread is switched out, such a frame closes then, not at

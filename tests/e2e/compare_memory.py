@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""compare_memory.py - per-op memory columns, tbpf vs torch.profiler (issue 17).
+"""compare_memory.py - per-op memory columns, tbpf vs torch.profiler.
 
 usage: compare_memory.py TBPF_JSON PROFILE_JSON --pid PID [--unseen NAME,...]
 

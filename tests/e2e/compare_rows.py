@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""compare_rows.py - every row of torch.profiler's key_averages() vs tbpf's (issue 15).
+"""compare_rows.py - every row of torch.profiler's key_averages() vs tbpf's.
 
 usage: compare_rows.py TBPF_JSON PROFILE_JSON --pid PID [--unseen NAME,...]
                        [--nest PARENT=CHILD+CHILD ...]

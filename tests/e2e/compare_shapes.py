@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""compare_shapes.py - tbpf's (op, input shapes) rows vs torch.profiler's (issue 16).
+"""compare_shapes.py - tbpf's (op, input shapes) rows vs torch.profiler's.
 
 usage: compare_shapes.py TBPF_JSON PROFILE_JSON --pid PID [--flops] [--all] [--label L]
 

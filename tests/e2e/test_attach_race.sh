@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_attach_race.sh - "tbpf: attached" means counting (issue 13).  The
+# test_attach_race.sh - "tbpf: attached" means counting.  The
 # work starts the instant tbpf prints the line (GO_ON_ATTACH: the go signal
 # is sent by the reader of tbpf's stderr, no polling delay), the jobs are
 # short (tests/workloads/short_job.py: build a small CNN, train 2

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_gpu_pidns.sh - device times of a containerized job (issue 19): the
+# test_gpu_pidns.sh - device times of a containerized job: the
 # job in its own pid namespace (`unshare --pid --fork --mount-proc`), tbpf
 # on the host.  CUPTI's API records and the in-process agent's records
 # carry the job's thread ids (gettid in its namespace), the BPF probes the

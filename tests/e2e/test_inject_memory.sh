@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_inject_memory.sh - issue 19 part 4: tbpf's own memory stays flat
+# test_inject_memory.sh - tbpf's own memory stays flat
 # and below 50 MB with --inject, at any job length.
 #
 # bench/memory.py (the README's measurement: tbpf's VmHWM and RssAnon,

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_inproc_badinput.sh - issue 19 part 1: bad input to `--inproc` gives
+# test_inproc_badinput.sh - bad input to `--inproc` gives
 # one clear line and the documented exit status (README, *--inproc*), the
 # target unharmed:
 #  - no such pid (1), a process without libtorch (1), --inproc without

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_memory.sh - issue 17: --profile-memory on torch 1.13 and 2.x.
+# test_memory.sh - --profile-memory on torch 1.13 and 2.x.
 #
 # 1. A torchvision-style ResNet, inference and a training step (backward,
 #    SGD with momentum), tests/workloads/memory_model.py: per op, tbpf's

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_scopes.sh - issue 15: every row of torch.profiler's key_averages()
+# test_scopes.sh - every row of torch.profiler's key_averages()
 # (not only aten::) with its count, in tbpf's default mode, torch 1.13 and
 # 2.x: nested record_function labels on two threads, a DataLoader
 # (num_workers=0), SGD and AdamW, backward, a custom autograd.Function with

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_torchscript.sh - issue 15: a TorchScript model in the default mode.
+# test_torchscript.sh - a TorchScript model in the default mode.
 # torch.jit.script(Linear-ReLU-Linear) called 50 times runs its operators by
 # the boxed path (createOperatorFromC10's std::function, boxedop.h), which
 # never passes at::_ops::<op>::call; tbpf probes that one entry and names
