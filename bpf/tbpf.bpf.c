@@ -3,7 +3,7 @@
  * per-thread op stacks, aggregation in maps, optional record stream, and
  * the exception-unwind hooks that keep return probes safe.
  *
- * Exits are observed in one of two ways (see README, "Exception safety"):
+ * Exits are observed in one of two ways (see docs/exception-safety.md):
  *  - return mode: a uretprobe link on every op; before any unwinder walks a
  *    thread's stack the unwind hook asks the ptrace guard (user space) to
  *    put the original return addresses back;
@@ -85,7 +85,7 @@ struct {
  * 65,536 x 88 B per possible CPU, 370 MB of kernel memory on a 64-CPU
  * host, for the few thousand rows a job makes.  A row is made once per
  * (pid, op, stack, shapes) key; the op path only looks it up, so the run-
- * time allocation is off the per-op cost (README, *tbpf's own memory*).
+ * time allocation is off the per-op cost (docs/benchmark.md, *tbpf's own memory*).
  * Sessions that may infer exits make a row at the op's entry, not at its
  * close (rows_early).
  * Full: CNT_STAT_FULL ("BPF maps full" at the end of a run). */
@@ -361,7 +361,7 @@ static __always_inline void stat_add(__u32 pid, __u32 op_id, __u64 stack_id, __u
  * of new rows there failed and lost ops (session 13: test_infer_bound,
  * test_attach_race, test_infer_burst).  An entry runs in an ordinary
  * uprobe context and makes at most one row per map, so the maps need no
- * preallocation (README, *tbpf's own memory*). */
+ * preallocation (docs/benchmark.md, *tbpf's own memory*). */
 const volatile __u32 rows_early = 0;
 
 static __always_inline void rows_make(struct tbpf_thread *t, __u32 pid, __u32 op_id,

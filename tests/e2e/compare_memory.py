@@ -13,7 +13,7 @@ the two can differ).
 
 For every key (but "[memory]", the allocations outside any op, whose number
 depends on where the window starts and ends, and the --unseen keys tbpf
-cannot see, README), tbpf's row of that name for PID (overloads summed)
+cannot see, docs/rows.md), tbpf's row of that name for PID (overloads summed)
 must have
   - the count and both memory columns of "tree_rows", byte for byte;
   - the memory columns of key_averages(), byte for byte, except where

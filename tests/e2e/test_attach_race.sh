@@ -108,7 +108,7 @@ rounds_case() {
 
 # exit_case PY TAG: --exits infer, ROUNDS processes that each run one job
 # and exit: infer mode closes a thread's last op at its next op or its
-# exit, so tbpf is not stopped while the target idles (README).
+# exit, so tbpf is not stopped while the target idles (docs/exception-safety.md).
 exit_case() {
 	local py=$1 tag=$2 r wl tb label
 	for ((r = 1; r <= ROUNDS; r++)); do

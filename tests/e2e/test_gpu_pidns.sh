@@ -15,7 +15,7 @@
 # map is read again for a thread it did not have; the thread lives 0.5 s
 # (--pause 0.1 after each of 5 iterations): the map is read from /proc
 # while a thread lives, and one that launches and ends before tbpf reads
-# its first record keeps the job's tid (README, Status; without the
+# its first record keeps the job's tid (docs/status.md; without the
 # pause the --inproc case failed 1 of 2 runs).  Self CUDA and CUDA total
 # per op and per layer must be the values computed from the workload's
 # parameters (fake_gpu_lib.sh's expect.py), in the uprobe mode (--inject)

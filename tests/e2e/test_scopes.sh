@@ -9,7 +9,7 @@
 # its return probe's frame; the job's result and its caught count must be
 # unchanged) (tests/workloads/scopes_model.py, compared by
 # compare_rows.py).  The rows the uprobe mode cannot see are listed here
-# and in the README, and must be exactly the missing ones.  Self times: a
+# and in docs/rows.md, and must be exactly the missing ones.  Self times: a
 # label that holds only other labels has self = total - its children's
 # totals; so do the custom Functions' backward nodes (each runs one op
 # nothing else runs: aten::sub, aten::neg) and their evaluate_function

@@ -11,7 +11,7 @@
 #    HTA finds exactly 3 iterations, the plugin gives the Overview, Operator,
 #    Trace and Module views;
 #  - the Operator view's ops and counts equal torch.profiler's (3 steps
-#    each), but for the rows the uprobe mode cannot see (README);
+#    each), but for the rows the uprobe mode cannot see (docs/rows.md);
 #  - the Module view's nn.Module tree equals torch.profiler's (torch 2.x;
 #    torch 1.13 from Debian has no Kineto: counts against its legacy trace,
 #    compare_legacy);

@@ -8,7 +8,7 @@
 # no_grad (inference) and with grad, on torch 1.13 and 2.x; the same with
 # --redispatch (no op counted twice).  With grad, the profiling executor's
 # aten::detach RecordFunctions (VariableTypeManual, no probed function
-# brackets them: README) are left out of the comparison.
+# brackets them: docs/rows.md) are left out of the comparison.
 # timeout: 600
 . "$(dirname "$0")/lib.sh"
 need_root

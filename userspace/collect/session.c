@@ -748,7 +748,7 @@ static void *close_scope_open(void *tg)
 }
 
 /* The guard first (its return probes, then its entry probes and unwind
- * hooks, README "Exception safety"); tbpf's own links, which include no
+ * hooks, docs/exception-safety.md); tbpf's own links, which include no
  * return probes, after it.  A live target's scope constructor probe goes
  * before end()'s, while the guard stops: a scope opened once end() was
  * gone would stay open under every later one (test_scope_attach).  A gone
@@ -1564,8 +1564,8 @@ void session_entries(struct session *s, bool on)
 		__atomic_store_n(&s->skel->bss->entries_off, on ? 0 : 1, __ATOMIC_RELEASE);
 }
 
-/* Live targets' guards first, each in the stop order (README "Exception
- * safety"); then the CUPTI agents stop (after the guards, the
+/* Live targets' guards first, each in the stop order (docs/exception-
+ * safety.md); then the CUPTI agents stop (after the guards, the
  * unload ptraces); then every other link, all at once (one
  * grace period's wait instead of one per set), while the guards of gone
  * targets release theirs; then those guards' ends. */

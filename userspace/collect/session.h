@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* How op exits are seen (--exits): see README, Exception safety. */
+/* How op exits are seen (--exits): see docs/exception-safety.md. */
 enum exits_mode { EXITS_AUTO = 0, EXITS_RETURN, EXITS_INFER };
 
 struct profile;

@@ -95,7 +95,7 @@ enum target_flags {
 	 * unboxed API (all eager Python code), at about 60% of the probe
 	 * hits; ops entered by the boxed path (torch.ops.aten.X,
 	 * TorchScript), whose first probed function is a ::redispatch, are
-	 * missed.  See README, "Counting like torch.profiler". */
+	 * missed.  See docs/how-it-works.md, "Counting like torch.profiler". */
 	TARGET_REDISPATCH = 1 << 0,
 	/* a process that maps libcudart or libcuda but no
 	 * libtorch (a plain CUDA program, or Python before `import torch`)
