@@ -1,5 +1,5 @@
 /* fnname.h - an op's name id from the schema pointer its RecordFunction
- * holds (issue 19; docs/inproc.md, "Ops named by their schema").
+ * holds (docs/inproc.md, "Ops named by their schema").
  *
  * RecordFunction::name() chases fn_ -> FunctionSchema -> the name's
  * std::string -> its bytes, two lines that an op's kernels have evicted

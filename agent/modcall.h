@@ -1,4 +1,4 @@
-/* modcall.h - nn.Module calls counted in-process (issue 19; docs/inproc.md).
+/* modcall.h - nn.Module calls counted in-process (docs/inproc.md).
  *
  * nn.Module._call_impl calls torch._C._get_tracing_state() once per module
  * call, and that pybind function in libtorch_python calls

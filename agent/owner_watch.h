@@ -2,7 +2,7 @@
  * the tbpf that started them, to undo what they set up in the target when
  * that tbpf dies (SIGKILL, crash) without asking.
  *
- * The watch is a pipe, not a pid (issue 19w): on a CHANNEL request the
+ * The watch is a pipe, not a pid: on a CHANNEL request the
  * agent makes one and offers its write end (struct tbpf_owner_chan,
  * bpf/tbpf_abi.h); tbpf takes a copy with pidfd_getfd(2) and says so; at
  * START the agent closes its own write end (owner_accept).  From then on

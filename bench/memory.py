@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""memory.py - tbpf's own memory while it profiles a job (issue 19, part 4).
+"""memory.py - tbpf's own memory while it profiles a job.
 
 For each torch (PY1 = Debian 1.13, PY2 = the 2.x venv), each job length
 (--lengths 1,4: --duration times 1 and 4) and each case below, R

@@ -8,7 +8,7 @@
 # Every INTERVAL seconds it samples the daemon's RSS (/proc/PID/status) and
 # scrapes /metrics, then prints a table and the RSS growth after warm-up.
 #
-# usage: sudo bench/soak.sh               DURATION=60 (CI); the README's
+# usage: sudo bench/soak.sh               DURATION=60 (CI); docs/fleet.md's
 #        sudo DURATION=600 bench/soak.sh  figures are the 10-minute run
 #        LOAD=2 CHURN=20 INTERVAL=10
 set -euo pipefail

@@ -1,4 +1,4 @@
-/* mem.bpf.h - --profile-memory (issue 17): the allocations and frees
+/* mem.bpf.h - --profile-memory: the allocations and frees
  * torch.profiler's profile_memory=True reports, charged to the op open on
  * the calling thread.  Included by tbpf.bpf.c after the op programs; see
  * tbpf_abi.h "memory" for what is probed and why.

@@ -1,4 +1,4 @@
-/* runhold.bpf.h - `tbpf run` (issue 13): hold the command the moment its
+/* runhold.bpf.h - `tbpf run`: hold the command the moment its
  * dynamic linker has mapped libtorch_cpu, before any code in it runs, so
  * the op probes are live for the first op.  Included by tbpf.bpf.c.
  *

@@ -1,5 +1,5 @@
 /* shapes.bpf.h - probe stage: an op's input shapes at its entry
- * (--record-shapes, issue 16; the layouts are in tbpf_abi.h, "shapes").
+ * (--record-shapes; the layouts are in tbpf_abi.h, "shapes").
  *
  * Bounded cost: at most TBPF_SHAPE_MAX_TENSORS tensors of at most
  * TBPF_SHAPE_MAX_DIMS sizes, two or three user reads per tensor, one hash

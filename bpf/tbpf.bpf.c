@@ -3,7 +3,7 @@
  * per-thread op stacks, aggregation in maps, optional record stream, and
  * the exception-unwind hooks that keep return probes safe.
  *
- * Exits are observed in one of two ways (see README, "Exception safety"):
+ * Exits are observed in one of two ways (see docs/exception-safety.md):
  *  - return mode: a uretprobe link on every op; before any unwinder walks a
  *    thread's stack the unwind hook asks the ptrace guard (user space) to
  *    put the original return addresses back;
@@ -45,7 +45,7 @@ __u8 pid_exits_live[TBPF_GEN_SLOTS];
 
 /* 8 MiB: its data pages are mapped twice into tbpf (32 MB of RSS at 16 MiB);
  * traces with shapes and memory of a dispatch-bound job at ~1 M ops/s drop
- * nothing at 8 MiB and drop at 4 MiB (docs/bench-history.md, session 10). */
+ * nothing at 8 MiB and drop at 4 MiB (bench/history.md, the ring-size runs). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20);
@@ -81,11 +81,11 @@ struct {
 } thread_zero SEC(".maps");
 
 /* The op rows.  Every hash map here is allocated as rows are made
- * (BPF_F_NO_PREALLOC; issue 19): preallocated, this one alone took
+ * (BPF_F_NO_PREALLOC): preallocated, this one alone took
  * 65,536 x 88 B per possible CPU, 370 MB of kernel memory on a 64-CPU
  * host, for the few thousand rows a job makes.  A row is made once per
  * (pid, op, stack, shapes) key; the op path only looks it up, so the run-
- * time allocation is off the per-op cost (README, *tbpf's own memory*).
+ * time allocation is off the per-op cost (docs/benchmark.md, *tbpf's own memory*).
  * Sessions that may infer exits make a row at the op's entry, not at its
  * close (rows_early).
  * Full: CNT_STAT_FULL ("BPF maps full" at the end of a run). */
@@ -361,7 +361,7 @@ static __always_inline void stat_add(__u32 pid, __u32 op_id, __u64 stack_id, __u
  * of new rows there failed and lost ops (session 13: test_infer_bound,
  * test_attach_race, test_infer_burst).  An entry runs in an ordinary
  * uprobe context and makes at most one row per map, so the maps need no
- * preallocation (README, *tbpf's own memory*). */
+ * preallocation (docs/benchmark.md, *tbpf's own memory*). */
 const volatile __u32 rows_early = 0;
 
 static __always_inline void rows_make(struct tbpf_thread *t, __u32 pid, __u32 op_id,
@@ -568,7 +568,7 @@ static __always_inline struct tbpf_frame *top_at_or_below(struct tbpf_thread *t,
 
 /* One frame per bpf_loop() step: pop_frame is verified once, not once per
  * depth.  Inlined TBPF_MAX_DEPTH times it was most of the BPF load time
- * (op entry alone 355,050 verified instructions, 0.6 s; issue 19u), and
+ * (op entry alone 355,050 verified instructions, 0.6 s), and
  * with the memory columns and the histograms op entry passed the
  * verifier's 1M limit. */
 static long pop_below_step(__u32 i, void *ctx)
@@ -641,7 +641,7 @@ static __always_inline void pop_returned(struct tbpf_thread *t, __u32 tid, __u64
 #define HAVE_PYSTACK 1
 #endif
 
-/* ==== scope names (issue 15): record_function scopes, PyNodes ======== */
+/* ==== scope names: record_function scopes, PyNodes ======== */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -1090,7 +1090,7 @@ static __always_inline int op_exit(struct pt_regs *ctx)
 	return 0;
 }
 
-/* ==== scopes (record_function, issue 15; see tbpf_abi.h) ============== */
+/* ==== scopes (record_function; see tbpf_abi.h) ============== */
 
 /* The scope's name: the std::string the record_function entry points
  * (record_function_enter / _new, torch 1.13 .. 2.8) keep in r12 while
@@ -1438,7 +1438,7 @@ int BPF_KPROBE(tbpf_unwind_catch)
 	return 0;
 }
 
-/* Infer mode's bound on an exit it did not see (issue 19): an op frame
+/* Infer mode's bound on an exit it did not see: an op frame
  * whose return slot lies below the thread's user stack pointer, or no
  * longer holds its return address, has returned.  Checked on a CPU-clock sample of a running target thread and
  * when a target thread is switched out, such a frame closes then, not at

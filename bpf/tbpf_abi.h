@@ -34,13 +34,13 @@
 /* The attach cookie of an op probe: op id in the low 32 bits, flags above. */
 #define TBPF_COOKIE_REDISPATCH (1ULL << 32)
 #define TBPF_COOKIE_OPID(c) ((__u32)(c))
-/* Engine::evaluate_function (issue 15): the row's op id is the node
+/* Engine::evaluate_function: the row's op id is the node
  * class's, from `node_evals` (vtable of the Node* in rdx) */
 #define TBPF_COOKIE_NODE_EVAL (1ULL << 33)
-/* The boxed-call entry (TorchScript, torch.ops; issue 15): the row is the
+/* The boxed-call entry (TorchScript, torch.ops): the row is the
  * operator's whose OperatorHandle the call carries (boxed_names) */
 #define TBPF_COOKIE_BOXED (1ULL << 34)
-/* torch::autograd::PyNode::apply (libtorch_python; issue 15): a custom
+/* torch::autograd::PyNode::apply (libtorch_python): a custom
  * autograd.Function's backward node, one C++ class for every Python
  * Function; the row is named from the Python object (py_nodes) */
 #define TBPF_COOKIE_PYNODE (1ULL << 35)
@@ -145,7 +145,7 @@ struct rec_pystack {
 	struct tbpf_pyframe frames[TBPF_MAX_PYFRAMES]; /* innermost first */
 };
 
-/* ==== BEGIN scopes (record_function, issue 15) ==========================
+/* ==== BEGIN scopes (record_function) ==========================
  * A `record_function` scope (Python torch.profiler.record_function, and the
  * ones PyTorch opens itself: Optimizer.step#..., enumerate(DataLoader)#...)
  * is an at::RecordFunction constructed with RecordScope::USER_SCOPE.  The
@@ -207,7 +207,7 @@ struct tbpf_boxop {
  * TBPF_PYNODE_EVAL_PREFIX + that name.  Both rows are op rows with ids in
  * the scope range (named through scope_names like scopes), but their
  * frames are ordinary op frames (exits by return probe). */
-/* --group-by-stack in the uprobe mode (issue 16, bwstack.bpf.h): what
+/* --group-by-stack in the uprobe mode (bwstack.bpf.h): what
  * torch.profiler's _set_backward_stacktraces needs, read from outside.
  * Per process: libtorch_cpu's TLS module id and where its thread_locals
  * sit in the module's block (discover/tlsvar.h: the autograd sequence
@@ -282,7 +282,7 @@ struct tbpf_pynode {
 #define TBPF_BOXED_OVL_MAX 32       /* overload bytes hashed */
 /* ==== END scopes ======================================================== */
 
-/* The owner channel (issue 19w): how an in-process agent (the RecordFunction
+/* The owner channel: how an in-process agent (the RecordFunction
  * agent, the CUPTI agent) knows that the tbpf that started it is gone, in
  * any pid namespace, with no pid.  On a CHANNEL request the agent makes a
  * pipe (O_CLOEXEC) and offers its write end here; tbpf takes a copy with
@@ -297,7 +297,7 @@ struct tbpf_owner_chan {
 	__u64 ino;     /* (agent) the pipe's inode, for tbpf's check */
 };
 
-/* ==== BEGIN inproc (RecordFunction agent, issue 19; docs/inproc.md) =====
+/* ==== BEGIN inproc (RecordFunction agent; docs/inproc.md) =====
  * agent/inproc.c (libtbpf_inproc.so, loaded by --inproc) registers global
  * RecordFunction callbacks and writes one tbpf_inproc_rec per start and end
  * into a ring in its own memory; tbpf reads it with process_vm_readv and
@@ -353,7 +353,7 @@ struct tbpf_inproc_rec {
 	__u32 shape;      /* ENTER with --record-shapes: index + 1 into the
 			   * agent's tbpf_inproc_shapes[], 0 = none */
 	__u32 stack;      /* ENTER: low 32 bits of its Python stack id (0:
-			   * none), an entry of tbpf_inproc_stacks (issue 19) */
+			   * none), an entry of tbpf_inproc_stacks */
 };
 
 struct tbpf_inproc_name {
@@ -596,7 +596,7 @@ struct rec_alloc {
 };
 #define REC_ALLOC_V1_SIZE 56
 
-/* ==== BEGIN REC_GPU (CUPTI agent, issue 6) ==============================
+/* ==== BEGIN REC_GPU (CUPTI agent) ==============================
  * Records the in-process agent (agent/tbpf_agent.c) builds from CUPTI
  * activity and hands to the BPF side through probed no-op functions
  * (bpf/agent.bpf.h).  One REC_GPU header type, three layouts told apart by
@@ -703,7 +703,7 @@ struct tbpf_agent_ctl {
 };
 /* ==== END REC_GPU ======================================================= */
 
-/* ==== BEGIN memory (--profile-memory, issue 17) =========================
+/* ==== BEGIN memory (--profile-memory) =========================
  * What torch.profiler's profile_memory=True counts, seen from outside:
  *  - CPU: c10::ProfiledCPUMemoryReporter::New(this, ptr, nbytes) and
  *    ::Delete(this, ptr) in libc10, which the default CPU allocator calls
@@ -818,7 +818,7 @@ struct tbpf_thread {
 	__u32 busy;       /* an op or scope probe is changing the frames: the infer
 			   * sampler, which can interrupt it, keeps off */
 	/* a name for the next RecordFunction(RecordScope::FUNCTION) this
-	 * thread constructs below pend_sp (issue 15, tbpf_scope_pend):
+	 * thread constructs below pend_sp (tbpf_scope_pend):
 	 * TBPF_PEND_* kind, the pointer it reads, the caller's return slot
 	 * and its content (the stash is stale once the slot changed) */
 	__u32 pend_kind;
@@ -868,7 +868,7 @@ enum tbpf_pend_kind {
 
 /* `tbpf run` holds the command once libtorch_cpu is mapped (runhold.bpf.h):
  * bss run_hold goes ARMED (user space) -> MAPPED -> STOPPED (BPF).
- * `tbpf run --inproc` (issue 19) then sets FIRSTOP and continues it: the
+ * `tbpf run --inproc` then sets FIRSTOP and continues it: the
  * next stop (STOPPED) is its first RecordFunction check. */
 enum tbpf_run_hold { RUN_HOLD_OFF, RUN_HOLD_ARMED, RUN_HOLD_MAPPED, RUN_HOLD_STOPPED,
 		     RUN_HOLD_FIRSTOP };
@@ -949,7 +949,7 @@ struct tbpf_hist {
 	__u64 buckets[TBPF_HIST_BUCKETS];
 };
 
-/* ==== BEGIN pystack (Python stacks, issue 4) =========================== */
+/* ==== BEGIN pystack (Python stacks) =========================== */
 
 /* How the BPF walker finds frames (struct tbpf_pyproc.kind). */
 enum tbpf_py_kind {
@@ -1007,7 +1007,7 @@ struct tbpf_pyproc {
 };
 /* ==== END pystack ======================================================= */
 
-/* ==== BEGIN inproc Python stacks (issue 19 part 1; docs/inproc.md) =====
+/* ==== BEGIN inproc Python stacks (docs/inproc.md) =====
  * With --inproc the agent walks the calling thread's Python stack itself
  * (the walk of bpf/pystack.bpf.h, in its own memory) when a RecordFunction
  * starts at depth 0, directly in a user scope, or under a Python frame
@@ -1054,7 +1054,7 @@ struct tbpf_inproc_py {
 #define TBPF_INPROC_HOLD_MS 250
 /* ==== END inproc Python stacks ========================================== */
 
-/* ==== BEGIN shapes (input shapes, issue 16) ============================
+/* ==== BEGIN shapes (input shapes) ============================
  * At op entry (TBPF_MODE_SHAPES) the BPF side reads the op's Tensor and
  * optional Tensor arguments where the x86-64 ABI put them, as the op's
  * `tbpf_argdesc` (map `op_args`, op id -> descriptor, computed in user

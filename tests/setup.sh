@@ -17,7 +17,7 @@
 #   3. the trace readers' venv at $TBPF_READERS_VENV (default
 #      /var/cache/tbpf/venv-readers): TensorBoard's profiler plugin
 #      (torch-tb-profiler), HTA (holistictraceanalysis) and Perfetto's
-#      protos (perfetto) from PyPI, tests only (issue 18);
+#      protos (perfetto) from PyPI, tests only;
 #   4. checks: the CUDA toolkit at $CUDA_HOME, kernel BTF, tools on PATH.
 # Needs root.  Any failure stops it with a message saying what failed.
 set -euo pipefail

@@ -38,7 +38,7 @@ FLOAT_BY = 2
 nomod = [l for l in layers if l["kind"] == "no_module"]
 for path, want in sorted(ref["layers"].items()):
     # the reference counts aten:: ops (aten_counts); tbpf's layers also
-    # hold the scope and autograd node rows (issue 15, test_scopes.sh)
+    # hold the scope and autograd node rows (test_scopes.sh)
     if path == "[no module]":
         got = {o["name"]: o["calls"] for l in nomod for o in l["ops"] if o["name"].startswith("aten::")}
     elif path in mods:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_mem_traces.py - --profile-memory in the traces (issue 17).
+"""check_mem_traces.py - --profile-memory in the traces.
 
 usage: check_mem_traces.py CHROME_JSON PERFETTO_TEXT REPORT_JSON
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_sections.py - tbpf's per-process sections against torch.profiler (issue 18).
+"""check_sections.py - tbpf's per-process sections against torch.profiler.
 
 usage: check_sections.py TABLE JSON MERGED_TABLE PID:PROFILE_JSON:TORCH_VERSION...
 

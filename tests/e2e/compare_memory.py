@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""compare_memory.py - per-op memory columns, tbpf vs torch.profiler (issue 17).
+"""compare_memory.py - per-op memory columns, tbpf vs torch.profiler.
 
 usage: compare_memory.py TBPF_JSON PROFILE_JSON --pid PID [--unseen NAME,...]
 
@@ -13,7 +13,7 @@ the two can differ).
 
 For every key (but "[memory]", the allocations outside any op, whose number
 depends on where the window starts and ends, and the --unseen keys tbpf
-cannot see, README), tbpf's row of that name for PID (overloads summed)
+cannot see, docs/rows.md), tbpf's row of that name for PID (overloads summed)
 must have
   - the count and both memory columns of "tree_rows", byte for byte;
   - the memory columns of key_averages(), byte for byte, except where

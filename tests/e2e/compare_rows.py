@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""compare_rows.py - every row of torch.profiler's key_averages() vs tbpf's (issue 15).
+"""compare_rows.py - every row of torch.profiler's key_averages() vs tbpf's.
 
 usage: compare_rows.py TBPF_JSON PROFILE_JSON --pid PID [--unseen NAME,...]
                        [--nest PARENT=CHILD+CHILD ...]
@@ -10,7 +10,7 @@ For every key torch.profiler has, tbpf must have a row of that name for PID
 with as many calls as torch.profiler recorded (raw records: key_averages()
 drops the only child of a same-name parent; tbpf's "folded" calls are added
 back, as compare_counts.py does).  tbpf must have no row torch.profiler
-lacks.  --unseen lists the keys the uprobe mode cannot see (README,
+lacks.  --unseen lists the keys the uprobe mode cannot see (docs/rows.md,
 "Rows torch.profiler has that tbpf cannot see"): they must be exactly the
 missing ones, so a row that goes missing, or one that appears, fails.
 --renamed T=R: tbpf's row T is compared as torch.profiler's R (a row tbpf

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""compare_shapes.py - tbpf's (op, input shapes) rows vs torch.profiler's (issue 16).
+"""compare_shapes.py - tbpf's (op, input shapes) rows vs torch.profiler's.
 
 usage: compare_shapes.py TBPF_JSON PROFILE_JSON --pid PID [--flops] [--all] [--label L]
 
@@ -150,7 +150,7 @@ def main():
             got_types[k] = got_types.get(k, 0) + 1
         # Kineto 2.x nests a tensor list's sizes in its trace
         # ([[[2, 3], [2, 3]], []] for cat); its tables, and tbpf, show []
-        # (README: a known difference): compared as []
+        # (docs/shapes.md: a known difference): compared as []
         want_tr, nested = {}, 0
         for k, v in ref["trace"].items():
             name, dims = k.split("|", 1)

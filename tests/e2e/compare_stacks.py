@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""compare_stacks.py - tbpf's (op, Source Location) rows vs torch.profiler's (issue 16).
+"""compare_stacks.py - tbpf's (op, Source Location) rows vs torch.profiler's.
 
 usage: compare_stacks.py TBPF_JSON PROFILE_JSON --pid PID [--label L] [--all]
 

@@ -104,7 +104,7 @@ print("%s: per-layer launches, copies and syncs as expected" % label)
 PY
 }
 
-# Return timing in a torch process (issue 18): every CUDA call of the
+# Return timing in a torch process: every CUDA call of the
 # live JSON is timed, and each cuda_runtime event of the chrome trace is a
 # slice inside the op that made it (same External id, same thread); the
 # calls of one op take less than it.
@@ -143,7 +143,7 @@ print("%s: %d API calls timed; %d cuda_runtime slices, each inside its op; host 
 PY
 }
 
-# The CUDA runtime calls as op rows (issue 18), as torch.profiler's
+# The CUDA runtime calls as op rows, as torch.profiler's
 # key_averages() has them (Kineto's cuda_runtime events nested in the op
 # that made them): the counts the workload made (from its parameters),
 # per layer under the op that made them, and each test op's Self CPU is

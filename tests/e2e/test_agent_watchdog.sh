@@ -1,6 +1,6 @@
 #!/bin/bash
-# test_agent_watchdog.sh - the CUPTI agent releases CUPTI when tbpf goes
-# (issue 19q): after SIGKILL of tbpf, and after a normal stop, the target
+# test_agent_watchdog.sh - the CUPTI agent releases CUPTI when tbpf goes:
+# after SIGKILL of tbpf, and after a normal stop, the target
 # holds no CUPTI subscription and no activity kind stays enabled, and the
 # job finishes with its unprofiled result.  Both ways in: `--inject` on a
 # running process (uprobe mode, torch 1.13; --inproc --inject-force, torch
@@ -225,11 +225,11 @@ run_case() {   # run_case TAG V KILL [TBPF-RUN-ARGS...]
 
 run_case runkill 1 1
 run_case runstop 1 0
-# tbpf run --inproc --inject (issue 19): the same agent, named to the driver
+# tbpf run --inproc --inject: the same agent, named to the driver
 run_case runkilli 1 1 --inproc --inject
 run_case runstopi 1 0 --inproc --inject
 
-# tbpf daemon --inproc --inject (issue 19): the daemon loads the agent as
+# tbpf daemon --inproc --inject: the daemon loads the agent as
 # --inject does; SIGKILL of the daemon or its SIGTERM releases CUPTI
 daemon_case() {   # daemon_case TAG V KILL
 	local tag=$1 v=$2 kill=$3 st=$T/$1.state t0

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_attach_race.sh - "tbpf: attached" means counting (issue 13).  The
+# test_attach_race.sh - "tbpf: attached" means counting.  The
 # work starts the instant tbpf prints the line (GO_ON_ATTACH: the go signal
 # is sent by the reader of tbpf's stderr, no polling delay), the jobs are
 # short (tests/workloads/short_job.py: build a small CNN, train 2
@@ -108,7 +108,7 @@ rounds_case() {
 
 # exit_case PY TAG: --exits infer, ROUNDS processes that each run one job
 # and exit: infer mode closes a thread's last op at its next op or its
-# exit, so tbpf is not stopped while the target idles (README).
+# exit, so tbpf is not stopped while the target idles (docs/exception-safety.md).
 exit_case() {
 	local py=$1 tag=$2 r wl tb label
 	for ((r = 1; r <= ROUNDS; r++)); do

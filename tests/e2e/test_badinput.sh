@@ -52,7 +52,7 @@ expect "report: random bytes" "1" "random.tbpf|capture|corrupt|format|magic" "$T
 expect "report: text file" "1" "text.tbpf|capture|corrupt|format|magic" "$TBPF" report "$T/text.tbpf"
 expect "report: missing file" "1" "no such|not found|missing" "$TBPF" report "$T/missing.tbpf"
 
-# A real capture, truncated at several points (issue 3: capture files).
+# A real capture, truncated at several points (capture files).
 go "$wl_pid"   # let the workload finish; record a fresh one
 wait_exit wl 120
 start_workload cap "$PY1" ops_model.py --iters 5

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_compile.sh - issue 15: a torch.compile'd module (torch 2.x, inductor
+# test_compile.sh - a torch.compile'd module (torch 2.x, inductor
 # on CPU) in the default mode.  Every row of torch.profiler's
 # key_averages() and its count equals tbpf's: "TorchDynamo Cache Lookup"
 # and "Torch-Compiled Region: 0/0" (torch._dynamo's C shim names the

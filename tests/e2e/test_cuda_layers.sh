@@ -1,6 +1,6 @@
 #!/bin/bash
 # test_cuda_layers.sh - CUDA launches, copies and syncs attributed to the
-# nn.Module layers that issued them (issue 5), on torch 1.13 and 2.x.
+# nn.Module layers that issued them, on torch 1.13 and 2.x.
 #
 # tests/workloads/cuda_layers_model.py runs real torch nn.Modules whose
 # forward() calls, through ctypes, at::_ops::lk*::call in

@@ -37,7 +37,7 @@ def need(cond, what):
         print(what); sys.exit(1)
 ops = {o["name"]: o.get("launches") for o in j["ops"] if not o["name"].startswith("cuda")}
 need(ops == {"aten::fake_conv": 2 * K, "aten::fake_add": 2 * K, "aten::fake_sync": 0}, "ops: %s" % ops)
-# the CUDA runtime calls as rows (issue 18): the ops' launches, the plain
+# the CUDA runtime calls as rows: the ops' launches, the plain
 # kernel's outside any op, the sync
 calls = {}
 for o in j["ops"]:

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_cuda_plain.sh - issue 18: a plain CUDA program (no libtorch; the real
+# test_cuda_plain.sh - a plain CUDA program (no libtorch; the real
 # libcudart 13 as a shared library; every call fails without a GPU, yet
 # each enters and leaves libcudart) is profiled, not refused:
 #  - `tbpf --pid` (json and chrome) and `tbpf run -- PROG` (json), and a
@@ -50,7 +50,7 @@ if not walls or host > wall:
 k = {x["name"]: x["launches"] for x in j["kernels"]}
 if k != kern:
     errs.append("kernels %s != program's %s" % (k, kern))
-# no op: the op table has the CUDA runtime calls alone (issue 18, as
+# no op: the op table has the CUDA runtime calls alone (as
 # torch.profiler's rows of calls outside any op), the program's counts
 rows = {}
 for o in j["ops"]:
@@ -81,7 +81,7 @@ if dict(c) != want:
     print("cuda_runtime events %s != program's %s" % (dict(c), want)); sys.exit(1)
 kn = collections.Counter(e["args"]["kernel"] for e in ev
                          if e.get("cat") == "cuda_runtime" and e["name"] == "cudaLaunchKernel")
-# timed at return (issue 18): slices with a duration, one after the other on
+# timed at return: slices with a duration, one after the other on
 # their thread, within the thread's wall time the program measured
 walls = {w["tid"]: w["end_ns"] - w["begin_ns"] for w in
          (json.loads(l[7:]) for l in open(sys.argv[2]) if l.startswith("thread "))}
@@ -135,7 +135,7 @@ for fmt in json chrome; do
 	check "$T/rep.$fmt.json" "$T/prog.$fmt.out" "tbpf report of the --pid capture"
 done
 
-# two programs at once (issue 18): a section each with its own CUDA tables
+# two programs at once: a section each with its own CUDA tables
 log "== two programs, two --pid: a section each"
 "$PROG" --wait 3 1 > "$T/prog.a.out" 2>&1 &
 pa=$!

@@ -56,7 +56,7 @@ C = {c["direction"]: c for c in j["copies"]}
 exp = {"HtoD": (5, 4 * 4096 + 2048), "DtoH": (2, 2000), "DtoD": (1, 333), "Memset": (3, 3 * 777),
        "Default": (1, 55)}
 need({d: (c["count"], c["bytes"]) for d, c in C.items()} == exp, "copies: %s" % j["copies"])
-# every copy and set is timed at its return (issue 18), async ones too
+# every copy and set is timed at its return, async ones too
 need(all(c["host_ns"] > 0 for c in C.values()), "copy host time: %s" % C)
 S = {s["api"]: s for s in j["syncs"]}
 need({a: s["count"] for a, s in S.items()} == {"cudaStreamSynchronize": 2, "cudaDeviceSynchronize": 1,

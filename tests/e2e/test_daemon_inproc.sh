@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_daemon_inproc.sh - `tbpf daemon --inproc --pid N` (issue 19 part 1):
+# test_daemon_inproc.sh - `tbpf daemon --inproc --pid N`:
 # the RecordFunction agent in the target feeds the daemon's windows.
 #  - counts: a two-thread job (scopes_model.py: record_function labels,
 #    DataLoader, SGD/AdamW, backward) runs its iterations while the daemon

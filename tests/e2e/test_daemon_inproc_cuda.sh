@@ -1,6 +1,6 @@
 #!/bin/bash
-# test_daemon_inproc_cuda.sh - `tbpf daemon --inproc --inject --pid N`
-# (issue 19): the CUPTI agent and the libcuda probes beside the
+# test_daemon_inproc_cuda.sh - `tbpf daemon --inproc --inject --pid N`:
+# the CUPTI agent and the libcuda probes beside the
 # RecordFunction agent; each window's device records joined to the
 # launches, which were joined to the in-process ops.
 #
@@ -11,7 +11,7 @@
 # tests/e2e/fake_gpu_lib.sh).  The job runs about 3 s of 1 s windows (a
 # 2 ms pause per iteration; in a tight loop the join's former
 # 100 us slack left about one kernel in 50,000 unjoined, a thread
-# preempted between the probe and CUPTI's API timestamp, issue 19: the
+# preempted between the probe and CUPTI's API timestamp: the
 # full-rate check is test_inproc_inject.sh's), so launches,
 # device records and ops open across window ends; one scrape
 # after it ended must hold, for the N iterations its RESULT line counts,

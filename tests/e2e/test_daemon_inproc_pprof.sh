@@ -1,6 +1,6 @@
 #!/bin/bash
 # test_daemon_inproc_pprof.sh - `tbpf daemon --inproc --pid N --pprof-dir
-# DIR --push URL` (issue 19 part 1): the in-process agent walks Python
+# DIR --push URL`: the in-process agent walks Python
 # stacks and each window becomes the uprobe daemon's pprof profile (the
 # same builder and writers, fleet/window.c) with the Python frames of each
 # op's call site between the job and the op.

@@ -1,7 +1,7 @@
 #!/bin/bash
 # test_exceptions.sh - tbpf in its default mode never kills, hangs or
-# changes the results of a process that throws through profiled frames
-# (issue 8).  Under torch 1.13 and 2.x, tests/workloads/exceptions.py
+# changes the results of a process that throws through profiled frames.
+# Under torch 1.13 and 2.x, tests/workloads/exceptions.py
 # raises and catches errors from inside ops (matmul/cat/view/select) on two
 # threads at once, thousands per second:
 #  1. one run with tbpf attached throughout: it completes with the same

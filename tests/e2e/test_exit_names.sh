@@ -22,7 +22,7 @@
 # only from the agent holding the model's first call until tbpf has named
 # it (TBPF_INPROC_NO_HOLD=1 turns that off: 11 of 16 such runs lost their
 # names with two busy loops beside them).  The uprobe mode does not hold
-# (README, Layers, "short jobs"): no --iters 1 case for it.
+# (docs/stacks.md, "Short jobs and names"): no --iters 1 case for it.
 # EXIT_NAMES_MODES picks cases (default "uprobe inproc inproc1"),
 # EXIT_NAMES_BUSY starts that many busy loops beside the jobs.
 # timeout: 1200

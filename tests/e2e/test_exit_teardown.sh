@@ -1,11 +1,11 @@
 #!/bin/bash
-# test_exit_teardown.sh - tbpf run on a job that exits (issue 19aa): the
+# test_exit_teardown.sh - tbpf run on a job that exits: the
 # report comes before the teardown and tbpf does not wait for the exited
 # target's guard, which finishes alone; within 3 s of tbpf's exit no BPF
 # program or link of the run is left without a live holder (bpftool and
 # /proc/*/fdinfo, bpfstate.py) and no guard of this tbpf still runs; a
 # pipe on tbpf's stdout ends with tbpf.  With -v (which waits for the
-# guard's statistics) the same.  The same for --inproc (issue 19ae): tbpf
+# guard's statistics) the same.  The same for --inproc: tbpf
 # run --inproc, and tbpf --pid --inproc on a job that runs one step and
 # exits (its BPF session: the module-call stacks' naming and CUDA probes,
 # with a guard).  Torch 1.13.

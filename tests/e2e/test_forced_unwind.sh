@@ -1,6 +1,6 @@
 #!/bin/bash
 # test_forced_unwind.sh - pthread_cancel-style forced unwinds through
-# profiled frames (issue 8).  tests/workloads/forced_unwind.cpp (built
+# profiled frames.  tests/workloads/forced_unwind.cpp (built
 # against torch 1.13 and 2.x) cancels, CYCLES times, a thread blocked in
 # open() inside at::_ops::from_file::call.  With tbpf attached throughout,
 # the process must finish with the same RESULT as an unprofiled run (every

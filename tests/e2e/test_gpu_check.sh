@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_gpu_check.sh - issue 18: bench/gpu_check.sh, the one-command check
+# test_gpu_check.sh - bench/gpu_check.sh, the one-command check
 # for GPU machines.  No GPU here, so: (1) its report logic
 # (bench/gpu_check_report.py) on fixtures (tests/fixtures/gpu_check: a
 # torch.profiler-like trace and tbpf traces within 5%, 10% slow, a launch

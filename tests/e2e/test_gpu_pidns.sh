@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_gpu_pidns.sh - device times of a containerized job (issue 19): the
+# test_gpu_pidns.sh - device times of a containerized job: the
 # job in its own pid namespace (`unshare --pid --fork --mount-proc`), tbpf
 # on the host.  CUPTI's API records and the in-process agent's records
 # carry the job's thread ids (gettid in its namespace), the BPF probes the
@@ -15,7 +15,7 @@
 # map is read again for a thread it did not have; the thread lives 0.5 s
 # (--pause 0.1 after each of 5 iterations): the map is read from /proc
 # while a thread lives, and one that launches and ends before tbpf reads
-# its first record keeps the job's tid (README, Status; without the
+# its first record keeps the job's tid (docs/status.md; without the
 # pause the --inproc case failed 1 of 2 runs).  Self CUDA and CUDA total
 # per op and per layer must be the values computed from the workload's
 # parameters (fake_gpu_lib.sh's expect.py), in the uprobe mode (--inject)

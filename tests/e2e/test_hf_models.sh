@@ -24,7 +24,7 @@ hf_case() {
 	log "== $label"
 	profiled_pair "$PY2" hf_train.py "--model $model --iters 8" "$wl" "$tb" "$label" "$@"
 	# the uprobe mode cannot see VariableTypeManual's detach RecordFunctions
-	# (README, Rows beyond aten ops): those torch.profiler has are unseen
+	# (docs/rows.md): those torch.profiler has are unseen
 	if [[ " $* " != *" --inproc "* ]]; then
 		unseen=$(python3 -c 'import json, sys
 rows = json.load(open(sys.argv[1]))["rows"]

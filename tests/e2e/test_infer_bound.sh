@@ -1,6 +1,6 @@
 #!/bin/bash
 # test_infer_bound.sh - --exits infer charges an op at most about one
-# sample period past its return (issue 19).  A transformer training step
+# sample period past its return.  A transformer training step
 # (tests/workloads/transformer_step.py) ends with loss.item()
 # (aten::_local_scalar_dense) followed by 20 ms of busy Python code; in
 # infer mode that op's frame used to stay open until the next step's first

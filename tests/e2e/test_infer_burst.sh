@@ -1,6 +1,6 @@
 #!/bin/bash
 # test_infer_burst.sh - inferred exits lose no op when the closes come in
-# bursts of new rows (issue 19, session 14).  tests/workloads/infer_burst.py
+# bursts of new rows (session 14).  tests/workloads/infer_burst.py
 # calls torch.nn.functional.linear 200 times, each on inputs of their own
 # shape, and sleeps 1 ms after each: in --exits infer mode the frames still
 # open at the sleep (aten::linear and its aten::addmm) are closed together

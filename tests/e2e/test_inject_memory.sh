@@ -1,8 +1,8 @@
 #!/bin/bash
-# test_inject_memory.sh - issue 19 part 4: tbpf's own memory stays flat
+# test_inject_memory.sh - tbpf's own memory stays flat
 # and below 50 MB with --inject, at any job length.
 #
-# bench/memory.py (the README's measurement: tbpf's VmHWM and RssAnon,
+# bench/memory.py (docs/benchmark.md's measurement: tbpf's VmHWM and RssAnon,
 # sampled every 20 ms from /proc) runs tbpf on the fake GPU job
 # (tests/workloads/fake_gpu_model.py on the fake driver and CUPTI,
 # FAKE_CUPTI_LAUNCHES=1: a device record per launch, a tight loop of about

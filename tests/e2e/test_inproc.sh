@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_inproc.sh - issue 19 part 1: `--inproc` (RecordFunction callbacks
+# test_inproc.sh - `--inproc` (RecordFunction callbacks
 # registered by libtbpf_inproc.so inside the target) on torch 1.13 and
 # 2.8: every row of torch.profiler's key_averages() with its count, none
 # unseen (scopes_model.py: record_function labels on two threads, a

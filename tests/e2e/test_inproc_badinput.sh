@@ -1,6 +1,6 @@
 #!/bin/bash
-# test_inproc_badinput.sh - issue 19 part 1: bad input to `--inproc` gives
-# one clear line and the documented exit status (README, *--inproc*), the
+# test_inproc_badinput.sh - bad input to `--inproc` gives
+# one clear line and the documented exit status (docs/inproc.md, *Exit status*), the
 # target unharmed:
 #  - no such pid (1), a process without libtorch (1), --inproc without
 #    --pid, with --redispatch or --inject --no-cuda, `tbpf run --inproc

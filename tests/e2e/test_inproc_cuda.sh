@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_inproc_cuda.sh - CUDA calls in --inproc (issue 19): the uprobe
+# test_inproc_cuda.sh - CUDA calls in --inproc: the uprobe
 # mode's libcudart/libcuda probes run beside the in-process agent, and each
 # call is joined to the RecordFunction open on its thread
 # (join/cudaattr.c), on torch 1.13 and 2.x.

@@ -1,6 +1,6 @@
 #!/bin/bash
-# test_inproc_cuda_late.sh - a CUDA library loaded after tbpf attached
-# (issue 19), in --inproc and in the uprobe mode, torch 1.13 and 2.x.
+# test_inproc_cuda_late.sh - a CUDA library loaded after tbpf attached,
+# in --inproc and in the uprobe mode, torch 1.13 and 2.x.
 #
 # tests/workloads/cuda_layers_model.py --late --rf: the job is attached
 # before it loads tests/native/cuda/libtorch_cpu-layers.so (and with it the

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_inproc_inject.sh - `--inproc --inject` (issue 19): the RecordFunction
+# test_inproc_inject.sh - `--inproc --inject`: the RecordFunction
 # agent and the CUPTI agent in one target, CUPTI device records joined to
 # the launches the BPF libcuda probes saw, which were joined to the
 # in-process ops (join/cudaattr.c); and the same job under the uprobe
@@ -17,7 +17,7 @@
 # (Self CUDA, CUDA total over the nested aten::fkstep), the GPU slices and
 # launch->kernel flows of the Chrome and Perfetto traces (read back by
 # tests/formats' independent readers) and the launches per layer follow
-# from its parameters.  Device time per layer (issue 19r): each layer's
+# from its parameters.  Device time per layer: each layer's
 # Self CUDA (the work launched with it as the innermost module: Model's
 # step_kernel, conv's, head's kernels and copy, head/norm's) and CUDA
 # total (with the layers below), work launched outside any op on

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_inproc_layers.sh - issue 19 part 1: the layer tree in --inproc mode.
+# test_inproc_layers.sh - the layer tree in --inproc mode.
 # The agent walks the Python stacks in the target (agent/pywalk.h) and the
 # module-call probe counts forward calls beside it.  On torch 1.13 and 2.x,
 # for the same deterministic job (tests/workloads/module_calls.py):

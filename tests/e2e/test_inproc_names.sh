@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_inproc_names.sh - issue 19: `--inproc` on a job that names a
+# test_inproc_names.sh - `--inproc` on a job that names a
 # record_function after every step (many_names.py, 20,000 distinct names,
 # more than the agent's 8,192-entry name table).  The agent once hung the
 # target here: its set of seen name hashes took every new name and, once

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_inproc_opnames.sh - issue 19: `--inproc` names ops by the schema
+# test_inproc_opnames.sh - `--inproc` names ops by the schema
 # pointer their RecordFunction holds (agent/fnname.h), reading the name
 # only the first time a thread sees a pointer.  A torch.library operator
 # deleted from Python frees its dispatcher entry, and the next operator

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_inproc_run.sh - issue 19 part 1: `tbpf run --inproc -- CMD`, torch
+# test_inproc_run.sh - `tbpf run --inproc -- CMD`, torch
 # 1.13 and 2.8.  The command is held where it maps libtorch, then at its
 # first RecordFunction check; the agent is loaded there, so every op from
 # the process's first one on is recorded:

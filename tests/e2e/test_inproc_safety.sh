@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_inproc_safety.sh - issue 19 part 1: `--inproc` never harms the
+# test_inproc_safety.sh - `--inproc` never harms the
 # target.  Torch 1.13 and 2.8, exceptions.py (two threads, ops that throw):
 #  - attached for the whole run: the checksum of the unprofiled run and
 #    per-op counts equal torch.profiler's (compare_counts.py);

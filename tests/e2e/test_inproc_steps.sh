@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_inproc_steps.sh - issue 19 part 1: --steps, --schedule and
+# test_inproc_steps.sh - --steps, --schedule and
 # --tensorboard in the in-process mode (--inproc), by the uprobe mode's
 # checks (steps_lib.sh, as test_tensorboard.sh): the training loop of
 # identical steps (steps_model.py) once under torch.profiler

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_layers.sh - the nn.Module layer tree (issue 4) on torch 1.13 and 2.x:
+# test_layers.sh - the nn.Module layer tree on torch 1.13 and 2.x:
 # tbpf's layer paths are exactly the named_modules() paths of the modules
 # that ran, and each layer's op counts equal what torch.profiler attributes
 # to that layer (forward hooks marking each module with record_function,

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_memory.sh - issue 17: --profile-memory on torch 1.13 and 2.x.
+# test_memory.sh - --profile-memory on torch 1.13 and 2.x.
 #
 # 1. A torchvision-style ResNet, inference and a training step (backward,
 #    SGD with momentum), tests/workloads/memory_model.py: per op, tbpf's
@@ -10,7 +10,7 @@
 #    tree; its rounded time intervals put some records in neighbouring ops,
 #    which the log lists).  The same work runs once under torch.profiler,
 #    once under tbpf; the checksums must agree.  (--exits infer is not
-#    held to this: see README, Memory; the daemon case below runs in it.)
+#    held to this: see docs/memory.md; the daemon case below runs in it.)
 # 2. The leak case keeps one tensor of --leak-bytes per step alive: tbpf's
 #    "live at the end" names its op (aten::empty, inside torch.ones) and
 #    layer (LeakNet/keep) with one allocation and --leak-bytes per step,
@@ -21,7 +21,7 @@
 need_root
 need_tbpf
 
-# rows torch.profiler has that the uprobe mode cannot see (README)
+# rows torch.profiler has that the uprobe mode cannot see (docs/rows.md)
 UNSEEN="detach,detach_"
 
 compare_case() {
@@ -154,7 +154,7 @@ overflow_case() {
 }
 
 # The CUDA caching allocator's calls, made by a test library on the real
-# c10::reportMemoryUsageToProfiler of each torch (no GPU here; README).
+# c10::reportMemoryUsageToProfiler of each torch (no GPU here; docs/memory.md).
 cuda_case() {
 	local py=$1 iters=5 enc=4000 head=1048576 label wl=wl_cuda tb=tb_cuda
 	local lib=$ROOT/build/tests/native/mem/libtorch_cpu-memops.so

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_multi_process.sh - issue 18: several processes at once, and tables
+# test_multi_process.sh - several processes at once, and tables
 # cut to the scheduled steps.
 #  - two training jobs at once, one on torch 1.13 (PY1), one on torch 2.x
 #    (PY2), different iteration counts; tbpf with two --pid: its table has

@@ -11,7 +11,7 @@
 #     op with --redispatch, for torch 1.13 and 2.x;
 #  2. boxed_ops.py mixes eager ops with torch.ops.aten.X calls (boxed path,
 #     no ::call): every op's count equals torch.profiler's, with
-#     --redispatch and without (the boxed-call probe, issue 15, sees them
+#     --redispatch and without (the boxed-call probe, sees them
 #     in the default mode; a redispatch inside it is folded into it).
 # timeout: 900
 . "$(dirname "$0")/lib.sh"

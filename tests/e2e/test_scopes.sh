@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_scopes.sh - issue 15: every row of torch.profiler's key_averages()
+# test_scopes.sh - every row of torch.profiler's key_averages()
 # (not only aten::) with its count, in tbpf's default mode, torch 1.13 and
 # 2.x: nested record_function labels on two threads, a DataLoader
 # (num_workers=0), SGD and AdamW, backward, a custom autograd.Function with
@@ -9,7 +9,7 @@
 # its return probe's frame; the job's result and its caught count must be
 # unchanged) (tests/workloads/scopes_model.py, compared by
 # compare_rows.py).  The rows the uprobe mode cannot see are listed here
-# and in the README, and must be exactly the missing ones.  Self times: a
+# and in docs/rows.md, and must be exactly the missing ones.  Self times: a
 # label that holds only other labels has self = total - its children's
 # totals; so do the custom Functions' backward nodes (each runs one op
 # nothing else runs: aten::sub, aten::neg) and their evaluate_function

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_tensorboard.sh - issue 18: steps from outside and the readers users
+# test_tensorboard.sh - steps from outside and the readers users
 # open.  A training loop of identical steps (tests/workloads/steps_model.py)
 # runs once under torch.profiler (schedule(wait=0, warmup=0, active=3),
 # tensorboard_trace_handler, with_stack, with_modules) and once, unchanged,
@@ -11,7 +11,7 @@
 #    HTA finds exactly 3 iterations, the plugin gives the Overview, Operator,
 #    Trace and Module views;
 #  - the Operator view's ops and counts equal torch.profiler's (3 steps
-#    each), but for the rows the uprobe mode cannot see (README);
+#    each), but for the rows the uprobe mode cannot see (docs/rows.md);
 #  - the Module view's nn.Module tree equals torch.profiler's (torch 2.x;
 #    torch 1.13 from Debian has no Kineto: counts against its legacy trace,
 #    compare_legacy);
@@ -33,7 +33,7 @@ MODE=()   # the uprobe mode (steps_lib.sh)
 
 steps_all "$PY2" /usr/bin/python3
 
-# tbpf diff (issue 18): torch.profiler's own trace of K steps (Kineto JSON,
+# tbpf diff: torch.profiler's own trace of K steps (Kineto JSON,
 # export_chrome_trace) against a tbpf capture of the same K steps of the
 # same job (the workload runs exactly K steps after go, then exits): zero
 # count differences, but for the rows tbpf cannot see.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_torchscript.sh - issue 15: a TorchScript model in the default mode.
+# test_torchscript.sh - a TorchScript model in the default mode.
 # torch.jit.script(Linear-ReLU-Linear) called 50 times runs its operators by
 # the boxed path (createOperatorFromC10's std::function, boxedop.h), which
 # never passes at::_ops::<op>::call; tbpf probes that one entry and names
@@ -8,7 +8,7 @@
 # no_grad (inference) and with grad, on torch 1.13 and 2.x; the same with
 # --redispatch (no op counted twice).  With grad, the profiling executor's
 # aten::detach RecordFunctions (VariableTypeManual, no probed function
-# brackets them: README) are left out of the comparison.
+# brackets them: docs/rows.md) are left out of the comparison.
 # timeout: 600
 . "$(dirname "$0")/lib.sh"
 need_root

@@ -47,7 +47,7 @@ json_calls=$(awk '$1 == "op" { for (i = 5; i <= NF; i++) if ($i ~ /^calls=/) { s
 # inside it (torch.profiler's rule); traces and stacks keep every call
 json_folded=$(awk '$1 == "op" { for (i = 5; i <= NF; i++) if ($i ~ /^folded=/) { sub("folded=", "", $i); s += $i } } END { print s + 0 }' "$out/json.txt")
 json_all=$((json_calls + json_folded))
-# the CUDA runtime call rows (issue 18): in table, json and traces; stacks
+# the CUDA runtime call rows: in table, json and traces; stacks
 # (folded, pprof) have op frames only
 json_cuda=$(awk '$1 == "op" && $3 ~ /^cuda/ { for (i = 5; i <= NF; i++) if ($i ~ /^calls=/) { sub("calls=", "", $i); s += $i } } END { print s + 0 }' "$out/json.txt")
 # the table's "# of Calls" column (the last numeric column before an optional # Launches)
@@ -61,8 +61,8 @@ step json "ok ($json_calls calls, same as the table)"
 
 # chrome: JSON + per-thread nesting; one X op event per call
 $py "$here/check_chrome.py" --dump "$out/run.json.trace" > "$out/chrome.txt" || fail "chrome trace invalid"
-# ops, and record_function scopes (issue 15) in Kineto's user_annotation
-# and the CUDA runtime calls (issue 18: rows of the table too; untimed
+# ops, and record_function scopes in Kineto's user_annotation
+# and the CUDA runtime calls (rows of the table too; untimed
 # calls of old captures are instant events)
 x_ops=$($py -c 'import json,sys; print(sum(1 for e in json.load(open(sys.argv[1]))["traceEvents"] if (e["ph"] == "X" and e.get("cat") in ("cpu_op", "user_annotation") and not e["name"].startswith("ProfilerStep#")) or (e.get("cat") == "cuda_runtime" and e["name"].startswith("cuda") and e["ph"] in "Xi")))' "$out/run.json.trace")
 [ "$x_ops" = "$json_all" ] || fail "chrome has $x_ops op events, json $json_calls calls + $json_folded folded"

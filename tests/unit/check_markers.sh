@@ -1,6 +1,6 @@
 #!/bin/sh
 # check_markers.sh - no merge-conflict markers left in the sources and the
-# docs (session 11 merged README with a conflict half-resolved; nothing
+# docs (a README was once merged with a conflict half-resolved; nothing
 # caught it).  Exit 1 and name each line found.
 cd "$(dirname "$0")/../.." || exit 1
 found=$(grep -rnE '^(<<<<<<<|>>>>>>>)( |$)|^=======$' \

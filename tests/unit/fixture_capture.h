@@ -114,7 +114,7 @@ static inline int fx_write(const char *path)
 		.pids = pids, .npids = 2, .tbpf_version = "0.1-test", .host = "testhost",
 	};
 	err = capture_write_run(w, &ri);
-	/* pid 100 with its torch version (issue 18), 200 in the older layout */
+	/* pid 100 with its torch version, 200 in the older layout */
 	err = err ?: capture_write_process_torch(w, 100, "python3", "python3 train.py", "1.13.0");
 	err = err ?: capture_write_process(w, 200, "python3", "python3 bench.py");
 	err = err ?: capture_write_thread(w, 100, 100, "python3");

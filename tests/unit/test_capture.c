@@ -201,7 +201,7 @@ static void test_long_strings_and_stacks(void **state)
 	free(big);
 }
 
-/* issue 15: a record_function scope's name record names its op id, as a
+/* a record_function scope's name record names its op id, as a
  * meta op record would, wherever it sits in the file. */
 static void test_scope_names(void **state)
 {

@@ -1,4 +1,4 @@
-/* test_cuda_layers.c - CUDA per layer (issue 5): cuda_model's per-stack
+/* test_cuda_layers.c - CUDA per layer: cuda_model's per-stack
  * counts, their placement on the layer tree (layers_add_cuda), the kernel
  * table's Layers column and JSON "layers", the tree's # Launches / Host
  * sync columns, the layers JSON members, and layer stacks from a capture's

@@ -385,7 +385,7 @@ static void test_json(void **state)
 	cuda_model_free(&m);
 }
 
-/* issue 18: one row per API, every record a call, host time only for the
+/* one row per API, every record a call, host time only for the
  * calls probed at return (synchronous copies/sets, syncs); table and JSON */
 static void test_api_calls(void **state)
 {
@@ -438,7 +438,7 @@ static void test_api_calls(void **state)
 	cuda_model_free(&m);
 }
 
-/* Return timing (issue 18): a launch, async copy, allocation or free
+/* Return timing: a launch, async copy, allocation or free
  * timed at its return carries its host time; records of captures made
  * before it (the shorter launch and allocation layouts, copies without
  * MEMOP_TIMED other than cudaMemcpy/cudaMemset) count as untimed calls. */
@@ -485,7 +485,7 @@ static void test_host_times(void **state)
 	cuda_model_free(&m);
 }
 
-/* One model per process (issue 18): each holds its pid's records only,
+/* One model per process: each holds its pid's records only,
  * with kernel names from the parent (resolved once); the parent sums. */
 static void test_per_process(void **state)
 {

@@ -1,4 +1,4 @@
-/* test_cuda_ops.c - unit tests of the CUDA runtime call rows (issue 18):
+/* test_cuda_ops.c - unit tests of the CUDA runtime call rows:
  * CUDA records -> per (pid, op, stack, api) counts in the cuda model ->
  * rows of the op table under their op, whose Self CPU loses their time.
  * Expected values by hand from the records built here. */

@@ -1,4 +1,4 @@
-/* test_devprops.c - Kineto's "deviceProperties" (issue 18) from a fixture:
+/* test_devprops.c - Kineto's "deviceProperties" from a fixture:
  * the member's keys in Kineto's order (libkineto's
  * createDevicePropertiesJson with CUPTI) and values, read back by python's
  * json module; and the device query where there is no GPU (none here): no

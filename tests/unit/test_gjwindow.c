@@ -230,7 +230,7 @@ static void test_offset(void **state)
 	gj_acc_free(&a);
 }
 
-/* The offset decided only once host and API records overlap (issue 19):
+/* The offset decided only once host and API records overlap:
  * CUPTI reports 600 iterations of three launches (ops 1, 2, 3; 1, 5, 9 us
  * kernels) on the host's clock, 100 us apart give or take 12 us; the
  * launch probes saw the last 200.  At the first join CUPTI has handed

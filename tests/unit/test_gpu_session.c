@@ -195,7 +195,7 @@ static void test_fixture_into_profile(void **state)
 	gpu_session_free(&gs);
 }
 
-/* A containerized job (issue 19): CUPTI's thread ids are the job's, the
+/* A containerized job: CUPTI's thread ids are the job's, the
  * launch probes' the host's.  As they are, the join finds no launch; through
  * gpu_session_host_tid (the map read from the fixture tree), the same
  * device times as test_fixture_into_profile. */

@@ -310,7 +310,7 @@ static void test_join_order_independent(void **state)
 	gpujoin_free(&r);
 }
 
-/* ---- scenarios built call by call: what the match may pair (issue 19) ---- */
+/* ---- scenarios built call by call: what the match may pair ---- */
 /* One event of a thread: 'p' tbpf's probe on cuLaunchKernel fired at ts
  * with op arg on top; 'c' CUPTI's records of one cuLaunchKernel: its
  * driver API record from ts (1 us long) and the kernel, arg ns, 50 us
@@ -516,7 +516,7 @@ static void test_total_overlapping_spans(void **state)
 	gpujoin_free(&r);
 }
 
-/* The clock offset on a periodic job (issue 19): CUPTI reports 600
+/* The clock offset on a periodic job: CUPTI reports 600
  * iterations of three launches (ops 1, 2, 3; 1, 5 and 9 us kernels) on the
  * host's own clock, but the launch probes saw only the last 200 (attached
  * later).  The first records of the two sides do not overlap in time, and

@@ -1,5 +1,5 @@
 /* test_gpuspans.c - the op spans behind CUDA total (join/gpucap.c):
- * gj_spans_window, the daemon's window join (issue 19): a process's kept
+ * gj_spans_window, the daemon's window join: a process's kept
  * spans (closed, a launch inside) and its frames still open that enclose
  * a launch, cut at the window's end; nothing of frames without a launch,
  * of other processes or of a NULL set; the open frames kept as usual once

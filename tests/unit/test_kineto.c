@@ -1,4 +1,4 @@
-/* test_kineto.c - model/kineto.c: op rows from torch.profiler traces (issue 18). */
+/* test_kineto.c - model/kineto.c: op rows from torch.profiler traces. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>

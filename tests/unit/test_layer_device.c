@@ -1,4 +1,4 @@
-/* test_layer_device.c - CUPTI device time per layer (issue 19r): the op
+/* test_layer_device.c - CUPTI device time per layer: the op
  * rows' Self CUDA summed on the layer of their stack (Self CUDA) and up the
  * tree (CUDA total, torchprof's self/total), work launched outside any op
  * on [no op] (profile_add_gpu -> profile_add_gpu_noop), through

@@ -1,4 +1,4 @@
-/* test_memory.c - --profile-memory (issue 17): the memory model (live
+/* test_memory.c - --profile-memory: the memory model (live
  * allocations, peaks and their holders, frees of unseen memory) and the
  * capture replay's per-op CPU Mem / Self CPU Mem (profile_agg), from
  * hand-made records. */

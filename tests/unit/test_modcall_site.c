@@ -1,4 +1,4 @@
-/* test_modcall_site.c - the module-call probe's site (issue 19): the
+/* test_modcall_site.c - the module-call probe's site: the
  * pybind11 function of torch._C._get_tracing_state picked out of
  * libtorch_python's .symtab.  Names of the real torch 2.8 wheel, and the
  * real library checked against c++filt (an independent demangler): exactly

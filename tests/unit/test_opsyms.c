@@ -341,7 +341,7 @@ static void check_heuristic(const char *lib, const struct opsym_set *s)
 	elf_file_close(ef);
 }
 
-/* issue 15: one node row and one evaluate_function row per autograd node
+/* one node row and one evaluate_function row per autograd node
  * class with an apply (as nm counts them), each with its vtable; one
  * Engine::evaluate_function probe.  Then s keeps the operators only, for
  * the checks that follow. */
@@ -391,7 +391,7 @@ static void check_autograd(const char *lib, struct opsym_set *s)
 	s->n_ops -= 2 * nodes + eng + boxed;
 }
 
-/* issue 15: autograd node applies -> torch.profiler's node names, vtables */
+/* autograd node applies -> torch.profiler's node names, vtables */
 static void test_parse_node(void **state)
 {
 	static const struct {
@@ -526,7 +526,7 @@ static void test_libtorch_215(void **state)
 		       "/var/cache/tbpf/venv-torch2.15/bin/python", 0);
 }
 
-/* The boxed-call entry (issue 15): the pure scanners on bytes, then both
+/* The boxed-call entry: the pure scanners on bytes, then both
  * installed libtorch builds; on torch 2.x (with .symtab) the typeinfo
  * route must find the symbol's address. */
 static void test_boxedop_scan(void **state)

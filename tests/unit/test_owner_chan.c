@@ -1,4 +1,4 @@
-/* test_owner_chan.c - the owner channel (issue 19w) on real pipes and real
+/* test_owner_chan.c - the owner channel on real pipes and real
  * pidfd_getfd(2) in this process: the agent's side (agent/owner_watch.h)
  * and tbpf's (userspace/attach/owner_chan.c).  What the agent must see:
  * nothing gone while tbpf's copy is open, gone the moment it closes, also

@@ -1,4 +1,4 @@
-/* test_shapes.c - unit tests of input shapes (issue 16): argument
+/* test_shapes.c - unit tests of input shapes: argument
  * placement from real demangled ::call signatures of torch 1.13 and 2.8
  * (and every op of the installed libtorch), schema return kinds, the
  * TensorImpl layout calibration on real TensorImpl bytes of both torch

@@ -1,4 +1,4 @@
-/* test_steps.c - model/steps.c: step boundaries, schedules (issue 18). */
+/* test_steps.c - model/steps.c: step boundaries, schedules. */
 #include <setjmp.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -220,7 +220,7 @@ static struct rec_op nest_exit(uint32_t pid, uint32_t tid, uint16_t depth)
 	return o;
 }
 
-/* The table's window (issue 18): a time is in an active step of its
+/* The table's window: a time is in an active step of its
  * process, steps numbered from the first boundary; before the first and
  * from the last boundary on, in none; another process, its own steps. */
 static void test_window(void **state)
@@ -247,7 +247,7 @@ static void test_window(void **state)
 	steps_free(&st);
 }
 
-/* A repeating schedule (issue 18): schedule(wait=1, warmup=1, active=2,
+/* A repeating schedule: schedule(wait=1, warmup=1, active=2,
  * repeat=2) records steps 2-3 and 6-7; torch.profiler's key_averages()
  * after the run is the last cycle's, so the window is steps 6-7 for a
  * process that showed them, 2-3 for one that stopped before step 6, the

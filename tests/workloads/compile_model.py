@@ -1,4 +1,4 @@
-"""compile_model.py - a torch.compile'd module (torch 2.x; issue 15).
+"""compile_model.py - a torch.compile'd module (torch 2.x).
 
 torch.compile (inductor, CPU: it builds C++ kernels with the machine's
 compiler) of Linear-ReLU-Linear, compiled during the warm-up, then called

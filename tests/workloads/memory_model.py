@@ -1,4 +1,4 @@
-"""memory_model.py - workloads for --profile-memory (issue 17).
+"""memory_model.py - workloads for --profile-memory.
 
 Cases (--case):
   infer   a torchvision-style ResNet (stem conv/bn/relu/maxpool, two stages

@@ -1,4 +1,4 @@
-"""scopes_model.py - training workload for torch.profiler's non-op rows (issue 15).
+"""scopes_model.py - training workload for torch.profiler's non-op rows.
 
 Each thread trains its own small MLP for exactly --iters batches drawn from
 a DataLoader (num_workers=0), inside nested record_function labels

@@ -1,4 +1,4 @@
-"""shapes_model.py - workloads for input shapes and FLOPs (issue 16).
+"""shapes_model.py - workloads for input shapes and FLOPs.
 
 --model cnn          a small conv net, forward and backward, SGD
 --model transformer  a TransformerEncoder layer, forward and backward

@@ -1,4 +1,4 @@
-"""steps_model.py - a training loop of identical steps (issue 18: steps).
+"""steps_model.py - a training loop of identical steps (steps).
 
 Each step: DataLoader batch (the same one every time), zero_grad, an MLP
 (fc1, act, fc2: nn.Modules) forward, cross entropy, backward, SGD step.

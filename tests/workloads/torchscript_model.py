@@ -1,4 +1,4 @@
-"""torchscript_model.py - a TorchScript model served as usual (issue 15).
+"""torchscript_model.py - a TorchScript model served as usual.
 
 torch.jit.script of Linear-ReLU-Linear, called --iters times on one batch:
 the interpreter runs every operator by the boxed path (the std::function

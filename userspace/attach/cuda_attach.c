@@ -18,7 +18,7 @@
 #include "uprobe.h"
 
 /* ---- API table (cookie = API id; _ptsz/_ptds and _v2 names share ids);
- * every API is timed at its return too (issue 18) ------------------------ */
+ * every API is timed at its return too ------------------------ */
 
 #define S(n, a, g, r) { #n, CU_##a, g, r }
 const struct cuda_api_sym cuda_api_syms[] = {

@@ -1,4 +1,4 @@
-/* infer_sampler.h - attach stage: the bound on inferred exits (issue 19).
+/* infer_sampler.h - attach stage: the bound on inferred exits.
  *
  * In infer mode an op frame closes at the thread's next op entry at or
  * above its stack slot; the last op before a stretch of Python code (the

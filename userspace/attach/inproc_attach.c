@@ -345,7 +345,7 @@ long inproc_drain(pid_t pid, const struct inproc_loc *loc, struct inproc_reader 
 	return total;
 }
 
-/* ---- Python stacks (issue 19 part 1) ------------------------------------- */
+/* ---- Python stacks ------------------------------------- */
 
 #define PY_OFF(f) (loc->py + offsetof(struct tbpf_inproc_py, f))
 

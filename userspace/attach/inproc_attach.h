@@ -96,7 +96,7 @@ void inproc_reader_free(struct inproc_reader *rd);
 long inproc_drain(pid_t pid, const struct inproc_loc *loc, struct inproc_reader *rd,
 		  inproc_rec_fn fn_rec, inproc_name_fn fn_name, void *ctx);
 
-/* Python stacks (issue 19 part 1): the interpreter's offsets for the
+/* Python stacks: the interpreter's offsets for the
  * agent's walker (on = false: no walk) before START; after it, *py gets
  * the agent's side (state, detail, counters). */
 int inproc_set_python(pid_t pid, const struct inproc_loc *loc, const struct tbpf_pyproc *pp,

@@ -1,4 +1,4 @@
-/* mem_attach.h - attach stage, --profile-memory (issue 17): find the
+/* mem_attach.h - attach stage, --profile-memory: find the
  * allocator reporting functions torch.profiler's profile_memory counts
  * (libc10: ProfiledCPUMemoryReporter::New/Delete for the CPU allocator,
  * reportMemoryUsageToProfiler for the CUDA caching allocator) in a

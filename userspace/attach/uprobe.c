@@ -142,7 +142,7 @@ int uprobe_set_attach(struct uprobe_set *s, struct bpf_program *prog, const char
 /* Closing a uprobe_multi link waits for an RCU tasks-trace grace period
  * in close() (~40 ms here, whatever its probe count); closed from a thread
  * each, links share grace periods (10 links: 376-440 ms one after the
- * other, 48-80 ms at once; issue 19u).  Workers take the next fd or link
+ * other, 48-80 ms at once).  Workers take the next fd or link
  * until none is left; a worker that cannot start leaves its share to the
  * others and to the calling thread. */
 #define CLOSE_WORKERS 32

@@ -1,5 +1,5 @@
 /* bw_session.h - collection engine: backward ops' Source Location in the
- * uprobe mode (--group-by-stack, issue 16; bpf/bwstack.bpf.h).
+ * uprobe mode (--group-by-stack; bpf/bwstack.bpf.h).
  *
  * For each target: libtorch_cpu's TLS module id and the offsets of its
  * autograd sequence counter and torch thread id (discover/tlsvar.h,

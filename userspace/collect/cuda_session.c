@@ -57,7 +57,7 @@ int cuda_session_record(struct cuda_session *cs, const void *data, size_t size)
 }
 
 /* One stderr line per library attached after the `attached` line, printed
- * once its probes are live (issue 13). */
+ * once its probes are live. */
 static void announce_libs(const struct cuda_attach_state *st, size_t from)
 {
 	for (size_t k = from; k < st->nlibs; k++)

@@ -253,7 +253,7 @@ int gpu_session_record(struct gpu_session *gs, const void *data, size_t size)
 		return 0;
 	t->pend.max = GPU_SESSION_MAX_RECORDS;
 	kept = gj_pend_feed(&t->pend, h, size);
-	/* issue 19: joined as it goes, so only the unjoined tail is kept; a
+	/* joined as it goes, so only the unjoined tail is kept; a
 	 * call only once its thread went past it (a launch record cudaattr
 	 * holds for a long op comes late) */
 	if (kept > 0 && gj_pend_count(&t->pend) >= t->next_join &&

@@ -142,7 +142,7 @@ int gpu_session_apply(struct gpu_session *gs, struct profile *p,
 const char *gpu_session_status(struct gpu_session *gs);
 /* Per target: the same line. malloc'd. */
 char *gpu_target_note(const struct gpu_target *t);
-/* The daemon (issue 19): a window's device times into p by the same join
+/* The daemon: a window's device times into p by the same join
  * (gpujoin_run, profile_add_gpu), op spans still open counted up to now_ns
  * (the next window gets what they enclose later), and what was joined
  * forgotten: a launch or device record whose partner has not come yet

@@ -18,7 +18,7 @@ struct inproc_out {
 	int (*op)(void *ctx, const struct rec_op *r);
 	/* a name before the first record with its op id; once per id */
 	int (*name)(void *ctx, uint32_t op_id, const char *name);
-	/* issue 19 part 1: a Python stack the agent walked, before the drain
+	/* a Python stack the agent walked, before the drain
 	 * that follows it ends; NULL: the agent walks no stacks */
 	int (*stack)(void *ctx, const struct rec_pystack *r);
 	/* --record-shapes: a shape list before the first record with its

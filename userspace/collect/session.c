@@ -60,7 +60,7 @@ static struct tgt *tgt_by_pid(struct session *s, uint32_t pid)
 }
 
 /* --record: a stack's Source Location entries, for `tbpf report
- * --group-by-stack N` (issue 16). */
+ * --group-by-stack N`. */
 static void write_srcstack(struct capture_writer *cw, const struct sym_stack *st)
 {
 	struct capture_srcentry e[TBPF_MAX_PYFRAMES + 1];
@@ -225,7 +225,7 @@ static int on_record(void *ctx, void *data, size_t size)
 
 /* Only the programs and map sizes this session can use: each program
  * loaded is a verifier run and each preallocated map an allocation, paid
- * before the first probe (issue 19u: tbpf run's fixed cost).  The op
+ * before the first probe (tbpf run's fixed cost).  The op
  * probes are for targets with op discovery (not --inproc's sessions), the
  * samples for exits that may be inferred; the hold, CUDA, memory and CUPTI
  * agent probes for their options.  The thread-exit tracepoint is always
@@ -511,8 +511,8 @@ static int attach_entries(struct session *s, struct tgt *tg, char **why)
 	return attach_entries_of(s, tg, NULL, 0, why);
 }
 
-/* Node class vtable -> its evaluate_function row, for the BPF side
- * (issue 15).  Returns how many entries were written. */
+/* Node class vtable -> its evaluate_function row, for the BPF side.
+ * Returns how many entries were written. */
 static size_t node_evals_set(struct session *s, struct tgt *tg, bool add)
 {
 	int fd = bpf_map__fd(s->skel->maps.node_evals);
@@ -540,7 +540,7 @@ static size_t node_evals_set(struct session *s, struct tgt *tg, bool add)
 }
 
 /* Where the process's PyNodes keep their Python object, for the BPF side
- * (issue 15, pynode.h), before PyNode::apply's probe goes live. */
+ * (pynode.h), before PyNode::apply's probe goes live. */
 static void py_nodes_set(struct session *s, struct tgt *tg, bool add)
 {
 	int fd = bpf_map__fd(s->skel->maps.py_nodes);
@@ -561,7 +561,7 @@ static void py_nodes_set(struct session *s, struct tgt *tg, bool add)
 }
 
 /* --group-by-stack: where the process's backward nodes find their forward
- * ops (issue 16, bw_session.h), before the op probes go live.  Not
+ * ops (bw_session.h), before the op probes go live.  Not
  * verified: one line, and backward ops keep their own stacks. */
 static void bw_procs_set(struct session *s, struct tgt *tg, bool add)
 {
@@ -589,7 +589,7 @@ static void bw_procs_set(struct session *s, struct tgt *tg, bool add)
 	bpf_map_update_elem(fd, &key, &v, BPF_ANY);
 }
 
-/* Operator name -> row for the boxed-call probe (issue 15, boxedop.h):
+/* Operator name -> row for the boxed-call probe (boxedop.h):
  * every ::call operator by the hash of its c10::OperatorName.  Removing
  * also drops the OperatorDef* cache of the process.  Returns how many
  * names were written or deleted. */
@@ -632,7 +632,7 @@ static size_t boxed_names_set(struct session *s, struct tgt *tg, bool add)
 	return n;
 }
 
-/* record_function scopes (issue 15): entry probes on the RecordFunction
+/* record_function scopes: entry probes on the RecordFunction
  * constructor and end(); no return probes, so nothing for the guard.
  * end() first, then the names, then the constructor: a scope opened while
  * end() was not yet probed never closed, and its frame stayed under every
@@ -748,7 +748,7 @@ static void *close_scope_open(void *tg)
 }
 
 /* The guard first (its return probes, then its entry probes and unwind
- * hooks, README "Exception safety"); tbpf's own links, which include no
+ * hooks, docs/exception-safety.md); tbpf's own links, which include no
  * return probes, after it.  A live target's scope constructor probe goes
  * before end()'s, while the guard stops: a scope opened once end() was
  * gone would stay open under every later one (test_scope_attach).  A gone
@@ -831,7 +831,7 @@ static void tgt_detach(struct session *s, struct tgt *tg, bool forget)
 /* Nothing more can arrive from an exited target.  When it was the last
  * one of a session that ends with it (cfg.end_with_targets), its links stay
  * until session_detach_all closes them with every other link at once,
- * after the caller has read the maps and written its report (issue 19);
+ * after the caller has read the maps and written its report;
  * its guard goes now.  Otherwise it is detached here. */
 static void tgt_exited(struct session *s, struct tgt *tg)
 {
@@ -894,7 +894,7 @@ static void setup_python(struct session *s, struct tgt *tg)
 
 /* Another tool's probes on the same library: refuse, or infer exits.
  * *no_returns: return probes must not be used. */
-/* --record-shapes (issue 16): the op argument descriptors and the
+/* --record-shapes: the op argument descriptors and the
  * starting TensorImpl layout to BPF. */
 static int setup_shapes(struct session *s, struct tgt *tg, char **why)
 {
@@ -989,7 +989,7 @@ static int attach_op_probes(struct session *s, struct tgt *tg, bool no_returns, 
 	return 0;
 }
 
-/* --profile-memory (issue 17): the allocator probes in libc10; without
+/* --profile-memory: the allocator probes in libc10; without
  * them the op table still works, without memory columns */
 static void attach_mem_probes(struct session *s, struct tgt *tg)
 {
@@ -1022,7 +1022,7 @@ static void attach_extras(struct session *s, struct tgt *tg)
 				"by exceptions close at the thread's next op\n", tg->t.pid);
 }
 
-/* The CUPTI agent (issue 6).  Before the guard: --inject ptraces one
+/* The CUPTI agent.  Before the guard: --inject ptraces one
  * thread, which the guard would otherwise hold.  Never fatal. */
 static void add_gpu_agent(struct session *s, pid_t pid)
 {
@@ -1055,7 +1055,7 @@ static unsigned target_flags(const struct session *s)
 	       (s->cfg.cuda && s->cfg.cuda_only_ok ? TARGET_CUDA_ONLY : 0);
 }
 
-/* issue 18: a target without libtorch: the pid filter and the CUDA probes
+/* a target without libtorch: the pid filter and the CUDA probes
  * (the only ones); failing to attach them is the target's error. */
 static int add_cuda_only(struct session *s, struct tgt *tg, char **why)
 {
@@ -1129,7 +1129,7 @@ static int attach_torch(struct session *s, struct tgt *tg, bool filter, char **w
 	return err;
 }
 
-/* --inproc (issue 19): Python offsets, the pid filter and the module-call
+/* --inproc: Python offsets, the pid filter and the module-call
  * probe (forward counts of the layer tree); nothing on the ops. */
 static int modcall_probe(struct session *s, struct tgt *tg, char **why)
 {
@@ -1218,7 +1218,7 @@ int session_add_target(struct session *s, pid_t pid, char **why)
 	return 0;
 }
 
-/* issue 18: a CUDA-only target that has mapped libtorch since: its ops
+/* a CUDA-only target that has mapped libtorch since: its ops
  * discovered and probed like a new target's (the pid filter, CUDA probes
  * and GPU agent stay).  Quiet while it maps no libtorch; a failure is one
  * warning and the target stays CUDA-only. */
@@ -1564,9 +1564,9 @@ void session_entries(struct session *s, bool on)
 		__atomic_store_n(&s->skel->bss->entries_off, on ? 0 : 1, __ATOMIC_RELEASE);
 }
 
-/* Live targets' guards first, each in the stop order (README "Exception
- * safety"); then the CUPTI agents stop (issue 6: after the guards, the
- * unload ptraces); then every other link, all at once (issue 19: one
+/* Live targets' guards first, each in the stop order (docs/exception-
+ * safety.md); then the CUPTI agents stop (after the guards, the
+ * unload ptraces); then every other link, all at once (one
  * grace period's wait instead of one per set), while the guards of gone
  * targets release theirs; then those guards' ends. */
 void session_detach_all(struct session *s)

@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* How op exits are seen (--exits): see README, Exception safety. */
+/* How op exits are seen (--exits): see docs/exception-safety.md. */
 enum exits_mode { EXITS_AUTO = 0, EXITS_RETURN, EXITS_INFER };
 
 struct profile;
@@ -43,7 +43,7 @@ struct session_config {
 	bool system_wide;           /* session_scan attaches every PyTorch process */
 	bool end_with_targets;      /* the caller stops once its targets exit: the
 				     * last one's links then stay until
-				     * session_detach_all, after the report (issue 19) */
+				     * session_detach_all, after the report */
 	bool no_multi;
 	bool redispatch;            /* probe ::redispatch too (target_open) */
 	bool no_hist;               /* no latency histograms (map ophist) */
@@ -55,13 +55,13 @@ struct session_config {
 	const char *cgroup_filter;  /* system-wide: only processes in this cgroup path */
 	struct capture_writer *cw;  /* where records go when record is set */
 	int verbose;
-	/* GPU device times (issue 6): enum gpu_agent_mode (gpu_session.h),
+	/* GPU device times: enum gpu_agent_mode (gpu_session.h),
 	 * 0 = off; agent_path: libtbpf_agent.so (run_agent_path()) */
 	int gpu_agent;
 	const char *agent_path;
 	unsigned inject_flags;      /* enum inject_flags (--inject-force) */
 	bool run_hold;              /* tbpf run: load the hold (session_hold_torch) */
-	/* issue 18: with cuda, a process that maps libcudart/libcuda but no
+	/* with cuda, a process that maps libcudart/libcuda but no
 	 * libtorch is a target with the CUDA probes only (target_open's
 	 * TARGET_CUDA_ONLY; session_scan takes them too); once it maps
 	 * libtorch its op probes follow (checked once a second, and by the
@@ -70,17 +70,17 @@ struct session_config {
 	bool shapes;                /* --record-shapes: input shapes at op entry */
 	bool bwstack;               /* --group-by-stack: backward ops get their
 				     * forward op's stack (bw_session.h) */
-	/* --profile-memory (issue 17): allocator probes, per-op bytes,
+	/* --profile-memory: allocator probes, per-op bytes,
 	 * REC_MEM records into `mem` (the memory model, NULL: not kept);
 	 * mem_map_size: entries of the BPF map of live CPU allocations */
 	bool memory;
 	uint32_t mem_map_size;
 	struct mem_model *mem;
-	/* every ring record, after the capture writer (issue 18: step
+	/* every ring record, after the capture writer (step
 	 * boundaries); NULL = none */
 	void (*record_hook)(void *ctx, const struct rec_hdr *h, size_t size);
 	void *record_hook_ctx;
-	/* --inproc (issue 19): a target gets the pid filter, its Python
+	/* --inproc: a target gets the pid filter, its Python
 	 * offsets and the module-call probe only (forward counts; the ops
 	 * come from the in-process agent), no op discovery */
 	bool modcalls_only;
@@ -121,12 +121,12 @@ void session_set_modcall_probe(struct session *s, bool on);
  * count module calls).  0, or -errno with *why. */
 int session_add_modcall_probe(struct session *s, pid_t pid, char **why);
 int session_add_target(struct session *s, pid_t pid, char **why);
-/* --inproc --inject (issue 19): the CUPTI agent into pid before the
+/* --inproc --inject: the CUPTI agent into pid before the
  * target is added (its START may take seconds); a failure is one warning
  * and the note gpu_session_status gives.  No-op without cfg.gpu_agent or
  * when pid has one. */
 void session_add_gpu_agent(struct session *s, pid_t pid);
-/* tbpf run (issue 13): stop only_pid where its dynamic linker has mapped
+/* tbpf run: stop only_pid where its dynamic linker has mapped
  * libtorch_cpu, before code in it runs (bpf/runhold.bpf.h).  0 or -errno
  * with *why. */
 int session_hold_torch(struct session *s, char **why);
@@ -137,7 +137,7 @@ void session_hold_release(struct session *s);
 /* Hold links off; a process stopped by it stays stopped (tbpf run
  * --inproc hands it to the uprobe mode, which continues it). */
 void session_hold_keep(struct session *s);
-/* tbpf run --inproc (issue 19): the process stopped where it mapped
+/* tbpf run --inproc: the process stopped where it mapped
  * libtorch_cpu (session_torch_held); hold it again at its first
  * RecordFunction check (at::getStepCallbacks[UnlessEmpty] of
  * libtorch_cpu, the mapped file) and continue it.  session_torch_held
@@ -190,7 +190,7 @@ void session_entries(struct session *s, bool on);
  * maps stay readable until session_close. */
 void session_detach_all(struct session *s);
 void session_close(struct session *s);
-/* --inproc (issue 19): a Python stack the in-process agent walked, named
+/* --inproc: a Python stack the in-process agent walked, named
  * now (while the target lives) in the session's stack store and written
  * to the capture like the BPF walker's. */
 struct rec_pystack;
@@ -207,7 +207,7 @@ const struct capture_frame *session_stack_frames(struct session *s, uint32_t pid
  * empty (cm may be NULL).  0 or -errno; layers_free(*out). */
 struct layer_tree;
 struct cuda_model;
-/* Several processes (issue 18): model_split of m over the session's
+/* Several processes: model_split of m over the session's
  * layer stacks (info: command lines and torch versions).  0 or -errno. */
 struct tbpf_model;
 struct model_proc_info;

@@ -1,5 +1,5 @@
 /* shape_session.h - collection engine: input shapes of a live session
- * (--record-shapes, issue 16): the per-op argument descriptors and the
+ * (--record-shapes): the per-op argument descriptors and the
  * TensorImpl layout handed to the BPF reader (bpf/shapes.bpf.h), the
  * layout's verification from the tensors it read, and shape ids -> text. */
 #ifndef TBPF_SHAPE_SESSION_H

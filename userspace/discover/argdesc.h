@@ -1,6 +1,6 @@
 /* argdesc.h - discovery stage: where an op's tensor arguments are at its
  * entry, from the demangled signature of at::_ops::<op>::call (or
- * ::redispatch) and the x86-64 System V ABI (issue 16, --record-shapes).
+ * ::redispatch) and the x86-64 System V ABI (--record-shapes).
  *
  * Pure functions, unit-tested on real signatures of torch 1.13 and 2.8. */
 #ifndef TBPF_ARGDESC_H

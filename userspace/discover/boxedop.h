@@ -1,5 +1,5 @@
 /* boxedop.h - discovery stage: where libtorch calls an operator by the
- * boxed path (issue 15).  TorchScript's interpreter and torch.ops.aten.X
+ * boxed path.  TorchScript's interpreter and torch.ops.aten.X
  * run every dispatcher operator through the std::function that
  * torch::jit::createOperatorFromC10 makes, [op](Stack& s){ op.callBoxed(s); }:
  * its _M_invoke(const _Any_data& f, Stack& s) is one function for every

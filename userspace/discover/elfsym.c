@@ -331,7 +331,7 @@ static bool fill_sym(struct elf_file *ef, const struct symtab *t, bool dynamic,
 /* The file is mapped read-only (ELF_C_READ_MMAP): pages read once
  * (libtorch's 78 MB .strtab, 18 MB .rodata, 270 MB of code) stay in tbpf's
  * RSS until close although they are page cache the target shares.  Walks
- * over big tables drop them as they go (issue 19: tbpf's own memory);
+ * over big tables drop them as they go (tbpf's own memory);
  * a later read faults them back from the cache unchanged. */
 void elf_file_drop_pages(struct elf_file *ef)
 {
@@ -712,7 +712,7 @@ static int for_each_rostring(struct elf_file *ef, const char *prefix, bool conta
 	return 0;
 }
 
-/* ---- raw views for code scans (issue 15: the boxed-call finder) ------- */
+/* ---- raw views for code scans (the boxed-call finder) ------- */
 
 int elf_file_image(const struct elf_file *ef, const uint8_t **image, size_t *size)
 {

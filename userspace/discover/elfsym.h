@@ -75,7 +75,7 @@ int elf_file_for_each_rostring_with(struct elf_file *ef, const char *needle,
  * starts with prefix. */
 bool elf_file_has_sym_prefix(struct elf_file *ef, const char *prefix);
 
-/* Raw views for code scans (issue 15).  The whole mapped file. */
+/* Raw views for code scans.  The whole mapped file. */
 int elf_file_image(const struct elf_file *ef, const uint8_t **image, size_t *size);
 /* Give back the pages of the file's mapping read so far (they stay in the
  * page cache; pointers into the image stay valid and fault them back). */

@@ -1,5 +1,5 @@
 /* gpudev.h - discovery stage: the host's CUDA devices and their
- * properties (issue 18: Kineto's deviceProperties), from the driver API
+ * properties (Kineto's deviceProperties), from the driver API
  * of libcuda.so.1 loaded into tbpf itself (no GPU, no driver: none). */
 #ifndef TBPF_GPUDEV_H
 #define TBPF_GPUDEV_H

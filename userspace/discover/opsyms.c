@@ -513,7 +513,7 @@ static struct opsym *collect_new(struct collect *c)
 	return &c->v[c->n++];
 }
 
-/* Autograd symbols (issue 15): node applies (two entries each: the node's
+/* Autograd symbols: node applies (two entries each: the node's
  * row and its evaluate_function row), Engine::evaluate_function, vtables. */
 static int collect_autograd(struct collect *c, const struct elf_sym *s)
 {

@@ -25,7 +25,7 @@ struct opsym {
 			      * objects point to (_ZTV... + 16), 0 = unknown */
 };
 
-/* Besides the operators (issue 15): autograd nodes, as torch.profiler
+/* Besides the operators: autograd nodes, as torch.profiler
  * names their RecordFunction scopes. */
 enum opsym_kind {
 	OPSYM_OP = 0,        /* at::_ops::<op>::call / ::redispatch */

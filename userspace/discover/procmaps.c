@@ -396,7 +396,7 @@ int pm_symbolizer_refresh(struct pm_symbolizer *s)
 
 /* Whether e->path, seen from here, is the very file mapped (device and
  * inode): so a symbolizer can still open it once the process is gone and
- * /proc/PID/root with it (issue 18: short plain CUDA programs). */
+ * /proc/PID/root with it (short plain CUDA programs). */
 static bool same_file(const struct pm_entry *e)
 {
 	struct stat st;

@@ -1,4 +1,4 @@
-/* pynode.c - a custom autograd.Function's backward node (issue 15; pynode.h). */
+/* pynode.c - a custom autograd.Function's backward node (pynode.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>

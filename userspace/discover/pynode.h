@@ -1,5 +1,5 @@
-/* pynode.h - discovery stage: a custom autograd.Function's backward node
- * (issue 15).  Every Python autograd.Function's backward is one C++ class,
+/* pynode.h - discovery stage: a custom autograd.Function's backward node.
+ * Every Python autograd.Function's backward is one C++ class,
  * torch::autograd::PyNode (libtorch_python), named after the Python object
  * it holds: PyNode::name() returns Py_TYPE(obj)->tp_name ("MyFnBackward").
  * tbpf probes PyNode::apply like a node's apply (entry and return) and

@@ -309,7 +309,7 @@ bool target_is_tracing_state_binding(const char *name)
 	return strstr(name, "Ulv") && strstr(ret, "4_FUNE");
 }
 
-/* The names of FUNCTION-scope RecordFunctions (issue 15): where
+/* The names of FUNCTION-scope RecordFunctions: where
  * libtorch_python is about to construct one whose name it holds. */
 static int find_pend_hooks(struct target *t, const struct pm_maps *m, const char *libtorch)
 {

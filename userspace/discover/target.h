@@ -33,7 +33,7 @@ struct target_hook {
 	const char *sym;
 };
 
-/* record_function scopes (issue 15): where at::RecordFunction is
+/* record_function scopes: where at::RecordFunction is
  * constructed and ended, in the libtorch that defines them.  host_path NULL
  * when no library exports both. */
 struct target_scope_hooks {
@@ -95,15 +95,15 @@ enum target_flags {
 	 * unboxed API (all eager Python code), at about 60% of the probe
 	 * hits; ops entered by the boxed path (torch.ops.aten.X,
 	 * TorchScript), whose first probed function is a ::redispatch, are
-	 * missed.  See README, "Counting like torch.profiler". */
+	 * missed.  See docs/how-it-works.md, "Counting like torch.profiler". */
 	TARGET_REDISPATCH = 1 << 0,
-	/* issue 18: a process that maps libcudart or libcuda but no
+	/* a process that maps libcudart or libcuda but no
 	 * libtorch (a plain CUDA program, or Python before `import torch`)
 	 * is a target too: target_open succeeds with cuda_only set, no libs
 	 * and no ops (only the CUDA probes apply).  Without the flag, or
 	 * when it maps neither, -ENOENT with a one-line reason. */
 	TARGET_CUDA_ONLY = 1 << 1,
-	/* --inproc (issue 19): the libtorch libraries and the scope hooks
+	/* --inproc: the libtorch libraries and the scope hooks
 	 * (the module-call probe) only; no op symbols read, no ops */
 	TARGET_NO_OPS = 1 << 2,
 };
@@ -113,7 +113,7 @@ enum target_flags {
  * flags: enum target_flags. */
 int target_open(pid_t pid, uint32_t id_base, unsigned flags, struct target *t, char **why);
 void target_close(struct target *t);
-/* Whether maps hold libcudart (any soname) or libcuda (issue 18). */
+/* Whether maps hold libcudart (any soname) or libcuda. */
 bool target_maps_cuda(const struct pm_maps *m);
 /* Whether a mangled symbol is pybind11's function for
  * torch._C._get_tracing_state (the module-call probe's site). */

@@ -1,6 +1,6 @@
 /* tlayout.h - discovery stage: where the running torch keeps a tensor's
  * sizes (c10::TensorImpl), derived from real TensorImpl bytes and never
- * taken on trust (issue 16, --record-shapes).
+ * taken on trust (--record-shapes).
  *
  * The BPF reader starts with the layout tlayout_initial() picks for the
  * library; the raw bytes of the first tensors it reads come back

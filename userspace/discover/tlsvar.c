@@ -1,5 +1,5 @@
 /* tlsvar.c - libtorch_cpu's thread_locals, from their accessors' code
- * (issue 16; tlsvar.h). */
+ * (tlsvar.h). */
 #include <elf.h>
 #include <errno.h>
 #include <stdbool.h>

@@ -1,5 +1,5 @@
 /* tlsvar.h - discovery stage: where a thread_local of libtorch_cpu lives
- * in a thread (the uprobe mode's backward stacks, issue 16).
+ * in a thread (the uprobe mode's backward stacks).
  *
  * libtorch_cpu is dlopened by Python, so its thread_locals are dynamic
  * TLS: a thread reaches one through __tls_get_addr(&got) where got is a

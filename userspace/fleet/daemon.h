@@ -27,7 +27,7 @@ struct daemon_opts {
 	struct session_select sel;
 	bool no_cuda;                /* no libcudart/libcuda probes */
 	bool memory;                 /* --profile-memory: per-op bytes (issue 17) */
-	/* --inproc (issue 19): the RecordFunction agent in each --pid target
+	/* --inproc: the RecordFunction agent in each --pid target
 	 * instead of uprobes (fleet/daemon_inproc.c); the agent's path */
 	bool inproc;
 	const char *inproc_agent;

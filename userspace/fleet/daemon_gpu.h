@@ -1,5 +1,5 @@
-/* daemon_gpu.h - fleet stage: the BPF session of `tbpf daemon --inproc`
- * (issue 19).  It names the agents' Python stacks for the profiles
+/* daemon_gpu.h - fleet stage: the BPF session of `tbpf daemon --inproc`.
+ * It names the agents' Python stacks for the profiles
  * (--pprof-dir / --push), and with --inject carries what the uprobe mode
  * gets from CUDA: the libcudart/libcuda probes, whose records are joined
  * to the in-process ops (join/cudaattr.h), and the CUPTI agent (loaded as

@@ -1,5 +1,5 @@
-/* daemon_inproc.c - fleet stage: `tbpf daemon --inproc --pid N...`
- * (issue 19): the RecordFunction agent (agent/inproc.c) in each target
+/* daemon_inproc.c - fleet stage: `tbpf daemon --inproc --pid N...`:
+ * the RecordFunction agent (agent/inproc.c) in each target
  * instead of uprobes.  The agent's enter/exit records are drained every
  * 20 ms (collect/inproc_session.c) into model/opstream.c, which keeps the
  * open frames across windows; each window its rows (calls, self and
@@ -439,7 +439,7 @@ int daemon_inproc_run(const struct daemon_opts *o)
 	 * were injected, which no op can take (join/gjwindow.h, struct
 	 * gj_before).  Kept, those calls (~300,000 records a second under a
 	 * busy launch loop) filled the join to its cap and records were
-	 * dropped for the first second or so (issue 19 part 4). */
+	 * dropped for the first second or so. */
 	if (dgpu_cuda(w.g) && session_gpu(dgpu_session(w.g)))
 		w.since_op = true;
 	if (serve && !(http = http_start(o->listen, &st, &why))) {

@@ -1,6 +1,6 @@
 /* cudaattr.h - join stage: the host CUDA records of BPF's libcudart/libcuda
  * probes (REC_LAUNCH, REC_MEMOP, REC_SYNC, REC_ALLOC) joined to the op the
- * in-process agent (--inproc, issue 19) had open on the calling thread.
+ * in-process agent (--inproc) had open on the calling thread.
  *
  * In the uprobe mode BPF knows the thread's op stack when a CUDA call
  * enters and writes the op into the record.  With --inproc the ops come

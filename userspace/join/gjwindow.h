@@ -1,4 +1,4 @@
-/* gjwindow.h - join stage, incremental (issue 19): CUPTI and host launch
+/* gjwindow.h - join stage, incremental: CUPTI and host launch
  * records wait in a gj_pend until a call's records are all in, are joined
  * by gpujoin in windows, and their device times add up in a gj_acc; what
  * was joined is forgotten, so memory follows the unjoined tail, not the

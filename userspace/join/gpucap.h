@@ -32,7 +32,7 @@ int gj_spans_feed(struct gj_spans *s, const struct rec_hdr *h);
 void gj_spans_finish(struct gj_spans *s);
 /* The kept spans of pid (after finish; valid until the next feed or free). */
 const struct gj_op_span *gj_spans_of(const struct gj_spans *s, uint32_t pid, size_t *n);
-/* A join before the end (the daemon's window, issue 19): pid's kept spans
+/* A join before the end (the daemon's window): pid's kept spans
  * and its frames still open that enclose a launch, as spans ending at
  * now_ns, into *out (malloc'd, *n of them; s may be NULL).  The open
  * frames keep their mark: once closed they are kept as usual.  0 or

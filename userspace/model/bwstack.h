@@ -1,5 +1,5 @@
 /* bwstack.h - model stage: the Source Location torch.profiler gives
- * backward ops (EventList._set_backward_stacktraces, issue 16).
+ * backward ops (EventList._set_backward_stacktraces).
  *
  * torch.profiler gives every event under a backward-function scope
  * (RecordScope::BACKWARD_FUNCTION: the autograd node, `MmBackward0`, and

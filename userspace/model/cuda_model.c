@@ -583,7 +583,7 @@ int cuda_model_add(struct cuda_model *m, const void *rec, size_t len)
 	err = add_one(m, rec);
 	if (err || m->parent)
 		return err;
-	/* and into the model of its process (issue 18: a section each) */
+	/* and into the model of its process (a section each) */
 	pm = proc_get(m, ((const struct rec_launch *)rec)->pid);
 	return pm ? add_one(pm, rec) : -ENOMEM;
 }

@@ -105,7 +105,7 @@ typedef char *(*cuda_resolve_fn)(void *ctx, uint32_t pid, uint64_t addr, int *wh
 
 struct cuda_live { uint32_t pid; uint64_t ptr, bytes; };
 
-/* Calls of one CUDA API (issue 18: the table of a plain CUDA program,
+/* Calls of one CUDA API (the table of a plain CUDA program,
  * named as Kineto's cuda_runtime/cuda_driver events).  Host time of the
  * calls timed at their return (every call since return timing;
  * cuda_rec_host_ns): `timed` of the `calls`. */
@@ -114,7 +114,7 @@ struct cuda_apistat {
 	uint64_t calls, timed, total_ns, max_ns;
 };
 
-/* The calls of one API made under one op (issue 18: torch.profiler's rows
+/* The calls of one API made under one op (torch.profiler's rows
  * of Kineto's cuda_runtime events, nested under the op that made them):
  * op_id 0 = outside any op.  total_ns: host time of the timed calls. */
 struct cuda_opapi {
@@ -149,7 +149,7 @@ struct cuda_model {
 	size_t nopapis, capopapis;
 	uint32_t *oidx;                  /* open addressing: index + 1 */
 	size_t oidx_cap;
-	/* issue 18: the same tables per process, one model each (pid
+	/* the same tables per process, one model each (pid
 	 * order of first record); a process's model has none of its own and
 	 * names its kernels from its parent's */
 	struct cuda_model **procs;
@@ -191,13 +191,13 @@ int cuda_model_layer_rows(const struct cuda_model *m, struct layer_cudastat **ro
 struct layer_tree;
 int cuda_model_to_layers(const struct cuda_model *m, struct layer_tree *t);
 
-/* The tables of one process (issue 18: a section each), or NULL when pid
+/* The tables of one process (a section each), or NULL when pid
  * made no CUDA record.  Valid while m is. */
 const struct cuda_model *cuda_model_of_pid(const struct cuda_model *m, uint32_t pid);
 
 /* The host time of a CUDA record (REC_LAUNCH, REC_MEMOP, REC_SYNC,
  * REC_ALLOC of h->size bytes) into *ns; false when the probes did not time
- * the call (records older than return timing, issue 18).  Pure. */
+ * the call (records older than return timing).  Pure. */
 struct rec_hdr;
 bool cuda_rec_host_ns(const struct rec_hdr *h, uint64_t *ns);
 

@@ -1,5 +1,5 @@
 /* cuda_ops.c - model stage: CUDA runtime calls per op, and their rows in
- * the op table (issue 18; see cuda_ops.h). */
+ * the op table (see cuda_ops.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

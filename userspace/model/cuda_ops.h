@@ -1,4 +1,4 @@
-/* cuda_ops.h - model stage: CUDA runtime calls as op rows (issue 18).
+/* cuda_ops.h - model stage: CUDA runtime calls as op rows.
  *
  * torch.profiler's key_averages() has a row for each CUDA runtime API the
  * ops call (Kineto's cuda_runtime activities, named by CUPTI:

@@ -292,7 +292,7 @@ static bool event(struct jp *j, struct kctx *k, bool legacy)
 	if (strcmp(ph, "X") || dur < 0 || !name[0] || !strncmp(name, "ProfilerStep#", 13))
 		return true;
 	/* cuda_runtime: torch.profiler's rows of the CUDA runtime calls,
-	 * nested in their op (issue 18; tbpf's cuda_ops rows) */
+	 * nested in their op (tbpf's cuda_ops rows) */
 	if (!legacy && strcmp(cat, "cpu_op") && strcmp(cat, "user_annotation") &&
 	    strcmp(cat, "cuda_runtime"))
 		return true;

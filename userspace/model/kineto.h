@@ -1,4 +1,4 @@
-/* kineto.h - model stage: op rows from a torch.profiler trace (issue 18).
+/* kineto.h - model stage: op rows from a torch.profiler trace.
  *
  * The Chrome JSON torch.profiler writes (export_chrome_trace,
  * tensorboard_trace_handler: Kineto's layout, {"traceEvents": [...]}; or

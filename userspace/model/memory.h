@@ -1,4 +1,4 @@
-/* memory.h - model stage, --profile-memory (issue 17): allocations and
+/* memory.h - model stage, --profile-memory: allocations and
  * frees (REC_MEM records, live or replayed) -> what is live, per process
  * and device, the peak and what held it, and what is still live at the
  * end by the op and Python stack (layer) that allocated it.  Pure: records

@@ -59,7 +59,7 @@ static char *capture_resolve(void *ctx, uint32_t pid, uint64_t addr, int *where)
 	return n ? strdup(n) : NULL;
 }
 
-/* --steps / --schedule (issue 18): the CUDA and memory records of the
+/* --steps / --schedule: the CUDA and memory records of the
  * active steps only, as the op rows (profile_agg_window). */
 struct cut {
 	void *inner;
@@ -238,7 +238,7 @@ static int model_from_capture_w(struct capture_reader *r, unsigned parts, struct
 	m->op_name_ctx = (void *)meta;
 	if (m->cuda_own_init && !cuda_model_empty(&m->cuda_own))
 		m->cuda = &m->cuda_own;
-	/* issue 18: the CUDA runtime calls as rows under their ops */
+	/* the CUDA runtime calls as rows under their ops */
 	if ((err = cuda_ops_to_profile(&m->prof, m->cuda)))
 		return err;
 	if (!meta->nstacks || !((parts & MODEL_LAYERS) ||
@@ -272,7 +272,7 @@ int model_from_capture_steps(struct capture_reader *r, unsigned parts, const cha
 	return model_from_capture_w(r, parts, m, sched);
 }
 
-/* ---- several processes (issue 18) ------------------------------------------ */
+/* ---- several processes ------------------------------------------ */
 
 static const struct model_proc_info *info_of(const struct model_proc_info *v, size_t n,
 					     uint32_t pid)
@@ -313,7 +313,7 @@ static int split_one(const struct tbpf_model *m, struct model_proc *pp,
 	pp->torch = profile_intern(&pm->prof, pp->torch);
 	if (!pp->cmdline || !pp->torch)
 		return -ENOMEM;
-	/* its own CUDA and memory tables (issue 18) */
+	/* its own CUDA and memory tables */
 	pm->cuda = cuda_model_of_pid(m->cuda, pp->pid);
 	if (m->mem) {
 		pm->mem = m->mem;

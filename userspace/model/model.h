@@ -7,7 +7,7 @@
  *            REC_GPU + launches -> device times (join/gpucap), CUDA records
  *            -> cuda_model; then names and run info from the meta tables
  *            and the layer tree from the STACK records.
- *   records  model_feed (--inproc, issue 19): op records and op names
+ *   records  model_feed (--inproc): op records and op names
  *            handed over as they arrive go through the same profile_agg
  *            as a capture replay, with an in-memory meta table, so no
  *            capture file grows with the run.
@@ -38,7 +38,7 @@ enum model_part {
 	MODEL_LAYERS_WITH_CUDA = 1 << 2,   /* the tree only beside CUDA tables */
 };
 
-/* One process of a run with several (issue 18): its own rows, layer tree
+/* One process of a run with several: its own rows, layer tree
  * and steps, for the per-process sections of tables, trees and JSON. */
 struct model_proc {
 	uint32_t pid;
@@ -87,7 +87,7 @@ void model_free(struct tbpf_model *m);
  * (corrupt capture: capture_reader_error) or -ENOMEM. */
 int model_from_capture(struct capture_reader *r, unsigned parts, struct tbpf_model *m);
 /* model_from_capture, cut to the steps sched records (--steps /
- * --schedule, issue 18): only the ops (and [memory] records) that begin in
+ * --schedule): only the ops (and [memory] records) that begin in
  * an active step of their process (boundaries: label's scope, NULL the
  * optimizer's), one PROF_STEP_ROW call per active step, m->steps the
  * active steps.  As torch.profiler's key_averages() after a schedule.
@@ -130,7 +130,7 @@ int model_layers(const struct profile *p, const struct layer_stack *ls, size_t n
 int capture_layer_stacks(const struct capture_meta *m, struct layer_stack **v, size_t *n);
 void capture_layer_stacks_free(struct layer_stack *v, size_t n);
 
-/* ---- records fed as they arrive (--inproc, issue 19) ------------------- */
+/* ---- records fed as they arrive (--inproc) ------------------- */
 struct model_feed;
 /* Rows into m->prof (model_init'ed); m->op_name names ids from the feed's
  * table (valid until model_feed_free). */

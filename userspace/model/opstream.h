@@ -1,5 +1,5 @@
 /* opstream.h - model stage: op rows from a stream of enter/exit records,
- * window by window (tbpf daemon --inproc, issue 19).
+ * window by window (tbpf daemon --inproc).
  *
  * profile_agg (the capture replay) pairs enters and exits in one pass
  * over a whole run.  The daemon's windows need rows for the calls that

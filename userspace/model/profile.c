@@ -617,7 +617,7 @@ int profile_capture_info(struct profile *p, const struct capture_meta *m,
 		if (!o->name || !o->overload)
 			return -ENOMEM;
 	}
-	/* input shapes (issue 16): text and FLOPs from the REC_SHAPE records */
+	/* input shapes: text and FLOPs from the REC_SHAPE records */
 	for (size_t i = 0; i < p->nops; i++) {
 		struct prof_op *o = &p->ops[i];
 		const struct tbpf_shape *sh = capture_meta_shape(m, o->shape_id);
@@ -729,7 +729,7 @@ int profile_add_gpu(struct profile *p, const struct gj_result *res, uint32_t pid
 	return reached;
 }
 
-/* ---- per process (issue 18) ------------------------------------------------ */
+/* ---- per process ------------------------------------------------ */
 
 int profile_row_pids(const struct profile *p, uint32_t **pids, size_t *n)
 {

@@ -20,7 +20,7 @@ struct prof_op {
 	uint64_t folded;   /* dispatcher calls shown inside a same-name parent
 			    * (torch.profiler's table does so); not in calls */
 	uint64_t self_cuda_ns, cuda_total_ns;
-	/* --record-shapes (issue 16): the input shapes row key, and their
+	/* --record-shapes: the input shapes row key, and their
 	 * text in torch.profiler's notation ("[[2, 3], []]", "" = none) */
 	uint64_t shape_id;
 	const char *shapes;
@@ -96,7 +96,7 @@ uint64_t profile_gpu_noop_ns(const struct profile *p);
  * name), op id TBPF_OPID_MEMORY. */
 #define PROF_MEMORY_ROW "[memory]"
 
-/* A step of --steps / --schedule (issue 18): one row per process named as
+/* A step of --steps / --schedule: one row per process named as
  * torch.profiler's key_averages() names its ProfilerStep#N spans (its
  * _rewrite_name with_wildcard: every step in one row, a call per step);
  * self time: the step's time outside its outermost ops. */
@@ -176,7 +176,7 @@ struct gj_result;
 int profile_add_gpu(struct profile *p, const struct gj_result *res, uint32_t pid,
 		    const char *(*op_name)(void *ctx, uint32_t id, const char **overload), void *ctx);
 
-/* ---- several processes (issue 18) ---- */
+/* ---- several processes ---- */
 /* The pids of the run and of the rows, ascending, once each (*pids
  * malloc'd).  0 or -ENOMEM. */
 int profile_row_pids(const struct profile *p, uint32_t **pids, size_t *n);

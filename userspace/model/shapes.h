@@ -1,5 +1,5 @@
 /* shapes.h - model stage: an op call's input shapes (struct tbpf_shape,
- * read by the BPF side at op entry, issue 16) as torch.profiler writes
+ * read by the BPF side at op entry) as torch.profiler writes
  * them, and the FLOPs torch.profiler counts for them. */
 #ifndef TBPF_SHAPES_H
 #define TBPF_SHAPES_H

@@ -1,5 +1,5 @@
 /* srcloc.h - model stage: torch.profiler's Source Location (with_stack=True,
- * key_averages(group_by_stack_n=N), issue 16) of each op row.
+ * key_averages(group_by_stack_n=N)) of each op row.
  *
  * torch.profiler's stack of an op is its Python tracer's call chain,
  * innermost first: a Python function as "file(first line): name" (the

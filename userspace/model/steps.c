@@ -1,4 +1,4 @@
-/* steps.c - model stage: step boundaries and schedules (issue 18, steps.h). */
+/* steps.c - model stage: step boundaries and schedules (steps.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* steps.h - model stage: training steps seen from outside (issue 18).
+/* steps.h - model stage: training steps seen from outside.
  *
  * A step boundary is the end of a record_function scope the job opens once
  * per iteration: by default the optimizer's (`Optimizer.step#SGD.step`,
@@ -54,7 +54,7 @@ bool steps_is_active(const struct step_schedule *s, uint32_t k);
 struct steps;
 void step_stats_keep_active(struct step_stats *ss, const struct step_schedule *s,
 			    const struct steps *st);
-/* Time t of process pid is in a step s records (issue 18: tables, trees
+/* Time t of process pid is in a step s records (tables, trees
  * and JSON cut to the active steps, as torch.profiler's key_averages
  * covers only them).  Pure. */
 struct steps;
@@ -62,7 +62,7 @@ bool steps_window_has(const struct steps *st, const struct step_schedule *s, uin
 		      uint64_t t);
 /* The last active cycle of each process that has at least one whole step
  * (its whole steps), as the window of steps_window_has and
- * step_stats_keep_active (issue 18: torch.profiler's key_averages() after
+ * step_stats_keep_active (torch.profiler's key_averages() after
  * a repeating schedule covers the last cycle on_trace_ready saw, and a
  * partial one when the profiler stopped inside it).  A process with no
  * whole active step keeps none.  Pure. */
@@ -112,7 +112,7 @@ bool steps_range(const struct step_proc *p, uint32_t k, uint64_t *begin, uint64_
  * error) or -ENOMEM. */
 int steps_from_capture(struct capture_reader *r, const char *label, struct steps *st);
 
-/* Per step (issue 18): its time, the time of the outermost ops and scopes
+/* Per step: its time, the time of the outermost ops and scopes
  * on the boundaries' thread in it (op_ns), the gaps between them (gap_ns =
  * dur_ns - op_ns: Python, data loading, idle) and the longest gap, and the
  * op calls (scopes not counted) of the whole process that began in it. */

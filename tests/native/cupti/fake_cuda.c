@@ -14,7 +14,7 @@
  * FAKE_CUPTI_CONFLICT=1 makes cuptiSubscribe fail with
  * MULTIPLE_SUBSCRIBERS, as with torch.profiler active.
  *
- * FAKE_CUPTI_LAUNCHES=1 (issue 19): no canned buffers; instead each call
+ * FAKE_CUPTI_LAUNCHES=1: no canned buffers; instead each call
  * of the fake's cuLaunchKernel (on a function from its cuModuleGetFunction,
  * which names it) and cuMemcpyHtoDAsync while activity is enabled makes
  * what CUPTI would report for it: a driver API record stamped at the
@@ -25,7 +25,7 @@
  * stream's previous work ends.  They are delivered every 20 ms and at
  * cuptiActivityFlushAll, as CUPTI delivers buffers.
  *
- * FAKE_CUPTI_STATE=FILE (issue 19q): after every cuptiSubscribe,
+ * FAKE_CUPTI_STATE=FILE: after every cuptiSubscribe,
  * cuptiUnsubscribe, cuptiActivityEnable/Disable and FlushAll the fake
  * rewrites FILE with one line "subscribers=N enabled=0xMASK flushes=N
  * unsubscribes=N" (MASK: bit k = activity kind k enabled), so a test sees
