@@ -58,7 +58,9 @@ def main():
         if mine in tb:
             tb[theirs] = tb.pop(mine)
             print("renamed: tbpf's %r stands for %r" % (mine, theirs))
-    unseen = set(x for x in a.unseen.split(",") if x)
+    # an --unseen entry ending in "*" stands for the rows it begins (a
+    # name carrying a hash); each entry must stand for some missing row
+    pats = [x for x in a.unseen.split(",") if x]
     keys = set(ref["rows"])
     events = ref.get("events") or {}
     missing, wrong, ok = [], [], 0
@@ -72,6 +74,11 @@ def main():
         else:
             ok += 1
     extra = sorted(k for k in tb if k not in keys)
+
+    def stands(p, k):
+        return k.startswith(p[:-1]) if p.endswith("*") else k == p
+    unseen = set(k for k in missing if any(stands(p, k) for p in pats))
+    unseen |= set(p for p in pats if not any(stands(p, k) for k in missing))
     if set(missing) != unseen:
         for k in sorted(set(missing) - unseen):
             problems.append("row missing in tbpf: %s (%d calls)" % (k, events.get(k, ref["rows"][k]["count"])))
