@@ -168,8 +168,6 @@ static int usage_error(const char *fmt, const char *arg)
 	return TBPF_EXIT_USAGE;
 }
 
-static const char *const formats[] = { "table", "tree", "json", "chrome", "perfetto", "folded",
-				       "pprof", NULL };
 
 static void run_release(void *vctx);
 
@@ -263,17 +261,13 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 				return usage_error("invalid --duration '%s' (examples: 10s, 500ms, 2m)",
 						   optarg);
 			break;
-		case 'f': {
-			bool ok = false;
-
-			for (int i = 0; formats[i]; i++)
-				ok |= !strcmp(formats[i], optarg);
-			if (!ok)
-				return usage_error("unknown --format '%s' (table, tree, json, "
-						   "chrome, perfetto, folded, pprof)", optarg);
-			o->format = optarg;
+		case 'f':
+			if (strcmp(optarg, "tree") && export_format_parse(optarg) < 0)
+				return usage_error("unknown --format '%s' (" EXPORT_FORMAT_LIST ")", optarg);
+			/* one name per format from here on ("flamegraph" is "svg") */
+			o->format = strcmp(optarg, "tree") ? export_format_name(export_format_parse(optarg))
+							   : optarg;
 			break;
-		}
 		case 'o':
 			o->out = optarg;
 			break;
@@ -429,13 +423,15 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *, bool), void *
 		o.release = run_release;
 		o.release_ctx = start_ctx;
 	}
-	/* -o x.tbpf without --format: record only */
+	/* -o x.tbpf without --format: record only; x.svg: the flame graph */
 	if (o.out && !o.format) {
 		size_t n = strlen(o.out);
 
 		if (n > 5 && !strcmp(o.out + n - 5, ".tbpf")) {
 			o.record = o.out;
 			o.out = NULL;
+		} else if (export_format_for_path(o.out) >= 0) {
+			o.format = export_format_name(export_format_for_path(o.out));
 		}
 	}
 	if (o.sort && !o.format)

@@ -143,13 +143,14 @@ static int run_export(FILE *out, int fmt, struct capture_reader *r, const struct
 	int err;
 	if (fmt == EXPORT_TABLE || fmt == EXPORT_JSON || fmt == REPORT_TREE) {
 		err = run_aggregated(out, fmt, r, o);
-	} else if (fmt == EXPORT_FOLDED || fmt == EXPORT_PPROF) {
+	} else if (fmt == EXPORT_FOLDED || fmt == EXPORT_PPROF || fmt == EXPORT_SVG) {
 		struct calltree ct;
 		if ((err = calltree_init(&ct)))
 			return err;
 		err = calltree_from_capture(r, &ct);
 		if (!err)
-			err = fmt == EXPORT_FOLDED ? export_folded(out, &ct, o) : export_pprof(out, &ct, o);
+			err = fmt == EXPORT_FOLDED ? export_folded(out, &ct, o)
+			      : fmt == EXPORT_SVG ? export_flamegraph(out, &ct, o) : export_pprof(out, &ct, o);
 		calltree_free(&ct);
 	} else if (fmt == EXPORT_CHROME) {
 		err = export_chrome(out, r, o);
@@ -194,7 +195,7 @@ int export_capture_ex(const char *capture_path, const char *format, const char *
 	int fmt = !strcmp(format, "tree") ? REPORT_TREE : export_format_parse(format);
 	enum tree_sort ts;
 	if (fmt < 0) {
-		*errmsg = strf("unknown format '%s' (table, tree, json, chrome, perfetto, folded, pprof)", format);
+		*errmsg = strf("unknown format '%s' (" EXPORT_FORMAT_LIST ")", format);
 		free(dummy);
 		return -EINVAL;
 	}
@@ -310,7 +311,7 @@ int cmd_report(int argc, char **argv)
 	struct tree_opts tro = { 0 };
 	struct step_opts so = { 0 };
 	char *why = NULL;
-	const char *format = "table", *out = NULL;
+	const char *format = NULL, *out = NULL;
 	int c;
 
 	optind = 1;
@@ -397,10 +398,14 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "tbpf report: one capture file at a time, got '%s' too\n", argv[optind + 1]);
 		return 2;
 	}
+	/* -o x.svg without --format: the flame graph */
+	if (!format)
+		format = export_format_for_path(out) >= 0 ? export_format_name(export_format_for_path(out))
+							  : "table";
 	int fmt = !strcmp(format, "tree") ? REPORT_TREE : export_format_parse(format);
 	enum tree_sort ts;
 	if (fmt < 0) {
-		fprintf(stderr, "tbpf report: unknown format '%s' (table, tree, json, chrome, perfetto, folded, pprof)\n", format);
+		fprintf(stderr, "tbpf report: unknown format '%s' (" EXPORT_FORMAT_LIST ")\n", format);
 		return 2;
 	}
 	if (fmt == REPORT_TREE && o.sort && tree_sort_parse(o.sort, &ts)) {
