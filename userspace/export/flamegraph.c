@@ -6,6 +6,7 @@
  * ?s=REGEX (search) and ?z=NAME (zoom on the first frame of that name) from
  * the URL too, so a headless browser shows either without a click. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "calltree.h"
@@ -90,7 +91,10 @@ static void put_frame(FILE *out, const struct flame_box *b, const struct flame_l
 		      double height, const char *unit)
 {
 	double scale = (FG_WIDTH - 2 * FG_PAD) / (double)fl->total;
-	double x = FG_PAD + (double)b->x * scale, w = (double)b->width * scale;
+	/* both edges rounded as printed: a child's edges then meet its
+	 * parent's and its siblings' exactly */
+	double x = round(100 * (FG_PAD + (double)b->x * scale)) / 100;
+	double w = round(100 * (FG_PAD + (double)(b->x + b->width) * scale)) / 100 - x;
 	double y = height - FG_BOTTOM - (b->depth + 1) * FG_FRAME;
 	long chars = (long)((w - 6) / FG_CHAR);
 	char rgb[48];
