@@ -1,5 +1,5 @@
 /* cmd_report.c - command stage, `tbpf report`: capture file -> table, tree,
- * json (model.h, export_model), chrome, perfetto, folded, pprof. */
+ * json (model.h, export_model), chrome, perfetto, folded, pprof, svg. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -28,9 +28,10 @@ static const char usage[] =
 "Turn a capture recorded with `tbpf --pid PID -o FILE` into a report.\n"
 "\n"
 "  -f, --format FMT    table (default), tree, json, chrome, perfetto, folded,\n"
-"                      pprof\n"
+"                      pprof, svg (or flamegraph)\n"
 "  -o, --output OUT    write to OUT instead of stdout (required for pprof and\n"
-"                      perfetto when stdout is a terminal)\n"
+"                      perfetto when stdout is a terminal); OUT ending in .svg\n"
+"                      without --format: svg\n"
 "  -s, --sort KEY      table/json order: self_cpu_time_total (default),\n"
 "                      cpu_time_total, cpu_time, count, self_cuda_time_total,\n"
 "                      cuda_time_total, cuda_time, launches, max_cpu_time, name;\n"
@@ -51,7 +52,7 @@ static const char usage[] =
 "      --group-by-stack N  table and json: one row per (op, N innermost Python\n"
 "                      frames), a Source Location column (a capture recorded\n"
 "                      with Python stacks)\n"
-"      --metric M      folded, pprof: self_cpu_time_total (default: self time,\n"
+"      --metric M      folded, pprof, svg: self_cpu_time_total (default: self time,\n"
 "                      us in folded) or count (op calls), as torch.profiler's\n"
 "                      export_stacks(metric=...)\n"
 "      --tensorboard DIR  a TensorBoard run folder: one Kineto trace per process\n"
@@ -74,6 +75,7 @@ static const char usage[] =
 "  perfetto  Perfetto protobuf trace: ui.perfetto.dev, trace_processor\n"
 "  folded    flamegraph.pl / speedscope / inferno input, self time in us\n"
 "  pprof     gzip'd profile.proto: go tool pprof, Pyroscope, Parca\n"
+"  svg       the folded stacks as an interactive flame graph: any browser\n"
 "\n"
 "Examples:\n"
 "  tbpf report run.tbpf\n"
@@ -82,6 +84,7 @@ static const char usage[] =
 "  tbpf report run.tbpf --schedule wait=1,warmup=1,active=3   # steps 2-4 only\n"
 "  tbpf report run.tbpf --schedule wait=1,warmup=1,active=2,repeat=2   # steps 6-7\n"
 "  tbpf report all.tbpf --merge        # two jobs' ops as one table\n"
+"  tbpf report run.tbpf -o run.svg     # a flame graph to open in a browser\n"
 "  tbpf report run.tbpf --format folded | flamegraph.pl > run.svg\n"
 "  tbpf report run.tbpf --format folded --metric count > calls.folded\n"
 "  tbpf report run.tbpf --group-by-stack 5 --row-limit 20\n"
