@@ -1,6 +1,6 @@
 #!/bin/bash
-# test_flamegraph_svg.sh - `tbpf -o profile.svg` on a torch 2.x model of
-# known shape (tests/workloads/flame_model.py) writes a flame graph that
+# test_flamegraph_svg.sh - `tbpf -o profile.svg` on torch 1.13 and 2.x, a
+# model of known shape (tests/workloads/flame_model.py) writes a flame graph that
 # headless Chromium opens: after the SVG's own script ran (--dump-dom), its
 # frames hold the heaviest ops torch.profiler saw inside each module, on
 # that module's layer frames, above the step function's Python frame; a
@@ -22,30 +22,43 @@ chrome() {
 		--hide-scrollbars "$@" 2>> "$T/chromium.err"
 }
 
-"$PY2" "$WL/flame_model.py" --describe --iters 20 > "$T/ref.json" 2> "$T/ref.err" ||
-	fail "torch.profiler run failed: $(tail -n 2 "$T/ref.err" | tr '\n' ' ')"
-start_workload wl "$PY2" flame_model.py --iters 20
-start_tbpf tb --pid "$wl_pid" -o "$T/profile.svg" --record "$T/run.tbpf" --duration 600s
-go "$wl_pid"
-wait_exit wl 300
-expect_rc wl 0
-wait_exit tb 60
-expect_rc tb 0
-[ -s "$T/profile.svg" ] || fail "tbpf wrote no $T/profile.svg"
+# svg_case PY TAG: profile the model on PY, open the SVG in Chromium, check
+svg_case() {
+	local py=$1 tag=$2 url height
+	local d=$T/$tag
+	mkdir -p "$d"
+	log "== $tag (torch $(torch_version "$py"))"
+	"$py" "$WL/flame_model.py" --describe --iters 20 > "$d/ref.json" 2> "$d/ref.err" ||
+		fail "$tag: torch.profiler run failed: $(tail -n 2 "$d/ref.err" | tr '\n' ' ')"
+	start_workload wl_$tag "$py" flame_model.py --iters 20
+	start_tbpf tb_$tag --pid "$(get wl_$tag pid)" -o "$d/profile.svg" --record "$d/run.tbpf" \
+		--duration 600s
+	go "$(get wl_$tag pid)"
+	wait_exit wl_$tag 300
+	expect_rc wl_$tag 0
+	wait_exit tb_$tag 60
+	expect_rc tb_$tag 0
+	[ -s "$d/profile.svg" ] || fail "$tag: tbpf wrote no $d/profile.svg"
 
-# the capture gives the same picture (-o x.svg picks the format there too)
-"$TBPF" report "$T/run.tbpf" -o "$T/report.svg" 2> "$T/report.err" ||
-	fail "tbpf report -o report.svg: $(cat "$T/report.err")"
-cmp -s "$T/profile.svg" "$T/report.svg" || fail "tbpf report's SVG differs from the live run's"
+	# the capture gives the same picture (-o x.svg picks the format there too)
+	"$TBPF" report "$d/run.tbpf" -o "$d/report.svg" 2> "$d/report.err" ||
+		fail "$tag: tbpf report -o report.svg: $(cat "$d/report.err")"
+	cmp -s "$d/profile.svg" "$d/report.svg" || fail "$tag: tbpf report's SVG differs from the live run's"
 
-url="file://$T/profile.svg"
-chrome --dump-dom "$url?s=aten::addmm" > "$T/search.html" || fail "chromium --dump-dom (search) failed"
-chrome --dump-dom "$url?z=encoder" > "$T/zoom.html" || fail "chromium --dump-dom (zoom) failed"
-height=$(sed -n 's/^<svg [^>]* height="\([0-9]*\)".*/\1/p' "$T/profile.svg")
-[ -n "$height" ] || fail "no height on the SVG's <svg> element"
-chrome --window-size="1200,$height" --screenshot="$T/shot.png" "$url" > /dev/null ||
-	fail "chromium --screenshot failed"
-[ -s "$T/shot.png" ] || fail "chromium wrote no screenshot"
-python3 "$E2E_DIR/check_flamegraph.py" "$T/ref.json" "$T/search.html" "$T/zoom.html" "$T/shot.png" ||
-	fail "the flame graph in Chromium lacks the workload's frames (see log)"
-log "flame graph in headless Chromium: OK"
+	url="file://$d/profile.svg"
+	chrome --dump-dom "$url?s=aten::addmm" > "$d/search.html" ||
+		fail "$tag: chromium --dump-dom (search) failed"
+	chrome --dump-dom "$url?z=encoder" > "$d/zoom.html" || fail "$tag: chromium --dump-dom (zoom) failed"
+	height=$(sed -n 's/^<svg [^>]* height="\([0-9]*\)".*/\1/p' "$d/profile.svg")
+	[ -n "$height" ] || fail "$tag: no height on the SVG's <svg> element"
+	chrome --window-size="1200,$height" --screenshot="$d/shot.png" "$url" > /dev/null ||
+		fail "$tag: chromium --screenshot failed"
+	[ -s "$d/shot.png" ] || fail "$tag: chromium wrote no screenshot"
+	python3 "$E2E_DIR/check_flamegraph.py" "$d/ref.json" "$d/search.html" "$d/zoom.html" "$d/shot.png" ||
+		fail "$tag: the flame graph in Chromium lacks the workload's frames (see log)"
+	log "$tag: flame graph in headless Chromium: OK"
+}
+
+need_torch "$PY1"
+svg_case "$PY1" torch1
+svg_case "$PY2" torch2
