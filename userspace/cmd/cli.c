@@ -69,8 +69,9 @@ static const char usage_text[] =
 "                         key_averages(group_by_stack_n=N) with with_stack=True;\n"
 "                         with --inproc, backward ops get their forward op's\n"
 "                         stack as in torch.profiler\n"
-"      --metric M         folded, pprof, svg: self_cpu_time_total (default) or count\n"
-"                         (op calls), as torch.profiler's export_stacks(metric=)\n"
+"      --metric M         folded, pprof, svg: self_cpu_time_total (default) or\n"
+"                         count (op calls), as torch.profiler's\n"
+"                         export_stacks(metric=)\n"
 "      --ops              tree: list the ops under each layer\n"
 "      --min-pct P        tree: hide layers under P% of the CPU total\n"
 "      --layer-filter SUBSTR  tree: only layers whose path (Net.blocks.0)\n"
@@ -170,7 +171,6 @@ static int usage_error(const char *fmt, const char *arg)
 	fprintf(stderr, " (see tbpf --help)\n");
 	return TBPF_EXIT_USAGE;
 }
-
 
 static void run_release(void *vctx);
 
