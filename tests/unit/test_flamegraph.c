@@ -173,6 +173,24 @@ static void test_svg_from_calltree(void **state)
 	calltree_free(&ct);
 }
 
+/* Nothing recorded: still a picture, saying so, and no frame. */
+static void test_svg_empty(void **state)
+{
+	struct calltree ct;
+	char *buf = NULL;
+	size_t n = 0;
+
+	assert_int_equal(calltree_init(&ct), 0);
+	FILE *f = open_memstream(&buf, &n);
+	assert_int_equal(export_flamegraph(f, &ct, NULL), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, "no stacks recorded"));
+	assert_null(strstr(buf, "<g class=\"f\""));
+	assert_non_null(strstr(buf, "</svg>\n"));
+	free(buf);
+	calltree_free(&ct);
+}
+
 static void test_format_names(void **state)
 {
 	assert_int_equal(export_format_parse("svg"), EXPORT_SVG);
@@ -194,6 +212,7 @@ int main(void)
 		cmocka_unit_test(test_xml_escape),
 		cmocka_unit_test(test_fit),
 		cmocka_unit_test(test_svg_from_calltree),
+		cmocka_unit_test(test_svg_empty),
 		cmocka_unit_test(test_format_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
