@@ -53,8 +53,9 @@ TEST_PKGS=(
 	# zstd for the golden captures (tests/fixtures/captures/*.tbpf.zst)
 	libcmocka-dev libclang-rt-dev zstd
 	# independent readers of tbpf's outputs: protoc --decode (Perfetto),
-	# go tool pprof, a real Prometheus + promtool
-	protobuf-compiler golang-go prometheus
+	# go tool pprof, a real Prometheus + promtool, a browser for the SVG
+	# flame graph (headless Chromium)
+	protobuf-compiler golang-go prometheus chromium
 	# workloads: venv + pip for torch 2.x (torch 1.13: RUNTIME_PKGS)
 	python3-venv python3-pip ca-certificates
 	# torch 1.13 C++ headers: the pthread_cancel workload (forced_unwind.cpp)
@@ -70,7 +71,7 @@ PKGS=("${RUNTIME_PKGS[@]}")
 TOOLS=(clang llvm-strip bpftool python3)
 if [ $RUNTIME_ONLY = 0 ]; then
 	PKGS+=("${TEST_PKGS[@]}")
-	TOOLS+=(protoc go prometheus promtool setpriv timeout zstd)
+	TOOLS+=(protoc go prometheus promtool setpriv timeout zstd chromium)
 fi
 
 say() { printf 'setup: %s\n' "$*"; }

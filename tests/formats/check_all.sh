@@ -13,7 +13,7 @@
 # protoc --decode against perfetto_trace.proto / profile.proto (failing on
 # unknown fields; check_perfetto.py on protoc's text: tracks, interning,
 # balanced slices), go tool pprof -top, check_folded.py (flamegraph.pl and
-# speedscope line patterns).
+# speedscope line patterns), check_svg.py (Python's XML parser).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -125,6 +125,14 @@ grep -q '^Type: calls$' "$out/pprof-count.txt" || fail "pprof --metric count: de
 count_calls=$(awk '/^ *flat  *flat%/ { t = 1; next } t { s += $1 } END { print s + 0 }' "$out/pprof-count.txt")
 [ "$count_calls" = "$((json_all - json_cuda))" ] || fail "pprof --metric count has $count_calls calls, json $json_all"
 step metric "ok (folded and pprof --metric count: $folded_calls calls)"
+
+# svg: an XML parser reads the flame graph; with --metric count its root
+# frame holds every call the folded stacks count
+"$tbpf" report "$cap" --format svg --metric count -o "$out/count.svg" 2>"$out/svg.err" ||
+	fail "tbpf report --format svg --metric count: $(cat "$out/svg.err")"
+svg_calls=$($py "$here/check_svg.py" "$out/count.svg") || fail "svg: not read back"
+[ "$svg_calls" = "$folded_calls" ] || fail "svg --metric count has $svg_calls calls, folded $folded_calls"
+step svg "ok ($svg_calls calls, same as folded)"
 
 [ $keep = 1 ] || rm -rf "$out"
 echo "check_all: all formats read back"

@@ -46,6 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (!calltree_from_capture(r, &ct)) {
 				export_folded(devnull, &ct, NULL);
 				export_pprof(devnull, &ct, NULL);
+				export_flamegraph(devnull, &ct, NULL);
 			}
 			calltree_free(&ct);
 		}

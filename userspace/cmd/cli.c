@@ -39,9 +39,11 @@ static const char usage_text[] =
 "                         Ctrl-C or the target exits\n"
 "  -f, --format FMT       table (default): torch.profiler's operator table;\n"
 "                         tree: torchprof's nn.Module layer tree; json;\n"
-"                         chrome, perfetto (traces); folded, pprof (stacks)\n"
+"                         chrome, perfetto (traces); folded, pprof (stacks);\n"
+"                         svg: an interactive flame graph (also: flamegraph)\n"
 "  -o, --output FILE      write the output to FILE; FILE ending in .tbpf records\n"
-"                         a capture to re-cut later with `tbpf report`\n"
+"                         a capture to re-cut later with `tbpf report`, in .svg\n"
+"                         the flame graph\n"
 "      --record FILE      record a capture to FILE and also print --format\n"
 "      --sort KEY         table order: self_cpu_time_total (default),\n"
 "                         cpu_time_total, cpu_time, count, max_cpu_time, name,\n"
@@ -67,8 +69,9 @@ static const char usage_text[] =
 "                         key_averages(group_by_stack_n=N) with with_stack=True;\n"
 "                         with --inproc, backward ops get their forward op's\n"
 "                         stack as in torch.profiler\n"
-"      --metric M         folded, pprof: self_cpu_time_total (default) or count\n"
-"                         (op calls), as torch.profiler's export_stacks(metric=)\n"
+"      --metric M         folded, pprof, svg: self_cpu_time_total (default) or\n"
+"                         count (op calls), as torch.profiler's\n"
+"                         export_stacks(metric=)\n"
 "      --ops              tree: list the ops under each layer\n"
 "      --min-pct P        tree: hide layers under P% of the CPU total\n"
 "      --layer-filter SUBSTR  tree: only layers whose path (Net.blocks.0)\n"
@@ -155,6 +158,7 @@ static const char usage_text[] =
 "  sudo tbpf run -- ./my_cuda_app             # a plain CUDA program: its CUDA API calls\n"
 "  tbpf diff before.tbpf after.tbpf          # what got slower\n"
 "  sudo tbpf daemon --listen 127.0.0.1:9464  # Prometheus /metrics, every PyTorch job\n"
+"  sudo tbpf --pid 1234 --duration 10s -o profile.svg   # open in a browser\n"
 "  tbpf report run.tbpf --format folded | flamegraph.pl > ops.svg\n"
 "\n"
 "Exit status: 0 ok; 1 runtime error (no such process, no libtorch, I/O);\n"
@@ -167,9 +171,6 @@ static int usage_error(const char *fmt, const char *arg)
 	fprintf(stderr, " (see tbpf --help)\n");
 	return TBPF_EXIT_USAGE;
 }
-
-static const char *const formats[] = { "table", "tree", "json", "chrome", "perfetto", "folded",
-				       "pprof", NULL };
 
 static void run_release(void *vctx);
 
@@ -263,17 +264,13 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 				return usage_error("invalid --duration '%s' (examples: 10s, 500ms, 2m)",
 						   optarg);
 			break;
-		case 'f': {
-			bool ok = false;
-
-			for (int i = 0; formats[i]; i++)
-				ok |= !strcmp(formats[i], optarg);
-			if (!ok)
-				return usage_error("unknown --format '%s' (table, tree, json, "
-						   "chrome, perfetto, folded, pprof)", optarg);
-			o->format = optarg;
+		case 'f':
+			if (strcmp(optarg, "tree") && export_format_parse(optarg) < 0)
+				return usage_error("unknown --format '%s' (" EXPORT_FORMAT_LIST ")", optarg);
+			/* one name per format from here on ("flamegraph" is "svg") */
+			o->format = strcmp(optarg, "tree") ? export_format_name(export_format_parse(optarg))
+							   : optarg;
 			break;
-		}
 		case 'o':
 			o->out = optarg;
 			break;
@@ -429,13 +426,15 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *, bool), void *
 		o.release = run_release;
 		o.release_ctx = start_ctx;
 	}
-	/* -o x.tbpf without --format: record only */
+	/* -o x.tbpf without --format: record only; x.svg: the flame graph */
 	if (o.out && !o.format) {
 		size_t n = strlen(o.out);
 
 		if (n > 5 && !strcmp(o.out + n - 5, ".tbpf")) {
 			o.record = o.out;
 			o.out = NULL;
+		} else if (export_format_for_path(o.out) >= 0) {
+			o.format = export_format_name(export_format_for_path(o.out));
 		}
 	}
 	if (o.sort && !o.format)

@@ -1,5 +1,5 @@
 /* cmd_report.c - command stage, `tbpf report`: capture file -> table, tree,
- * json (model.h, export_model), chrome, perfetto, folded, pprof. */
+ * json (model.h, export_model), chrome, perfetto, folded, pprof, svg. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -28,9 +28,10 @@ static const char usage[] =
 "Turn a capture recorded with `tbpf --pid PID -o FILE` into a report.\n"
 "\n"
 "  -f, --format FMT    table (default), tree, json, chrome, perfetto, folded,\n"
-"                      pprof\n"
+"                      pprof, svg (or flamegraph)\n"
 "  -o, --output OUT    write to OUT instead of stdout (required for pprof and\n"
-"                      perfetto when stdout is a terminal)\n"
+"                      perfetto when stdout is a terminal); OUT ending in .svg\n"
+"                      without --format: svg\n"
 "  -s, --sort KEY      table/json order: self_cpu_time_total (default),\n"
 "                      cpu_time_total, cpu_time, count, self_cuda_time_total,\n"
 "                      cuda_time_total, cuda_time, launches, max_cpu_time, name;\n"
@@ -51,9 +52,9 @@ static const char usage[] =
 "      --group-by-stack N  table and json: one row per (op, N innermost Python\n"
 "                      frames), a Source Location column (a capture recorded\n"
 "                      with Python stacks)\n"
-"      --metric M      folded, pprof: self_cpu_time_total (default: self time,\n"
-"                      us in folded) or count (op calls), as torch.profiler's\n"
-"                      export_stacks(metric=...)\n"
+"      --metric M      folded, pprof, svg: self_cpu_time_total (default: self\n"
+"                      time, us in folded and svg) or count (op calls), as\n"
+"                      torch.profiler's export_stacks(metric=...)\n"
 "      --tensorboard DIR  a TensorBoard run folder: one Kineto trace per process\n"
 "                      (and per active cycle of --schedule), for TensorBoard's\n"
 "                      PyTorch Profiler plugin and HTA\n"
@@ -74,6 +75,7 @@ static const char usage[] =
 "  perfetto  Perfetto protobuf trace: ui.perfetto.dev, trace_processor\n"
 "  folded    flamegraph.pl / speedscope / inferno input, self time in us\n"
 "  pprof     gzip'd profile.proto: go tool pprof, Pyroscope, Parca\n"
+"  svg       the folded stacks as an interactive flame graph: any browser\n"
 "\n"
 "Examples:\n"
 "  tbpf report run.tbpf\n"
@@ -82,6 +84,7 @@ static const char usage[] =
 "  tbpf report run.tbpf --schedule wait=1,warmup=1,active=3   # steps 2-4 only\n"
 "  tbpf report run.tbpf --schedule wait=1,warmup=1,active=2,repeat=2   # steps 6-7\n"
 "  tbpf report all.tbpf --merge        # two jobs' ops as one table\n"
+"  tbpf report run.tbpf -o run.svg     # a flame graph to open in a browser\n"
 "  tbpf report run.tbpf --format folded | flamegraph.pl > run.svg\n"
 "  tbpf report run.tbpf --format folded --metric count > calls.folded\n"
 "  tbpf report run.tbpf --group-by-stack 5 --row-limit 20\n"
@@ -143,13 +146,14 @@ static int run_export(FILE *out, int fmt, struct capture_reader *r, const struct
 	int err;
 	if (fmt == EXPORT_TABLE || fmt == EXPORT_JSON || fmt == REPORT_TREE) {
 		err = run_aggregated(out, fmt, r, o);
-	} else if (fmt == EXPORT_FOLDED || fmt == EXPORT_PPROF) {
+	} else if (fmt == EXPORT_FOLDED || fmt == EXPORT_PPROF || fmt == EXPORT_SVG) {
 		struct calltree ct;
 		if ((err = calltree_init(&ct)))
 			return err;
 		err = calltree_from_capture(r, &ct);
 		if (!err)
-			err = fmt == EXPORT_FOLDED ? export_folded(out, &ct, o) : export_pprof(out, &ct, o);
+			err = fmt == EXPORT_FOLDED ? export_folded(out, &ct, o)
+			      : fmt == EXPORT_SVG ? export_flamegraph(out, &ct, o) : export_pprof(out, &ct, o);
 		calltree_free(&ct);
 	} else if (fmt == EXPORT_CHROME) {
 		err = export_chrome(out, r, o);
@@ -194,7 +198,7 @@ int export_capture_ex(const char *capture_path, const char *format, const char *
 	int fmt = !strcmp(format, "tree") ? REPORT_TREE : export_format_parse(format);
 	enum tree_sort ts;
 	if (fmt < 0) {
-		*errmsg = strf("unknown format '%s' (table, tree, json, chrome, perfetto, folded, pprof)", format);
+		*errmsg = strf("unknown format '%s' (" EXPORT_FORMAT_LIST ")", format);
 		free(dummy);
 		return -EINVAL;
 	}
@@ -310,7 +314,7 @@ int cmd_report(int argc, char **argv)
 	struct tree_opts tro = { 0 };
 	struct step_opts so = { 0 };
 	char *why = NULL;
-	const char *format = "table", *out = NULL;
+	const char *format = NULL, *out = NULL;
 	int c;
 
 	optind = 1;
@@ -397,10 +401,14 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "tbpf report: one capture file at a time, got '%s' too\n", argv[optind + 1]);
 		return 2;
 	}
+	/* -o x.svg without --format: the flame graph */
+	if (!format)
+		format = export_format_for_path(out) >= 0 ? export_format_name(export_format_for_path(out))
+							  : "table";
 	int fmt = !strcmp(format, "tree") ? REPORT_TREE : export_format_parse(format);
 	enum tree_sort ts;
 	if (fmt < 0) {
-		fprintf(stderr, "tbpf report: unknown format '%s' (table, tree, json, chrome, perfetto, folded, pprof)\n", format);
+		fprintf(stderr, "tbpf report: unknown format '%s' (" EXPORT_FORMAT_LIST ")\n", format);
 		return 2;
 	}
 	if (fmt == REPORT_TREE && o.sort && tree_sort_parse(o.sort, &ts)) {

@@ -2,11 +2,13 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include "export.h"
 
 static const char *const names[EXPORT_NFORMATS] = {
 	[EXPORT_TABLE] = "table", [EXPORT_JSON] = "json", [EXPORT_CHROME] = "chrome",
 	[EXPORT_PERFETTO] = "perfetto", [EXPORT_FOLDED] = "folded", [EXPORT_PPROF] = "pprof",
+	[EXPORT_SVG] = "svg",
 };
 
 int export_format_parse(const char *name)
@@ -14,7 +16,18 @@ int export_format_parse(const char *name)
 	for (int i = 0; name && i < EXPORT_NFORMATS; i++)
 		if (!strcmp(name, names[i]))
 			return i;
+	if (name && !strcmp(name, "flamegraph"))   /* what the picture is called */
+		return EXPORT_SVG;
 	return -EINVAL;
+}
+
+int export_format_for_path(const char *path)
+{
+	size_t n = path ? strlen(path) : 0;
+
+	if (n > 4 && !strcasecmp(path + n - 4, ".svg"))
+		return EXPORT_SVG;
+	return -ENOENT;
 }
 
 const char *export_format_name(int fmt)

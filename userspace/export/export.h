@@ -1,7 +1,7 @@
 /* export.h - export stage: one small interface per output format.
  *
  * Aggregated formats take a struct profile (table, json) or a struct
- * calltree (folded, pprof); trace formats stream a capture through the
+ * calltree (folded, pprof, svg); trace formats stream a capture through the
  * one trace driver (trace.h: chrome, perfetto).  The model as a whole
  * (ops, CUDA tables, layers): report.h.  All return 0 or -errno (-EIO when writing
  * failed, -ENOMEM, -EINVAL with the reader's error set) and print nothing
@@ -38,6 +38,7 @@ enum export_format {
 	EXPORT_PERFETTO,
 	EXPORT_FOLDED,
 	EXPORT_PPROF,
+	EXPORT_SVG,        /* flame graph, also named "flamegraph" */
 	EXPORT_NFORMATS
 };
 
@@ -80,8 +81,13 @@ struct export_opts {
 	size_t ndevprops;
 };
 
+/* Every --format name, for usage errors ("tree": report.h's EXPORT_TREE). */
+#define EXPORT_FORMAT_LIST "table, tree, json, chrome, perfetto, folded, pprof, svg"
 /* "table" -> EXPORT_TABLE ...; -EINVAL when unknown. */
 int export_format_parse(const char *name);
+/* The format an output file's name asks for without --format (x.svg: the
+ * flame graph); -ENOENT when its name says none. */
+int export_format_for_path(const char *path);
 const char *export_format_name(int fmt);
 /* Bytes as torch.profiler's tables show them (_format_memory: "1.50 Mb",
  * "-12 b", powers of 1024).  Returns buf. */
@@ -116,5 +122,7 @@ int export_perfetto(FILE *out, struct capture_reader *r, const struct export_opt
 int export_folded(FILE *out, const struct calltree *ct, const struct export_opts *o);
 /* gzip'd profile.proto: sample types cpu/nanoseconds (self), calls/count. */
 int export_pprof(FILE *out, const struct calltree *ct, const struct export_opts *o);
+/* Interactive SVG flame graph of the folded stacks (flamegraph.h). */
+int export_flamegraph(FILE *out, const struct calltree *ct, const struct export_opts *o);
 
 #endif /* TBPF_EXPORT_H */
