@@ -335,6 +335,8 @@ static void test_whole_file_zstd(void **state)
 		assert_true(same_records(srcs[i], zp) > 0);
 		/* cut inside the stream */
 		expect(z, zlen / 2, "truncated zstd stream at byte %zu", zlen / 2);
+		/* ... and before the capture's own header is whole */
+		expect(z, 10, "truncated zstd stream at byte 10");
 		free(b);
 		free(z);
 	}

@@ -733,7 +733,11 @@ static void reader_scan(struct capture_reader *r)
 	ssize_t n;
 	size_t got;
 
-	if (capin_start(r->in) || (n = capin_read(r->in, &fh, sizeof(fh))) < 0) {
+	uint64_t at;
+
+	/* an error below (a cut .zst) comes before what a short header says */
+	if (capin_start(r->in) || (n = capin_read(r->in, &fh, sizeof(fh))) < 0 ||
+	    capin_error(r->in, &at)) {
 		r_in_error(r);
 		return;
 	}
@@ -774,7 +778,6 @@ static void reader_scan(struct capture_reader *r)
 	if (r_seek_start(r))
 		return;
 	const struct rec_hdr *h;
-	uint64_t at;
 	int ret;
 	bool have_ts = false;
 	while ((ret = r_record(r, &h, &at)) > 0) {
