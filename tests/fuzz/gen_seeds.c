@@ -9,8 +9,9 @@ static int write_variant(const char *dir, const char *name, int kind)
 	int err;
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	if (kind == 0)
-		return fx_write(path);
-	struct capture_writer *w = capture_writer_open(path, &err);
+		return fx_write_codec(path, CAPTURE_CODEC_V1);
+	/* version 1: a mutated block would only ever fail its checksum */
+	struct capture_writer *w = capture_writer_open_codec(path, CAPTURE_CODEC_V1, &err);
 	if (!w)
 		return err;
 	if (kind == 1) {  /* header only */

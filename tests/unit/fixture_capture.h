@@ -100,11 +100,11 @@ static inline const struct capture_frame *fx_stack7(uint32_t *n)
 	return f;
 }
 
-/* Write the scenario to path; 0 or -errno. */
-static inline int fx_write(const char *path)
+/* Write the scenario to path in the given layout; 0 or -errno. */
+static inline int fx_write_codec(const char *path, enum capture_codec codec)
 {
 	int err;
-	struct capture_writer *w = capture_writer_open(path, &err);
+	struct capture_writer *w = capture_writer_open_codec(path, codec, &err);
 	if (!w)
 		return err;
 	uint32_t pids[] = { 100, 200 };
@@ -144,5 +144,11 @@ static inline int fx_write(const char *path)
 	err = err ?: capture_write_end(w, &ei);
 	int cerr = capture_writer_close(w);
 	return err ? err : cerr;
+}
+
+/* ... as the recorder writes it (version 2, zstd blocks) */
+static inline int fx_write(const char *path)
+{
+	return fx_write_codec(path, CAPTURE_CODEC_ZSTD);
 }
 #endif

@@ -1,393 +1,14 @@
-/* capture.c - capture file stage: meta tables, streaming writer, validating reader. */
+/* capture.c - capture file stage: record checks, streaming writer, validating
+ * reader (the meta tables are capture_meta.c, the blocks block.c). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
+#include "block.h"
+#include "capin.h"
 #include "capture.h"
-#include "strintern.h"
-#include "grow.h"
-
-/* ================= meta tables ================= */
-
-void capture_meta_init(struct capture_meta *m)
-{
-	memset(m, 0, sizeof(*m));
-}
-
-void capture_meta_free(struct capture_meta *m)
-{
-	for (size_t i = 0; i < m->nstacks; i++)
-		free(m->stacks[i].frames);
-	for (size_t i = 0; i < m->nsrcstacks; i++)
-		free(m->srcstacks[i].e);
-	free(m->srcstacks);
-	free(m->procs);
-	free(m->threads);
-	free(m->ops);
-	free(m->stacks);
-	free(m->kernels);
-	free(m->shapes);
-	free(m->run.pids);
-	free(m->op_index);
-	strintern_free(m->strings);
-	memset(m, 0, sizeof(*m));
-}
-
-static const char *mstr(struct capture_meta *m, const char *s)
-{
-	if (!m->strings && !(m->strings = strintern_new()))
-		return NULL;
-	return strintern(m->strings, s ? s : "");
-}
-
-static const char *mstrn(struct capture_meta *m, const char *s, size_t n)
-{
-	if (!m->strings && !(m->strings = strintern_new()))
-		return NULL;
-	return strintern_n(m->strings, s, n);
-}
-
-static void *grow_arr(void **arr, size_t *cap, size_t n, size_t elem)
-{
-	return grow_array(arr, cap, n, elem, 16) ? NULL : (char *)*arr + n * elem;
-}
-
-#define PUSH(m, arr, n, c) grow_arr((void **)&(m)->arr, &(m)->c, (m)->n, sizeof(*(m)->arr))
-
-int capture_meta_add_process(struct capture_meta *m, uint32_t pid, const char *comm, const char *cmdline)
-{
-	struct capture_process *p = PUSH(m, procs, nprocs, cprocs);
-	if (!p)
-		return -ENOMEM;
-	p->pid = pid;
-	p->comm = mstr(m, comm);
-	p->cmdline = mstr(m, cmdline);
-	p->torch = mstr(m, "");
-	if (!p->comm || !p->cmdline || !p->torch)
-		return -ENOMEM;
-	m->nprocs++;
-	m->sorted = false;
-	return 0;
-}
-
-int capture_meta_add_thread(struct capture_meta *m, uint32_t pid, uint32_t tid, const char *name)
-{
-	struct capture_thread *t = PUSH(m, threads, nthreads, cthreads);
-	if (!t)
-		return -ENOMEM;
-	t->pid = pid;
-	t->tid = tid;
-	if (!(t->name = mstr(m, name)))
-		return -ENOMEM;
-	m->nthreads++;
-	m->sorted = false;
-	return 0;
-}
-
-int capture_meta_add_op(struct capture_meta *m, uint32_t op_id, const char *name, const char *overload)
-{
-	struct capture_op *o = PUSH(m, ops, nops, cops);
-	if (!o)
-		return -ENOMEM;
-	o->op_id = op_id;
-	o->name = mstr(m, name);
-	o->overload = mstr(m, overload);
-	if (!o->name || !o->overload)
-		return -ENOMEM;
-	m->nops++;
-	m->sorted = false;
-	return 0;
-}
-
-int capture_meta_add_stack(struct capture_meta *m, uint32_t pid, uint64_t stack_id,
-			   const struct capture_frame *frames, uint32_t nframes)
-{
-	struct capture_stack *s = PUSH(m, stacks, nstacks, cstacks);
-	if (!s)
-		return -ENOMEM;
-	struct capture_frame *f = calloc(nframes ? nframes : 1, sizeof(*f));
-	if (!f)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < nframes; i++) {
-		f[i].kind = frames[i].kind;
-		f[i].line = frames[i].line;
-		f[i].name = mstr(m, frames[i].name);
-		f[i].file = mstr(m, frames[i].file);
-		f[i].class_name = mstr(m, frames[i].class_name);
-		f[i].module_path = mstr(m, frames[i].module_path);
-		if (!f[i].name || !f[i].file || !f[i].class_name || !f[i].module_path) {
-			free(f);
-			return -ENOMEM;
-		}
-	}
-	s->pid = pid;
-	s->stack_id = stack_id;
-	s->nframes = nframes;
-	s->frames = f;
-	m->nstacks++;
-	m->sorted = false;
-	return 0;
-}
-
-int capture_meta_add_srcstack(struct capture_meta *m, uint32_t pid, uint64_t stack_id,
-			      const struct capture_srcentry *e, uint32_t n)
-{
-	struct capture_srcstack *s = PUSH(m, srcstacks, nsrcstacks, csrcstacks);
-	struct capture_srcentry *c;
-
-	if (!s)
-		return -ENOMEM;
-	c = calloc(n ? n : 1, sizeof(*c));
-	if (!c)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < n; i++) {
-		c[i].text = e[i].text ? mstr(m, e[i].text) : NULL;
-		c[i].cls = mstr(m, e[i].cls ? e[i].cls : "");
-		c[i].module = e[i].module;
-		c[i].order = e[i].order;
-		if ((e[i].text && !c[i].text) || !c[i].cls) {
-			free(c);
-			return -ENOMEM;
-		}
-	}
-	s->pid = pid;
-	s->stack_id = stack_id;
-	s->n = n;
-	s->e = c;
-	m->nsrcstacks++;
-	return 0;
-}
-
-int capture_meta_add_kernel(struct capture_meta *m, uint32_t pid, uint64_t addr, const char *name)
-{
-	struct capture_kernel *k = PUSH(m, kernels, nkernels, ckernels);
-	if (!k)
-		return -ENOMEM;
-	k->pid = pid;
-	k->addr = addr;
-	if (!(k->name = mstr(m, name)))
-		return -ENOMEM;
-	m->nkernels++;
-	m->sorted = false;
-	return 0;
-}
-
-int capture_meta_add_shape(struct capture_meta *m, uint64_t id, const struct tbpf_shape *sh)
-{
-	struct capture_shape *e = PUSH(m, shapes, nshapes, cshapes);
-
-	if (!e)
-		return -ENOMEM;
-	e->id = id;
-	e->s = *sh;
-	m->nshapes++;
-	m->sorted = false;
-	return 0;
-}
-
-/* Sorting: key, then insertion order, so that de-duplication keeps the
- * last definition.  Entries carry their index through a side array. */
-struct sortent { uint64_t k1, k2; size_t idx; };
-
-static int cmp_sortent(const void *a, const void *b)
-{
-	const struct sortent *x = a, *y = b;
-	if (x->k1 != y->k1)
-		return x->k1 < y->k1 ? -1 : 1;
-	if (x->k2 != y->k2)
-		return x->k2 < y->k2 ? -1 : 1;
-	return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
-
-/* Sort arr[n] of elem bytes by keys; drop all but the last of equal keys;
- * free_cb releases dropped entries.  Returns the new count. */
-static size_t sort_dedupe(void *arr, size_t n, size_t elem,
-			  void (*key)(const void *e, uint64_t *k1, uint64_t *k2),
-			  void (*drop)(void *e))
-{
-	if (n < 2)
-		return n;
-	struct sortent *se = malloc(n * sizeof(*se));
-	char *tmp = malloc(n * elem);
-	if (!se || !tmp) {
-		/* out of memory: leave unsorted; lookups fall back to a scan */
-		free(se);
-		free(tmp);
-		return n;
-	}
-	for (size_t i = 0; i < n; i++) {
-		key((char *)arr + i * elem, &se[i].k1, &se[i].k2);
-		se[i].idx = i;
-	}
-	qsort(se, n, sizeof(*se), cmp_sortent);
-	size_t out = 0;
-	for (size_t i = 0; i < n; i++) {
-		char *e = (char *)arr + se[i].idx * elem;
-		if (i + 1 < n && se[i + 1].k1 == se[i].k1 && se[i + 1].k2 == se[i].k2) {
-			if (drop)
-				drop(e);
-			continue;
-		}
-		memcpy(tmp + out++ * elem, e, elem);
-	}
-	memcpy(arr, tmp, out * elem);
-	free(se);
-	free(tmp);
-	return out;
-}
-
-static void key_proc(const void *e, uint64_t *a, uint64_t *b) { *a = ((const struct capture_process *)e)->pid; *b = 0; }
-static void key_thread(const void *e, uint64_t *a, uint64_t *b) { const struct capture_thread *t = e; *a = t->pid; *b = t->tid; }
-static void key_op(const void *e, uint64_t *a, uint64_t *b) { *a = ((const struct capture_op *)e)->op_id; *b = 0; }
-static void key_stack(const void *e, uint64_t *a, uint64_t *b) { const struct capture_stack *s = e; *a = s->pid; *b = (uint32_t)s->stack_id; }
-static void key_kernel(const void *e, uint64_t *a, uint64_t *b) { const struct capture_kernel *k = e; *a = k->pid; *b = k->addr; }
-static void key_shape(const void *e, uint64_t *a, uint64_t *b) { *a = ((const struct capture_shape *)e)->id; *b = 0; }
-static void drop_stack(void *e) { free(((struct capture_stack *)e)->frames); }
-
-void capture_meta_finish(struct capture_meta *m)
-{
-	if (m->sorted)
-		return;
-	m->nprocs = sort_dedupe(m->procs, m->nprocs, sizeof(*m->procs), key_proc, NULL);
-	m->nthreads = sort_dedupe(m->threads, m->nthreads, sizeof(*m->threads), key_thread, NULL);
-	m->nops = sort_dedupe(m->ops, m->nops, sizeof(*m->ops), key_op, NULL);
-	m->nstacks = sort_dedupe(m->stacks, m->nstacks, sizeof(*m->stacks), key_stack, drop_stack);
-	m->nkernels = sort_dedupe(m->kernels, m->nkernels, sizeof(*m->kernels), key_kernel, NULL);
-	m->nshapes = sort_dedupe(m->shapes, m->nshapes, sizeof(*m->shapes), key_shape, NULL);
-	m->sorted = true;
-	/* direct index for the op ids a recorder hands out (small, dense) */
-	free(m->op_index);
-	m->op_index = NULL;
-	m->nop_index = 0;
-	uint32_t maxid = m->nops ? m->ops[m->nops - 1].op_id : 0;
-	if (m->nops && maxid < (1u << 20) && (m->op_index = calloc(maxid + 1, sizeof(uint32_t)))) {
-		m->nop_index = maxid + 1;
-		for (size_t i = 0; i < m->nops; i++)
-			m->op_index[m->ops[i].op_id] = i + 1;
-	}
-}
-
-static const void *bfind(const void *arr, size_t n, size_t elem, bool sorted,
-			 void (*key)(const void *e, uint64_t *k1, uint64_t *k2),
-			 uint64_t k1, uint64_t k2)
-{
-	if (!sorted) {
-		const void *hit = NULL;
-		for (size_t i = 0; i < n; i++) {
-			uint64_t a, b;
-			key((const char *)arr + i * elem, &a, &b);
-			if (a == k1 && b == k2)
-				hit = (const char *)arr + i * elem;
-		}
-		return hit;
-	}
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		uint64_t a, b;
-		key((const char *)arr + mid * elem, &a, &b);
-		if (a == k1 && b == k2)
-			return (const char *)arr + mid * elem;
-		if (a < k1 || (a == k1 && b < k2))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
-const struct tbpf_shape *capture_meta_shape(const struct capture_meta *m, uint64_t id)
-{
-	const struct capture_shape *e = id ? bfind(m->shapes, m->nshapes, sizeof(*m->shapes),
-						     m->sorted, key_shape, id, 0) : NULL;
-
-	return e ? &e->s : NULL;
-}
-
-const struct capture_op *capture_meta_op(const struct capture_meta *m, uint32_t op_id)
-{
-	if (m->sorted && m->op_index) {
-		if (op_id >= m->nop_index || !m->op_index[op_id])
-			return NULL;
-		return &m->ops[m->op_index[op_id] - 1];
-	}
-	return bfind(m->ops, m->nops, sizeof(*m->ops), m->sorted, key_op, op_id, 0);
-}
-
-const struct capture_thread *capture_meta_thread(const struct capture_meta *m, uint32_t pid, uint32_t tid)
-{
-	return bfind(m->threads, m->nthreads, sizeof(*m->threads), m->sorted, key_thread, pid, tid);
-}
-
-const struct capture_process *capture_meta_process(const struct capture_meta *m, uint32_t pid)
-{
-	return bfind(m->procs, m->nprocs, sizeof(*m->procs), m->sorted, key_proc, pid, 0);
-}
-
-const struct capture_stack *capture_meta_stack(const struct capture_meta *m, uint32_t pid, uint64_t stack_id)
-{
-	return bfind(m->stacks, m->nstacks, sizeof(*m->stacks), m->sorted, key_stack, pid, (uint32_t)stack_id);
-}
-
-const char *capture_meta_kernel(const struct capture_meta *m, uint32_t pid, uint64_t addr)
-{
-	const struct capture_kernel *k = bfind(m->kernels, m->nkernels, sizeof(*m->kernels),
-					       m->sorted, key_kernel, pid, addr);
-	return k ? k->name : NULL;
-}
-
-static const char *const cuda_api_names[CU_API_MAX] = {
-	[CU_API_NONE] = "none",
-	[CU_cudaLaunchKernel] = "cudaLaunchKernel",
-	[CU_cudaLaunchKernel_ptsz] = "cudaLaunchKernel_ptsz",
-	[CU_cudaLaunchKernelExC] = "cudaLaunchKernelExC",
-	[CU_cudaLaunchKernelExC_ptsz] = "cudaLaunchKernelExC_ptsz",
-	[CU_cudaLaunchCooperativeKernel] = "cudaLaunchCooperativeKernel",
-	[CU_cudaLaunchCooperativeKernel_ptsz] = "cudaLaunchCooperativeKernel_ptsz",
-	[CU_cudaGraphLaunch] = "cudaGraphLaunch",
-	[CU_cudaGraphLaunch_ptsz] = "cudaGraphLaunch_ptsz",
-	[CU_cuLaunchKernel] = "cuLaunchKernel",
-	[CU_cuLaunchKernel_ptsz] = "cuLaunchKernel_ptsz",
-	[CU_cuLaunchKernelEx] = "cuLaunchKernelEx",
-	[CU_cuLaunchKernelEx_ptsz] = "cuLaunchKernelEx_ptsz",
-	[CU_cuGraphLaunch] = "cuGraphLaunch",
-	[CU_cuGraphLaunch_ptsz] = "cuGraphLaunch_ptsz",
-	[CU_cudaMemcpy] = "cudaMemcpy",
-	[CU_cudaMemcpyAsync] = "cudaMemcpyAsync",
-	[CU_cudaMemcpyAsync_ptsz] = "cudaMemcpyAsync_ptsz",
-	[CU_cudaMemsetAsync] = "cudaMemsetAsync",
-	[CU_cudaMemsetAsync_ptsz] = "cudaMemsetAsync_ptsz",
-	[CU_cudaMemset] = "cudaMemset",
-	[CU_cuMemcpyAsync] = "cuMemcpyAsync",
-	[CU_cuMemcpyHtoDAsync] = "cuMemcpyHtoDAsync",
-	[CU_cuMemcpyDtoHAsync] = "cuMemcpyDtoHAsync",
-	[CU_cuMemcpyDtoDAsync] = "cuMemcpyDtoDAsync",
-	[CU_cuMemsetD8Async] = "cuMemsetD8Async",
-	[CU_cuMemsetD16Async] = "cuMemsetD16Async",
-	[CU_cuMemsetD32Async] = "cuMemsetD32Async",
-	[CU_cudaStreamSynchronize] = "cudaStreamSynchronize",
-	[CU_cudaDeviceSynchronize] = "cudaDeviceSynchronize",
-	[CU_cudaEventSynchronize] = "cudaEventSynchronize",
-	[CU_cuStreamSynchronize] = "cuStreamSynchronize",
-	[CU_cuCtxSynchronize] = "cuCtxSynchronize",
-	[CU_cuEventSynchronize] = "cuEventSynchronize",
-	[CU_cudaMalloc] = "cudaMalloc",
-	[CU_cudaFree] = "cudaFree",
-	[CU_cudaMallocAsync] = "cudaMallocAsync",
-	[CU_cudaFreeAsync] = "cudaFreeAsync",
-	[CU_cuMemAlloc] = "cuMemAlloc",
-	[CU_cuMemFree] = "cuMemFree",
-	[CU_cuMemAllocAsync] = "cuMemAllocAsync",
-	[CU_cuMemFreeAsync] = "cuMemFreeAsync",
-};
-
-const char *capture_cuda_api_name(uint32_t api)
-{
-	if (api >= CU_API_MAX || !cuda_api_names[api])
-		return "?";
-	return cuda_api_names[api];
-}
 
 /* ================= record checks ================= */
 
@@ -447,56 +68,113 @@ struct capture_writer {
 	FILE *f;
 	bool own;
 	int err;
+	enum capture_codec codec;
 	uint64_t bytes;
 	char *vbuf;
 	unsigned char rec[CAPTURE_MAX_REC];  /* meta record being built */
 	size_t len;
 	bool overflow;
+	/* version 2: the records of the block being filled, its encoding */
+	unsigned char *blk, *enc;
+	size_t blen;
+	ZSTD_CCtx *cctx;
 };
 
+static int w_file(struct capture_writer *w, const void *p, size_t n)
+{
+	if (w->err)
+		return w->err;
+	if (fwrite_unlocked(p, 1, n, w->f) != n)
+		w->err = errno ? -errno : -EIO;
+	return w->err;
+}
+
+static int w_flush_block(struct capture_writer *w)
+{
+	size_t n;
+
+	if (!w->blen || w->err)
+		return w->err;
+	n = capture_block_encode(w->cctx, CAPTURE_ZSTD_LEVEL, w->blk, w->blen, w->enc);
+	w->blen = 0;
+	return w_file(w, w->enc, n);
+}
+
+/* A whole record: version 1 writes it through, version 2 adds it to the
+ * block, which is written when the next record would not fit (records
+ * never straddle blocks, though the reader would not mind). */
 static int w_out(struct capture_writer *w, const void *p, size_t n)
 {
 	if (w->err)
 		return w->err;
-	if (fwrite_unlocked(p, 1, n, w->f) != n) {
-		w->err = errno ? -errno : -EIO;
-		return w->err;
+	if (w->codec == CAPTURE_CODEC_V1) {
+		if (w_file(w, p, n))
+			return w->err;
+	} else {
+		if (w->blen + n > CAPTURE_BLOCK_MAX && w_flush_block(w))
+			return w->err;
+		memcpy(w->blk + w->blen, p, n);
+		w->blen += n;
 	}
 	w->bytes += n;
 	return 0;
 }
 
-static struct capture_writer *writer_new(FILE *f, bool own, int *err)
+static void writer_free(struct capture_writer *w)
+{
+	ZSTD_freeCCtx(w->cctx);
+	free(w->blk);
+	free(w->enc);
+	free(w->vbuf);
+	free(w);
+}
+
+static int writer_buffers(struct capture_writer *w)
+{
+	if (w->codec == CAPTURE_CODEC_V1) {
+		/* records go straight to stdio: give it a big buffer */
+		if (w->own && (w->vbuf = malloc(1 << 20)))
+			setvbuf(w->f, w->vbuf, _IOFBF, 1 << 20);
+		return 0;
+	}
+	w->blk = malloc(CAPTURE_BLOCK_MAX);
+	w->enc = malloc(capture_block_bound());
+	if (w->codec == CAPTURE_CODEC_ZSTD)
+		w->cctx = ZSTD_createCCtx();
+	if (!w->blk || !w->enc || (w->codec == CAPTURE_CODEC_ZSTD && !w->cctx))
+		return -ENOMEM;
+	return 0;
+}
+
+static struct capture_writer *writer_new(FILE *f, bool own, enum capture_codec codec, int *err)
 {
 	struct capture_writer *w = calloc(1, sizeof(*w));
 	if (!w) {
+		if (own)
+			fclose(f);
 		*err = -ENOMEM;
 		return NULL;
 	}
 	w->f = f;
 	w->own = own;
-	if (own) {
-		w->vbuf = malloc(1 << 20);
-		if (w->vbuf)
-			setvbuf(f, w->vbuf, _IOFBF, 1 << 20);
-	}
+	w->codec = codec;
 	struct capture_file_hdr h = {
 		.magic = CAPTURE_MAGIC,
-		.version = CAPTURE_VERSION,
+		.version = codec == CAPTURE_CODEC_V1 ? 1 : CAPTURE_VERSION,
 		.abi_version = TBPF_ABI_VERSION,
 		.hdr_size = sizeof(h),
 	};
-	if ((*err = w_out(w, &h, sizeof(h)))) {
+	if ((*err = writer_buffers(w)) || (*err = w_file(w, &h, sizeof(h)))) {
 		if (own)
 			fclose(f);
-		free(w->vbuf);
-		free(w);
+		writer_free(w);
 		return NULL;
 	}
+	w->bytes = sizeof(h);
 	return w;
 }
 
-struct capture_writer *capture_writer_open(const char *path, int *err)
+struct capture_writer *capture_writer_open_codec(const char *path, enum capture_codec codec, int *err)
 {
 	int dummy;
 	if (!err)
@@ -506,13 +184,18 @@ struct capture_writer *capture_writer_open(const char *path, int *err)
 		*err = -errno;
 		return NULL;
 	}
-	return writer_new(f, true, err);
+	return writer_new(f, true, codec, err);
+}
+
+struct capture_writer *capture_writer_open(const char *path, int *err)
+{
+	return capture_writer_open_codec(path, CAPTURE_CODEC_ZSTD, err);
 }
 
 struct capture_writer *capture_writer_fdopen(FILE *f, int *err)
 {
 	int dummy;
-	return writer_new(f, false, err ? err : &dummy);
+	return writer_new(f, false, CAPTURE_CODEC_ZSTD, err ? err : &dummy);
 }
 
 int capture_write_raw(struct capture_writer *w, const void *rec, size_t len)
@@ -689,13 +372,12 @@ int capture_writer_close(struct capture_writer *w)
 {
 	if (!w)
 		return 0;
-	int err = w->err;
+	int err = w_flush_block(w);
 	if (fflush(w->f) && !err)
 		err = -errno;
 	if (w->own && fclose(w->f) && !err)
 		err = -errno;
-	free(w->vbuf);
-	free(w);
+	writer_free(w);
 	return err;
 }
 
@@ -706,12 +388,12 @@ int capture_writer_close(struct capture_writer *w)
 struct capture_reader {
 	char *name;
 	FILE *f;                 /* NULL for memory input */
-	const unsigned char *mem;
-	size_t memlen;
-	unsigned char *buf;      /* window for file input */
+	struct capture_in *in;   /* the bytes: file, .zst, blocks (capin.h) */
+	uint32_t version;
+	unsigned char *buf;      /* window */
 	const unsigned char *data;
 	size_t len, pos;         /* window contents */
-	uint64_t off;            /* file offset of data[0] */
+	uint64_t off;            /* record offset of data[0] */
 	bool eof;
 	char *err;
 	struct capture_meta meta;
@@ -737,7 +419,7 @@ static int rerr(struct capture_reader *r, uint64_t at, const char *fmt, ...)
 /* Make n bytes available at data + pos; returns how many are. */
 static size_t r_fill(struct capture_reader *r, size_t n)
 {
-	if (r->len - r->pos >= n || !r->f)
+	if (r->len - r->pos >= n || r->err)
 		return r->len - r->pos;
 	size_t keep = r->len - r->pos;
 	memmove(r->buf, r->buf + r->pos, keep);
@@ -745,32 +427,42 @@ static size_t r_fill(struct capture_reader *r, size_t n)
 	r->pos = 0;
 	r->len = keep;
 	while (r->len < n && !r->eof) {
-		size_t got = fread_unlocked(r->buf + r->len, 1, RBUF - r->len, r->f);
-		if (got == 0) {
+		ssize_t got = capin_read(r->in, r->buf + r->len, RBUF - r->len);
+		if (got <= 0) {
+			uint64_t at;
+			const char *why = capin_error(r->in, &at);
+
+			if (why)
+				rerr(r, at, "%s", why);
 			r->eof = true;
 			break;
 		}
-		r->len += got;
+		r->len += (size_t)got;
 	}
 	r->data = r->buf;
 	return r->len - r->pos;
 }
 
+static int r_in_error(struct capture_reader *r)
+{
+	uint64_t at;
+	const char *why = capin_error(r->in, &at);
+
+	return rerr(r, at, "%s", why ? why : "error");
+}
+
+/* The records from the first: the file header read again and skipped. */
 static int r_seek_start(struct capture_reader *r)
 {
-	if (r->f) {
-		if (fseek(r->f, sizeof(struct capture_file_hdr), SEEK_SET))
-			return -errno;
-		r->off = sizeof(struct capture_file_hdr);
-		r->len = r->pos = 0;
-		r->eof = false;
-		r->data = r->buf;
-	} else {
-		r->data = r->mem;
-		r->len = r->memlen;
-		r->pos = sizeof(struct capture_file_hdr);
-		r->off = 0;
-	}
+	struct capture_file_hdr fh;
+
+	if (capin_start(r->in) || capin_read(r->in, &fh, sizeof(fh)) != (ssize_t)sizeof(fh) ||
+	    (r->version >= 2 && capin_blocks(r->in)))
+		return r_in_error(r);
+	r->off = sizeof(fh);
+	r->len = r->pos = 0;
+	r->eof = false;
+	r->data = r->buf;
 	return 0;
 }
 
@@ -811,7 +503,7 @@ static const char *c_str(struct mcur *c, struct capture_meta *m)
 		c->bad = true;
 		return "";
 	}
-	const char *s = mstrn(m, (const char *)c->p, n);
+	const char *s = capture_meta_strn(m, (const char *)c->p, n);
 	c->p += n;
 	if (!s) {
 		c->bad = true;
@@ -988,23 +680,22 @@ static int r_record(struct capture_reader *r, const struct rec_hdr **out, uint64
 {
 	size_t avail = r_fill(r, sizeof(struct rec_hdr));
 	*at = r->off + r->pos;
-	if (avail == 0) {
-		if (r->f && ferror(r->f))
-			return rerr(r, *at, "read error");
+	if (r->err)
+		return -EINVAL;   /* the bytes below failed (capin) */
+	if (avail == 0)
 		return 0;
-	}
 	if (avail < sizeof(struct rec_hdr))
 		return rerr(r, *at, "truncated record header (%zu of 16 bytes)", avail);
 	struct rec_hdr h;
 	memcpy(&h, r->data + r->pos, sizeof(h));
 	if (h.size < sizeof(h) || h.size % 8)
 		return rerr(r, *at, "bad record size %u", h.size);
-	if (r_fill(r, h.size) < h.size)
+	if (r_fill(r, h.size) < h.size || r->err)
 		return rerr(r, *at, "truncated record (type %u, %u bytes)", h.type, h.size);
 	const struct rec_hdr *rec = (const void *)(r->data + r->pos);
 	if (((uintptr_t)rec) % 8) {
-		/* memory input at an odd address: not possible for files (the
-		 * window starts 8-aligned and records are multiples of 8) */
+		/* not possible: the window starts 8-aligned and records are
+		 * multiples of 8 */
 		return rerr(r, *at, "misaligned buffer");
 	}
 	r->pos += h.size;
@@ -1039,17 +730,18 @@ static void reader_scan(struct capture_reader *r)
 {
 	/* header */
 	struct capture_file_hdr fh;
+	ssize_t n;
 	size_t got;
-	if (r->f) {
-		got = fread(&fh, 1, sizeof(fh), r->f);
-		if (ferror(r->f)) {
-			rerr(r, 0, "read error: %s", strerror(errno));
-			return;
-		}
-	} else {
-		got = r->memlen < sizeof(fh) ? r->memlen : sizeof(fh);
-		memcpy(&fh, r->mem, got);
+
+	uint64_t at;
+
+	/* an error below (a cut .zst) comes before what a short header says */
+	if (capin_start(r->in) || (n = capin_read(r->in, &fh, sizeof(fh))) < 0 ||
+	    capin_error(r->in, &at)) {
+		r_in_error(r);
+		return;
 	}
+	got = (size_t)n;
 	r->stats.bytes = got;
 	if (got == 0) {
 		rerr(r, 0, "empty file, not a tbpf capture");
@@ -1063,10 +755,12 @@ static void reader_scan(struct capture_reader *r)
 		rerr(r, got, "truncated file header");
 		return;
 	}
-	if (fh.version != CAPTURE_VERSION) {
-		rerr(r, 8, "unsupported capture version %u (this tbpf reads %u)", fh.version, CAPTURE_VERSION);
+	if (fh.version < 1 || fh.version > CAPTURE_VERSION) {
+		rerr(r, 8, "unsupported capture version %u (this tbpf reads 1 to %u)", fh.version,
+		     CAPTURE_VERSION);
 		return;
 	}
+	r->version = fh.version;
 	if (fh.abi_version != TBPF_ABI_VERSION) {
 		rerr(r, 12, "capture has record ABI %u, this tbpf reads %u", fh.abi_version, TBPF_ABI_VERSION);
 		return;
@@ -1075,12 +769,15 @@ static void reader_scan(struct capture_reader *r)
 		rerr(r, 16, "bad header size %u", fh.hdr_size);
 		return;
 	}
-	if (r_seek_start(r)) {
-		rerr(r, 0, "seek: %s", strerror(errno));
+	/* zero in every version-2 writer: a byte flipped there is damage (the
+	 * blocks' checksums cover only what follows the header) */
+	if (fh.version >= 2 && (fh.flags || fh.reserved)) {
+		rerr(r, 20, "bad file header (flags 0x%x, reserved 0x%" PRIx64 ")", fh.flags, fh.reserved);
 		return;
 	}
+	if (r_seek_start(r))
+		return;
 	const struct rec_hdr *h;
-	uint64_t at;
 	int ret;
 	bool have_ts = false;
 	while ((ret = r_record(r, &h, &at)) > 0) {
@@ -1136,8 +833,7 @@ static void reader_scan(struct capture_reader *r)
 		return;
 	r->stats.bytes = at;
 	capture_meta_finish(&r->meta);
-	if (r_seek_start(r))
-		rerr(r, 0, "seek: %s", strerror(errno));
+	r_seek_start(r);
 }
 
 struct capture_reader *capture_reader_open(const char *path)
@@ -1151,8 +847,9 @@ struct capture_reader *capture_reader_open(const char *path)
 		asprintf(&r->err, "%s: %s", path, strerror(e));
 		return r;
 	}
+	r->in = capin_file(r->f);
 	r->buf = malloc(RBUF);
-	if (!r->buf) {
+	if (!r->buf || !r->in) {
 		capture_reader_close(r);
 		return NULL;
 	}
@@ -1166,9 +863,13 @@ struct capture_reader *capture_reader_open_mem(const void *buf, size_t len, cons
 	struct capture_reader *r = reader_new(name);
 	if (!r)
 		return NULL;
-	r->mem = buf;
-	r->memlen = len;
-	r->data = buf;
+	r->in = capin_mem(buf, len);
+	r->buf = malloc(RBUF);
+	if (!r->buf || !r->in) {
+		capture_reader_close(r);
+		return NULL;
+	}
+	r->data = r->buf;
 	reader_scan(r);
 	return r;
 }
@@ -1213,6 +914,7 @@ void capture_reader_close(struct capture_reader *r)
 {
 	if (!r)
 		return;
+	capin_free(r->in);
 	if (r->f)
 		fclose(r->f);
 	free(r->buf);

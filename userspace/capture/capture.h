@@ -3,6 +3,10 @@
  * File layout (all little endian):
  *   header  struct capture_file_hdr (32 bytes): magic "TBPFCAP\0",
  *           format version, ABI version (TBPF_ABI_VERSION), header size.
+ *           Version 2 (written): blocks follow (block.h), each holding
+ *           records, zstd-compressed or raw, checksummed.  Version 1 (read,
+ *           and written for tests): the records follow directly.  Either
+ *           may be kept as one whole-file zstd stream (FILE.tbpf.zst).
  *   records each framed by struct rec_hdr {type, size, tid, ts_ns}; size is
  *           the whole record, a multiple of 8, at least 16.
  *           types < 0x100: BPF records from bpf/tbpf_abi.h, copied as-is.
@@ -33,7 +37,9 @@
  * Reader model: capture_reader_open() validates the whole file once and
  * loads the meta records into small tables (ops, threads, stacks, ...);
  * capture_next() then streams the BPF records from the start without
- * keeping them.  Errors carry the file name and byte offset.
+ * keeping them.  Errors carry the file name and byte offset: a record's
+ * in the records as version 1 lays them out (header included, after any
+ * decompression), a block's in the file.
  */
 #ifndef TBPF_CAPTURE_H
 #define TBPF_CAPTURE_H
@@ -45,7 +51,7 @@
 #include "tbpf_abi.h"
 
 #define CAPTURE_MAGIC "TBPFCAP"        /* 8 bytes with the NUL */
-#define CAPTURE_VERSION 1
+#define CAPTURE_VERSION 2   /* written; 1 still read */
 #define CAPTURE_MAX_STR 4096
 #define CAPTURE_MAX_REC 65528
 
@@ -54,7 +60,7 @@ struct capture_file_hdr {
 	uint32_t version;      /* CAPTURE_VERSION */
 	uint32_t abi_version;  /* TBPF_ABI_VERSION of the recorder */
 	uint32_t hdr_size;     /* sizeof(struct capture_file_hdr) */
-	uint32_t flags;        /* 0 */
+	uint32_t flags;        /* 0 (version 2: always blocks) */
 	uint64_t reserved;
 };
 _Static_assert(sizeof(struct capture_file_hdr) == 32, "capture header");
@@ -165,6 +171,8 @@ int capture_meta_add_stack(struct capture_meta *m, uint32_t pid, uint64_t stack_
 int capture_meta_add_kernel(struct capture_meta *m, uint32_t pid, uint64_t addr, const char *name);
 int capture_meta_add_srcstack(struct capture_meta *m, uint32_t pid, uint64_t stack_id,
 			      const struct capture_srcentry *e, uint32_t n);
+/* n bytes of s interned in m's string table (NULL when out of memory). */
+const char *capture_meta_strn(struct capture_meta *m, const char *s, size_t n);
 /* Sort and de-duplicate the tables; lookups call it when needed. */
 void capture_meta_finish(struct capture_meta *m);
 const struct capture_op *capture_meta_op(const struct capture_meta *m, uint32_t op_id);
@@ -202,9 +210,17 @@ struct capture_end_info {
 	const char *gpu_note;
 };
 
-/* Create (truncate) path and write the file header.  NULL and *err = -errno
- * on failure. */
+/* How a writer lays out the records. */
+enum capture_codec {
+	CAPTURE_CODEC_ZSTD,  /* version 2, blocks zstd-compressed (the default) */
+	CAPTURE_CODEC_RAW,   /* version 2, blocks stored raw (still checksummed) */
+	CAPTURE_CODEC_V1,    /* version 1, records unframed (tests of old captures) */
+};
+
+/* Create (truncate) path and write the file header, CAPTURE_CODEC_ZSTD.
+ * NULL and *err = -errno on failure. */
 struct capture_writer *capture_writer_open(const char *path, int *err);
+struct capture_writer *capture_writer_open_codec(const char *path, enum capture_codec codec, int *err);
 /* Same on an open stream (not closed by capture_writer_close). */
 struct capture_writer *capture_writer_fdopen(FILE *f, int *err);
 /* A BPF record as read from the ring buffer: checked (size field equals
@@ -226,7 +242,7 @@ int capture_write_kernel(struct capture_writer *w, uint32_t pid, uint64_t addr, 
 int capture_write_srcstack(struct capture_writer *w, uint32_t pid, uint64_t stack_id,
 			   const struct capture_srcentry *e, uint32_t n);
 int capture_write_end(struct capture_writer *w, const struct capture_end_info *ei);
-/* Bytes written so far (header included). */
+/* Record bytes taken so far, header included (before compression). */
 uint64_t capture_writer_bytes(const struct capture_writer *w);
 /* Flush, close and free; returns the first error seen (-errno) or 0. */
 int capture_writer_close(struct capture_writer *w);

@@ -25,7 +25,8 @@
 static const char usage[] =
 "Usage: tbpf report FILE [--format FMT] [-o OUT] [--sort KEY] [--row-limit N]\n"
 "\n"
-"Turn a capture recorded with `tbpf --pid PID -o FILE` into a report.\n"
+"Turn a capture recorded with `tbpf --pid PID -o FILE` into a report (FILE\n"
+"may also be the capture compressed with zstd(1), FILE.tbpf.zst).\n"
 "\n"
 "  -f, --format FMT    table (default), tree, json, chrome, perfetto, folded,\n"
 "                      pprof, svg (or flamegraph)\n"
