@@ -11,6 +11,7 @@
 #include "cmd_daemon.h"
 #include "live.h"
 #include "options.h"
+#include "validate.h"
 #include "version.h"
 #include "cmd_info.h"
 
@@ -388,6 +389,23 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 	return LIVE_GO_ON;
 }
 
+/* Everything checkable before the run (validate_live): 0 or the exit code
+ * after one line. */
+static int live_check(const struct live_opts *o)
+{
+	char *why = NULL;
+	int err = validate_live(o, &why), rc = TBPF_EXIT_OK;
+
+	if (err == -ESRCH) {
+		fprintf(stderr, "tbpf: %s\n", why);
+		rc = TBPF_EXIT_ERROR;
+	} else if (err) {
+		rc = usage_error("%s", why);
+	}
+	free(why);
+	return rc;
+}
+
 static int live_main(int argc, char **argv, pid_t (*start)(void *, bool), void *start_ctx)
 {
 	struct live_opts o = { .row_limit = 0, .python = true, .cuda = true };
@@ -413,9 +431,11 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *, bool), void *
 	if (o.inproc && o.inject && !o.cuda)
 		return usage_error("%s", "--inproc --inject joins device times to the CUDA probes' "
 					 "launches: not with --no-cuda");
+	if (start && o.sel.npids)
+		return usage_error("%s", "tbpf run profiles the command it starts: no --pid");
+	if ((rc = live_check(&o)))
+		return rc;
 	if (start) {
-		if (o.sel.npids)
-			return usage_error("%s", "tbpf run profiles the command it starts: no --pid");
 		/* issue 6: attach to the agent the driver loads; --inproc only
 		 * with --inject (issue 19: it then records to a capture, whose
 		 * replay joins the device records), no agent named otherwise */

@@ -19,6 +19,7 @@
 #include "options.h"
 #include "steps.h"
 #include "tree.h"
+#include "validate.h"
 
 #define REPORT_TREE EXPORT_TREE
 
@@ -409,6 +410,12 @@ int cmd_report(int argc, char **argv)
 	}
 	if (o.sort && fmt != REPORT_TREE && !profile_sort_key_valid(o.sort)) {
 		fprintf(stderr, "tbpf report: unknown sort key '%s' (see tbpf report --help)\n", o.sort);
+		return 2;
+	}
+	if ((out && validate_out_file("-o", out, &why)) ||
+	    (so.tensorboard && validate_out_dir("--tensorboard", so.tensorboard, true, &why))) {
+		fprintf(stderr, "tbpf report: %s\n", why);
+		free(why);
 		return 2;
 	}
 	if (export_format_binary(fmt) && (!out || !strcmp(out, "-")) && isatty(STDOUT_FILENO)) {
