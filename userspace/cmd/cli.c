@@ -468,6 +468,7 @@ struct run_ctx {
 	char **cmd;
 	struct run_child child;
 	bool started;
+	int start_rc;   /* the shell's status when the command cannot run */
 };
 
 /* cuda_agent: CUDA_INJECTION64_PATH names the CUPTI agent (not for
@@ -475,9 +476,15 @@ struct run_ctx {
 static pid_t run_start(void *vctx, bool cuda_agent)
 {
 	struct run_ctx *r = vctx;
-	char *agent = cuda_agent ? run_agent_path() : NULL;
+	char *agent, *why = NULL;
 	int err;
 
+	if ((r->start_rc = run_command_check(r->cmd[0], getenv("PATH"), &why))) {
+		fprintf(stderr, "tbpf: %s\n", why);
+		free(why);
+		return -1;
+	}
+	agent = cuda_agent ? run_agent_path() : NULL;
 	err = run_child_start(r->cmd, agent, &r->child);
 	free(agent);
 	if (err) {
@@ -503,6 +510,7 @@ static int run_main(int argc, char **argv)
 {
 	struct run_ctx r = { 0 };
 	int dash = -1, rc, crc;
+	bool ran;
 
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--")) {
@@ -515,12 +523,17 @@ static int run_main(int argc, char **argv)
 	argv[dash] = NULL;
 	rc = live_main(dash, argv, run_start, &r);
 	if (!r.started)
-		return rc;
+		return r.start_rc ? r.start_rc : rc;
+	ran = r.child.release_fd < 0;   /* else it exits 125 without running */
 	run_child_profiled(&r.child);   /* the agent releases CUPTI now */
 	crc = run_child_wait(&r.child);
-	if (rc == TBPF_EXIT_OK && crc != 0)
+	if (!ran || crc < 0)
+		return rc;
+	/* as time(1) and strace(1): the command's status, so scripts and
+	 * job runners see its failure; tbpf's own only when it succeeded */
+	if (crc)   /* 128+N: killed by signal N, as a shell says it */
 		fprintf(stderr, "tbpf: %s exited with status %d\n", r.cmd[0], crc);
-	return rc;
+	return crc ? crc : rc;
 }
 
 int tbpf_main(int argc, char **argv)
