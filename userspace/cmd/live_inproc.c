@@ -753,7 +753,7 @@ int live_inproc_run(const struct live_opts *o)
 	struct inproc_py_cuda pc;
 	uint64_t t_begin = clock_ns(CLOCK_MONOTONIC), t0, t_att, t_mono, t_bpf = 0, t_gpu = 0;
 	const char *stop_why = NULL;
-	int rc, err = 0;
+	int rc, render_rc = 0, err = 0;
 
 	model_init(&model);
 	sigaction(SIGINT, &sa, NULL);
@@ -949,10 +949,10 @@ int live_inproc_run(const struct live_opts *o)
 	if (!rc && !k.cw && o->stack_n && (err = inproc_py_srcloc(k.py, &model.prof, o->stack_n)))
 		fprintf(stderr, "tbpf: --group-by-stack: %s\n", strerror(-err));
 	if (!rc)
-		rc = render(o, path, &model);
+		rc = render_rc = render(o, path, &model);
 	warn_steps_unseen(o, &sw, stop_why);
 	if (!rc && o->steps.tensorboard)
-		rc = live_tensorboard(o, path, &ld);
+		rc = render_rc = live_tensorboard(o, path, &ld);
 out:
 	fflush(stdout);   /* the report, before the teardown */
 	run_inproc_go(&held);   /* an error before the start: it runs on */
@@ -965,7 +965,7 @@ out:
 	inproc_session_free(s);
 	model_free(&model);
 	model_feed_free(k.feed);
-	if (tmp)
+	if (tmp && !live_keep_capture(o, path, render_rc))
 		unlink(path);
 	free(path);
 	free(agent);

@@ -177,3 +177,13 @@ void live_dist_add(struct live_dist *ld, pid_t pid)
 	if (ld->n < 64 && read_dist(pid, &ld->v[ld->n]))
 		ld->n++;
 }
+
+bool live_keep_capture(const struct live_opts *o, const char *path, int render_rc)
+{
+	if (!render_rc || !path)
+		return false;
+	fprintf(stderr, "tbpf: the run is kept in %s; render it with: tbpf report %s%s%s%s%s\n",
+		path, path, o->format ? " --format " : "", o->format ? o->format : "",
+		o->out ? " -o " : "", o->out ? o->out : "");
+	return true;
+}

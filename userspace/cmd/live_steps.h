@@ -20,6 +20,11 @@ void live_dist_add(struct live_dist *ld, pid_t pid);
 /* The host's GPUs for Kineto's deviceProperties; free eo->devprops after. */
 void live_query_devices(struct export_opts *eo);
 /* --tensorboard DIR from the capture; 0 or the exit code. */
+/* The output after a run failed (render_rc nonzero, its line printed):
+ * the run is not lost, the capture at path holds it; one line says where
+ * and how to render it again.  True when the caller must keep the file
+ * (a temporary capture it would remove). */
+bool live_keep_capture(const struct live_opts *o, const char *path, int render_rc);
 int live_tensorboard(const struct live_opts *o, const char *capture_path,
 		     const struct live_dist *ld);
 /* --format tree / table / json of m to -o.  0 or the exit code. */
