@@ -93,6 +93,17 @@ static const char usage[] =
 
 /* ---- aggregated formats: ops, layers and CUDA (issue 5) ---------------- */
 
+/* An empty result says why (exit status 0: the capture was read). */
+static void report_empty(const struct tbpf_model *m, int fmt, const struct export_opts *o,
+			 const struct tree_opts *to)
+{
+	char *why = export_empty_why(m, fmt, o, to, o && o->sched && o->sched->set);
+
+	if (why)
+		fprintf(stderr, "tbpf report: %s\n", why);
+	free(why);
+}
+
 static int run_aggregated(FILE *out, int fmt, struct capture_reader *r,
 			  const struct export_opts *o)
 {
@@ -132,6 +143,8 @@ static int run_aggregated(FILE *out, int fmt, struct capture_reader *r,
 		err = model_split_capture(&m, capture_reader_meta(r));
 	if (!err)
 		err = export_model(out, fmt, &m, o, &to);
+	if (!err)
+		report_empty(&m, fmt, o, &to);
 	m.steps = NULL;
 	model_free(&m);
 	step_stats_free(&ss);

@@ -644,6 +644,8 @@ static int render(const struct live_opts *o, const char *path, const struct tbpf
 			: EXPORT_JSON, m, &eo, &to);
 		if (out != stdout && fclose(out) && !err)
 			err = -errno;
+		if (!err)
+			live_warn_empty(o, &eo, fmt, m, &to);
 	}
 	if (err)
 		fprintf(stderr, "tbpf: output failed: %s\n", emsg ? emsg : strerror(-err));

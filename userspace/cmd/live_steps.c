@@ -136,7 +136,20 @@ int live_render_model(const struct live_opts *o, const struct export_opts *eo, c
 		fprintf(stderr, "tbpf: output failed: %s\n", strerror(-err));
 		rc = TBPF_EXIT_ERROR;
 	}
+	if (!err)
+		live_warn_empty(o, eo, fmt, m, &to);
 	return rc;
+}
+
+void live_warn_empty(const struct live_opts *o, const struct export_opts *eo, const char *fmt,
+		     const struct tbpf_model *m, const struct tree_opts *to)
+{
+	int f = !strcmp(fmt, "tree") ? EXPORT_TREE : export_format_parse(fmt);
+	char *why = export_empty_why(m, f, eo, to, o->steps.sched.set);
+
+	if (why)
+		fprintf(stderr, "tbpf: %s\n", why);
+	free(why);
 }
 
 /* --steps / --schedule: table, tree and json of the active steps only,

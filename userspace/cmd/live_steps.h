@@ -24,6 +24,11 @@ void live_query_devices(struct export_opts *eo);
  * the run is not lost, the capture at path holds it; one line says where
  * and how to render it again.  True when the caller must keep the file
  * (a temporary capture it would remove). */
+/* An empty result (export_empty_why) is never silent: its line on stderr;
+ * the exit status stays 0. */
+struct tree_opts;
+void live_warn_empty(const struct live_opts *o, const struct export_opts *eo, const char *fmt,
+		     const struct tbpf_model *m, const struct tree_opts *to);
 bool live_keep_capture(const struct live_opts *o, const char *path, int render_rc);
 int live_tensorboard(const struct live_opts *o, const char *capture_path,
 		     const struct live_dist *ld);
