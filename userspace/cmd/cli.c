@@ -159,7 +159,9 @@ static const char usage_text[] =
 "  tbpf report run.tbpf --format folded | flamegraph.pl > ops.svg\n"
 "\n"
 "Exit status: 0 ok; 1 runtime error (no such process, no libtorch, I/O);\n"
-"2 usage error; 3 missing privileges; 4 kernel lacks a needed feature.\n";
+"2 usage error; 3 missing privileges; 4 kernel lacks a needed feature.\n"
+"tbpf run: the command's status when not 0 (128+N: killed by signal N; 127:\n"
+"not found, 126: not executable).  An empty result exits 0 with a line why.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
