@@ -235,6 +235,10 @@ int export_capture_ex(const char *capture_path, const char *format, const char *
 		return -EINVAL;
 	}
 	bool to_stdout = !out_path || !strcmp(out_path, "-");
+	struct stat before;
+	/* a half-written output is removed only where this call made it: never
+	 * a device (/dev/full, /dev/stdout) or a file that was there before */
+	bool made = !to_stdout && stat(out_path, &before) && errno == ENOENT;
 	FILE *out = to_stdout ? stdout : fopen(out_path, export_format_binary(fmt) ? "wb" : "w");
 	if (!out) {
 		int e = errno;
@@ -266,7 +270,7 @@ int export_capture_ex(const char *capture_path, const char *format, const char *
 		err = -errno;
 		*errmsg = strf("%s: %s", out_path, strerror(-err));
 	}
-	if (err && !to_stdout)
+	if (err && made)
 		unlink(out_path);
 	if (!err && sum)
 		summarize(r, out_path, sum);
