@@ -12,7 +12,9 @@
 # run` passes its command's exit status through: 1 for false, 3 for exit 3,
 # 143 for a command killed by SIGTERM, and a torch command's status after
 # its report; a command that exits 0 without ever loading torch gets
-# tbpf's own 1.  Every case runs; the failures are listed together.
+# tbpf's own 1.  Last, an output that cannot be written (/dev/full) loses
+# no run: the capture of a trace format is kept and renders, a JSON result
+# goes to stdout instead.  Every case runs; the failures are listed together.
 # timeout: 400
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -177,6 +179,34 @@ for _ in range(10):
 sys.exit(5)'
 grep -q 'aten::add' "$T/run.out" || bad "run torch exit 5: no report before the exit (no aten::add row)"
 grep -q 'exited with status 5' "$T/run.err" || bad "run torch exit 5: no line naming the status"
+
+# a run whose output cannot be written (a full disk: /dev/full) is not
+# lost: a trace format keeps its capture and names it, a table goes to
+# stdout instead; both exit 1
+JOB='import torch
+x = torch.ones(4)
+for _ in range(10):
+    x = x + 1'
+run_rc "chrome -o /dev/full" 1 --format chrome -o /dev/full -- "$PY1" -c "$JOB"
+kept=$(sed -n 's/^tbpf: the run is kept in \([^;]*\); render it with: tbpf report .*/\1/p' "$T/run.err")
+if [ -z "$kept" ] || [ ! -s "$kept" ]; then
+	bad "chrome -o /dev/full: no kept capture named: $(tail -n 1 "$T/run.err")"
+else
+	"$TBPF" report "$kept" --format chrome -o "$T/kept.json" 2> "$T/kept.err" ||
+		bad "the kept capture does not render: $(cat "$T/kept.err")"
+	python3 -c 'import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+sys.exit(0 if any(e.get("name") == "aten::add" for e in ev) else 1)' "$T/kept.json" ||
+		bad "the kept capture's trace has no aten::add event"
+	rm -f "$kept"
+fi
+run_rc "json -o /dev/full" 1 --format json -o /dev/full -- "$PY1" -c "$JOB"
+grep -q 'cannot write /dev/full: .*; the output follows on stdout instead' "$T/run.err" ||
+	bad "json -o /dev/full: no line saying the output went to stdout"
+python3 -c 'import json, sys
+sys.exit(0 if any(r["name"] == "aten::add" for r in json.load(open(sys.argv[1]))["ops"]) else 1)' \
+	"$T/run.out" || bad "json -o /dev/full: no JSON with aten::add on stdout"
+[ -c /dev/full ] || fail "/dev/full is no longer a device: tbpf removed it"
 
 if [ ${#problems[@]} -gt 0 ]; then
 	printf 'problem: %s\n' "${problems[@]}"

@@ -609,7 +609,6 @@ static int render(const struct live_opts *o, const char *path, const struct tbpf
 	bool tree = !strcmp(fmt, "tree");
 	bool aggregated = tree || !strcmp(fmt, "table") || !strcmp(fmt, "json");
 	char *emsg = NULL;
-	FILE *out;
 	int err;
 
 	if ((o->record || o->steps.tensorboard) && !o->format) {
@@ -634,18 +633,12 @@ static int render(const struct live_opts *o, const char *path, const struct tbpf
 		fprintf(stderr, "tbpf: --sort %s is not a tree column (" TREE_SORT_KEYS ")\n", o->sort);
 		return TBPF_EXIT_USAGE;
 	} else {
-		out = !o->out || !strcmp(o->out, "-") ? stdout : fopen(o->out, "we");
-		if (!out) {
-			fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
-			return TBPF_EXIT_ERROR;
-		}
-		to.color = tree && tree_want_color(out);
-		err = export_model(out, tree ? EXPORT_TREE : strcmp(fmt, "json") ? EXPORT_TABLE
-			: EXPORT_JSON, m, &eo, &to);
-		if (out != stdout && fclose(out) && !err)
-			err = -errno;
-		if (!err)
+		int rc = live_write_model(o, &eo, tree ? EXPORT_TREE : strcmp(fmt, "json") ?
+					  EXPORT_TABLE : EXPORT_JSON, m, &to);
+
+		if (!rc)
 			live_warn_empty(o, &eo, fmt, m, &to);
+		return rc;
 	}
 	if (err)
 		fprintf(stderr, "tbpf: output failed: %s\n", emsg ? emsg : strerror(-err));
