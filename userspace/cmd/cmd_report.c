@@ -304,6 +304,20 @@ static int report_tensorboard(const char *path, const struct export_opts *o,
 	return 0;
 }
 
+/* -o and --tensorboard can be written: 0, or -EINVAL after one line */
+static int report_check_paths(const char *out, const char *tensorboard)
+{
+	char *why = NULL;
+
+	if ((out && validate_out_file("-o", out, &why)) ||
+	    (tensorboard && validate_out_dir("--tensorboard", tensorboard, true, &why))) {
+		fprintf(stderr, "tbpf report: %s\n", why);
+		free(why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -429,12 +443,8 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "tbpf report: unknown sort key '%s' (see tbpf report --help)\n", o.sort);
 		return 2;
 	}
-	if ((out && validate_out_file("-o", out, &why)) ||
-	    (so.tensorboard && validate_out_dir("--tensorboard", so.tensorboard, true, &why))) {
-		fprintf(stderr, "tbpf report: %s\n", why);
-		free(why);
+	if (report_check_paths(out, so.tensorboard))
 		return 2;
-	}
 	if (export_format_binary(fmt) && (!out || !strcmp(out, "-")) && isatty(STDOUT_FILENO)) {
 		fprintf(stderr, "tbpf report: %s output is binary; give -o FILE or redirect stdout\n", format);
 		return 2;
