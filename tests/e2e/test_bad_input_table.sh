@@ -136,6 +136,17 @@ case_ "run -- a command not on PATH" 127 "^tbpf: tbpf-no-such-command: command n
 	run -- tbpf-no-such-command
 case_ "run -- a directory" 126 "^tbpf: $T/dir: Is a directory$" run -- "$T/dir"
 case_ "run -- a file without x" 126 "^tbpf: $T/file: Permission denied$" run -- "$T/file"
+# a binary format bound for a terminal (script(1) gives tbpf one)
+if command -v script > /dev/null; then
+	n=$((n + 1))
+	rc=0
+	timeout -k 5 20 script -qec "'$TBPF' --pid $wl_pid --duration 30s --format pprof" /dev/null \
+		> "$T/tty.out" 2>&1 < /dev/null || rc=$?
+	echo "case 'pprof to a terminal': exit $rc: $(tr -d '\r' < "$T/tty.out")"
+	[ "$rc" = 2 ] || bad "pprof to a terminal: exit $rc, expected 2"
+	[ "$(tr -d '\r' < "$T/tty.out")" = "tbpf: --format pprof is binary: give -o FILE or redirect stdout (see tbpf --help)" ] ||
+		bad "pprof to a terminal: not the one line: $(head -c 200 "$T/tty.out")"
+fi
 log "$n bad-input cases"
 [ "$n" -ge 25 ] || bad "only $n cases in the table"
 
