@@ -111,7 +111,7 @@ PY
 	done
 	log "$label: uprobe mode: ${lines[0]}; --inproc: ${lines[1]}"
 	[ "${lines[0]}" = "${lines[1]}" ] || fail "$label: tbpf run --inproc ends otherwise than tbpf run"
-	[ "${lines[1]}" = "rc=0 exited with status 3" ] || fail "$label: ${lines[1]}"
+	[ "${lines[1]}" = "rc=3 exited with status 3" ] || fail "$label: ${lines[1]}"
 }
 
 # fallback_case: an unverified torch version in the command

@@ -733,7 +733,9 @@ static void test_pprof(void **state)
 	free(got);
 	got = run(&st, "HOME=%s GOPATH=%s/gopath GOCACHE=%s/cache go tool pprof -raw %s 2>/dev/null | grep train.py",
 		  gohome, gohome, gohome, out_path("run.pb.gz"));
-	assert_string_equal(got, "     5: 0x0 M=1 main /home/u/train.py:10 s=0\n");
+	/* "()": Go's -raw shows a system_name that differs from the name in
+	 * brackets; tbpf writes none (test_pprof_module_frame says why) */
+	assert_string_equal(got, "     5: 0x0 M=1 main /home/u/train.py:10 s=0()\n");
 	free(got);
 	/* junk is rejected by the reader (it is a real check) */
 	FILE *f = fopen(out_path("junk.pb.gz"), "w");
@@ -742,6 +744,30 @@ static void test_pprof(void **state)
 	free(run(&st, "HOME=%s GOPATH=%s/gopath GOCACHE=%s/cache go tool pprof -top %s >/dev/null 2>&1",
 		 gohome, gohome, gohome, out_path("junk.pb.gz")));
 	assert_int_not_equal(st, 0);
+}
+
+/* Python's "<module>" frame as Go's pprof reads it: by its name, as in
+ * the folded output, not stripped as C++ template arguments. */
+static void test_pprof_module_frame(void **state)
+{
+	struct calltree ct;
+	int st;
+
+	assert_int_equal(calltree_init(&ct), 0);
+	uint32_t mod = calltree_frame(&ct, CT_PYTHON, "<module>", "/x/train.py", 3);
+	uint32_t op = calltree_frame(&ct, CT_OTHER, "aten::mm", "", 0);
+	calltree_add(&ct, calltree_child(&ct, calltree_child(&ct, 0, mod), op), 5000, 1);
+	FILE *f = fopen(out_path("module.pb.gz"), "w");
+	assert_int_equal(export_pprof(f, &ct, NULL), 0);
+	fclose(f);
+	char *got = run(&st, "mkdir -p %s && HOME=%s GOPATH=%s/gopath GOCACHE=%s/cache GOFLAGS= "
+			"go tool pprof -top -unit=ns %s 2>/dev/null | "
+			"awk '/^ *flat  *flat%%/ { t = 1; next } t { print $1, $4, $6 }'",
+			gohome, gohome, gohome, gohome, out_path("module.pb.gz"));
+	assert_int_equal(st, 0);
+	assert_string_equal(got, "5000ns 5000ns aten::mm\n0 5000ns <module>\n");
+	free(got);
+	calltree_free(&ct);
 }
 
 static void test_pbwriter_widening(void **state)
@@ -915,6 +941,7 @@ int main(void)
 		cmocka_unit_test(test_folded),
 		cmocka_unit_test(test_folded_escaping),
 		cmocka_unit_test(test_pprof),
+		cmocka_unit_test(test_pprof_module_frame),
 		cmocka_unit_test(test_pbwriter_widening),
 		cmocka_unit_test(test_report_errors),
 		cmocka_unit_test(test_check_all_script),

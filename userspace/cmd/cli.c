@@ -11,6 +11,7 @@
 #include "cmd_daemon.h"
 #include "live.h"
 #include "options.h"
+#include "validate.h"
 #include "version.h"
 #include "cmd_info.h"
 
@@ -162,7 +163,9 @@ static const char usage_text[] =
 "  tbpf report run.tbpf --format folded | flamegraph.pl > ops.svg\n"
 "\n"
 "Exit status: 0 ok; 1 runtime error (no such process, no libtorch, I/O);\n"
-"2 usage error; 3 missing privileges; 4 kernel lacks a needed feature.\n";
+"2 usage error; 3 missing privileges; 4 kernel lacks a needed feature.\n"
+"tbpf run: the command's status when not 0 (128+N: killed by signal N; 127:\n"
+"not found, 126: not executable).  An empty result exits 0 with a line why.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -385,6 +388,23 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 	return LIVE_GO_ON;
 }
 
+/* Everything checkable before the run (validate_live): 0 or the exit code
+ * after one line. */
+static int live_check(const struct live_opts *o)
+{
+	char *why = NULL;
+	int err = validate_live(o, &why), rc = TBPF_EXIT_OK;
+
+	if (err == -ESRCH) {
+		fprintf(stderr, "tbpf: %s\n", why);
+		rc = TBPF_EXIT_ERROR;
+	} else if (err) {
+		rc = usage_error("%s", why);
+	}
+	free(why);
+	return rc;
+}
+
 static int live_main(int argc, char **argv, pid_t (*start)(void *, bool), void *start_ctx)
 {
 	struct live_opts o = { .row_limit = 0, .python = true, .cuda = true };
@@ -410,9 +430,11 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *, bool), void *
 	if (o.inproc && o.inject && !o.cuda)
 		return usage_error("%s", "--inproc --inject joins device times to the CUDA probes' "
 					 "launches: not with --no-cuda");
+	if (start && o.sel.npids)
+		return usage_error("%s", "tbpf run profiles the command it starts: no --pid");
+	if ((rc = live_check(&o)))
+		return rc;
 	if (start) {
-		if (o.sel.npids)
-			return usage_error("%s", "tbpf run profiles the command it starts: no --pid");
 		/* issue 6: attach to the agent the driver loads; --inproc only
 		 * with --inject (issue 19: it then records to a capture, whose
 		 * replay joins the device records), no agent named otherwise */
@@ -447,6 +469,7 @@ struct run_ctx {
 	char **cmd;
 	struct run_child child;
 	bool started;
+	int start_rc;   /* the shell's status when the command cannot run */
 };
 
 /* cuda_agent: CUDA_INJECTION64_PATH names the CUPTI agent (not for
@@ -454,9 +477,15 @@ struct run_ctx {
 static pid_t run_start(void *vctx, bool cuda_agent)
 {
 	struct run_ctx *r = vctx;
-	char *agent = cuda_agent ? run_agent_path() : NULL;
+	char *agent, *why = NULL;
 	int err;
 
+	if ((r->start_rc = run_command_check(r->cmd[0], getenv("PATH"), &why))) {
+		fprintf(stderr, "tbpf: %s\n", why);
+		free(why);
+		return -1;
+	}
+	agent = cuda_agent ? run_agent_path() : NULL;
 	err = run_child_start(r->cmd, agent, &r->child);
 	free(agent);
 	if (err) {
@@ -482,6 +511,7 @@ static int run_main(int argc, char **argv)
 {
 	struct run_ctx r = { 0 };
 	int dash = -1, rc, crc;
+	bool ran;
 
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--")) {
@@ -494,12 +524,17 @@ static int run_main(int argc, char **argv)
 	argv[dash] = NULL;
 	rc = live_main(dash, argv, run_start, &r);
 	if (!r.started)
-		return rc;
+		return r.start_rc ? r.start_rc : rc;
+	ran = r.child.release_fd < 0;   /* else it exits 125 without running */
 	run_child_profiled(&r.child);   /* the agent releases CUPTI now */
 	crc = run_child_wait(&r.child);
-	if (rc == TBPF_EXIT_OK && crc != 0)
+	if (!ran || crc < 0)
+		return rc;
+	/* as time(1) and strace(1): the command's status, so scripts and
+	 * job runners see its failure; tbpf's own only when it succeeded */
+	if (crc)   /* 128+N: killed by signal N, as a shell says it */
 		fprintf(stderr, "tbpf: %s exited with status %d\n", r.cmd[0], crc);
-	return rc;
+	return crc ? crc : rc;
 }
 
 int tbpf_main(int argc, char **argv)

@@ -13,6 +13,7 @@
 #include "session.h"
 #include "options.h"
 #include "units.h"
+#include "validate.h"
 
 static const char usage[] =
 "Usage: tbpf daemon [--listen 127.0.0.1:9464] [--window 10s] [--pprof-dir DIR\n"
@@ -286,6 +287,12 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 		*err = strf("--max-overhead duty-cycles probes in infer mode; drop --exits");
 		return TBPF_EXIT_USAGE;
 	}
+	/* before the probes load: a daemon that would fail at its first
+	 * window, or run without the server asked for, says so now */
+	if ((o->listen && validate_listen(o->listen, err)) ||
+	    (o->push_url && validate_url(o->push_url, err)) ||
+	    (o->pprof_dir && validate_out_dir("--pprof-dir", o->pprof_dir, false, err)))
+		return TBPF_EXIT_USAGE;
 	return 0;
 }
 
@@ -305,6 +312,13 @@ int cmd_daemon(int argc, char **argv)
 		daemon_opts_free(&o);
 		return rc;
 	}
+	for (size_t i = 0; i < o.sel.npids; i++)
+		if (validate_pid(o.sel.pids[i], &err)) {
+			fprintf(stderr, "tbpf daemon: %s\n", err);
+			free(err);
+			daemon_opts_free(&o);
+			return TBPF_EXIT_ERROR;
+		}
 	if (o.inproc) {   /* issue 19 */
 		char *agent = inproc_agent_path();
 		int e;

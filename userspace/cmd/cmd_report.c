@@ -19,6 +19,7 @@
 #include "options.h"
 #include "steps.h"
 #include "tree.h"
+#include "validate.h"
 
 #define REPORT_TREE EXPORT_TREE
 
@@ -96,6 +97,17 @@ static const char usage[] =
 
 /* ---- aggregated formats: ops, layers and CUDA (issue 5) ---------------- */
 
+/* An empty result says why (exit status 0: the capture was read). */
+static void report_empty(const struct tbpf_model *m, int fmt, const struct export_opts *o,
+			 const struct tree_opts *to)
+{
+	char *why = export_empty_why(m, fmt, o, to, o && o->sched && o->sched->set);
+
+	if (why)
+		fprintf(stderr, "tbpf report: %s\n", why);
+	free(why);
+}
+
 static int run_aggregated(FILE *out, int fmt, struct capture_reader *r,
 			  const struct export_opts *o)
 {
@@ -135,6 +147,8 @@ static int run_aggregated(FILE *out, int fmt, struct capture_reader *r,
 		err = model_split_capture(&m, capture_reader_meta(r));
 	if (!err)
 		err = export_model(out, fmt, &m, o, &to);
+	if (!err)
+		report_empty(&m, fmt, o, &to);
 	m.steps = NULL;
 	model_free(&m);
 	step_stats_free(&ss);
@@ -226,6 +240,10 @@ int export_capture_ex(const char *capture_path, const char *format, const char *
 		return -EINVAL;
 	}
 	bool to_stdout = !out_path || !strcmp(out_path, "-");
+	struct stat before;
+	/* a half-written output is removed only where this call made it: never
+	 * a device (/dev/full, /dev/stdout) or a file that was there before */
+	bool made = !to_stdout && stat(out_path, &before) && errno == ENOENT;
 	FILE *out = to_stdout ? stdout : fopen(out_path, export_format_binary(fmt) ? "wb" : "w");
 	if (!out) {
 		int e = errno;
@@ -257,7 +275,7 @@ int export_capture_ex(const char *capture_path, const char *format, const char *
 		err = -errno;
 		*errmsg = strf("%s: %s", out_path, strerror(-err));
 	}
-	if (err && !to_stdout)
+	if (err && made)
 		unlink(out_path);
 	if (!err && sum)
 		summarize(r, out_path, sum);
@@ -287,6 +305,20 @@ static int report_tensorboard(const char *path, const struct export_opts *o,
 		fprintf(stderr, "tbpf report: %s\n", msg ? msg : strerror(-err));
 		free(msg);
 		return 1;
+	}
+	return 0;
+}
+
+/* -o and --tensorboard can be written: 0, or -EINVAL after one line */
+static int report_check_paths(const char *out, const char *tensorboard)
+{
+	char *why = NULL;
+
+	if ((out && validate_out_file("-o", out, &why)) ||
+	    (tensorboard && validate_out_dir("--tensorboard", tensorboard, true, &why))) {
+		fprintf(stderr, "tbpf report: %s\n", why);
+		free(why);
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -420,6 +452,8 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "tbpf report: unknown sort key '%s' (see tbpf report --help)\n", o.sort);
 		return 2;
 	}
+	if (report_check_paths(out, so.tensorboard))
+		return 2;
 	if (export_format_binary(fmt) && (!out || !strcmp(out, "-")) && isatty(STDOUT_FILENO)) {
 		fprintf(stderr, "tbpf report: %s output is binary; give -o FILE or redirect stdout\n", format);
 		return 2;

@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "cmd_run.h"
 #include "owner_chan.h"
+#include "strf.h"
 
 #define AGENT_SO "libtbpf_agent.so"
 
@@ -38,6 +40,64 @@ char *run_agent_path(void)
 			return r;
 	}
 	return NULL;
+}
+
+/* 0 when file is an executable regular file, else the errno execve
+ * would give it. */
+static int exec_errno(const char *file)
+{
+	struct stat sb;
+
+	if (stat(file, &sb))
+		return errno;
+	if (S_ISDIR(sb.st_mode))
+		return EISDIR;
+	if (!S_ISREG(sb.st_mode) || access(file, X_OK))
+		return EACCES;
+	return 0;
+}
+
+int run_command_check(const char *cmd, const char *path, char **why)
+{
+	int e = ENOENT, seen = 0;
+
+	if (!*cmd) {
+		*why = strf("'': command not found");
+		return 127;
+	}
+	if (strchr(cmd, '/')) {
+		e = exec_errno(cmd);
+	} else {
+		const char *p = path ? path : "/usr/local/bin:/usr/bin:/bin";
+
+		/* execvp: the first executable on the path; an empty entry is
+		 * the working directory; one found but not executable is
+		 * EACCES unless a later entry can be run */
+		for (;;) {
+			size_t n = strcspn(p, ":");
+			char *file = strf("%.*s%s%s", (int)n, p, n ? "/" : "", cmd);
+			int fe = file ? exec_errno(file) : ENOMEM;
+
+			free(file);
+			if (!fe)
+				return 0;
+			if (fe != ENOENT && fe != ENOTDIR && !seen) {
+				e = fe;
+				seen = 1;
+			}
+			if (!p[n])
+				break;
+			p += n + 1;
+		}
+	}
+	if (!e)
+		return 0;
+	if (e == ENOENT || e == ENOTDIR) {
+		*why = strf("%s: %s", cmd, strchr(cmd, '/') ? strerror(e) : "command not found");
+		return 127;
+	}
+	*why = strf("%s: %s", cmd, strerror(e));
+	return 126;
 }
 
 int run_child_start(char *const argv[], const char *agent, struct run_child *c)

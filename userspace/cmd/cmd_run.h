@@ -16,6 +16,12 @@ struct run_child {
  * running executable, else ../lib/tbpf/.  malloc'd, NULL if none. */
 char *run_agent_path(void);
 
+/* Can cmd be run, as execvp would find it on path ($PATH; NULL: the
+ * default)?  0; 127 when it is nowhere (*why "CMD: command not found"),
+ * 126 when what is found cannot be executed (*why names the reason): the
+ * statuses a shell gives, checked before tbpf loads anything. */
+int run_command_check(const char *cmd, const char *path, char **why);
+
 /* Fork argv[0..] (PATH search) with CUDA_INJECTION64_PATH=agent,
  * TBPF_AGENT_AUTOSTART=1 and the owner channel's read end named in
  * TBPF_AGENT_OWNER_CHAN (agent NULL: no injection).  The child blocks

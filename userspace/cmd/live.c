@@ -831,7 +831,7 @@ static int live_run_uprobes(const struct live_opts *o)
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct tbpf_model model = { 0 };
 	size_t written = 0;
-	int rc = TBPF_EXIT_OK, err, code;
+	int rc = TBPF_EXIT_OK, render_rc = 0, err, code;
 	uint32_t mode = 0;
 
 	if (cfg.record && !(capture_path = capture_path_of(o, &capture_tmp))) {
@@ -947,12 +947,12 @@ static int live_run_uprobes(const struct live_opts *o)
 			goto done;
 		}
 	}
-	err = live_render(o, s, &model, capture_path, &lp);
-	if (err)
-		rc = err;
+	render_rc = live_render(o, s, &model, capture_path, &lp);
 	warn_steps_unseen(o, s, &sw, stop_reason);
-	if (o->steps.tensorboard && capture_path && !rc)
-		rc = live_tensorboard(o, capture_path, &ld);
+	if (o->steps.tensorboard && capture_path && !rc && !render_rc)
+		render_rc = live_tensorboard(o, capture_path, &ld);
+	if (render_rc)
+		rc = render_rc;
 done:
 	model_free(&model);
 out:
@@ -960,7 +960,7 @@ out:
 		capture_writer_close(cw);
 	fflush(stdout);   /* the report, before the teardown */
 	session_close(s);
-	if (capture_tmp && capture_path)
+	if (capture_tmp && capture_path && !live_keep_capture(o, capture_path, render_rc))
 		unlink(capture_path);
 	free(capture_path);
 	free(agent_path);

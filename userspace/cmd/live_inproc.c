@@ -609,7 +609,6 @@ static int render(const struct live_opts *o, const char *path, const struct tbpf
 	bool tree = !strcmp(fmt, "tree");
 	bool aggregated = tree || !strcmp(fmt, "table") || !strcmp(fmt, "json");
 	char *emsg = NULL;
-	FILE *out;
 	int err;
 
 	if ((o->record || o->steps.tensorboard) && !o->format) {
@@ -634,16 +633,12 @@ static int render(const struct live_opts *o, const char *path, const struct tbpf
 		fprintf(stderr, "tbpf: --sort %s is not a tree column (" TREE_SORT_KEYS ")\n", o->sort);
 		return TBPF_EXIT_USAGE;
 	} else {
-		out = !o->out || !strcmp(o->out, "-") ? stdout : fopen(o->out, "we");
-		if (!out) {
-			fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
-			return TBPF_EXIT_ERROR;
-		}
-		to.color = tree && tree_want_color(out);
-		err = export_model(out, tree ? EXPORT_TREE : strcmp(fmt, "json") ? EXPORT_TABLE
-			: EXPORT_JSON, m, &eo, &to);
-		if (out != stdout && fclose(out) && !err)
-			err = -errno;
+		int rc = live_write_model(o, &eo, tree ? EXPORT_TREE : strcmp(fmt, "json") ?
+					  EXPORT_TABLE : EXPORT_JSON, m, &to);
+
+		if (!rc)
+			live_warn_empty(o, &eo, fmt, m, &to);
+		return rc;
 	}
 	if (err)
 		fprintf(stderr, "tbpf: output failed: %s\n", emsg ? emsg : strerror(-err));
@@ -753,7 +748,7 @@ int live_inproc_run(const struct live_opts *o)
 	struct inproc_py_cuda pc;
 	uint64_t t_begin = clock_ns(CLOCK_MONOTONIC), t0, t_att, t_mono, t_bpf = 0, t_gpu = 0;
 	const char *stop_why = NULL;
-	int rc, err = 0;
+	int rc, render_rc = 0, err = 0;
 
 	model_init(&model);
 	sigaction(SIGINT, &sa, NULL);
@@ -949,10 +944,10 @@ int live_inproc_run(const struct live_opts *o)
 	if (!rc && !k.cw && o->stack_n && (err = inproc_py_srcloc(k.py, &model.prof, o->stack_n)))
 		fprintf(stderr, "tbpf: --group-by-stack: %s\n", strerror(-err));
 	if (!rc)
-		rc = render(o, path, &model);
+		rc = render_rc = render(o, path, &model);
 	warn_steps_unseen(o, &sw, stop_why);
 	if (!rc && o->steps.tensorboard)
-		rc = live_tensorboard(o, path, &ld);
+		rc = render_rc = live_tensorboard(o, path, &ld);
 out:
 	fflush(stdout);   /* the report, before the teardown */
 	run_inproc_go(&held);   /* an error before the start: it runs on */
@@ -965,7 +960,7 @@ out:
 	inproc_session_free(s);
 	model_free(&model);
 	model_feed_free(k.feed);
-	if (tmp)
+	if (tmp && !live_keep_capture(o, path, render_rc))
 		unlink(path);
 	free(path);
 	free(agent);

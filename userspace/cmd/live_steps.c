@@ -111,8 +111,7 @@ int live_render_model(const struct live_opts *o, const struct export_opts *eo, c
 	bool tree_fmt = !strcmp(fmt, "tree");
 	struct tree_opts to = { .ops = o->tree_ops, .min_pct = o->min_pct,
 				.filter = o->layer_filter };
-	FILE *out;
-	int rc = 0, err;
+	int rc;
 
 	if (tree_fmt && o->sort && tree_sort_parse(o->sort, &to.sort)) {
 		fprintf(stderr, "tbpf: --sort %s is not a tree column (" TREE_SORT_KEYS ")\n", o->sort);
@@ -122,21 +121,56 @@ int live_render_model(const struct live_opts *o, const struct export_opts *eo, c
 		fprintf(stderr, "tbpf: no layer tree: Python stacks were not available\n");
 		return TBPF_EXIT_ERROR;
 	}
-	out = open_out(o->out);
-	if (!out) {
-		fprintf(stderr, "tbpf: cannot write %s: %s\n", o->out, strerror(errno));
+	rc = live_write_model(o, eo, tree_fmt ? EXPORT_TREE : strcmp(fmt, "json") ? EXPORT_TABLE
+			      : EXPORT_JSON, m, &to);
+	if (!rc)
+		live_warn_empty(o, eo, fmt, m, &to);
+	return rc;
+}
+
+/* export_model to out; 0 or -errno */
+static int write_to(FILE *out, int f, const struct tbpf_model *m, const struct export_opts *eo,
+		    struct tree_opts *to)
+{
+	int err;
+
+	to->color = f == EXPORT_TREE && tree_want_color(out);
+	err = export_model(out, f, m, eo, to);
+	if (out == stdout)
+		return err ? err : fflush(stdout) ? -errno : 0;
+	if (fclose(out) && !err)
+		err = -errno;
+	return err;
+}
+
+int live_write_model(const struct live_opts *o, const struct export_opts *eo, int f,
+		     const struct tbpf_model *m, struct tree_opts *to)
+{
+	FILE *out = open_out(o->out);
+	int err = out ? write_to(out, f, m, eo, to) : -errno;
+
+	if (!err)
+		return TBPF_EXIT_OK;
+	if (out == stdout) {
+		fprintf(stderr, "tbpf: output failed: %s\n", strerror(-err));
 		return TBPF_EXIT_ERROR;
 	}
-	to.color = tree_want_color(out);
-	err = export_model(out, tree_fmt ? EXPORT_TREE : strcmp(fmt, "json") ? EXPORT_TABLE
-		: EXPORT_JSON, m, eo, &to);
-	if (out != stdout && fclose(out) && !err)
-		err = -errno;
-	if (err) {
-		fprintf(stderr, "tbpf: output failed: %s\n", strerror(-err));
-		rc = TBPF_EXIT_ERROR;
-	}
-	return rc;
+	/* the run has no capture to keep: its result goes to stdout */
+	fprintf(stderr, "tbpf: cannot write %s: %s; the output follows on stdout instead\n",
+		o->out, strerror(-err));
+	write_to(stdout, f, m, eo, to);
+	return TBPF_EXIT_ERROR;
+}
+
+void live_warn_empty(const struct live_opts *o, const struct export_opts *eo, const char *fmt,
+		     const struct tbpf_model *m, const struct tree_opts *to)
+{
+	int f = !strcmp(fmt, "tree") ? EXPORT_TREE : export_format_parse(fmt);
+	char *why = export_empty_why(m, f, eo, to, o->steps.sched.set);
+
+	if (why)
+		fprintf(stderr, "tbpf: %s\n", why);
+	free(why);
 }
 
 /* --steps / --schedule: table, tree and json of the active steps only,
@@ -176,4 +210,14 @@ void live_dist_add(struct live_dist *ld, pid_t pid)
 {
 	if (ld->n < 64 && read_dist(pid, &ld->v[ld->n]))
 		ld->n++;
+}
+
+bool live_keep_capture(const struct live_opts *o, const char *path, int render_rc)
+{
+	if (!render_rc || !path)
+		return false;
+	fprintf(stderr, "tbpf: the run is kept in %s; render it with: tbpf report %s%s%s%s%s\n",
+		path, path, o->format ? " --format " : "", o->format ? o->format : "",
+		o->out ? " -o " : "", o->out ? o->out : "");
+	return true;
 }

@@ -21,7 +21,7 @@ enum {
 	VT_TYPE = 1, VT_UNIT = 2,
 	S_LOCATION = 1, S_VALUE = 2,
 	L_ID = 1, L_LINE = 4, LN_FUNCTION = 1, LN_LINE = 2,
-	F_ID = 1, F_NAME = 2, F_SYSTEM_NAME = 3, F_FILENAME = 4,
+	F_ID = 1, F_NAME = 2, F_FILENAME = 4,
 };
 
 /* pointer-keyed map (calltree strings are interned: equal text = equal pointer) */
@@ -165,9 +165,11 @@ int export_pprof(FILE *out, const struct calltree *ct, const struct export_opts 
 			continue;
 		size_t mk = pb_begin(&w, P_FUNCTION);
 		pb_varint(&w, F_ID, id);
-		uint64_t nm = str_idx(&st, f->name);
-		pb_varint(&w, F_NAME, nm);
-		pb_varint(&w, F_SYSTEM_NAME, nm);
+		/* no system_name: Go's pprof takes a function whose
+		 * system_name equals its name for a C++ symbol still to
+		 * demangle and drops "<...>" as template arguments, so
+		 * Python's <module> showed as <unknown> */
+		pb_varint(&w, F_NAME, str_idx(&st, f->name));
 		if (f->file[0])
 			pb_varint(&w, F_FILENAME, str_idx(&st, f->file));
 		pb_end(&w, mk);

@@ -8,6 +8,8 @@
 #include "report.h"
 #include "jsonutil.h"
 #include "profile.h"
+#include "steps.h"
+#include "strf.h"
 
 /* "steps": per step its time, op time and gaps (issue 18) */
 static void steps_json(FILE *out, const struct step_stats *ss)
@@ -180,4 +182,35 @@ int export_model(FILE *out, int fmt, const struct tbpf_model *m, const struct ex
 	if (!err && m->mem)
 		err = mem_tables_print(out, m);
 	return err;
+}
+
+/* rows per shape asked, and no row carries shapes */
+static bool no_shapes(const struct profile *p)
+{
+	for (size_t i = 0; i < p->nops; i++)
+		if (p->ops[i].shapes && p->ops[i].shapes[0])
+			return false;
+	return true;
+}
+
+char *export_empty_why(const struct tbpf_model *m, int fmt, const struct export_opts *o,
+		       const struct tree_opts *to, bool steps)
+{
+	size_t bounds = 0;
+
+	if (steps && !m->prof.nops) {
+		for (size_t i = 0; i < m->steps_bounds.n; i++)
+			bounds += m->steps_bounds.v[i].n;
+		return strf("no whole training step recorded: %s ended %zu times (a step runs "
+			    "from one end to the next); --step-on names another label",
+			    o && o->step_label ? o->step_label : STEPS_DEFAULT_LABEL, bounds);
+	}
+	if (fmt == EXPORT_TREE && to && to->filter && m->tree &&
+	    !tree_filter_matches(m->tree, to->filter))
+		return strf("--layer-filter '%s' matches no layer path (paths as Net.blocks.0)",
+			    to->filter);
+	if (fmt != EXPORT_TREE && o && o->by_shape && m->prof.nops && no_shapes(&m->prof))
+		return strf("%s", "--group-by-input-shape: no input shapes were recorded "
+			    "(record with --record-shapes)");
+	return NULL;
 }

@@ -20,4 +20,11 @@ struct tbpf_model;
 int export_model(FILE *out, int fmt, const struct tbpf_model *m, const struct export_opts *o,
 		 const struct tree_opts *to);
 
+/* Why export_model's output of m would hold nothing the options asked
+ * for, as one line for stderr, or NULL: steps (--steps / --schedule) and
+ * no whole step in m, rows per input shape and no shapes recorded, a tree
+ * whose --layer-filter matches no layer.  malloc'd.  Pure. */
+char *export_empty_why(const struct tbpf_model *m, int fmt, const struct export_opts *o,
+		       const struct tree_opts *to, bool steps);
+
 #endif /* TBPF_REPORT_H */

@@ -207,6 +207,14 @@ static int path_matches(const struct layer_node *n, const char *path, const char
 	return hit;
 }
 
+bool tree_filter_matches(const struct layer_tree *t, const char *filter)
+{
+	for (size_t i = 0; i < t->top.nkids; i++)
+		if (path_matches(t->top.kids[i], t->top.kids[i]->name, filter))
+			return true;
+	return false;
+}
+
 /* Whether a sibling stays: --min-pct (layers that launched CUDA work
  * stay) and --layer-filter (ops only under a matching layer). */
 static int visible(const struct item *it, const char *path, const struct tree_opts *o,

@@ -8,6 +8,7 @@
 #ifndef TBPF_TREE_H
 #define TBPF_TREE_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include "layers.h"
 
@@ -59,5 +60,7 @@ char *tree_fmt_time(char *buf, size_t len, uint64_t ns);
 /* Write the table.  Siblings sort by the chosen key, then name; layer
  * rows follow a layer's op rows.  Returns 0 or -errno. */
 int tree_render(FILE *out, const struct layer_tree *t, const struct tree_opts *o);
+/* Whether some layer's dotted path contains filter (--layer-filter). */
+bool tree_filter_matches(const struct layer_tree *t, const char *filter);
 
 #endif
