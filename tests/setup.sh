@@ -160,8 +160,14 @@ else
 	# Hugging Face models for test_hf_models.sh (built from their configs:
 	# no model is downloaded)
 	setup_venv "$VENV" "$TORCH2_VERSION" "$HF_PKG"
+	# the newest (last) also reruns test_hf_models in the torch matrix
+	newest=${TORCH2_EXTRA##* }
 	for v in $TORCH2_EXTRA; do
-		setup_venv "/var/cache/tbpf/venv-torch${v%.*}" "$v"
+		if [ "$v" = "$newest" ]; then
+			setup_venv "/var/cache/tbpf/venv-torch${v%.*}" "$v" "$HF_PKG"
+		else
+			setup_venv "/var/cache/tbpf/venv-torch${v%.*}" "$v"
+		fi
 	done
 fi
 

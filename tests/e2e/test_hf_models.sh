@@ -2,12 +2,13 @@
 # test_hf_models.sh - real model code as users train it: Hugging Face
 # transformers' BertForMaskedLM and GPT2LMHeadModel (small configs, random
 # weights, no download; tests/workloads/hf_train.py), 8 AdamW training
-# steps on torch 2.8, in the default mode and with --inproc: every row of
+# steps on torch 2.8 (and the newest), in the default mode and with --inproc: every row of
 # torch.profiler's key_averages() (aten ops, autograd nodes and their
 # evaluate_function rows, Optimizer.step#AdamW.step, zero_grad) with its
 # count, and the same losses as the torch.profiler run.  The default mode
 # may miss only the documented unseen rows (detach, detach_), --inproc
 # none.
+# torch-matrix: rerun on the newest torch too (tests/e2e/run.sh)
 # timeout: 900
 . "$(dirname "$0")/lib.sh"
 need_root
