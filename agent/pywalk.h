@@ -1,5 +1,4 @@
-/* pywalk.h - the agent's Python stack walker (issue 19 part 1,
- * docs/inproc.md): the walk of bpf/pystack.bpf.h, done by the thread that
+/* pywalk.h - the agent's Python stack walker (docs/inproc.md): the walk of bpf/pystack.bpf.h, done by the thread that
  * runs the RecordFunction, in its own memory, with the offsets tbpf wrote
  * into `tbpf_inproc_py` (pyproc_detect).  Same frames, same flags and the
  * same stack id hash, so tbpf's symbolizer and layer tree take the stacks

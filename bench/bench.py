@@ -18,8 +18,8 @@ model code), R repetitions of
   (--stacks: `tbpf --inproc` with Python stacks and the layer tree, its
   JSON's "layers", against torch.profiler with_stack=True)
   (--shapes: each tbpf mode again with --record-shapes, and torch.profiler
-  with record_shapes=True: the per-op cost of input shapes, issue 16)
-and with --memory (issue 17) also
+  with record_shapes=True: the per-op cost of input shapes)
+and with --memory also
   tbpf --profile-memory                  tbpf's default mode with the
                                          allocator probes
   torch.profiler profile_memory=True     the same inside torch.profiler

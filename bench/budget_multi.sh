@@ -12,7 +12,7 @@
 #
 # Not in the CI suite: with two busy targets and the daemon on 2 CPUs, the
 # CPU-based yardstick is disturbed by contention and the estimates spread
-# (session 3, 6 runs: errors from -52% to +17%; 3 of 6 within 15%).  A job
+# (6 runs: errors from -52% to +17%; 3 of 6 within 15%).  A job
 # that mostly sleeps is not budgeted well either (docs/fleet.md, limits).
 #
 # usage: sudo bench/budget_multi.sh      (BUDGET_A_ITERS, BUDGET_B_ITERS)

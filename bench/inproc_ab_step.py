@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """inproc_ab_step.py - builds of libtbpf_inproc.so side by side on a real
-benchmark step, in one process (issue 19: why the transformer step costs
+benchmark step, in one process (why the transformer step costs
 more per op than the dispatch-bound loop).
 
     PY bench/inproc_ab_step.py [--workload transformer_step] [--rounds 15]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """inproc_cost.py - `tbpf --pid --inproc` against torch.profiler's recording
-cost, per op, measured inside one process (issue 19's "at most half of
-torch.profiler's recording cost").
+cost, per op, measured inside one process (the aim: "at most half
+of torch.profiler's recording cost").
 
 One worker process runs a workload's step (--workload: a tests/workloads
 module with setup(args) -> step) on command, as bench/probe_cost.py does.

@@ -25,7 +25,7 @@ Prints the medians over rounds as one line of JSON.
   sudo bench/probe_cost.py --python VENV/bin/python --workload transformer_step \
       --warm 10 --iters 40 --rounds 3 --ops-per-iter 1965
 
-Against the floor (issue 19 part 2: the entry and return traps alone, with
+Against the floor (the entry and return traps alone, with
 empty op and module-call programs): build tbpf once more with
 `make OUT=/tmp/tbpf-floor CLANG="clang -DTBPF_FLOOR"` and give it as
 --floor; each --mode then also runs with the floor build and the same

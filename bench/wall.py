@@ -1,6 +1,6 @@
 """wall.py - bench.py --wall: the whole job's process wall time, profiled four ways.
 
-Issue 19's goal "process wall time, tbpf's report included, at most one
+The goal: "process wall time, tbpf's report included, at most one
 fifth of torch.profiler's".  Per torch and workload, R repetitions, the
 modes in rotating order within each repetition, of one whole job
 (bench/wall_job.py: `import torch`, build the workload, warm-up, N
@@ -15,8 +15,8 @@ iterations, exit), timed from starting the command to its exit:
                    printed its table and exited
   tbpf run         the same in tbpf's default (uprobe) mode
 N: --wall-ops aten ops (torch.profiler's count per iteration), default
-760,000 (8,000 iterations of the dispatch-bound step, the job issue 19
-measured).  Two readings of "one fifth", both reported per repetition
+760,000 (8,000 iterations of the dispatch-bound
+step).  Two readings of "one fifth", both reported per repetition
 (the modes of one repetition ran back to back) and from the medians:
   literal    tbpf's wall time <= 1/5 of torch.profiler's wall time
   overhead   (tbpf - unprofiled) <= 1/5 (torch.profiler - unprofiled)

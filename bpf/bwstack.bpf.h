@@ -1,6 +1,6 @@
 /* bwstack.bpf.h - --group-by-stack in the uprobe mode: the Source Location
  * torch.profiler gives backward ops (EventList._set_backward_stacktraces,
- * issue 16; the same rule as userspace/model/bwstack.h applies to the
+ * the same rule as userspace/model/bwstack.h applies to the
  * in-process agent's records).
  *
  * torch.profiler gives every event inside a backward node (the node's

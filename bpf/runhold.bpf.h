@@ -12,7 +12,7 @@
 
 __u32 run_hold;   /* .bss, set by user space to RUN_HOLD_ARMED */
 __u32 run_hold_tid;   /* .bss: the thread tbpf_run_firstop stopped */
-__u32 run_hold_cuda;  /* .bss: hold at libcudart/libcuda too (issue 18: a
+__u32 run_hold_cuda;  /* .bss: hold at libcudart/libcuda too (a
 		       * plain CUDA program maps no libtorch; a Python job
 		       * maps libcudart first, then libtorch: user space
 		       * re-arms for libtorch_cpu alone after the first stop) */

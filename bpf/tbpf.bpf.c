@@ -166,7 +166,7 @@ static __always_inline void cnt_add(__u32 idx, __u64 v)
  * recorded.  So the window opens and ends at one moment for every kind
  * of record, not as each part comes up or down: the CUPTI agent's start
  * and stop took 8 ms under load, and the ops counted meanwhile had no
- * launch or device records (session 20, test_attach_midrun). */
+ * launch or device records (test_attach_midrun). */
 __u32 entries_off;
 
 /* Is pid a target?  With `hit` (the op entry probe) also count the hit
@@ -358,7 +358,7 @@ static __always_inline void stat_add(__u32 pid, __u32 op_id, __u64 stack_id, __u
  * will update.  Those programs close frames with interrupts off, where a
  * run-time allocated map (BPF_F_NO_PREALLOC) takes a new element from a
  * per-CPU cache of 1-3 per-CPU values that only irq_work refills: a burst
- * of new rows there failed and lost ops (session 13: test_infer_bound,
+ * of new rows there failed and lost ops (test_infer_bound,
  * test_attach_race, test_infer_burst).  An entry runs in an ordinary
  * uprobe context and makes at most one row per map, so the maps need no
  * preallocation (docs/benchmark.md, *tbpf's own memory*). */
@@ -785,7 +785,7 @@ static __always_inline __u32 node_eval_id(__u32 pid, __u32 tid, __u64 now, __u64
 	return py ? py : dflt;
 }
 
-/* ==== boxed calls (TorchScript, torch.ops; issue 15, boxedop.h) ======== */
+/* ==== boxed calls (TorchScript, torch.ops; boxedop.h) ================= */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -64,7 +64,7 @@ enum tbpf_mode_flags {
 	TBPF_MODE_GUARD = 1 << 3,    /* ptrace unwind guard active */
 	TBPF_MODE_MEMORY = 1 << 4,   /* --profile-memory: allocator probes,
 				      * REC_MEM records, per-op bytes */
-	TBPF_MODE_SHAPES = 1 << 5,   /* read input shapes at op entry (issue 16) */
+	TBPF_MODE_SHAPES = 1 << 5,   /* read input shapes at op entry */
 	TBPF_MODE_INPROC = 1 << 6,   /* capture: ops from the RecordFunction agent */
 	TBPF_MODE_BWSTACK = 1 << 7,  /* --group-by-stack: backward ops' stacks
 				      * (bwstack.bpf.h, struct tbpf_bwproc) */
@@ -85,7 +85,7 @@ enum tbpf_rec_type {
 	REC_MEM = 11,       /* an allocation or free torch.profiler would report */
 	REC_MODCALL = 12,   /* an nn.Module call (struct rec_op, op_id
 			     * TBPF_MODCALL_ID, stack_id: the module's stack) */
-	REC_SHAPE = 13,     /* an input-shape list, once per shape id (issue 16) */
+	REC_SHAPE = 13,     /* an input-shape list, once per shape id */
 	REC_TYPE_MAX
 };
 
@@ -540,7 +540,7 @@ struct rec_launch {
 	__u32 op_id;     /* op on top of the thread's stack, 0 = none */
 	__u32 stack_id;  /* Python stack of the outermost op */
 	__u32 depth;
-	__u64 dur_ns;    /* host time in the call (issue 18: written at its
+	__u64 dur_ns;    /* host time in the call (written at its
 			  * return; 0 = not timed); absent in records of
 			  * REC_LAUNCH_V1_SIZE */
 };
@@ -549,8 +549,7 @@ struct rec_launch {
 
 /* rec_memop.flags */
 enum tbpf_memop_flags {
-	MEMOP_TIMED = 1 << 0,   /* dur_ns is the call's host time (issue 18:
-				 * every copy and set since return timing;
+	MEMOP_TIMED = 1 << 0,   /* dur_ns is the call's host time (every copy and set since return timing;
 				 * before it only cudaMemcpy and cudaMemset) */
 };
 
@@ -591,7 +590,7 @@ struct rec_alloc {
 	__u32 stack_id;
 	__u32 ret;         /* the API's return code */
 	__u32 pad;
-	__u64 dur_ns;      /* host time in the call (issue 18; 0 = not
+	__u64 dur_ns;      /* host time in the call (0 = not
 			    * timed); absent in records of REC_ALLOC_V1_SIZE */
 };
 #define REC_ALLOC_V1_SIZE 56
@@ -782,7 +781,7 @@ struct tbpf_frame {
 	__u64 dup_self, dup_total;
 	__u64 pystack;   /* Python stack id its row is keyed by */
 	__u64 scope;     /* OPF_SCOPE: the at::RecordFunction's address */
-	__u64 shape;     /* input shape id its row is keyed by (issue 16) */
+	__u64 shape;     /* input shape id its row is keyed by */
 	__u64 dup_shape; /* the folded child's */
 	__u64 bwseq;     /* OPF_BWPEND: its sequence number at entry */
 	/* --profile-memory: bytes (allocated - freed) per enum tbpf_mem_dev,

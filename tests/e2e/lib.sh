@@ -87,7 +87,7 @@ _set() { printf -v "$1" '%s' "$2"; }
 # `kill -0` and then `ps -o stat=` in a command substitution: bash could reap
 # the exited target while waiting for that substitution, ps then printed
 # nothing, and "" != Z said alive.  wait_exit failed at once, with "still
-# running after 300s", on a target that had exited normally: issue 19's
+# running after 300s", on a target that had exited normally: an apparent
 # --inproc "hang", about 1 run in 100 here, more on a loaded machine.)
 _alive() {
 	local st

@@ -10,8 +10,8 @@
 # With --inproc the RecordFunction agent's control block (inproc_state.py,
 # read from the target's memory) must say "orphaned" after the SIGKILL too.
 #
-# The watch is the owner channel (a pipe whose only write end tbpf holds,
-# issue 19w), not tbpf's pid: the ns cases run the job in its own pid
+# The watch is the owner channel (a pipe whose only write end tbpf holds),
+# not tbpf's pid: the ns cases run the job in its own pid
 # namespace (`unshare --pid --fork --mount-proc`, a containerized job) and
 # tbpf from the host, where tbpf's pid means nothing to the job; CUPTI and
 # the callbacks must be released all the same, and a second tbpf must get

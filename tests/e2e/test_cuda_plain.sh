@@ -38,7 +38,7 @@ got = {a["name"]: a["calls"] for a in j["api_calls"]}
 errs = []
 if got != want:
     errs.append("api_calls %s != program's %s" % (got, want))
-for a in j["api_calls"]:   # every call timed at its return (issue 18)
+for a in j["api_calls"]:   # every call timed at its return
     if not (a["timed_calls"] == a["calls"] and a["total_ns"] > 0 and a["max_ns"] > 0
             and a["max_ns"] <= a["total_ns"]):
         errs.append("host time of %s: %s" % (a["name"], a))

@@ -2,7 +2,7 @@
 # test_fork_children.sh - forked children of a profiled job (DataLoader
 # fork workers, a fork Pool, os.fork from a non-main thread and a child
 # that forks again) catch errors raised inside ops while tbpf profiles
-# the parent in its default mode (return probes + ptrace guard), issue 20.
+# the parent in its default mode (return probes + ptrace guard).
 # Under torch 1.13 and 2.x (tests/workloads/fork_children.py):
 #  1. workers forked after tbpf attached: the job finishes with the
 #     unprofiled run's checksum and every error caught, and tbpf -v

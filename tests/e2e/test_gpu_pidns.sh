@@ -5,7 +5,7 @@
 # carry the job's thread ids (gettid in its namespace), the BPF probes the
 # host's; tbpf maps one to the other from /proc/PID/task/*/status
 # (NSpid, discover/nstid.h).  Without that map nothing joined (67,851
-# records, none joined, session 12).
+# records, none joined).
 #
 # The fake driver and CUPTI (tests/native/cupti/fake_cuda.c,
 # FAKE_CUPTI_LAUNCHES=1) report each launch and copy of

@@ -1,12 +1,12 @@
 #!/bin/bash
 # test_infer_burst.sh - inferred exits lose no op when the closes come in
-# bursts of new rows (session 14).  tests/workloads/infer_burst.py
+# bursts of new rows.  tests/workloads/infer_burst.py
 # calls torch.nn.functional.linear 200 times, each on inputs of their own
 # shape, and sleeps 1 ms after each: in --exits infer mode the frames still
 # open at the sleep (aten::linear and its aten::addmm) are closed together
 # by the scheduler-switch program, with interrupts off, and with
-# --record-shapes every one of them is a new row there.  Session 13's
-# run-time allocated maps lost most of those ops here (402 of 2000 with
+# --record-shapes every one of them is a new row there.  Run-time
+# allocated maps lost most of those ops here (402 of 2000 with
 # shapes, a few without; test_infer_bound saw 1-4 per job, not every run).
 # Under torch 1.13 and 2.x, for --exits infer with and without
 # --record-shapes:

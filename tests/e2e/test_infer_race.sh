@@ -2,7 +2,7 @@
 # test_infer_race.sh - in --exits infer mode a frame is closed once, also
 # when the CPU-clock sample or the switch-out program lands on the thread
 # while a scope probe (RecordFunction constructor or end) is closing op
-# frames (session 20: test_scopes saw aten::relu and aten::clamp_min at 21
+# frames (test_scopes saw aten::relu and aten::clamp_min at 21
 # calls for 20 once in ~10 runs; the scope probes did not mark the thread
 # busy, so the sampler closed the same frames again).
 # tests/workloads/infer_race.py runs, 20,000 times: aten::relu, then a

@@ -13,10 +13,10 @@
 # MEM_MARGIN MB (4) of heap (RssAnon).  Before the incremental join the
 # live command kept every record to its end: 190 -> 613 MB (--inject) and
 # 0.67 -> 2.21 GB (--inproc --inject), 4 s -> 16 s.  The daemon reached
-# 39-54 MB in sessions 15-16 (its 8 MiB ring counted twice; the records
+# 39-54 MB (its 8 MiB ring counted twice; the records
 # whose partner its full ring dropped at the start and at the stop waited
-# in the join); since session 17, which drains the ring before the agents
-# start and cuts the calls after the last op, 39-42 MB in 8 runs.
+# in the join); since it drains the ring before the agents start and
+# cuts the calls after the last op, 39-42 MB in 8 runs.
 # TBPF=OTHER/build/tbpf runs it against another build.
 # timeout: 600
 source "$(dirname "$0")/lib.sh"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # test_inproc_shapes.sh - `--inproc --record-shapes --with-flops` (the
-# RecordFunction agent reads each RecordFunction's input IValues, issue 19
-# part 1 / issue 16): tbpf's (op, input shapes) rows and calls equal
+# RecordFunction agent reads each RecordFunction's input IValues):
+# tbpf's (op, input shapes) rows and calls equal
 # torch.profiler's (record_shapes=True raw records and
 # key_averages(group_by_input_shape=True)), every row, not only aten ops
 # (autograd nodes with their gradients' shapes, evaluate_function,

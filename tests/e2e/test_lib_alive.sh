@@ -3,7 +3,7 @@
 # expect_alive relies on: a running process is alive; a zombie (exited,
 # not reaped by its parent) and a reaped pid are not.  (Its earlier form,
 # kill -0 then ps in a command substitution, called a target that bash
-# reaped between the two "alive": issue 19's false "still running after
+# reaped between the two "alive": a false "still running after
 # 300s".)  No tbpf, no root.
 # timeout: 60
 . "$(dirname "$0")/lib.sh"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_module_calls.sh - issue 15, torchprof's tree: a module's Count is
+# test_module_calls.sh - torchprof's tree: a module's Count is
 # how often its forward ran, and rows come in model order.  On torch 1.13
 # and 2.x, attached by --pid and started by `tbpf run`, tbpf's
 # forward_calls per layer path equal forward-hook counts of the same

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """check_perfetto_pb2.py - parse a .perfetto-trace with Perfetto's own
 generated protos (the `perfetto` PyPI package's perfetto_trace_pb2, the
-full official schema; issue 18), beside protoc and our subset .proto.
+full official schema), beside protoc and our subset .proto.
 
     check_perfetto_pb2.py FILE
 

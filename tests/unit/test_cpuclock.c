@@ -158,7 +158,7 @@ static int intervals_within_1ms(struct cpuclock *c, pid_t pid, int fd, char *log
 /* At least 10 of 12 intervals within 1 ms of the child's own clock, in
  * one of up to three runs of 12.  (Not all 12, and not always the first
  * run: this VM's host now and then stops a vCPU, for a millisecond or
- * two and at times for 8 (CI, 2026-12-06: 9 of 12, one interval 45.9 vs
+ * two and at times for 8 (one CI run: 9 of 12, one interval 45.9 vs
  * 37.4 ms); the perf clock counts that time as the thread's, the
  * process's own clock, steal time removed, does not.  schedstat, off by
  * up to a 4 ms tick at either end, fails a run of 12 within a few
@@ -232,7 +232,7 @@ static bool exited_thread_run(double *ours, double *theirs, double *unfound)
 
 /* Up to three runs, as test_intervals_match_the_process: the host's
  * stopping a vCPU is time the perf clock counts and the process's own
- * clock does not (CI, 2026-12-06: cpuclock 550.4 ms, as always here,
+ * clock does not (one CI run: cpuclock 550.4 ms, as always here,
  * against the process's 493.0, 117 ms below its usual 610).  A thread
  * lost or counted twice (150 ms) fails every run. */
 static void test_exited_thread_stays_counted(void **state)

@@ -105,7 +105,7 @@ static void test_table_golden(void **state)
 "             aten::mm        17.10%       5.000us        17.10%       5.000us       2.500us             2             1  \n"
 "         aten::conv2d        11.97%       3.500us        30.79%       9.000us       9.000us             1             0  \n"
 "           aten::relu         3.42%       1.000us        34.21%      10.000us      10.000us             1             0  \n"
-/* issue 18: the CUDA runtime calls (untimed in this fixture) */
+/* the CUDA runtime calls (untimed in this fixture) */
 "     cudaLaunchKernel         0.00%       0.000us         0.00%       0.000us       0.000us             1             0  \n"
 "           cudaMalloc         0.00%       0.000us         0.00%       0.000us       0.000us             1             0  \n"
 "---------------------  ------------  ------------  ------------  ------------  ------------  ------------  ------------  \n"
@@ -130,7 +130,7 @@ static void test_table_golden(void **state)
 	free(got);
 }
 
-/* Several processes (issue 18): the fixture's pids 100 and 200 split into
+/* Several processes: the fixture's pids 100 and 200 split into
  * one part each, by hand: pid 100 add 4, convolution 1, conv2d 1, relu 1,
  * mm 1 (8 calls); pid 200 mm 1.  Each op's calls over the parts add up to
  * the merged row.  The table has a section per process with its header. */
@@ -212,7 +212,7 @@ static void test_per_process(void **state)
 	free(got);
 }
 
-/* A process's part of the memory tables (issue 18: mem_pid): its live
+/* A process's part of the memory tables (mem_pid): its live
  * allocations and its devices only; the whole run's without it. */
 static void test_mem_per_process(void **state)
 {
@@ -265,7 +265,7 @@ static uint64_t self_cuda_of(const struct profile *p, const char *name)
 	return ns;
 }
 
-/* --steps / --schedule (issue 18): a capture of pid 7, one thread; the
+/* --steps / --schedule: a capture of pid 7, one thread; the
  * optimizer scope (Optimizer.step#SGD.step) ends steps at 110, 150, 190,
  * 230: step 0 [110,150) has op A, step 1 [150,190) A, B and the scope at
  * [180,190), step 2 [190,230) A.  schedule(wait=1, active=1, repeat=1)
@@ -378,7 +378,7 @@ static void test_steps_cut(void **state)
 	assert_int_equal(self_cuda_of(&m.prof, "aten::a"), 200);
 	assert_int_equal(self_cuda_of(&m.prof, "aten::b"), 400);
 	model_free(&m);
-	/* the CUDA tables too: step 1's two launches (issue 18) */
+	/* the CUDA tables too: step 1's two launches */
 	model_init(&m);
 	assert_int_equal(model_from_capture_steps(r, MODEL_CUDA, NULL, &sched, &m), 0);
 	assert_non_null(m.cuda);
@@ -473,7 +473,7 @@ static void test_table_matches_torch(void **state)
 	profile_free(&p);
 }
 
-/* No op seen (issue 13): header and footer, not torch's "". */
+/* No op seen: header and footer, not torch's "". */
 static void test_table_empty(void **state)
 {
 	struct profile p;
@@ -509,7 +509,7 @@ static void test_json(void **state)
 "op 100 aten::conv2d - calls=1 self_ns=3500 total_ns=9000 max_ns=9000 inferred=0 launches=0 folded=0\n"
 "op 200 aten::mm - calls=1 self_ns=1000 total_ns=1000 max_ns=1000 inferred=0 launches=0 folded=0\n"
 "op 100 aten::relu - calls=1 self_ns=1000 total_ns=10000 max_ns=10000 inferred=0 launches=0 folded=0\n"
-/* issue 18: the fixture's launch and cudaMalloc as CUDA runtime call rows
+/* the fixture's launch and cudaMalloc as CUDA runtime call rows
  * (records without return timing: a call each, no time) */
 "op 100 cudaLaunchKernel - calls=1 self_ns=0 total_ns=0 max_ns=0 inferred=0 launches=0 folded=0\n"
 "op 100 cudaMalloc - calls=1 self_ns=0 total_ns=0 max_ns=0 inferred=0 launches=0 folded=0\n";
@@ -542,7 +542,7 @@ static void test_chrome(void **state)
 	int st;
 	char *got = run(&st, "python3 %s/check_chrome.py --dump %s 2>&1", src, out_path("run.json.trace"));
 	/* base = run start T0; ts/dur exact to the ns; conv2d's Python stack
-	 * gives spans around it in Kineto's names (issue 18), each 1 ns past
+	 * gives spans around it in Kineto's names, each 1 ns past
 	 * the one it holds (readers add ts + dur in floating point) */
 	const char *want =
 "100 100 1.000 9.004 /home/u/train.py(10): main - -\n"
@@ -851,7 +851,7 @@ static void test_check_all_script(void **state)
 	if (st)
 		fail_msg("check_all.sh: %s", got);
 	assert_non_null(strstr(got, "check_all: all formats read back"));
-	/* 9 op calls + the launch and cudaMalloc rows (issue 18) */
+	/* 9 op calls + the launch and cudaMalloc rows */
 	assert_non_null(strstr(got, "json      ok (11 calls, same as the table)"));
 	free(got);
 	/* and it fails on a capture it cannot read */

@@ -374,7 +374,7 @@ static void check_autograd(const char *lib, struct opsym_set *s)
 	assert_int_equal(evals, want);
 	assert_true(vt * 100 >= want * 95);
 	assert_int_equal(eng, 1);
-	assert_int_equal(boxed, 1);   /* the boxed-call entry (issue 15) */
+	assert_int_equal(boxed, 1);   /* the boxed-call entry */
 	assert_true(accum);
 	free(nm);
 	for (size_t i = 0; i < s->n; i++) {

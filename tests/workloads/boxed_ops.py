@@ -4,7 +4,7 @@ torch.ops.aten.<op>.<overload>(...) goes through Dispatcher::callBoxed:
 torch.profiler records the op there, but at::_ops::<op>::call never runs;
 the first op entry point on the stack is the at::_ops::<op>::redispatch
 that the autograd kernel calls.  tbpf sees them at the boxed-call entry
-(createOperatorFromC10's std::function, issue 15) in every mode.  Each iteration runs, on 8-element tensors:
+(createOperatorFromC10's std::function) in every mode.  Each iteration runs, on 8-element tensors:
   eager:  add, mul, relu (x.add(b), x.mul(b), torch.relu(x))
   boxed:  torch.ops.aten.sub.Tensor, torch.ops.aten.neg.default,
           torch.ops.aten.sigmoid.default

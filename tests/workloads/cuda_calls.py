@@ -1,5 +1,5 @@
 """cuda_calls.py - a step of CUDA runtime calls through the real libcudart
-(issue 18: the cost of tbpf's CUDA host probes, bench/probe_cost.py
+(the cost of tbpf's CUDA host probes, bench/probe_cost.py
 --workload cuda_calls).
 
 Per step, through ctypes into the libcudart.so.12 torch's wheel ships

@@ -1,5 +1,5 @@
 """custom_ops.py - operators defined from Python with torch.library, each
-deleted before the next is defined (issue 19: the --inproc agent names
+deleted before the next is defined (the --inproc agent names
 ops by their schema's address, and a deleted operator's entry can be
 reused by the next one at the same address).
 

@@ -3,7 +3,7 @@
 through the driver API of the fake libcuda.so.1 (tests/native/cupti/
 fake_cuda.c, on LD_LIBRARY_PATH), inside record_function scopes, so that
 with FAKE_CUPTI_LAUNCHES=1 the fake CUPTI reports a device record for each
-call tbpf's libcuda probes see (issue 19: --inproc --inject without a GPU).
+call tbpf's libcuda probes see (--inproc --inject without a GPU).
 
 Per iteration (the test derives its expected device times from these):
   Model                 aten::fkstep (record_function) around all below;

@@ -8,8 +8,8 @@ its forward's aten::mul), then an op inside a record_function label.  In
 RecordFunction is constructed, and it is the scope probe that closes them
 (by the stack-pointer rule).  A CPU-clock sample or a switch-out of the
 thread that lands while a scope probe is closing frames must not close
-them a second time (each would count twice: session 20 saw aten::relu and
-aten::clamp_min at 21 calls for 20 in test_scopes).
+them a second time (each would count twice: test_scopes saw aten::relu and
+aten::clamp_min at 21 calls for 20).
 --profile: the same job under torch.profiler, printing its rows and raw
 record counts (scopes_model.rows_of) for compare_rows.py.
 """

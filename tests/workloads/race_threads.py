@@ -1,6 +1,6 @@
 """race_threads.py - a second thread runs ops from the instant torch is imported.
 
-For `tbpf run --inproc` (issue 19 part 1): the command is held at its
+For `tbpf run --inproc`: the command is held at its
 first op while the in-process agent registers its callbacks; every other
 thread must be held too, or the ops it runs meanwhile are lost.  torch's
 Python bindings release the GIL around each op, so while one thread is

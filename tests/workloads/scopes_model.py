@@ -9,7 +9,7 @@ beside the aten:: ops, the user labels, Optimizer.step#SGD.step,
 Optimizer.step#AdamW.step, Optimizer.zero_grad#..., enumerate(DataLoader)#...,
 the autograd engine's and nodes' rows and the custom Function's.
 
---first (`tbpf run`, issue 19): no warm-up and no go signal: the job
+--first (`tbpf run`): no warm-up and no go signal: the job
 (the workers' construction, then their batches) starts with the first op
 after `import torch`; with --profile all of it, the first op included,
 runs under one torch.profiler (the workers one after the other).

@@ -1,5 +1,5 @@
 """stack_model.py - ops at several Python call sites, for --group-by-stack
-(issue 16: torch.profiler's with_stack=True, key_averages(group_by_stack_n=N)).
+(torch.profiler's with_stack=True, key_averages(group_by_stack_n=N)).
 
 Two instances of one module class (nn.Module: Block_0, Block_1) under a
 root module, called from two sites, five levels below step(); ops made by

@@ -71,10 +71,10 @@ int agent_elf_locate(const char *elf_path, struct agent_loc *loc)
 			goto out;
 		*addrs[k] = loc->map_start + sym.value - first_vaddr;
 	}
-	/* absent in agents before issue 19w, which watch a pid: not started */
+	/* absent in older agents, which watch a pid: not started */
 	if (!elf_file_find_sym(ef, "tbpf_agent_chan", &sym) && sym.defined)
 		loc->chan_addr = loc->map_start + sym.value - first_vaddr;
-	/* optional (agents before issue 19q): restarts the control thread */
+	/* optional (absent in older agents): restarts the control thread */
 	if (!elf_file_find_sym(ef, "tbpf_agent_restart", &sym) && sym.defined)
 		loc->restart_addr = loc->map_start + sym.value - first_vaddr;
 	err = 0;

@@ -48,7 +48,7 @@ int agent_request_sync(pid_t pid, const struct agent_loc *loc, uint32_t req, uin
  * (owner_chan_take), START.  *chan_fd gets tbpf's end (close it with
  * owner_chan_close after STOP; the agent releases CUPTI when it closes),
  * or -1 when CUPTI was on for another tbpf already.  -EPROTO: an agent
- * without the channel (older than issue 19w), not started. */
+ * without the channel (an older agent), not started. */
 int agent_start_sync(pid_t pid, const struct agent_loc *loc, uint32_t max_rate, int timeout_ms,
 		     struct rec_gpu_status *st, int *chan_fd);
 const char *agent_state_name(unsigned state);

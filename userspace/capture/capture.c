@@ -33,7 +33,7 @@ int capture_check_bpf_record(const struct rec_hdr *h, size_t len)
 		need += (size_t)p->nframes * sizeof(struct tbpf_pyframe);
 		break;
 	}
-	case REC_LAUNCH: need = REC_LAUNCH_V1_SIZE; break;   /* dur_ns since issue 18 */
+	case REC_LAUNCH: need = REC_LAUNCH_V1_SIZE; break;   /* older records: no dur_ns */
 	case REC_MEMOP: need = sizeof(struct rec_memop); break;
 	case REC_SYNC: need = sizeof(struct rec_sync); break;
 	case REC_ALLOC: need = REC_ALLOC_V1_SIZE; break;

@@ -73,7 +73,7 @@ enum capture_meta_type {
 	REC_META_STACK = 0x104,
 	REC_META_KERNEL = 0x105,
 	REC_META_END = 0x106,
-	REC_META_SRCLOC = 0x107,   /* a stack's Source Location entries (issue 16) */
+	REC_META_SRCLOC = 0x107,   /* a stack's Source Location entries */
 	REC_META_MAX
 };
 
@@ -129,8 +129,8 @@ struct capture_stack {
 	struct capture_frame *frames;   /* innermost first */
 };
 struct capture_kernel { uint32_t pid; uint64_t addr; const char *name; };
-/* torch.profiler's Source Location entries of a stack (--group-by-stack,
- * issue 16), innermost first: a Python function's "file(line): name"
+/* torch.profiler's Source Location entries of a stack (--group-by-stack),
+ * innermost first: a Python function's "file(line): name"
  * (text), or an nn.Module call (text NULL: class, module address and its
  * named_modules() position, 0 unknown), as the live session has them. */
 struct capture_srcentry { const char *text, *cls; uint64_t module; uint32_t order; };
@@ -140,7 +140,7 @@ struct capture_srcstack {
 	uint32_t n;
 	struct capture_srcentry *e;
 };
-/* an input shape list (REC_SHAPE, issue 16), by its shape id */
+/* an input shape list (REC_SHAPE), by its shape id */
 struct capture_shape { uint64_t id; struct tbpf_shape s; };
 
 /* ---- meta tables (filled by the reader, or by a live recorder) ------- */
@@ -176,7 +176,7 @@ const char *capture_meta_strn(struct capture_meta *m, const char *s, size_t n);
 /* Sort and de-duplicate the tables; lookups call it when needed. */
 void capture_meta_finish(struct capture_meta *m);
 const struct capture_op *capture_meta_op(const struct capture_meta *m, uint32_t op_id);
-/* REC_SHAPE records (input shapes, issue 16), read by the reader's first
+/* REC_SHAPE records (input shapes), read by the reader's first
  * pass: the shape list of a shape id, or NULL. */
 int capture_meta_add_shape(struct capture_meta *m, uint64_t id, const struct tbpf_shape *s);
 const struct tbpf_shape *capture_meta_shape(const struct capture_meta *m, uint64_t id);

@@ -37,8 +37,8 @@ struct tl_frame {
 	void *user;            /* for the consumer: set in slice_begin */
 	uint32_t stack_id;     /* the enter record's Python stack: the
 				* outermost op's, or its own inside a
-				* record_function scope (issue 15) */
-	uint64_t shape_id;     /* input shapes of the enter record (issue 16), 0 = none */
+				* record_function scope */
+	uint64_t shape_id;     /* input shapes of the enter record, 0 = none */
 };
 
 struct tl_slice {

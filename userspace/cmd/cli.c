@@ -205,9 +205,9 @@ static int parse_entries(const char *arg, uint32_t lo, uint32_t hi, uint32_t *ou
 
 /* The live command's own options (select_opt and step_opt take theirs). */
 enum { O_SORT = 256, O_ROWS, O_NOMULTI, O_RECORD, O_BYOVL, O_OPS, O_MINPCT, O_NOPY,
-       O_INJECT /* issue 6 */, O_INJECT_FORCE, O_REDISPATCH,
-       O_SHAPES /* issue 16 */, O_BYSHAPE, O_FLOPS, O_BYSTACK, O_METRIC, O_MEMORY /* issue 17 */,
-       O_MEMMAP, O_INPROC /* issue 19 */, O_MERGE /* issue 18 */, O_LFILTER /* issue 15 */, O_NOCUDA };
+       O_INJECT, O_INJECT_FORCE, O_REDISPATCH,
+       O_SHAPES, O_BYSHAPE, O_FLOPS, O_BYSTACK, O_METRIC, O_MEMORY,
+       O_MEMMAP, O_INPROC, O_MERGE, O_LFILTER, O_NOCUDA };
 static const struct option live_longopts[] = {
 	SELECT_LONGOPTS,
 	STEP_LONGOPTS,
@@ -415,18 +415,18 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *, bool), void *
 	rc = live_parse(argc, argv, &o);
 	if (rc != LIVE_GO_ON)
 		return rc;
-	if (o.stack_n && !o.python)   /* issue 16 */
+	if (o.stack_n && !o.python)
 		return usage_error("%s", "--group-by-stack needs Python stacks (not with "
 				   "--no-python)");
-	/* issue 6; tbpf run --inproc --inject: the driver loads it (issue 19) */
+	/* tbpf run --inproc --inject: the driver loads it */
 	if (o.inject && ((start && !o.inproc) || (!start && !o.sel.npids)))
 		return usage_error("%s", start ? "tbpf run loads the CUPTI agent itself: no --inject"
 					       : "--inject needs --pid");
-	if (o.inproc && !start && !o.sel.npids)   /* issue 19 */
+	if (o.inproc && !start && !o.sel.npids)
 		return usage_error("%s", "--inproc needs --pid (or tbpf run --inproc -- CMD)");
 	if (o.inproc && o.redispatch)
 		return usage_error("%s", "--inproc records RecordFunctions only: no --redispatch");
-	/* issue 19: device records join the launches the CUDA probes saw */
+	/* device records join the launches the CUDA probes saw */
 	if (o.inproc && o.inject && !o.cuda)
 		return usage_error("%s", "--inproc --inject joins device times to the CUDA probes' "
 					 "launches: not with --no-cuda");
@@ -435,8 +435,8 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *, bool), void *
 	if ((rc = live_check(&o)))
 		return rc;
 	if (start) {
-		/* issue 6: attach to the agent the driver loads; --inproc only
-		 * with --inject (issue 19: it then records to a capture, whose
+		/* attach to the agent the driver loads; --inproc only
+		 * with --inject (it then records to a capture, whose
 		 * replay joins the device records), no agent named otherwise */
 		o.gpu_run = !o.inproc || o.inject;
 		o.inject = false;

@@ -262,7 +262,7 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 			    "(no system-wide scan, --comm or --cgroup)");
 		return TBPF_EXIT_USAGE;
 	}
-	if (o->inject && !o->inproc) {   /* issue 19 */
+	if (o->inject && !o->inproc) {
 		*err = strf("--inject loads the CUPTI agent beside the in-process agent: only with "
 			    "--inproc --pid");
 		return TBPF_EXIT_USAGE;
@@ -319,7 +319,7 @@ int cmd_daemon(int argc, char **argv)
 			daemon_opts_free(&o);
 			return TBPF_EXIT_ERROR;
 		}
-	if (o.inproc) {   /* issue 19 */
+	if (o.inproc) {
 		char *agent = inproc_agent_path();
 		int e;
 

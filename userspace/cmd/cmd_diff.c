@@ -257,7 +257,7 @@ static int layer_rows(struct side *s)
 	return profile_fold(&s->lp, PROF_BY_NAME, &s->layers, &s->nlayers);
 }
 
-/* A torch.profiler trace (issue 18): its op rows, no layers.  1 when path
+/* A torch.profiler trace: its op rows, no layers.  1 when path
  * is no JSON trace (a capture then), else 0 or -errno with *why. */
 static int side_kineto(const char *path, struct side *s, char **why)
 {

@@ -95,7 +95,7 @@ static const char usage[] =
 "Exit status: 0 success, 1 unreadable or corrupt capture or write error,\n"
 "2 usage error.\n";
 
-/* ---- aggregated formats: ops, layers and CUDA (issue 5) ---------------- */
+/* ---- aggregated formats: ops, layers and CUDA ------------------------- */
 
 /* An empty result says why (exit status 0: the capture was read). */
 static void report_empty(const struct tbpf_model *m, int fmt, const struct export_opts *o,
@@ -124,7 +124,7 @@ static int run_aggregated(FILE *out, int fmt, struct capture_reader *r,
 
 	model_init(&m);
 	if (o && o->sched && o->sched->set) {
-		/* --steps / --schedule: the active steps only (issue 18) */
+		/* --steps / --schedule: the active steps only */
 		err = model_from_capture_steps(r, parts, o->step_label, o->sched, &m);
 	} else {
 		err = model_from_capture(r, parts, &m);
@@ -136,7 +136,7 @@ static int run_aggregated(FILE *out, int fmt, struct capture_reader *r,
 		m.steps = &ss;
 	}
 	/* --group-by-stack N: the Source Location entries the live session
-	 * had, from the capture (issue 16) */
+	 * had, from the capture */
 	if (!err && o && o->stack_n && (fmt == EXPORT_TABLE || fmt == EXPORT_JSON)) {
 		err = profile_srcloc_from_capture(&m.prof, capture_reader_meta(r), o->stack_n);
 		if (err == -ENOENT)
@@ -284,7 +284,7 @@ int export_capture_ex(const char *capture_path, const char *format, const char *
 	return err;
 }
 
-/* tbpf report FILE --tensorboard DIR (issue 18) */
+/* tbpf report FILE --tensorboard DIR */
 static int report_tensorboard(const char *path, const struct export_opts *o,
 			      const struct step_opts *so)
 {

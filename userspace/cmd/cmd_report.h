@@ -23,7 +23,7 @@ struct export_summary {
 	uint64_t events_dropped;   /* per the capture's end record */
 	bool complete;             /* the capture has its end record */
 	uint64_t out_bytes;        /* size of out_path afterwards (0 for stdout) */
-	/* --profile-memory (issue 17): frees of memory allocated before the
+	/* --profile-memory: frees of memory allocated before the
 	 * recording, allocations the BPF map could not keep */
 	uint64_t mem_frees_before, mem_map_full;
 };

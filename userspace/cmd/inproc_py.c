@@ -51,7 +51,7 @@ enum gpu_agent_mode inproc_gpu_agent(const struct live_opts *o)
  * agent has its own rings), only CUDA calls, CUPTI's records, module
  * calls and Python stacks.  The fake GPU's tight loop (~100,000 launches
  * and CUPTI records a second) drops nothing at 2 MiB; at 8 MiB its pages,
- * mapped twice, were 16 MB of tbpf's 46-51 MB peak RSS (issue 19: below
+ * mapped twice, were 16 MB of tbpf's 46-51 MB peak RSS (below
  * 50 MB; bench/results_tbpf_memory.md). */
 #define INPROC_RING_DEFAULT (4u << 20)
 
@@ -86,7 +86,7 @@ struct session *inproc_py_open(const struct live_opts *o, struct capture_writer 
 		.record_hook_ctx = p,
 		.modcalls_only = true,
 		/* the run ends with its targets: an exited one's links stay
-		 * for inproc_py_close, after the report (issue 19) */
+		 * for inproc_py_close, after the report */
 		.end_with_targets = true,
 		.run_hold = hold,           /* tbpf run --inproc holds its command with it */
 		/* --inproc --inject: the CUPTI agent beside the RecordFunction
@@ -111,7 +111,7 @@ struct session *inproc_py_open(const struct live_opts *o, struct capture_writer 
 	return s;
 }
 
-/* ---- a CUDA library loaded after attach, no session open (issue 19) ---- */
+/* ---- a CUDA library loaded after attach, no session open ------------- */
 
 #define LATE_SCAN_NS 1000000000ull   /* maps read about once a second */
 

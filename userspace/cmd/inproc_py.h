@@ -1,4 +1,4 @@
-/* inproc_py.h - --inproc's Python side (issue 19 part 1): the module-call
+/* inproc_py.h - --inproc's Python side: the module-call
  * probe beside the in-process agent, and the agent's stacks named in the
  * same stack store, so --inproc has the layer tree of the uprobe mode
  * (docs/inproc.md, "Python stacks and the layer tree"). */
@@ -71,7 +71,7 @@ int inproc_py_derive(struct session *s, uint32_t pid, const struct bwstack_deriv
 int inproc_py_srcloc(struct session *s, struct profile *p, unsigned depth);
 void inproc_py_close(struct session *s);
 
-/* issue 19: a target that mapped no CUDA library at attach, in a run that
+/* a target that mapped no CUDA library at attach, in a run that
  * opened no session (the table, --no-python): its maps are read about
  * once a second; when one maps libcudart or libcuda, the session with the
  * CUDA probes (cuda, into cw when not NULL) is opened on a thread of its

@@ -92,7 +92,7 @@ void live_write_threads(struct capture_writer *cw, pid_t pid)
 	closedir(d);
 }
 
-/* Each target's command line and torch version (issue 18: the sections
+/* Each target's command line and torch version (the sections
  * of several processes), read while it runs. */
 struct live_procs {
 	struct model_proc_info *v;
@@ -150,7 +150,7 @@ static void write_target_ops(struct capture_writer *cw, const struct target *t)
 }
 
 /* Process, op and thread names of targets added since `from`; the op
- * names of CUDA-only targets (issue 18) that have mapped libtorch since. */
+ * names of CUDA-only targets that have mapped libtorch since. */
 static void write_target_meta(struct capture_writer *cw, struct session *s, size_t from,
 			      const struct live_procs *lp)
 {
@@ -196,7 +196,7 @@ static void write_run_meta(struct capture_writer *cw, struct session *s, uint32_
 	free(pids);
 }
 
-/* CUDA tables (issue 5): op names and the JSON members */
+/* CUDA tables: op names and the JSON members */
 static const char *cuda_op_name(void *ctx, uint32_t id)
 {
 	return session_op_name(ctx, id, NULL);
@@ -212,7 +212,7 @@ void live_write_kernel_names(struct capture_writer *cw, const struct cuda_model 
 	}
 }
 
-/* issue 6: device times from the CUPTI agents into the rows, else why not */
+/* device times from the CUPTI agents into the rows, else why not */
 static const char *gpu_op_name(void *ctx, uint32_t id, const char **overload)
 {
 	return session_op_name(ctx, id, overload);
@@ -259,7 +259,7 @@ static bool all_cuda_only(struct session *s)
 	return session_ntargets(s) > 0;
 }
 
-/* An empty result is never silent (issue 13): one line saying why. */
+/* An empty result is never silent: one line saying why. */
 static void report_empty(struct session *s, const uint64_t *cnt, uint64_t duration)
 {
 	char *who;
@@ -270,7 +270,7 @@ static void report_empty(struct session *s, const uint64_t *cnt, uint64_t durati
 		return;
 	}
 	who = targets_desc(s);
-	if (all_cuda_only(s)) {   /* issue 18: a plain CUDA program */
+	if (all_cuda_only(s)) {   /* a plain CUDA program */
 		fprintf(stderr, "tbpf: no ops: %s maps no libtorch; the op table has its CUDA "
 				"runtime calls only, the CUDA tables follow\n", who ? who : "the targets");
 		free(who);
@@ -361,7 +361,7 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 		m->cuda = cm;
 		m->op_name = cuda_op_name;
 		m->op_name_ctx = s;
-		/* issue 18: the CUDA runtime calls as rows under their ops,
+		/* the CUDA runtime calls as rows under their ops,
 		 * by the same model stage as a capture's */
 		if ((err = cuda_ops_to_profile(&m->prof, cm))) {
 			fprintf(stderr, "tbpf: CUDA call rows: %s\n", strerror(-err));
@@ -369,7 +369,7 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 		}
 		if (o->python && (!strcmp(fmt, "tree") || !strcmp(fmt, "json") ||
 				  (!strcmp(fmt, "table") && ((cm && !cuda_model_empty(cm)) || m->mem)))) {
-			/* issue 5: launches, copies and syncs per layer */
+			/* launches, copies and syncs per layer */
 			err = session_layer_tree(s, &m->prof, cm, &m->tree);
 			if (err)
 				fprintf(stderr, "tbpf: building the layer tree failed: %s\n",
@@ -377,7 +377,7 @@ static int live_render(const struct live_opts *o, struct session *s, struct tbpf
 		}
 		if (o->stack_n && (err = session_srcloc(s, &m->prof, o->stack_n, false)))
 			fprintf(stderr, "tbpf: --group-by-stack: %s\n", strerror(-err));
-		/* several processes: a section each (issue 18) */
+		/* several processes: a section each */
 		if (!o->merge && (err = session_model_split(s, m, lp->v, lp->n))) {
 			fprintf(stderr, "tbpf: splitting the processes failed: %s\n", strerror(-err));
 			return TBPF_EXIT_ERROR;
@@ -420,7 +420,7 @@ static int attach_when_torch(struct session *s, const struct live_opts *o, pid_t
 	unsigned tick = 0;
 	int err = -EINTR;
 
-	if (o->run_stopped) {   /* issue 19: stopped there by tbpf run --inproc's hold */
+	if (o->run_stopped) {   /* stopped there by tbpf run --inproc's hold */
 		*t0 = clock_ns(CLOCK_MONOTONIC);
 		err = session_add_target(s, pid, why);
 		kill(pid, SIGCONT);
@@ -462,7 +462,7 @@ static int attach_when_torch(struct session *s, const struct live_opts *o, pid_t
 		usleep(held ? 2000 : 20000);
 	}
 	/* continues the held command; one that mapped libcudart but no
-	 * libtorch is held again where it maps libtorch_cpu (issue 18) */
+	 * libtorch is held again where it maps libtorch_cpu */
 	if (err || !session_hold_rearm(s))
 		session_hold_release(s);
 	return err;
@@ -704,7 +704,7 @@ static void live_run_info(struct session *s, struct profile *p, uint64_t duratio
 	p->mode = any_ret && !any_inf ? "return probes"
 		  : any_ret ? "mixed" : "inferred (entry probes only)";
 	p->gpu_note = "no CUDA device timings (CUPTI agent not loaded)";
-	apply_gpu_times(s, p);   /* issue 6 */
+	apply_gpu_times(s, p);
 	pids = calloc(n + 1, sizeof(*pids));
 	for (size_t i = 0; i < n && pids; i++)
 		pids[i] = (uint32_t)session_target(s, i)->pid;
@@ -755,7 +755,7 @@ static struct session_config session_config_of(const struct live_opts *o)
 		.gpu_agent = o->inject ? GPU_AGENT_INJECT : o->gpu_run ? GPU_AGENT_RUN : GPU_AGENT_OFF,
 		.inject_flags = o->inject_force ? INJECT_FORCE : 0,
 		.run_hold = o->wait_torch && !o->run_stopped,
-		.cuda_only_ok = true,       /* issue 18: plain CUDA programs */
+		.cuda_only_ok = true,       /* plain CUDA programs */
 		.shapes = o->record_shapes,
 		.bwstack = o->stack_n > 0,
 		.memory = o->memory,
@@ -805,7 +805,7 @@ int live_run(const struct live_opts *o)
 
 	if (!o->inproc)
 		return live_run_uprobes(o);
-	rc = live_inproc_run(o);   /* issue 19 */
+	rc = live_inproc_run(o);
 	if (rc != LIVE_INPROC_FALLBACK)
 		return rc;
 	fo = *o;
@@ -817,8 +817,8 @@ static int live_run_uprobes(const struct live_opts *o)
 {
 	struct session_config cfg = session_config_of(o);
 	struct mem_model mm;
-	char *agent_path = cfg.gpu_agent ? run_agent_path() : NULL;   /* issue 6 */
-	struct steps_watch sw = { .label = o->steps.label };   /* issue 18 */
+	char *agent_path = cfg.gpu_agent ? run_agent_path() : NULL;
+	struct steps_watch sw = { .label = o->steps.label };
 	struct live_dist ld = { .n = 0 };
 	struct live_procs lp = { 0 };
 	struct session *s = NULL;
@@ -909,7 +909,7 @@ static int live_run_uprobes(const struct live_opts *o)
 	/* The measurement ends now: read the maps before detaching, since
 	 * detaching (guard first, then entry probes) takes a while.  With
 	 * every target gone nothing more can arrive: the ring drained, the
-	 * report goes out before the teardown (session_close; issue 19), but
+	 * report goes out before the teardown (session_close), but
 	 * with -v, whose guard statistics come from the guards' end. */
 	report_first = !o->verbose && !targets_alive(s);
 	profile_init(&model.prof);
@@ -933,7 +933,7 @@ static int live_run_uprobes(const struct live_opts *o)
 	if (!model.prof.nops)
 		report_empty(s, counters, duration);
 	/* op probes added during the run (CUDA-only targets that mapped
-	 * libtorch, issue 18) count too */
+	 * libtorch) count too */
 	probes = 0;
 	for (size_t i = 0; i < session_ntargets(s); i++)
 		probes += session_target(s, i)->nprobes;

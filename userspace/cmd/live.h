@@ -10,7 +10,7 @@ int live_run(const struct live_opts *o);
 struct capture_writer;
 void live_write_threads(struct capture_writer *cw, pid_t pid);
 struct cuda_model;
-/* Kernel names for `tbpf report` (issue 5): the host-stub symbols named
+/* Kernel names for `tbpf report`: the host-stub symbols named
  * while the targets' libraries could be read, as KERNEL meta records. */
 void live_write_kernel_names(struct capture_writer *cw, const struct cuda_model *cm);
 

@@ -203,7 +203,7 @@ static void out_begin(void *ctx)
  * the BPF ring is drained.  The CUPTI agent, started first, filled it
  * while the RecordFunction agents were injected, and a full ring dropped
  * the first ops' records: on a loop of ~100,000 launches a second the
- * first 20-30 ms of ops had no device time (issue 19).  Its drops until
+ * first 20-30 ms of ops had no device time.  Its drops until
  * now lost only calls before the cut. */
 static void out_starting(void *ctx)
 {
@@ -313,7 +313,7 @@ static void gpu_status_only(const struct sink *k, struct session *py)
 		gs->status_only = true;
 }
 
-/* issue 19: the session opened for a CUDA library a target loaded after
+/* the session opened for a CUDA library a target loaded after
  * the attached line (inproc_late_poll): the targets into it, their CUDA
  * probes attached, one line as the uprobe mode's rescan writes it. */
 static void late_session(const struct live_opts *o, struct sink *k, struct session *py,
@@ -584,7 +584,7 @@ static int finish(const struct live_opts *o, struct sink *k, struct inproc_sessi
 }
 
 /* Table, json, tree: the CUDA tables and the CUDA runtime calls as rows
- * under their ops, by the model stage the uprobe mode uses (issue 18). */
+ * under their ops, by the model stage the uprobe mode uses. */
 static int cuda_rows(struct tbpf_model *m, struct session *py)
 {
 	const struct cuda_model *cm = py ? session_cuda(py, NULL, NULL) : NULL;
@@ -738,7 +738,7 @@ int live_inproc_run(const struct live_opts *o)
 	struct inproc_session *s = NULL;
 	struct tbpf_model model;
 	struct capture_run run;
-	struct steps_watch sw = { .label = o->steps.label };   /* issue 18 */
+	struct steps_watch sw = { .label = o->steps.label };
 	struct session *hold = NULL;   /* tbpf run --inproc: holds the command */
 	struct run_held held = { 0 };  /* its threads at the first op, under ptrace */
 	struct live_dist ld = { .n = 0 };
@@ -804,7 +804,7 @@ int live_inproc_run(const struct live_opts *o)
 		t_bpf = 0;   /* loaded before the command ran: not part of this */
 	if (!shared && (rc = open_sink(o, &k, &model, &path, &tmp)))
 		goto out;
-	/* issue 19: CUDA calls through the uprobe mode's probes, each joined
+	/* CUDA calls through the uprobe mode's probes, each joined
 	 * to the in-process op open on its thread (join/cudaattr.h); Python
 	 * stacks then too, for the kernels' layers, as the uprobe mode.  A
 	 * session opened anyway (stacks) has the CUDA probes on, so libraries
@@ -855,7 +855,7 @@ int live_inproc_run(const struct live_opts *o)
 	/* the targets into the BPF session before the agents start: its
 	 * pid filter lets the CUDA probes record.  Added after, the first
 	 * ops' launches (20-80 ms of them) were not recorded and those ops
-	 * had no device time (issue 19) */
+	 * had no device time */
 	inproc_py_add(k.py, o, false);
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	for (size_t i = 0; i < o->sel.npids; i++) {
@@ -923,7 +923,7 @@ int live_inproc_run(const struct live_opts *o)
 	}
 	/* every target gone: nothing more can arrive, so the report comes
 	 * before the BPF session's teardown (inproc_py_close, below), as in
-	 * the uprobe mode (issue 19); but with -v, which waits for the
+	 * the uprobe mode; but with -v, which waits for the
 	 * guards' statistics */
 	inproc_py_stop(k.py, !o->verbose && targets_gone(o, s));
 	/* the CUDA calls still held: every op record is in */

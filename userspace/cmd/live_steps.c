@@ -1,8 +1,7 @@
 /* live_steps.c - the live command's outputs from a capture that both
  * modes share (the uprobe mode, live.c, and --inproc, live_inproc.c):
  * --steps/--schedule tables, trees and JSON, --tensorboard, the model's
- * table/tree/json to -o, distributedInfo and deviceProperties (issue 18,
- * issue 19). */
+ * table/tree/json to -o, distributedInfo and deviceProperties. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -17,7 +16,7 @@
 #include "report.h"
 #include "tree.h"
 
-/* issue 18: distributedInfo from the target's environment (RANK,
+/* distributedInfo from the target's environment (RANK,
  * WORLD_SIZE; the backend: nccl when libnccl is mapped, else gloo).
  * 0 when the process is no distributed worker (no RANK). */
 static int read_dist(pid_t pid, struct export_dist *d)
@@ -57,7 +56,7 @@ static int read_dist(pid_t pid, struct export_dist *d)
 	return 1;
 }
 
-/* issue 18: the host's GPUs for Kineto's deviceProperties (chrome and
+/* the host's GPUs for Kineto's deviceProperties (chrome and
  * --tensorboard), asked of the driver now; none without a GPU.  Free
  * eo->devprops after the export. */
 void live_query_devices(struct export_opts *eo)

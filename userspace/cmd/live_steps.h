@@ -1,6 +1,6 @@
 /* live_steps.h - the live command's outputs from a capture that the uprobe
  * mode (live.c) and --inproc (live_inproc.c) share: steps, TensorBoard,
- * the model to -o (issue 18, issue 19). */
+ * the model to -o. */
 #ifndef TBPF_LIVE_STEPS_H
 #define TBPF_LIVE_STEPS_H
 #include <sys/types.h>

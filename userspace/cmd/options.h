@@ -9,7 +9,7 @@
 #include "steps.h"
 #include "units.h"
 
-/* Steps and TensorBoard output (issue 18), shared by the live command and
+/* Steps and TensorBoard output, shared by the live command and
  * `tbpf report`: STEP_LONGOPTS in the getopt table, step_opt() for each
  * result (1 taken, 0 not, -EINVAL with *why). */
 struct step_opts {
@@ -49,21 +49,21 @@ struct live_opts {
 	const char *layer_filter;  /* --format tree: --layer-filter SUBSTR */
 	bool wait_torch;           /* tbpf run: attach once the pid maps libtorch */
 	/* tbpf run: let the held command exec, once tbpf can hold it again
-	 * where it maps libtorch (issue 13) */
+	 * where it maps libtorch */
 	void (*release)(void *ctx);
 	void *release_ctx;
 	/* tbpf run --inproc handed the command over to the uprobe mode (an
 	 * unverified torch): already stopped where it mapped libtorch, so
-	 * attach at once and continue it (issue 19) */
+	 * attach at once and continue it */
 	bool run_stopped;
-	bool inject;               /* --inject: load the CUPTI agent (issue 6) */
+	bool inject;               /* --inject: load the CUPTI agent */
 	bool inject_force;         /* --inject-force: even with libcupti mapped */
-	bool inproc;               /* --inproc: RecordFunction agent (issue 19) */
-	bool gpu_run;              /* tbpf run: the driver loads the agent (issue 6) */
-	bool memory;               /* --profile-memory (issue 17) */
+	bool inproc;               /* --inproc: RecordFunction agent */
+	bool gpu_run;              /* tbpf run: the driver loads the agent */
+	bool memory;               /* --profile-memory */
 	uint32_t mem_map_size;     /* --mem-map-size: live CPU allocations kept */
 	int verbose;
-	struct step_opts steps;    /* --tensorboard, --steps, --schedule, --step-on (issue 18) */
+	struct step_opts steps;    /* --tensorboard, --steps, --schedule, --step-on */
 };
 
 /* The options the live command and the daemon share (struct

@@ -1,4 +1,4 @@
-/* run_inproc.c - `tbpf run --inproc` (issue 19, see run_inproc.h).
+/* run_inproc.c - `tbpf run --inproc` (see run_inproc.h).
  *
  * The uprobe mode's `tbpf run` holds the command where it maps
  * libtorch_cpu and attaches its op probes there.  The in-process agent

@@ -1,4 +1,4 @@
-/* run_inproc.h - `tbpf run --inproc` (issue 19): hold the command it
+/* run_inproc.h - `tbpf run --inproc`: hold the command it
  * starts until the in-process agent can take its first op. */
 #ifndef TBPF_RUN_INPROC_H
 #define TBPF_RUN_INPROC_H

@@ -1,4 +1,4 @@
-/* bw_session.c - backward ops' stacks in the uprobe mode (issue 16;
+/* bw_session.c - backward ops' stacks in the uprobe mode (see
  * bw_session.h). */
 #include <errno.h>
 #include <stdlib.h>

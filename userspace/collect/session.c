@@ -134,7 +134,7 @@ int session_note_derived(struct session *s, uint32_t pid, uint64_t id, uint32_t 
 	return 0;
 }
 
-/* Derived stacks the BPF side keyed backward ops by (issue 16,
+/* Derived stacks the BPF side keyed backward ops by (see
  * bwstack.bpf.h), made once their parts are known (all: regardless). */
 void session_sync_derived(struct session *s, bool all)
 {
@@ -213,7 +213,7 @@ static int on_record(void *ctx, void *data, size_t size)
 		s->record_errors++;
 	if (s->cfg.cuda)
 		cuda_session_record(&s->cuda, data, size);
-	if (s->cfg.gpu_agent)   /* issue 6: REC_GPU + host launches for the join */
+	if (s->cfg.gpu_agent)   /* REC_GPU + host launches for the join */
 		gpu_session_record(&s->gpu, data, size);
 	if (s->cfg.mem && size >= sizeof(struct rec_mem) &&
 	    ((struct rec_hdr *)data)->type == REC_MEM && mem_model_add(s->cfg.mem, data))
@@ -795,7 +795,7 @@ static void tgt_finish(struct session *s, struct tgt *tg, bool forget)
 	__u32 key = tg->t.pid;
 
 	if (tg->guard && tg->exited && !s->cfg.verbose)
-		guard_release(tg->guard);   /* not waited for: issue 19 */
+		guard_release(tg->guard);   /* not waited for */
 	else if (tg->guard)
 		guard_stop(tg->guard, &tg->gstats);
 	tg->guard = NULL;
@@ -1418,7 +1418,7 @@ int session_poll(struct session *s, int ms)
 	/* libraries loaded since attach (about once a second) */
 	if (s->cfg.cuda && ++s->cuda_ticks % 10 == 0) {
 		cuda_session_rescan(&s->cuda, s->skel);
-		upgrade_scan(s);   /* issue 18: CUDA-only targets that imported torch */
+		upgrade_scan(s);   /* CUDA-only targets that imported torch */
 	}
 	/* tbpf run: the CUDA-only command stopped where it maps libtorch_cpu */
 	if (s->hold_upgrade && session_torch_held(s)) {
@@ -1429,7 +1429,7 @@ int session_poll(struct session *s, int ms)
 		session_hold_release(s);
 	}
 	if (s->cfg.gpu_agent && ++s->gpu_ticks % 10 == 0)
-		gpu_session_poll(&s->gpu);   /* issue 6: agent status */
+		gpu_session_poll(&s->gpu);   /* agent status */
 	for (size_t i = 0; i < s->n; i++) {
 		struct tgt *tg = s->v[i];
 

@@ -27,9 +27,9 @@ struct tgt {
 	struct target t;
 	uint32_t id_base;
 	struct uprobe_set entry, hooks;
-	struct uprobe_set scopes;  /* record_function scopes (issue 15): end(), names, module calls */
+	struct uprobe_set scopes;  /* record_function scopes: end(), names, module calls */
 	struct uprobe_set scope_open;  /* the RecordFunction constructor: attached last, closed first */
-	struct mem_attach mem;     /* --profile-memory allocator probes (issue 17) */
+	struct mem_attach mem;     /* --profile-memory allocator probes */
 	bool mem_probed;           /* they were attached (stays set after detach) */
 	struct guard *guard;
 	struct guard_stats gstats;
@@ -40,7 +40,7 @@ struct tgt {
 	struct session_target_info info;
 	struct tbpf_pyproc pp;
 	struct pysym *ps;          /* NULL: no supported Python */
-	struct shape_target shapes;/* --record-shapes (issue 16) */
+	struct shape_target shapes;/* --record-shapes */
 	char *py_note;
 	char *py_dir;              /* sys.path[0] "/dir/", Source Location cut */
 	bool ops_new;              /* op probes added after a CUDA-only attach,
@@ -65,8 +65,8 @@ struct session {
 	pid_t *skip;            /* system-wide: pids found not to be targets */
 	size_t nskip, capskip;
 	uint64_t records, record_errors;
-	struct cuda_session cuda;   /* cfg.cuda: CUDA probes and tables (issue 5) */
-	struct gpu_session gpu;     /* cfg.gpu_agent: CUPTI agents (issue 6) */
+	struct cuda_session cuda;   /* cfg.cuda: CUDA probes and tables */
+	struct gpu_session gpu;     /* cfg.gpu_agent: CUPTI agents */
 	unsigned gpu_ticks;
 	unsigned cuda_ticks;
 	struct scope_def *scopes;   /* scope id -> name, read from `scope_names` */
@@ -74,7 +74,7 @@ struct session {
 	struct stackstore stacks;   /* Python stacks named while targets live */
 	uint64_t stack_errors;
 	unsigned stack_ticks;
-	struct infer_sampler sampler;   /* bounds inferred exits (issue 19) */
+	struct infer_sampler sampler;   /* bounds inferred exits */
 	unsigned scans;             /* session_scan calls: later finds are announced */
 	struct uprobe_set hold;     /* tbpf run: _dl_debug_state in the loader */
 	struct uprobe_set hold_op;  /* tbpf run --inproc: the first RecordFunction check */

@@ -1,6 +1,6 @@
 /* nstid.h - discover stage: a job's thread ids as its own pid namespace
- * numbers them -> as tbpf's namespace (the host's) numbers them (issue 19,
- * containers).
+ * numbers them -> as tbpf's namespace (the host's) numbers them
+ * (containers).
  *
  * A job in a container (its own pid namespace) and tbpf on the host: what
  * the job's threads write about themselves carries the namespace's tids

@@ -140,8 +140,8 @@ static int find_hooks(struct target *t, const struct pm_maps *m)
 	return err;
 }
 
-/* l's load bias from the mapping of its first probe's code (issue 15:
- * node vtable addresses). */
+/* l's load bias from the mapping of its first probe's code (node
+ * vtable addresses). */
 static void lib_bias(struct target_lib *l, const struct pm_maps *m)
 {
 	const struct opsym *o = l->syms.n ? &l->syms.v[0] : NULL;
@@ -366,7 +366,7 @@ static uint64_t site_past_prologue(const char *path, uint64_t off, unsigned may_
 	return k > 0 ? off + (uint64_t)k : off;
 }
 
-/* The scope entry points of issue 15 in the first libtorch that exports
+/* The record_function scope entry points in the first libtorch that exports
  * both; none found is no error (no scope rows). */
 static int find_scope_hooks(struct target *t, const struct pm_maps *m)
 {

@@ -1,5 +1,5 @@
 /* chrome.c - export stage: Chrome Trace Event JSON (chrome://tracing, Perfetto UI)
- * in Kineto's layout (issue 18), so TensorBoard's profiler plugin and HTA
+ * in Kineto's layout, so TensorBoard's profiler plugin and HTA
  * read it as they read torch.profiler's export_chrome_trace:
  *   ops                 "cpu_op", args "External id" (launches carry the
  *                       External id of the op on top of their thread)
@@ -406,7 +406,7 @@ static void span_event(struct chrome_ctx *c, const struct fspan *sp, const struc
 	fputs("}}", out);
 }
 
-/* --record-shapes (issue 16): "Input Dims" as Kineto writes it, a JSON
+/* --record-shapes: "Input Dims" as Kineto writes it, a JSON
  * list of lists (a tensor the reader could not read: null), and "Input
  * type", a list of strings. */
 static void input_dims(FILE *out, const struct capture_meta *m, uint64_t id)
@@ -577,7 +577,7 @@ static void c_cuda(void *vc, const struct tl_cuda *cu)
 		const struct rec_launch *l = (const void *)cu->rec;
 		const char *k = capture_meta_kernel(c->m, l->pid, (uint64_t)l->func);
 		uint64_t dur;
-		bool timed = cuda_rec_host_ns(cu->rec, &dur);   /* issue 18 */
+		bool timed = cuda_rec_host_ns(cu->rec, &dur);
 		if (d) {
 			launch_slice(c, cu, l->api, l->h.ts_ns + dur, d);
 			fputs(",\"kernel\":", out);

@@ -312,7 +312,7 @@ static int print_allocs(FILE *f, const struct cuda_model *m)
 	return 0;
 }
 
-/* issue 18: every API called, as torch.profiler lists its cuda_runtime
+/* every API called, as torch.profiler lists its cuda_runtime
  * rows (host time only where the probes timed the call) */
 static int print_apis(FILE *f, const struct cuda_model *m)
 {
@@ -323,7 +323,7 @@ static int print_apis(FILE *f, const struct cuda_model *m)
 	if (!v)
 		return -ENOMEM;
 	/* as torch.profiler's rows of the runtime calls: Self CPU, the time
-	 * in the call (issue 18: timed at its return) */
+	 * in the call (timed at its return) */
 	fprintf(f, "CUDA API calls (host side; Self CPU: time in the call, of the timed calls)\n");
 	rule(f, 96);
 	fprintf(f, "%-34s  %10s  %8s  %12s  %12s  %12s\n", "Name", "# of Calls", "Timed",
@@ -418,7 +418,7 @@ static int json_kernel_layers(FILE *f, const struct cuda_kernel *k, const struct
 	return 0;
 }
 
-/* "api_calls" entries (issue 18) */
+/* "api_calls" entries */
 static int json_apis(FILE *f, const struct cuda_model *m)
 {
 	size_t n;

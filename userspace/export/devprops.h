@@ -1,4 +1,4 @@
-/* devprops.h - export stage: Kineto's "deviceProperties" (issue 18), the
+/* devprops.h - export stage: Kineto's "deviceProperties", the
  * GPUs of the host as torch.profiler's Chrome/TensorBoard traces list them
  * (TensorBoard's plugin and HTA read them for occupancy and the GPU view). */
 #ifndef TBPF_DEVPROPS_H

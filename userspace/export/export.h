@@ -21,7 +21,7 @@ struct capture_reader;
 struct steps;
 struct step_schedule;
 
-/* distributedInfo of one process (issue 18): RANK, WORLD_SIZE and the
+/* distributedInfo of one process: RANK, WORLD_SIZE and the
  * backend from the target's environment. */
 struct export_devprop;
 
@@ -61,7 +61,7 @@ struct export_opts {
 	 * (the CUDA tables: "kernels", "copies", ...); NULL = none */
 	int (*json_extra)(FILE *out, void *ctx);
 	void *json_extra_ctx;
-	/* chrome (Kineto layout) and tensorboard, issue 18 */
+	/* chrome (Kineto layout) and tensorboard */
 	uint32_t only_pid;            /* 0: every process; else only its events */
 	const struct steps *steps;    /* step boundaries: ProfilerStep#k spans (NULL: found
 				       * by export_chrome with step_label) */
@@ -77,7 +77,7 @@ struct export_opts {
 	/* tree (tbpf report): --ops, --min-pct, --layer-filter, colour; NULL:
 	 * defaults; the order is .sort's */
 	const struct tree_opts *tree;
-	const struct export_devprop *devprops;   /* "deviceProperties" (issue 18) */
+	const struct export_devprop *devprops;   /* "deviceProperties" */
 	size_t ndevprops;
 };
 
@@ -107,7 +107,7 @@ int export_json(FILE *out, const struct profile *p, const struct export_opts *o)
 /* Chrome Trace Event JSON from a capture, in Kineto's layout (what
  * torch.profiler's export_chrome_trace writes; shared/reference/formats.md). */
 int export_chrome(FILE *out, struct capture_reader *r, const struct export_opts *o);
-/* TensorBoard run folder (issue 18): in dir, for each process of the
+/* TensorBoard run folder: in dir, for each process of the
  * capture, one Kineto trace per active cycle of sched (NULL or unset: one
  * trace of the whole capture) named {host}_{pid}.{time_ns}.pt.trace.json,
  * time_ns the wall-clock start of the cycle.  Every written path is

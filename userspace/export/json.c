@@ -44,7 +44,7 @@
  *   ],
  *   ... then, when the model has them (export/report.c): the layer tree,
  *   the CUDA tables, "steps", the memory tables, and with several
- *   processes (issue 18; not with --merge):
+ *   processes (not with --merge):
  *   "processes": [ {"pid": int, "cmdline": str, "torch_version": str
  *                   ("" unknown), "calls": int, "self_ns": int (its rows'
  *                   sums, ProfilerStep* left out), "steps": int} ]

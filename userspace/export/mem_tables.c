@@ -57,7 +57,7 @@ static void groups_print(FILE *out, const struct tbpf_model *m, const struct mem
 		fprintf(out, "... %zu more (--format json lists all)\n", n - MEM_TABLE_ROWS);
 }
 
-/* A process's part (m->mem_pid, issue 18): its groups only. */
+/* A process's part (m->mem_pid): its groups only. */
 static size_t keep_pid(const struct tbpf_model *m, struct mem_group *g, size_t n)
 {
 	size_t k = 0;

@@ -1,4 +1,4 @@
-/* mem_tables.h - export stage, --profile-memory (issue 17): what is still
+/* mem_tables.h - export stage, --profile-memory: what is still
  * live at the end by the op and layer that allocated it, largest first,
  * and each device's peak with what held it; as text after the op table
  * and as the JSON member "memory". */

@@ -313,12 +313,12 @@ static void pf_begin(void *vc, const struct tl_slice *s)
 	const struct capture_op *o = capture_meta_op(c->m, s->op_id);
 	uint64_t iid = (uint64_t)s->op_id + 1;
 	if (TBPF_IS_SCOPE_ID(s->op_id)) {
-		/* record_function scopes (issue 15): ids above CUDA_IID, so
+		/* record_function scopes: ids above CUDA_IID, so
 		 * their own iid range, the name re-sent with each slice */
 		iid = SCOPE_IID + s->op_id;
 		intern_name(c, iid, o ? o->name : "record_function");
 	} else if (s->op_id >= TBPF_INPROC_ID_BASE) {
-		/* --inproc ops (issue 19): hashed ids, the name re-sent like
+		/* --inproc ops: hashed ids, the name re-sent like
 		 * a scope's */
 		iid = INPROC_IID + s->op_id;
 		intern_name(c, iid, o ? o->name : "op");
@@ -338,7 +338,7 @@ static void pf_begin(void *vc, const struct tl_slice *s)
 		pb_end(&c->w, da);
 	}
 	{
-		/* --record-shapes (issue 16): Kineto's "Input Dims" arg */
+		/* --record-shapes: Kineto's "Input Dims" arg */
 		const struct tbpf_shape *sh = capture_meta_shape(c->m, s->shape_id);
 		char dims[4096];
 
@@ -474,7 +474,7 @@ static void pf_cuda(void *vc, const struct tl_cuda *cu)
 	case REC_LAUNCH: {
 		const struct rec_launch *l = (const void *)h;
 		uint64_t dur;
-		bool timed = cuda_rec_host_ns(h, &dur);   /* issue 18 */
+		bool timed = cuda_rec_host_ns(h, &dur);
 		if (d) {
 			launch_slice(c, cu, l->api, h->ts_ns + dur, "stream", l->stream, d);
 		} else if (timed) {

@@ -11,7 +11,7 @@
 #include "steps.h"
 #include "strf.h"
 
-/* "steps": per step its time, op time and gaps (issue 18) */
+/* "steps": per step its time, op time and gaps */
 static void steps_json(FILE *out, const struct step_stats *ss)
 {
 	fputs("  \"steps\": [", out);
@@ -43,7 +43,7 @@ static void proc_totals(const struct profile *p, uint64_t *calls, uint64_t *self
 }
 
 /* "processes": per process its command line, torch and totals, and its
- * own CUDA tables and memory (issue 18; its op rows are the "ops" with its
+ * own CUDA tables and memory (its op rows are the "ops" with its
  * pid) */
 static int procs_json(FILE *out, const struct tbpf_model *m)
 {
@@ -133,7 +133,7 @@ static void section_header(FILE *out, const struct model_proc *pp, bool first)
 }
 
 /* Several processes: a table or tree per process, each with its own CUDA
- * and memory tables (issue 18). */
+ * and memory tables. */
 static int export_sections(FILE *out, int fmt, const struct tbpf_model *m,
 			   const struct export_opts *eo, const struct tree_opts *to)
 {

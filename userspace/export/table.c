@@ -338,7 +338,7 @@ int export_table(FILE *out, const struct profile *p, const struct export_opts *o
 				   (o->by_shape ? PROF_BY_SHAPE : 0) |
 				   (o->stack_n ? PROF_BY_SRCLOC : 0), &t.rows, &t.n)))
 		return err;
-	/* no op: torch prints "", tbpf the header and the footer (issue 13) */
+	/* no op: torch prints "", tbpf the header and the footer */
 	profile_sort(t.rows, t.n, o->sort);
 	err = tab_names(&t);
 	if (err)

@@ -1,4 +1,4 @@
-/* tensorboard.c - export stage: a TensorBoard run folder (issue 18).
+/* tensorboard.c - export stage: a TensorBoard run folder.
  *
  * What torch.profiler's tensorboard_trace_handler writes: one Kineto trace
  * per worker and active cycle, {host}_{pid}.{time_ns}.pt.trace.json, read

@@ -26,7 +26,7 @@ struct daemon_opts {
 	 * when budgeted), --ring-size: the CUDA record ring (default 2 MiB) */
 	struct session_select sel;
 	bool no_cuda;                /* no libcudart/libcuda probes */
-	bool memory;                 /* --profile-memory: per-op bytes (issue 17) */
+	bool memory;                 /* --profile-memory: per-op bytes */
 	/* --inproc: the RecordFunction agent in each --pid target
 	 * instead of uprobes (fleet/daemon_inproc.c); the agent's path */
 	bool inproc;

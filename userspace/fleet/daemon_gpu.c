@@ -95,7 +95,7 @@ struct dgpu *dgpu_open(const struct daemon_opts *o, bool python,
 		.modcalls_only = true, .modcalls_no_probe = true, .verbose = o->verbose,
 		/* --inject: CUPTI's records too.  8 MiB, as the live command's:
 		 * its data pages are mapped twice, so 32 MiB was 64 MB of the
-		 * daemon's RSS (issue 19's 50 MB); a tight loop of 100,000
+		 * daemon's RSS; a tight loop of 100,000
 		 * launches/s drops records at 8 MiB (told each window, with
 		 * --ring-size), test_daemon_inproc_cuda.sh's job does not */
 		.ring_size = o->sel.ring_size ? o->sel.ring_size : o->inject ? 8u << 20 : 0,

@@ -570,7 +570,7 @@ int cuda_model_add(struct cuda_model *m, const void *rec, size_t len)
 	if (len < sizeof(*h))
 		return -EINVAL;
 	switch (h->type) {
-	case REC_LAUNCH: need = REC_LAUNCH_V1_SIZE; break;   /* dur_ns since issue 18 */
+	case REC_LAUNCH: need = REC_LAUNCH_V1_SIZE; break;   /* older records: no dur_ns */
 	case REC_MEMOP: need = sizeof(struct rec_memop); break;
 	case REC_SYNC: need = sizeof(struct rec_sync); break;
 	case REC_ALLOC: need = REC_ALLOC_V1_SIZE; break;

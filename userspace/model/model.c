@@ -154,7 +154,7 @@ static int replay_model_w(struct capture_reader *r, struct profile *p, struct cu
 	ret = gpucap_init(&g, true);
 	struct cut ccut = { cm, win, sched }, mcut = { mm, win, sched };
 
-	g.windowed = true;   /* rows only: joined as the records come (issue 19) */
+	g.windowed = true;   /* rows only: joined as the records come */
 	if (win) {   /* device times of the work launched in the window */
 		g.keep = cut_keep_gpu;
 		g.keep_ctx = &ccut;

@@ -58,7 +58,7 @@ struct tbpf_model {
 	/* op id -> name, for the CUDA tables */
 	const char *(*op_name)(void *ctx, uint32_t id);
 	void *op_name_ctx;
-	const struct step_stats *steps;     /* per-step times (issue 18); NULL: none */
+	const struct step_stats *steps;     /* per-step times; NULL: none */
 	struct cuda_model cuda_own;         /* the capture's (cuda points here) */
 	bool cuda_own_init;
 	/* --profile-memory: live at the end, peaks (NULL: not profiled) */
