@@ -241,7 +241,7 @@ def main():
     p.add_argument("--no-uprobe", action="store_true",
                    help="with --inproc: no uprobe-mode row (the --exits modes)")
     p.add_argument("--shapes", action="store_true",
-                   help="input shapes too (issue 16): each tbpf mode again with --record-shapes, "
+                   help="input shapes too: each tbpf mode again with --record-shapes, "
                         "torch.profiler again with record_shapes=True")
     p.add_argument("--memory", action="store_true",
                    help="add tbpf --profile-memory and torch.profiler profile_memory=True rows")

@@ -121,7 +121,7 @@ def bench_main(description, setup, default_iters, add_args=None):
     p.add_argument("--torch-profiler", action="store_true",
                    help="run the timed iterations under torch.profiler (CPU activity)")
     p.add_argument("--record-shapes", action="store_true",
-                   help="with --torch-profiler: record_shapes=True (issue 16's comparison)")
+                   help="with --torch-profiler: record_shapes=True")
     p.add_argument("--torch-profile-memory", action="store_true",
                    help="with --torch-profiler: profile_memory=True")
     p.add_argument("--with-stack", action="store_true",
