@@ -46,11 +46,25 @@ static void sizes(void **state)
 	assert_int_equal(ring_size_round(1 << 20), 1 << 20);
 }
 
+static void ports(void **state)
+{
+	assert_int_equal(parse_port("9464", 4, 1), 9464);
+	assert_int_equal(parse_port("0", 1, 0), 0);
+	assert_int_equal(parse_port("0", 1, 1), -1);
+	assert_int_equal(parse_port("65535", 5, 1), 65535);
+	assert_int_equal(parse_port("65536", 5, 1), -1);
+	assert_int_equal(parse_port("080/x", 3, 1), 80);   /* only the len given */
+	assert_int_equal(parse_port("+80", 3, 1), -1);
+	assert_int_equal(parse_port("", 0, 0), -1);
+	assert_int_equal(parse_port("123456", 6, 0), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(durations),
 		cmocka_unit_test(sizes),
+		cmocka_unit_test(ports),
 	};
 	return cmocka_run_group_tests_name("options", tests, NULL, NULL);
 }

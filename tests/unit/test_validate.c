@@ -15,7 +15,9 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <cmocka.h>
+#include <arpa/inet.h>
 #include "cmd_run.h"
+#include "http.h"
 #include "validate.h"
 
 static char dir[64];
@@ -104,6 +106,15 @@ static void listen_addrs(void **state)
 	REJECT(validate_listen("localhost:9464", &why), "invalid --listen");
 	REJECT(validate_listen("1.2.3.4:", &why), "invalid --listen");
 	REJECT(validate_listen("1.2.3.4:-1", &why), "invalid --listen");
+	/* the address the daemon then listens on, from the same parser */
+	struct sockaddr_in sin;
+	assert_int_equal(http_listen_addr("127.0.0.1:9464", &sin), 0);
+	assert_int_equal(ntohs(sin.sin_port), 9464);
+	assert_int_equal(ntohl(sin.sin_addr.s_addr), INADDR_LOOPBACK);
+	assert_int_equal(http_listen_addr(":8080", &sin), 0);
+	assert_int_equal(ntohs(sin.sin_port), 8080);
+	assert_int_equal(ntohl(sin.sin_addr.s_addr), INADDR_ANY);
+	assert_int_equal(http_listen_addr("none", &sin), -EINVAL);
 }
 
 /* nothing but what the test made is left in dir */

@@ -1,4 +1,5 @@
-/* units.c - shared helper: pure parsers for durations and sizes. */
+/* units.c - shared helper: pure parsers for durations, sizes and ports. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -67,4 +68,18 @@ uint64_t ring_size_round(uint64_t bytes)
 	while (r < bytes && r < (1ULL << 40))
 		r <<= 1;
 	return r;
+}
+
+long parse_port(const char *s, size_t len, long lo)
+{
+	long v = 0;
+
+	if (!len || len > 5)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		if (!isdigit((unsigned char)s[i]))
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	return v < lo || v > 65535 ? -1 : v;
 }

@@ -14,10 +14,12 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "export.h"
+#include "http.h"
 #include "options.h"
 #include "profile.h"
 #include "strf.h"
 #include "tree.h"
+#include "units.h"
 #include "validate.h"
 
 int validate_sort(const char *key, bool tree, char **why)
@@ -39,21 +41,6 @@ int validate_sort(const char *key, bool tree, char **why)
 				      profile_sort_keys[i]);
 	*why = strf("unknown --sort '%s' (%s)", key, list);
 	return -EINVAL;
-}
-
-/* "PORT" of at most 5 digits within lo..65535; -1 otherwise. */
-static long port_of(const char *s, size_t len, long lo)
-{
-	long v = 0;
-
-	if (!len || len > 5)
-		return -1;
-	for (size_t i = 0; i < len; i++) {
-		if (!isdigit((unsigned char)s[i]))
-			return -1;
-		v = v * 10 + (s[i] - '0');
-	}
-	return v < lo || v > 65535 ? -1 : v;
 }
 
 /* HOST of a URL: [v6] or letters, digits, '-', '.', '_'; its length or -1. */
@@ -94,7 +81,7 @@ int validate_url(const char *url, char **why)
 	if (*p == ':') {
 		size_t pl = strcspn(p + 1, "/");
 
-		if (port_of(p + 1, pl, 1) < 0)
+		if (parse_port(p + 1, pl, 1) < 0)
 			goto bad;
 		p += 1 + pl;
 	}
@@ -112,22 +99,10 @@ bad:
 
 int validate_listen(const char *addr, char **why)
 {
-	const char *colon = strrchr(addr, ':');
-	char host[INET_ADDRSTRLEN + 1];
-	struct in_addr a;
-	size_t hl;
+	struct sockaddr_in sin;
 
-	if (!*addr || !strcmp(addr, "none"))
+	if (!*addr || !strcmp(addr, "none") || !http_listen_addr(addr, &sin))
 		return 0;
-	if (!colon || (hl = (size_t)(colon - addr)) >= sizeof(host))
-		goto bad;
-	memcpy(host, addr, hl);
-	host[hl] = '\0';
-	if (port_of(colon + 1, strlen(colon + 1), 0) < 0 ||
-	    (hl && inet_pton(AF_INET, host, &a) != 1))
-		goto bad;
-	return 0;
-bad:
 	*why = strf("invalid --listen '%s' (IPV4:PORT, e.g. 127.0.0.1:9464; none: no server)",
 		    addr);
 	return -EINVAL;

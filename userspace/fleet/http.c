@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <microhttpd.h>
 #include "strf.h"
+#include "units.h"
 #include "http.h"
 
 static uint64_t self_rss(void)
@@ -81,31 +82,36 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn, const cha
 	return ret;
 }
 
+int http_listen_addr(const char *addr, struct sockaddr_in *sin)
+{
+	const char *colon = strrchr(addr, ':');
+	char host[INET_ADDRSTRLEN + 1];
+	size_t hl;
+	long port;
+
+	if (!colon || (hl = (size_t)(colon - addr)) >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, addr, hl);
+	host[hl] = '\0';
+	port = parse_port(colon + 1, strlen(colon + 1), 0);
+	*sin = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	if (port < 0 || inet_pton(AF_INET, hl ? host : "0.0.0.0", &sin->sin_addr) != 1)
+		return -EINVAL;
+	return 0;
+}
+
 struct MHD_Daemon *http_start(const char *listen, struct dstate *st, char **err)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET };
 	const char *addr = listen ? listen : "127.0.0.1:9464";
-	const char *colon = strrchr(addr, ':');
-	char host[64];
-	long port;
-	char *end;
+	struct sockaddr_in sin;
 	struct MHD_Daemon *d;
 
-	if (!colon || (size_t)(colon - addr) >= sizeof(host)) {
-		*err = strf("invalid --listen '%s' (HOST:PORT, e.g. 127.0.0.1:9464)", addr);
+	if (http_listen_addr(addr, &sin)) {
+		*err = strf("invalid --listen '%s' (IPV4:PORT, e.g. 127.0.0.1:9464)", addr);
 		return NULL;
 	}
-	memcpy(host, addr, colon - addr);
-	host[colon - addr] = '\0';
-	port = strtol(colon + 1, &end, 10);
-	if (*end || end == colon + 1 || port < 0 || port > 65535 ||
-	    inet_pton(AF_INET, host[0] ? host : "0.0.0.0", &sin.sin_addr) != 1) {
-		*err = strf("invalid --listen '%s' (HOST:PORT with an IPv4 address)", addr);
-		return NULL;
-	}
-	sin.sin_port = htons((uint16_t)port);
-	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)port, NULL, NULL, on_http,
-			     st, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
+	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, ntohs(sin.sin_port), NULL, NULL,
+			     on_http, st, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
 			     MHD_OPTION_CONNECTION_TIMEOUT, 10U, MHD_OPTION_END);
 	if (!d)
 		*err = strf("cannot listen on %s: %s", addr, strerror(errno ? errno : EADDRINUSE));

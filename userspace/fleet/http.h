@@ -17,6 +17,11 @@ struct dstate {
 void dstate_update_self(struct metrics *m, uint32_t targets, double overhead);
 
 struct MHD_Daemon;
+struct sockaddr_in;
+/* Pure: "IPV4:PORT" (":PORT": every address; port 0 picks one) into *sin.
+ * 0, or -EINVAL.  The daemon's listen address, checked before it loads
+ * anything (cmd/validate.c) and used by http_start. */
+int http_listen_addr(const char *addr, struct sockaddr_in *sin);
 /* Serve st at http://listen/metrics (NULL: 127.0.0.1:9464; port 0 picks
  * one).  NULL with *err (malloc'd) when listen is invalid or busy. */
 struct MHD_Daemon *http_start(const char *listen, struct dstate *st, char **err);
