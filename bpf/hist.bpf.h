@@ -2,7 +2,7 @@
  *
  * Included by tbpf.bpf.c after its maps; pop_frame calls hist_add() for
  * every counted op exit when HAVE_HIST is defined (it is, by including
- * this file).  Layout and bucket bounds: struct tbpf_hist in tbpf_abi.h.
+ * this file).  Layout and bucket bounds: struct tbpf_hist in abi/ops.h.
  * User space reads and clears the map once per window (daemon).
  */
 #ifndef TBPF_HIST_BPF_H

@@ -729,7 +729,7 @@ struct {
 } py_nodes SEC(".maps");
 
 /* The row of a custom autograd.Function's backward node (a PyNode at
- * `node`; tbpf_pynode in tbpf_abi.h): Py_TYPE(obj)->tp_name, with `eval`
+ * `node`; tbpf_pynode in abi/autograd.h): Py_TYPE(obj)->tp_name, with `eval`
  * the evaluate_function row of it.  0 when the process has no PyNode
  * layout, or the object does not read. */
 static __always_inline __u32 pynode_row(const struct tbpf_pynode *pn, __u32 pid, __u32 tid,
@@ -1090,7 +1090,7 @@ static __always_inline int op_exit(struct pt_regs *ctx)
 	return 0;
 }
 
-/* ==== scopes (record_function; see tbpf_abi.h) ============== */
+/* ==== scopes (record_function; see abi/scope.h) ============== */
 
 /* The scope's name: the std::string the record_function entry points
  * (record_function_enter / _new, torch 1.13 .. 2.8) keep in r12 while
@@ -1337,7 +1337,7 @@ int BPF_KPROBE(tbpf_scope_end)
 }
 
 /* torch::jit::tracer::getTracingState(): one call per nn.Module call
- * (TBPF_MODCALL_ID in tbpf_abi.h), among others told apart by the
+ * (TBPF_MODCALL_ID in abi/scope.h), among others told apart by the
  * innermost Python frame.  Counts the call under the module's stack;
  * touches no op frame. */
 SEC("uprobe")
