@@ -42,7 +42,7 @@ static __always_inline __u32 hist_bucket(__u64 ns)
 
 /* The histogram row of (pid, op_id), made (zeroed) if new; NULL when the
  * map is full or, from a program that runs with interrupts off, when the
- * allocator's per-CPU cache is empty (rows_early in tbpf.bpf.c). */
+ * allocator's per-CPU cache is empty (rows_early in frames.bpf.h). */
 static __always_inline struct tbpf_hist *hist_row(__u32 pid, __u32 op_id)
 {
 	struct tbpf_histkey k = { .pid = pid, .op_id = op_id };
