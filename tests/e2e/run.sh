@@ -17,6 +17,8 @@
 #                 torch's venv tests/setup.sh makes, when there): each test
 #                 with a "# torch-matrix" line near its top runs once more
 #                 per interpreter, as PY2, named NAME@VERSION
+#   E2E_LIST      1: print the name of each run (NAME, NAME@VERSION) that
+#                 would run, one a line, and exit: nothing built or run
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -40,16 +42,7 @@ for t in "$HERE"/test_*.sh; do
 done
 if [ ${#tests[@]} -eq 0 ]; then
 	echo "run.sh: no test matches '$*' in $HERE" >&2
-	echo "0 passed, 1 failed"
-	exit 1
-fi
-
-# Plain `make` builds only the product; the helper programs the tests run
-# (tests/native, the fake CUDA driver...) are `make tools`, built here so a
-# test never finds them missing.  E2E_NO_BUILD=1 skips it.
-if [ "${E2E_NO_BUILD:-0}" != 1 ] && ! make -C "$ROOT" -s -j2 tools >&2; then
-	echo "run.sh: make tools failed" >&2
-	echo "0 passed, 1 failed"
+	[ "${E2E_LIST:-0}" = 1 ] || echo "0 passed, 1 failed"
 	exit 1
 fi
 
@@ -64,18 +57,41 @@ for t in "${tests[@]}"; do
 	done
 done
 
+# run_name T PY: the test's name, NAME@VERSION for a torch-matrix rerun
+run_name() {
+	local name v
+	name=$(basename "$1" .sh)
+	if [ -n "$2" ]; then
+		v=$(basename "$(dirname "$(dirname "$2")")")
+		name="$name@${v#venv-torch}"
+	fi
+	echo "$name"
+}
+
+if [ "${E2E_LIST:-0}" = 1 ]; then
+	for run in "${runs[@]}"; do
+		run_name "${run%%|*}" "${run#*|}"
+	done
+	exit 0
+fi
+
+# Plain `make` builds only the product; the helper programs the tests run
+# (tests/native, the fake CUDA driver...) are `make tools`, built here so a
+# test never finds them missing.  E2E_NO_BUILD=1 skips it.
+if [ "${E2E_NO_BUILD:-0}" != 1 ] && ! make -C "$ROOT" -s -j2 tools >&2; then
+	echo "run.sh: make tools failed" >&2
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+
 pass=0 failn=0 skipn=0
 failed=()
 echo "e2e: ${#runs[@]} tests, logs in $LOGS (tbpf: ${TBPF:-$ROOT/build/tbpf})"
 for run in "${runs[@]}"; do
 	t=${run%%|*} py=${run#*|}
-	name=$(basename "$t" .sh)
+	name=$(run_name "$t" "$py")
 	env=()
-	if [ -n "$py" ]; then
-		v=$(basename "$(dirname "$(dirname "$py")")")
-		name="$name@${v#venv-torch}"
-		env=(env "PY2=$py")
-	fi
+	[ -n "$py" ] && env=(env "PY2=$py")
 	log=$LOGS/$name.log
 	reason=$LOGS/$name.reason
 	tmp=$LOGS/$name.d
