@@ -28,7 +28,7 @@ DEFAULT_TIMEOUT=${E2E_TIMEOUT:-600}
 mkdir -p "$LOGS"
 
 tests=()
-for t in "$HERE"/test_*.sh; do
+for t in "$HERE"/*/test_*.sh; do
 	[ -e "$t" ] || continue
 	name=$(basename "$t" .sh)
 	if [ $# -gt 0 ]; then
