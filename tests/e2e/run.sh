@@ -12,7 +12,7 @@
 #   E2E_LOGS      log directory (default build/e2e-logs)
 #   E2E_LOCK      run each test under `flock -o E2E_LOCK` (shared machines)
 #   E2E_NO_BUILD  1: do not run `make tools` first
-#   TBPF, PY1, PY2  see tests/e2e/lib.sh
+#   TBPF, PY1, PY2  see tests/e2e/lib/lib.sh
 #   E2E_TORCH_MATRIX  more torch 2.x interpreters (default: the newest
 #                 torch's venv tests/setup.sh makes, when there): each test
 #                 with a "# torch-matrix" line near its top runs once more

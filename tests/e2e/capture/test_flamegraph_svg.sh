@@ -7,7 +7,7 @@
 # search (?s=) marks exactly the aten::addmm frames and a zoom (?z=encoder)
 # spreads encoder over the width; the screenshot (--screenshot) shows many
 # colours and each such frame's kind colour at its place
-# (tests/e2e/check_flamegraph.py).  `tbpf report` of the run's capture
+# (tests/e2e/lib/check_flamegraph.py).  `tbpf report` of the run's capture
 # writes the same SVG.
 # timeout: 600
 . "$(dirname "$0")/../lib/lib.sh"

@@ -5,7 +5,7 @@
 # tensorboard_trace_handler, with_stack, with_modules) and once, unchanged,
 # under `tbpf --steps 3 --tensorboard DIR`.  Both run folders are read by
 # TensorBoard's PyTorch Profiler plugin (torch_tb_profiler's own parser and
-# view generator) and by HTA (tests/e2e/kineto_readers.py, readers venv of
+# view generator) and by HTA (tests/e2e/lib/kineto_readers.py, readers venv of
 # tests/setup.sh):
 #  - tbpf's folder has one worker file with exactly 3 ProfilerStep spans,
 #    HTA finds exactly 3 iterations, the plugin gives the Overview, Operator,

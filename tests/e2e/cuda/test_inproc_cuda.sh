@@ -13,7 +13,7 @@
 # record_function torch runs an aten::empty of its own before the call, so
 # a launch given to the last op that started (not the one open) would land
 # on aten::empty and fail the checks.  The expected numbers are those of
-# test_cuda_layers.sh (tests/e2e/cuda_layers_lib.sh), computed from the
+# test_cuda_layers.sh (tests/e2e/lib/cuda_layers_lib.sh), computed from the
 # workload's parameters: per layer and per op launches, copies, syncs, the
 # CUDA runtime call rows under their ops, each cuda_runtime slice of the
 # trace inside its op; in the live JSON, tree and table and in `tbpf

@@ -8,7 +8,7 @@
 # FAKE_CUPTI_LAUNCHES=1, through the real agent) report a device record
 # for each cuLaunchKernel / cuMemcpyHtoDAsync of the job
 # (tests/workloads/fake_gpu_model.py, the parameters of
-# tests/e2e/fake_gpu_lib.sh).  The job runs about 3 s of 1 s windows (a
+# tests/e2e/lib/fake_gpu_lib.sh).  The job runs about 3 s of 1 s windows (a
 # 2 ms pause per iteration; in a tight loop the join's former
 # 100 us slack left about one kernel in 50,000 unjoined, a thread
 # preempted between the probe and CUPTI's API timestamp: the

@@ -1,6 +1,6 @@
 #!/bin/bash
 # test_push.sh - `tbpf daemon --push URL` POSTs each window's pprof profile
-# to a Pyroscope-style ingest (a small stand-in, tests/e2e/pyroscope_sink.py,
+# to a Pyroscope-style ingest (a small stand-in, tests/e2e/lib/pyroscope_sink.py,
 # checks the query and the multipart form), and `go tool pprof` reads what
 # arrived: the workload's ops under its job, with its exact call counts.
 # timeout: 600
