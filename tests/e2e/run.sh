@@ -1,12 +1,18 @@
 #!/bin/bash
-# run.sh - end-to-end test runner: every tests/e2e/test_*.sh (or those whose
-# name contains one of the FILTER words), each under a timeout, output in
-# build/e2e-logs/NAME.log.  Prints "PASS name", "FAIL name: reason" or
-# "SKIP name: reason" per test, the tail of each failed test's log, and
-# ends with one line "N passed, N failed" (", N skipped" when any).
+# run.sh - end-to-end test runner: every tests/e2e/TOPIC/test_*.sh (the
+# topic folders: ops, stacks, inproc, cuda, gpu...; shared libraries and
+# checkers in tests/e2e/lib), or those selected by the FILTER words, each
+# under a timeout, output in build/e2e-logs/NAME.log.  Prints "PASS name",
+# "FAIL name: reason" or "SKIP name: reason" per test, the tail of each
+# failed test's log, and ends with one line "N passed, N failed"
+# (", N skipped" when any).  A test's NAME is its file name without .sh,
+# whatever its folder (names are unique across folders).
 # Exit status: 0 when nothing failed, 1 otherwise.
 #
 # usage: tests/e2e/run.sh [FILTER...]
+#   FILTER        a test runs when its name contains one of the words, or
+#                 when its topic folder is one of them ("cuda" or "cuda/";
+#                 with the slash, only the folder: "ops/")
 #   E2E_TIMEOUT   default per-test timeout in seconds (600); a test can set
 #                 its own with a "# timeout: N" line near its top
 #   E2E_LOGS      log directory (default build/e2e-logs)
@@ -25,16 +31,25 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 LOGS=${E2E_LOGS:-$ROOT/build/e2e-logs}
 DEFAULT_TIMEOUT=${E2E_TIMEOUT:-600}
-mkdir -p "$LOGS"
 
 tests=()
+declare -A seen=()
 for t in "$HERE"/*/test_*.sh; do
 	[ -e "$t" ] || continue
 	name=$(basename "$t" .sh)
+	topic=$(basename "$(dirname "$t")")
+	# one log per name: a name in two folders would mix their logs
+	if [ -n "${seen[$name]:-}" ]; then
+		echo "run.sh: $name is in both ${seen[$name]} and $topic" >&2
+		echo "0 passed, 1 failed"
+		exit 1
+	fi
+	seen[$name]=$topic
 	if [ $# -gt 0 ]; then
 		keep=0
 		for f in "$@"; do
 			case $name in *"$f"*) keep=1 ;; esac
+			[ "${f%/}" = "$topic" ] && keep=1
 		done
 		[ $keep = 1 ] || continue
 	fi
@@ -74,6 +89,8 @@ if [ "${E2E_LIST:-0}" = 1 ]; then
 	done
 	exit 0
 fi
+
+mkdir -p "$LOGS"
 
 # Plain `make` builds only the product; the helper programs the tests run
 # (tests/native, the fake CUDA driver...) are `make tools`, built here so a
