@@ -32,6 +32,14 @@ ROOT=$(cd "$HERE/../.." && pwd)
 LOGS=${E2E_LOGS:-$ROOT/build/e2e-logs}
 DEFAULT_TIMEOUT=${E2E_TIMEOUT:-600}
 
+# a test left out of the topic folders would never run
+for t in "$HERE"/test_*.sh "$HERE"/lib/test_*.sh; do
+	[ -e "$t" ] || continue
+	echo "run.sh: ${t#"$ROOT"/}: a test goes in a topic folder, tests/e2e/TOPIC/" >&2
+	echo "0 passed, 1 failed"
+	exit 1
+done
+
 tests=()
 declare -A seen=()
 for t in "$HERE"/*/test_*.sh; do
