@@ -1,4 +1,4 @@
-# lib.sh - helpers sourced by every end-to-end test (tests/e2e/test_*.sh).
+# lib.sh - helpers sourced by every end-to-end test (tests/e2e/TOPIC/test_*.sh).
 #
 # A test sources this file, runs real workloads (tests/workloads/*.py) under
 # real torch, drives the real build/tbpf against them and checks the result
