@@ -71,8 +71,11 @@ case_ "--sort bogus" 2 "unknown --sort 'bogus' \(self_cpu_time_total" "${P[@]}" 
 case_ "--sort: a table key for the tree" 2 "--sort max_cpu_time is not a tree column" \
 	"${P[@]}" --format tree --sort max_cpu_time
 case_ "--sort: a tree key for the table" 2 "unknown --sort 'model'" "${P[@]}" --sort model
-case_ "-o in a missing directory" 2 "-o /nonexistent/dir/x.json: /nonexistent/dir: No such file" \
-	"${P[@]}" --format json -o /nonexistent/dir/x.json
+# a path that surely does not exist: under this test's own directory
+# (a /nonexistent that some other run created would pass every check)
+NX="$T/absent"
+case_ "-o in a missing directory" 2 "-o $NX/dir/x.json: $NX/dir: No such file" \
+	"${P[@]}" --format json -o $NX/dir/x.json
 case_ "-o a directory" 2 "-o $T/dir: is a directory" "${P[@]}" -o "$T/dir"
 case_ "-o under a file" 2 "Not a directory" "${P[@]}" -o "$T/file/x.json"
 case_ "-o x.tbpf where no file can be made" 2 "-o /proc/x.tbpf: cannot write in /proc" \
@@ -113,25 +116,26 @@ case_ "daemon --listen bad port" 2 "invalid --listen '127.0.0.1:99999'" daemon -
 	--listen 127.0.0.1:99999
 case_ "daemon --listen a name" 2 "invalid --listen 'localhost:9464'" daemon --pid "$wl_pid" \
 	--listen localhost:9464
-case_ "daemon --pprof-dir missing" 2 "--pprof-dir /nonexistent: /nonexistent: No such file" \
-	daemon --pid "$wl_pid" --pprof-dir /nonexistent
+case_ "daemon --pprof-dir missing" 2 "--pprof-dir $NX: $NX: No such file" \
+	daemon --pid "$wl_pid" --pprof-dir $NX
 case_ "daemon --pprof-dir a file" 2 "is not a directory" daemon --pid "$wl_pid" --pprof-dir "$T/file"
 case_ "daemon --window 1ms" 2 "invalid --window '1ms'" daemon --pid "$wl_pid" --window 1ms
 case_ "daemon --label op=x" 2 "invalid --label 'op=x'" daemon --pid "$wl_pid" --label op=x
 case_ "daemon --pid of no process" 1 "no process with pid $dead" daemon --pid "$dead"
 # tbpf report (needs no capture: the options fail first)
 case_ "report --sort bogus" 2 "unknown sort key 'bogus'" report "$T/none.tbpf" --sort bogus
-case_ "report -o in a missing directory" 2 "-o /nonexistent/a.json: /nonexistent" \
-	report "$T/none.tbpf" -o /nonexistent/a.json
+case_ "report -o in a missing directory" 2 "-o $NX/a.json: $NX" \
+	report "$T/none.tbpf" -o $NX/a.json
 case_ "report --tensorboard under a file" 2 "--tensorboard $T/file/tb" \
 	report "$T/none.tbpf" --steps 1 --tensorboard "$T/file/tb"
 # tbpf run: the options fail before the command starts
 case_ "run --sort bogus" 2 "unknown --sort 'bogus'" run --sort bogus -- sh -c ": > '$T/ran'"
 [ -e "$T/ran" ] && bad "run --sort bogus: the command was started"
-case_ "run -o in a missing directory" 2 "-o /nonexistent/x.json" run --format json \
-	-o /nonexistent/x.json -- sh -c ": > '$T/ran'"
-[ -e "$T/ran" ] && bad "run -o /nonexistent/x.json: the command was started"
-case_ "run -- /nonexistent" 127 "^tbpf: /nonexistent: No such file or directory$" run -- /nonexistent
+case_ "run -o in a missing directory" 2 "-o $NX/x.json" run --format json \
+	-o $NX/x.json -- sh -c ": > '$T/ran'"
+[ -e "$T/ran" ] && bad "run -o $NX/x.json: the command was started"
+case_ "run -- $NX" 127 "^tbpf: $NX: No such file or directory$" run -- $NX
+[ -e "$NX" ] && bad "a rejected option created $NX"
 case_ "run -- a command not on PATH" 127 "^tbpf: tbpf-no-such-command: command not found$" \
 	run -- tbpf-no-such-command
 case_ "run -- a directory" 126 "^tbpf: $T/dir: Is a directory$" run -- "$T/dir"
