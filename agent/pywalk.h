@@ -30,6 +30,8 @@ static pthread_mutex_t stack_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t stack_ids[TBPF_INPROC_STACKS * 2];
 #define PY_SELFCACHE 1024
 static uint64_t py_selfcache[PY_SELFCACHE];   /* code | 1 self, | 2 not */
+#define PY_TYPECACHE 1024
+static uint64_t py_typecache[PY_TYPECACHE];   /* type | 1 nn.Module, | 2 not */
 
 static inline uint64_t py_rd(uint64_t a)
 {
@@ -87,6 +89,32 @@ static inline int py_is_self(uint64_t code)
 	return res == 1;
 }
 
+/* Is this type an nn.Module subclass ("Module" in its MRO, the
+ * symbolizer's test)?  Asked here, while the frame runs and holds its
+ * `self`: tbpf symbolizes the stack later, when a short-lived `self` (the
+ * loss in Tensor.backward) may be freed and its memory reused, so a type
+ * read then can be any other object's, a module's included. */
+static inline int py_module_type(uint64_t type)
+{
+	uint32_t slot = (type >> 4) & (PY_TYPECACHE - 1);
+	uint64_t known = __atomic_load_n(&py_typecache[slot], __ATOMIC_RELAXED), res = 2;
+	uint64_t mro, n;
+
+	if ((known & ~3ULL) == type)
+		return (known & 3) == 1;
+	mro = py_rd(type + pyc.tp_mro);
+	n = mro ? py_rd(mro + 16) : 0;   /* PyTupleObject ob_size */
+	for (uint64_t i = 0; i < n && i < 64 && res == 2; i++) {
+		uint64_t base = py_rd(mro + 24 + 8 * i);
+		uint64_t name = base ? py_rd(base + pyc.tp_name) : 0;
+
+		if (name && !strcmp((const char *)(uintptr_t)name, "Module"))
+			res = 1;
+	}
+	__atomic_store_n(&py_typecache[slot], type | res, __ATOMIC_RELAXED);
+	return res == 1;
+}
+
 /* Walk from frame into s; returns the stack id (0: no frame kept). */
 static uint64_t py_walk(uint64_t frame, struct tbpf_inproc_stack *s)
 {
@@ -126,6 +154,10 @@ static uint64_t py_walk(uint64_t frame, struct tbpf_inproc_stack *s)
 			/* a closure captured `self`: store the object in the cell */
 			if (self && pyc.cell_type && py_rd(self + 8) == pyc.cell_type)
 				self = py_rd(self + 16);
+			/* only a module's `self` names a layer: keep no other
+			 * object's address for a later read to misname */
+			if (self && !py_module_type(py_rd(self + 8)))
+				self = 0;
 		} else {
 			self = 0;
 		}

@@ -40,6 +40,8 @@ struct {
 } pystacks SEC(".maps");
 
 #define PYSTACK_SELFCACHE 512
+#define PYSTACK_TYPECACHE 256
+#define PYSTACK_MRO_MAX 24
 
 /* 3.11+: a thread's Python frames are consecutive in its data stack, a
  * caller below its callee, in chunks of 16 KB or more.  A capture reads
@@ -67,6 +69,8 @@ struct pystack_scratch {
 	/* direct-mapped cache: code object | 1 when its first local is an
 	 * argument named "self", | 2 when not (code objects are aligned) */
 	__u64 selfcache[PYSTACK_SELFCACHE];
+	/* type object | 1 when "Module" is in its MRO, | 2 when not */
+	__u64 typecache[PYSTACK_TYPECACHE];
 	__u64 win_lo;            /* user address of win[0] */
 	__u32 win_len;           /* bytes of win read (0: none) */
 	/* runs of data-stack frames, innermost first: each frame below the
@@ -155,6 +159,50 @@ static __always_inline int pystack_is_self(const struct tbpf_pyproc *pp,
 			res = PYSELF_YES;
 	}
 	s->selfcache[slot] = tag | res;
+	return res;
+}
+
+/* Is `self`'s class an nn.Module subclass ("Module" in its MRO, the
+ * symbolizer's test)?  1 yes, 0 no, -1 unreadable (not cached).  Asked
+ * while the frame runs and holds the object: tbpf names the stack later,
+ * when a short-lived `self` (the loss in Tensor.backward) may be freed and
+ * its memory reused, and a type read then can be any other object's. */
+static __always_inline int pystack_module_self(const struct tbpf_pyproc *pp,
+					       struct pystack_scratch *s, __u64 self)
+{
+	__u64 type = pystack_rd(self + 8), mro, n = 0, tag, known;
+	__u32 slot;
+	int res = 0;
+
+	if (!type)
+		return -1;
+	slot = (type >> 4) & (PYSTACK_TYPECACHE - 1);
+	tag = type ^ ((__u64)(s->rec.pid & 0xffff) << 48);
+	known = s->typecache[slot];
+	if ((known & ~3ULL) == tag)
+		return (known & 3) == 1;
+	mro = pystack_rd(type + pp->tp_mro);
+	if (!mro || bpf_probe_read_user(&n, sizeof(n), (const void *)(mro + 16)))
+		return -1;
+	for (int i = 0; i < PYSTACK_MRO_MAX; i++) {
+		__u64 base, name;
+
+		if (i >= n)
+			break;
+		base = pystack_rd(mro + 24 + 8 * i);
+		name = base ? pystack_rd(base + pp->tp_name) : 0;
+		if (!name || bpf_probe_read_user(s->sbuf, 7, (const void *)name))
+			return -1;
+		if (s->sbuf[0] == 'M' && s->sbuf[1] == 'o' && s->sbuf[2] == 'd' &&
+		    s->sbuf[3] == 'u' && s->sbuf[4] == 'l' && s->sbuf[5] == 'e' &&
+		    s->sbuf[6] == 0) {
+			res = 1;
+			break;
+		}
+	}
+	if (!res && n > PYSTACK_MRO_MAX)
+		return -1;   /* not all of it read: let the symbolizer decide */
+	s->typecache[slot] = tag | (res ? 1 : 2);
 	return res;
 }
 
@@ -317,6 +365,10 @@ static long pystack_step(__u32 i, void *ctx)
 			if (pp->kind == PYK_IFRAME)
 				pystack_self_learn(s, code, sk);
 		}
+		/* only a module's `self` names a layer: keep no other
+		 * object's address for a later read to misname */
+		if (self && !pystack_module_self(pp, s, self))
+			self = 0;
 	} else {
 		self = 0;
 	}

@@ -160,14 +160,9 @@ else
 	# Hugging Face models for test_hf_models.sh (built from their configs:
 	# no model is downloaded)
 	setup_venv "$VENV" "$TORCH2_VERSION" "$HF_PKG"
-	# the newest (last) also reruns test_hf_models in the torch matrix
-	newest=${TORCH2_EXTRA##* }
+	# each also runs test_hf_models in the torch matrix
 	for v in $TORCH2_EXTRA; do
-		if [ "$v" = "$newest" ]; then
-			setup_venv "/var/cache/tbpf/venv-torch${v%.*}" "$v" "$HF_PKG"
-		else
-			setup_venv "/var/cache/tbpf/venv-torch${v%.*}" "$v"
-		fi
+		setup_venv "/var/cache/tbpf/venv-torch${v%.*}" "$v" "$HF_PKG"
 	done
 fi
 

@@ -13,7 +13,20 @@
 # (cuda_layers_lib.sh).  On torch 1.13 (Debian's CPU build) the process
 # maps no CUDA library at all before: its first one comes after attach.
 # The torch 2.8 wheel here (cu128) maps its libcudart 12 at import, so
-# there the later library is a second one.
+# there the later library is a second one.  A wheel built for CUDA 13
+# (torch 2.11 cu130, 2.15 cu132) maps its own libcudart.so.13 at import:
+# the test library's libcudart.so.13 is then that one (the loader matches
+# the soname), and no CUDA library comes with it.  On such a torch:
+#   - the library loaded after attach still has its calls counted per op
+#     and layer (the probes on torch's libcudart, set at attach), and tbpf
+#     says nothing came late;
+#   - nor does the driver come later: that torch's import maps it too,
+#     where one is installed (its libcublasLt loads libcuda.so.1; checked
+#     with the fake driver on LD_LIBRARY_PATH).  So the late load itself
+#     is proven by the torch 1.13 and 2.8 runs; on such a torch the
+#     test checks what does happen there (the same counts, nothing late),
+#     and fails if its import stops mapping the driver (then a late driver
+#     would be that build's case to test).
 #   --inproc --format json: the BPF session opened at attach (stacks) has
 #     the CUDA probes on and finds the library by its rescan;
 #   --inproc (table), torch 1.13: no session at attach; the library makes
@@ -29,12 +42,19 @@ source "$(dirname "$0")/../lib/cuda_layers_lib.sh"
 WLARGS+=(--rf)
 NESTED=1
 
-late() {   # late TAG PY FIRST TBPF-ARGS...: FIRST=1: no CUDA library before
+# late TAG PY FIRST TBPF-ARGS...: FIRST=1: no CUDA library before; 0: the
+# library brings libcudart 13, a second runtime; shared: torch mapped its
+# libcudart.so.13 at import and the library uses that one
+late() {
 	local tag=$1 py=$2 first=$3 i
 	shift 3
 	start_workload wl_$tag "$py" cuda_layers_model.py "${WLARGS[@]}" --late "$T/$tag.gate"
 	local pid; pid=$(get wl_$tag pid)
-	grep -q 'libcudart\.so\.13' /proc/$pid/maps && fail "$tag: libcudart 13 mapped before attach"
+	if [ "$first" = shared ]; then
+		grep -q 'libcudart\.so\.13' /proc/$pid/maps || fail "$tag: torch mapped no libcudart 13 at import"
+	else
+		grep -q 'libcudart\.so\.13' /proc/$pid/maps && fail "$tag: libcudart 13 mapped before attach"
+	fi
 	if [ "$first" = 1 ] && grep -qE 'libcudart|libcuda\.so' /proc/$pid/maps; then
 		fail "$tag: a CUDA library is mapped before attach: $(grep -oE '[^ ]*libcuda[^ ]*' /proc/$pid/maps | sort -u)"
 	fi
@@ -42,10 +62,20 @@ late() {   # late TAG PY FIRST TBPF-ARGS...: FIRST=1: no CUDA library before
 	go "$pid"
 	for ((i = 0; i < 600; i++)); do grep -q '^LOADED' "$(get wl_$tag out)" && break; sleep 0.1; done
 	grep -q '^LOADED' "$(get wl_$tag out)" || fail "$tag: the workload did not load the library"
-	for ((i = 0; i < 300; i++)); do grep -q 'loaded after attach' "$(get tb_$tag err)" && break; sleep 0.1; done
-	grep -q 'loaded after attach' "$(get tb_$tag err)" ||
-		fail "$tag: no probes for the library loaded after attach: $(cat "$(get tb_$tag err)")"
-	log "$tag: $(grep -m1 'loaded after attach' "$(get tb_$tag err)")"
+	if [ "$first" = shared ]; then
+		grep -q "$(basename "$LIB")" /proc/$pid/maps || fail "$tag: $LIB not mapped after LOADED"
+		[ "$(grep -oE '[^ ]*/libcudart\.so[^ ]*' /proc/$pid/maps | sort -u | wc -l)" = 1 ] ||
+			fail "$tag: the library brought a libcudart of its own: $(grep -oE '[^ ]*/libcudart\.so[^ ]*' /proc/$pid/maps | sort -u)"
+		# give a rescan the time it takes above, then: nothing new
+		sleep 2
+		grep -q 'loaded after attach' "$(get tb_$tag err)" &&
+			fail "$tag: probes for a library that was there before attach: $(grep 'loaded after attach' "$(get tb_$tag err)")"
+	else
+		for ((i = 0; i < 300; i++)); do grep -q 'loaded after attach' "$(get tb_$tag err)" && break; sleep 0.1; done
+		grep -q 'loaded after attach' "$(get tb_$tag err)" ||
+			fail "$tag: no probes for the library loaded after attach: $(cat "$(get tb_$tag err)")"
+		log "$tag: $(grep -m1 'loaded after attach' "$(get tb_$tag err)")"
+	fi
 	touch "$T/$tag.gate"
 	wait_exit wl_$tag 300
 	wait_exit tb_$tag 60
@@ -61,6 +91,12 @@ inproc_line() {   # the run was the in-process mode
 run_torch() {   # run_torch TAG PY FIRST
 	local tag=$1 py=$2 first=$3
 	need_torch "$py"
+	if [ "$first" = 0 ] && "$py" -c '
+import sys, torch
+sys.exit(0 if any("libcudart.so.13" in l for l in open("/proc/self/maps")) else 1)'; then
+		first=shared
+		log "$tag: torch $(torch_version "$py") maps libcudart.so.13 at import: the test library shares it"
+	fi
 	late ${tag}j "$py" "$first" --inproc --format json -o "$T/$tag.json"
 	inproc_line ${tag}j
 	check json "$T/$tag.json" "$tag late inproc json" || fail "$tag: inproc json (see log)"
@@ -68,6 +104,16 @@ run_torch() {   # run_torch TAG PY FIRST
 	late ${tag}u "$py" "$first" --format json -o "$T/$tag.u.json"
 	check json "$T/$tag.u.json" "$tag late uprobe json" || fail "$tag: uprobe json (see log)"
 	check_rows json "$T/$tag.u.json" "$tag late uprobe json rows" || fail "$tag: uprobe json CUDA rows (see log)"
+	[ "$first" = shared ] || return 0
+	# ... and no other CUDA library comes later from torch there: its
+	# import maps the driver too where one is installed (libcublasLt
+	# loads libcuda.so.1; here the fake one, on LD_LIBRARY_PATH)
+	need_fake_cuda
+	LD_LIBRARY_PATH=$FAKE "$py" -c '
+import sys, torch
+sys.exit(0 if any(l.rstrip().endswith("/libcuda.so.1") for l in open("/proc/self/maps")) else 1)' ||
+		fail "$tag: torch $(torch_version "$py") did not map the driver at import: a late driver load is this build's case, test it"
+	log "$tag: torch $(torch_version "$py") maps libcudart.so.13 and the driver at import: nothing CUDA comes after attach from torch itself"
 }
 
 run_torch torch1 "$PY1" 1

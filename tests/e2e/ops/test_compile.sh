@@ -10,7 +10,8 @@
 # bytecode", "AOTDispatcher Runtime Wrapper Prologue": `if
 # _is_profiler_enabled`) are the documented unseen ones.  The fused C++
 # kernel has no row in either: its time is CompiledFunction's self time,
-# most of that row's total in both.
+# at least 30% of that row's total in both (torch.profiler's from torch
+# 2.11 on: with the self time of the row inductor wraps it in, below).
 # torch-matrix: rerun on the newest torch too (tests/e2e/run.sh)
 # timeout: 600
 . "$(dirname "$0")/../lib/lib.sh"
@@ -20,8 +21,8 @@ if ! [ -x "$PY2" ] || ! "$PY2" -c 'import torch; assert hasattr(torch, "compile"
 	skip "no torch 2.x venv ($PY2)"
 fi
 UNSEEN="Pregraph bytecode,AOTDispatcher Runtime Wrapper Prologue"
-# torch 2.15's inductor wraps each compiled graph's call in one more such
-# row, named by the graph's cache key, when a profiler is enabled
+# torch 2.11's and later inductor wraps each compiled graph's call in one
+# more such row, named by the graph's cache key, when a profiler is enabled
 inductor=$("$PY2" -c 'import torch._inductor.output_code as m; print(m.__file__)' 2>/dev/null)
 grep -qs '## Call CompiledFxGraph' "$inductor" && UNSEEN+=",## Call CompiledFxGraph *"
 
@@ -39,9 +40,17 @@ ref = json.load(open(sys.argv[2]))["rows"]
 pid = int(sys.argv[3])
 tb = {o["name"]: o for o in doc["ops"] if o["pid"] == pid}
 ok = True
-for who, self_, total in (("torch.profiler", ref["CompiledFunction"]["self_us"], ref["CompiledFunction"]["total_us"]),
+# torch 2.11 and later: inductor calls the compiled graph (the fused
+# kernel) inside a "## Call CompiledFxGraph KEY ##" RecordFunction of its
+# own, a child of CompiledFunction, only while a profiler is enabled; tbpf
+# never sees it (unseen above), so there the kernel's time is
+# CompiledFunction's self time; in torch.profiler's rows it is that
+# wrapper's self time (torch 2.11: 2.6 of 16.7 ms; CompiledFunction's own
+# self then 23% of its total, the two together 39%)
+wrap = sum(r["self_us"] for k, r in ref.items() if k.startswith("## Call CompiledFxGraph "))
+for who, self_, total in (("torch.profiler", ref["CompiledFunction"]["self_us"] + wrap, ref["CompiledFunction"]["total_us"]),
                           ("tbpf", tb["CompiledFunction"]["self_ns"] / 1e3, tb["CompiledFunction"]["total_ns"] / 1e3)):
-    print("%s: CompiledFunction self %.1f us of total %.1f us" % (who, self_, total))
+    print("%s: CompiledFunction self %.1f us of total %.1f us (%.0f%%)" % (who, self_, total, 100 * self_ / max(total, 1e-9)))
     ok &= total > 0 and self_ >= 0.3 * total
 r, c = tb["Torch-Compiled Region: 0/0"], tb["CompiledFunction"]
 print("tbpf: Torch-Compiled Region total %.1f us >= CompiledFunction total %.1f us" % (r["total_ns"] / 1e3, c["total_ns"] / 1e3))
