@@ -97,11 +97,11 @@ void timeline_free(struct timeline *tl);
  * timeline_finish(tl, 0) after the last.  The replay stops at the first
  * timeline error or once *err (the consumer's sticky error, may be NULL)
  * is set.  c must outlive the replay. */
-struct replay_sink;
+struct bus_sink;
 struct timeline_sink_ctx {
 	struct timeline *tl;
 	const int *err;
 };
-struct replay_sink timeline_sink(struct timeline_sink_ctx *c);
+struct bus_sink timeline_sink(struct timeline_sink_ctx *c);
 
 #endif /* TBPF_TIMELINE_H */

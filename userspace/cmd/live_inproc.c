@@ -253,8 +253,7 @@ static int out_op(void *ctx, const struct rec_op *r)
 		return err;
 	if (k->cw)
 		return capture_write_raw(k->cw, r, r->h.size);
-	if (r->h.type == REC_MODCALL)   /* the agent's (agent/modcall.h) */
-		return profile_add_modcall(k->prof, r->pid, r->stack_id, 1);
+	/* ops and the agent's module calls (agent/modcall.h) */
 	return model_feed_record(k->feed, &r->h);
 }
 

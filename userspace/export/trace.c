@@ -7,7 +7,7 @@
 #include "replay.h"
 #include "trace.h"
 
-static int mem_feed(void *ctx, const struct rec_hdr *h)
+static int mem_feed(void *ctx, const struct rec_hdr *h, size_t size)
 {
 	if (h->size < sizeof(struct rec_mem))
 		return 0;
@@ -60,12 +60,12 @@ int trace_export(struct capture_reader *r, const struct trace_writer *w, void *c
 	{
 		/* the memory model first: a [memory] event shows the totals
 		 * after its own record */
-		struct replay_sink sinks[] = {
-			{ REPLAY_TYPE(REC_MEM), mem_feed, NULL, &mem },
-			timeline_sink(&d),
-		};
+		struct rec_bus b;
 
-		ret = *err ? 0 : capture_replay(r, sinks, 2);
+		bus_init(&b);
+		bus_add(&b, (struct bus_sink){ BUS_TYPE(REC_MEM), mem_feed, NULL, &mem });
+		bus_add(&b, timeline_sink(&d));
+		ret = *err ? 0 : capture_replay(r, &b);
 	}
 	if (!ret && !*err) {
 		fspans_finish(src->spans);
