@@ -187,6 +187,92 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
+/* ---- the ring's records onto the session's bus ------------------------- */
+
+/* CUPTI's calls before the in-process ops began: dropped */
+static int sink_gpu_before(void *ctx, const struct rec_hdr *h, size_t size)
+{
+	struct session *s = ctx;
+
+	return gpu_session_before(&s->gpu, h, size) ? BUS_TAKEN : 0;
+}
+
+/* --inproc's CUDA calls: held by the caller until their op is known */
+static int sink_cuda_hook(void *ctx, const struct rec_hdr *h, size_t size)
+{
+	struct session *s = ctx;
+
+	if (!cudaattr_is_cuda(h, size))
+		return 0;
+	s->cfg.cuda_hook(s->cfg.cuda_hook_ctx, h, size);
+	return BUS_TAKEN;
+}
+
+/* the raw record into the capture (session_set_capture may come later) */
+static int sink_capture(void *ctx, const struct rec_hdr *h, size_t size)
+{
+	struct session *s = ctx;
+
+	if (s->cfg.cw && capture_write_raw(s->cfg.cw, h, size))
+		s->record_errors++;
+	return 0;
+}
+
+static int sink_cuda(void *ctx, const struct rec_hdr *h, size_t size)
+{
+	struct session *s = ctx;
+
+	cuda_session_record(&s->cuda, h, size);
+	return 0;
+}
+
+/* REC_GPU + host launches for the join */
+static int sink_gpu(void *ctx, const struct rec_hdr *h, size_t size)
+{
+	struct session *s = ctx;
+
+	gpu_session_record(&s->gpu, h, size);
+	return 0;
+}
+
+static int sink_mem(void *ctx, const struct rec_hdr *h, size_t size)
+{
+	struct session *s = ctx;
+
+	if (size >= sizeof(struct rec_mem) && mem_model_add(s->cfg.mem, (const void *)h))
+		s->record_errors++;
+	return 0;
+}
+
+/* The session's own consumers, in the order a record meets them: the
+ * filters first, then the capture, the CUDA model, the GPU join and the
+ * memory model; callers add theirs after (session_add_sink). */
+static int session_bus_init(struct session *s)
+{
+	const struct session_config *c = &s->cfg;
+	struct bus_sink v[] = {
+		{ c->gpu_agent ? BUS_ALL : 0, sink_gpu_before, NULL, s },
+		{ c->cuda_hook ? BUS_ALL : 0, sink_cuda_hook, NULL, s },
+		{ BUS_ALL, sink_capture, NULL, s },
+		{ c->cuda ? BUS_ALL : 0, sink_cuda, NULL, s },
+		{ c->gpu_agent ? BUS_ALL : 0, sink_gpu, NULL, s },
+		{ c->mem ? BUS_TYPE(REC_MEM) : 0, sink_mem, NULL, s },
+	};
+	int err = 0;
+
+	bus_init(&s->bus);
+	for (size_t i = 0; !err && i < sizeof(v) / sizeof(v[0]); i++)
+		err = bus_add(&s->bus, v[i]);
+	return err;
+}
+
+int session_add_sink(struct session *s, struct bus_sink sink)
+{
+	return bus_add(&s->bus, sink);
+}
+
+/* The BPF ring's producer: each record, its thread as the host numbers
+ * it and its Python stack named, onto the bus. */
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct session *s = ctx;
@@ -194,6 +280,10 @@ static int on_record(void *ctx, void *data, size_t size)
 	struct rec_gpu tids;
 
 	s->records++;
+	if (size < sizeof(struct rec_hdr)) {
+		s->record_errors++;
+		return 0;
+	}
 	if (s->cfg.gpu_agent)   /* a job in a container: as the host numbers its threads */
 		data = (void *)gpu_session_host_tid(&s->gpu, data, size, &tids);
 	/* named before the raw record is written.  A stack record carries
@@ -203,23 +293,8 @@ static int on_record(void *ctx, void *data, size_t size)
 	 * poll: 100-200 ms later), after a short job had freed its model */
 	if (s->cfg.python && (st = capture_pystack_of(data, size)))
 		stack_seen(s, st);
-	if (s->cfg.gpu_agent && gpu_session_before(&s->gpu, data, size))
-		return 0;   /* a call before the in-process ops began */
-	if (s->cfg.cuda_hook && cudaattr_is_cuda(data, size)) {
-		s->cfg.cuda_hook(s->cfg.cuda_hook_ctx, data, size);
-		return 0;
-	}
-	if (s->cfg.cw && capture_write_raw(s->cfg.cw, data, size))
+	if (bus_feed(&s->bus, data, size))
 		s->record_errors++;
-	if (s->cfg.cuda)
-		cuda_session_record(&s->cuda, data, size);
-	if (s->cfg.gpu_agent)   /* REC_GPU + host launches for the join */
-		gpu_session_record(&s->gpu, data, size);
-	if (s->cfg.mem && size >= sizeof(struct rec_mem) &&
-	    ((struct rec_hdr *)data)->type == REC_MEM && mem_model_add(s->cfg.mem, data))
-		s->record_errors++;
-	if (s->cfg.record_hook && size >= sizeof(struct rec_hdr))
-		s->cfg.record_hook(s->cfg.record_hook_ctx, data, size);
 	return 0;
 }
 
@@ -386,6 +461,10 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 		cuda_session_init(&s->cuda);
 	if (cfg->gpu_agent)
 		gpu_session_init(&s->gpu, s->multi);
+	if (session_bus_init(s)) {
+		*why = strf("cannot set up the record bus");
+		goto fail;
+	}
 	/* CUDA and GPU records always go through the ring buffer */
 	if (cfg->record || cfg->cuda || cfg->python || cfg->gpu_agent || cfg->memory) {
 		s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);

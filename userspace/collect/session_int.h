@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include "tbpf.skel.h"
 #include "tbpf_abi.h"
+#include "bus.h"
 #include "guard.h"
 #include "infer_sampler.h"
 #include "pysym.h"
@@ -65,6 +66,7 @@ struct session {
 	pid_t *skip;            /* system-wide: pids found not to be targets */
 	size_t nskip, capskip;
 	uint64_t records, record_errors;
+	struct rec_bus bus;         /* every ring record: on_record -> its sinks */
 	struct cuda_session cuda;   /* cfg.cuda: CUDA probes and tables */
 	struct gpu_session gpu;     /* cfg.gpu_agent: CUPTI agents */
 	unsigned gpu_ticks;
