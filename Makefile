@@ -41,7 +41,10 @@ USER_SRCS  := $(foreach d,$(STAGE_DIRS),$(wildcard $(d)/*.c))
 USER_OBJS  := $(patsubst %.c,$(OUT)/obj/%.o,$(USER_SRCS))
 LIB_OBJS   := $(filter-out $(OUT)/obj/userspace/cmd/main.o,$(USER_OBJS))
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
-BPF_HDRS   := $(wildcard bpf/*.h)
+# The ABI shared with user space: tbpf_abi.h and the feature headers it
+# includes (bpf/abi/); every user of the records depends on all of them.
+ABI_HDRS   := bpf/tbpf_abi.h $(wildcard bpf/abi/*.h)
+BPF_HDRS   := $(wildcard bpf/*.h) $(wildcard bpf/abi/*.h)
 SKELS      := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))

@@ -15,7 +15,7 @@ NOOP_C = ("void *noop_start(void **ret, const void *rf) { *ret = 0; return ret; 
           "void noop_end(const void *rf, void *ctx) { }\n")
 
 
-class Ctl(ctypes.Structure):   # bpf/tbpf_abi.h struct tbpf_inproc_ctl
+class Ctl(ctypes.Structure):   # bpf/abi/inproc.h struct tbpf_inproc_ctl
     _fields_ = [("magic", ctypes.c_uint64), ("version", ctypes.c_uint32), ("state", ctypes.c_uint32),
                 ("request", ctypes.c_uint32), ("seq", ctypes.c_uint32), ("owner", ctypes.c_int32),
                 ("layout", ctypes.c_uint32), ("served_seq", ctypes.c_uint32), ("generation", ctypes.c_uint32),

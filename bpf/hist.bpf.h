@@ -2,7 +2,7 @@
  *
  * Included by tbpf.bpf.c after its maps; pop_frame calls hist_add() for
  * every counted op exit when HAVE_HIST is defined (it is, by including
- * this file).  Layout and bucket bounds: struct tbpf_hist in tbpf_abi.h.
+ * this file).  Layout and bucket bounds: struct tbpf_hist in abi/ops.h.
  * User space reads and clears the map once per window (daemon).
  */
 #ifndef TBPF_HIST_BPF_H
@@ -42,7 +42,7 @@ static __always_inline __u32 hist_bucket(__u64 ns)
 
 /* The histogram row of (pid, op_id), made (zeroed) if new; NULL when the
  * map is full or, from a program that runs with interrupts off, when the
- * allocator's per-CPU cache is empty (rows_early in tbpf.bpf.c). */
+ * allocator's per-CPU cache is empty (rows_early in frames.bpf.h). */
 static __always_inline struct tbpf_hist *hist_row(__u32 pid, __u32 op_id)
 {
 	struct tbpf_histkey k = { .pid = pid, .op_id = op_id };

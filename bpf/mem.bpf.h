@@ -1,7 +1,7 @@
 /* mem.bpf.h - --profile-memory: the allocations and frees
  * torch.profiler's profile_memory=True reports, charged to the op open on
  * the calling thread.  Included by tbpf.bpf.c after the op programs; see
- * tbpf_abi.h "memory" for what is probed and why.
+ * abi/mem.h for what is probed and why.
  *
  * Entry probes only (no return probe, nothing for the unwind guard):
  *   ProfiledCPUMemoryReporter::New(this, ptr, nbytes)      rsi, rdx

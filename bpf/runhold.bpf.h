@@ -8,7 +8,7 @@
  * _dl_debug_state() call (the r_brk notification, RT_CONSISTENT: every
  * object of that dlopen mapped, none relocated or initialized yet) stops
  * the process with SIGSTOP.  User space attaches and sends SIGCONT.
- * States: RUN_HOLD_* in tbpf_abi.h. */
+ * States: RUN_HOLD_* in abi/ops.h. */
 
 __u32 run_hold;   /* .bss, set by user space to RUN_HOLD_ARMED */
 __u32 run_hold_tid;   /* .bss: the thread tbpf_run_firstop stopped */

@@ -1,5 +1,5 @@
 /* shapes.bpf.h - probe stage: an op's input shapes at its entry
- * (--record-shapes; the layouts are in tbpf_abi.h, "shapes").
+ * (--record-shapes; the layouts are in abi/shapes.h).
  *
  * Bounded cost: at most TBPF_SHAPE_MAX_TENSORS tensors of at most
  * TBPF_SHAPE_MAX_DIMS sizes, two or three user reads per tensor, one hash
@@ -43,7 +43,7 @@ struct {
 	__type(value, struct tbpf_tsample);
 } shape_samples SEC(".maps");
 
-/* Continuations (sizes past the 8th, tbpf_abi.h) of this call's
+/* Continuations (sizes past the 8th, abi/shapes.h) of this call's
  * entries, and the hash of each one's sizes */
 struct shape_more_scratch {
 	struct tbpf_shape c[TBPF_SHAPE_MAX_TENSORS];
@@ -157,7 +157,7 @@ static __always_inline __u32 shape_tensor(struct tbpf_shape *s, __u32 i, __u64 i
 {
 	__u64 *hdr = tmp->hdr;
 	/* numel_, then data_type_ (dtype_off = numel_off + 8) and the bit
-	 * fields, then key_set_ (tbpf_abi.h, struct tbpf_tlayout) */
+	 * fields, then key_set_ (abi/shapes.h, struct tbpf_tlayout) */
 	__s64 *nd_dt = tmp->nd_dt;
 	__s64 prod = 1;
 	__u32 nd;
@@ -273,7 +273,7 @@ static __noinline __u32 shape_more_all(struct pt_regs *ctx, const struct tbpf_ar
 	return mask;
 }
 
-/* The Input type of each argument (tbpf_abi.h, enum tbpf_itype): the
+/* The Input type of each argument (abi/shapes.h, enum tbpf_itype): the
  * classes the op's signature gives, each optional's engaged flag read
  * where the ABI put it (a register byte, a stack word, or one byte read
  * through the reference it was passed by). */

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """inproc_state.py PID [--wait STATE --timeout S] - the in-process agent's
-control block (bpf/tbpf_abi.h struct tbpf_inproc_ctl) read from the
+control block (bpf/abi/inproc.h struct tbpf_inproc_ctl) read from the
 target's memory, independently of tbpf: /proc/PID/maps for the agent's
 mapping, `nm -D` for the symbol, /proc/PID/mem for the bytes.
 

@@ -44,9 +44,9 @@ size_t boxedop_leas(const uint8_t *code, size_t n, uint64_t vaddr, uint64_t lo, 
  * 24 bytes a load through rdi (mov (%rdi),%reg: the lambda pointer). */
 bool boxedop_invoke_shape(const uint8_t *code, size_t n);
 
-/* Pure: the boxed_names key of an operator (tbpf_abi.h): FNV-1a 64 over
+/* Pure: the boxed_names key of an operator (abi/ops.h): FNV-1a 64 over
  * name (at most TBPF_BOXED_NAME_MAX - 1 bytes), a NUL, overload (at most
- * TBPF_BOXED_OVL_MAX - 1 bytes) - what bpf/tbpf.bpf.c computes from the
+ * TBPF_BOXED_OVL_MAX - 1 bytes) - what bpf/opnames.bpf.h computes from the
  * c10::OperatorName it reads. */
 uint64_t boxedop_key(const char *name, const char *overload);
 

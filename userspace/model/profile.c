@@ -365,7 +365,7 @@ int profile_sort(struct prof_op *rows, size_t n, const char *key)
 
 /* Per open op, what torch.profiler's _remove_dup_nodes needs: how many
  * ops closed directly inside it, and the first one when it has its name
- * (the same rule as pop_frame in bpf/tbpf.bpf.c). */
+ * (the same rule as pop_frame in bpf/frames.bpf.h). */
 struct agg_frame {
 	uint32_t op_id, nchild, dup_op;
 	uint64_t dup_self, dup_total, dup_shape;
