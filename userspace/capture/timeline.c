@@ -239,6 +239,8 @@ int timeline_feed(struct timeline *tl, const struct rec_hdr *rec)
 	}
 	struct tl_slice top;
 	struct tl_cuda c = { .pid = pid, .tid = rec->tid, .rec = rec };
+
+	cuda_ev_decode(rec, &c.ev);
 	if (t->depth) {
 		if (rec->type == REC_LAUNCH)
 			t->frames[t->depth - 1].launches++;

@@ -22,6 +22,7 @@
 
 #include <stdint.h>
 #include "tbpf_abi.h"
+#include "cudarec.h"
 
 /* Cap on the depth the timeline tracks (deeper enters are counted and
  * ignored, with their exits). */
@@ -57,8 +58,9 @@ struct tl_slice {
 
 struct tl_cuda {
 	uint32_t pid, tid;
-	const struct rec_hdr *rec;   /* REC_LAUNCH, REC_MEMOP, REC_SYNC, REC_ALLOC,
-				      * REC_MEM (--profile-memory) */
+	struct cuda_ev ev;           /* the call or allocator event, decoded:
+				      * what the exporters read */
+	const struct rec_hdr *rec;   /* its record, for the model's aggregation */
 	const struct tl_slice *top;  /* op on top of the thread's stack, or NULL */
 };
 

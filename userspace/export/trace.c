@@ -14,15 +14,15 @@ static int mem_feed(void *ctx, const struct rec_hdr *h, size_t size)
 	return mem_model_add(ctx, (const struct rec_mem *)h) == -ENOMEM ? -ENOMEM : 0;
 }
 
-void trace_mem_totals(const struct trace_src *src, const struct rec_mem *r, uint64_t *alloc,
+void trace_mem_totals(const struct trace_src *src, const struct tl_cuda *cu, uint64_t *alloc,
 		      uint64_t *reserved)
 {
-	mem_model_totals(src->mem, r, alloc, reserved);
+	mem_model_totals(src->mem, (const struct rec_mem *)cu->rec, alloc, reserved);
 }
 
-const char *trace_mem_device(const struct rec_mem *r)
+const char *trace_mem_device(uint16_t dev_type)
 {
-	return r->dev_type == TBPF_C10_DEV_CPU ? "CPU" : r->dev_type == TBPF_C10_DEV_CUDA ? "CUDA"
+	return dev_type == TBPF_C10_DEV_CPU ? "CPU" : dev_type == TBPF_C10_DEV_CUDA ? "CUDA"
 										  : "device";
 }
 
