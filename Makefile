@@ -101,12 +101,14 @@ include dist/version.mk dist/install.mk
 # Unit suites, then the golden report outputs of the kept captures
 # (tests/fixtures/golden/check.sh: byte-identical or fail) and the stage
 # order of the includes (tests/unit/check_stages.sh), no merge-conflict
-# markers (check_markers.sh).
+# markers (check_markers.sh), the e2e test catalogue up to date
+# (check_catalogue.sh).
 unit: $(UNIT_BINS) $(OUT)/tbpf
 	$(Q)fail=0; for t in $(UNIT_BINS); do $$t || fail=1; done; \
 	tests/fixtures/golden/check.sh $(OUT)/tbpf || fail=1; \
 	tests/unit/check_stages.sh || fail=1; \
 	tests/unit/check_markers.sh || fail=1; \
+	tests/unit/check_catalogue.sh || fail=1; \
 	tests/unit/rf_layout.sh || fail=1; exit $$fail
 
 test: all tools unit

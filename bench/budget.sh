@@ -47,7 +47,7 @@ BUDGET=${BUDGET:-1%}
 WINDOW=${WINDOW:-10s}
 T=$(mktemp -d /tmp/tbpf-budget.XXXXXX)
 WL=$ROOT/tests/workloads
-Q="python3 $ROOT/tests/e2e/promquery.py"
+Q="python3 $ROOT/tests/e2e/lib/promquery.py"
 pids=()
 trap 'for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; rm -rf "$T"' EXIT
 [ "$(id -u)" -eq 0 ] || { echo "budget.sh: run as root" >&2; exit 1; }

@@ -16,13 +16,13 @@
 # that mostly sleeps is not budgeted well either (docs/fleet.md, limits).
 #
 # usage: sudo bench/budget_multi.sh      (BUDGET_A_ITERS, BUDGET_B_ITERS)
-source "$(dirname "$0")/../tests/e2e/lib.sh"
+source "$(dirname "$0")/../tests/e2e/lib/lib.sh"
 need_root
 need_tbpf
 need_torch "$PY1"
 NA=${BUDGET_A_ITERS:-100000}
 NB=${BUDGET_B_ITERS:-400000}
-Q="python3 $ROOT/tests/e2e/promquery.py"
+Q="python3 $ROOT/tests/e2e/lib/promquery.py"
 
 start_workload wa "$PY1" dispatch_bound.py --comm bud_a --iters $NA
 start_workload wb "$PY1" fleet_ops.py --comm bud_b --iters $NB --linger 30

@@ -13,7 +13,7 @@
 # --cpu: the CPU half (no GPU needed): the same job on CPU under
 # torch.profiler, under `tbpf run` and under `tbpf --pid`; op names and
 # calls compared.  This is what runs on machines without a GPU (and in
-# tests/e2e/test_gpu_check.sh); the GPU half was never run on the machine
+# tests/e2e/gpu/test_gpu_check.sh); the GPU half was never run on the machine
 # tbpf is developed on (no GPU there).
 # Exit: 0 PASS, 1 FAIL, 2 cannot compare (no GPU, no CUPTI, a run failed).
 set -uo pipefail

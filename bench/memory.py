@@ -73,7 +73,7 @@ CASES = {
 # tbpf run: dispatch-bound iterations per second of job (uprobes, --inproc;
 # another --workload runs longer)
 RUN_ITERS_PER_S = {"run": 5000, "run --inproc": 18000}
-# tests/e2e/fake_gpu_lib.sh's job parameters
+# tests/e2e/lib/fake_gpu_lib.sh's job parameters
 FAKE_ARGS = ["--conv", "3", "--gc", "2", "--head", "2", "--gh", "5", "--copy", "4096", "--stepk", "1",
              "--gs", "3", "--norm", "2", "--gn", "4", "--outk", "1", "--go", "7"]
 KERNEL_CPUS = 64

@@ -21,7 +21,7 @@ LOAD=${LOAD:-2}
 CHURN=${CHURN:-20}
 T=$(mktemp -d /tmp/tbpf-soak.XXXXXX)
 WL=$ROOT/tests/workloads
-Q="python3 $ROOT/tests/e2e/promquery.py"
+Q="python3 $ROOT/tests/e2e/lib/promquery.py"
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill -KILL "$p" 2> /dev/null || true; done

@@ -174,7 +174,7 @@ static void check_itype(const char *sig, enum argdesc_ret ret, bool std_lib, con
 
 #define IND TBPF_OPT_INDIRECT
 
-/* What torch.profiler recorded for these ops (tests/e2e/test_shapes.sh
+/* What torch.profiler recorded for these ops (tests/e2e/ops/test_shapes.sh
  * compares every call): the classes come from the real signatures of
  * libtorch 1.13 (c10::optional, flag first) and 2.8 (std::optional, flag
  * after the payload). */

@@ -1,5 +1,5 @@
 """infer_burst.py - ops whose inferred exits come in bursts of new rows
-(tests/e2e/test_infer_burst.sh).
+(tests/e2e/ops/test_infer_burst.sh).
 
 Each iteration calls torch.nn.functional.linear on inputs of its own
 shape (made before READY, so the job runs no other op) and then sleeps:

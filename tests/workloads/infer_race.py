@@ -1,5 +1,5 @@
 """infer_race.py - scope probes that close op frames, in a tight loop
-(tests/e2e/test_infer_race.sh).
+(tests/e2e/ops/test_infer_race.sh).
 
 Each iteration runs aten::relu (which calls aten::clamp_min) and then a
 custom autograd Function (MyFn: a RecordFunction scope named "MyFn" around

@@ -1,5 +1,5 @@
 """short_job.py - a short training job (tens to hundreds of ms) for the
-attach-race test (tests/e2e/test_attach_race.sh).
+attach-race test (tests/e2e/attach/test_attach_race.sh).
 
 One job builds ops_model's small CNN (its construction runs ops too) and
 trains it --iters iterations.  --rounds R: R cycles of READY / go / job /

@@ -4,7 +4,7 @@ Import this module before torch: it blocks SIGUSR1 in the main thread so
 every thread torch or the workload starts inherits the mask, and the go
 signal is only ever taken by sigwait() (never kills a worker thread).
 
-Protocol (what tests/e2e/lib.sh relies on):
+Protocol (what tests/e2e/lib/lib.sh relies on):
   stdout "READY pid=<pid>"      after warm-up, libtorch mapped, no ops running
   wait for SIGUSR1 (or --go-file PATH to appear)
   run exactly the requested work, no torch op outside it

@@ -1,4 +1,4 @@
-# e2e_lib.sh - shared by tests/e2e/test_cuda_*.sh: run a test target that
+# e2e_lib.sh - shared by tests/e2e/cuda/test_cuda_*.sh: run a test target that
 # prints "ready PID" and waits for SIGUSR1, trace it with cuda_trace until it
 # exits, leave the JSON in $tmp/out.json and the target's stdout in
 # $tmp/target.out.  Sourced; needs $T, $tmp and fail().

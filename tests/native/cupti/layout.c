@@ -1,6 +1,6 @@
 /* layout.c - prints the offsets of every CUPTI record field the agent's
  * decoder reads (agent/cupti_convert.h), for one set of CUPTI headers.
- * tests/e2e/test_cupti_static.sh compiles it against CUDA 13's headers
+ * tests/e2e/gpu/test_cupti_static.sh compiles it against CUDA 13's headers
  * (Kernel10) and, where present, the CUDA 12 headers of PyTorch's
  * nvidia-cuda-cupti wheel (Kernel9), and requires identical output. */
 #include <stddef.h>
