@@ -19,7 +19,7 @@ CFLAGS     ?= -O2 -g
 # User space is one folder per pipeline stage (docs/architecture.md):
 # cmd -> fleet | collect -> attach -> discover, capture -> symbolize -> join
 # -> model -> export, base below all.  Each folder is on the include path.
-STAGES     := cmd fleet collect attach discover capture symbolize join model export base
+STAGES     := cmd fleet collect attach discover capture symbolize join model export bus base
 STAGE_DIRS := $(addprefix userspace/,$(STAGES))
 TBPF_WARN  := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 TBPF_CPPFLAGS := -D_GNU_SOURCE -I$(OUT) -Ibpf $(addprefix -I,$(STAGE_DIRS))

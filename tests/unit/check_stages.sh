@@ -4,7 +4,7 @@
 # of folders after it in ORDER, never before.  So there are no include
 # circles between stages, and exit codes (cmd/exitcode.h) stay in cmd/.
 # make unit runs it.
-ORDER="cmd fleet collect attach discover export symbolize model join capture base"
+ORDER="cmd fleet collect attach discover export symbolize model join capture bus base"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT/userspace" || exit 1
 rank() { local i=0 s; for s in $ORDER; do [ "$s" = "$1" ] && { echo $i; return; }; i=$((i + 1)); done; echo -1; }

@@ -139,7 +139,7 @@ static void test_capture_columns(void **state)
 	struct capture_meta meta = { 0 };
 	struct profile p;
 	struct profile_agg *agg;
-	struct replay_sink s;
+	struct bus_sink s;
 	int found = 0;
 
 	(void)state;
@@ -150,7 +150,7 @@ static void test_capture_columns(void **state)
 	assert_non_null(agg);
 	s = profile_agg_sink(agg);
 	for (size_t i = 0; i < sizeof(recs) / sizeof(recs[0]); i++)
-		assert_int_equal(s.record(s.ctx, recs[i]), 0);
+		assert_int_equal(s.record(s.ctx, recs[i], recs[i]->size), 0);
 	if (s.finish)
 		assert_int_equal(s.finish(s.ctx), 0);
 	profile_agg_free(agg);

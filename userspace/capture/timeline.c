@@ -239,6 +239,8 @@ int timeline_feed(struct timeline *tl, const struct rec_hdr *rec)
 	}
 	struct tl_slice top;
 	struct tl_cuda c = { .pid = pid, .tid = rec->tid, .rec = rec };
+
+	cuda_ev_decode(rec, &c.ev);
 	if (t->depth) {
 		if (rec->type == REC_LAUNCH)
 			t->frames[t->depth - 1].launches++;
@@ -300,7 +302,7 @@ const struct timeline_stats *timeline_stats(const struct timeline *tl)
 	return &tl->st;
 }
 
-static int sink_feed(void *ctx, const struct rec_hdr *h)
+static int sink_feed(void *ctx, const struct rec_hdr *h, size_t size)
 {
 	struct timeline_sink_ctx *c = ctx;
 	int ret = timeline_feed(c->tl, h);
@@ -316,7 +318,7 @@ static int sink_finish(void *ctx)
 	return c->err ? *c->err : 0;
 }
 
-struct replay_sink timeline_sink(struct timeline_sink_ctx *c)
+struct bus_sink timeline_sink(struct timeline_sink_ctx *c)
 {
-	return (struct replay_sink){ REPLAY_ALL, sink_feed, sink_finish, c };
+	return (struct bus_sink){ BUS_ALL, sink_feed, sink_finish, c };
 }

@@ -22,6 +22,7 @@
 
 #include <stdint.h>
 #include "tbpf_abi.h"
+#include "cudarec.h"
 
 /* Cap on the depth the timeline tracks (deeper enters are counted and
  * ignored, with their exits). */
@@ -57,8 +58,9 @@ struct tl_slice {
 
 struct tl_cuda {
 	uint32_t pid, tid;
-	const struct rec_hdr *rec;   /* REC_LAUNCH, REC_MEMOP, REC_SYNC, REC_ALLOC,
-				      * REC_MEM (--profile-memory) */
+	struct cuda_ev ev;           /* the call or allocator event, decoded:
+				      * what the exporters read */
+	const struct rec_hdr *rec;   /* its record, for the model's aggregation */
 	const struct tl_slice *top;  /* op on top of the thread's stack, or NULL */
 };
 
@@ -97,11 +99,11 @@ void timeline_free(struct timeline *tl);
  * timeline_finish(tl, 0) after the last.  The replay stops at the first
  * timeline error or once *err (the consumer's sticky error, may be NULL)
  * is set.  c must outlive the replay. */
-struct replay_sink;
+struct bus_sink;
 struct timeline_sink_ctx {
 	struct timeline *tl;
 	const int *err;
 };
-struct replay_sink timeline_sink(struct timeline_sink_ctx *c);
+struct bus_sink timeline_sink(struct timeline_sink_ctx *c);
 
 #endif /* TBPF_TIMELINE_H */

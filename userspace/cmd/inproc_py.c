@@ -7,6 +7,7 @@
 #include <time.h>
 #include "tbpf_abi.h"
 #include "inproc_py.h"
+#include "bus.h"
 #include "session.h"
 #include "profile.h"
 #include "srcloc.h"
@@ -56,12 +57,15 @@ enum gpu_agent_mode inproc_gpu_agent(const struct live_opts *o)
 #define INPROC_RING_DEFAULT (4u << 20)
 
 /* Module calls straight into the rows (table, json, tree: no capture). */
-static void modcall_hook(void *ctx, const struct rec_hdr *h, size_t size)
+static int modcall_sink(void *ctx, const struct rec_hdr *h, size_t size)
 {
 	const struct rec_op *r = (const void *)h;
 
-	if (h->type == REC_MODCALL && size >= sizeof(*r))
+	/* out of memory: that call is not counted; the ring's other
+	 * consumers go on (an error would stop the bus) */
+	if (size >= sizeof(*r))
 		profile_add_modcall(ctx, r->pid, r->stack_id, 1);
+	return 0;
 }
 
 struct session *inproc_py_open(const struct live_opts *o, struct capture_writer *cw,
@@ -82,8 +86,6 @@ struct session *inproc_py_open(const struct live_opts *o, struct capture_writer 
 		.only_pid = o->sel.npids == 1 ? o->sel.pids[0] : 0,
 		.cw = cw,
 		.verbose = o->verbose,
-		.record_hook = cw ? NULL : modcall_hook,
-		.record_hook_ctx = p,
 		.modcalls_only = true,
 		/* the run ends with its targets: an exited one's links stay
 		 * for inproc_py_close, after the report */
@@ -101,6 +103,8 @@ struct session *inproc_py_open(const struct live_opts *o, struct capture_writer 
 	int code = 0;
 	struct session *s = session_open(&cfg, &why, &code);
 
+	if (s && !cw)
+		session_add_sink(s, (struct bus_sink){ BUS_TYPE(REC_MODCALL), modcall_sink, NULL, p });
 	if (!s) {
 		fprintf(stderr, "tbpf: --inproc: no layer tree, Python stacks or CUDA calls: %s\n",
 			why ? why : "cannot load the module-call probe");

@@ -35,6 +35,7 @@
 #include "gpu_session.h"
 #include "inject.h"
 #include "cmd_run.h"
+#include "bus.h"
 #include "session.h"
 #include "layers.h"
 #include "model.h"
@@ -303,9 +304,11 @@ static void dist_scan(struct live_dist *ld, struct session *s)
 	}
 }
 
-static void steps_hook(void *ctx, const struct rec_hdr *h, size_t size)
+/* step boundaries as the ring's records come */
+static int steps_sink(void *ctx, const struct rec_hdr *h, size_t size)
 {
 	steps_watch_feed(ctx, h, size);   /* out of memory: stops at --duration only */
+	return 0;
 }
 
 /* --steps / --schedule: every target has shown the boundaries its last
@@ -843,10 +846,6 @@ static int live_run_uprobes(const struct live_opts *o)
 		cfg.mem = &mm;
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	cfg.agent_path = agent_path;
-	if (o->steps.sched.set) {
-		cfg.record_hook = steps_hook;
-		cfg.record_hook_ctx = &sw;
-	}
 	s = session_open(&cfg, &why, &code);
 	if (!s) {
 		fprintf(stderr, "tbpf: %s\n", why ? why : "cannot start");
@@ -855,6 +854,8 @@ static int live_run_uprobes(const struct live_opts *o)
 		free(agent_path);
 		return tbpf_exit_of(code);
 	}
+	if (o->steps.sched.set)
+		session_add_sink(s, (struct bus_sink){ BUS_ALL, steps_sink, NULL, &sw });
 	t_load = clock_ns(CLOCK_MONOTONIC) - t0;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

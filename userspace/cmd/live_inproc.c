@@ -2,8 +2,6 @@
  * torch, load the agent, record the agent's records as a capture, stop,
  * report from the capture like `tbpf report` (docs/inproc.md). */
 #include <errno.h>
-#include <limits.h>
-#include <libgen.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +16,8 @@
 #include "cmd_report.h"
 #include "exitcode.h"
 #include "inproc_attach.h"
-#include "torch_builds.h"
 #include "inproc_py.h"
+#include "inproc_torch.h"
 #include "inproc_session.h"
 #include "live.h"
 #include "live_inproc.h"
@@ -30,7 +28,6 @@
 #include "gpu_session.h"
 #include "steps.h"
 #include "report.h"
-#include "torchver.h"
 #include "tree.h"
 #include "version.h"
 #include "strf.h"
@@ -45,35 +42,6 @@ static volatile sig_atomic_t stop_sig;
 static void on_sig(int sig)
 {
 	stop_sig = sig;
-}
-
-/* $TBPF_INPROC_PATH, else beside the tbpf binary or in ../lib/tbpf/. */
-char *inproc_agent_path(void)
-{
-	const char *env = getenv("TBPF_INPROC_PATH");
-	char exe[PATH_MAX], *p = NULL;
-	static const char *const rel[] = { "/" INPROC_LIB_NAME, "/../lib/tbpf/" INPROC_LIB_NAME };
-	ssize_t n;
-
-	if (env && *env)
-		return realpath(env, NULL);
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return NULL;
-	exe[n] = 0;
-	for (size_t i = 0; i < 2; i++) {
-		char *r;
-
-		if (asprintf(&p, "%s%s", dirname(exe), rel[i]) < 0)
-			return NULL;
-		r = access(p, R_OK) ? NULL : realpath(p, NULL);
-		free(p);
-		if (r)
-			return r;
-		n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-		exe[n > 0 ? n : 0] = 0;
-	}
-	return NULL;
 }
 
 static char *read_line_file(pid_t pid, const char *what, bool nul_to_space)
@@ -94,60 +62,6 @@ static char *read_line_file(pid_t pid, const char *what, bool nul_to_space)
 			buf[i] = ' ';
 	buf[strcspn(buf, "\n")] = 0;
 	return strdup(buf);
-}
-
-/* The layout for every target's torch; 0 with *layouts filled, or the
- * exit code / LIVE_INPROC_FALLBACK after one line. */
-static int check_torch(const struct live_opts *o, unsigned *layouts,
-		       const struct tbpf_inproc_ivlayout **ivs,
-		       const struct tbpf_inproc_seqlayout **sls)
-{
-	for (size_t i = 0; i < o->sel.npids; i++) {
-		pid_t pid = o->sel.pids[i];
-		char *ver = NULL, *where = NULL, *why = NULL;
-		const struct torch_build *b;
-		bool by_headers;
-		int err = torchver_of(pid, &ver, &where);
-
-		if (err == -ESRCH || err == -ENOENT) {
-			if (kill(pid, 0) && errno == ESRCH)
-				fprintf(stderr, "tbpf: no process with pid %d\n", pid);
-			else
-				fprintf(stderr, "tbpf: process %d does not map libtorch: is it a "
-						"PyTorch process (has it imported torch yet)?\n", pid);
-			return TBPF_EXIT_ERROR;
-		}
-		if (err == -EACCES || err == -EPERM) {
-			fprintf(stderr, "tbpf: --inproc: ptrace of pid %d not permitted (cannot read "
-					"/proc/%d/maps; needs root or CAP_SYS_PTRACE)\n", pid, pid);
-			return TBPF_EXIT_PRIV;
-		}
-		if (err) {
-			fprintf(stderr, "tbpf: pid %d: cannot read its maps: %s\n", pid, strerror(-err));
-			return tbpf_exit_of(err);
-		}
-		layouts[i] = INPROC_LAYOUT_NONE;
-		ivs[i] = NULL;
-		sls[i] = NULL;
-		if (torch_build_of(pid, ver, &b, &why, &by_headers)) {
-			fprintf(stderr, "tbpf: --inproc: torch %s in pid %d (%s) %s; using the uprobe "
-					"mode\n", ver, pid, where, why ? why : "is not verified");
-		} else {
-			layouts[i] = b->rf_layout;
-			ivs[i] = o->record_shapes ? &b->iv : NULL;
-			sls[i] = o->stack_n ? &b->seq : NULL;
-			if (o->verbose)
-				fprintf(stderr, "tbpf: pid %d runs torch %s (%s): the build verified as "
-						"%s, by %s\n", pid, ver, where, b->label,
-					by_headers ? "its headers" : "its version (no headers shipped)");
-		}
-		free(why);
-		free(ver);
-		free(where);
-		if (!layouts[i])
-			return LIVE_INPROC_FALLBACK;
-	}
-	return 0;
 }
 
 /* Where the records go: a capture (--record, trace formats), or straight
@@ -253,8 +167,7 @@ static int out_op(void *ctx, const struct rec_op *r)
 		return err;
 	if (k->cw)
 		return capture_write_raw(k->cw, r, r->h.size);
-	if (r->h.type == REC_MODCALL)   /* the agent's (agent/modcall.h) */
-		return profile_add_modcall(k->prof, r->pid, r->stack_id, 1);
+	/* ops and the agent's module calls (agent/modcall.h) */
 	return model_feed_record(k->feed, &r->h);
 }
 
@@ -724,246 +637,289 @@ static void release_hold(struct session **hold, struct session *py)
 	*hold = NULL;
 }
 
-int live_inproc_run(const struct live_opts *o)
-{
+/* One --inproc run's state, through its phases (live_inproc_run). */
+struct lrun {
 	unsigned layouts[64];
 	const struct tbpf_inproc_ivlayout *ivs[64];
 	const struct tbpf_inproc_seqlayout *sls[64];
-	bool shapes = false;
+	bool shapes;
 	uint32_t pids[64];
-	char host[256] = "";
-	struct sigaction sa = { .sa_handler = on_sig };
-	struct sink k = { 0 };
-	struct inproc_out out = { .op = out_op, .name = out_name, .shape = out_shape, .ctx = &k };
-	struct inproc_session *s = NULL;
+	char host[256];
+	struct sink k;
+	struct inproc_out out;
+	struct inproc_session *s;
 	struct tbpf_model model;
 	struct capture_run run;
-	struct steps_watch sw = { .label = o->steps.label };
-	struct session *hold = NULL;   /* tbpf run --inproc: holds the command */
-	struct run_held held = { 0 };  /* its threads at the first op, under ptrace */
-	struct live_dist ld = { .n = 0 };
-	char *agent = NULL, *path = NULL, *why = NULL;
-	bool tmp = false, want_cuda, want_py, shared;
+	struct steps_watch sw;
+	struct session *hold;   /* tbpf run --inproc: holds the command */
+	struct run_held held;   /* its threads at the first op, under ptrace */
+	struct live_dist ld;
+	char *agent, *path, *why;
+	bool tmp, want_cuda, want_py, shared;
 	enum gpu_agent_mode gpu;
 	struct inproc_py_cuda pc;
-	uint64_t t_begin = clock_ns(CLOCK_MONOTONIC), t0, t_att, t_mono, t_bpf = 0, t_gpu = 0;
-	const char *stop_why = NULL;
-	int rc, render_rc = 0, err = 0;
+	uint64_t t_begin, t0, t_att, t_mono, t_bpf, t_gpu;
+	const char *stop_why;
+	int rc, render_rc, err;
+};
 
-	model_init(&model);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	gpu = inproc_gpu_agent(o);
-	shared = o->wait_torch && (inproc_py_wanted(o) || gpu);
-	if (shared && (rc = open_sink(o, &k, &model, &path, &tmp)))
-		goto out;
-	k.prof = &model.prof;
+/* The torch build checked, the command held where it must be, the agent
+ * found, the records' sink open.  true: the run ends here (r->rc). */
+static bool lrun_prepare(const struct live_opts *o, struct lrun *r)
+{
+	r->gpu = inproc_gpu_agent(o);
+	r->shared = o->wait_torch && (inproc_py_wanted(o) || r->gpu);
+	if (r->shared && (r->rc = open_sink(o, &r->k, &r->model, &r->path, &r->tmp)))
+		return true;
+	r->k.prof = &r->model.prof;
 	if (o->steps.sched.set)
-		k.sw = &sw;
-	if (o->cuda && !(k.ca = cudaattr_new(out_cuda, &k))) {
+		r->k.sw = &r->sw;
+	if (o->cuda && !(r->k.ca = cudaattr_new(out_cuda, &r->k))) {
 		fprintf(stderr, "tbpf: out of memory\n");
-		rc = TBPF_EXIT_ERROR;
-		goto out;
+		r->rc = TBPF_EXIT_ERROR;
+		return true;
 	}
-	/* tbpf run --inproc: the command stops where it maps libtorch (its
+	/* tbpf r->run --inproc: the command stops where it maps libtorch (its
 	 * version is known there), then at its first op (run_inproc.c).  A
-	 * run that will name stacks (or take CUDA device times) holds it with
-	 * that BPF session: one BPF load, not two (libbpf parses the kernel's
-	 * BTF once per object).  Whether a table-only run needs the session
-	 * (CUDA libraries mapped) is known only later: it is held by a
+	 * r->run that will name stacks (or take CUDA device times) holds it with
+	 * that BPF session: one BPF load, not two (libbpf parses the kernel'r->s
+	 * BTF once per object).  Whether a table-only r->run needs the session
+	 * (CUDA libraries mapped) is known only later: it is r->held by a
 	 * session of its own, as before. */
-	if (shared)
-		k.py = open_py(o, &k, &model, &pc, inproc_py_wanted(o) || (gpu && o->python),
-			       true, &t_bpf);
-	if (o->wait_torch && (rc = run_inproc_hold_torch(o, &stop_sig, k.py, &hold)))
-		goto out;
-	rc = check_torch(o, layouts, ivs, sls);
-	if (rc == LIVE_INPROC_FALLBACK) {
-		run_inproc_hand_over(hold);   /* stopped: the uprobe mode attaches there */
-		if (hold == k.py)
-			k.py = NULL;
-		hold = NULL;
+	if (r->shared)
+		r->k.py = open_py(o, &r->k, &r->model, &r->pc, inproc_py_wanted(o) || (r->gpu && o->python),
+			       true, &r->t_bpf);
+	if (o->wait_torch && (r->rc = run_inproc_hold_torch(o, &stop_sig, r->k.py, &r->hold)))
+		return true;
+	r->rc = inproc_check_torch(o, r->layouts, r->ivs, r->sls);
+	if (r->rc == LIVE_INPROC_FALLBACK) {
+		run_inproc_hand_over(r->hold);   /* stopped: the uprobe mode attaches there */
+		if (r->hold == r->k.py)
+			r->k.py = NULL;
+		r->hold = NULL;
 	}
-	if (rc)
-		goto out;
-	if (hold && (rc = run_inproc_hold_first_op(o, hold, &stop_sig))) {
-		rc = rc == RUN_INPROC_NONE ? TBPF_EXIT_OK : rc;
-		goto out;
+	if (r->rc)
+		return true;
+	if (r->hold && (r->rc = run_inproc_hold_first_op(o, r->hold, &stop_sig))) {
+		r->rc = r->rc == RUN_INPROC_NONE ? TBPF_EXIT_OK : r->rc;
+		return true;
 	}
-	if (!(agent = inproc_agent_path())) {
+	if (!(r->agent = inproc_agent_path())) {
 		fprintf(stderr, "tbpf: %s not found (set TBPF_INPROC_PATH)\n", INPROC_LIB_NAME);
-		rc = TBPF_EXIT_ERROR;
-		goto out;
+		r->rc = TBPF_EXIT_ERROR;
+		return true;
 	}
-	if (hold && (rc = run_inproc_load(o, hold, agent, &held)))
-		goto out;
-	if (hold)   /* tbpf run: from the first op's stop, not the command's start */
-		t_begin = clock_ns(CLOCK_MONOTONIC);
-	if (hold && hold == k.py)
-		t_bpf = 0;   /* loaded before the command ran: not part of this */
-	if (!shared && (rc = open_sink(o, &k, &model, &path, &tmp)))
-		goto out;
-	/* CUDA calls through the uprobe mode's probes, each joined
+	if (r->hold && (r->rc = run_inproc_load(o, r->hold, r->agent, &r->held)))
+		return true;
+	if (r->hold)   /* tbpf r->run: from the first op'r->s stop, not the command'r->s start */
+		r->t_begin = clock_ns(CLOCK_MONOTONIC);
+	if (r->hold && r->hold == r->k.py)
+		r->t_bpf = 0;   /* loaded before the command ran: not part of this */
+	if (!r->shared && (r->rc = open_sink(o, &r->k, &r->model, &r->path, &r->tmp)))
+		return true;
+	return false;
+}
+
+/* The BPF session (stacks, CUDA probes, the CUPTI agent) and the
+ * RecordFunction agents started.  true: the run ends here (r->rc). */
+static bool lrun_attach(const struct live_opts *o, struct lrun *r)
+{
+	/* CUDA calls through the uprobe mode'r->s probes, each joined
 	 * to the in-process op open on its thread (join/cudaattr.h); Python
 	 * stacks then too, for the kernels' layers, as the uprobe mode.  A
 	 * session opened anyway (stacks) has the CUDA probes on, so libraries
 	 * loaded later are found by its rescans; without one, a library loaded
-	 * later opens it (inproc_late_poll).  --inject: the CUPTI agent too. */
-	want_cuda = inproc_cuda_wanted(o) || gpu;
-	want_py = inproc_py_wanted(o) || (want_cuda && o->python);
-	if (!k.py && (want_py || want_cuda))
-		k.py = open_py(o, &k, &model, &pc, want_py, false, &t_bpf);
-	if (k.py) {
-		if (want_py)
-			out.stack = out_stack;
-		/* torch.profiler's stacks of backward ops (model/bwstack.h) */
-		if (want_py && o->stack_n)
-			out.derive = out_derive;
-	} else if (k.ca && !(k.late = inproc_late_new(o, k.cw, &(struct inproc_py_cuda){
-				.hook = cuda_hook, .ctx = &k, .python = false }))) {
+	 * later opens it (inproc_late_poll).  --inject: the CUPTI r->agent too. */
+	r->want_cuda = inproc_cuda_wanted(o) || r->gpu;
+	r->want_py = inproc_py_wanted(o) || (r->want_cuda && o->python);
+	if (!r->k.py && (r->want_py || r->want_cuda))
+		r->k.py = open_py(o, &r->k, &r->model, &r->pc, r->want_py, false, &r->t_bpf);
+	if (r->k.py) {
+		if (r->want_py)
+			r->out.stack = out_stack;
+		/* torch.profiler'r->s stacks of backward ops (r->model/bwstack.h) */
+		if (r->want_py && o->stack_n)
+			r->out.derive = out_derive;
+	} else if (r->k.ca && !(r->k.late = inproc_late_new(o, r->k.cw, &(struct inproc_py_cuda){
+				.hook = cuda_hook, .ctx = &r->k, .python = false }))) {
 		fprintf(stderr, "tbpf: out of memory\n");
-		rc = TBPF_EXIT_ERROR;
-		goto out;
+		r->rc = TBPF_EXIT_ERROR;
+		return true;
 	}
-	if (k.ca) {
-		out.begin = out_begin;
-		out.starting = out_starting;
-		out.mark = out_mark;
-		out.settled = out_settled;
+	if (r->k.ca) {
+		r->out.begin = out_begin;
+		r->out.starting = out_starting;
+		r->out.mark = out_mark;
+		r->out.settled = out_settled;
 	}
-	/* --inject: the CUPTI agent first (its START loads libcuda and CUPTI,
-	 * up to seconds, while nobody would drain the RecordFunction agent's
-	 * rings); a failure is one warning, as in the uprobe mode.  tbpf run
+	/* --inject: the CUPTI r->agent first (its START loads libcuda and CUPTI,
+	 * up to seconds, while nobody would drain the RecordFunction r->agent'r->s
+	 * rings); a failure is one warning, as in the uprobe mode.  tbpf r->run
 	 * --inproc --inject: its probes on the file the driver maps (or has
-	 * mapped) at the command's cuInit, where the agent starts itself */
-	if (gpu && k.py) {
+	 * mapped) at the command'r->s cuInit, where the r->agent starts itself */
+	if (r->gpu && r->k.py) {
 		uint64_t t = clock_ns(CLOCK_MONOTONIC);
 
 		for (size_t i = 0; i < o->sel.npids; i++)
-			session_add_gpu_agent(k.py, o->sel.pids[i]);
-		t_gpu = clock_ns(CLOCK_MONOTONIC) - t;
-	} else if (gpu) {
+			session_add_gpu_agent(r->k.py, o->sel.pids[i]);
+		r->t_gpu = clock_ns(CLOCK_MONOTONIC) - t;
+	} else if (r->gpu) {
 		fprintf(stderr, "tbpf: warning: no CUDA device times: --inject needs the BPF session "
 				"(see above); the op table is unaffected\n");
 	}
-	if (!(s = inproc_session_new(&out))) {
+	if (!(r->s = inproc_session_new(&r->out))) {
 		fprintf(stderr, "tbpf: out of memory\n");
-		rc = TBPF_EXIT_ERROR;
-		goto out;
+		r->rc = TBPF_EXIT_ERROR;
+		return true;
 	}
 	/* the targets into the BPF session before the agents start: its
 	 * pid filter lets the CUDA probes record.  Added after, the first
 	 * ops' launches (20-80 ms of them) were not recorded and those ops
 	 * had no device time */
-	inproc_py_add(k.py, o, false);
-	t0 = clock_ns(CLOCK_MONOTONIC);
+	inproc_py_add(r->k.py, o, false);
+	r->t0 = clock_ns(CLOCK_MONOTONIC);
 	for (size_t i = 0; i < o->sel.npids; i++) {
 		bool on = false, seq_on = false;
 
-		err = inproc_session_add_full(s, o->sel.pids[i], agent, layouts[i], ivs[i], sls[i],
-					      &on, &seq_on, &why);
-		if (!err && ivs[i] && !on)
+		r->err = inproc_session_add_full(r->s, o->sel.pids[i], r->agent, r->layouts[i], r->ivs[i], r->sls[i],
+					      &on, &seq_on, &r->why);
+		if (!r->err && r->ivs[i] && !on)
 			fprintf(stderr, "tbpf: pid %d: the in-process agent cannot read inputs "
 					"(c10::UndefinedTensorImpl not found): going on without input "
 					"shapes\n", o->sel.pids[i]);
-		shapes |= on;
-		if (err) {
-			fprintf(stderr, "tbpf: %s\n", why ? why : strerror(-err));
-			free(why);
-			rc = exit_of_add(err);
-			inproc_session_stop(s);
-			goto out;
+		r->shapes |= on;
+		if (r->err) {
+			fprintf(stderr, "tbpf: %s\n", r->why ? r->why : strerror(-r->err));
+			free(r->why);
+			r->rc = exit_of_add(r->err);
+			inproc_session_stop(r->s);
+			return true;
 		}
 	}
-	t_att = clock_ns(CLOCK_MONOTONIC) - t0;   /* the agents' injection and start */
+	r->t_att = clock_ns(CLOCK_MONOTONIC) - r->t0;   /* the agents' injection and start */
 	/* device times from where the RecordFunction agents were asked to
 	 * start (out_starting), or their first op if earlier (out_op) */
-	if (gpu && k.py && session_gpu(k.py))
-		k.since_op = true;
+	if (r->gpu && r->k.py && session_gpu(r->k.py))
+		r->k.since_op = true;
 	/* the module-call uprobe once the agents said they do not count
 	 * module calls themselves */
-	if (k.py) {
-		if (!inproc_session_modcalls(s)) {
-			inproc_py_modcalls(k.py, o);
-			inproc_session_drop_modcalls(s);
+	if (r->k.py) {
+		if (!inproc_session_modcalls(r->s)) {
+			inproc_py_modcalls(r->k.py, o);
+			inproc_session_drop_modcalls(r->s);
 		}
-		announce_cuda(k.py);
+		announce_cuda(r->k.py);
 	}
-	t_mono = clock_ns(CLOCK_MONOTONIC);
-	sw.after_ns = t_mono;   /* steps from the attached line on, as steps_from_capture */
+	r->t_mono = clock_ns(CLOCK_MONOTONIC);
+	r->sw.after_ns = r->t_mono;   /* steps from the attached line on, as steps_from_capture */
 	for (size_t i = 0; i < o->sel.npids; i++)
-		live_dist_add(&ld, o->sel.pids[i]);
-	run = run_info(o, t_mono, clock_ns(CLOCK_REALTIME), pids, host, sizeof(host), shapes);
-	if (k.cw)
-		write_meta(k.cw, o, &run);
-	run_inproc_go(&held);   /* the command runs on, its first op recorded */
-	release_hold(&hold, k.py);
-	announce_attached(o, t_mono - t_begin, t_att, t_bpf, t_gpu);
-	err = 0;
-	stop_why = poll_loop(o, s, &k, t_mono, &err);
-	inproc_session_stop(s);
+		live_dist_add(&r->ld, o->sel.pids[i]);
+	r->run = run_info(o, r->t_mono, clock_ns(CLOCK_REALTIME), r->pids, r->host, sizeof(r->host), r->shapes);
+	if (r->k.cw)
+		write_meta(r->k.cw, o, &r->run);
+	run_inproc_go(&r->held);   /* the command runs on, its first op recorded */
+	release_hold(&r->hold, r->k.py);
+	announce_attached(o, r->t_mono - r->t_begin, r->t_att, r->t_bpf, r->t_gpu);
+	return false;
+}
+
+/* Records drained until the stop, the rows built and rendered. */
+static bool lrun_record(const struct live_opts *o, struct lrun *r)
+{
+	r->err = 0;
+	r->stop_why = poll_loop(o, r->s, &r->k, r->t_mono, &r->err);
+	inproc_session_stop(r->s);
 	/* the ops ended with their agents: device times of the calls made
-	 * up to the last op start recorded, as the uprobe mode's up to its
-	 * end (the CUDA probes and CUPTI agents are taken out after the
+	 * up to the last op start recorded, as the uprobe mode'r->s up to its
+	 * end (the CUDA probes and CUPTI agents are taken r->out after the
 	 * report).  An op started before the agents stopped records its end,
 	 * but the ops it runs after that do not: their calls were its self
-	 * time (aten::fkstep gained the kernels of its last iteration's
-	 * aten::fknorm; a training step's outer scope could take the rest of
+	 * time (aten::fkstep gained the kernels of its last iteration'r->s
+	 * aten::fknorm; a training step'r->s outer scope could take the rest of
 	 * the step) */
-	if (k.ca && k.py) {
+	if (r->k.ca && r->k.py) {
 		uint64_t cnt[CNT_MAX];
 
-		if (session_gpu(k.py))
-			gpu_session_until(session_gpu(k.py), k.last_op_ns ? k.last_op_ns
+		if (session_gpu(r->k.py))
+			gpu_session_until(session_gpu(r->k.py), r->k.last_op_ns ? r->k.last_op_ns
 									  : clock_ns(CLOCK_MONOTONIC));
-		session_counters(k.py, cnt);
-		k.ring_drops[1] = cnt[CNT_DROPS];
-		tell_ring_drops(&k);
+		session_counters(r->k.py, cnt);
+		r->k.ring_drops[1] = cnt[CNT_DROPS];
+		tell_ring_drops(&r->k);
 	}
 	/* every target gone: nothing more can arrive, so the report comes
-	 * before the BPF session's teardown (inproc_py_close, below), as in
+	 * before the BPF session'r->s teardown (inproc_py_close, below), as in
 	 * the uprobe mode; but with -v, which waits for the
 	 * guards' statistics */
-	inproc_py_stop(k.py, !o->verbose && targets_gone(o, s));
-	/* the CUDA calls still held: every op record is in */
-	if (k.ca && !err)
-		err = k.cuda_err ? k.cuda_err : cudaattr_flush(k.ca, k.last_op_ns ? k.last_op_ns : UINT64_MAX);
-	if (err)
-		fprintf(stderr, "tbpf: handing on the records failed: %s\n", strerror(-err));
-	rc = finish(o, &k, s, &run, clock_ns(CLOCK_MONOTONIC) - t_mono, stop_why, path);
-	if (!rc && err)
-		rc = TBPF_EXIT_ERROR;
+	inproc_py_stop(r->k.py, !o->verbose && targets_gone(o, r->s));
+	/* the CUDA calls still r->held: every op record is in */
+	if (r->k.ca && !r->err)
+		r->err = r->k.cuda_err ? r->k.cuda_err : cudaattr_flush(r->k.ca, r->k.last_op_ns ? r->k.last_op_ns : UINT64_MAX);
+	if (r->err)
+		fprintf(stderr, "tbpf: handing on the records failed: %s\n", strerror(-r->err));
+	r->rc = finish(o, &r->k, r->s, &r->run, clock_ns(CLOCK_MONOTONIC) - r->t_mono, r->stop_why, r->path);
+	if (!r->rc && r->err)
+		r->rc = TBPF_EXIT_ERROR;
 	/* the table shows no layers (its stacks are for --group-by-stack) */
-	if (!rc && !k.cw && k.ca)
-		rc = cuda_rows(&model, k.py);
-	if (!rc && !k.cw && k.py && want_py &&
-	    ((o->format && strcmp(o->format, "table")) || model.cuda) &&
-	    (err = inproc_py_tree(k.py, &model.prof, model.cuda, &model.tree)))
-		fprintf(stderr, "tbpf: building the layer tree failed: %s\n", strerror(-err));
-	if (!rc && !k.cw && o->stack_n && (err = inproc_py_srcloc(k.py, &model.prof, o->stack_n)))
-		fprintf(stderr, "tbpf: --group-by-stack: %s\n", strerror(-err));
-	if (!rc)
-		rc = render_rc = render(o, path, &model);
-	warn_steps_unseen(o, &sw, stop_why);
-	if (!rc && o->steps.tensorboard)
-		rc = render_rc = live_tensorboard(o, path, &ld);
-out:
+	if (!r->rc && !r->k.cw && r->k.ca)
+		r->rc = cuda_rows(&r->model, r->k.py);
+	if (!r->rc && !r->k.cw && r->k.py && r->want_py &&
+	    ((o->format && strcmp(o->format, "table")) || r->model.cuda) &&
+	    (r->err = inproc_py_tree(r->k.py, &r->model.prof, r->model.cuda, &r->model.tree)))
+		fprintf(stderr, "tbpf: building the layer tree failed: %s\n", strerror(-r->err));
+	if (!r->rc && !r->k.cw && o->stack_n && (r->err = inproc_py_srcloc(r->k.py, &r->model.prof, o->stack_n)))
+		fprintf(stderr, "tbpf: --group-by-stack: %s\n", strerror(-r->err));
+	if (!r->rc)
+		r->rc = r->render_rc = render(o, r->path, &r->model);
+	warn_steps_unseen(o, &r->sw, r->stop_why);
+	if (!r->rc && o->steps.tensorboard)
+		r->rc = r->render_rc = live_tensorboard(o, r->path, &r->ld);
+	return false;
+}
+
+/* What the run holds, let go in every case (after the report). */
+static void lrun_free(const struct live_opts *o, struct lrun *r)
+{
 	fflush(stdout);   /* the report, before the teardown */
-	run_inproc_go(&held);   /* an error before the start: it runs on */
-	release_hold(&hold, k.py);
-	inproc_late_free(k.late);
-	inproc_py_close(k.py);
-	cudaattr_free(k.ca);
-	if (k.cw)
-		capture_writer_close(k.cw);
-	inproc_session_free(s);
-	model_free(&model);
-	model_feed_free(k.feed);
-	if (tmp && !live_keep_capture(o, path, render_rc))
-		unlink(path);
-	free(path);
-	free(agent);
-	steps_watch_free(&sw);
+	run_inproc_go(&r->held);   /* an error before the start: it runs on */
+	release_hold(&r->hold, r->k.py);
+	inproc_late_free(r->k.late);
+	inproc_py_close(r->k.py);
+	cudaattr_free(r->k.ca);
+	if (r->k.cw)
+		capture_writer_close(r->k.cw);
+	inproc_session_free(r->s);
+	model_free(&r->model);
+	model_feed_free(r->k.feed);
+	if (r->tmp && !live_keep_capture(o, r->path, r->render_rc))
+		unlink(r->path);
+	free(r->path);
+	free(r->agent);
+	steps_watch_free(&r->sw);
+}
+
+int live_inproc_run(const struct live_opts *o)
+{
+	struct sigaction sa = { .sa_handler = on_sig };
+	struct lrun *r = calloc(1, sizeof(*r));
+	int rc;
+
+	if (!r) {
+		fprintf(stderr, "tbpf: out of memory\n");
+		return TBPF_EXIT_ERROR;
+	}
+	r->out = (struct inproc_out){ .op = out_op, .name = out_name, .shape = out_shape,
+				      .ctx = &r->k };
+	r->sw = (struct steps_watch){ .label = o->steps.label };
+	r->t_begin = clock_ns(CLOCK_MONOTONIC);
+	model_init(&r->model);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	if (!lrun_prepare(o, r) && !lrun_attach(o, r))
+		lrun_record(o, r);
+	lrun_free(o, r);
+	rc = r->rc;
+	free(r);
 	return rc;
 }

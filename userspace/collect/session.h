@@ -76,10 +76,6 @@ struct session_config {
 	bool memory;
 	uint32_t mem_map_size;
 	struct mem_model *mem;
-	/* every ring record, after the capture writer (step
-	 * boundaries); NULL = none */
-	void (*record_hook)(void *ctx, const struct rec_hdr *h, size_t size);
-	void *record_hook_ctx;
 	/* --inproc: a target gets the pid filter, its Python
 	 * offsets and the module-call probe only (forward counts; the ops
 	 * come from the in-process agent), no op discovery */
@@ -231,6 +227,11 @@ int session_note_derived(struct session *s, uint32_t pid, uint64_t id, uint32_t 
 size_t session_reap(struct session *s);
 /* Where records go (cfg.record); set before targets are added. */
 void session_set_capture(struct session *s, struct capture_writer *cw);
+/* One more consumer of the ring's records (bus/bus.h), after the
+ * session's own (filters, capture, CUDA model, GPU join, memory model);
+ * before the first session_poll.  0, or -ENOSPC. */
+struct bus_sink;
+int session_add_sink(struct session *s, struct bus_sink sink);
 
 /* The CUDA tables (all targets) and the CUDA probes attached; NULL unless
  * cfg.cuda.  Valid until session_close. */

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include "tbpf.skel.h"
 #include "tbpf_abi.h"
+#include "bus.h"
 #include "guard.h"
 #include "infer_sampler.h"
 #include "pysym.h"
@@ -65,6 +66,7 @@ struct session {
 	pid_t *skip;            /* system-wide: pids found not to be targets */
 	size_t nskip, capskip;
 	uint64_t records, record_errors;
+	struct rec_bus bus;         /* every ring record: on_record -> its sinks */
 	struct cuda_session cuda;   /* cfg.cuda: CUDA probes and tables */
 	struct gpu_session gpu;     /* cfg.gpu_agent: CUPTI agents */
 	unsigned gpu_ticks;
@@ -88,5 +90,25 @@ struct session {
  * whether their parts are named yet). */
 void session_sync_stacks(struct session *s);
 void session_sync_derived(struct session *s, bool all);
+
+
+/* ---- shared by session.c, session_attach.c, session_bus.c and
+ * session_stacks.c (one engine split by job) ---- */
+/* tbpf's own link sets of a target (tgt_own_sets) */
+#define TGT_OWN_SETS 5
+struct tgt *tgt_by_pid(struct session *s, uint32_t pid);
+bool session_is_attached(struct session *s, pid_t pid);
+unsigned session_target_flags(const struct session *s);
+void session_upgrade_scan(struct session *s);
+bool tgt_gone(const struct tgt *tg);
+void tgt_exited(struct session *s, struct tgt *tg);
+void tgt_detach(struct session *s, struct tgt *tg, bool forget);
+enum probeshare_verdict session_check_sharing(struct session *s, struct tgt *tg, bool want_returns, char **msg);
+int tgt_attach_entries(struct session *s, struct tgt *tg, const uint32_t *ids, size_t nids, char **why);
+size_t tgt_own_sets(struct tgt *tg, struct uprobe_set **out);
+void tgt_stop_first(struct tgt *tg);
+void session_stack_seen(struct session *s, const struct rec_pystack *r);
+int session_bus_init(struct session *s);
+int session_on_record(void *ctx, void *data, size_t size);
 
 #endif /* TBPF_SESSION_INT_H */

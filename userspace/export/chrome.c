@@ -515,7 +515,7 @@ static void cuda_common(struct chrome_ctx *c, const struct tl_cuda *cu, const ch
 		gj_api_family(api) == 2 ? "cuda_driver" : "cuda_runtime");
 	json_str(c->out, capture_cuda_api_name(api));
 	fprintf(c->out, ",\"pid\":%u,\"tid\":%u", cu->pid, cu->tid);
-	ts_us(c->out, "ts", cu->rec->ts_ns, c->base);
+	ts_us(c->out, "ts", cu->ev.ts_ns, c->base);
 	if (ph[0] == 'i')
 		fputs(",\"s\":\"t\"", c->out);
 }
@@ -539,7 +539,7 @@ static void launch_slice(struct chrome_ctx *c, const struct tl_cuda *cu, uint32_
 			 uint64_t host_end, const struct gj_dev *d)
 {
 	FILE *out = c->out;
-	uint64_t ts = cu->rec->ts_ns, end = host_end > d->api_end_ns ? host_end : d->api_end_ns;
+	uint64_t ts = cu->ev.ts_ns, end = host_end > d->api_end_ns ? host_end : d->api_end_ns;
 	ev_start(c);
 	fprintf(out, "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":",
 		gj_api_family(api) == 2 ? "cuda_driver" : "cuda_runtime");
@@ -557,105 +557,115 @@ static void flow_start(struct chrome_ctx *c, const struct tl_cuda *cu, const str
 	fputs("{\"ph\":\"s\",\"cat\":\"ac2g\",\"name\":\"ac2g\"", c->out);
 	flow_id(c, cu->pid, d->correlation);
 	fprintf(c->out, ",\"pid\":%u,\"tid\":%u", cu->pid, cu->tid);
-	ts_us(c->out, "ts", cu->rec->ts_ns, c->base);
+	ts_us(c->out, "ts", cu->ev.ts_ns, c->base);
 	fputc('}', c->out);
+}
+
+static void c_launch(struct chrome_ctx *c, const struct tl_cuda *cu, const struct gj_dev *d)
+{
+	FILE *out = c->out;
+	const struct cuda_ev *e = &cu->ev;
+	const char *k = capture_meta_kernel(c->m, e->pid, e->func);
+
+	if (d) {
+		launch_slice(c, cu, e->api, e->ts_ns + e->host_ns, d);
+		fputs(",\"kernel\":", out);
+	} else {
+		cuda_common(c, cu, e->timed ? "X" : "i", e->api);
+		if (e->timed)
+			dur_us(out, e->host_ns);
+		cuda_args(c, cu);
+		fputs("\"kernel\":", out);
+	}
+	if (k)
+		json_str(out, k);
+	else
+		fprintf(out, "\"0x%" PRIx64 "\"", e->func);
+	fprintf(out, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shmem\":%u,\"stream\":%" PRIu64 "}}",
+		e->grid[0], e->grid[1], e->grid[2], e->block[0], e->block[1], e->block[2],
+		e->shmem, e->stream);
+	if (d)
+		flow_start(c, cu, d);
+}
+
+static void c_memop(struct chrome_ctx *c, const struct tl_cuda *cu, const struct gj_dev *d)
+{
+	static const char *const dirs[] = { "unknown", "HtoD", "DtoH", "DtoD", "HtoH", "set" };
+	FILE *out = c->out;
+	const struct cuda_ev *e = &cu->ev;
+
+	if (d) {
+		launch_slice(c, cu, e->api, e->ts_ns + e->host_ns, d);
+		fputs(",", out);
+	} else {
+		cuda_common(c, cu, "X", e->api);
+		dur_us(out, e->host_ns);
+		cuda_args(c, cu);
+	}
+	fprintf(out, "\"bytes\":%" PRIu64 ",\"kind\":\"%s\",\"stream\":%" PRIu64 "}}",
+		e->bytes, e->dir < 6 ? dirs[e->dir] : "unknown", e->stream);
+	if (d)
+		flow_start(c, cu, d);
+}
+
+/* Kineto's memory event, and a counter per process and device */
+static void c_mem(struct chrome_ctx *c, const struct tl_cuda *cu)
+{
+	FILE *out = c->out;
+	const struct cuda_ev *e = &cu->ev;
+	uint64_t ta, tr;
+
+	trace_mem_totals(c->src, cu, &ta, &tr);
+	ev_start(c);
+	fprintf(out, "{\"ph\":\"i\",\"cat\":\"cpu_instant_event\",\"s\":\"t\","
+		"\"name\":\"[memory]\",\"pid\":%u,\"tid\":%u", cu->pid, cu->tid);
+	ts_us(out, "ts", e->ts_ns, c->base);
+	fprintf(out, ",\"args\":{\"Total Reserved\":%" PRIu64 ",\"Total Allocated\":%" PRIu64
+		",\"Bytes\":%" PRId64 ",\"Addr\":%" PRIu64 ",\"Device Type\":%u,"
+		"\"Device Id\":%d}}", tr, ta, e->mem_bytes, e->ptr, e->dev_type, e->dev_index);
+	ev_start(c);
+	fprintf(out, "{\"ph\":\"C\",\"name\":\"%s memory\",\"pid\":%u,\"tid\":0",
+		trace_mem_device(e->dev_type), cu->pid);
+	ts_us(out, "ts", e->ts_ns, c->base);
+	fprintf(out, ",\"args\":{\"Allocated\":%" PRIu64 ",\"Reserved\":%" PRIu64 "}}", ta, tr);
 }
 
 static void c_cuda(void *vc, const struct tl_cuda *cu)
 {
 	struct chrome_ctx *c = vc;
 	FILE *out = c->out;
+	const struct cuda_ev *e = &cu->ev;
 	const struct gj_dev *d = NULL;
-	if (!keep(c, cu->pid, cu->rec->ts_ns))
-		return;
-	if (c->src->gpu->ndev && (cu->rec->type == REC_LAUNCH || cu->rec->type == REC_MEMOP))
-		d = gpucap_flow_of(c->src->gpu, cu->pid, cu->tid, cu->rec->ts_ns,
-				   cu->rec->type == REC_LAUNCH ? ((const struct rec_launch *)cu->rec)->api
-				   : ((const struct rec_memop *)cu->rec)->api);
-	switch (cu->rec->type) {
-	case REC_LAUNCH: {
-		const struct rec_launch *l = (const void *)cu->rec;
-		const char *k = capture_meta_kernel(c->m, l->pid, (uint64_t)l->func);
-		uint64_t dur;
-		bool timed = cuda_rec_host_ns(cu->rec, &dur);
-		if (d) {
-			launch_slice(c, cu, l->api, l->h.ts_ns + dur, d);
-			fputs(",\"kernel\":", out);
-		} else {
-			cuda_common(c, cu, timed ? "X" : "i", l->api);
-			if (timed)
-				dur_us(out, dur);
-			cuda_args(c, cu);
-			fputs("\"kernel\":", out);
-		}
-		if (k)
-			json_str(out, k);
-		else
-			fprintf(out, "\"0x%" PRIx64 "\"", (uint64_t)l->func);
-		fprintf(out, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shmem\":%u,\"stream\":%" PRIu64 "}}",
-			l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
-			l->shmem, (uint64_t)l->stream);
-		if (d)
-			flow_start(c, cu, d);
-		break;
-	}
-	case REC_MEMOP: {
-		const struct rec_memop *mo = (const void *)cu->rec;
-		static const char *const dirs[] = { "unknown", "HtoD", "DtoH", "DtoD", "HtoH", "set" };
-		if (d) {
-			launch_slice(c, cu, mo->api, mo->h.ts_ns + mo->dur_ns, d);
-			fputs(",", out);
-		} else {
-			cuda_common(c, cu, "X", mo->api);
-			dur_us(out, mo->dur_ns);
-			cuda_args(c, cu);
-		}
-		fprintf(out, "\"bytes\":%" PRIu64 ",\"kind\":\"%s\",\"stream\":%" PRIu64 "}}",
-			(uint64_t)mo->bytes, mo->dir < 6 ? dirs[mo->dir] : "unknown", (uint64_t)mo->stream);
-		if (d)
-			flow_start(c, cu, d);
-		break;
-	}
-	case REC_SYNC: {
-		const struct rec_sync *sy = (const void *)cu->rec;
-		cuda_common(c, cu, "X", sy->api);
-		dur_us(out, sy->dur_ns);
-		cuda_args(c, cu);
-		fprintf(out, "\"handle\":%" PRIu64 "}}", (uint64_t)sy->handle);
-		break;
-	}
-	case REC_MEM: {
-		/* Kineto's memory event, and a counter per process and device */
-		const struct rec_mem *mr = (const void *)cu->rec;
-		uint64_t ta, tr;
 
-		trace_mem_totals(c->src, mr, &ta, &tr);
-		ev_start(c);
-		fprintf(out, "{\"ph\":\"i\",\"cat\":\"cpu_instant_event\",\"s\":\"t\","
-			"\"name\":\"[memory]\",\"pid\":%u,\"tid\":%u", cu->pid, cu->tid);
-		ts_us(out, "ts", mr->h.ts_ns, c->base);
-		fprintf(out, ",\"args\":{\"Total Reserved\":%" PRIu64 ",\"Total Allocated\":%" PRIu64
-			",\"Bytes\":%" PRId64 ",\"Addr\":%" PRIu64 ",\"Device Type\":%u,"
-			"\"Device Id\":%d}}", tr, ta, (int64_t)mr->bytes, (uint64_t)mr->ptr,
-			mr->dev_type, mr->dev_index);
-		ev_start(c);
-		fprintf(out, "{\"ph\":\"C\",\"name\":\"%s memory\",\"pid\":%u,\"tid\":0",
-			trace_mem_device(mr), cu->pid);
-		ts_us(out, "ts", mr->h.ts_ns, c->base);
-		fprintf(out, ",\"args\":{\"Allocated\":%" PRIu64 ",\"Reserved\":%" PRIu64 "}}", ta, tr);
+	if (!keep(c, cu->pid, e->ts_ns))
+		return;
+	if (c->src->gpu->ndev && (e->kind == CEV_LAUNCH || e->kind == CEV_MEMOP))
+		d = gpucap_flow_of(c->src->gpu, cu->pid, cu->tid, e->ts_ns, e->api);
+	switch (e->kind) {
+	case CEV_LAUNCH:
+		c_launch(c, cu, d);
 		break;
-	}
-	case REC_ALLOC: {
-		const struct rec_alloc *a = (const void *)cu->rec;
-		uint64_t dur;
-		bool timed = cuda_rec_host_ns(cu->rec, &dur);
-		cuda_common(c, cu, timed ? "X" : "i", a->api);
-		if (timed)
-			dur_us(out, dur);
+	case CEV_MEMOP:
+		c_memop(c, cu, d);
+		break;
+	case CEV_SYNC:
+		cuda_common(c, cu, "X", e->api);
+		dur_us(out, e->host_ns);
 		cuda_args(c, cu);
-		fprintf(out, "\"ptr\":\"0x%" PRIx64 "\",\"bytes\":%" PRIu64 "}}", (uint64_t)a->ptr, (uint64_t)a->bytes);
+		fprintf(out, "\"handle\":%" PRIu64 "}}", e->handle);
 		break;
-	}
+	case CEV_MEM:
+		c_mem(c, cu);
+		break;
+	case CEV_ALLOC:
+		cuda_common(c, cu, e->timed ? "X" : "i", e->api);
+		if (e->timed)
+			dur_us(out, e->host_ns);
+		cuda_args(c, cu);
+		fprintf(out, "\"ptr\":\"0x%" PRIx64 "\",\"bytes\":%" PRIu64 "}}", e->ptr, e->bytes);
+		break;
+	case CEV_NONE:
+		break;
 	}
 }
 

@@ -433,7 +433,7 @@ static void debug_str(struct pf_ctx *c, const char *name, const char *v)
 static void launch_slice(struct pf_ctx *c, const struct tl_cuda *cu, uint32_t api,
 			 uint64_t host_end, const char *ann, uint64_t val, const struct gj_dev *d)
 {
-	uint64_t ts = cu->rec->ts_ns, end = host_end > d->api_end_ns ? host_end : d->api_end_ns;
+	uint64_t ts = cu->ev.ts_ns, end = host_end > d->api_end_ns ? host_end : d->api_end_ns;
 	size_t mk = packet_begin(c, ts, true);
 	pb_varint(&c->w, TP_SEQ_FLAGS, SEQ_NEEDS);
 	if (api < CU_API_MAX && !c->cuda_interned[api]) {
@@ -456,62 +456,53 @@ static void launch_slice(struct pf_ctx *c, const struct tl_cuda *cu, uint32_t ap
 
 static void pf_mem(struct pf_ctx *c, const struct tl_cuda *cu);
 
+/* a host call with no device work: a slice when timed, else an instant */
+static void pf_call(struct pf_ctx *c, const struct tl_cuda *cu, bool timed, const char *ann,
+		    uint64_t val)
+{
+	const struct cuda_ev *e = &cu->ev;
+
+	if (timed) {
+		cuda_event(c, cu, e->api, SLICE_BEGIN, e->ts_ns, ann, val);
+		cuda_event(c, cu, e->api, SLICE_END, e->ts_ns + e->host_ns, NULL, 0);
+	} else {
+		cuda_event(c, cu, e->api, INSTANT, e->ts_ns, ann, val);
+	}
+}
+
 static void pf_cuda(void *vc, const struct tl_cuda *cu)
 {
 	struct pf_ctx *c = vc;
-	const struct rec_hdr *h = cu->rec;
+	const struct cuda_ev *e = &cu->ev;
 	const struct gj_dev *d = NULL;
 	thread_track(c, cu->pid, cu->tid);
-	if (h->type == REC_MEM) {
+	if (e->kind == CEV_MEM) {
 		pf_mem(c, cu);
 		return;
 	}
-	if (c->src->gpu->ndev && (h->type == REC_LAUNCH || h->type == REC_MEMOP))
-		d = gpucap_flow_of(c->src->gpu, cu->pid, cu->tid, h->ts_ns,
-				   h->type == REC_LAUNCH ? ((const struct rec_launch *)h)->api
-				   : ((const struct rec_memop *)h)->api);
-	switch (h->type) {
-	case REC_LAUNCH: {
-		const struct rec_launch *l = (const void *)h;
-		uint64_t dur;
-		bool timed = cuda_rec_host_ns(h, &dur);
-		if (d) {
-			launch_slice(c, cu, l->api, h->ts_ns + dur, "stream", l->stream, d);
-		} else if (timed) {
-			cuda_event(c, cu, l->api, SLICE_BEGIN, h->ts_ns, "stream", l->stream);
-			cuda_event(c, cu, l->api, SLICE_END, h->ts_ns + dur, NULL, 0);
-		} else {
-			cuda_event(c, cu, l->api, INSTANT, h->ts_ns, "stream", l->stream);
-		}
+	if (c->src->gpu->ndev && (e->kind == CEV_LAUNCH || e->kind == CEV_MEMOP))
+		d = gpucap_flow_of(c->src->gpu, cu->pid, cu->tid, e->ts_ns, e->api);
+	switch (e->kind) {
+	case CEV_LAUNCH:
+		if (d)
+			launch_slice(c, cu, e->api, e->ts_ns + e->host_ns, "stream", e->stream, d);
+		else
+			pf_call(c, cu, e->timed, "stream", e->stream);
 		break;
-	}
-	case REC_MEMOP: {
-		const struct rec_memop *mo = (const void *)h;
-		if (d) {
-			launch_slice(c, cu, mo->api, h->ts_ns + mo->dur_ns, "bytes", mo->bytes, d);
-			break;
-		}
-		cuda_event(c, cu, mo->api, SLICE_BEGIN, h->ts_ns, "bytes", mo->bytes);
-		cuda_event(c, cu, mo->api, SLICE_END, h->ts_ns + mo->dur_ns, NULL, 0);
+	case CEV_MEMOP:
+		if (d)
+			launch_slice(c, cu, e->api, e->ts_ns + e->host_ns, "bytes", e->bytes, d);
+		else
+			pf_call(c, cu, true, "bytes", e->bytes);
 		break;
-	}
-	case REC_SYNC: {
-		const struct rec_sync *sy = (const void *)h;
-		cuda_event(c, cu, sy->api, SLICE_BEGIN, h->ts_ns, "handle", sy->handle);
-		cuda_event(c, cu, sy->api, SLICE_END, h->ts_ns + sy->dur_ns, NULL, 0);
+	case CEV_SYNC:
+		pf_call(c, cu, true, "handle", e->handle);
 		break;
-	}
-	case REC_ALLOC: {
-		const struct rec_alloc *a = (const void *)h;
-		uint64_t dur;
-		if (cuda_rec_host_ns(h, &dur)) {
-			cuda_event(c, cu, a->api, SLICE_BEGIN, h->ts_ns, "bytes", a->bytes);
-			cuda_event(c, cu, a->api, SLICE_END, h->ts_ns + dur, NULL, 0);
-		} else {
-			cuda_event(c, cu, a->api, INSTANT, h->ts_ns, "bytes", a->bytes);
-		}
+	case CEV_ALLOC:
+		pf_call(c, cu, e->timed, "bytes", e->bytes);
 		break;
-	}
+	default:
+		break;
 	}
 }
 
@@ -523,26 +514,26 @@ static uint64_t mem_counter_uuid(uint32_t pid, uint16_t dev, int reserved)
 	return 1ULL << 35 | (uint64_t)pid << 8 | (uint64_t)(dev & 0x7f) << 1 | (reserved ? 1 : 0);
 }
 
-static void mem_counter(struct pf_ctx *c, const struct rec_mem *r, int reserved, uint64_t v)
+static void mem_counter(struct pf_ctx *c, const struct cuda_ev *e, int reserved, uint64_t v)
 {
-	uint64_t uuid = mem_counter_uuid(r->pid, r->dev_type, reserved);
+	uint64_t uuid = mem_counter_uuid(e->pid, e->dev_type, reserved);
 
 	if (track_new(c, uuid)) {
 		char name[64];
 
-		process_track(c, r->pid);
-		snprintf(name, sizeof(name), "%s memory %s", trace_mem_device(r),
+		process_track(c, e->pid);
+		snprintf(name, sizeof(name), "%s memory %s", trace_mem_device(e->dev_type),
 			 reserved ? "reserved" : "allocated");
 		size_t mk = packet_begin(c, 0, false);
 		size_t td = pb_begin(&c->w, TP_TRACK_DESC);
 		pb_varint(&c->w, TD_UUID, uuid);
 		pb_string(&c->w, TD_NAME, name);
-		pb_varint(&c->w, TD_PARENT, proc_uuid(r->pid));
+		pb_varint(&c->w, TD_PARENT, proc_uuid(e->pid));
 		pb_end(&c->w, pb_begin(&c->w, TD_COUNTER));
 		pb_end(&c->w, td);
 		packet_end(c, mk);
 	}
-	size_t mk = packet_begin(c, r->h.ts_ns, true);
+	size_t mk = packet_begin(c, e->ts_ns, true);
 	pb_varint(&c->w, TP_SEQ_FLAGS, SEQ_NEEDS);
 	size_t te = pb_begin(&c->w, TP_TRACK_EVENT);
 	pb_varint(&c->w, TE_TYPE, COUNTER);
@@ -555,11 +546,11 @@ static void mem_counter(struct pf_ctx *c, const struct rec_mem *r, int reserved,
 /* Kineto's [memory] instant event on the thread, and the counters */
 static void pf_mem(struct pf_ctx *c, const struct tl_cuda *cu)
 {
-	const struct rec_mem *r = (const void *)cu->rec;
+	const struct cuda_ev *e = &cu->ev;
 	uint64_t ta, tr;
 
-	trace_mem_totals(c->src, r, &ta, &tr);
-	size_t mk = packet_begin(c, r->h.ts_ns, true);
+	trace_mem_totals(c->src, cu, &ta, &tr);
+	size_t mk = packet_begin(c, e->ts_ns, true);
 	pb_varint(&c->w, TP_SEQ_FLAGS, SEQ_NEEDS);
 	if (!c->mem_interned) {
 		c->mem_interned = true;
@@ -571,15 +562,15 @@ static void pf_mem(struct pf_ctx *c, const struct tl_cuda *cu)
 	pb_varint(&c->w, TE_NAME_IID, MEM_IID);
 	debug_int(c, "Total Reserved", tr);
 	debug_int(c, "Total Allocated", ta);
-	debug_int(c, "Bytes", (uint64_t)r->bytes);
-	debug_int(c, "Addr", r->ptr);
-	debug_int(c, "Device Type", r->dev_type);
-	debug_int(c, "Device Id", (uint64_t)(int64_t)r->dev_index);
+	debug_int(c, "Bytes", (uint64_t)e->mem_bytes);
+	debug_int(c, "Addr", e->ptr);
+	debug_int(c, "Device Type", e->dev_type);
+	debug_int(c, "Device Id", (uint64_t)(int64_t)e->dev_index);
 	pb_end(&c->w, te);
 	packet_end(c, mk);
-	mem_counter(c, r, 0, ta);
-	if (r->dev_type != TBPF_C10_DEV_CPU)
-		mem_counter(c, r, 1, tr);
+	mem_counter(c, e, 0, ta);
+	if (e->dev_type != TBPF_C10_DEV_CPU)
+		mem_counter(c, e, 1, tr);
 }
 
 static void gpu_track(void *vc, const struct trace_dev *t)

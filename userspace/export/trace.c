@@ -7,22 +7,22 @@
 #include "replay.h"
 #include "trace.h"
 
-static int mem_feed(void *ctx, const struct rec_hdr *h)
+static int mem_feed(void *ctx, const struct rec_hdr *h, size_t size)
 {
 	if (h->size < sizeof(struct rec_mem))
 		return 0;
 	return mem_model_add(ctx, (const struct rec_mem *)h) == -ENOMEM ? -ENOMEM : 0;
 }
 
-void trace_mem_totals(const struct trace_src *src, const struct rec_mem *r, uint64_t *alloc,
+void trace_mem_totals(const struct trace_src *src, const struct tl_cuda *cu, uint64_t *alloc,
 		      uint64_t *reserved)
 {
-	mem_model_totals(src->mem, r, alloc, reserved);
+	mem_model_totals(src->mem, (const struct rec_mem *)cu->rec, alloc, reserved);
 }
 
-const char *trace_mem_device(const struct rec_mem *r)
+const char *trace_mem_device(uint16_t dev_type)
 {
-	return r->dev_type == TBPF_C10_DEV_CPU ? "CPU" : r->dev_type == TBPF_C10_DEV_CUDA ? "CUDA"
+	return dev_type == TBPF_C10_DEV_CPU ? "CPU" : dev_type == TBPF_C10_DEV_CUDA ? "CUDA"
 										  : "device";
 }
 
@@ -60,12 +60,12 @@ int trace_export(struct capture_reader *r, const struct trace_writer *w, void *c
 	{
 		/* the memory model first: a [memory] event shows the totals
 		 * after its own record */
-		struct replay_sink sinks[] = {
-			{ REPLAY_TYPE(REC_MEM), mem_feed, NULL, &mem },
-			timeline_sink(&d),
-		};
+		struct rec_bus b;
 
-		ret = *err ? 0 : capture_replay(r, sinks, 2);
+		bus_init(&b);
+		bus_add(&b, (struct bus_sink){ BUS_TYPE(REC_MEM), mem_feed, NULL, &mem });
+		bus_add(&b, timeline_sink(&d));
+		ret = *err ? 0 : capture_replay(r, &b);
 	}
 	if (!ret && !*err) {
 		fspans_finish(src->spans);

@@ -32,13 +32,13 @@ struct trace_src {
 	struct mem_model *mem;
 };
 
-/* Kineto's [memory] event values of REC_MEM record r (the writer's cuda
- * callback gets REC_MEM too): the device's allocated and reserved bytes
- * after it. */
-void trace_mem_totals(const struct trace_src *src, const struct rec_mem *r, uint64_t *alloc,
+/* Kineto's [memory] event values of allocator event cu (CEV_MEM: the
+ * writer's cuda callback gets those too): the device's allocated and
+ * reserved bytes after it. */
+void trace_mem_totals(const struct trace_src *src, const struct tl_cuda *cu, uint64_t *alloc,
 		      uint64_t *reserved);
-/* "CPU", "CUDA" */
-const char *trace_mem_device(const struct rec_mem *r);
+/* "CPU", "CUDA" for a c10::DeviceType */
+const char *trace_mem_device(uint16_t dev_type);
 
 struct trace_writer {
 	struct timeline_ops tl;

@@ -444,7 +444,7 @@ int gpucap_join(struct gpucap *g)
 	return 0;
 }
 
-static int sink_feed(void *g, const struct rec_hdr *h)
+static int sink_feed(void *g, const struct rec_hdr *h, size_t size)
 {
 	return gpucap_feed(g, h);
 }
@@ -454,26 +454,22 @@ static int sink_join(void *g)
 	return gpucap_join(g);
 }
 
-struct replay_sink gpucap_sink(struct gpucap *g, const struct capture_reader *r)
+struct bus_sink gpucap_sink(struct gpucap *g)
 {
-	/* nothing to join without device records: the sink stays off */
-	uint64_t types = capture_reader_stats(r)->records[REC_GPU] ? REPLAY_ALL : 0;
-
-	return (struct replay_sink){ types, sink_feed, sink_join, g };
+	return (struct bus_sink){ BUS_ALL, sink_feed, sink_join, g };
 }
 
 int gpucap_load(struct capture_reader *r, bool spans, struct gpucap *g)
 {
 	int ret = gpucap_init(g, spans);
-	struct replay_sink sink = gpucap_sink(g, r);
 
 	if (ret)
 		return ret;
 	if (capture_reader_error(r))
 		return -EINVAL;
-	if (!sink.types)
-		return 0;   /* skip the pass */
-	return capture_replay(r, &sink, 1);
+	if (!capture_reader_stats(r)->records[REC_GPU])
+		return 0;   /* nothing to join without device records: no pass */
+	return capture_replay_sink(r, gpucap_sink(g));
 }
 
 void gpucap_free(struct gpucap *g)

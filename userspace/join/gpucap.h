@@ -97,11 +97,10 @@ int gpucap_join(struct gpucap *g);
  * capture has no REC_GPU records).  0, -EINVAL (reader error), -ENOMEM. */
 struct capture_reader;
 int gpucap_load(struct capture_reader *r, bool spans, struct gpucap *g);
-/* The same as a replay sink (capture/replay.h) for a pass shared with
- * other consumers: feed, then join at the end; off (types 0) when r has no
- * REC_GPU records.  g: gpucap_init'ed. */
-struct replay_sink;
-struct replay_sink gpucap_sink(struct gpucap *g, const struct capture_reader *r);
+/* The same as a record bus sink (bus/bus.h) for a pass shared with other
+ * consumers: feed, then join at the end.  g: gpucap_init'ed. */
+struct bus_sink;
+struct bus_sink gpucap_sink(struct gpucap *g);
 void gpucap_free(struct gpucap *g);
 
 const struct gpucap_proc *gpucap_proc(const struct gpucap *g, uint32_t pid);

@@ -257,7 +257,7 @@ struct calltree_build *calltree_build_new(struct calltree *ct, const struct capt
 	return cb;
 }
 
-struct replay_sink calltree_build_sink(struct calltree_build *cb)
+struct bus_sink calltree_build_sink(struct calltree_build *cb)
 {
 	return timeline_sink(&cb->tc);
 }
@@ -280,7 +280,7 @@ void calltree_build_free(struct calltree_build *cb, const struct capture_stats *
 int calltree_from_capture(struct capture_reader *r, struct calltree *ct)
 {
 	struct calltree_build *cb;
-	struct replay_sink sink;
+	struct bus_sink sink;
 	int ret;
 
 	if (capture_reader_error(r))
@@ -289,7 +289,7 @@ int calltree_from_capture(struct capture_reader *r, struct calltree *ct)
 	if (!cb)
 		return -ENOMEM;
 	sink = calltree_build_sink(cb);
-	ret = capture_replay(r, &sink, 1);
+	ret = capture_replay_sink(r, sink);
 	calltree_build_free(cb, capture_reader_stats(r));
 	return ret;
 }

@@ -64,10 +64,10 @@ int calltree_from_capture(struct capture_reader *r, struct calltree *ct);
  * tree's start and duration from the capture. */
 struct capture_meta;
 struct capture_stats;
-struct replay_sink;
+struct bus_sink;
 struct calltree_build;
 struct calltree_build *calltree_build_new(struct calltree *ct, const struct capture_meta *m);
-struct replay_sink calltree_build_sink(struct calltree_build *cb);
+struct bus_sink calltree_build_sink(struct calltree_build *cb);
 void calltree_build_free(struct calltree_build *cb, const struct capture_stats *st);
 
 #endif /* TBPF_CALLTREE_H */

@@ -479,34 +479,6 @@ static int add_alloc(struct cuda_model *m, const struct rec_alloc *r)
 	return 0;
 }
 
-bool cuda_rec_host_ns(const struct rec_hdr *h, uint64_t *ns)
-{
-	*ns = 0;
-	switch (h->type) {
-	case REC_SYNC:
-		*ns = ((const struct rec_sync *)h)->dur_ns;
-		return true;
-	case REC_MEMOP: {
-		const struct rec_memop *r = (const void *)h;
-
-		*ns = r->dur_ns;
-		/* before return timing: only the synchronous ones */
-		return (r->flags & MEMOP_TIMED) || r->api == CU_cudaMemcpy ||
-		       r->api == CU_cudaMemset;
-	}
-	case REC_LAUNCH:
-		if (h->size < sizeof(struct rec_launch))
-			return false;
-		*ns = ((const struct rec_launch *)h)->dur_ns;
-		return *ns != 0;
-	case REC_ALLOC:
-		if (h->size < sizeof(struct rec_alloc))
-			return false;
-		*ns = ((const struct rec_alloc *)h)->dur_ns;
-		return *ns != 0;
-	}
-	return false;
-}
 
 /* The per-API row of a record: a call, and its host time when the
  * probes timed it. */

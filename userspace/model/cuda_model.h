@@ -4,6 +4,7 @@
 #ifndef TBPF_CUDA_MODEL_H
 #define TBPF_CUDA_MODEL_H
 
+#include "cudarec.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -195,11 +196,7 @@ int cuda_model_to_layers(const struct cuda_model *m, struct layer_tree *t);
  * made no CUDA record.  Valid while m is. */
 const struct cuda_model *cuda_model_of_pid(const struct cuda_model *m, uint32_t pid);
 
-/* The host time of a CUDA record (REC_LAUNCH, REC_MEMOP, REC_SYNC,
- * REC_ALLOC of h->size bytes) into *ns; false when the probes did not time
- * the call (records older than return timing).  Pure. */
-struct rec_hdr;
-bool cuda_rec_host_ns(const struct rec_hdr *h, uint64_t *ns);
+/* cuda_rec_host_ns, a CUDA record's host time: capture/cudarec.h */
 
 /* Count one CUDA record under its (pid, op, stack, api) (cuda_ops.c).
  * 0 or -ENOMEM. */

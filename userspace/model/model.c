@@ -10,6 +10,7 @@
 #include "grow.h"
 #include "gpucap.h"
 #include "model.h"
+#include "bus.h"
 #include "replay.h"
 
 void model_init(struct tbpf_model *m)
@@ -87,7 +88,7 @@ static bool cut_keep_gpu(void *ctx, uint32_t pid, uint64_t ts_ns)
 	return steps_window_has(c->win, c->sched, pid, ts_ns);
 }
 
-static int cuda_sink(void *ctx, const struct rec_hdr *h)
+static int cuda_sink(void *ctx, const struct rec_hdr *h, size_t size)
 {
 	const struct cut *c = ctx;
 	int ret;
@@ -98,14 +99,14 @@ static int cuda_sink(void *ctx, const struct rec_hdr *h)
 	return ret == -ENOMEM ? ret : 0;   /* a record it cannot use is skipped */
 }
 
-static int modcall_sink(void *ctx, const struct rec_hdr *h)
+static int modcall_sink(void *ctx, const struct rec_hdr *h, size_t size)
 {
 	const struct rec_op *r = (const void *)h;
 
 	return profile_add_modcall(ctx, r->pid, r->stack_id, 1);
 }
 
-static int mem_sink(void *ctx, const struct rec_hdr *h)
+static int mem_sink(void *ctx, const struct rec_hdr *h, size_t size)
 {
 	const struct cut *c = ctx;
 
@@ -121,77 +122,147 @@ static const char *capture_op_name(void *ctx, uint32_t id)
 	return o ? o->name : NULL;
 }
 
-#define CUDA_RECS     (REPLAY_TYPE(REC_LAUNCH) | REPLAY_TYPE(REC_MEMOP) | \
-		       REPLAY_TYPE(REC_SYNC) | REPLAY_TYPE(REC_ALLOC))
+#define CUDA_RECS     (BUS_TYPE(REC_LAUNCH) | BUS_TYPE(REC_MEMOP) | \
+		       BUS_TYPE(REC_SYNC) | BUS_TYPE(REC_ALLOC))
 
-/* Rows (+ device times, run info) into p; with cm, the CUDA records into
- * it (cuda_model_init'ed here); with ct (calltree_init'ed), the call tree. */
-static int replay_model_w(struct capture_reader *r, struct profile *p, struct cuda_model *cm,
-			  struct calltree *ct, struct mem_model *mm, const struct steps *win,
-			  const struct step_schedule *sched)
-{
-	const struct capture_meta *m = capture_reader_meta(r);
-	const struct capture_stats *st = capture_reader_stats(r);
+/* ---- the one model builder: records in, the model's parts out ------------- */
+
+/* What a builder makes, and from which run.  Only p is required; the
+ * parts left NULL get no sink. */
+struct build_spec {
+	struct profile *p;              /* op rows (+ device times, run info) */
+	const struct capture_meta *meta;   /* op names, stacks, run and end */
+	struct cuda_model *cm;          /* CUDA records (cuda_model_init'ed here) */
+	struct calltree *ct;            /* the call tree (calltree_init'ed) */
+	struct mem_model *mm;           /* REC_MEM (mem_model_init'ed) */
+	const struct steps *win;        /* --steps: the active steps only */
+	const struct step_schedule *sched;
+	bool gpu;                       /* device records to join (REC_GPU) */
+};
+
+struct model_builder {
+	struct build_spec in;
 	struct profile_agg *agg;
-	struct calltree_build *cb = NULL;
+	struct calltree_build *cb;
 	struct gpucap g;
-	uint64_t gpu_reached = 0;
-	int ret;
+	bool g_init;
+	struct cut ccut, mcut;
+	struct rec_bus bus;             /* every record goes in here */
+};
 
-	if (cm)
-		cuda_model_init(cm, capture_resolve, (void *)m);
-	if (capture_reader_error(r))
-		return -EINVAL;
-	agg = profile_agg_new(p, m);
-	if (!agg)
+static void builder_free(struct model_builder *b, const struct capture_stats *st)
+{
+	static const struct capture_stats none;
+
+	if (!st)
+		st = &none;
+	profile_agg_free(b->agg);
+	b->agg = NULL;
+	calltree_build_free(b->cb, st);
+	b->cb = NULL;
+	if (b->g_init)
+		gpucap_free(&b->g);
+	b->g_init = false;
+}
+
+/* The sinks on one bus: op rows, device times (REC_GPU: Self CUDA, and
+ * CUDA total over the op spans open at each launch), CUDA records,
+ * module calls, memory, the call tree.  0 or -errno (nothing to free). */
+static int builder_init(struct model_builder *b, const struct build_spec *in)
+{
+	int err;
+
+	memset(b, 0, sizeof(*b));
+	b->in = *in;
+	b->ccut = (struct cut){ in->cm, in->win, in->sched };
+	b->mcut = (struct cut){ in->mm, in->win, in->sched };
+	if (in->cm)
+		cuda_model_init(in->cm, capture_resolve, (void *)in->meta);
+	b->agg = profile_agg_new(in->p, in->meta);
+	if (!b->agg)
 		return -ENOMEM;
-	if (win)
-		profile_agg_window(agg, win, sched);
-	if (ct && !(cb = calltree_build_new(ct, m))) {
-		profile_agg_free(agg);
-		return -ENOMEM;
+	if (in->win)
+		profile_agg_window(b->agg, in->win, in->sched);
+	if (in->ct && !(b->cb = calltree_build_new(in->ct, in->meta)))
+		err = -ENOMEM;
+	else
+		err = gpucap_init(&b->g, true);
+	if (err) {
+		builder_free(b, NULL);
+		return err;
 	}
-	ret = gpucap_init(&g, true);
-	struct cut ccut = { cm, win, sched }, mcut = { mm, win, sched };
-
-	g.windowed = true;   /* rows only: joined as the records come */
-	if (win) {   /* device times of the work launched in the window */
-		g.keep = cut_keep_gpu;
-		g.keep_ctx = &ccut;
+	b->g_init = true;
+	b->g.windowed = true;   /* rows only: joined as the records come */
+	if (in->win) {   /* device times of the work launched in the window */
+		b->g.keep = cut_keep_gpu;
+		b->g.keep_ctx = &b->ccut;
 	}
+	bus_init(&b->bus);
+	err = bus_add(&b->bus, profile_agg_sink(b->agg));
+	if (!err && in->gpu)
+		err = bus_add(&b->bus, gpucap_sink(&b->g));
+	if (!err)
+		err = bus_add(&b->bus, (struct bus_sink){ in->cm ? CUDA_RECS : 0, cuda_sink, NULL,
+							  &b->ccut });
+	if (!err)
+		err = bus_add(&b->bus, (struct bus_sink){ BUS_TYPE(REC_MODCALL), modcall_sink, NULL,
+							  in->p });
+	if (!err)
+		err = bus_add(&b->bus, (struct bus_sink){ in->mm ? BUS_TYPE(REC_MEM) : 0, mem_sink,
+							  NULL, &b->mcut });
+	if (!err && b->cb)
+		err = bus_add(&b->bus, calltree_build_sink(b->cb));
+	if (err)
+		builder_free(b, NULL);
+	return err;
+}
 
-	if (!ret) {
-		/* device times (REC_GPU): Self CUDA, and CUDA total over the op
-		 * spans open at each launch (the op and its ancestors) */
-		struct replay_sink sinks[] = {
-			profile_agg_sink(agg),
-			gpucap_sink(&g, r),
-			{ cm ? CUDA_RECS : 0, cuda_sink, NULL, &ccut },
-			{ REPLAY_TYPE(REC_MODCALL), modcall_sink, NULL, p },
-			{ mm ? REPLAY_TYPE(REC_MEM) : 0, mem_sink, NULL, &mcut },
-			{ 0 },   /* the call tree's, when asked */
-		};
+/* After the last record went through the bus (bus_finish included, ret
+ * its result): device times onto the rows, the run info; frees b. */
+static int builder_done(struct model_builder *b, int ret, const struct capture_stats *st)
+{
+	uint64_t gpu_reached = 0, gpu_devices = b->g.ndev;
+	struct profile *p = b->in.p;
 
-		if (cb)
-			sinks[5] = calltree_build_sink(cb);
-		ret = capture_replay(r, sinks, sizeof(sinks) / sizeof(sinks[0]));
-	}
-	profile_agg_free(agg);
-	calltree_build_free(cb, st);
-	for (size_t i = 0; !ret && i < g.n; i++) {
-		int n = profile_add_gpu(p, &g.v[i].res, g.v[i].pid, NULL, NULL);
+	profile_agg_free(b->agg);
+	b->agg = NULL;
+	calltree_build_free(b->cb, st);
+	b->cb = NULL;
+	for (size_t i = 0; !ret && i < b->g.n; i++) {
+		int n = profile_add_gpu(p, &b->g.v[i].res, b->g.v[i].pid, NULL, NULL);
 
 		if (n < 0)
 			ret = n;
 		else
 			gpu_reached += (uint64_t)n;
 	}
-	uint64_t gpu_devices = g.ndev;
-
-	gpucap_free(&g);
+	builder_free(b, st);
 	if (ret)
 		return ret;
-	return profile_capture_info(p, m, st, gpu_reached, gpu_devices);
+	return profile_capture_info(p, b->in.meta, st, gpu_reached, gpu_devices);
+}
+
+/* Rows (+ device times, run info) into p; with cm, the CUDA records into
+ * it (cuda_model_init'ed here); with ct (calltree_init'ed), the call tree:
+ * the capture's records through the one builder. */
+static int replay_model_w(struct capture_reader *r, struct profile *p, struct cuda_model *cm,
+			  struct calltree *ct, struct mem_model *mm, const struct steps *win,
+			  const struct step_schedule *sched)
+{
+	const struct capture_stats *st = capture_reader_stats(r);
+	struct build_spec in = { .p = p, .meta = capture_reader_meta(r), .cm = cm, .ct = ct,
+				 .mm = mm, .win = win, .sched = sched,
+				 /* nothing to join without device records */
+				 .gpu = st->records[REC_GPU] != 0 };
+	struct model_builder b;
+	int ret;
+
+	if (capture_reader_error(r))
+		return -EINVAL;
+	if ((ret = builder_init(&b, &in)))
+		return ret;
+	ret = capture_replay(r, &b.bus);
+	return builder_done(&b, ret, st);
 }
 
 static int replay_model(struct capture_reader *r, struct profile *p, struct cuda_model *cm,
@@ -379,27 +450,27 @@ int model_split_capture(struct tbpf_model *m, const struct capture_meta *meta)
 struct model_feed {
 	struct tbpf_model *m;
 	struct capture_meta meta;     /* op names, then run and end */
-	struct profile_agg *agg;
-	struct replay_sink sink;
-	bool finished;
+	struct model_builder b;       /* the builder a capture's replay uses */
+	bool started, finished;
 };
 
 struct model_feed *model_feed_new(struct tbpf_model *m)
 {
 	struct model_feed *f = calloc(1, sizeof(*f));
+	struct build_spec in = { .p = &m->prof, .meta = &f->meta };
 
 	if (!f)
 		return NULL;
 	f->m = m;
 	capture_meta_init(&f->meta);
 	capture_meta_finish(&f->meta);
-	f->agg = profile_agg_new(&m->prof, &f->meta);
-	if (!f->agg) {
+	in.meta = &f->meta;
+	if (builder_init(&f->b, &in)) {
 		capture_meta_free(&f->meta);
 		free(f);
 		return NULL;
 	}
-	f->sink = profile_agg_sink(f->agg);
+	f->started = true;
 	m->op_name = capture_op_name;
 	m->op_name_ctx = &f->meta;
 	return f;
@@ -418,7 +489,7 @@ int model_feed_shape(struct model_feed *f, uint64_t shape_id, const struct tbpf_
 int model_feed_record(struct model_feed *f, const struct rec_hdr *h)
 {
 	capture_meta_finish(&f->meta);   /* sorts only after names were added */
-	return f->sink.record(f->sink.ctx, h);
+	return bus_feed(&f->b.bus, h, h->size);
 }
 
 int model_feed_finish(struct model_feed *f, const struct capture_run *run,
@@ -431,14 +502,11 @@ int model_feed_finish(struct model_feed *f, const struct capture_run *run,
 		return -EINVAL;
 	f->finished = true;
 	capture_meta_finish(&f->meta);
-	err = f->sink.finish ? f->sink.finish(f->sink.ctx) : 0;
-	profile_agg_free(f->agg);
-	f->agg = NULL;
-	if (err)
-		return err;
+	err = bus_finish(&f->b.bus);
 	f->meta.run = *run;
 	f->meta.end = *end;
-	err = profile_capture_info(&f->m->prof, &f->meta, &st, 0, 0);
+	f->started = false;
+	err = builder_done(&f->b, err, &st);
 	/* run and end point at the caller's memory: not the meta's to free */
 	memset(&f->meta.run, 0, sizeof(f->meta.run));
 	memset(&f->meta.end, 0, sizeof(f->meta.end));
@@ -449,7 +517,8 @@ void model_feed_free(struct model_feed *f)
 {
 	if (!f)
 		return;
-	profile_agg_free(f->agg);
+	if (f->started)
+		builder_free(&f->b, NULL);
 	capture_meta_free(&f->meta);
 	free(f);
 }

@@ -577,7 +577,7 @@ void profile_agg_window(struct profile_agg *a, const struct steps *st,
 	a->ctx.sched = s;
 }
 
-struct replay_sink profile_agg_sink(struct profile_agg *a)
+struct bus_sink profile_agg_sink(struct profile_agg *a)
 {
 	return timeline_sink(&a->tc);
 }

@@ -150,7 +150,7 @@ extern const char *const profile_sort_keys[];
  * after the last.  Capture as a whole: model_from_capture (model.h). */
 struct capture_meta;
 struct capture_stats;
-struct replay_sink;
+struct bus_sink;
 struct profile_agg;
 struct profile_agg *profile_agg_new(struct profile *p, const struct capture_meta *m);
 /* Keep only the slices (and [memory] records) that begin in a step s
@@ -159,7 +159,7 @@ struct steps;
 struct step_schedule;
 void profile_agg_window(struct profile_agg *a, const struct steps *st,
 			const struct step_schedule *s);
-struct replay_sink profile_agg_sink(struct profile_agg *a);
+struct bus_sink profile_agg_sink(struct profile_agg *a);
 void profile_agg_free(struct profile_agg *a);
 /* After the rows: names from the capture's op table, pids, duration,
  * drops, exit mode and the GPU note (gpu_reached device records reached an

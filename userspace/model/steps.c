@@ -189,7 +189,7 @@ struct cap_ctx {
 	struct steps *st;
 };
 
-static int cap_record(void *vc, const struct rec_hdr *h)
+static int cap_record(void *vc, const struct rec_hdr *h, size_t size)
 {
 	struct cap_ctx *c = vc;
 	const struct rec_op *o = (const void *)h;
@@ -207,8 +207,8 @@ static int cap_record(void *vc, const struct rec_hdr *h)
 int steps_from_capture(struct capture_reader *r, const char *label, struct steps *st)
 {
 	struct cap_ctx c = { .m = capture_reader_meta(r), .label = label, .st = st };
-	struct replay_sink sink = { REPLAY_TYPE(REC_OP_EXIT), cap_record, NULL, &c };
-	int err = capture_replay(r, &sink, 1);
+	struct bus_sink sink = { BUS_TYPE(REC_OP_EXIT), cap_record, NULL, &c };
+	int err = capture_replay_sink(r, sink);
 
 	return err ? err : steps_flush(st);
 }
@@ -350,7 +350,7 @@ int step_stats_from_capture(struct capture_reader *r, const struct steps *st,
 {
 	static const struct timeline_ops ops = { .slice_end = stats_slice_end };
 	struct timeline_sink_ctx d = { 0 };
-	struct replay_sink sink;
+	struct bus_sink sink;
 	int err = step_stats_init(ss, st);
 
 	if (err || !ss->n)
@@ -359,7 +359,7 @@ int step_stats_from_capture(struct capture_reader *r, const struct steps *st,
 	if (!d.tl)
 		return -ENOMEM;
 	sink = timeline_sink(&d);
-	err = capture_replay(r, &sink, 1);
+	err = capture_replay_sink(r, sink);
 	timeline_free(d.tl);
 	if (!err)
 		step_stats_finish(ss);

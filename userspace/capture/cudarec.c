@@ -1,0 +1,97 @@
+/* cudarec.c - capture stage: host CUDA and allocator records -> events
+ * (see cudarec.h). */
+#include <string.h>
+#include "cudarec.h"
+
+bool cuda_rec_host_ns(const struct rec_hdr *h, uint64_t *ns)
+{
+	*ns = 0;
+	switch (h->type) {
+	case REC_SYNC:
+		*ns = ((const struct rec_sync *)h)->dur_ns;
+		return true;
+	case REC_MEMOP: {
+		const struct rec_memop *r = (const void *)h;
+
+		*ns = r->dur_ns;
+		/* before return timing: only the synchronous ones */
+		return (r->flags & MEMOP_TIMED) || r->api == CU_cudaMemcpy ||
+		       r->api == CU_cudaMemset;
+	}
+	case REC_LAUNCH:
+		if (h->size < sizeof(struct rec_launch))
+			return false;
+		*ns = ((const struct rec_launch *)h)->dur_ns;
+		return *ns != 0;
+	case REC_ALLOC:
+		if (h->size < sizeof(struct rec_alloc))
+			return false;
+		*ns = ((const struct rec_alloc *)h)->dur_ns;
+		return *ns != 0;
+	}
+	return false;
+}
+
+static void decode_launch(const struct rec_launch *l, struct cuda_ev *ev)
+{
+	ev->api = l->api;
+	ev->func = l->func;
+	ev->stream = l->stream;
+	memcpy(ev->grid, l->grid, sizeof(ev->grid));
+	memcpy(ev->block, l->block, sizeof(ev->block));
+	ev->shmem = l->shmem;
+}
+
+static void decode_mem(const struct rec_mem *m, struct cuda_ev *ev)
+{
+	ev->ptr = m->ptr;
+	ev->mem_bytes = m->bytes;
+	ev->dev_type = m->dev_type;
+	ev->dev_index = m->dev_index;
+}
+
+bool cuda_ev_decode(const struct rec_hdr *h, struct cuda_ev *ev)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->tid = h->tid;
+	ev->ts_ns = h->ts_ns;
+	switch (h->type) {
+	case REC_LAUNCH:
+		ev->kind = CEV_LAUNCH;
+		decode_launch((const void *)h, ev);
+		break;
+	case REC_MEMOP: {
+		const struct rec_memop *mo = (const void *)h;
+
+		ev->kind = CEV_MEMOP;
+		ev->api = mo->api;
+		ev->bytes = mo->bytes;
+		ev->stream = mo->stream;
+		ev->dir = mo->dir;
+		break;
+	}
+	case REC_SYNC:
+		ev->kind = CEV_SYNC;
+		ev->api = ((const struct rec_sync *)h)->api;
+		ev->handle = ((const struct rec_sync *)h)->handle;
+		break;
+	case REC_ALLOC:
+		ev->kind = CEV_ALLOC;
+		ev->api = ((const struct rec_alloc *)h)->api;
+		ev->ptr = ((const struct rec_alloc *)h)->ptr;
+		ev->bytes = ((const struct rec_alloc *)h)->bytes;
+		break;
+	case REC_MEM:
+		if (h->size < sizeof(struct rec_mem))
+			return false;
+		ev->kind = CEV_MEM;
+		decode_mem((const void *)h, ev);
+		break;
+	default:
+		return false;
+	}
+	/* every one of these has its pid right after the header */
+	memcpy(&ev->pid, h + 1, sizeof(ev->pid));
+	ev->timed = cuda_rec_host_ns(h, &ev->host_ns);
+	return true;
+}
