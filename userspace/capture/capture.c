@@ -518,6 +518,165 @@ static const char *const meta_names[] = {
 _Static_assert(sizeof(meta_names) / sizeof(meta_names[0]) == REC_META_MAX - REC_META_RUN,
 	       "a name per meta record type");
 
+/* One handler per META record kind: each reads its fields from c (c->bad
+ * set when they do not fit) into m.  0, or what adding them returned. */
+static int meta_run(struct mcur *c, struct capture_meta *m)
+{
+	struct capture_run *ru = &m->run;
+	ru->start_mono_ns = c_u64(c);
+	ru->start_real_ns = c_u64(c);
+	ru->mode = c_u32(c);
+	ru->probes_attached = c_u32(c);
+	uint32_t n = c_u32(c);
+	if (c->bad || n > (size_t)(c->end - c->p) / 4) {
+		c->bad = true;
+		return 0;
+	}
+	free(ru->pids);
+	ru->pids = calloc(n ? n : 1, 4);
+	if (!ru->pids)
+		return -ENOMEM;
+	ru->npids = n;
+	for (uint32_t i = 0; i < n; i++)
+		ru->pids[i] = c_u32(c);
+	ru->tbpf_version = c_str(c, m);
+	ru->host = c_str(c, m);
+	ru->present = true;
+	return 0;
+}
+
+static int meta_process(struct mcur *c, struct capture_meta *m)
+{
+	uint32_t pid = c_u32(c);
+	const char *comm = c_str(c, m), *cmd = c_str(c, m), *torch = NULL;
+	int err = 0;
+
+	/* the torch version: optional (a zero pad reads as "") */
+	if (!c->bad && c->end - c->p >= 4)
+		torch = c_str(c, m);
+	if (!c->bad)
+		err = capture_meta_add_process(m, pid, comm, cmd);
+	if (!c->bad && !err && torch)
+		m->procs[m->nprocs - 1].torch = torch;
+	return err;
+}
+
+static int meta_thread(struct mcur *c, struct capture_meta *m)
+{
+	uint32_t pid = c_u32(c), tid = c_u32(c);
+	const char *name = c_str(c, m);
+	if (!c->bad)
+		return capture_meta_add_thread(m, pid, tid, name);
+	return 0;
+}
+
+static int meta_op(struct mcur *c, struct capture_meta *m)
+{
+	uint32_t id = c_u32(c);
+	const char *name = c_str(c, m), *ov = c_str(c, m);
+	if (!c->bad)
+		return capture_meta_add_op(m, id, name, ov);
+	return 0;
+}
+
+static int meta_stack(struct mcur *c, struct capture_meta *m)
+{
+	uint32_t pid = c_u32(c);
+	uint64_t id = c_u64(c);
+	uint32_t n = c_u32(c);
+	int err = 0;
+	/* each frame takes at least 24 bytes */
+	if (c->bad || n > (size_t)(c->end - c->p) / 24) {
+		c->bad = true;
+		return 0;
+	}
+	struct capture_frame *f = calloc(n ? n : 1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n && !c->bad; i++) {
+		f[i].kind = c_u32(c);
+		f[i].line = c_u32(c);
+		f[i].name = c_str(c, m);
+		f[i].file = c_str(c, m);
+		f[i].class_name = c_str(c, m);
+		f[i].module_path = c_str(c, m);
+		if (f[i].kind < CF_PYTHON || f[i].kind > CF_OTHER)
+			c->bad = true;
+	}
+	if (!c->bad)
+		err = capture_meta_add_stack(m, pid, id, f, n);
+	free(f);
+	return err;
+}
+
+static int meta_srcloc(struct mcur *c, struct capture_meta *m)
+{
+	uint32_t pid = c_u32(c);
+	uint64_t id = c_u64(c);
+	uint32_t n = c_u32(c);
+	struct capture_srcentry *e;
+	int err = 0;
+
+	/* each entry takes at least 24 bytes */
+	if (c->bad || n > (size_t)(c->end - c->p) / 24) {
+		c->bad = true;
+		return 0;
+	}
+	e = calloc(n ? n : 1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n && !c->bad; i++) {
+		uint32_t kind = c_u32(c);
+		const char *text;
+
+		e[i].order = c_u32(c);
+		e[i].module = c_u64(c);
+		text = c_str(c, m);
+		e[i].cls = c_str(c, m);
+		e[i].text = kind == 1 ? text : NULL;
+		if (kind != 1 && kind != 2)
+			c->bad = true;
+	}
+	if (!c->bad)
+		err = capture_meta_add_srcstack(m, pid, id, e, n);
+	free(e);
+	return err;
+}
+
+static int meta_kernel(struct mcur *c, struct capture_meta *m)
+{
+	uint32_t pid = c_u32(c);
+	uint64_t addr = c_u64(c);
+	const char *name = c_str(c, m);
+	if (!c->bad)
+		return capture_meta_add_kernel(m, pid, addr, name);
+	return 0;
+}
+
+static int meta_end(struct mcur *c, struct capture_meta *m)
+{
+	struct capture_end *e = &m->end;
+	memset(e, 0, sizeof(*e));
+	e->duration_ns = c_u64(c);
+	e->flags = c_u32(c);
+	uint32_t n = c_u32(c);
+	for (uint32_t i = 0; i < n && !c->bad; i++) {
+		uint64_t v = c_u64(c);
+		if (i < REC_TYPE_MAX)
+			e->drops[i] = v;
+	}
+	n = c_u32(c);
+	for (uint32_t i = 0; i < n && !c->bad; i++) {
+		uint64_t v = c_u64(c);
+		if (i < CNT_MAX)
+			e->counters[i] = v;
+	}
+	e->exit_mode = c_str(c, m);
+	e->gpu_note = c_str(c, m);
+	e->present = !c->bad;
+	return 0;
+}
+
 static int load_meta(struct capture_reader *r, const struct rec_hdr *h, uint64_t at)
 {
 	struct capture_meta *m = &r->meta;
@@ -525,144 +684,14 @@ static int load_meta(struct capture_reader *r, const struct rec_hdr *h, uint64_t
 	int err = 0;
 
 	switch (h->type) {
-	case REC_META_RUN: {
-		struct capture_run *ru = &m->run;
-		ru->start_mono_ns = c_u64(&c);
-		ru->start_real_ns = c_u64(&c);
-		ru->mode = c_u32(&c);
-		ru->probes_attached = c_u32(&c);
-		uint32_t n = c_u32(&c);
-		if (c.bad || n > (size_t)(c.end - c.p) / 4) {
-			c.bad = true;
-			break;
-		}
-		free(ru->pids);
-		ru->pids = calloc(n ? n : 1, 4);
-		if (!ru->pids)
-			return -ENOMEM;
-		ru->npids = n;
-		for (uint32_t i = 0; i < n; i++)
-			ru->pids[i] = c_u32(&c);
-		ru->tbpf_version = c_str(&c, m);
-		ru->host = c_str(&c, m);
-		ru->present = true;
-		break;
-	}
-	case REC_META_PROCESS: {
-		uint32_t pid = c_u32(&c);
-		const char *comm = c_str(&c, m), *cmd = c_str(&c, m), *torch = NULL;
-
-		/* the torch version: optional (a zero pad reads as "") */
-		if (!c.bad && c.end - c.p >= 4)
-			torch = c_str(&c, m);
-		if (!c.bad)
-			err = capture_meta_add_process(m, pid, comm, cmd);
-		if (!c.bad && !err && torch)
-			m->procs[m->nprocs - 1].torch = torch;
-		break;
-	}
-	case REC_META_THREAD: {
-		uint32_t pid = c_u32(&c), tid = c_u32(&c);
-		const char *name = c_str(&c, m);
-		if (!c.bad)
-			err = capture_meta_add_thread(m, pid, tid, name);
-		break;
-	}
-	case REC_META_OP: {
-		uint32_t id = c_u32(&c);
-		const char *name = c_str(&c, m), *ov = c_str(&c, m);
-		if (!c.bad)
-			err = capture_meta_add_op(m, id, name, ov);
-		break;
-	}
-	case REC_META_STACK: {
-		uint32_t pid = c_u32(&c);
-		uint64_t id = c_u64(&c);
-		uint32_t n = c_u32(&c);
-		/* each frame takes at least 24 bytes */
-		if (c.bad || n > (size_t)(c.end - c.p) / 24) {
-			c.bad = true;
-			break;
-		}
-		struct capture_frame *f = calloc(n ? n : 1, sizeof(*f));
-		if (!f)
-			return -ENOMEM;
-		for (uint32_t i = 0; i < n && !c.bad; i++) {
-			f[i].kind = c_u32(&c);
-			f[i].line = c_u32(&c);
-			f[i].name = c_str(&c, m);
-			f[i].file = c_str(&c, m);
-			f[i].class_name = c_str(&c, m);
-			f[i].module_path = c_str(&c, m);
-			if (f[i].kind < CF_PYTHON || f[i].kind > CF_OTHER)
-				c.bad = true;
-		}
-		if (!c.bad)
-			err = capture_meta_add_stack(m, pid, id, f, n);
-		free(f);
-		break;
-	}
-	case REC_META_SRCLOC: {
-		uint32_t pid = c_u32(&c);
-		uint64_t id = c_u64(&c);
-		uint32_t n = c_u32(&c);
-		struct capture_srcentry *e;
-
-		/* each entry takes at least 24 bytes */
-		if (c.bad || n > (size_t)(c.end - c.p) / 24) {
-			c.bad = true;
-			break;
-		}
-		e = calloc(n ? n : 1, sizeof(*e));
-		if (!e)
-			return -ENOMEM;
-		for (uint32_t i = 0; i < n && !c.bad; i++) {
-			uint32_t kind = c_u32(&c);
-			const char *text;
-
-			e[i].order = c_u32(&c);
-			e[i].module = c_u64(&c);
-			text = c_str(&c, m);
-			e[i].cls = c_str(&c, m);
-			e[i].text = kind == 1 ? text : NULL;
-			if (kind != 1 && kind != 2)
-				c.bad = true;
-		}
-		if (!c.bad)
-			err = capture_meta_add_srcstack(m, pid, id, e, n);
-		free(e);
-		break;
-	}
-	case REC_META_KERNEL: {
-		uint32_t pid = c_u32(&c);
-		uint64_t addr = c_u64(&c);
-		const char *name = c_str(&c, m);
-		if (!c.bad)
-			err = capture_meta_add_kernel(m, pid, addr, name);
-		break;
-	}
-	case REC_META_END: {
-		struct capture_end *e = &m->end;
-		memset(e, 0, sizeof(*e));
-		e->duration_ns = c_u64(&c);
-		e->flags = c_u32(&c);
-		uint32_t n = c_u32(&c);
-		for (uint32_t i = 0; i < n && !c.bad; i++) {
-			uint64_t v = c_u64(&c);
-			if (i < REC_TYPE_MAX)
-				e->drops[i] = v;
-		}
-		n = c_u32(&c);
-		for (uint32_t i = 0; i < n && !c.bad; i++) {
-			uint64_t v = c_u64(&c);
-			if (i < CNT_MAX)
-				e->counters[i] = v;
-		}
-		e->exit_mode = c_str(&c, m);
-		e->gpu_note = c_str(&c, m);
-		e->present = !c.bad;
-		break;
-	}
+	case REC_META_RUN: err = meta_run(&c, m); break;
+	case REC_META_PROCESS: err = meta_process(&c, m); break;
+	case REC_META_THREAD: err = meta_thread(&c, m); break;
+	case REC_META_OP: err = meta_op(&c, m); break;
+	case REC_META_STACK: err = meta_stack(&c, m); break;
+	case REC_META_SRCLOC: err = meta_srcloc(&c, m); break;
+	case REC_META_KERNEL: err = meta_kernel(&c, m); break;
+	case REC_META_END: err = meta_end(&c, m); break;
 	}
 	if (err)
 		return err;

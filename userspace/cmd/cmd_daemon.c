@@ -115,33 +115,38 @@ static int label_opt(char *arg, struct daemon_opts *o, char **err)
 	return 0;
 }
 
-int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
-{
-	enum { O_PPROF = 256, O_KEEP, O_PUSH, O_LABEL, O_TOP, O_BUDGET, O_APP, O_NO_CUDA, O_MEMORY,
-	       O_INPROC, O_INJECT, O_INJECT_FORCE };
-	static const struct option longopts[] = {
-		{ "listen", required_argument, NULL, 'l' },
-		{ "window", required_argument, NULL, 'w' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "pprof-dir", required_argument, NULL, O_PPROF },
-		{ "keep", required_argument, NULL, O_KEEP },
-		{ "push", required_argument, NULL, O_PUSH },
-		{ "app", required_argument, NULL, O_APP },
-		{ "label", required_argument, NULL, O_LABEL },
-		{ "top", required_argument, NULL, O_TOP },
-		{ "max-overhead", required_argument, NULL, O_BUDGET },
-		SELECT_LONGOPTS,
-		{ "no-cuda", no_argument, NULL, O_NO_CUDA },
-		{ "profile-memory", no_argument, NULL, O_MEMORY },
-		{ "inproc", no_argument, NULL, O_INPROC },
-		{ "inject", no_argument, NULL, O_INJECT },
-		{ "inject-force", no_argument, NULL, O_INJECT_FORCE },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	int c;
+enum { O_PPROF = 256, O_KEEP, O_PUSH, O_LABEL, O_TOP, O_BUDGET, O_APP, O_NO_CUDA, O_MEMORY,
+       O_INPROC, O_INJECT, O_INJECT_FORCE };
 
+static const struct option daemon_longopts[] = {
+	{ "listen", required_argument, NULL, 'l' },
+	{ "window", required_argument, NULL, 'w' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "pprof-dir", required_argument, NULL, O_PPROF },
+	{ "keep", required_argument, NULL, O_KEEP },
+	{ "push", required_argument, NULL, O_PUSH },
+	{ "app", required_argument, NULL, O_APP },
+	{ "label", required_argument, NULL, O_LABEL },
+	{ "top", required_argument, NULL, O_TOP },
+	{ "max-overhead", required_argument, NULL, O_BUDGET },
+	SELECT_LONGOPTS,
+	{ "no-cuda", no_argument, NULL, O_NO_CUDA },
+	{ "profile-memory", no_argument, NULL, O_MEMORY },
+	{ "inproc", no_argument, NULL, O_INPROC },
+	{ "inject", no_argument, NULL, O_INJECT },
+	{ "inject-force", no_argument, NULL, O_INJECT_FORCE },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+/* What an option handler returns when c is none of its options. */
+#define OPT_NOT_MINE (-1)
+
+/* The defaults, and room for argc labels and pids.  0 or
+ * TBPF_EXIT_ERROR with *err. */
+static int daemon_defaults(int argc, struct daemon_opts *o, char **err)
+{
 	memset(o, 0, sizeof(*o));
 	o->window_ns = 10000000000ULL;
 	o->keep = 10;
@@ -154,109 +159,122 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 		*err = strf("out of memory");
 		return TBPF_EXIT_ERROR;
 	}
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":l:w:d:p:vh", longopts, NULL)) != -1) {
-		char *end;
-		int taken = select_opt(c, optarg, &o->sel, (size_t)argc, err);
+	return 0;
+}
 
-		if (taken < 0)
-			return TBPF_EXIT_USAGE;
-		if (taken)
-			continue;
-		switch (c) {
-		case 'l':
-			o->listen = optarg;
-			break;
-		case 'w':
-			if (parse_duration(optarg, &o->window_ns) || o->window_ns < 100000000ULL) {
-				*err = strf("invalid --window '%s' (at least 100ms; examples: 10s, 1m)",
-					    optarg);
-				return TBPF_EXIT_USAGE;
-			}
-			break;
-		case 'd':
-			if (parse_duration(optarg, &o->duration_ns) || !o->duration_ns) {
-				*err = strf("invalid --duration '%s'", optarg);
-				return TBPF_EXIT_USAGE;
-			}
-			break;
-		case O_PPROF:
-			o->pprof_dir = optarg;
-			break;
-		case O_KEEP: {
-			long v;
+/* Where the windows go and what they hold: --listen, --window,
+ * --duration, --pprof-dir, --keep, --push, --app, --label, --top.  0,
+ * TBPF_EXIT_USAGE with *err, or OPT_NOT_MINE. */
+static int daemon_output_opt(int c, char *arg, struct daemon_opts *o, char **err)
+{
+	long v;
 
-			if (long_in(optarg, 1, 1000000, &v)) {
-				*err = strf("invalid --keep '%s'", optarg);
-				return TBPF_EXIT_USAGE;
-			}
-			o->keep = (unsigned)v;
-			break;
-		}
-		case O_PUSH:
-			o->push_url = optarg;
-			break;
-		case O_APP:
-			o->app = optarg;
-			break;
-		case O_LABEL:
-			if (label_opt(optarg, o, err))
-				return TBPF_EXIT_USAGE;
-			break;
-		case O_TOP: {
-			long v;
-
-			if (long_in(optarg, 1, 10000, &v)) {
-				*err = strf("invalid --top '%s'", optarg);
-				return TBPF_EXIT_USAGE;
-			}
-			o->top_n = (size_t)v;
-			break;
-		}
-		case O_BUDGET: {
-			double v = strtod(optarg, &end);
-
-			if (end == optarg || (*end && strcmp(end, "%")) || v <= 0 || v >= 100) {
-				*err = strf("invalid --max-overhead '%s' (example: 1%%)", optarg);
-				return TBPF_EXIT_USAGE;
-			}
-			o->max_overhead = *end == '%' ? v / 100 : (v < 1 ? v : v / 100);
-			break;
-		}
-		case O_MEMORY:
-			o->memory = true;
-			break;
-		case O_NO_CUDA:
-			o->no_cuda = true;
-			break;
-		case O_INPROC:
-			o->inproc = true;
-			break;
-		case O_INJECT_FORCE:
-			o->inject_force = true;
-			/* fall through */
-		case O_INJECT:
-			o->inject = true;
-			break;
-		case 'v':
-			o->verbose++;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 1;
-		case ':':
-			*err = strf("option '%s' needs a value", argv[optind - 1]);
-			return TBPF_EXIT_USAGE;
-		default:
-			*err = strf("unknown option '%s'", argv[optind - 1]);
+	switch (c) {
+	case 'l':
+		o->listen = arg;
+		return 0;
+	case 'w':
+		if (parse_duration(arg, &o->window_ns) || o->window_ns < 100000000ULL) {
+			*err = strf("invalid --window '%s' (at least 100ms; examples: 10s, 1m)", arg);
 			return TBPF_EXIT_USAGE;
 		}
+		return 0;
+	case 'd':
+		if (parse_duration(arg, &o->duration_ns) || !o->duration_ns) {
+			*err = strf("invalid --duration '%s'", arg);
+			return TBPF_EXIT_USAGE;
+		}
+		return 0;
+	case O_PPROF:
+		o->pprof_dir = arg;
+		return 0;
+	case O_KEEP:
+		if (long_in(arg, 1, 1000000, &v)) {
+			*err = strf("invalid --keep '%s'", arg);
+			return TBPF_EXIT_USAGE;
+		}
+		o->keep = (unsigned)v;
+		return 0;
+	case O_PUSH:
+		o->push_url = arg;
+		return 0;
+	case O_APP:
+		o->app = arg;
+		return 0;
+	case O_LABEL:
+		return label_opt(arg, o, err) ? TBPF_EXIT_USAGE : 0;
+	case O_TOP:
+		if (long_in(arg, 1, 10000, &v)) {
+			*err = strf("invalid --top '%s'", arg);
+			return TBPF_EXIT_USAGE;
+		}
+		o->top_n = (size_t)v;
+		return 0;
+	default:
+		return OPT_NOT_MINE;
 	}
-	if (optind < argc) {
-		*err = strf("unexpected argument '%s'", argv[optind]);
+}
+
+/* --max-overhead P: "1%" is a percentage; a bare number is a fraction
+ * below 1, else a percentage.  0 or TBPF_EXIT_USAGE with *err. */
+static int budget_opt(const char *arg, struct daemon_opts *o, char **err)
+{
+	char *end;
+	double v = strtod(arg, &end);
+
+	if (end == arg || (*end && strcmp(end, "%")) || v <= 0 || v >= 100) {
+		*err = strf("invalid --max-overhead '%s' (example: 1%%)", arg);
 		return TBPF_EXIT_USAGE;
 	}
+	o->max_overhead = *end == '%' ? v / 100 : (v < 1 ? v : v / 100);
+	return 0;
+}
+
+/* How the processes are probed, and the rest: --max-overhead,
+ * --profile-memory, --no-cuda, --inproc, --inject, --inject-force,
+ * --verbose, --help (1 after the usage), and getopt's missing values and
+ * unknown options (TBPF_EXIT_USAGE with *err). */
+static int daemon_mode_opt(int c, char **argv, struct daemon_opts *o, char **err)
+{
+	switch (c) {
+	case O_BUDGET:
+		return budget_opt(optarg, o, err);
+	case O_MEMORY:
+		o->memory = true;
+		return 0;
+	case O_NO_CUDA:
+		o->no_cuda = true;
+		return 0;
+	case O_INPROC:
+		o->inproc = true;
+		return 0;
+	case O_INJECT_FORCE:
+		o->inject_force = true;
+		/* fall through */
+	case O_INJECT:
+		o->inject = true;
+		return 0;
+	case 'v':
+		o->verbose++;
+		return 0;
+	case 'h':
+		fputs(usage, stdout);
+		return 1;
+	case ':':
+		*err = strf("option '%s' needs a value", argv[optind - 1]);
+		return TBPF_EXIT_USAGE;
+	default:
+		*err = strf("unknown option '%s'", argv[optind - 1]);
+		return TBPF_EXIT_USAGE;
+	}
+}
+
+/* The options that exclude each other, then the outputs checked before
+ * the probes load: a daemon that would fail at its first window, or run
+ * without the server asked for, says so now.  0 or TBPF_EXIT_USAGE with
+ * *err. */
+static int daemon_check(const struct daemon_opts *o, char **err)
+{
 	if (o->inproc && (!o->sel.npids || o->sel.comm || o->sel.cgroup)) {
 		*err = strf("--inproc loads the agent into the processes you name: use --pid "
 			    "(no system-wide scan, --comm or --cgroup)");
@@ -287,13 +305,39 @@ int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
 		*err = strf("--max-overhead duty-cycles probes in infer mode; drop --exits");
 		return TBPF_EXIT_USAGE;
 	}
-	/* before the probes load: a daemon that would fail at its first
-	 * window, or run without the server asked for, says so now */
 	if ((o->listen && validate_listen(o->listen, err)) ||
 	    (o->push_url && validate_url(o->push_url, err)) ||
 	    (o->pprof_dir && validate_out_dir("--pprof-dir", o->pprof_dir, false, err)))
 		return TBPF_EXIT_USAGE;
 	return 0;
+}
+
+int daemon_parse(int argc, char **argv, struct daemon_opts *o, char **err)
+{
+	int c, rc = daemon_defaults(argc, o, err);
+
+	if (rc)
+		return rc;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":l:w:d:p:vh", daemon_longopts, NULL)) != -1) {
+		int taken = select_opt(c, optarg, &o->sel, (size_t)argc, err);
+
+		if (taken < 0)
+			return TBPF_EXIT_USAGE;
+		if (taken)
+			continue;
+		rc = daemon_output_opt(c, optarg, o, err);
+		if (rc == OPT_NOT_MINE)
+			rc = daemon_mode_opt(c, argv, o, err);
+		if (rc)
+			return rc;
+	}
+	if (optind < argc) {
+		*err = strf("unexpected argument '%s'", argv[optind]);
+		return TBPF_EXIT_USAGE;
+	}
+	return daemon_check(o, err);
 }
 
 int cmd_daemon(int argc, char **argv)

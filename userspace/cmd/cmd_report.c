@@ -323,37 +323,120 @@ static int report_check_paths(const char *out, const char *tensorboard)
 	return 0;
 }
 
-int cmd_report(int argc, char **argv)
+static const struct option report_longopts[] = {
+	{ "format", required_argument, NULL, 'f' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "sort", required_argument, NULL, 's' },
+	{ "row-limit", required_argument, NULL, 'n' },
+	{ "by-overload", no_argument, NULL, 'O' },
+	{ "group-by-input-shape", no_argument, NULL, 'S' },
+	{ "with-flops", no_argument, NULL, 'F' },
+	{ "group-by-stack", required_argument, NULL, 'G' },
+	{ "ops", no_argument, NULL, 'P' },
+	{ "min-pct", required_argument, NULL, 'm' },
+	{ "layer-filter", required_argument, NULL, 'L' },
+	{ "merge", no_argument, NULL, 'M' },
+	{ "metric", required_argument, NULL, 'T' },
+	{ "help", no_argument, NULL, 'h' },
+	STEP_LONGOPTS,
+	{ 0 },
+};
+
+/* What `tbpf report` was asked: the options, then the format they name. */
+struct report_args {
+	struct export_opts o;
+	struct tree_opts tro;
+	struct step_opts so;
+	const char *format, *out;
+	int fmt;
+};
+
+/* What a parse step returns when the command goes on; anything else is
+ * its exit status, the reason said on stderr (or the usage on stdout). */
+#define REPORT_GO_ON (-1)
+
+/* One option (getopt's c, its optarg): REPORT_GO_ON, 0 after --help, or 2. */
+static int report_opt(int c, char **argv, struct report_args *a)
 {
-	static const struct option opts[] = {
-		{ "format", required_argument, NULL, 'f' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "sort", required_argument, NULL, 's' },
-		{ "row-limit", required_argument, NULL, 'n' },
-		{ "by-overload", no_argument, NULL, 'O' },
-		{ "group-by-input-shape", no_argument, NULL, 'S' },
-		{ "with-flops", no_argument, NULL, 'F' },
-		{ "group-by-stack", required_argument, NULL, 'G' },
-		{ "ops", no_argument, NULL, 'P' },
-		{ "min-pct", required_argument, NULL, 'm' },
-		{ "layer-filter", required_argument, NULL, 'L' },
-		{ "merge", no_argument, NULL, 'M' },
-		{ "metric", required_argument, NULL, 'T' },
-		{ "help", no_argument, NULL, 'h' },
-		STEP_LONGOPTS,
-		{ 0 },
-	};
-	struct export_opts o = { 0 };
-	struct tree_opts tro = { 0 };
-	struct step_opts so = { 0 };
+	struct export_opts *o = &a->o;
+	struct tree_opts *tro = &a->tro;
+
+	switch (c) {
+	case 'f': a->format = optarg; break;
+	case 'o': a->out = optarg; break;
+	case 's': o->sort = optarg; break;
+	case 'n': {
+		char *end;
+		errno = 0;
+		long v = strtol(optarg, &end, 10);
+		if (errno || *end || !*optarg || v == 0 || v < -1) {
+			fprintf(stderr, "tbpf report: --row-limit wants a positive number or -1, not '%s'\n", optarg);
+			return 2;
+		}
+		o->row_limit = v;
+		break;
+	}
+	case 'O': o->by_overload = true; break;
+	case 'S': o->by_shape = true; break;
+	case 'F': o->with_flops = true; break;
+	case 'G': {
+		char *end;
+		long v = strtol(optarg, &end, 10);
+
+		if (*end || end == optarg || v < 1 || v > 32) {
+			fprintf(stderr, "tbpf report: invalid --group-by-stack '%s' (frames, "
+				"1 .. 32)\n", optarg);
+			return 2;
+		}
+		o->stack_n = (unsigned)v;
+		break;
+	}
+	case 'P': tro->ops = 1; break;
+	case 'L': tro->filter = optarg; break;
+	case 'm': {
+		char *end;
+		double v = strtod(optarg, &end);
+
+		if (*end || end == optarg || !(v >= 0 && v <= 100)) {
+			fprintf(stderr, "tbpf report: invalid --min-pct '%s' (0-100)\n", optarg);
+			return 2;
+		}
+		tro->min_pct = v;
+		break;
+	}
+	case 'M': o->merge = true; break;
+	case 'T': {
+		int e = export_metric_parse(optarg, &o->metric_count);
+
+		if (e) {
+			fprintf(stderr, "tbpf report: --metric %s: %s\n", optarg,
+				e == -ENOTSUP ? "not available: the stacks carry no device times yet"
+					      : "unknown (self_cpu_time_total, count)");
+			return 2;
+		}
+		break;
+	}
+	case 'h': fputs(usage, stdout); return 0;
+	default:
+		if (optopt)
+			fprintf(stderr, "tbpf report: bad or incomplete option '-%c' (see tbpf report --help)\n", optopt);
+		else
+			fprintf(stderr, "tbpf report: unknown option '%s' (see tbpf report --help)\n", argv[optind - 1]);
+		return 2;
+	}
+	return REPORT_GO_ON;
+}
+
+/* The options and the one capture file, argv[optind] after it. */
+static int report_parse(int argc, char **argv, struct report_args *a)
+{
 	char *why = NULL;
-	const char *format = NULL, *out = NULL;
 	int c;
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "f:o:s:n:h", opts, NULL)) != -1) {
-		int taken = step_opt(c, optarg, &so, &why);
+	while ((c = getopt_long(argc, argv, "f:o:s:n:h", report_longopts, NULL)) != -1) {
+		int taken = step_opt(c, optarg, &a->so, &why), rc;
 
 		if (taken < 0) {
 			fprintf(stderr, "tbpf report: %s\n", why);
@@ -362,69 +445,9 @@ int cmd_report(int argc, char **argv)
 		}
 		if (taken)
 			continue;
-		switch (c) {
-		case 'f': format = optarg; break;
-		case 'o': out = optarg; break;
-		case 's': o.sort = optarg; break;
-		case 'n': {
-			char *end;
-			errno = 0;
-			long v = strtol(optarg, &end, 10);
-			if (errno || *end || !*optarg || v == 0 || v < -1) {
-				fprintf(stderr, "tbpf report: --row-limit wants a positive number or -1, not '%s'\n", optarg);
-				return 2;
-			}
-			o.row_limit = v;
-			break;
-		}
-		case 'O': o.by_overload = true; break;
-		case 'S': o.by_shape = true; break;
-		case 'F': o.with_flops = true; break;
-		case 'G': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-
-			if (*end || end == optarg || v < 1 || v > 32) {
-				fprintf(stderr, "tbpf report: invalid --group-by-stack '%s' (frames, "
-					"1 .. 32)\n", optarg);
-				return 2;
-			}
-			o.stack_n = (unsigned)v;
-			break;
-		}
-		case 'P': tro.ops = 1; break;
-		case 'L': tro.filter = optarg; break;
-		case 'm': {
-			char *end;
-			double v = strtod(optarg, &end);
-
-			if (*end || end == optarg || !(v >= 0 && v <= 100)) {
-				fprintf(stderr, "tbpf report: invalid --min-pct '%s' (0-100)\n", optarg);
-				return 2;
-			}
-			tro.min_pct = v;
-			break;
-		}
-		case 'M': o.merge = true; break;
-		case 'T': {
-			int e = export_metric_parse(optarg, &o.metric_count);
-
-			if (e) {
-				fprintf(stderr, "tbpf report: --metric %s: %s\n", optarg,
-					e == -ENOTSUP ? "not available: the stacks carry no device times yet"
-						      : "unknown (self_cpu_time_total, count)");
-				return 2;
-			}
-			break;
-		}
-		case 'h': fputs(usage, stdout); return 0;
-		default:
-			if (optopt)
-				fprintf(stderr, "tbpf report: bad or incomplete option '-%c' (see tbpf report --help)\n", optopt);
-			else
-				fprintf(stderr, "tbpf report: unknown option '%s' (see tbpf report --help)\n", argv[optind - 1]);
-			return 2;
-		}
+		rc = report_opt(c, argv, a);
+		if (rc != REPORT_GO_ON)
+			return rc;
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "tbpf report: no capture file given (see tbpf report --help)\n");
@@ -434,61 +457,103 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "tbpf report: one capture file at a time, got '%s' too\n", argv[optind + 1]);
 		return 2;
 	}
+	return REPORT_GO_ON;
+}
+
+/* The format (from -o's name without --format), and what goes with it:
+ * the sort key, the output paths, no binary output onto a terminal. */
+static int report_resolve(struct report_args *a)
+{
+	const char *format = a->format, *out = a->out;
+	const struct export_opts *o = &a->o;
+	enum tree_sort ts;
+	int fmt;
+
 	/* -o x.svg without --format: the flame graph */
 	if (!format)
 		format = export_format_for_path(out) >= 0 ? export_format_name(export_format_for_path(out))
 							  : "table";
-	int fmt = !strcmp(format, "tree") ? REPORT_TREE : export_format_parse(format);
-	enum tree_sort ts;
+	a->format = format;
+	fmt = a->fmt = !strcmp(format, "tree") ? REPORT_TREE : export_format_parse(format);
 	if (fmt < 0) {
 		fprintf(stderr, "tbpf report: unknown format '%s' (" EXPORT_FORMAT_LIST ")\n", format);
 		return 2;
 	}
-	if (fmt == REPORT_TREE && o.sort && tree_sort_parse(o.sort, &ts)) {
-		fprintf(stderr, "tbpf report: --sort %s is not a tree column (" TREE_SORT_KEYS ")\n", o.sort);
+	if (fmt == REPORT_TREE && o->sort && tree_sort_parse(o->sort, &ts)) {
+		fprintf(stderr, "tbpf report: --sort %s is not a tree column (" TREE_SORT_KEYS ")\n", o->sort);
 		return 2;
 	}
-	if (o.sort && fmt != REPORT_TREE && !profile_sort_key_valid(o.sort)) {
-		fprintf(stderr, "tbpf report: unknown sort key '%s' (see tbpf report --help)\n", o.sort);
+	if (o->sort && fmt != REPORT_TREE && !profile_sort_key_valid(o->sort)) {
+		fprintf(stderr, "tbpf report: unknown sort key '%s' (see tbpf report --help)\n", o->sort);
 		return 2;
 	}
-	if (report_check_paths(out, so.tensorboard))
+	if (report_check_paths(out, a->so.tensorboard))
 		return 2;
 	if (export_format_binary(fmt) && (!out || !strcmp(out, "-")) && isatty(STDOUT_FILENO)) {
 		fprintf(stderr, "tbpf report: %s output is binary; give -o FILE or redirect stdout\n", format);
 		return 2;
 	}
+	return REPORT_GO_ON;
+}
+
+/* What the reader found that the report cannot show, after it. */
+static void report_notes(const struct export_summary *sum, int fmt, const char *path,
+			 const char *out)
+{
+	if (sum->events_dropped)
+		fprintf(stderr, "tbpf report: %llu events were dropped while recording (ring buffer full); "
+			"rerun with a larger --ring-size\n", (unsigned long long)sum->events_dropped);
+	if (sum->mem_frees_before)
+		fprintf(stderr, "tbpf report: memory: %llu frees of memory allocated before tbpf "
+			"attached were not charged to any op\n", (unsigned long long)sum->mem_frees_before);
+	if (sum->mem_map_full)
+		fprintf(stderr, "tbpf report: memory: %llu allocations were not tracked (allocation "
+			"map full); record again with a larger --mem-map-size\n",
+			(unsigned long long)sum->mem_map_full);
+	if (!sum->complete)
+		fprintf(stderr, "tbpf report: %s has no end record (recording was cut short); "
+			"what was recorded is reported\n", path);
+	if (fmt == EXPORT_CHROME && sum->out_bytes > (256ull << 20))
+		fprintf(stderr, "tbpf report: %s is %llu MB; chrome://tracing loads up to ~256 MB, "
+			"use --format perfetto for ui.perfetto.dev\n", out, (unsigned long long)(sum->out_bytes >> 20));
+}
+
+/* Open the capture at path and write the report: 0 or 1. */
+static int report_render(struct report_args *a, const char *path)
+{
+	struct export_opts *o = &a->o;
+	struct step_opts *so = &a->so;
+	const char *out = a->out;
 	char *msg = NULL;
 	struct export_summary sum;
-	tro.color = (!out || !strcmp(out, "-")) && tree_want_color(stdout);
-	o.tree = &tro;
-	o.step_label = so.label;
-	o.sched = so.sched.set ? &so.sched : NULL;
-	if (so.sched.set)   /* chrome: the first active cycle; --tensorboard: each */
-		o.step_window = steps_cycle(&so.sched, 0, &o.step_first, &o.step_count);
-	if (so.tensorboard)
-		return report_tensorboard(argv[optind], &o, &so);
-	int err = export_capture_ex(argv[optind], format, out, &o, &msg, &sum);
+	int err;
+
+	a->tro.color = (!out || !strcmp(out, "-")) && tree_want_color(stdout);
+	o->tree = &a->tro;
+	o->step_label = so->label;
+	o->sched = so->sched.set ? &so->sched : NULL;
+	if (so->sched.set)   /* chrome: the first active cycle; --tensorboard: each */
+		o->step_window = steps_cycle(&so->sched, 0, &o->step_first, &o->step_count);
+	if (so->tensorboard)
+		return report_tensorboard(path, o, so);
+	err = export_capture_ex(path, a->format, out, o, &msg, &sum);
 	if (err) {
 		fprintf(stderr, "tbpf report: %s\n", msg ? msg : strerror(-err));
 		free(msg);
 		return 1;
 	}
-	if (sum.events_dropped)
-		fprintf(stderr, "tbpf report: %llu events were dropped while recording (ring buffer full); "
-			"rerun with a larger --ring-size\n", (unsigned long long)sum.events_dropped);
-	if (sum.mem_frees_before)
-		fprintf(stderr, "tbpf report: memory: %llu frees of memory allocated before tbpf "
-			"attached were not charged to any op\n", (unsigned long long)sum.mem_frees_before);
-	if (sum.mem_map_full)
-		fprintf(stderr, "tbpf report: memory: %llu allocations were not tracked (allocation "
-			"map full); record again with a larger --mem-map-size\n",
-			(unsigned long long)sum.mem_map_full);
-	if (!sum.complete)
-		fprintf(stderr, "tbpf report: %s has no end record (recording was cut short); "
-			"what was recorded is reported\n", argv[optind]);
-	if (fmt == EXPORT_CHROME && sum.out_bytes > (256ull << 20))
-		fprintf(stderr, "tbpf report: %s is %llu MB; chrome://tracing loads up to ~256 MB, "
-			"use --format perfetto for ui.perfetto.dev\n", out, (unsigned long long)(sum.out_bytes >> 20));
+	report_notes(&sum, a->fmt, path, out);
 	return 0;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct report_args a = { 0 };
+	int rc = report_parse(argc, argv, &a);
+
+	if (rc == REPORT_GO_ON)
+		rc = report_resolve(&a);
+	if (rc == REPORT_GO_ON)
+		rc = report_render(&a, argv[optind]);
+	return rc;
 }

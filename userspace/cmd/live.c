@@ -799,6 +799,124 @@ static void warn_steps_unseen(const struct live_opts *o, struct session *s,
 		(unsigned long long)steps_bounds_needed(&o->steps.sched));
 }
 
+/* live_run_uprobes' state past session_open, shared with its steps */
+struct uprobe_run {
+	const struct session_config *cfg;
+	struct mem_model *mm;
+	struct steps_watch *sw;
+	const char *capture_path, *stop_reason;
+	struct capture_writer *cw;
+	struct live_dist ld;
+	struct live_procs lp;
+	struct tbpf_model model;
+	uint64_t counters[CNT_MAX], t_load, t_mono, last_scan, duration;
+	size_t written;
+	int render_rc;
+};
+
+/* Signals, the capture, the probes, the attached line and the capture's
+ * first records.  0, or the exit status after saying why. */
+static int uprobes_attach(const struct live_opts *o, struct session *s, struct uprobe_run *r)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	uint64_t t0, t_real, probes = 0;
+	uint32_t mode = 0;
+	int rc, err;
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	if (r->capture_path) {
+		r->cw = capture_writer_open(r->capture_path, &err);
+		if (!r->cw) {
+			fprintf(stderr, "tbpf: cannot create capture %s: %s\n", r->capture_path,
+				strerror(err ? -err : EIO));
+			return TBPF_EXIT_ERROR;
+		}
+		session_set_capture(s, r->cw);
+	}
+	/* nothing is recorded until every part is live (the CUDA probes
+	 * and the CUPTI agent come after the op probes) */
+	if (!r->cfg->system_wide)
+		session_entries(s, false);
+	rc = attach_pids(o, s, &t0);
+	if (rc)
+		return rc;
+	if (r->cfg->system_wide) {
+		session_scan(s);
+		r->last_scan = clock_ns(CLOCK_MONOTONIC);
+	}
+	r->t_mono = clock_ns(CLOCK_MONOTONIC);
+	t_real = clock_ns(CLOCK_REALTIME);
+	mode = (o->sel.exits != EXITS_INFER ? TBPF_MODE_EXITS : 0) | (r->cfg->record ? TBPF_MODE_RECORD : 0) |
+	       (o->memory ? TBPF_MODE_MEMORY : 0);
+	for (size_t i = 0; i < session_ntargets(s); i++)
+		probes += session_target(s, i)->nprobes;
+	session_entries(s, true);   /* before the line: counted from it on */
+	announce(o, s, probes, r->t_mono - t0, r->t_load, r->cfg->system_wide);
+	procs_scan(&r->lp, s);
+	if (r->cw) {
+		write_run_meta(r->cw, s, mode, r->t_mono, t_real);
+		write_target_meta(r->cw, s, 0, &r->lp);
+		r->written = session_ntargets(s);
+	}
+	dist_scan(&r->ld, s);
+	r->sw->after_ns = r->t_mono;   /* steps from the attached line on (steps_from_capture too) */
+	return 0;
+}
+
+/* After the poll: the maps read into r->model, the counters' lines, the
+ * capture's end, the report (r->render_rc).  The exit status. */
+static int uprobes_collect_render(const struct live_opts *o, struct session *s,
+				  struct uprobe_run *r)
+{
+	struct tbpf_model *model = &r->model;
+	uint64_t *counters = r->counters, probes = 0;
+	bool report_first;
+	int err;
+
+	/* The measurement ends now: read the maps before detaching, since
+	 * detaching (guard first, then entry probes) takes a while.  With
+	 * every target gone nothing more can arrive: the ring drained, the
+	 * report goes out before the teardown (session_close), but
+	 * with -v, whose guard statistics come from the guards' end. */
+	report_first = !o->verbose && !targets_alive(s);
+	profile_init(&model->prof);
+	if (report_first)
+		session_drain(s);
+	err = session_collect(s, &model->prof);
+	session_counters(s, counters);
+	if (!report_first)
+		session_detach_all(s);
+	if (err) {
+		fprintf(stderr, "tbpf: reading the BPF maps failed: %s\n", strerror(-err));
+		return TBPF_EXIT_ERROR;
+	}
+	report_counters(o, s, counters, r->stop_reason, r->duration);
+	if (o->memory && finish_memory(o, r->mm, counters, model))
+		return TBPF_EXIT_ERROR;
+	if (!model->prof.nops)
+		report_empty(s, counters, r->duration);
+	/* op probes added during the run (CUDA-only targets that mapped
+	 * libtorch) count too */
+	for (size_t i = 0; i < session_ntargets(s); i++)
+		probes += session_target(s, i)->nprobes;
+	live_run_info(s, &model->prof, r->duration, probes, counters, r->stop_reason);
+	if (r->cw) {
+		err = end_capture(r->cw, s, counters, r->duration, r->stop_reason,
+				  model->prof.gpu_note, r->capture_path);
+		r->cw = NULL;
+		if (err)
+			return TBPF_EXIT_ERROR;
+	}
+	r->render_rc = live_render(o, s, model, r->capture_path, &r->lp);
+	warn_steps_unseen(o, s, r->sw, r->stop_reason);
+	if (o->steps.tensorboard && r->capture_path && !r->render_rc)
+		r->render_rc = live_tensorboard(o, r->capture_path, &r->ld);
+	return r->render_rc;
+}
+
 static int live_run_uprobes(const struct live_opts *o);
 
 int live_run(const struct live_opts *o)
@@ -822,20 +940,12 @@ static int live_run_uprobes(const struct live_opts *o)
 	struct mem_model mm;
 	char *agent_path = cfg.gpu_agent ? run_agent_path() : NULL;
 	struct steps_watch sw = { .label = o->steps.label };
-	struct live_dist ld = { .n = 0 };
-	struct live_procs lp = { 0 };
 	struct session *s = NULL;
-	struct capture_writer *cw = NULL;
 	char *capture_path = NULL, *why = NULL;
-	bool capture_tmp = false, report_first;
-	uint64_t counters[CNT_MAX], t0, t_load, t_mono, t_real, duration, probes = 0;
-	uint64_t last_scan = 0;
-	const char *stop_reason = NULL;
-	struct sigaction sa = { .sa_handler = on_signal };
-	struct tbpf_model model = { 0 };
-	size_t written = 0;
-	int rc = TBPF_EXIT_OK, render_rc = 0, err, code;
-	uint32_t mode = 0;
+	bool capture_tmp = false;
+	uint64_t t0, t_load;
+	struct uprobe_run r;
+	int rc, code;
 
 	if (cfg.record && !(capture_path = capture_path_of(o, &capture_tmp))) {
 		free(agent_path);
@@ -857,116 +967,32 @@ static int live_run_uprobes(const struct live_opts *o)
 	if (o->steps.sched.set)
 		session_add_sink(s, (struct bus_sink){ BUS_ALL, steps_sink, NULL, &sw });
 	t_load = clock_ns(CLOCK_MONOTONIC) - t0;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	t0 = clock_ns(CLOCK_MONOTONIC);
-	if (capture_path) {
-		cw = capture_writer_open(capture_path, &err);
-		if (!cw) {
-			fprintf(stderr, "tbpf: cannot create capture %s: %s\n", capture_path,
-				strerror(err ? -err : EIO));
-			rc = TBPF_EXIT_ERROR;
-			goto out;
-		}
-		session_set_capture(s, cw);
-	}
-	/* nothing is recorded until every part is live (the CUDA probes
-	 * and the CUPTI agent come after the op probes) */
-	if (!cfg.system_wide)
-		session_entries(s, false);
-	rc = attach_pids(o, s, &t0);
+	r = (struct uprobe_run){ .cfg = &cfg, .mm = &mm, .sw = &sw, .capture_path = capture_path,
+				 .t_load = t_load };
+	rc = uprobes_attach(o, s, &r);
 	if (rc)
 		goto out;
-	if (cfg.system_wide) {
-		session_scan(s);
-		last_scan = clock_ns(CLOCK_MONOTONIC);
-	}
-	t_mono = clock_ns(CLOCK_MONOTONIC);
-	t_real = clock_ns(CLOCK_REALTIME);
-	mode = (o->sel.exits != EXITS_INFER ? TBPF_MODE_EXITS : 0) | (cfg.record ? TBPF_MODE_RECORD : 0) |
-	       (o->memory ? TBPF_MODE_MEMORY : 0);
-	for (size_t i = 0; i < session_ntargets(s); i++)
-		probes += session_target(s, i)->nprobes;
-	session_entries(s, true);   /* before the line: counted from it on */
-	announce(o, s, probes, t_mono - t0, t_load, cfg.system_wide);
-	procs_scan(&lp, s);
-	if (cw) {
-		write_run_meta(cw, s, mode, t_mono, t_real);
-		write_target_meta(cw, s, 0, &lp);
-		written = session_ntargets(s);
-	}
-	dist_scan(&ld, s);
-	sw.after_ns = t_mono;   /* steps from the attached line on (steps_from_capture too) */
-
-	stop_reason = poll_until_stop(o, s, cw, &written, t_mono, last_scan, cfg.system_wide, &sw,
-				      &ld, &lp);
-	duration = clock_ns(CLOCK_MONOTONIC) - t_mono;
+	r.stop_reason = poll_until_stop(o, s, r.cw, &r.written, r.t_mono, r.last_scan,
+					cfg.system_wide, &sw, &r.ld, &r.lp);
+	r.duration = clock_ns(CLOCK_MONOTONIC) - r.t_mono;
 	if (session_gpu(s))   /* device times of the calls made until now */
-		gpu_session_until(session_gpu(s), t_mono + duration);
-	if (cw)
+		gpu_session_until(session_gpu(s), r.t_mono + r.duration);
+	if (r.cw)
 		for (size_t i = 0; i < session_ntargets(s); i++)
-			live_write_threads(cw, session_target(s, i)->pid);
-	/* The measurement ends now: read the maps before detaching, since
-	 * detaching (guard first, then entry probes) takes a while.  With
-	 * every target gone nothing more can arrive: the ring drained, the
-	 * report goes out before the teardown (session_close), but
-	 * with -v, whose guard statistics come from the guards' end. */
-	report_first = !o->verbose && !targets_alive(s);
-	profile_init(&model.prof);
-	if (report_first)
-		session_drain(s);
-	err = session_collect(s, &model.prof);
-	session_counters(s, counters);
-	if (!report_first)
-		session_detach_all(s);
-	if (err) {
-		fprintf(stderr, "tbpf: reading the BPF maps failed: %s\n", strerror(-err));
-		rc = TBPF_EXIT_ERROR;
-		goto done;
-	}
-
-	report_counters(o, s, counters, stop_reason, duration);
-	if (o->memory && finish_memory(o, &mm, counters, &model)) {
-		rc = TBPF_EXIT_ERROR;
-		goto done;
-	}
-	if (!model.prof.nops)
-		report_empty(s, counters, duration);
-	/* op probes added during the run (CUDA-only targets that mapped
-	 * libtorch) count too */
-	probes = 0;
-	for (size_t i = 0; i < session_ntargets(s); i++)
-		probes += session_target(s, i)->nprobes;
-	live_run_info(s, &model.prof, duration, probes, counters, stop_reason);
-	if (cw) {
-		err = end_capture(cw, s, counters, duration, stop_reason, model.prof.gpu_note,
-				  capture_path);
-		cw = NULL;
-		if (err) {
-			rc = TBPF_EXIT_ERROR;
-			goto done;
-		}
-	}
-	render_rc = live_render(o, s, &model, capture_path, &lp);
-	warn_steps_unseen(o, s, &sw, stop_reason);
-	if (o->steps.tensorboard && capture_path && !rc && !render_rc)
-		render_rc = live_tensorboard(o, capture_path, &ld);
-	if (render_rc)
-		rc = render_rc;
-done:
-	model_free(&model);
+			live_write_threads(r.cw, session_target(s, i)->pid);
+	rc = uprobes_collect_render(o, s, &r);
+	model_free(&r.model);
 out:
-	if (cw)
-		capture_writer_close(cw);
+	if (r.cw)
+		capture_writer_close(r.cw);
 	fflush(stdout);   /* the report, before the teardown */
 	session_close(s);
-	if (capture_tmp && capture_path && !live_keep_capture(o, capture_path, render_rc))
+	if (capture_tmp && capture_path && !live_keep_capture(o, capture_path, r.render_rc))
 		unlink(capture_path);
 	free(capture_path);
 	free(agent_path);
 	mem_model_free(&mm);
 	steps_watch_free(&sw);
-	procs_free(&lp);
+	procs_free(&r.lp);
 	return rc;
 }
