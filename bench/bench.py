@@ -7,8 +7,11 @@ compute_bound.py: large matmuls and convolutions; transformer_step.py: a
 small TransformerEncoder language model's training step with AdamW, real
 model code), R repetitions of
   baseline        the workload alone
-  tbpf            the same with `tbpf --pid PID` attached (one row per
-                  --exits mode asked for; default: tbpf's default mode)
+  tbpf            the same with `tbpf --pid PID` attached, no recorder
+                  named: the in-process one where the torch build verifies
+                  (with --format json, Python stacks and the layer tree)
+  tbpf --uprobes  the uprobe recorder forced (one row per --exits mode
+                  asked for)
   tbpf --inproc --no-python
                   with --inproc: tbpf's in-process RecordFunction agent
                   (docs/inproc.md) instead of uprobes, asked for what
@@ -270,7 +273,11 @@ def main():
                                 "results_inproc_agents.md" if args.old_agent else "results.md")
 
     pys = args.python or [x for x in (PY1, PY2) if os.path.exists(x)]
-    tb_modes = ["tbpf --exits=%s" % m for m in args.exits.split(",") if m] or ["tbpf"]
+    # "tbpf": no recorder named, the one a user gets (in-process where the
+    # torch build verifies; --format json: with Python stacks and the
+    # layer tree); "tbpf --uprobes": the uprobe recorder forced
+    tb_modes = ["tbpf --uprobes --exits=%s" % m for m in args.exits.split(",") if m] or \
+        ["tbpf", "tbpf --uprobes"]
     if args.inproc and args.no_uprobe:
         tb_modes = []
     if args.inproc:

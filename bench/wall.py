@@ -30,7 +30,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(HERE, "wall_job.py")
-MODES = ["unprofiled", "torch.profiler", "tbpf run --inproc", "tbpf run"]
+# "tbpf run": no recorder named (the in-process one where the build
+# verifies); "tbpf run --uprobes": the uprobe recorder
+MODES = ["unprofiled", "torch.profiler", "tbpf run --inproc", "tbpf run", "tbpf run --uprobes"]
 # An op whose calls the whole job makes a known number of times: the
 # report's "# of Calls" of it is checked (iters + warm-up iterations).
 CHECK_OP = {"dispatch_bound": ("aten::add", 5), "transformer_step": ("aten::embedding", 1),
@@ -198,7 +200,7 @@ def markdown(rows, verdicts, failures, head):
 def main_wall(args, pys, jobs, count_ops, head):
     """bench.py --wall; returns (markdown lines, exit status)."""
     import tempfile
-    modes = [m for m in MODES if not (args.no_uprobe and m == "tbpf run")]
+    modes = [m for m in MODES if not (args.no_uprobe and m == "tbpf run --uprobes")]
     for m in args.wall_mode:
         if not m.startswith("tbpf run"):
             sys.exit("bench: --wall-mode %r: a tbpf row starts with \"tbpf run\"" % m)

@@ -11,6 +11,7 @@
 #include "cmd_daemon.h"
 #include "live.h"
 #include "options.h"
+#include "recorder.h"
 #include "validate.h"
 #include "version.h"
 #include "cmd_info.h"
@@ -104,15 +105,17 @@ static const char usage_text[] =
 "                         --inject: named to the CUDA driver, as tbpf run)\n"
 "      --inject-force     --inject even when libcupti is already mapped (the\n"
 "                         agent still reports a conflict if CUPTI refuses it)\n"
-"      --inproc           load tbpf's RecordFunction agent into --pid (ptrace +\n"
-"                         dlopen; tbpf run: at the command's first op) and\n"
-"                         record ops with in-process callbacks, as\n"
-"                         torch.profiler does: lower cost than uprobes; torch\n"
-"                         1.13 and 2.8 (others: the uprobe mode); with\n"
-"                         --record-shapes the callbacks read the inputs torch\n"
-"                         hands them; the agent walks Python stacks for\n"
-"                         --format tree/json, traces and --record (not for\n"
-"                         the table; --no-python: none)\n"
+"      --inproc           record with tbpf's RecordFunction agent, loaded into\n"
+"                         --pid (ptrace + dlopen; tbpf run: at the command's\n"
+"                         first op): callbacks, as torch.profiler's, 0.1-0.2 us\n"
+"                         per op; the default where the target's torch build\n"
+"                         verifies; --record-shapes reads the inputs torch hands\n"
+"                         them; Python stacks for --format tree/json, traces\n"
+"                         and --record (not the table; --no-python: none)\n"
+"      --uprobes          record with uprobes on libtorch's ops instead: 1-2 us\n"
+"                         per op, nothing loaded into the target; the default\n"
+"                         for system-wide runs, --profile-memory, --redispatch\n"
+"                         and torch builds the agent does not know\n"
 "      --ring-size SIZE   record ring buffer (default 8M, 4M with --inproc);\n"
 "                         raise it when events are reported dropped\n"
 "      --tensorboard DIR  also write a TensorBoard run folder: one Kineto trace\n"
@@ -165,7 +168,10 @@ static const char usage_text[] =
 "Exit status: 0 ok; 1 runtime error (no such process, no libtorch, I/O);\n"
 "2 usage error; 3 missing privileges; 4 kernel lacks a needed feature.\n"
 "tbpf run: the command's status when not 0 (128+N: killed by signal N; 127:\n"
-"not found, 126: not executable).  An empty result exits 0 with a line why.\n";
+"not found, 126: not executable).  An empty result exits 0 with a line why.\n"
+"\n"
+"Environment: TBPF_RECORDER=uprobes records with uprobes where the command\n"
+"names no recorder (as --uprobes).\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -207,7 +213,7 @@ static int parse_entries(const char *arg, uint32_t lo, uint32_t hi, uint32_t *ou
 enum { O_SORT = 256, O_ROWS, O_NOMULTI, O_RECORD, O_BYOVL, O_OPS, O_MINPCT, O_NOPY,
        O_INJECT, O_INJECT_FORCE, O_REDISPATCH,
        O_SHAPES, O_BYSHAPE, O_FLOPS, O_BYSTACK, O_METRIC, O_MEMORY,
-       O_MEMMAP, O_INPROC, O_MERGE, O_LFILTER, O_NOCUDA };
+       O_MEMMAP, O_INPROC, O_UPROBES, O_MERGE, O_LFILTER, O_NOCUDA };
 static const struct option live_longopts[] = {
 	SELECT_LONGOPTS,
 	STEP_LONGOPTS,
@@ -236,6 +242,7 @@ static const struct option live_longopts[] = {
 	{ "inject", no_argument, NULL, O_INJECT },
 	{ "inject-force", no_argument, NULL, O_INJECT_FORCE },
 	{ "inproc", no_argument, NULL, O_INPROC },
+	{ "uprobes", no_argument, NULL, O_UPROBES },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -367,7 +374,11 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 			o->inject = o->inject_force = true;
 			break;
 		case O_INPROC:
-			o->inproc = true;
+		case O_UPROBES:
+			if (o->recorder && o->recorder != (c == O_INPROC ? RECORDER_INPROC : RECORDER_UPROBES))
+				return usage_error("%s", "--inproc and --uprobes name two recorders: "
+							 "give one");
+			o->recorder = c == O_INPROC ? RECORDER_INPROC : RECORDER_UPROBES;
 			break;
 		case 'v':
 			o->verbose++;
@@ -408,6 +419,8 @@ static int live_check(const struct live_opts *o)
 static int live_main(int argc, char **argv, pid_t (*start)(void *, bool), void *start_ctx)
 {
 	struct live_opts o = { .row_limit = 0, .python = true, .cuda = true };
+	const char *why = NULL;
+	bool named_inproc;
 	pid_t pids[64];
 	int rc;
 
@@ -418,27 +431,30 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *, bool), void *
 	if (o.stack_n && !o.python)
 		return usage_error("%s", "--group-by-stack needs Python stacks (not with "
 				   "--no-python)");
+	named_inproc = o.recorder == RECORDER_INPROC;
 	/* tbpf run --inproc --inject: the driver loads it */
-	if (o.inject && ((start && !o.inproc) || (!start && !o.sel.npids)))
+	if (o.inject && ((start && !named_inproc) || (!start && !o.sel.npids)))
 		return usage_error("%s", start ? "tbpf run loads the CUPTI agent itself: no --inject"
 					       : "--inject needs --pid");
-	if (o.inproc && !start && !o.sel.npids)
+	if (named_inproc && !start && !o.sel.npids)
 		return usage_error("%s", "--inproc needs --pid (or tbpf run --inproc -- CMD)");
-	if (o.inproc && o.redispatch)
+	if (named_inproc && o.redispatch)
 		return usage_error("%s", "--inproc records RecordFunctions only: no --redispatch");
 	/* device records join the launches the CUDA probes saw */
-	if (o.inproc && o.inject && !o.cuda)
+	if (named_inproc && o.inject && !o.cuda)
 		return usage_error("%s", "--inproc --inject joins device times to the CUDA probes' "
 					 "launches: not with --no-cuda");
 	if (start && o.sel.npids)
 		return usage_error("%s", "tbpf run profiles the command it starts: no --pid");
 	if ((rc = live_check(&o)))
 		return rc;
+	if (recorder_resolve(&o, start != NULL, &why))
+		return usage_error("%s", why);
 	if (start) {
 		/* attach to the agent the driver loads; --inproc only
 		 * with --inject (it then records to a capture, whose
 		 * replay joins the device records), no agent named otherwise */
-		o.gpu_run = !o.inproc || o.inject;
+		o.gpu_run = !o.inproc || o.inject || (o.recorder_auto && o.cuda);
 		o.inject = false;
 		pids[0] = start(start_ctx, o.gpu_run);
 		if (pids[0] <= 0)

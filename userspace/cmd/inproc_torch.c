@@ -80,12 +80,23 @@ int inproc_check_torch(const struct live_opts *o, unsigned *layouts,
 		ivs[i] = NULL;
 		sls[i] = NULL;
 		if (torch_build_of(pid, ver, &b, &why, &by_headers)) {
-			fprintf(stderr, "tbpf: --inproc: torch %s in pid %d (%s) %s; using the uprobe "
-					"mode\n", ver, pid, where, why ? why : "is not verified");
+			if (o->recorder_auto)
+				fprintf(stderr, "tbpf: recording with uprobes: torch %s in pid %d (%s) "
+						"%s, so the in-process agent stays out (--uprobes "
+						"chooses this recorder without the check)\n", ver, pid,
+					where, why ? why : "is not verified");
+			else
+				fprintf(stderr, "tbpf: --inproc: torch %s in pid %d (%s) %s; using the "
+						"uprobe mode\n", ver, pid, where,
+					why ? why : "is not verified");
 		} else {
 			layouts[i] = b->rf_layout;
 			ivs[i] = o->record_shapes ? &b->iv : NULL;
 			sls[i] = o->stack_n ? &b->seq : NULL;
+			if (o->recorder_auto)
+				fprintf(stderr, "tbpf: recording in-process: pid %d runs torch %s, "
+						"verified by %s; --uprobes records with uprobes instead\n",
+					pid, ver, by_headers ? "its headers" : "its version");
 			if (o->verbose)
 				fprintf(stderr, "tbpf: pid %d runs torch %s (%s): the build verified as "
 						"%s, by %s\n", pid, ver, where, b->label,

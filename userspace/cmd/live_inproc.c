@@ -279,9 +279,22 @@ static bool wants_capture(const struct live_opts *o)
 	return strcmp(f, "table") && strcmp(f, "json") && strcmp(f, "tree");
 }
 
-static int exit_of_add(int err)
+/* The agent could not be loaded into pid (after inproc_session_stop: no
+ * agent left running in any target): the exit code after one line, or,
+ * where tbpf chose this recorder and ptrace was refused (a container's
+ * seccomp policy, a missing CAP_SYS_PTRACE, Yama), LIVE_INPROC_FALLBACK:
+ * the uprobe recorder needs no ptrace (without it, --exits infer). */
+static int add_failed(const struct live_opts *o, pid_t pid, int err, const char *why)
 {
-	return err == -EPERM || err == -EACCES ? TBPF_EXIT_PRIV : TBPF_EXIT_ERROR;
+	bool denied = err == -EPERM || err == -EACCES;
+
+	if (denied && o->recorder_auto && !o->wait_torch) {
+		fprintf(stderr, "tbpf: recording with uprobes after all: the in-process agent "
+				"cannot be loaded into pid %d (%s)\n", pid, why ? why : strerror(-err));
+		return LIVE_INPROC_FALLBACK;
+	}
+	fprintf(stderr, "tbpf: %s\n", why ? why : strerror(-err));
+	return denied ? TBPF_EXIT_PRIV : TBPF_EXIT_ERROR;
 }
 
 static struct capture_run run_info(const struct live_opts *o, uint64_t mono, uint64_t real,
@@ -789,10 +802,9 @@ static bool lrun_attach(const struct live_opts *o, struct lrun *r)
 					"shapes\n", o->sel.pids[i]);
 		r->shapes |= on;
 		if (r->err) {
-			fprintf(stderr, "tbpf: %s\n", r->why ? r->why : strerror(-r->err));
-			free(r->why);
-			r->rc = exit_of_add(r->err);
 			inproc_session_stop(r->s);
+			r->rc = add_failed(o, o->sel.pids[i], r->err, r->why);
+			free(r->why);
 			return true;
 		}
 	}

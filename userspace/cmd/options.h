@@ -25,6 +25,9 @@ enum { OPT_STEP_TB = 0x1100, OPT_STEP_N, OPT_STEP_SCHED, OPT_STEP_ON };
 	{ "step-on", required_argument, NULL, OPT_STEP_ON }
 int step_opt(int c, const char *arg, struct step_opts *so, char **why);
 
+/* --uprobes, --inproc, or neither (recorder.h) */
+enum recorder { RECORDER_AUTO, RECORDER_UPROBES, RECORDER_INPROC };
+
 struct live_opts {
 	struct session_select sel;  /* --pid, --comm, --cgroup, --exits, --ring-size */
 	uint64_t duration_ns;      /* 0 = until Ctrl-C or the target exits */
@@ -58,7 +61,9 @@ struct live_opts {
 	bool run_stopped;
 	bool inject;               /* --inject: load the CUPTI agent */
 	bool inject_force;         /* --inject-force: even with libcupti mapped */
-	bool inproc;               /* --inproc: RecordFunction agent */
+	enum recorder recorder;    /* as named: --inproc, --uprobes, neither */
+	bool inproc;               /* the RecordFunction agent records (recorder.h) */
+	bool recorder_auto;        /* ... chosen by tbpf: it falls back with a line */
 	bool gpu_run;              /* tbpf run: the driver loads the agent */
 	bool memory;               /* --profile-memory */
 	uint32_t mem_map_size;     /* --mem-map-size: live CPU allocations kept */

@@ -107,6 +107,10 @@ case_ "option without its value" 2 "option '--sort' needs a value" "${P[@]}" --s
 case_ "stray argument" 2 "unexpected argument 'extra'" "${P[@]}" extra
 case_ "--inproc --redispatch" 2 "no --redispatch" "${P[@]}" --inproc --redispatch
 case_ "--inproc, bad --sort" 2 "unknown --sort 'bogus'" "${P[@]}" --inproc --sort bogus
+case_ "--inproc --uprobes" 2 "--inproc and --uprobes name two recorders" "${P[@]}" --inproc --uprobes
+case_ "--inproc --profile-memory" 2 "--inproc does not: drop --inproc" "${P[@]}" --inproc \
+	--profile-memory
+TBPF_RECORDER=bogus case_ "TBPF_RECORDER=bogus" 2 "TBPF_RECORDER must be auto or uprobes" "${P[@]}"
 # the daemon
 case_ "daemon --push notaurl" 2 "invalid --push 'notaurl'" daemon --pid "$wl_pid" --push notaurl
 case_ "daemon --push ftp://" 2 "invalid --push 'ftp://host'" daemon --pid "$wl_pid" --push ftp://host

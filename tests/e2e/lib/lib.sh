@@ -18,6 +18,10 @@ export E2E_DIR; E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$E2E_DIR/../../.." && pwd)
 TBPF=${TBPF:-$ROOT/build/tbpf}
 WL=$ROOT/tests/workloads
+# A test that names no recorder (--inproc, --uprobes) means the uprobe
+# recorder; tests/e2e/inproc/test_default_recorder.sh unsets this to check
+# the one tbpf chooses.
+export TBPF_RECORDER=${TBPF_RECORDER:-uprobes}
 PY1=${PY1:-/usr/bin/python3}                          # Debian torch 1.13
 PY2=${PY2:-/var/cache/tbpf/venv-torch2/bin/python}    # PyPI torch 2.x
 READY_TIMEOUT=${READY_TIMEOUT:-240}     # torch import on a loaded 2-core box

@@ -1,0 +1,27 @@
+/* recorder.h - command stage: which recorder a live run uses.  Named by
+ * --inproc or --uprobes, else by $TBPF_RECORDER, else chosen: the
+ * in-process recorder (RecordFunction callbacks, 0.1-0.2 us per op) where
+ * it serves everything asked, the uprobe recorder (1-2 us per op)
+ * otherwise.  Whether the target's torch build lets the agent in, and
+ * whether ptrace does, is known only at attach: the in-process run falls
+ * back there with its own line (live_inproc.c). */
+#ifndef TBPF_RECORDER_H
+#define TBPF_RECORDER_H
+#include <stdbool.h>
+#include "options.h"
+
+/* "auto", "uprobes", "inproc": 0 with *r, else -EINVAL */
+int recorder_parse(const char *s, enum recorder *r);
+
+/* NULL when the in-process recorder serves every option in o, else why
+ * only the uprobe recorder does (a static string).  start: tbpf run,
+ * which names its own target. */
+const char *recorder_uprobes_only(const struct live_opts *o, bool start);
+
+/* o->recorder resolved (RECORDER_AUTO: $TBPF_RECORDER, then
+ * recorder_uprobes_only) into o->inproc and o->recorder_auto, with the
+ * one stderr line of a choice tbpf made; 0, or -EINVAL with *why (a bad
+ * $TBPF_RECORDER, an option --inproc cannot serve) */
+int recorder_resolve(struct live_opts *o, bool start, const char **why);
+
+#endif
