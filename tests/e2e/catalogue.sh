@@ -17,11 +17,11 @@ cd "$(dirname "$0")" || exit 1
 
 # folder|what its tests are about; the order of the catalogue
 TOPICS=(
-	"ops|Per-op rows in the default (uprobe) mode against torch.profiler: call counts, every key_averages() row, the boxed and redispatch paths, TorchScript, torch.compile, Hugging Face models, --exits infer, input shapes and FLOPs, memory columns, several processes and scheduled steps."
+	"ops|Per-op rows with the uprobe recorder against torch.profiler: call counts, every key_averages() row, the boxed and redispatch paths, TorchScript, torch.compile, Hugging Face models, --exits infer, input shapes and FLOPs, memory columns, several processes and scheduled steps."
 	"stacks|Where the ops ran: the nn.Module layer tree, forward-call counts, Python source locations (--group-by-stack), the BPF Python stack walker, module names of jobs that exit right after their last op."
 	"attach|Attaching and stopping: counting from tbpf's attached line on, jobs already running their ops, record_function scopes open at attach, stopping at --duration, on signals and at the target's exit, the teardown after it."
 	"safety|The target is never harmed: exceptions thrown through profiled frames, forked children, forced unwinds, SIGKILL of tbpf, two profilers on one libtorch."
-	"inproc|The in-process mode (--inproc, the RecordFunction agent inside the target): rows and counts, shapes, layers, steps, op names, tbpf run --inproc, its safety, bad input, the torch builds it accepts."
+	"inproc|The in-process mode (--inproc, the RecordFunction agent inside the target): rows and counts, shapes, layers, steps, op names, tbpf run --inproc, its safety, bad input, the torch builds it accepts, the recorder tbpf chooses when none is named."
 	"cuda|The CUDA runtime and driver API probes, without a GPU (the real libcudart, the toolkit's stubs, fakes): calls, launches, copies and syncs per op and per layer, libraries loaded after attach, plain CUDA programs, in both modes."
 	"gpu|Device time from CUPTI (--inject; no GPU: the fake driver and CUPTI, recorded fixtures): the agent's pipeline and its release of CUPTI, joins across pid namespaces, tbpf's own memory, bench/gpu_check.sh."
 	"daemon|tbpf daemon: Prometheus metrics, pprof windows and pushes, the overhead budget, CUDA counters, the in-process mode."

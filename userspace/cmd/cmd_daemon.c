@@ -9,6 +9,7 @@
 #include "cmd_daemon.h"
 #include "exitcode.h"
 #include "live_inproc.h"
+#include "recorder.h"
 #include "cmd_run.h"
 #include "session.h"
 #include "options.h"
@@ -48,7 +49,10 @@ static const char usage[] =
 "      --inproc          with --pid: tbpf's RecordFunction agent in each target\n"
 "                        (as tbpf --inproc) instead of uprobes: op counters,\n"
 "                        histograms, and with --pprof-dir/--push profiles with\n"
-"                        Python stacks (no budget or memory)\n"
+"                        Python stacks (no budget or memory); the default\n"
+"                        with --pid where each target's torch build verifies\n"
+"      --uprobes         record with uprobes even then (TBPF_RECORDER=uprobes\n"
+"                        in the environment does the same)\n"
 "      --inject          with --inproc: tbpf's CUPTI agent in each target too\n"
 "                        (ptrace + dlopen, as tbpf --inproc --inject): device\n"
 "                        time per op, tbpf_op_*seconds_total{device=\"cuda\"}\n"
@@ -116,7 +120,7 @@ static int label_opt(char *arg, struct daemon_opts *o, char **err)
 }
 
 enum { O_PPROF = 256, O_KEEP, O_PUSH, O_LABEL, O_TOP, O_BUDGET, O_APP, O_NO_CUDA, O_MEMORY,
-       O_INPROC, O_INJECT, O_INJECT_FORCE };
+       O_INPROC, O_UPROBES, O_INJECT, O_INJECT_FORCE };
 
 static const struct option daemon_longopts[] = {
 	{ "listen", required_argument, NULL, 'l' },
@@ -133,6 +137,7 @@ static const struct option daemon_longopts[] = {
 	{ "no-cuda", no_argument, NULL, O_NO_CUDA },
 	{ "profile-memory", no_argument, NULL, O_MEMORY },
 	{ "inproc", no_argument, NULL, O_INPROC },
+	{ "uprobes", no_argument, NULL, O_UPROBES },
 	{ "inject", no_argument, NULL, O_INJECT },
 	{ "inject-force", no_argument, NULL, O_INJECT_FORCE },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -246,7 +251,12 @@ static int daemon_mode_opt(int c, char **argv, struct daemon_opts *o, char **err
 		o->no_cuda = true;
 		return 0;
 	case O_INPROC:
-		o->inproc = true;
+	case O_UPROBES:
+		*(c == O_INPROC ? &o->inproc : &o->uprobes) = true;
+		if (o->inproc && o->uprobes) {
+			*err = strf("--inproc and --uprobes name two recorders: give one");
+			return TBPF_EXIT_USAGE;
+		}
 		return 0;
 	case O_INJECT_FORCE:
 		o->inject_force = true;
@@ -269,12 +279,47 @@ static int daemon_mode_opt(int c, char **argv, struct daemon_opts *o, char **err
 	}
 }
 
+/* Neither recorder named: the in-process one where it serves what was
+ * asked (the targets' torch builds are checked at the start, where
+ * daemon_inproc_run hands back to the uprobe daemon with a line), so its
+ * cost is the one the fleet pays; one line says which. */
+static void daemon_choose_recorder(struct daemon_opts *o)
+{
+	const char *only = !o->sel.npids ? "a system-wide daemon (the in-process agent is "
+					   "loaded into each --pid)"
+			   : o->sel.comm || o->sel.cgroup ? "--comm and --cgroup select processes as "
+							    "they come and go"
+			   : o->max_overhead > 0 ? "--max-overhead duty-cycles uprobes"
+			   : o->memory ? "--profile-memory counts bytes with allocator uprobes"
+			   : NULL;
+
+	if (o->inproc || o->uprobes)
+		return;
+	if (only) {
+		fprintf(stderr, "tbpf daemon: recording with uprobes: %s; --uprobes or --inproc "
+				"choose a recorder\n", only);
+		return;
+	}
+	o->inproc = o->recorder_auto = true;
+	fprintf(stderr, "tbpf daemon: recording in-process where each target's torch build "
+			"verifies; --uprobes records with uprobes instead\n");
+}
+
 /* The options that exclude each other, then the outputs checked before
  * the probes load: a daemon that would fail at its first window, or run
  * without the server asked for, says so now.  0 or TBPF_EXIT_USAGE with
  * *err. */
-static int daemon_check(const struct daemon_opts *o, char **err)
+static int daemon_check(struct daemon_opts *o, char **err)
 {
+	const char *env = getenv("TBPF_RECORDER");
+	enum recorder r = RECORDER_AUTO;
+
+	if (env && *env && (recorder_parse(env, &r) || r == RECORDER_INPROC)) {
+		*err = strf("TBPF_RECORDER must be auto or uprobes (--inproc names the other)");
+		return TBPF_EXIT_USAGE;
+	}
+	if (r == RECORDER_UPROBES)
+		o->uprobes = true;
 	if (o->inproc && (!o->sel.npids || o->sel.comm || o->sel.cgroup)) {
 		*err = strf("--inproc loads the agent into the processes you name: use --pid "
 			    "(no system-wide scan, --comm or --cgroup)");
@@ -363,6 +408,7 @@ int cmd_daemon(int argc, char **argv)
 			daemon_opts_free(&o);
 			return TBPF_EXIT_ERROR;
 		}
+	daemon_choose_recorder(&o);
 	if (o.inproc) {
 		char *agent = inproc_agent_path();
 		int e;

@@ -30,6 +30,8 @@ struct daemon_opts {
 	/* --inproc: the RecordFunction agent in each --pid target
 	 * instead of uprobes (fleet/daemon_inproc.c); the agent's path */
 	bool inproc;
+	bool uprobes;                /* --uprobes: the uprobe recorder named */
+	bool recorder_auto;          /* inproc chosen by tbpf: back to uprobes with a line */
 	const char *inproc_agent;
 	/* --inject (--inject-force): with --inproc, the CUPTI agent too */
 	bool inject, inject_force;

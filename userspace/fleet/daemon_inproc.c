@@ -154,8 +154,9 @@ static int check_torch(const struct daemon_opts *o, unsigned *layouts)
 		}
 		layouts[i] = INPROC_LAYOUT_NONE;
 		if (torch_build_of(o->sel.pids[i], ver, &b, &why, NULL))
-			fprintf(stderr, "tbpf: --inproc: torch %s in pid %d (%s) %s; using the uprobe "
-					"mode\n", ver, o->sel.pids[i], where, why ? why : "is not verified");
+			fprintf(stderr, "tbpf: %s: torch %s in pid %d (%s) %s; using the uprobe "
+					"mode\n", o->recorder_auto ? "recording with uprobes" : "--inproc",
+				ver, o->sel.pids[i], where, why ? why : "is not verified");
 		else
 			layouts[i] = b->rf_layout;
 		free(why);
@@ -303,9 +304,14 @@ static int attach_all(const struct daemon_opts *o, struct inproc_session *s, con
 		int err = inproc_session_add(s, o->sel.pids[i], o->inproc_agent, layouts[i], &why);
 
 		if (err) {
-			fprintf(stderr, "tbpf: %s\n", why ? why : strerror(-err));
+			/* ptrace refused where tbpf chose this recorder: the uprobe
+			 * daemon needs none (daemon_inproc_run stops the agents) */
+			bool back = o->recorder_auto && (err == -EPERM || err == -EACCES);
+
+			fprintf(stderr, "tbpf: %s%s\n", back ? "recording with uprobes after all: " : "",
+				why ? why : strerror(-err));
 			free(why);
-			return err;
+			return back ? -EAGAIN : err;
 		}
 		if (o->verbose)
 			fprintf(stderr, "tbpf: attached to pid %d (in-process callbacks)\n",

@@ -14,6 +14,8 @@
 #    "orphaned" (callbacks removed) within 2 s, its ring head stops, the job
 #    ends with the unprofiled checksum; then a new daemon attaches to the
 #    same agent.
+#  - with no recorder named, the daemon chooses the in-process one (one
+#    line says so) and the counts are the same.
 # torch 1.13 and 2.8.
 # timeout: 900
 . "$(dirname "$0")/../lib/lib.sh"
@@ -32,15 +34,22 @@ wait_attached() {   # PID: the daemon's verbose "attached to pid" line
 	fail "daemon did not attach to pid $1: $(tail -c 300 "$T/daemon.err" | tr '\n' ' ')"
 }
 
+# counts_case PY V [auto]: auto: no recorder named, the daemon's own choice
 counts_case() {
-	local py=$1 v=$2 label want got pid
-	label="torch $(torch_version "$py") daemon --inproc"
+	local py=$1 v=$2 rec=${3:---inproc} label want got pid
+	label="torch $(torch_version "$py") daemon $rec"
 	log "== $label: counts"
 	"$py" "$WL/scopes_model.py" --profile --iters 8 --threads 2 > "$T/prof$v.json" 2> "$T/prof$v.err" ||
 		fail "$label: torch.profiler run failed: $(tail -n 2 "$T/prof$v.err" | tr '\n' ' ')"
 	start_workload wd$v "$py" scopes_model.py --iters 8 --threads 2
 	pid=$(get wd$v pid)
-	start_daemon --inproc --pid "$pid" --window 1s --top 2000 --label job=dj$v -v
+	if [ "$rec" = auto ]; then
+		TBPF_RECORDER=auto start_daemon --pid "$pid" --window 1s --top 2000 --label job=dj$v -v
+		grep -q '^tbpf daemon: recording in-process where each target.s torch build verifies; --uprobes records with uprobes instead' \
+			"$T/daemon.err" || fail "$label: no line saying the in-process recorder was chosen"
+	else
+		start_daemon --inproc --pid "$pid" --window 1s --top 2000 --label job=dj$v -v
+	fi
 	wait_attached "$pid"
 	go "$pid"
 	wait_exit wd$v 300
@@ -128,3 +137,4 @@ for py in "$PY1" "$PY2"; do
 	kill_case "$py" "$v"
 	reattach_case "$py" "$v"
 done
+counts_case "$PY1" 1auto auto
