@@ -7,9 +7,10 @@ compute_bound.py: large matmuls and convolutions; transformer_step.py: a
 small TransformerEncoder language model's training step with AdamW, real
 model code), R repetitions of
   baseline        the workload alone
-  tbpf            the same with `tbpf --pid PID` attached, no recorder
-                  named: the in-process one where the torch build verifies
-                  (with --format json, Python stacks and the layer tree)
+  tbpf --format table
+                  the same with `tbpf --pid PID` attached as a user runs
+                  it: no recorder named (the in-process one where the torch
+                  build verifies), the table (no Python stacks)
   tbpf --uprobes  the uprobe recorder forced (one row per --exits mode
                   asked for)
   tbpf --inproc --no-python
@@ -152,6 +153,10 @@ def run_once(py, workload, iters, mode, args, tmp):
             res["tbpf_cpu_s"] = cpu
             if rc != 0:
                 raise RunError("tbpf exited %d: %s" % (rc, open(tb_err.name).read().strip()[-300:]))
+            if "table" in mode.split():   # the default output: its "# of Calls" column
+                res["calls"] = table_calls(open(tb_out.name).read())
+                res["dropped"] = None
+                return res
             try:
                 doc = json.load(open(tb_out.name))
                 res["calls"] = sum(o["calls"] for o in doc["ops"]
@@ -166,6 +171,17 @@ def run_once(py, workload, iters, mode, args, tmp):
     finally:
         kill(wl)
         kill(tb)
+
+
+def table_calls(text):
+    """The sum of the "# of Calls" column of torch.profiler's table (one
+    process: the rows end in their call count; header and total do not)."""
+    n = 0
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 7 and f[-1].isdigit() and not line.lstrip().startswith("-"):
+            n += int(f[-1])
+    return n
 
 
 def wait_rusage(proc, timeout):
@@ -273,11 +289,12 @@ def main():
                                 "results_inproc_agents.md" if args.old_agent else "results.md")
 
     pys = args.python or [x for x in (PY1, PY2) if os.path.exists(x)]
-    # "tbpf": no recorder named, the one a user gets (in-process where the
-    # torch build verifies; --format json: with Python stacks and the
-    # layer tree); "tbpf --uprobes": the uprobe recorder forced
-    tb_modes = ["tbpf --uprobes --exits=%s" % m for m in args.exits.split(",") if m] or \
-        ["tbpf", "tbpf --uprobes"]
+    # "tbpf --format table": `tbpf --pid N` as a user runs it, no recorder
+    # named (in-process where the torch build verifies, and the table
+    # needs no Python stacks); "tbpf --uprobes": the uprobe recorder
+    # forced, its JSON (Python stacks, the layer tree)
+    tb_modes = ["tbpf --format table"] + (
+        ["tbpf --uprobes --exits=%s" % m for m in args.exits.split(",") if m] or ["tbpf --uprobes"])
     if args.inproc and args.no_uprobe:
         tb_modes = []
     if args.inproc:
