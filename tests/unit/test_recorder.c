@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include "recorder.h"
 
 static pid_t one_pid[1] = { 42 };
@@ -39,29 +41,29 @@ static void uprobes_only(void **state)
 {
 	struct live_opts o = with_pid();
 
-	assert_null(recorder_uprobes_only(&o, false));
+	assert_null(recorder_uprobes_only(&o, false, false));
 	o.record_shapes = o.with_flops = true;
 	o.stack_n = 5;
 	o.steps.sched.set = true;
-	assert_null(recorder_uprobes_only(&o, false));   /* the agent serves these */
+	assert_null(recorder_uprobes_only(&o, false, false));   /* the agent serves these */
 	o = with_pid();
 	o.sel.npids = 0;
-	assert_non_null(strstr(recorder_uprobes_only(&o, false), "system-wide"));
-	assert_null(recorder_uprobes_only(&o, true));    /* tbpf run names its command */
+	assert_non_null(strstr(recorder_uprobes_only(&o, false, false), "system-wide"));
+	assert_null(recorder_uprobes_only(&o, true, true));    /* tbpf run names its command */
 	o = with_pid();
 	o.redispatch = true;
-	assert_non_null(strstr(recorder_uprobes_only(&o, false), "--redispatch"));
+	assert_non_null(strstr(recorder_uprobes_only(&o, false, false), "--redispatch"));
 	o = with_pid();
 	o.memory = true;
-	assert_non_null(strstr(recorder_uprobes_only(&o, false), "--profile-memory"));
+	assert_non_null(strstr(recorder_uprobes_only(&o, false, false), "--profile-memory"));
 	o = with_pid();
 	o.sel.exits = EXITS_INFER;
-	assert_non_null(strstr(recorder_uprobes_only(&o, false), "--exits"));
+	assert_non_null(strstr(recorder_uprobes_only(&o, false, false), "--exits"));
 	o = with_pid();
 	o.inject = true;
-	assert_null(recorder_uprobes_only(&o, false));
+	assert_null(recorder_uprobes_only(&o, false, false));
 	o.cuda = false;
-	assert_non_null(strstr(recorder_uprobes_only(&o, false), "--no-cuda"));
+	assert_non_null(strstr(recorder_uprobes_only(&o, false, false), "--no-cuda"));
 }
 
 static void resolves(void **state)
@@ -70,40 +72,76 @@ static void resolves(void **state)
 	const char *why = NULL;
 
 	unsetenv("TBPF_RECORDER");
-	assert_int_equal(recorder_resolve(&o, false, &why), 0);
+	assert_int_equal(recorder_resolve(&o, NULL, &why), 0);
 	assert_true(o.inproc && o.recorder_auto);
 	o = with_pid();
 	o.memory = true;
-	assert_int_equal(recorder_resolve(&o, false, &why), 0);
+	assert_int_equal(recorder_resolve(&o, NULL, &why), 0);
 	assert_false(o.inproc || o.recorder_auto);
 	o = with_pid();
 	o.recorder = RECORDER_UPROBES;
-	assert_int_equal(recorder_resolve(&o, false, &why), 0);
+	assert_int_equal(recorder_resolve(&o, NULL, &why), 0);
 	assert_false(o.inproc || o.recorder_auto);
 	o = with_pid();
 	o.recorder = RECORDER_INPROC;
-	assert_int_equal(recorder_resolve(&o, false, &why), 0);
+	assert_int_equal(recorder_resolve(&o, NULL, &why), 0);
 	assert_true(o.inproc);
 	assert_false(o.recorder_auto);   /* named: no fallback on ptrace */
 	o.memory = true;
-	assert_int_equal(recorder_resolve(&o, false, &why), -EINVAL);
+	assert_int_equal(recorder_resolve(&o, NULL, &why), -EINVAL);
 	assert_non_null(strstr(why, "drop --inproc"));
 	/* the environment pins the uprobe recorder, never the other */
 	o = with_pid();
 	setenv("TBPF_RECORDER", "uprobes", 1);
-	assert_int_equal(recorder_resolve(&o, false, &why), 0);
+	assert_int_equal(recorder_resolve(&o, NULL, &why), 0);
 	assert_false(o.inproc);
 	o = with_pid();
 	o.recorder = RECORDER_INPROC;   /* the command line wins */
-	assert_int_equal(recorder_resolve(&o, false, &why), 0);
+	assert_int_equal(recorder_resolve(&o, NULL, &why), 0);
 	assert_true(o.inproc);
 	o = with_pid();
 	setenv("TBPF_RECORDER", "inproc", 1);
-	assert_int_equal(recorder_resolve(&o, false, &why), -EINVAL);
+	assert_int_equal(recorder_resolve(&o, NULL, &why), -EINVAL);
 	setenv("TBPF_RECORDER", "nonsense", 1);
-	assert_int_equal(recorder_resolve(&o, false, &why), -EINVAL);
+	assert_int_equal(recorder_resolve(&o, NULL, &why), -EINVAL);
 	assert_non_null(strstr(why, "TBPF_RECORDER"));
 	unsetenv("TBPF_RECORDER");
+}
+
+/* tbpf run: a Python program, or the uprobe recorder */
+static void run_commands(void **state)
+{
+	struct live_opts o = with_pid();
+	char dir[] = "/tmp/test_recorder.XXXXXX", file[64];
+	FILE *f;
+
+	o.sel.npids = 0;
+	assert_non_null(strstr(recorder_uprobes_only(&o, true, false), "no Python program"));
+	assert_true(recorder_shebang_is_python("#!/usr/bin/env python3\n"));
+	assert_true(recorder_shebang_is_python("#!/opt/venv/bin/python3.11 -u\nimport torch"));
+	assert_false(recorder_shebang_is_python("#!/bin/sh\npython3 train.py"));
+	assert_false(recorder_shebang_is_python("import torch  # python\n"));
+	assert_true(recorder_cmd_is_python("python3", NULL));
+	assert_true(recorder_cmd_is_python("/usr/bin/python3.11", NULL));
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/torchrun", dir);
+	assert_non_null(f = fopen(file, "w"));
+	fputs("#!/usr/bin/python3\nimport sys\n", f);
+	fclose(f);
+	assert_int_equal(chmod(file, 0755), 0);
+	assert_true(recorder_cmd_is_python("torchrun", dir));   /* on path, by its #! */
+	assert_true(recorder_cmd_is_python(file, NULL));
+	assert_false(recorder_cmd_is_python("torchrun", "/usr/share"));   /* not on that path */
+	snprintf(file, sizeof(file), "%s/cuda_app", dir);
+	assert_non_null(f = fopen(file, "w"));
+	fputs("\x7f" "ELF\2\1\1", f);
+	fclose(f);
+	assert_int_equal(chmod(file, 0755), 0);
+	assert_false(recorder_cmd_is_python("cuda_app", dir));
+	unlink(file);
+	snprintf(file, sizeof(file), "%s/torchrun", dir);
+	unlink(file);
+	rmdir(dir);
 }
 
 int main(void)
@@ -112,6 +150,7 @@ int main(void)
 		cmocka_unit_test(parses),
 		cmocka_unit_test(uprobes_only),
 		cmocka_unit_test(resolves),
+		cmocka_unit_test(run_commands),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -416,7 +416,9 @@ static int live_check(const struct live_opts *o)
 	return rc;
 }
 
-static int live_main(int argc, char **argv, pid_t (*start)(void *, bool), void *start_ctx)
+/* start, start_ctx, cmd: tbpf run's, which starts cmd */
+static int live_main(int argc, char **argv, pid_t (*start)(void *, bool), void *start_ctx,
+		     const char *cmd)
 {
 	struct live_opts o = { .row_limit = 0, .python = true, .cuda = true };
 	const char *why = NULL;
@@ -448,7 +450,16 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *, bool), void *
 		return usage_error("%s", "tbpf run profiles the command it starts: no --pid");
 	if ((rc = live_check(&o)))
 		return rc;
-	if (recorder_resolve(&o, start != NULL, &why))
+	if (start) {   /* before the recorder's line: a command that cannot run gets one */
+		char *cwhy = NULL;
+
+		if ((rc = run_command_check(cmd, getenv("PATH"), &cwhy))) {
+			fprintf(stderr, "tbpf: %s\n", cwhy);
+			free(cwhy);
+			return rc;
+		}
+	}
+	if (recorder_resolve(&o, start ? cmd : NULL, &why))
 		return usage_error("%s", why);
 	if (start) {
 		/* attach to the agent the driver loads; --inproc only
@@ -538,7 +549,7 @@ static int run_main(int argc, char **argv)
 		return usage_error("%s", "usage: tbpf run [options] -- command [args...]");
 	r.cmd = argv + dash + 1;
 	argv[dash] = NULL;
-	rc = live_main(dash, argv, run_start, &r);
+	rc = live_main(dash, argv, run_start, &r, r.cmd[0]);
 	if (!r.started)
 		return r.start_rc ? r.start_rc : rc;
 	ran = r.child.release_fd < 0;   /* else it exits 125 without running */
@@ -567,5 +578,5 @@ int tbpf_main(int argc, char **argv)
 		return cmd_info(argc - 1, argv + 1);
 	if (argc > 1 && argv[1][0] != '-')
 		return usage_error("unknown command '%s' (commands: report, run, daemon, diff, info)", argv[1]);
-	return live_main(argc, argv, NULL, NULL);
+	return live_main(argc, argv, NULL, NULL, NULL);
 }

@@ -59,6 +59,12 @@ int inproc_check_torch(const struct live_opts *o, unsigned *layouts,
 		bool by_headers;
 		int err = torchver_of(pid, &ver, &where);
 
+		/* a CUDA program, or a job that has not imported torch yet: the
+		 * uprobe recorder probes its CUDA calls, and torch's ops once it
+		 * maps libtorch.  Its attached line says so (or its one error
+		 * line, for a process that maps neither): no line here */
+		if (err == -ENOENT && o->recorder_auto && !(kill(pid, 0) && errno == ESRCH))
+			return LIVE_INPROC_FALLBACK;
 		if (err == -ESRCH || err == -ENOENT) {
 			if (kill(pid, 0) && errno == ESRCH)
 				fprintf(stderr, "tbpf: no process with pid %d\n", pid);

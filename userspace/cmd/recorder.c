@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "recorder.h"
 
 int recorder_parse(const char *s, enum recorder *r)
@@ -19,9 +20,57 @@ int recorder_parse(const char *s, enum recorder *r)
 	return -EINVAL;
 }
 
-const char *recorder_uprobes_only(const struct live_opts *o, bool start)
+bool recorder_shebang_is_python(const char *line)
 {
-	if (!start && !o->sel.npids)
+	size_t n = strcspn(line, "\n");
+
+	return !strncmp(line, "#!", 2) && memmem(line, n, "python", 6);
+}
+
+static bool file_is_python(const char *file)
+{
+	char line[256] = "";
+	FILE *f = fopen(file, "re");
+	bool yes;
+
+	if (!f)
+		return false;
+	yes = fgets(line, sizeof(line), f) && recorder_shebang_is_python(line);
+	fclose(f);
+	return yes;
+}
+
+bool recorder_cmd_is_python(const char *cmd, const char *path)
+{
+	const char *base = strrchr(cmd, '/');
+	char *dirs, *dir, *save = NULL;
+	bool yes = false;
+
+	if (!strncmp(base ? base + 1 : cmd, "python", 6))
+		return true;
+	if (base || !path)
+		return file_is_python(cmd);
+	if (!(dirs = strdup(path)))
+		return false;
+	for (dir = strtok_r(dirs, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+		char file[4096];
+
+		snprintf(file, sizeof(file), "%s/%s", *dir ? dir : ".", cmd);
+		if (!access(file, X_OK)) {
+			yes = file_is_python(file);
+			break;
+		}
+	}
+	free(dirs);
+	return yes;
+}
+
+const char *recorder_uprobes_only(const struct live_opts *o, bool run, bool run_python)
+{
+	if (run && !run_python)
+		return "the command is no Python program, and may never load libtorch (the "
+		       "uprobe recorder also holds it at its CUDA libraries)";
+	if (!run && !o->sel.npids)
 		return "a system-wide run (the in-process agent is loaded into each --pid)";
 	if (o->sel.comm || o->sel.cgroup)
 		return "--comm and --cgroup select processes as they come and go";
@@ -38,7 +87,7 @@ const char *recorder_uprobes_only(const struct live_opts *o, bool start)
 	return NULL;
 }
 
-int recorder_resolve(struct live_opts *o, bool start, const char **why)
+int recorder_resolve(struct live_opts *o, const char *run_cmd, const char **why)
 {
 	const char *env = getenv("TBPF_RECORDER"), *only;
 	enum recorder r = o->recorder;
@@ -58,7 +107,9 @@ int recorder_resolve(struct live_opts *o, bool start, const char **why)
 		       "not: drop --inproc";
 		return -EINVAL;
 	}
-	only = recorder_uprobes_only(o, start);
+	only = r == RECORDER_AUTO ? recorder_uprobes_only(o, run_cmd, run_cmd &&
+							  recorder_cmd_is_python(run_cmd, getenv("PATH")))
+				  : NULL;
 	if (r == RECORDER_AUTO && only)
 		fprintf(stderr, "tbpf: recording with uprobes: %s; --uprobes or --inproc choose "
 				"a recorder\n", only);

@@ -14,14 +14,25 @@
 int recorder_parse(const char *s, enum recorder *r);
 
 /* NULL when the in-process recorder serves every option in o, else why
- * only the uprobe recorder does (a static string).  start: tbpf run,
- * which names its own target. */
-const char *recorder_uprobes_only(const struct live_opts *o, bool start);
+ * only the uprobe recorder does (a static string).  run_python: tbpf
+ * run's command is a Python program (recorder_cmd_is_python); unused
+ * without run. */
+const char *recorder_uprobes_only(const struct live_opts *o, bool run, bool run_python);
+
+/* tbpf run's command is a Python program: an interpreter (python3,
+ * python3.11), or a script whose #! line names one (torchrun, a train.py
+ * made executable), found as execvp would on path.  Any other command (a
+ * CUDA program, a shell script) may never load libtorch: only the uprobe
+ * recorder's hold stops a command at its CUDA libraries too. */
+bool recorder_cmd_is_python(const char *cmd, const char *path);
+/* ... of a #! line (pure) */
+bool recorder_shebang_is_python(const char *line);
 
 /* o->recorder resolved (RECORDER_AUTO: $TBPF_RECORDER, then
  * recorder_uprobes_only) into o->inproc and o->recorder_auto, with the
  * one stderr line of a choice tbpf made; 0, or -EINVAL with *why (a bad
- * $TBPF_RECORDER, an option --inproc cannot serve) */
-int recorder_resolve(struct live_opts *o, bool start, const char **why);
+ * $TBPF_RECORDER, an option --inproc cannot serve).  run_cmd: tbpf run's
+ * command, NULL for the live command. */
+int recorder_resolve(struct live_opts *o, const char *run_cmd, const char **why);
 
 #endif

@@ -6,9 +6,11 @@
 # in-process one cannot serve: a torch whose headers differ from the
 # verified ones (an altered copy of the wheel), ptrace refused by a seccomp
 # policy (tests/native/policy/no_ptrace, as a container sets), an option
-# only uprobes serve (--profile-memory).  Every run's per-op counts (or
-# rows) equal torch.profiler's for the same iterations; --uprobes gives no
-# line and attaches probes.
+# only uprobes serve (--profile-memory), and under tbpf run a command that
+# is no Python program (a plain CUDA program, whose API calls are counted
+# as it counts them itself).  Every run's per-op counts (or rows) equal
+# torch.profiler's for the same iterations; --uprobes gives no line and
+# attaches probes.
 # timeout: 900
 # torch-matrix: rerun on the newest torch too (tests/e2e/run.sh)
 . "$(dirname "$0")/../lib/lib.sh"
@@ -122,7 +124,33 @@ run_case() {
 		--nest "train_step=forward+backward+optimizer" || bad "$label: rows differ from torch.profiler's"
 }
 
+# cuda_case: a plain CUDA program (no libtorch) under tbpf run and
+# tbpf --pid: the uprobe recorder, its CUDA calls counted as the program
+# counts them itself
+cuda_case() {
+	local prog=$ROOT/build/tests/native/cuda/cuda_plain label="CUDA program, no recorder named" want got
+	[ -x "$prog" ] || { log "$label: $prog not built (no CUDA toolkit): case skipped"; return 0; }
+	log "== $label"
+	timeout -k 5 60 "$TBPF" run --format json -o "$T/cuda.json" -- "$prog" 7 2 > "$T/cuda.out" \
+		2> "$T/cuda.err" || { bad "$label: tbpf run exit $?: $(tail -n 2 "$T/cuda.err")"; return 0; }
+	sed 's/^/    | /' "$T/cuda.err" | head -n 4
+	grep -q '^tbpf: recording with uprobes: the command is no Python program' "$T/cuda.err" ||
+		bad "$label: tbpf run: no line saying why the uprobe recorder"
+	grep -q '^tbpf: attached [0-9]* CUDA probes' "$T/cuda.err" || bad "$label: tbpf run: no CUDA probes"
+	# the program's own count of each API call, its last "done {json}" line
+	python3 - "$T/cuda.json" "$T/cuda.out" <<'PY' || bad "$label: tbpf run's API calls differ from the program's"
+import json, sys
+line = [l for l in open(sys.argv[2]) if l.startswith("done ")][-1]
+want = json.loads(line[5:])
+want.pop("kernels")
+got = {a["name"]: a["calls"] for a in json.load(open(sys.argv[1]))["api_calls"]}
+print("API calls: tbpf %s, the program %s" % (got, want))
+sys.exit(got != want)
+PY
+}
+
 default_case "$PY1"
+cuda_case
 forced_case "$PY1"
 noptrace_case "$PY1"
 memory_case "$PY1"
