@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "tbpf_abi.h"
+#include "target.h"
+#include "torchver.h"
 #include "capture.h"
 #include "cuda_model.h"
 #include "cuda_ops.h"
@@ -530,7 +532,8 @@ static int render(const struct live_opts *o, const char *path, const struct tbpf
 	struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
 				  .by_overload = o->by_overload, .by_shape = o->by_shape,
 				  .with_flops = o->with_flops, .stack_n = o->stack_n,
-				  .step_label = o->steps.label, .tree = &to };
+				  .metric_count = o->metric_count, .step_label = o->steps.label,
+				  .merge = o->merge, .tree = &to };
 	const char *fmt = o->format ? o->format : "table";
 	bool tree = !strcmp(fmt, "tree");
 	bool aggregated = tree || !strcmp(fmt, "table") || !strcmp(fmt, "json");
@@ -667,6 +670,9 @@ struct lrun {
 	struct session *hold;   /* tbpf run --inproc: holds the command */
 	struct run_held held;   /* its threads at the first op, under ptrace */
 	struct live_dist ld;
+	/* each target's command line and torch, read at attach: the table's
+	 * section per process (not --merge), as the uprobe recorder's */
+	struct model_proc_info procs[64];
 	char *agent, *path, *why;
 	bool tmp, want_cuda, want_py, shared;
 	enum gpu_agent_mode gpu;
@@ -824,8 +830,15 @@ static bool lrun_attach(const struct live_opts *o, struct lrun *r)
 	}
 	r->t_mono = clock_ns(CLOCK_MONOTONIC);
 	r->sw.after_ns = r->t_mono;   /* steps from the attached line on, as steps_from_capture */
-	for (size_t i = 0; i < o->sel.npids; i++)
+	for (size_t i = 0; i < o->sel.npids; i++) {
+		char *ver = NULL, *where = NULL;
+
 		live_dist_add(&r->ld, o->sel.pids[i]);
+		torchver_of(o->sel.pids[i], &ver, &where);
+		free(where);
+		r->procs[i] = (struct model_proc_info){ (uint32_t)o->sel.pids[i],
+							 proc_cmdline(o->sel.pids[i]), ver };
+	}
 	r->run = run_info(o, r->t_mono, clock_ns(CLOCK_REALTIME), r->pids, r->host, sizeof(r->host), r->shapes);
 	if (r->k.cw)
 		write_meta(r->k.cw, o, &r->run);
@@ -881,6 +894,13 @@ static bool lrun_record(const struct live_opts *o, struct lrun *r)
 		fprintf(stderr, "tbpf: building the layer tree failed: %s\n", strerror(-r->err));
 	if (!r->rc && !r->k.cw && o->stack_n && (r->err = inproc_py_srcloc(r->k.py, &r->model.prof, o->stack_n)))
 		fprintf(stderr, "tbpf: --group-by-stack: %s\n", strerror(-r->err));
+	/* several processes: a section each, unless --merge */
+	if (!r->rc && !r->k.cw && !o->merge && o->sel.npids > 1 &&
+	    (r->err = r->k.py ? session_model_split(r->k.py, &r->model, r->procs, o->sel.npids)
+			      : model_split(&r->model, NULL, 0, r->procs, o->sel.npids))) {
+		fprintf(stderr, "tbpf: splitting the processes failed: %s\n", strerror(-r->err));
+		r->rc = TBPF_EXIT_ERROR;
+	}
 	if (!r->rc)
 		r->rc = r->render_rc = render(o, r->path, &r->model);
 	warn_steps_unseen(o, &r->sw, r->stop_why);
@@ -908,6 +928,10 @@ static void lrun_free(const struct live_opts *o, struct lrun *r)
 	free(r->path);
 	free(r->agent);
 	steps_watch_free(&r->sw);
+	for (size_t i = 0; i < o->sel.npids && i < 64; i++) {
+		free((char *)r->procs[i].cmdline);
+		free((char *)r->procs[i].torch);
+	}
 }
 
 int live_inproc_run(const struct live_opts *o)

@@ -9,8 +9,9 @@
 # only uprobes serve (--profile-memory), and under tbpf run a command that
 # is no Python program (a plain CUDA program, whose API calls are counted
 # as it counts them itself).  Every run's per-op counts (or rows) equal
-# torch.profiler's for the same iterations; --uprobes gives no line and
-# attaches probes.
+# torch.profiler's for the same iterations; two processes get a table
+# section each (one table with --merge), as with uprobes; --uprobes gives
+# no line and attaches probes.
 # timeout: 900
 # torch-matrix: rerun on the newest torch too (tests/e2e/run.sh)
 . "$(dirname "$0")/../lib/lib.sh"
@@ -149,7 +150,35 @@ sys.exit(got != want)
 PY
 }
 
+# sections_case PY: two processes in-process: a table section each, one
+# table with --merge, as the uprobe recorder prints them
+sections_case() {
+	local py=$1 label="torch $(torch_version "$1"), two processes, no recorder named" pa pb m n
+	log "== $label"
+	start_workload sa "$py" exceptions.py --until-file "$T/sec.stop"
+	start_workload sb "$py" exceptions.py --until-file "$T/sec.stop"
+	pa=$(get sa pid) pb=$(get sb pid)
+	go "$pa"
+	go "$pb"
+	for m in "" --merge; do
+		timeout -k 5 120 "$TBPF" --pid "$pa" --pid "$pb" --duration 2s $m > "$T/sec$m.out" \
+			2> "$T/sec$m.err" || bad "$label $m: tbpf exit $?: $(tail -n 2 "$T/sec$m.err")"
+		grep -q '^tbpf: attached in-process' "$T/sec$m.err" || bad "$label $m: not in-process"
+	done
+	n=$(grep -c -e "^== pid $pa: .*(torch " -e "^== pid $pb: .*(torch " "$T/sec.out" || true)
+	[ "$n" = 2 ] || bad "$label: $n process sections, expected 2"
+	n=$(grep -c '^== pid ' "$T/sec--merge.out" || true)
+	[ "$n" = 0 ] || bad "$label --merge: $n process sections, expected one table"
+	grep -q 'aten::' "$T/sec--merge.out" || bad "$label --merge: no op rows"
+	touch "$T/sec.stop"
+	wait_exit sa 60
+	wait_exit sb 60
+	expect_rc sa 0
+	expect_rc sb 0
+}
+
 default_case "$PY1"
+sections_case "$PY1"
 cuda_case
 forced_case "$PY1"
 noptrace_case "$PY1"
