@@ -518,7 +518,7 @@ static int cuda_rows(struct tbpf_model *m, struct session *py)
 	const struct cuda_model *cm = py ? session_cuda(py, NULL, NULL) : NULL;
 	int err;
 
-	m->cuda = cm && !cuda_model_empty(cm) ? cm : NULL;
+	m->cuda = cm;   /* empty too: json's CUDA tables, [] as the uprobe recorder's */
 	err = cuda_ops_to_profile(&m->prof, m->cuda);
 	if (err)
 		fprintf(stderr, "tbpf: CUDA call rows: %s\n", strerror(-err));
@@ -889,7 +889,8 @@ static bool lrun_record(const struct live_opts *o, struct lrun *r)
 	if (!r->rc && !r->k.cw && r->k.ca)
 		r->rc = cuda_rows(&r->model, r->k.py);
 	if (!r->rc && !r->k.cw && r->k.py && r->want_py &&
-	    ((o->format && strcmp(o->format, "table")) || r->model.cuda) &&
+	    ((o->format && strcmp(o->format, "table")) ||
+	     (r->model.cuda && !cuda_model_empty(r->model.cuda))) &&
 	    (r->err = inproc_py_tree(r->k.py, &r->model.prof, r->model.cuda, &r->model.tree)))
 		fprintf(stderr, "tbpf: building the layer tree failed: %s\n", strerror(-r->err));
 	if (!r->rc && !r->k.cw && o->stack_n && (r->err = inproc_py_srcloc(r->k.py, &r->model.prof, o->stack_n)))
