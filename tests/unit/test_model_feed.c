@@ -239,11 +239,29 @@ static void shapes_as_replay(void **state)
 	unlink(path);
 }
 
+/* A feed given up before its finish (an error in the run) frees what it
+ * built so far, an op still open among it. */
+static void freed_unfinished(void **state)
+{
+	struct rec_op e = fx_op(REC_OP_ENTER, 1, 1, 0, OP_MM, 0, 0, 0);
+	struct tbpf_model m;
+	struct model_feed *f;
+
+	model_init(&m);
+	f = model_feed_new(&m);
+	assert_non_null(f);
+	assert_int_equal(model_feed_name(f, OP_MM, "aten::mm", ""), 0);
+	assert_int_equal(model_feed_record(f, &e.h), 0);
+	model_feed_free(f);
+	model_free(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(same_rows_as_replay),
 		cmocka_unit_test(shapes_as_replay),
+		cmocka_unit_test(freed_unfinished),
 	};
 	return cmocka_run_group_tests_name("model_feed", tests, NULL, NULL);
 }

@@ -150,6 +150,9 @@ struct model_builder {
 	struct rec_bus bus;             /* every record goes in here */
 };
 
+/* The one way a builder's state goes, whether it finished or not, and
+ * safe to repeat; st: the run's counts for the call tree's duration
+ * (NULL: none). */
 static void builder_free(struct model_builder *b, const struct capture_stats *st)
 {
 	static const struct capture_stats none;
@@ -224,10 +227,8 @@ static int builder_done(struct model_builder *b, int ret, const struct capture_s
 	uint64_t gpu_reached = 0, gpu_devices = b->g.ndev;
 	struct profile *p = b->in.p;
 
-	profile_agg_free(b->agg);
-	b->agg = NULL;
-	calltree_build_free(b->cb, st);
-	b->cb = NULL;
+	/* the rows are in p once the bus finished: the joined device times
+	 * go onto them before the join's state goes with the rest of b */
 	for (size_t i = 0; !ret && i < b->g.n; i++) {
 		int n = profile_add_gpu(p, &b->g.v[i].res, b->g.v[i].pid, NULL, NULL);
 
@@ -451,7 +452,7 @@ struct model_feed {
 	struct tbpf_model *m;
 	struct capture_meta meta;     /* op names, then run and end */
 	struct model_builder b;       /* the builder a capture's replay uses */
-	bool started, finished;
+	bool finished;
 };
 
 struct model_feed *model_feed_new(struct tbpf_model *m)
@@ -470,7 +471,6 @@ struct model_feed *model_feed_new(struct tbpf_model *m)
 		free(f);
 		return NULL;
 	}
-	f->started = true;
 	m->op_name = capture_op_name;
 	m->op_name_ctx = &f->meta;
 	return f;
@@ -505,7 +505,6 @@ int model_feed_finish(struct model_feed *f, const struct capture_run *run,
 	err = bus_finish(&f->b.bus);
 	f->meta.run = *run;
 	f->meta.end = *end;
-	f->started = false;
 	err = builder_done(&f->b, err, &st);
 	/* run and end point at the caller's memory: not the meta's to free */
 	memset(&f->meta.run, 0, sizeof(f->meta.run));
@@ -517,8 +516,7 @@ void model_feed_free(struct model_feed *f)
 {
 	if (!f)
 		return;
-	if (f->started)
-		builder_free(&f->b, NULL);
+	builder_free(&f->b, NULL);   /* a finished one's again: nothing left */
 	capture_meta_free(&f->meta);
 	free(f);
 }
