@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "fixture_capture.h"
+#include "bus.h"
 #include "model.h"
 
 #define OP_SUM 6
@@ -239,11 +240,113 @@ static void shapes_as_replay(void **state)
 	unlink(path);
 }
 
+static uint64_t modcalls_of(const struct profile *p, uint32_t pid, uint64_t stack)
+{
+	for (size_t i = 0; i < p->nmodcalls; i++)
+		if (p->modcalls[i].pid == pid && p->modcalls[i].stack_id == stack)
+			return p->modcalls[i].calls;
+	return 0;
+}
+
+/* --inproc's module calls come by two buses: the feed's own and the BPF
+ * session's ring (model_feed_modcall_sink).  Either way they count into
+ * the rows as a capture's replay counts the same records; a record
+ * shorter than a module call is not counted. */
+static void modcalls_one_sink(void **state)
+{
+	char path[] = "/tmp/test_model_feed_mc-XXXXXX";
+	/* (pid, stack): (100, 5) 3 calls, (100, 6) 1, (200, 5) 2 */
+	struct rec_op mc[] = {
+		fx_op(REC_MODCALL, 100, 100, 10, 0, 0, 0, 5),
+		fx_op(REC_MODCALL, 100, 101, 20, 0, 0, 0, 6),
+		fx_op(REC_MODCALL, 200, 200, 30, 0, 0, 0, 5),
+		fx_op(REC_MODCALL, 100, 100, 40, 0, 0, 0, 5),
+		fx_op(REC_MODCALL, 200, 200, 50, 0, 0, 0, 5),
+		fx_op(REC_MODCALL, 100, 100, 60, 0, 0, 0, 5),
+	};
+	struct rec_op cut = fx_op(REC_MODCALL, 300, 300, 70, 0, 0, 0, 5);
+	const size_t n = sizeof(mc) / sizeof(mc[0]);
+	uint32_t pids[] = { 100, 200 };
+	struct capture_run run = { .present = true, .npids = 2, .pids = pids,
+				   .mode = TBPF_MODE_EXITS | TBPF_MODE_INPROC };
+	struct capture_end end = { .present = true, .duration_ns = 100, .exit_mode = "duration",
+				   .gpu_note = "none" };
+	struct capture_run_info ri = { .mode = run.mode, .npids = 2, .pids = pids,
+				       .tbpf_version = "t", .host = "h" };
+	struct capture_end_info ei = { .duration_ns = 100, .exit_mode = "duration", .gpu_note = "none" };
+	struct capture_writer *w;
+	struct capture_reader *r;
+	struct tbpf_model a, b;
+	struct model_feed *f;
+	struct rec_bus ring;
+	int fd = mkstemp(path), err = 0;
+
+	assert_true(fd >= 0);
+	close(fd);
+	w = capture_writer_open(path, &err);
+	assert_non_null(w);
+	assert_int_equal(capture_write_run(w, &ri), 0);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(capture_write_raw(w, &mc[i], sizeof(mc[i])), 0);
+	assert_int_equal(capture_write_end(w, &ei), 0);
+	assert_int_equal(capture_writer_close(w), 0);
+	model_init(&a);
+	r = capture_reader_open(path);
+	assert_non_null(r);
+	assert_int_equal(model_from_capture(r, 0, &a), 0);
+
+	model_init(&b);
+	f = model_feed_new(&b);
+	assert_non_null(f);
+	bus_init(&ring);
+	assert_int_equal(bus_add(&ring, model_feed_modcall_sink(f)), 0);
+	for (size_t i = 0; i < n; i++)   /* every other one by the session's ring */
+		assert_int_equal(i % 2 ? bus_feed(&ring, &mc[i].h, sizeof(mc[i]))
+				       : model_feed_record(f, &mc[i].h), 0);
+	assert_int_equal(bus_feed(&ring, &cut.h, sizeof(cut) - 4), 0);
+	assert_int_equal(bus_finish(&ring), 0);
+	assert_int_equal(model_feed_finish(f, &run, &end), 0);
+
+	for (int k = 0; k < 2; k++) {
+		const struct profile *p = k ? &b.prof : &a.prof;
+
+		assert_int_equal(p->nmodcalls, 3);
+		assert_int_equal(modcalls_of(p, 100, 5), 3);
+		assert_int_equal(modcalls_of(p, 100, 6), 1);
+		assert_int_equal(modcalls_of(p, 200, 5), 2);
+		assert_int_equal(modcalls_of(p, 300, 5), 0);
+	}
+	model_free(&b);
+	model_feed_free(f);
+	model_free(&a);
+	capture_reader_close(r);
+	unlink(path);
+}
+
+/* A feed given up before its finish (an error in the run) frees what it
+ * built so far, an op still open among it. */
+static void freed_unfinished(void **state)
+{
+	struct rec_op e = fx_op(REC_OP_ENTER, 1, 1, 0, OP_MM, 0, 0, 0);
+	struct tbpf_model m;
+	struct model_feed *f;
+
+	model_init(&m);
+	f = model_feed_new(&m);
+	assert_non_null(f);
+	assert_int_equal(model_feed_name(f, OP_MM, "aten::mm", ""), 0);
+	assert_int_equal(model_feed_record(f, &e.h), 0);
+	model_feed_free(f);
+	model_free(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(same_rows_as_replay),
 		cmocka_unit_test(shapes_as_replay),
+		cmocka_unit_test(modcalls_one_sink),
+		cmocka_unit_test(freed_unfinished),
 	};
 	return cmocka_run_group_tests_name("model_feed", tests, NULL, NULL);
 }

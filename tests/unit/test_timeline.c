@@ -191,6 +191,101 @@ static void test_deep_nesting(void **state)
 	timeline_free(tl);
 }
 
+/* What the cuda callback saw of each event. */
+struct cuda_seen {
+	int n;
+	enum cuda_ev_kind kind[8];
+	uint32_t pid[8], tid[8], top[8];
+	uint64_t ts[8];
+	const struct rec_hdr *rec[8];
+};
+
+static void on_cuda_ev(void *ctx, const struct tl_cuda *c)
+{
+	struct cuda_seen *g = ctx;
+
+	assert_true(g->n < 8);
+	g->kind[g->n] = c->ev.kind;
+	/* the callback's own pid and tid are the decoded event's */
+	assert_int_equal(c->pid, c->ev.pid);
+	assert_int_equal(c->tid, c->ev.tid);
+	g->pid[g->n] = c->ev.pid;
+	g->tid[g->n] = c->ev.tid;
+	g->ts[g->n] = c->ev.ts_ns;
+	g->top[g->n] = c->top ? c->top->op_id : 0;
+	g->rec[g->n] = c->rec;
+	g->n++;
+}
+
+static void hdr(struct rec_hdr *h, int type, size_t size, uint32_t tid, uint64_t t)
+{
+	h->type = type;
+	h->size = size;
+	h->tid = tid;
+	h->ts_ns = T0 + t;
+}
+
+/* Every record cuda_ev_decode decodes reaches the cuda callback, decoded,
+ * with the op on top of its own thread (pid and tid from the record, not
+ * from a thread seen before); launches count on that op only; records it
+ * does not decode (a module call, a REC_MEM shorter than its layout)
+ * neither call back nor open a thread. */
+static void test_cuda_events(void **state)
+{
+	struct cuda_seen g = { 0 };
+	struct got slices = { 0 };
+	struct timeline_ops ops = { NULL, NULL, on_cuda_ev };
+	struct timeline *tl = timeline_new(&ops, &g);
+	struct rec_op enter = fx_op(REC_OP_ENTER, 7, 70, 100, OP_MM, 0, 0, 0);
+	struct rec_op exit = fx_op(REC_OP_EXIT, 7, 70, 900, OP_MM, 0, 0, 0);
+	struct rec_op modcall = fx_op(REC_MODCALL, 9, 90, 150, 0, 0, 0, 3);
+	struct rec_launch l = { .pid = 7, .api = CU_cudaLaunchKernel, .func = 0x1234 };
+	struct rec_memop mo = { .pid = 7, .api = CU_cudaMemcpy, .bytes = 4096 };
+	struct rec_sync sy = { .pid = 8, .api = CU_cudaDeviceSynchronize };
+	struct rec_alloc al = { .pid = 7, .api = CU_cudaMalloc, .bytes = 512 };
+	struct rec_mem mem = { .pid = 7, .bytes = 64 }, short_mem = mem;
+	const struct rec_hdr *in[] = { &enter.h, &l.h, &modcall.h, &mo.h, &sy.h, &al.h,
+				       &short_mem.h, &mem.h, &exit.h };
+	const struct timeline_stats *st;
+
+	hdr(&l.h, REC_LAUNCH, sizeof(l), 70, 200);
+	hdr(&mo.h, REC_MEMOP, sizeof(mo), 70, 300);
+	hdr(&sy.h, REC_SYNC, sizeof(sy), 80, 400);   /* another process: no op open */
+	hdr(&al.h, REC_ALLOC, sizeof(al), 70, 500);
+	hdr(&short_mem.h, REC_MEM, sizeof(short_mem) - 8, 60, 550);
+	hdr(&mem.h, REC_MEM, sizeof(mem), 70, 600);
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
+		assert_int_equal(timeline_feed(tl, in[i]), 0);
+	assert_int_equal(g.n, 5);
+	enum cuda_ev_kind kinds[] = { CEV_LAUNCH, CEV_MEMOP, CEV_SYNC, CEV_ALLOC, CEV_MEM };
+	uint32_t pids[] = { 7, 7, 8, 7, 7 }, tids[] = { 70, 70, 80, 70, 70 };
+	uint32_t tops[] = { OP_MM, OP_MM, 0, OP_MM, OP_MM };
+	const struct rec_hdr *recs[] = { &l.h, &mo.h, &sy.h, &al.h, &mem.h };
+	uint64_t ts[] = { 200, 300, 400, 500, 600 };
+
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(g.kind[i], kinds[i]);
+		assert_int_equal(g.pid[i], pids[i]);
+		assert_int_equal(g.tid[i], tids[i]);
+		assert_int_equal(g.top[i], tops[i]);
+		assert_int_equal(g.ts[i], T0 + ts[i]);
+		assert_ptr_equal(g.rec[i], recs[i]);
+	}
+	st = timeline_stats(tl);
+	assert_int_equal(st->threads, 2);   /* (7, 70) and (8, 80) only */
+	assert_int_equal(st->slices, 1);
+	timeline_free(tl);
+
+	/* the launch counted on the op it ran under, the other calls not */
+	ops = (struct timeline_ops){ NULL, on_end, NULL };
+	tl = timeline_new(&ops, &slices);
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
+		assert_int_equal(timeline_feed(tl, in[i]), 0);
+	assert_int_equal(slices.n, 1);
+	assert_int_equal(slices.s[0].launches, 1);
+	timeline_free(tl);
+}
+
 struct spans_got { char log[2048]; };
 
 static void sp_open(void *ctx, const struct fspan *s)
@@ -465,6 +560,7 @@ int main(void)
 		cmocka_unit_test(test_skip_records),
 		cmocka_unit_test(test_frame_spans),
 		cmocka_unit_test(test_deep_nesting),
+		cmocka_unit_test(test_cuda_events),
 		cmocka_unit_test(test_profile_from_capture),
 		cmocka_unit_test(test_profile_add_merges),
 		cmocka_unit_test(test_profile_from_map_entries),

@@ -202,54 +202,66 @@ static void on_exit_rec(struct timeline *tl, struct tl_thread *t, const struct r
 	close_top(tl, t, r->h.ts_ns, r->flags);
 }
 
-int timeline_feed(struct timeline *tl, const struct rec_hdr *rec)
+/* The thread of (pid, tid), its last timestamp moved on to ts. */
+static struct tl_thread *thread_at(struct timeline *tl, uint32_t pid, uint32_t tid, uint64_t ts)
 {
-	uint32_t pid;
-	switch (rec->type) {
-	case REC_OP_ENTER:
-	case REC_OP_EXIT:
-	case REC_LAUNCH:
-	case REC_MEMOP:
-	case REC_SYNC:
-	case REC_ALLOC:
-	case REC_MEM:
-		/* every one of these has pid right after the header */
-		memcpy(&pid, rec + 1, 4);
-		break;
-	default:
-		return 0;
-	}
-	struct tl_thread *t = get_thread(tl, pid, rec->tid);
+	struct tl_thread *t = get_thread(tl, pid, tid);
+
+	if (t && ts > t->last_ts)
+		t->last_ts = ts;
+	return t;
+}
+
+static int feed_op(struct timeline *tl, const struct rec_op *r)
+{
+	struct tl_thread *t = thread_at(tl, r->pid, r->h.tid, r->h.ts_ns);
+
 	if (!t)
 		return -ENOMEM;
-	if (rec->ts_ns > t->last_ts)
-		t->last_ts = rec->ts_ns;
 	/* a redispatch nested directly in its own call is the same op call:
 	 * not a slice of its own (BPF counts it once as well) */
-	if ((rec->type == REC_OP_ENTER || rec->type == REC_OP_EXIT) &&
-	    (((const struct rec_op *)rec)->flags & OPF_SKIP)) {
+	if (r->flags & OPF_SKIP) {
 		tl->st.skipped++;
 		return 0;
 	}
-	if (rec->type == REC_OP_ENTER)
-		return on_enter(tl, t, (const struct rec_op *)rec);
-	if (rec->type == REC_OP_EXIT) {
-		on_exit_rec(tl, t, (const struct rec_op *)rec);
-		return 0;
-	}
-	struct tl_slice top;
-	struct tl_cuda c = { .pid = pid, .tid = rec->tid, .rec = rec };
+	if (r->h.type == REC_OP_ENTER)
+		return on_enter(tl, t, r);
+	on_exit_rec(tl, t, r);
+	return 0;
+}
 
-	cuda_ev_decode(rec, &c.ev);
+/* A CUDA call or allocator event (c->ev decoded), with the op on top of
+ * its thread's stack. */
+static int feed_cuda(struct timeline *tl, struct tl_cuda *c)
+{
+	struct tl_thread *t = thread_at(tl, c->ev.pid, c->ev.tid, c->ev.ts_ns);
+	struct tl_slice top;
+
+	if (!t)
+		return -ENOMEM;
+	c->pid = c->ev.pid;
+	c->tid = c->ev.tid;
 	if (t->depth) {
-		if (rec->type == REC_LAUNCH)
+		if (c->ev.kind == CEV_LAUNCH)
 			t->frames[t->depth - 1].launches++;
 		fill_slice(&top, t, t->depth - 1);
-		c.top = &top;
+		c->top = &top;
 	}
 	if (tl->ops.cuda)
-		tl->ops.cuda(tl->ctx, &c);
+		tl->ops.cuda(tl->ctx, c);
 	return 0;
+}
+
+int timeline_feed(struct timeline *tl, const struct rec_hdr *rec)
+{
+	struct tl_cuda c = { .rec = rec };
+
+	if (rec->type == REC_OP_ENTER || rec->type == REC_OP_EXIT)
+		return feed_op(tl, (const struct rec_op *)rec);
+	/* the CUDA records told apart by the capture's one decoder */
+	if (!cuda_ev_decode(rec, &c.ev))
+		return 0;
+	return feed_cuda(tl, &c);
 }
 
 static int cmp_thread(const void *a, const void *b)

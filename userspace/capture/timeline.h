@@ -83,7 +83,8 @@ struct timeline_stats {
 struct timeline;
 
 struct timeline *timeline_new(const struct timeline_ops *ops, void *ctx);
-/* 0, or -ENOMEM.  Records other than ops and CUDA are ignored. */
+/* 0, or -ENOMEM.  Records other than ops and those cuda_ev_decode
+ * decodes (cudarec.h) are ignored. */
 int timeline_feed(struct timeline *tl, const struct rec_hdr *rec);
 /* Close all open frames at end_ns (or at their thread's last timestamp if
  * end_ns is 0), deepest first, flagged OPF_INFERRED. */

@@ -10,6 +10,7 @@
 #include "bus.h"
 #include "session.h"
 #include "profile.h"
+#include "model.h"
 #include "srcloc.h"
 #include "bwstack.h"
 #include "procmaps.h"
@@ -56,20 +57,8 @@ enum gpu_agent_mode inproc_gpu_agent(const struct live_opts *o)
  * 50 MB; bench/results_tbpf_memory.md). */
 #define INPROC_RING_DEFAULT (4u << 20)
 
-/* Module calls straight into the rows (table, json, tree: no capture). */
-static int modcall_sink(void *ctx, const struct rec_hdr *h, size_t size)
-{
-	const struct rec_op *r = (const void *)h;
-
-	/* out of memory: that call is not counted; the ring's other
-	 * consumers go on (an error would stop the bus) */
-	if (size >= sizeof(*r))
-		profile_add_modcall(ctx, r->pid, r->stack_id, 1);
-	return 0;
-}
-
 struct session *inproc_py_open(const struct live_opts *o, struct capture_writer *cw,
-			       struct profile *p, const struct inproc_py_cuda *cuda, bool hold)
+			       struct model_feed *feed, const struct inproc_py_cuda *cuda, bool hold)
 {
 	enum gpu_agent_mode gpu = cuda ? inproc_gpu_agent(o) : GPU_AGENT_OFF;
 	char *agent = gpu ? run_agent_path() : NULL;
@@ -103,8 +92,9 @@ struct session *inproc_py_open(const struct live_opts *o, struct capture_writer 
 	int code = 0;
 	struct session *s = session_open(&cfg, &why, &code);
 
-	if (s && !cw)
-		session_add_sink(s, (struct bus_sink){ BUS_TYPE(REC_MODCALL), modcall_sink, NULL, p });
+	/* no capture: the module calls into the rows by the feed's own sink */
+	if (s && !cw && feed)
+		session_add_sink(s, model_feed_modcall_sink(feed));
 	if (!s) {
 		fprintf(stderr, "tbpf: --inproc: no layer tree, Python stacks or CUDA calls: %s\n",
 			why ? why : "cannot load the module-call probe");

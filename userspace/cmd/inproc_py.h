@@ -39,13 +39,15 @@ struct inproc_py_cuda {
 };
 /* A BPF session for the module-call probe and the stacks' names: its
  * records and named stacks into cw (a capture), or (cw NULL) the module
- * calls into p.  NULL after a warning: the run goes on without the tree.
+ * calls into feed's rows (model_feed_modcall_sink; feed NULL: nowhere, for
+ * a session without the probe).  NULL after a warning: the run goes on without the tree.
  * Opened before the agents start (loading BPF takes about 0.4 s, while
  * nobody would drain their rings).  With cuda, the CUDA probes too (and
  * Python stacks only if cuda->python).  hold: with the run hold's
  * programs (tbpf run --inproc holds its command with this session). */
+struct model_feed;
 struct session *inproc_py_open(const struct live_opts *o, struct capture_writer *cw,
-			       struct profile *p, const struct inproc_py_cuda *cuda, bool hold);
+			       struct model_feed *feed, const struct inproc_py_cuda *cuda, bool hold);
 /* Every --pid into s once the agents started: with the module-call
  * probe, or (probe false: the agents count module calls themselves,
  * agent/modcall.h) without it. */

@@ -629,14 +629,14 @@ static int open_sink(const struct live_opts *o, struct sink *k, struct tbpf_mode
 
 /* The BPF session (stacks' names, CUDA probes; hold: it also holds tbpf
  * run's command); *ns its load time. */
-static struct session *open_py(const struct live_opts *o, struct sink *k, struct tbpf_model *m,
+static struct session *open_py(const struct live_opts *o, struct sink *k,
 			       struct inproc_py_cuda *pc, bool python, bool hold, uint64_t *ns)
 {
 	uint64_t t = clock_ns(CLOCK_MONOTONIC);
 	struct session *py;
 
 	*pc = (struct inproc_py_cuda){ .hook = cuda_hook, .ctx = k, .python = python };
-	py = inproc_py_open(o, k->cw, k->cw ? NULL : &m->prof, o->cuda ? pc : NULL, hold);
+	py = inproc_py_open(o, k->cw, k->cw ? NULL : k->feed, o->cuda ? pc : NULL, hold);
 	gpu_status_only(k, py);
 	*ns = clock_ns(CLOCK_MONOTONIC) - t;
 	return py;
@@ -706,7 +706,7 @@ static bool lrun_prepare(const struct live_opts *o, struct lrun *r)
 	 * (CUDA libraries mapped) is known only later: it is r->held by a
 	 * session of its own, as before. */
 	if (r->shared)
-		r->k.py = open_py(o, &r->k, &r->model, &r->pc, inproc_py_wanted(o) || (r->gpu && o->python),
+		r->k.py = open_py(o, &r->k, &r->pc, inproc_py_wanted(o) || (r->gpu && o->python),
 			       true, &r->t_bpf);
 	if (o->wait_torch && (r->rc = run_inproc_hold_torch(o, &stop_sig, r->k.py, &r->hold)))
 		return true;
@@ -752,7 +752,7 @@ static bool lrun_attach(const struct live_opts *o, struct lrun *r)
 	r->want_cuda = inproc_cuda_wanted(o) || r->gpu;
 	r->want_py = inproc_py_wanted(o) || (r->want_cuda && o->python);
 	if (!r->k.py && (r->want_py || r->want_cuda))
-		r->k.py = open_py(o, &r->k, &r->model, &r->pc, r->want_py, false, &r->t_bpf);
+		r->k.py = open_py(o, &r->k, &r->pc, r->want_py, false, &r->t_bpf);
 	if (r->k.py) {
 		if (r->want_py)
 			r->out.stack = out_stack;

@@ -99,11 +99,39 @@ static int cuda_sink(void *ctx, const struct rec_hdr *h, size_t size)
 	return ret == -ENOMEM ? ret : 0;   /* a record it cannot use is skipped */
 }
 
-static int modcall_sink(void *ctx, const struct rec_hdr *h, size_t size)
-{
-	const struct rec_op *r = (const void *)h;
+/* Module calls (REC_MODCALL) counted into the rows: the one sink for a
+ * capture's replay, the --inproc feed and the BPF session's ring beside
+ * it.  A call that cannot be counted (out of memory) does not stop the
+ * bus, where a live ring's other consumers (the capture, the CUDA join)
+ * go on; its error is kept and given at the bus's finish, so a replay or
+ * a feed still fails. */
+struct modcall_count {
+	struct profile *p;
+	int err;               /* the first, sticky */
+};
 
-	return profile_add_modcall(ctx, r->pid, r->stack_id, 1);
+static int modcall_record(void *ctx, const struct rec_hdr *h, size_t size)
+{
+	struct modcall_count *mc = ctx;
+	const struct rec_op *r = (const void *)h;
+	int err;
+
+	if (size < sizeof(*r))
+		return 0;
+	err = profile_add_modcall(mc->p, r->pid, r->stack_id, 1);
+	if (err && !mc->err)
+		mc->err = err;
+	return 0;
+}
+
+static int modcall_finish(void *ctx)
+{
+	return ((const struct modcall_count *)ctx)->err;
+}
+
+static struct bus_sink modcall_sink(struct modcall_count *mc)
+{
+	return (struct bus_sink){ BUS_TYPE(REC_MODCALL), modcall_record, modcall_finish, mc };
 }
 
 static int mem_sink(void *ctx, const struct rec_hdr *h, size_t size)
@@ -147,9 +175,13 @@ struct model_builder {
 	struct gpucap g;
 	bool g_init;
 	struct cut ccut, mcut;
+	struct modcall_count mc;
 	struct rec_bus bus;             /* every record goes in here */
 };
 
+/* The one way a builder's state goes, whether it finished or not, and
+ * safe to repeat; st: the run's counts for the call tree's duration
+ * (NULL: none). */
 static void builder_free(struct model_builder *b, const struct capture_stats *st)
 {
 	static const struct capture_stats none;
@@ -176,6 +208,7 @@ static int builder_init(struct model_builder *b, const struct build_spec *in)
 	b->in = *in;
 	b->ccut = (struct cut){ in->cm, in->win, in->sched };
 	b->mcut = (struct cut){ in->mm, in->win, in->sched };
+	b->mc = (struct modcall_count){ in->p, 0 };
 	if (in->cm)
 		cuda_model_init(in->cm, capture_resolve, (void *)in->meta);
 	b->agg = profile_agg_new(in->p, in->meta);
@@ -205,8 +238,7 @@ static int builder_init(struct model_builder *b, const struct build_spec *in)
 		err = bus_add(&b->bus, (struct bus_sink){ in->cm ? CUDA_RECS : 0, cuda_sink, NULL,
 							  &b->ccut });
 	if (!err)
-		err = bus_add(&b->bus, (struct bus_sink){ BUS_TYPE(REC_MODCALL), modcall_sink, NULL,
-							  in->p });
+		err = bus_add(&b->bus, modcall_sink(&b->mc));
 	if (!err)
 		err = bus_add(&b->bus, (struct bus_sink){ in->mm ? BUS_TYPE(REC_MEM) : 0, mem_sink,
 							  NULL, &b->mcut });
@@ -224,10 +256,8 @@ static int builder_done(struct model_builder *b, int ret, const struct capture_s
 	uint64_t gpu_reached = 0, gpu_devices = b->g.ndev;
 	struct profile *p = b->in.p;
 
-	profile_agg_free(b->agg);
-	b->agg = NULL;
-	calltree_build_free(b->cb, st);
-	b->cb = NULL;
+	/* the rows are in p once the bus finished: the joined device times
+	 * go onto them before the join's state goes with the rest of b */
 	for (size_t i = 0; !ret && i < b->g.n; i++) {
 		int n = profile_add_gpu(p, &b->g.v[i].res, b->g.v[i].pid, NULL, NULL);
 
@@ -451,7 +481,7 @@ struct model_feed {
 	struct tbpf_model *m;
 	struct capture_meta meta;     /* op names, then run and end */
 	struct model_builder b;       /* the builder a capture's replay uses */
-	bool started, finished;
+	bool finished;
 };
 
 struct model_feed *model_feed_new(struct tbpf_model *m)
@@ -470,7 +500,6 @@ struct model_feed *model_feed_new(struct tbpf_model *m)
 		free(f);
 		return NULL;
 	}
-	f->started = true;
 	m->op_name = capture_op_name;
 	m->op_name_ctx = &f->meta;
 	return f;
@@ -492,6 +521,11 @@ int model_feed_record(struct model_feed *f, const struct rec_hdr *h)
 	return bus_feed(&f->b.bus, h, h->size);
 }
 
+struct bus_sink model_feed_modcall_sink(struct model_feed *f)
+{
+	return modcall_sink(&f->b.mc);
+}
+
 int model_feed_finish(struct model_feed *f, const struct capture_run *run,
 		      const struct capture_end *end)
 {
@@ -505,7 +539,6 @@ int model_feed_finish(struct model_feed *f, const struct capture_run *run,
 	err = bus_finish(&f->b.bus);
 	f->meta.run = *run;
 	f->meta.end = *end;
-	f->started = false;
 	err = builder_done(&f->b, err, &st);
 	/* run and end point at the caller's memory: not the meta's to free */
 	memset(&f->meta.run, 0, sizeof(f->meta.run));
@@ -517,8 +550,7 @@ void model_feed_free(struct model_feed *f)
 {
 	if (!f)
 		return;
-	if (f->started)
-		builder_free(&f->b, NULL);
+	builder_free(&f->b, NULL);   /* a finished one's again: nothing left */
 	capture_meta_free(&f->meta);
 	free(f);
 }
