@@ -21,6 +21,7 @@
 #    protos (perfetto_trace_pb2).
 # torch 1.13 and 2.x.
 # timeout: 900
+# torch-matrix: rerun on the newest torch too (tests/e2e/run.sh)
 . "$(dirname "$0")/../lib/lib.sh"
 need_root
 need_tbpf

@@ -26,6 +26,7 @@
 # driver's records (here the fake's), torch's own kernels, the clock
 # offset of real device timestamps.
 # timeout: 600
+# torch-matrix: rerun on the newest torch too (tests/e2e/run.sh)
 source "$(dirname "$0")/../lib/lib.sh"
 source "$(dirname "$0")/../lib/fake_gpu_lib.sh"
 export T   # expect.py, read by the checks
@@ -220,8 +221,10 @@ check_tree "$T/upr.report.tree" "uprobe report tree" || fail "uprobe report tree
 run uprtree --format tree -o "$T/upr.tree"
 check_tree "$T/upr.tree" "uprobe live tree" || fail "uprobe live tree: device time per layer (see log)"
 cat "$T/upr.tree"
-# torch 2.8: its wheel maps Kineto's libcupti 12, so --inject is refused
-# (one warning, the rows still there) unless --inject-force
+# torch 2.x: its wheel links Kineto's libcupti (here the fake, preloaded
+# under the wheel's soname: fake_gpu_lib.sh), so --inject is refused (one
+# warning, the rows still there) unless --inject-force, which the job must
+# survive on every torch of the matrix
 need_torch "$PY2"
 PYW=$T/py2
 start_workload wl_ref2 "$PYW" fake_gpu_model.py "${WLARGS[@]}" --go-file "$T"

@@ -18,6 +18,7 @@
 #  - the job survives; the capture's Perfetto trace parses with
 #    perfetto_trace_pb2.
 # timeout: 900
+# torch-matrix: rerun on the newest torch too (tests/e2e/run.sh)
 . "$(dirname "$0")/../lib/lib.sh"
 need_root
 need_tbpf

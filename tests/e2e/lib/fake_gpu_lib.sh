@@ -48,14 +48,34 @@ PY
 # containerized job: the interpreter is the child of FILE's pid, job_pid
 # in lib.sh finds it)
 fake_py() {
-	local f=$1 py=PY$2 ns=
+	local f=$1 py=PY$2 ns= pre=
 	shift 2
 	[ "${1:-}" = ns ] && { ns="unshare --pid --fork --mount-proc "; shift; }
+	pre=$(fake_cupti_for "${!py}") || fail "fake_py: $pre"
 	cat > "$f" <<SH
 #!/bin/sh
-LD_LIBRARY_PATH=$FAKE FAKE_CUPTI_LAUNCHES=1 $* exec $ns${!py} "\$@"
+LD_LIBRARY_PATH=$FAKE ${pre:+LD_PRELOAD=$pre }FAKE_CUPTI_LAUNCHES=1 $* exec $ns${!py} "\$@"
 SH
 	chmod +x "$f"
+}
+
+# fake_cupti_for PY: the fake CUPTI under the soname PY's torch links
+# (libtorch_cpu's DT_NEEDED libcupti.so.N), to preload, or nothing for a
+# torch without CUPTI (Debian's 1.13).  A driver and its CUPTI come as a
+# pair: the real CUPTI calls the driver's internals, which the fake driver
+# does not have (the 2.15 wheel's CUPTI 13 overflows its stack in
+# cuptiSubscribe over it), so the job's torch and the agent must both find
+# the fake.  torch's DT_RPATH names the wheel's CUPTI before
+# LD_LIBRARY_PATH; a preloaded library of that soname satisfies the
+# DT_NEEDED first, and the agent's dlopen by soname finds it too.
+fake_cupti_for() {
+	local lib n
+	lib=$("$1" -c 'import importlib.util as u; print(u.find_spec("torch").submodule_search_locations[0])' 2>/dev/null)/lib/libtorch_cpu.so
+	[ -f "$lib" ] || return 0
+	n=$(readelf -d "$lib" | sed -n 's/.*NEEDED.*\[libcupti\.so\.\([0-9]*\)\].*/\1/p')
+	[ -n "$n" ] || return 0
+	[ -f "$FAKE/libcupti.so.$n" ] || { echo "no fake libcupti.so.$n in $FAKE (make tools)"; return 1; }
+	echo "$FAKE/libcupti.so.$n"
 }
 
 

@@ -442,3 +442,49 @@ EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
 	state_dump("flush");
 	return CUPTI_SUCCESS;
 }
+
+/* The rest of the entry points torch's libtorch_cpu imports from its
+ * libcupti (Kineto's CUPTI use: `nm -D --undefined-only libtorch_cpu.so`
+ * on the 2.8, 2.11 and 2.15 wheels), so that torch loads against this
+ * fake as the job's one CUPTI, as it loads against the wheel's.  Signatures
+ * from cupti_activity.h, cupti_callbacks.h, cupti_result.h and
+ * cupti_version.h.  The version is the headers' CUPTI_API_VERSION, as
+ * cuptiGetVersion reports the library's own; the others are not modelled
+ * and answer CUPTI_ERROR_NOT_SUPPORTED ("the operation is not supported",
+ * cupti_result.h), so a caller that relies on one (torch.profiler's CUDA
+ * activity) sees an error, never a silent success. */
+EXPORT CUptiResult cuptiGetVersion(uint32_t *version)
+{
+	if (!version)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*version = CUPTI_API_VERSION;
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiGetResultString(CUptiResult result, const char **str)
+{
+	if (!str)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	switch (result) {
+	case CUPTI_SUCCESS: *str = "CUPTI_SUCCESS"; break;
+	case CUPTI_ERROR_NOT_SUPPORTED: *str = "CUPTI_ERROR_NOT_SUPPORTED"; break;
+	case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+		*str = "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"; break;
+	default: *str = "CUPTI_ERROR_UNKNOWN"; break;
+	}
+	return CUPTI_SUCCESS;
+}
+
+#define NOT_MODELLED(name, ...) \
+	EXPORT CUptiResult name(__VA_ARGS__) { return CUPTI_ERROR_NOT_SUPPORTED; }
+NOT_MODELLED(cuptiActivityEnableDriverApi, CUpti_CallbackId cbid, uint8_t enable)
+NOT_MODELLED(cuptiActivityEnableRuntimeApi, CUpti_CallbackId cbid, uint8_t enable)
+NOT_MODELLED(cuptiActivityEnableCudaEventDeviceTimestamps, uint8_t enable)
+NOT_MODELLED(cuptiActivityPushExternalCorrelationId, CUpti_ExternalCorrelationKind kind, uint64_t id)
+NOT_MODELLED(cuptiActivityPopExternalCorrelationId, CUpti_ExternalCorrelationKind kind, uint64_t *last)
+NOT_MODELLED(cuptiActivitySetAttribute, CUpti_ActivityAttribute attr, size_t *size, void *value)
+NOT_MODELLED(cuptiEnableCallback, uint32_t enable, CUpti_SubscriberHandle s, CUpti_CallbackDomain d,
+	     CUpti_CallbackId cbid)
+NOT_MODELLED(cuptiEnableDomain, uint32_t enable, CUpti_SubscriberHandle s, CUpti_CallbackDomain d)
+NOT_MODELLED(cuptiGetCallbackName, CUpti_CallbackDomain d, uint32_t cbid, const char **name)
+NOT_MODELLED(cuptiFinalize, void)
