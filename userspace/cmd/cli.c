@@ -504,14 +504,10 @@ struct run_ctx {
 static pid_t run_start(void *vctx, bool cuda_agent)
 {
 	struct run_ctx *r = vctx;
-	char *agent, *why = NULL;
+	char *agent;
 	int err;
 
-	if ((r->start_rc = run_command_check(r->cmd[0], getenv("PATH"), &why))) {
-		fprintf(stderr, "tbpf: %s\n", why);
-		free(why);
-		return -1;
-	}
+	/* the command was found runnable by live_main, before the recorder's line */
 	agent = cuda_agent ? run_agent_path() : NULL;
 	err = run_child_start(r->cmd, agent, &r->child);
 	free(agent);

@@ -311,11 +311,11 @@ static void daemon_choose_recorder(struct daemon_opts *o)
  * *err. */
 static int daemon_check(struct daemon_opts *o, char **err)
 {
-	const char *env = getenv("TBPF_RECORDER");
-	enum recorder r = RECORDER_AUTO;
+	const char *why = NULL;
+	enum recorder r;
 
-	if (env && *env && (recorder_parse(env, &r) || r == RECORDER_INPROC)) {
-		*err = strf("TBPF_RECORDER must be auto or uprobes (--inproc names the other)");
+	if (recorder_from_env(&r, &why)) {
+		*err = strf("%s", why);
 		return TBPF_EXIT_USAGE;
 	}
 	if (r == RECORDER_UPROBES)

@@ -20,6 +20,18 @@ int recorder_parse(const char *s, enum recorder *r)
 	return -EINVAL;
 }
 
+int recorder_from_env(enum recorder *r, const char **why)
+{
+	const char *env = getenv("TBPF_RECORDER");
+
+	*r = RECORDER_AUTO;
+	if (env && *env && (recorder_parse(env, r) || *r == RECORDER_INPROC)) {
+		*why = "TBPF_RECORDER must be auto or uprobes (--inproc names the other)";
+		return -EINVAL;
+	}
+	return 0;
+}
+
 bool recorder_shebang_is_python(const char *line)
 {
 	size_t n = strcspn(line, "\n");
@@ -89,17 +101,12 @@ const char *recorder_uprobes_only(const struct live_opts *o, bool run, bool run_
 
 int recorder_resolve(struct live_opts *o, const char *run_cmd, const char **why)
 {
-	const char *env = getenv("TBPF_RECORDER"), *only;
 	enum recorder r = o->recorder;
+	const char *only;
 
 	o->recorder_auto = false;
-	/* the environment pins the uprobe recorder (a fleet's policy); the
-	 * in-process one is named per run, where its checks apply */
-	if (r == RECORDER_AUTO && env && *env &&
-	    (recorder_parse(env, &r) || r == RECORDER_INPROC)) {
-		*why = "TBPF_RECORDER must be auto or uprobes (--inproc names the other)";
+	if (r == RECORDER_AUTO && recorder_from_env(&r, why))
 		return -EINVAL;
-	}
 	/* the other options only the uprobe recorder serves are refused by
 	 * the command (--redispatch, no --pid) or mean nothing in-process */
 	if (r == RECORDER_INPROC && o->memory) {

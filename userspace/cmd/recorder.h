@@ -13,6 +13,12 @@
 /* "auto", "uprobes", "inproc": 0 with *r, else -EINVAL */
 int recorder_parse(const char *s, enum recorder *r);
 
+/* $TBPF_RECORDER: RECORDER_AUTO when unset or empty, RECORDER_UPROBES
+ * (a fleet's policy: the in-process recorder is named per run, where its
+ * checks apply); -EINVAL with *why for any other value.  The live command
+ * and the daemon read it here. */
+int recorder_from_env(enum recorder *r, const char **why);
+
 /* NULL when the in-process recorder serves every option in o, else why
  * only the uprobe recorder does (a static string).  run_python: tbpf
  * run's command is a Python program (recorder_cmd_is_python); unused
