@@ -22,7 +22,9 @@
 #   E2E_TORCH_MATRIX  more torch 2.x interpreters (default: the newest
 #                 torch's venv tests/setup.sh makes, when there): each test
 #                 with a "# torch-matrix" line near its top runs once more
-#                 per interpreter, as PY2, named NAME@VERSION
+#                 per interpreter, as PY2, named NAME@VERSION, with
+#                 E2E_MATRIX_RERUN=1 (lib.sh's first_run: its PY1 half is
+#                 not repeated)
 #   E2E_LIST      1: print the name of each run (NAME, NAME@VERSION) that
 #                 would run, one a line, and exit: nothing built or run
 set -uo pipefail
@@ -116,7 +118,7 @@ for run in "${runs[@]}"; do
 	t=${run%%|*} py=${run#*|}
 	name=$(run_name "$t" "$py")
 	env=()
-	[ -n "$py" ] && env=(env "PY2=$py")
+	[ -n "$py" ] && env=(env "PY2=$py" E2E_MATRIX_RERUN=1)
 	log=$LOGS/$name.log
 	reason=$LOGS/$name.reason
 	tmp=$LOGS/$name.d

@@ -24,14 +24,12 @@
 #include <bpf/libbpf.h>
 #include "tbpf_abi.h"
 #include "capture.h"
-#include "cmd_report.h"
 #include "export.h"
 #include "live.h"
 #include "live_inproc.h"
 #include "live_steps.h"
 #include "profile.h"
 #include "guard.h"
-#include "gpudev.h"
 #include "gpu_session.h"
 #include "inject.h"
 #include "cmd_run.h"
@@ -39,7 +37,6 @@
 #include "session.h"
 #include "layers.h"
 #include "model.h"
-#include "report.h"
 #include "target.h"
 #include "version.h"
 #include "strf.h"
@@ -332,73 +329,42 @@ static bool steps_done(const struct live_opts *o, struct session *s, const struc
 	return alive > 0;
 }
 
-/* The collected model (ops, CUDA tables, layers) as --format asks, through
- * export_model like `tbpf report`; trace formats from the capture.  0 or
- * the exit code. */
-static int live_render(const struct live_opts *o, struct session *s, struct tbpf_model *m,
-		       const char *capture_path, const struct live_procs *lp)
+/* The collected model finished as the capture's would be (CUDA rows,
+ * layers, sources, a section per process), then rendered as --format
+ * asks by the render both recorders share.  0 or the exit code. */
+static int live_render_run(const struct live_opts *o, struct session *s, struct tbpf_model *m,
+			   const char *capture_path, const struct live_procs *lp)
 {
-	struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
-				  .by_overload = o->by_overload, .by_shape = o->by_shape,
-				  .with_flops = o->with_flops, .stack_n = o->stack_n,
-				  .metric_count = o->metric_count, .step_label = o->steps.label,
-				  .merge = o->merge };
 	const char *fmt = o->format ? o->format : "table";
 	const struct cuda_model *cm = session_cuda(s, NULL, NULL);
-	bool aggregated = !strcmp(fmt, "tree") || !strcmp(fmt, "table") || !strcmp(fmt, "json");
-	int rc = 0, err;
+	int err;
 
-	/* chrome with --steps/--schedule: the first active cycle's steps
-	 * (--tensorboard writes every cycle) */
-	if (o->steps.sched.set)
-		eo.step_window = steps_cycle(&o->steps.sched, 0, &eo.step_first, &eo.step_count);
-	if ((o->record || o->steps.tensorboard) && !o->format) {
-		if (o->record)
-			fprintf(stderr, "tbpf: capture written to %s (%llu records)\n", capture_path,
-			(unsigned long long)session_records(s));
-		return 0;
+	if (!live_renders_model(o, capture_path))
+		return live_render(o, NULL, capture_path, session_records(s));
+	m->cuda = cm;
+	m->op_name = cuda_op_name;
+	m->op_name_ctx = s;
+	/* the CUDA runtime calls as rows under their ops, by the same model
+	 * stage as a capture's */
+	if ((err = cuda_ops_to_profile(&m->prof, cm))) {
+		fprintf(stderr, "tbpf: CUDA call rows: %s\n", strerror(-err));
+		return TBPF_EXIT_ERROR;
 	}
-	if (aggregated && o->steps.sched.set && capture_path)
-		return live_render_steps(o, &eo, fmt, capture_path);
-	if (aggregated) {
-		m->cuda = cm;
-		m->op_name = cuda_op_name;
-		m->op_name_ctx = s;
-		/* the CUDA runtime calls as rows under their ops,
-		 * by the same model stage as a capture's */
-		if ((err = cuda_ops_to_profile(&m->prof, cm))) {
-			fprintf(stderr, "tbpf: CUDA call rows: %s\n", strerror(-err));
-			return TBPF_EXIT_ERROR;
-		}
-		if (o->python && (!strcmp(fmt, "tree") || !strcmp(fmt, "json") ||
-				  (!strcmp(fmt, "table") && ((cm && !cuda_model_empty(cm)) || m->mem)))) {
-			/* launches, copies and syncs per layer */
-			err = session_layer_tree(s, &m->prof, cm, &m->tree);
-			if (err)
-				fprintf(stderr, "tbpf: building the layer tree failed: %s\n",
-					strerror(-err));
-		}
-		if (o->stack_n && (err = session_srcloc(s, &m->prof, o->stack_n, false)))
-			fprintf(stderr, "tbpf: --group-by-stack: %s\n", strerror(-err));
-		/* several processes: a section each */
-		if (!o->merge && (err = session_model_split(s, m, lp->v, lp->n))) {
-			fprintf(stderr, "tbpf: splitting the processes failed: %s\n", strerror(-err));
-			return TBPF_EXIT_ERROR;
-		}
-		return live_render_model(o, &eo, fmt, m);
+	if (o->python && (!strcmp(fmt, "tree") || !strcmp(fmt, "json") ||
+			  (!strcmp(fmt, "table") && ((cm && !cuda_model_empty(cm)) || m->mem)))) {
+		/* launches, copies and syncs per layer */
+		err = session_layer_tree(s, &m->prof, cm, &m->tree);
+		if (err)
+			fprintf(stderr, "tbpf: building the layer tree failed: %s\n", strerror(-err));
 	}
-	char *emsg = NULL;
-
-	live_query_devices(&eo);
-	err = export_capture(capture_path, fmt, o->out, &eo, &emsg);
-	free((void *)eo.devprops);
-	eo.devprops = NULL;
-	if (err) {
-		fprintf(stderr, "tbpf: export to %s failed: %s\n", fmt, emsg ? emsg : strerror(-err));
-		rc = TBPF_EXIT_ERROR;
+	if (o->stack_n && (err = session_srcloc(s, &m->prof, o->stack_n, false)))
+		fprintf(stderr, "tbpf: --group-by-stack: %s\n", strerror(-err));
+	/* several processes: a section each */
+	if (!o->merge && (err = session_model_split(s, m, lp->v, lp->n))) {
+		fprintf(stderr, "tbpf: splitting the processes failed: %s\n", strerror(-err));
+		return TBPF_EXIT_ERROR;
 	}
-	free(emsg);
-	return rc;
+	return live_render(o, m, capture_path, session_records(s));
 }
 
 /* Gone, or a zombie of ours (tbpf run's command is our child). */
@@ -910,7 +876,7 @@ static int uprobes_collect_render(const struct live_opts *o, struct session *s,
 		if (err)
 			return TBPF_EXIT_ERROR;
 	}
-	r->render_rc = live_render(o, s, model, r->capture_path, &r->lp);
+	r->render_rc = live_render_run(o, s, model, r->capture_path, &r->lp);
 	warn_steps_unseen(o, s, r->sw, r->stop_reason);
 	if (o->steps.tensorboard && r->capture_path && !r->render_rc)
 		r->render_rc = live_tensorboard(o, r->capture_path, &r->ld);

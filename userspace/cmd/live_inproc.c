@@ -15,7 +15,6 @@
 #include "cuda_model.h"
 #include "cuda_ops.h"
 #include "cudaattr.h"
-#include "cmd_report.h"
 #include "exitcode.h"
 #include "inproc_attach.h"
 #include "inproc_py.h"
@@ -29,8 +28,6 @@
 #include "session.h"
 #include "gpu_session.h"
 #include "steps.h"
-#include "report.h"
-#include "tree.h"
 #include "version.h"
 #include "strf.h"
 #include "clockns.h"
@@ -525,56 +522,6 @@ static int cuda_rows(struct tbpf_model *m, struct session *py)
 	return err ? TBPF_EXIT_ERROR : 0;
 }
 
-static int render(const struct live_opts *o, const char *path, const struct tbpf_model *m)
-{
-	struct tree_opts to = { .ops = o->tree_ops, .min_pct = o->min_pct,
-				.filter = o->layer_filter };
-	struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
-				  .by_overload = o->by_overload, .by_shape = o->by_shape,
-				  .with_flops = o->with_flops, .stack_n = o->stack_n,
-				  .metric_count = o->metric_count, .step_label = o->steps.label,
-				  .merge = o->merge, .tree = &to };
-	const char *fmt = o->format ? o->format : "table";
-	bool tree = !strcmp(fmt, "tree");
-	bool aggregated = tree || !strcmp(fmt, "table") || !strcmp(fmt, "json");
-	char *emsg = NULL;
-	int err;
-
-	if ((o->record || o->steps.tensorboard) && !o->format) {
-		if (o->record)
-			fprintf(stderr, "tbpf: capture written to %s\n", path);
-		return TBPF_EXIT_OK;
-	}
-	/* --steps / --schedule: the active steps, from the capture, by the
-	 * uprobe mode's code (live_steps.c); chrome: the first active cycle */
-	if (o->steps.sched.set && aggregated)
-		return live_render_steps(o, &eo, fmt, path);
-	if (o->steps.sched.set)
-		eo.step_window = steps_cycle(&o->steps.sched, 0, &eo.step_first, &eo.step_count);
-	if (path) {
-		live_query_devices(&eo);
-		err = export_capture(path, fmt, o->out, &eo, &emsg);
-		free((void *)eo.devprops);
-	} else if (tree && !m->tree) {
-		fprintf(stderr, "tbpf: no layer tree: Python stacks were not available\n");
-		return TBPF_EXIT_ERROR;
-	} else if (tree && o->sort && tree_sort_parse(o->sort, &to.sort)) {
-		fprintf(stderr, "tbpf: --sort %s is not a tree column (" TREE_SORT_KEYS ")\n", o->sort);
-		return TBPF_EXIT_USAGE;
-	} else {
-		int rc = live_write_model(o, &eo, tree ? EXPORT_TREE : strcmp(fmt, "json") ?
-					  EXPORT_TABLE : EXPORT_JSON, m, &to);
-
-		if (!rc)
-			live_warn_empty(o, &eo, fmt, m, &to);
-		return rc;
-	}
-	if (err)
-		fprintf(stderr, "tbpf: output failed: %s\n", emsg ? emsg : strerror(-err));
-	free(emsg);
-	return err ? TBPF_EXIT_ERROR : TBPF_EXIT_OK;
-}
-
 /* --schedule: say so when the run stopped before its steps were seen. */
 static void warn_steps_unseen(const struct live_opts *o, const struct steps_watch *sw,
 			      const char *why)
@@ -903,7 +850,8 @@ static bool lrun_record(const struct live_opts *o, struct lrun *r)
 		r->rc = TBPF_EXIT_ERROR;
 	}
 	if (!r->rc)
-		r->rc = r->render_rc = render(o, r->path, &r->model);
+		/* a capture, when the run keeps one, is what is rendered */
+		r->rc = r->render_rc = live_render(o, r->path ? NULL : &r->model, r->path, 0);
 	warn_steps_unseen(o, &r->sw, r->stop_why);
 	if (!r->rc && o->steps.tensorboard)
 		r->rc = r->render_rc = live_tensorboard(o, r->path, &r->ld);

@@ -1,13 +1,15 @@
-/* live_steps.c - the live command's outputs from a capture that both
- * modes share (the uprobe mode, live.c, and --inproc, live_inproc.c):
- * --steps/--schedule tables, trees and JSON, --tensorboard, the model's
- * table/tree/json to -o, distributedInfo and deviceProperties. */
+/* live_steps.c - the live command's output, one render for both
+ * recorders (the uprobe recorder, live.c, and the in-process one,
+ * live_inproc.c): the finished model's table/tree/json to -o, or a
+ * capture's --steps/--schedule tables and trace formats, --tensorboard,
+ * distributedInfo and deviceProperties. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "capture.h"
+#include "cmd_report.h"
 #include "export.h"
 #include "exitcode.h"
 #include "gpudev.h"
@@ -59,7 +61,7 @@ static int read_dist(pid_t pid, struct export_dist *d)
 /* the host's GPUs for Kineto's deviceProperties (chrome and
  * --tensorboard), asked of the driver now; none without a GPU.  Free
  * eo->devprops after the export. */
-void live_query_devices(struct export_opts *eo)
+static void live_query_devices(struct export_opts *eo)
 {
 	struct export_devprop *v = NULL;
 	size_t n = 0;
@@ -103,8 +105,53 @@ static FILE *open_out(const char *path)
 	return fopen(path, "we");
 }
 
+/* export_model to out; 0 or -errno */
+static int write_to(FILE *out, int f, const struct tbpf_model *m, const struct export_opts *eo,
+		    struct tree_opts *to)
+{
+	int err;
+
+	to->color = f == EXPORT_TREE && tree_want_color(out);
+	err = export_model(out, f, m, eo, to);
+	if (out == stdout)
+		return err ? err : fflush(stdout) ? -errno : 0;
+	if (fclose(out) && !err)
+		err = -errno;
+	return err;
+}
+
+static int live_write_model(const struct live_opts *o, const struct export_opts *eo, int f,
+		     const struct tbpf_model *m, struct tree_opts *to)
+{
+	FILE *out = open_out(o->out);
+	int err = out ? write_to(out, f, m, eo, to) : -errno;
+
+	if (!err)
+		return TBPF_EXIT_OK;
+	if (out == stdout) {
+		fprintf(stderr, "tbpf: output failed: %s\n", strerror(-err));
+		return TBPF_EXIT_ERROR;
+	}
+	/* the run has no capture to keep: its result goes to stdout */
+	fprintf(stderr, "tbpf: cannot write %s: %s; the output follows on stdout instead\n",
+		o->out, strerror(-err));
+	write_to(stdout, f, m, eo, to);
+	return TBPF_EXIT_ERROR;
+}
+
+static void live_warn_empty(const struct live_opts *o, const struct export_opts *eo, const char *fmt,
+		     const struct tbpf_model *m, const struct tree_opts *to)
+{
+	int f = !strcmp(fmt, "tree") ? EXPORT_TREE : export_format_parse(fmt);
+	char *why = export_empty_why(m, f, eo, to, o->steps.sched.set);
+
+	if (why)
+		fprintf(stderr, "tbpf: %s\n", why);
+	free(why);
+}
+
 /* --format tree / table / json of model m to -o.  0 or the exit code. */
-int live_render_model(const struct live_opts *o, const struct export_opts *eo, const char *fmt,
+static int live_render_model(const struct live_opts *o, const struct export_opts *eo, const char *fmt,
 			const struct tbpf_model *m)
 {
 	bool tree_fmt = !strcmp(fmt, "tree");
@@ -127,55 +174,10 @@ int live_render_model(const struct live_opts *o, const struct export_opts *eo, c
 	return rc;
 }
 
-/* export_model to out; 0 or -errno */
-static int write_to(FILE *out, int f, const struct tbpf_model *m, const struct export_opts *eo,
-		    struct tree_opts *to)
-{
-	int err;
-
-	to->color = f == EXPORT_TREE && tree_want_color(out);
-	err = export_model(out, f, m, eo, to);
-	if (out == stdout)
-		return err ? err : fflush(stdout) ? -errno : 0;
-	if (fclose(out) && !err)
-		err = -errno;
-	return err;
-}
-
-int live_write_model(const struct live_opts *o, const struct export_opts *eo, int f,
-		     const struct tbpf_model *m, struct tree_opts *to)
-{
-	FILE *out = open_out(o->out);
-	int err = out ? write_to(out, f, m, eo, to) : -errno;
-
-	if (!err)
-		return TBPF_EXIT_OK;
-	if (out == stdout) {
-		fprintf(stderr, "tbpf: output failed: %s\n", strerror(-err));
-		return TBPF_EXIT_ERROR;
-	}
-	/* the run has no capture to keep: its result goes to stdout */
-	fprintf(stderr, "tbpf: cannot write %s: %s; the output follows on stdout instead\n",
-		o->out, strerror(-err));
-	write_to(stdout, f, m, eo, to);
-	return TBPF_EXIT_ERROR;
-}
-
-void live_warn_empty(const struct live_opts *o, const struct export_opts *eo, const char *fmt,
-		     const struct tbpf_model *m, const struct tree_opts *to)
-{
-	int f = !strcmp(fmt, "tree") ? EXPORT_TREE : export_format_parse(fmt);
-	char *why = export_empty_why(m, f, eo, to, o->steps.sched.set);
-
-	if (why)
-		fprintf(stderr, "tbpf: %s\n", why);
-	free(why);
-}
-
 /* --steps / --schedule: table, tree and json of the active steps only,
  * from the capture (model_from_capture_steps, as `tbpf report --steps`).
  * 0 or the exit code. */
-int live_render_steps(const struct live_opts *o, const struct export_opts *eo, const char *fmt,
+static int live_render_steps(const struct live_opts *o, const struct export_opts *eo, const char *fmt,
 		      const char *capture_path)
 {
 	struct capture_reader *r = capture_reader_open(capture_path);
@@ -204,6 +206,63 @@ int live_render_steps(const struct live_opts *o, const struct export_opts *eo, c
 	return rc;
 }
 
+
+static bool aggregated_format(const char *fmt)
+{
+	return !strcmp(fmt, "tree") || !strcmp(fmt, "table") || !strcmp(fmt, "json");
+}
+
+bool live_renders_model(const struct live_opts *o, const char *capture_path)
+{
+	if ((o->record || o->steps.tensorboard) && !o->format)
+		return false;
+	if (o->steps.sched.set && capture_path)
+		return false;
+	return aggregated_format(o->format ? o->format : "table");
+}
+
+int live_render(const struct live_opts *o, const struct tbpf_model *m, const char *capture_path,
+		uint64_t records)
+{
+	struct tree_opts to = { .ops = o->tree_ops, .min_pct = o->min_pct,
+				.filter = o->layer_filter };
+	struct export_opts eo = { .sort = o->sort, .row_limit = o->row_limit,
+				  .by_overload = o->by_overload, .by_shape = o->by_shape,
+				  .with_flops = o->with_flops, .stack_n = o->stack_n,
+				  .metric_count = o->metric_count, .step_label = o->steps.label,
+				  .merge = o->merge, .tree = &to };
+	const char *fmt = o->format ? o->format : "table";
+	char *emsg = NULL;
+	int err;
+
+	if ((o->record || o->steps.tensorboard) && !o->format) {
+		if (o->record && records)
+			fprintf(stderr, "tbpf: capture written to %s (%llu records)\n", capture_path,
+				(unsigned long long)records);
+		else if (o->record)
+			fprintf(stderr, "tbpf: capture written to %s\n", capture_path);
+		return TBPF_EXIT_OK;
+	}
+	if (o->steps.sched.set && aggregated_format(fmt) && capture_path)
+		return live_render_steps(o, &eo, fmt, capture_path);
+	/* chrome with --steps/--schedule: the first active cycle's steps
+	 * (--tensorboard writes every cycle) */
+	if (o->steps.sched.set)
+		eo.step_window = steps_cycle(&o->steps.sched, 0, &eo.step_first, &eo.step_count);
+	if (m && aggregated_format(fmt))
+		return live_render_model(o, &eo, fmt, m);
+	if (!capture_path) {
+		fprintf(stderr, "tbpf: --format %s needs the run's capture, and there is none\n", fmt);
+		return TBPF_EXIT_ERROR;
+	}
+	live_query_devices(&eo);
+	err = export_capture(capture_path, fmt, o->out, &eo, &emsg);
+	free((void *)eo.devprops);
+	if (err)
+		fprintf(stderr, "tbpf: export to %s failed: %s\n", fmt, emsg ? emsg : strerror(-err));
+	free(emsg);
+	return err ? TBPF_EXIT_ERROR : TBPF_EXIT_OK;
+}
 
 void live_dist_add(struct live_dist *ld, pid_t pid)
 {

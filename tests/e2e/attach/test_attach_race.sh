@@ -22,8 +22,8 @@ need_root
 need_tbpf
 need_torch "$PY1"
 need_torch "$PY2"
-ROUNDS=${ATTACH_RACE_ROUNDS:-20}
-RUN_ROUNDS=${ATTACH_RACE_RUN_ROUNDS:-10}
+ROUNDS=${ATTACH_RACE_ROUNDS:-12}
+RUN_ROUNDS=${ATTACH_RACE_RUN_ROUNDS:-6}
 ITERS=2
 # tbpf run counts the job's first run, on torch 2.x with a set of ops the
 # first optimizer step runs once (short_job.py): these ops are the job's

@@ -177,13 +177,15 @@ sections_case() {
 	expect_rc sb 0
 }
 
-default_case "$PY1"
-sections_case "$PY1"
-cuda_case
-forced_case "$PY1"
-noptrace_case "$PY1"
-memory_case "$PY1"
-run_case "$PY1"
+if first_run; then
+	default_case "$PY1"
+	sections_case "$PY1"
+	cuda_case
+	forced_case "$PY1"
+	noptrace_case "$PY1"
+	memory_case "$PY1"
+	run_case "$PY1"
+fi
 if [ -x "$PY2" ] && "$PY2" -c 'import torch' 2>/dev/null; then
 	default_case "$PY2"
 	unverified_case "$PY2"

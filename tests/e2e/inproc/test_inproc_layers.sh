@@ -104,9 +104,11 @@ run_calls() {
 		fail "$tag: --inproc --format json's layers differ from the uprobe mode's"
 }
 
-need_torch "$PY1"
 need_torch "$PY2"
-run_calls "$PY1" torch1
+if first_run; then
+	need_torch "$PY1"
+	run_calls "$PY1" torch1
+fi
 run_calls "$PY2" torch2
 # layers_model.py (a job that exits at once after its last op, its model
 # freed as main() returns): test_exit_names.sh checks its layer paths in

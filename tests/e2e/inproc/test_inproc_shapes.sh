@@ -126,7 +126,7 @@ PY
 	log "$label: OK"
 }
 
-for py in "$PY1" "$PY2"; do
+for py in $(torch_pythons); do
 	need_torch "$py"
 	if [ -n "${SHAPES_ONLY:-}" ]; then
 		[[ "$SHAPES_ONLY" == symbolic && "$(torch_version "$py")" == 1.* ]] ||

@@ -28,4 +28,4 @@ UNSEEN=""
 MODE=(--inproc)
 . "$E2E_DIR/steps_lib.sh"
 
-steps_all "$PY2" "$PY1"
+if first_run; then steps_all "$PY2" "$PY1"; else steps_all "$PY2"; fi

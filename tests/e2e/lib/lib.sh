@@ -24,6 +24,13 @@ WL=$ROOT/tests/workloads
 export TBPF_RECORDER=${TBPF_RECORDER:-uprobes}
 PY1=${PY1:-/usr/bin/python3}                          # Debian torch 1.13
 PY2=${PY2:-/var/cache/tbpf/venv-torch2/bin/python}    # PyPI torch 2.x
+# A torch-matrix rerun (run.sh sets E2E_MATRIX_RERUN=1 with PY2 the newer
+# torch) checks only PY2: the torch 1.13 half ran in the test's first run.
+first_run() { [ "${E2E_MATRIX_RERUN:-0}" != 1 ]; }
+# torch_pythons: the interpreters a test loops over, PY1 then PY2
+torch_pythons() {
+	if first_run; then echo "$PY1 $PY2"; else echo "$PY2"; fi
+}
 READY_TIMEOUT=${READY_TIMEOUT:-240}     # torch import on a loaded 2-core box
 ATTACH_TIMEOUT=${ATTACH_TIMEOUT:-60}
 # Per-test scratch directory (run.sh points it into build/e2e-logs/NAME).

@@ -59,7 +59,7 @@ run_one() {
 		fail "$tag tbpf run: module calls or order differ from forward hooks (see log)"
 }
 
-run_one "$PY1" torch1
+if first_run; then run_one "$PY1" torch1; fi
 if [ -x "$PY2" ] && "$PY2" -c 'import torch' 2>/dev/null; then
 	run_one "$PY2" torch2
 else

@@ -140,7 +140,7 @@ uprobe_bw_case() {
 	log "$label: OK"
 }
 
-for py in "$PY1" "$PY2"; do
+for py in $(torch_pythons); do
 	need_torch "$py"
 	if [ -n "${STACKS_ONLY:-}" ]; then
 		"$STACKS_ONLY" "$py" ${STACKS_ARGS:-}
