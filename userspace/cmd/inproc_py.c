@@ -241,21 +241,9 @@ void inproc_py_stop(struct session *s, bool gone)
 	session_poll(s, 0);
 }
 
-int inproc_py_tree(struct session *s, const struct profile *p, const struct cuda_model *cm,
-		   struct layer_tree **out)
-{
-	*out = NULL;
-	return s ? session_layer_tree(s, p, cm, out) : 0;
-}
-
 int inproc_py_derive(struct session *s, uint32_t pid, const struct bwstack_derived *d)
 {
 	return session_note_derived(s, pid, BWSTACK_STACK_ID(d->id), d->own, d->fwd, d->found);
-}
-
-int inproc_py_srcloc(struct session *s, struct profile *p, unsigned depth)
-{
-	return s ? session_srcloc(s, p, depth, true) : profile_apply_srcloc(p, depth);
 }
 
 void inproc_py_close(struct session *s)

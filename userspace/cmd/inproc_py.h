@@ -61,16 +61,10 @@ int inproc_py_stack(void *session, const struct rec_pystack *r);
  * exited): drain only, the probes go with inproc_py_close, after the
  * report. */
 void inproc_py_stop(struct session *s, bool gone);
-/* The layer tree of p's rows from the stacks named (model_layers). */
-int inproc_py_tree(struct session *s, const struct profile *p, const struct cuda_model *cm,
-		   struct layer_tree **out);
 struct bwstack_derived;
 /* struct inproc_out's derive callback (ctx: the session): a backward op's
  * stack, named in the session's store (session_note_derived). */
 int inproc_py_derive(struct session *s, uint32_t pid, const struct bwstack_derived *d);
-/* --group-by-stack N: each row's Source Location from the stacks named
- * (rows carry the low 32 bits of the agent's stack ids). */
-int inproc_py_srcloc(struct session *s, struct profile *p, unsigned depth);
 void inproc_py_close(struct session *s);
 
 /* a target that mapped no CUDA library at attach, in a run that

@@ -335,35 +335,16 @@ static bool steps_done(const struct live_opts *o, struct session *s, const struc
 static int live_render_run(const struct live_opts *o, struct session *s, struct tbpf_model *m,
 			   const char *capture_path, const struct live_procs *lp)
 {
-	const char *fmt = o->format ? o->format : "table";
-	const struct cuda_model *cm = session_cuda(s, NULL, NULL);
-	int err;
+	struct live_finish f = { .s = s, .cuda = true, .python = o->python,
+				 .procs = lp->v, .nprocs = lp->n };
+	int rc;
 
 	if (!live_renders_model(o, capture_path))
 		return live_render(o, NULL, capture_path, session_records(s));
-	m->cuda = cm;
 	m->op_name = cuda_op_name;
 	m->op_name_ctx = s;
-	/* the CUDA runtime calls as rows under their ops, by the same model
-	 * stage as a capture's */
-	if ((err = cuda_ops_to_profile(&m->prof, cm))) {
-		fprintf(stderr, "tbpf: CUDA call rows: %s\n", strerror(-err));
-		return TBPF_EXIT_ERROR;
-	}
-	if (o->python && (!strcmp(fmt, "tree") || !strcmp(fmt, "json") ||
-			  (!strcmp(fmt, "table") && ((cm && !cuda_model_empty(cm)) || m->mem)))) {
-		/* launches, copies and syncs per layer */
-		err = session_layer_tree(s, &m->prof, cm, &m->tree);
-		if (err)
-			fprintf(stderr, "tbpf: building the layer tree failed: %s\n", strerror(-err));
-	}
-	if (o->stack_n && (err = session_srcloc(s, &m->prof, o->stack_n, false)))
-		fprintf(stderr, "tbpf: --group-by-stack: %s\n", strerror(-err));
-	/* several processes: a section each */
-	if (!o->merge && (err = session_model_split(s, m, lp->v, lp->n))) {
-		fprintf(stderr, "tbpf: splitting the processes failed: %s\n", strerror(-err));
-		return TBPF_EXIT_ERROR;
-	}
+	if ((rc = live_finish_model(o, &f, m)))
+		return rc;
 	return live_render(o, m, capture_path, session_records(s));
 }
 

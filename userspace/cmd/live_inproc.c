@@ -508,20 +508,6 @@ static int finish(const struct live_opts *o, struct sink *k, struct inproc_sessi
 	return err ? TBPF_EXIT_ERROR : TBPF_EXIT_OK;
 }
 
-/* Table, json, tree: the CUDA tables and the CUDA runtime calls as rows
- * under their ops, by the model stage the uprobe mode uses. */
-static int cuda_rows(struct tbpf_model *m, struct session *py)
-{
-	const struct cuda_model *cm = py ? session_cuda(py, NULL, NULL) : NULL;
-	int err;
-
-	m->cuda = cm;   /* empty too: json's CUDA tables, [] as the uprobe recorder's */
-	err = cuda_ops_to_profile(&m->prof, m->cuda);
-	if (err)
-		fprintf(stderr, "tbpf: CUDA call rows: %s\n", strerror(-err));
-	return err ? TBPF_EXIT_ERROR : 0;
-}
-
 /* --schedule: say so when the run stopped before its steps were seen. */
 static void warn_steps_unseen(const struct live_opts *o, const struct steps_watch *sw,
 			      const char *why)
@@ -832,22 +818,12 @@ static bool lrun_record(const struct live_opts *o, struct lrun *r)
 	r->rc = finish(o, &r->k, r->s, &r->run, clock_ns(CLOCK_MONOTONIC) - r->t_mono, r->stop_why, r->path);
 	if (!r->rc && r->err)
 		r->rc = TBPF_EXIT_ERROR;
-	/* the table shows no layers (its stacks are for --group-by-stack) */
-	if (!r->rc && !r->k.cw && r->k.ca)
-		r->rc = cuda_rows(&r->model, r->k.py);
-	if (!r->rc && !r->k.cw && r->k.py && r->want_py &&
-	    ((o->format && strcmp(o->format, "table")) ||
-	     (r->model.cuda && !cuda_model_empty(r->model.cuda))) &&
-	    (r->err = inproc_py_tree(r->k.py, &r->model.prof, r->model.cuda, &r->model.tree)))
-		fprintf(stderr, "tbpf: building the layer tree failed: %s\n", strerror(-r->err));
-	if (!r->rc && !r->k.cw && o->stack_n && (r->err = inproc_py_srcloc(r->k.py, &r->model.prof, o->stack_n)))
-		fprintf(stderr, "tbpf: --group-by-stack: %s\n", strerror(-r->err));
-	/* several processes: a section each, unless --merge */
-	if (!r->rc && !r->k.cw && !o->merge && o->sel.npids > 1 &&
-	    (r->err = r->k.py ? session_model_split(r->k.py, &r->model, r->procs, o->sel.npids)
-			      : model_split(&r->model, NULL, 0, r->procs, o->sel.npids))) {
-		fprintf(stderr, "tbpf: splitting the processes failed: %s\n", strerror(-r->err));
-		r->rc = TBPF_EXIT_ERROR;
+	if (!r->rc && !r->k.cw) {
+		struct live_finish f = { .s = r->k.py, .cuda = r->k.ca != NULL,
+					 .python = r->want_py, .low32 = true,
+					 .procs = r->procs, .nprocs = o->sel.npids };
+
+		r->rc = live_finish_model(o, &f, &r->model);
 	}
 	if (!r->rc)
 		/* a capture, when the run keeps one, is what is rendered */

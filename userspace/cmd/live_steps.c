@@ -14,7 +14,11 @@
 #include "exitcode.h"
 #include "gpudev.h"
 #include "live_steps.h"
+#include "cuda_model.h"
+#include "cuda_ops.h"
 #include "model.h"
+#include "srcloc.h"
+#include "session.h"
 #include "report.h"
 #include "tree.h"
 
@@ -206,6 +210,37 @@ static int live_render_steps(const struct live_opts *o, const struct export_opts
 	return rc;
 }
 
+
+int live_finish_model(const struct live_opts *o, const struct live_finish *f, struct tbpf_model *m)
+{
+	const char *fmt = o->format ? o->format : "table";
+	const struct cuda_model *cm = f->s && f->cuda ? session_cuda(f->s, NULL, NULL) : NULL;
+	int err;
+
+	/* the CUDA runtime calls as rows under their ops, by the model stage
+	 * a capture's go through; json's CUDA tables even when empty */
+	m->cuda = cm;
+	if ((err = cuda_ops_to_profile(&m->prof, cm))) {
+		fprintf(stderr, "tbpf: CUDA call rows: %s\n", strerror(-err));
+		return TBPF_EXIT_ERROR;
+	}
+	/* launches, copies and syncs per layer: the table shows layers only
+	 * for those (or memory); its stacks are for --group-by-stack */
+	if (f->s && f->python && (!strcmp(fmt, "tree") || !strcmp(fmt, "json") ||
+				  (!strcmp(fmt, "table") && ((cm && !cuda_model_empty(cm)) || m->mem))) &&
+	    (err = session_layer_tree(f->s, &m->prof, cm, &m->tree)))
+		fprintf(stderr, "tbpf: building the layer tree failed: %s\n", strerror(-err));
+	if (o->stack_n && (err = f->s ? session_srcloc(f->s, &m->prof, o->stack_n, f->low32)
+				      : profile_apply_srcloc(&m->prof, o->stack_n)))
+		fprintf(stderr, "tbpf: --group-by-stack: %s\n", strerror(-err));
+	/* several processes: a section each, unless --merge */
+	if (!o->merge && (err = f->s ? session_model_split(f->s, m, f->procs, f->nprocs)
+				     : model_split(m, NULL, 0, f->procs, f->nprocs))) {
+		fprintf(stderr, "tbpf: splitting the processes failed: %s\n", strerror(-err));
+		return TBPF_EXIT_ERROR;
+	}
+	return TBPF_EXIT_OK;
+}
 
 static bool aggregated_format(const char *fmt)
 {

@@ -19,6 +19,24 @@ struct live_dist {
 /* pid's distributedInfo (RANK, WORLD_SIZE in its environment) when it is
  * a distributed worker; nothing otherwise. */
 void live_dist_add(struct live_dist *ld, pid_t pid);
+/* Where a recorder's model is finished from: the session that named its
+ * stacks and holds its CUDA model (NULL: none, an in-process run without
+ * Python stacks or CUDA probes), and the processes for their sections. */
+struct live_finish {
+	struct session *s;
+	bool cuda;     /* CUDA probed: the CUDA tables and rows */
+	bool python;   /* Python stacks walked: the layer tree can be built */
+	bool low32;    /* stack ids in their low 32 bits (session_srcloc) */
+	const struct model_proc_info *procs;
+	size_t nprocs;
+};
+/* The collected model finished as a capture's is for table, tree and json
+ * (live_renders_model): CUDA tables and call rows, the layer tree where
+ * the format shows it, --group-by-stack's sources, a section per process.
+ * A step that cannot be done is said in one line; 0 or the exit code. */
+struct session;
+struct model_proc_info;
+int live_finish_model(const struct live_opts *o, const struct live_finish *f, struct tbpf_model *m);
 /* The output after a run failed (render_rc nonzero, its line printed):
  * the run is not lost, the capture at path holds it; one line says where
  * and how to render it again.  True when the caller must keep the file
