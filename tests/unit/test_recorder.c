@@ -36,6 +36,19 @@ static void parses(void **state)
 	assert_int_equal(recorder_parse(NULL, &r), -EINVAL);
 }
 
+/* the selection part, which the daemon asks too */
+static void selection_only(void **state)
+{
+	struct session_select sel = { .pids = one_pid, .npids = 1 };
+
+	assert_null(recorder_selection_only(&sel, false));
+	sel.cgroup = "/sys/fs/cgroup/job";
+	assert_non_null(strstr(recorder_selection_only(&sel, false), "--cgroup"));
+	sel = (struct session_select){ 0 };
+	assert_non_null(strstr(recorder_selection_only(&sel, false), "system-wide"));
+	assert_null(recorder_selection_only(&sel, true));
+}
+
 /* each option the in-process recorder cannot serve, with its reason */
 static void uprobes_only(void **state)
 {
@@ -50,6 +63,8 @@ static void uprobes_only(void **state)
 	o.sel.npids = 0;
 	assert_non_null(strstr(recorder_uprobes_only(&o, false, false), "system-wide"));
 	assert_null(recorder_uprobes_only(&o, true, true));    /* tbpf run names its command */
+	o.sel.comm = "python3";   /* ... but no filter is served in-process */
+	assert_non_null(strstr(recorder_uprobes_only(&o, true, true), "--comm"));
 	o = with_pid();
 	o.redispatch = true;
 	assert_non_null(strstr(recorder_uprobes_only(&o, false, false), "--redispatch"));
@@ -148,6 +163,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(parses),
+		cmocka_unit_test(selection_only),
 		cmocka_unit_test(uprobes_only),
 		cmocka_unit_test(resolves),
 		cmocka_unit_test(run_commands),

@@ -285,13 +285,12 @@ static int daemon_mode_opt(int c, char **argv, struct daemon_opts *o, char **err
  * cost is the one the fleet pays; one line says which. */
 static void daemon_choose_recorder(struct daemon_opts *o)
 {
-	const char *only = !o->sel.npids ? "a system-wide daemon (the in-process agent is "
-					   "loaded into each --pid)"
-			   : o->sel.comm || o->sel.cgroup ? "--comm and --cgroup select processes as "
-							    "they come and go"
-			   : o->max_overhead > 0 ? "--max-overhead duty-cycles uprobes"
-			   : o->memory ? "--profile-memory counts bytes with allocator uprobes"
-			   : NULL;
+	const char *only = recorder_selection_only(&o->sel, false);
+
+	if (!only && o->max_overhead > 0)
+		only = "--max-overhead duty-cycles uprobes";
+	if (!only && o->memory)
+		only = "--profile-memory counts bytes with allocator uprobes";
 
 	if (o->inproc || o->uprobes)
 		return;

@@ -77,15 +77,22 @@ bool recorder_cmd_is_python(const char *cmd, const char *path)
 	return yes;
 }
 
+const char *recorder_selection_only(const struct session_select *sel, bool run)
+{
+	if (!run && !sel->npids)
+		return "a system-wide run (the in-process agent is loaded into each --pid)";
+	if (sel->comm || sel->cgroup)
+		return "--comm and --cgroup select processes as they come and go";
+	return NULL;
+}
+
 const char *recorder_uprobes_only(const struct live_opts *o, bool run, bool run_python)
 {
 	if (run && !run_python)
 		return "the command is no Python program, and may never load libtorch (the "
 		       "uprobe recorder also holds it at its CUDA libraries)";
-	if (!run && !o->sel.npids)
-		return "a system-wide run (the in-process agent is loaded into each --pid)";
-	if (o->sel.comm || o->sel.cgroup)
-		return "--comm and --cgroup select processes as they come and go";
+	if (recorder_selection_only(&o->sel, run))
+		return recorder_selection_only(&o->sel, run);
 	if (o->redispatch)
 		return "--redispatch probes the redispatch path, which has no RecordFunction";
 	if (o->memory)

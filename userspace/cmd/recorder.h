@@ -19,6 +19,12 @@ int recorder_parse(const char *s, enum recorder *r);
  * and the daemon read it here. */
 int recorder_from_env(enum recorder *r, const char **why);
 
+/* NULL when the in-process recorder can load into the processes sel
+ * names, else why not (a static string): no --pid (a system-wide run;
+ * run: tbpf run, whose command is the target), or --comm/--cgroup.  The
+ * live command and the daemon both ask it. */
+struct session_select;
+const char *recorder_selection_only(const struct session_select *sel, bool run);
 /* NULL when the in-process recorder serves every option in o, else why
  * only the uprobe recorder does (a static string).  run_python: tbpf
  * run's command is a Python program (recorder_cmd_is_python); unused
