@@ -3,10 +3,64 @@
  * Header-only so the agent and the fixture generator run the same code. */
 #ifndef TBPF_CUPTI_CONVERT_H
 #define TBPF_CUPTI_CONVERT_H
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <cupti.h>
 #include "tbpf_abi.h"
+
+/* The newest kernel record of the headers built against: CUPTI 13
+ * (CUPTI_API_VERSION 130000 and up) has CUpti_ActivityKernel10, CUPTI 12.x
+ * (API versions up to 26 in 12.8) CUpti_ActivityKernel9.  A libcupti
+ * writes the newest version it has; versions grow at the end, so the
+ * fields read here sit at the same offsets in both, which the asserts
+ * below check for whichever header set this file is compiled with
+ * (`make unit` compiles the agent with the toolkit's and the torch
+ * wheel's CUPTI 12 headers). */
+#if CUPTI_API_VERSION >= 130000
+typedef CUpti_ActivityKernel10 tbpf_cupti_kernel;
+#else
+typedef CUpti_ActivityKernel9 tbpf_cupti_kernel;
+#endif
+#define TBPF_AT(type, field, off) \
+	_Static_assert(offsetof(type, field) == (off), #type "." #field " moved")
+TBPF_AT(tbpf_cupti_kernel, start, 16);
+TBPF_AT(tbpf_cupti_kernel, end, 24);
+TBPF_AT(tbpf_cupti_kernel, deviceId, 40);
+TBPF_AT(tbpf_cupti_kernel, contextId, 44);
+TBPF_AT(tbpf_cupti_kernel, streamId, 48);
+TBPF_AT(tbpf_cupti_kernel, gridX, 52);
+TBPF_AT(tbpf_cupti_kernel, gridY, 56);
+TBPF_AT(tbpf_cupti_kernel, gridZ, 60);
+TBPF_AT(tbpf_cupti_kernel, blockX, 64);
+TBPF_AT(tbpf_cupti_kernel, blockY, 68);
+TBPF_AT(tbpf_cupti_kernel, blockZ, 72);
+TBPF_AT(tbpf_cupti_kernel, correlationId, 92);
+TBPF_AT(tbpf_cupti_kernel, name, 104);
+TBPF_AT(tbpf_cupti_kernel, graphId, 156);
+TBPF_AT(CUpti_ActivityMemcpy6, copyKind, 4);
+TBPF_AT(CUpti_ActivityMemcpy6, bytes, 8);
+TBPF_AT(CUpti_ActivityMemcpy6, start, 16);
+TBPF_AT(CUpti_ActivityMemcpy6, end, 24);
+TBPF_AT(CUpti_ActivityMemcpy6, deviceId, 32);
+TBPF_AT(CUpti_ActivityMemcpy6, contextId, 36);
+TBPF_AT(CUpti_ActivityMemcpy6, streamId, 40);
+TBPF_AT(CUpti_ActivityMemcpy6, correlationId, 44);
+TBPF_AT(CUpti_ActivityMemcpy6, graphId, 72);
+TBPF_AT(CUpti_ActivityMemset4, bytes, 8);
+TBPF_AT(CUpti_ActivityMemset4, start, 16);
+TBPF_AT(CUpti_ActivityMemset4, end, 24);
+TBPF_AT(CUpti_ActivityMemset4, deviceId, 32);
+TBPF_AT(CUpti_ActivityMemset4, contextId, 36);
+TBPF_AT(CUpti_ActivityMemset4, streamId, 40);
+TBPF_AT(CUpti_ActivityMemset4, correlationId, 44);
+TBPF_AT(CUpti_ActivityMemset4, graphId, 72);
+TBPF_AT(CUpti_ActivityAPI, cbid, 4);
+TBPF_AT(CUpti_ActivityAPI, start, 8);
+TBPF_AT(CUpti_ActivityAPI, end, 16);
+TBPF_AT(CUpti_ActivityAPI, threadId, 28);
+TBPF_AT(CUpti_ActivityAPI, correlationId, 32);
+#undef TBPF_AT
 
 /* FNV-1a 64 of a kernel name (never 0); *len gets strlen. */
 static inline uint64_t tbpf_name_id(const char *s, size_t *len)
@@ -34,7 +88,7 @@ static inline int tbpf_cupti_convert(const CUpti_Activity *a, uint32_t pid, stru
 	switch (a->kind) {
 	case CUPTI_ACTIVITY_KIND_KERNEL:
 	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-		const CUpti_ActivityKernel10 *k = (const void *)a;
+		const tbpf_cupti_kernel *k = (const void *)a;
 		r->kind = GPU_KERNEL;
 		r->start_ns = k->start;
 		r->end_ns = k->end;

@@ -17,6 +17,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -25,11 +26,13 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include <cupti.h>
 #include "tbpf_abi.h"
 #include "cupti_convert.h"
+#include "cupti_pick.h"
 #include "owner_watch.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -72,6 +75,9 @@ EXPORT struct rec_gpu_status tbpf_agent_status = {
 /* the owner channel (AGENT_REQ_CHANNEL); its presence tells tbpf this agent
  * is watched by a channel, not by a pid */
 EXPORT volatile struct tbpf_owner_chan tbpf_agent_chan = { .wfd = -1, .taken = -1 };
+/* the libcupti tbpf was told to use (`--cupti PATH`), written by tbpf
+ * before START; empty: the one the process maps, else by driver version */
+EXPORT char tbpf_agent_cupti_path[TBPF_AGENT_CUPTI_PATH_MAX];
 
 /* ---- CUPTI and driver entry points, resolved at start ----------------- */
 static struct {
@@ -88,6 +94,7 @@ static struct {
 	CUptiResult (*flush)(uint32_t);
 	int (*cu_init)(unsigned int);
 	int (*cu_count)(int *);
+	int (*cu_version)(int *);
 } api;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -287,24 +294,74 @@ static int load_driver(void)
 		publish_status(AGENT_NO_DRIVER, 0, "libcuda.so.1 lacks cuInit");
 		return -1;
 	}
+	/* optional: without it the libcupti choice falls back (cupti_pick.h) */
+	api.cu_version = (int (*)(int *))dlsym(api.cuda, "cuDriverGetVersion");
 	return 0;
+}
+
+/* The libcupti the process already maps (dl_iterate_phdr: the loader's
+ * own list, so the name is the one dlopen knows it by). */
+static int mapped_cupti(struct dl_phdr_info *info, size_t size, void *out)
+{
+	if (!tbpf_cupti_is_lib(info->dlpi_name) || info->dlpi_name[0] != '/')
+		return 0;
+	snprintf(out, TBPF_AGENT_CUPTI_PATH_MAX, "%s", info->dlpi_name);
+	return 1;
+}
+
+static int same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* Opens the one CUPTI of the process (cupti_pick.h): the mapped copy
+ * (RTLD_NOLOAD: never a second load of it); else the one tbpf named
+ * (--cupti, tbpf run's TBPF_CUPTI_PATH); else by driver version.  A named
+ * library other than the mapped one is refused, not loaded beside it. */
+static int open_cupti(void)
+{
+	char mapped[TBPF_AGENT_CUPTI_PATH_MAX] = "", named[TBPF_AGENT_CUPTI_PATH_MAX];
+	char names[8][TBPF_CUPTI_NAME_MAX];
+	const char *env = getenv("TBPF_CUPTI_PATH");
+	int drv = 0;
+
+	snprintf(named, sizeof(named), "%s", tbpf_agent_cupti_path[0] ? tbpf_agent_cupti_path
+					       : env ? env : "");
+	dl_iterate_phdr(mapped_cupti, mapped);
+	if (mapped[0]) {
+		if (named[0] && !same_file(named, mapped)) {
+			publish_status(AGENT_NO_CUPTI, 0, "another libcupti is mapped: not loading --cupti");
+			return -1;
+		}
+		api.cupti = dlopen(mapped, RTLD_NOW | RTLD_NOLOAD);
+		if (!api.cupti)
+			publish_status(AGENT_NO_CUPTI, 0, "the mapped libcupti cannot be opened");
+		return api.cupti ? 0 : -1;
+	}
+	if (named[0]) {
+		api.cupti = dlopen(named, RTLD_NOW | RTLD_LOCAL);
+		if (!api.cupti)
+			publish_status(AGENT_NO_CUPTI, 0, "the --cupti library cannot be loaded");
+		return api.cupti ? 0 : -1;
+	}
+	if (api.cu_version && api.cu_version(&drv))
+		drv = 0;
+	size_t n = tbpf_cupti_candidates(drv, names, sizeof(names) / sizeof(*names));
+	for (size_t i = 0; i < n && !api.cupti; i++)
+		api.cupti = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+	if (!api.cupti)
+		publish_status(AGENT_NO_CUPTI, 0, "libcupti not found (tbpf --cupti PATH)");
+	return api.cupti ? 0 : -1;
 }
 
 static int load_cupti(void)
 {
-	static const char *const names[] = { NULL, "libcupti.so.13", "libcupti.so.12",
-					     "libcupti.so", "/usr/local/cuda/lib64/libcupti.so" };
 	if (api.cupti)
 		return 0;
-	for (size_t i = 0; i < sizeof(names) / sizeof(*names) && !api.cupti; i++) {
-		const char *n = i ? names[i] : getenv("TBPF_CUPTI_PATH");
-		if (n)
-			api.cupti = dlopen(n, RTLD_NOW | RTLD_LOCAL);
-	}
-	if (!api.cupti) {
-		publish_status(AGENT_NO_CUPTI, 0, "libcupti not found (set TBPF_CUPTI_PATH)");
+	if (open_cupti() < 0)
 		return -1;
-	}
 	int miss = 0;
 	api.subscribe = sym(api.cupti, "cuptiSubscribe", &miss);
 	api.unsubscribe = sym(api.cupti, "cuptiUnsubscribe", &miss);

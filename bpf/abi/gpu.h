@@ -101,6 +101,11 @@ enum tbpf_agent_request { AGENT_REQ_NONE = 0, AGENT_REQ_START = 1, AGENT_REQ_STO
 			  AGENT_REQ_CHANNEL = 3 /* offer a fresh owner channel in the
 						 * exported tbpf_agent_chan */ };
 
+/* Size of the agent's exported `char tbpf_agent_cupti_path[]`: the
+ * libcupti tbpf names (--cupti), written before START; empty = the
+ * agent's own choice (agent/cupti_pick.h). */
+#define TBPF_AGENT_CUPTI_PATH_MAX 4096
+
 struct tbpf_agent_ctl {
 	__u64 magic;        /* TBPF_AGENT_MAGIC, set by the agent */
 	__u32 request;      /* enum tbpf_agent_request, written by tbpf */

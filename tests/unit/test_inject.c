@@ -420,23 +420,37 @@ static void test_stack_room(void **state)
 	fclose(f);
 }
 
-static void test_maps_conflict(void **state)
+static const char maps_siblings[] =
+	"7f4000000000-7f4000001000 r--p 00000000 08:01 5 /venv/nvidia/cuda_cupti/lib/libnvperf_host.so\n"
+	"7f4000001000-7f4000002000 r--p 00000000 08:01 6 /venv/nvidia/cuda_cupti/lib/libcheckpoint.so\n"
+	"7f4000002000-7f4000003000 r--p 00000000 08:01 7 /opt/x/libcupti_shim.so\n"
+	"7f4000003000-7f4000004000 r--p 00000000 08:01 8 /usr/local/cuda-13.0/lib64/libcupti.so.2025.3.1 (deleted)\n";
+
+/* A mapped libcupti is found (the one the agent must reuse), whoever
+ * mapped it; CUPTI's siblings are not a libcupti. */
+static void test_maps_cupti(void **state)
 {
-	char *why = NULL;
+	char *path = NULL;
 	FILE *f = memf(maps_kineto);
-	assert_int_equal(inject_maps_conflict(f, "/opt/tbpf/libtbpf_agent.so", &why), 1);
-	assert_non_null(strstr(why, "libcupti.so.12"));
-	assert_non_null(strstr(why, "--inject-force"));
+
+	assert_int_equal(inject_maps_cupti(f, &path), 1);
+	assert_string_equal(path, "/venv/nvidia/cuda_cupti/lib/libcupti.so.12");
 	fclose(f);
-	free(why);
-	why = NULL;
-	f = memf(maps_ours); /* libcupti loaded by our own agent: no conflict */
-	assert_int_equal(inject_maps_conflict(f, "/elsewhere/libtbpf_agent.so", &why), 0);
+	free(path);
+	f = memf(maps_ours);
+	assert_int_equal(inject_maps_cupti(f, &path), 1);
+	assert_string_equal(path, "/usr/local/cuda/lib64/libcupti.so.13");
 	fclose(f);
+	free(path);
 	f = memf(maps_plain);
-	assert_int_equal(inject_maps_conflict(f, NULL, &why), 0);
+	assert_int_equal(inject_maps_cupti(f, &path), 0);
+	assert_null(path);
 	fclose(f);
-	assert_null(why);
+	f = memf(maps_siblings);
+	assert_int_equal(inject_maps_cupti(f, &path), 1);
+	assert_string_equal(path, "/usr/local/cuda-13.0/lib64/libcupti.so.2025.3.1 (deleted)");
+	fclose(f);
+	free(path);
 }
 
 static void test_find_mappings(void **state)
@@ -611,7 +625,7 @@ static void test_stalled_on_malloc_arena(void **state) { stalled_case(arena_hold
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_maps_conflict),
+		cmocka_unit_test(test_maps_cupti),
 		cmocka_unit_test(test_find_mappings),
 		cmocka_unit_test(test_elf_sym_matches_loader),
 		cmocka_unit_test(test_refuses_dead_and_relative),

@@ -22,6 +22,10 @@ Per iteration (the test derives its expected device times from these):
                     [--pause S]      (sleep S seconds after each iteration)
                     [--thread]       (the iterations on a thread started after
                                       SIGUSR1: one tbpf did not see at attach)
+                    [--kineto]       (a second CUPTI client, as Kineto: before
+                                      READY, cuptiSubscribe on the libcupti
+                                      torch mapped, held to the end; RESULT
+                                      kineto= gives its CUptiResult)
 Protocol: tests/workloads/wl_common.py (READY, SIGUSR1, RESULT).
 """
 import argparse
@@ -52,6 +56,9 @@ p.add_argument("--pause", type=float, default=0,
                help="seconds to sleep after each iteration (no op, no launch)")
 p.add_argument("--until", help="run until this file exists (at least --iters iterations); "
                "RESULT iters= says how many ran")
+p.add_argument("--kineto", action="store_true",
+               help="subscribe to the job's own libcupti before READY, as Kineto does, "
+               "and hold the subscription until the end")
 p.add_argument("--thread", action="store_true",
                help="run the iterations on a new thread, started after the go signal")
 args = p.parse_args()
@@ -125,7 +132,18 @@ class Model(nn.Module):
             return self.head(self.conv(x))
 
 
+def kineto_subscribe():
+    """cuptiSubscribe on the libcupti torch mapped (its DT_NEEDED), as
+    Kineto's CuptiCallbackApi does: the CUptiResult, the handle held."""
+    path = next(l.split(None, 5)[5].strip() for l in open("/proc/self/maps")
+                if l.rstrip().split("/")[-1].startswith("libcupti.so"))
+    cupti = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    handle = ctypes.c_void_p()
+    return cupti.cuptiSubscribe(ctypes.byref(handle), None, None)
+
+
 torch.set_num_threads(args.intra_threads)
+kineto = kineto_subscribe() if args.kineto else None
 model = Model()
 x = torch.ones(4)
 wl_common.ready()
@@ -154,5 +172,6 @@ if args.thread:
     n = done[0]
 else:
     n = iterations()
-wl_common.result(iters=n, checksum="%.1f" % x.sum().item())
+extra = {} if kineto is None else {"kineto": kineto}
+wl_common.result(iters=n, checksum="%.1f" % x.sum().item(), **extra)
 time.sleep(1.5)

@@ -74,6 +74,9 @@ int agent_elf_locate(const char *elf_path, struct agent_loc *loc)
 	/* absent in older agents, which watch a pid: not started */
 	if (!elf_file_find_sym(ef, "tbpf_agent_chan", &sym) && sym.defined)
 		loc->chan_addr = loc->map_start + sym.value - first_vaddr;
+	/* absent in older agents, which choose their libcupti alone */
+	if (!elf_file_find_sym(ef, "tbpf_agent_cupti_path", &sym) && sym.defined)
+		loc->cupti_addr = loc->map_start + sym.value - first_vaddr;
 	/* optional (absent in older agents): restarts the control thread */
 	if (!elf_file_find_sym(ef, "tbpf_agent_restart", &sym) && sym.defined)
 		loc->restart_addr = loc->map_start + sym.value - first_vaddr;
@@ -207,6 +210,18 @@ int agent_start_sync(pid_t pid, const struct agent_loc *loc, uint32_t max_rate, 
 	else
 		*chan_fd = fd;
 	return err;
+}
+
+int agent_set_cupti(pid_t pid, const struct agent_loc *loc, const char *path)
+{
+	size_t n = path ? strlen(path) + 1 : 1;
+
+	if (!loc->cupti_addr)
+		return path ? -EPROTO : 0;
+	if (n > TBPF_AGENT_CUPTI_PATH_MAX)
+		return -ENAMETOOLONG;
+	/* a previous tbpf's name must not stay: write "" when none */
+	return remote_write(pid, loc->cupti_addr, path ? path : "", n);
 }
 
 const char *agent_state_name(unsigned state)

@@ -22,6 +22,7 @@ struct agent_loc {
 	uint64_t ctl_addr;    /* struct tbpf_agent_ctl tbpf_agent_ctl */
 	uint64_t restart_addr; /* int tbpf_agent_restart(void), 0 if absent */
 	uint64_t chan_addr;   /* struct tbpf_owner_chan tbpf_agent_chan, 0 if absent */
+	uint64_t cupti_addr;  /* char tbpf_agent_cupti_path[], 0 if absent */
 };
 
 /* Pure: the first mapping (offset 0) whose basename is lib_name. */
@@ -51,6 +52,10 @@ int agent_request_sync(pid_t pid, const struct agent_loc *loc, uint32_t req, uin
  * without the channel (an older agent), not started. */
 int agent_start_sync(pid_t pid, const struct agent_loc *loc, uint32_t max_rate, int timeout_ms,
 		     struct rec_gpu_status *st, int *chan_fd);
+/* Name the libcupti the agent opens at its next START (path, absolute,
+ * or NULL: its own choice) in its exported tbpf_agent_cupti_path.
+ * -EPROTO: an older agent without it and a path given; -ENAMETOOLONG. */
+int agent_set_cupti(pid_t pid, const struct agent_loc *loc, const char *path);
 const char *agent_state_name(unsigned state);
 
 #endif

@@ -138,35 +138,35 @@ int inject_stack_room(FILE *maps, uint64_t sp, uint64_t need)
 	return ok;
 }
 
-int inject_maps_conflict(FILE *maps, const char *agent_path, char **why)
+/* The libcupti rule of the agent (agent/cupti_pick.h): base name
+ * libcupti.so, libcupti.so.N, libcupti.so.N.M... */
+static bool is_cupti(const char *path)
 {
-	char *line = NULL, *cupti = NULL;
-	size_t cap = 0;
-	int agent = 0;
-	const char *ab = agent_path ? base_name(agent_path) : "libtbpf_agent.so";
+	const char *b = base_name(path);
 
-	while (getline(&line, &cap, maps) > 0) {
+	return !strncmp(b, "libcupti.so", 11) && (b[11] == 0 || b[11] == '.');
+}
+
+int inject_maps_cupti(FILE *maps, char **path)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	int found = 0;
+
+	*path = NULL;
+	while (!found && getline(&line, &cap, maps) > 0) {
 		char *p = strchr(line, '/');
+
 		if (!p)
 			continue;
 		p[strcspn(p, "\n")] = 0;
-		const char *b = base_name(p);
-		if (!strcmp(b, ab))
-			agent = 1;
-		else if (!strncmp(b, "libcupti", 8) && !cupti)
-			cupti = strdup(p);
+		if (!is_cupti(p))
+			continue;
+		*path = strdup(p);
+		found = *path ? 1 : -ENOMEM;
 	}
 	free(line);
-	/* Our own agent loads libcupti itself: re-injecting is fine. */
-	if (!cupti || agent) {
-		free(cupti);
-		return 0;
-	}
-	fail(why, 0, "%s is already loaded in the target: torch.profiler/Kineto may hold "
-	     "CUPTI, and before CUDA 13.3 a process has one CUPTI subscriber; stop the "
-	     "profiler or pass --inject-force if none is active", cupti);
-	free(cupti);
-	return 1;
+	return found;
 }
 
 /* ---- remote memory ------------------------------------------------------- */
@@ -717,10 +717,11 @@ int inject_dlopen_stall(pid_t pid, const char *lib_path, unsigned flags,
 			    pid, path, yama_scope());
 	if (!f)
 		return fail(why, -errno, "%s: %s", path, strerror(errno));
-	int conflict = !(flags & INJECT_FORCE) && inject_maps_conflict(f, lib_path, why);
+	/* readable maps: ptrace is permitted.  A libcupti mapped there is
+	 * no reason to refuse (every PyPI torch 2.x maps one): the agent
+	 * uses that copy, and a CUPTI already subscribed is what its
+	 * cuptiSubscribe reports (AGENT_CONFLICT). */
 	fclose(f);
-	if (conflict)
-		return -EBUSY;
 	if ((err = resolve(pid, "dlopen", &fn)) < 0)
 		return fail(why, err, "no dlopen in the libc of %d (glibc < 2.34 without libdl?)", pid);
 

@@ -8,11 +8,13 @@
 #include <sys/types.h>
 
 enum inject_flags {
-	INJECT_FORCE = 1 << 0, /* skip the CUPTI-subscriber refusal */
+	/* --inject-force, kept for old command lines: no effect (a mapped
+	 * libcupti is not refused; CUPTI itself reports a held subscription) */
+	INJECT_FORCE = 1 << 0,
 };
 
 /* Load lib_path (absolute) into pid with dlopen(RTLD_NOW).  Refuses when
- * ptrace is not permitted or another CUPTI user may be active.  Returns 0,
+ * ptrace is not permitted.  Returns 0,
  * or -errno with *why set to a malloc'd message (caller frees). */
 int inject_library(pid_t pid, const char *lib_path, char **why);
 
@@ -58,9 +60,10 @@ bool inject_tid_in(pid_t tid, const pid_t *v, size_t n);
 int inject_hold_thread(pid_t tid, char **why);
 int inject_unhold_thread(pid_t tid);
 
-/* Pure: decide from /proc/PID/maps text whether loading the agent would
- * collide with another CUPTI user.  Returns 1 (conflict, *why set), 0. */
-int inject_maps_conflict(FILE *maps, const char *agent_path, char **why);
+/* Pure: the libcupti a process maps, from its /proc/PID/maps text (the
+ * first file mapping whose base name is libcupti.so[.N...]).  1 with
+ * *path (malloc'd), 0 when none is mapped, -ENOMEM. */
+int inject_maps_cupti(FILE *maps, char **path);
 
 /* Pure: whether the `need` bytes below sp lie in the same mapping as sp,
  * given /proc/PID/maps text.  A main thread's stack is a grow-down

@@ -99,12 +99,14 @@ static const char usage_text[] =
 "      --mem-map-size N   live CPU allocations tracked (default 262144); raise it\n"
 "                         when tbpf reports the allocation map full\n"
 "      --inject           load tbpf's CUPTI agent into --pid (ptrace + dlopen) for\n"
-"                         GPU device times (Self CUDA, CUDA total); refused when\n"
-"                         another CUPTI user (torch.profiler) is active; with\n"
+"                         GPU device times (Self CUDA, CUDA total), using the\n"
+"                         libcupti the job maps (torch 2.x: its wheel's); one\n"
+"                         line when CUPTI is held (torch.profiler active); with\n"
 "                         --inproc too (both agents; tbpf run --inproc\n"
 "                         --inject: named to the CUDA driver, as tbpf run)\n"
-"      --inject-force     --inject even when libcupti is already mapped (the\n"
-"                         agent still reports a conflict if CUPTI refuses it)\n"
+"      --inject-force     the same as --inject (older command lines)\n"
+"      --cupti PATH       the libcupti the CUPTI agent opens where the job maps\n"
+"                         none (default: by driver version, docs/gpu.md)\n"
 "      --inproc           record with tbpf's RecordFunction agent, loaded into\n"
 "                         --pid (ptrace + dlopen; tbpf run: at the command's\n"
 "                         first op): callbacks, as torch.profiler's, 0.1-0.2 us\n"
@@ -211,7 +213,7 @@ static int parse_entries(const char *arg, uint32_t lo, uint32_t hi, uint32_t *ou
 
 /* The live command's own options (select_opt and step_opt take theirs). */
 enum { O_SORT = 256, O_ROWS, O_NOMULTI, O_RECORD, O_BYOVL, O_OPS, O_MINPCT, O_NOPY,
-       O_INJECT, O_INJECT_FORCE, O_REDISPATCH,
+       O_INJECT, O_INJECT_FORCE, O_CUPTI, O_REDISPATCH,
        O_SHAPES, O_BYSHAPE, O_FLOPS, O_BYSTACK, O_METRIC, O_MEMORY,
        O_MEMMAP, O_INPROC, O_UPROBES, O_MERGE, O_LFILTER, O_NOCUDA };
 static const struct option live_longopts[] = {
@@ -241,6 +243,7 @@ static const struct option live_longopts[] = {
 	{ "no-cuda", no_argument, NULL, O_NOCUDA },
 	{ "inject", no_argument, NULL, O_INJECT },
 	{ "inject-force", no_argument, NULL, O_INJECT_FORCE },
+	{ "cupti", required_argument, NULL, O_CUPTI },
 	{ "inproc", no_argument, NULL, O_INPROC },
 	{ "uprobes", no_argument, NULL, O_UPROBES },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -373,6 +376,9 @@ static int live_parse(int argc, char **argv, struct live_opts *o)
 		case O_INJECT_FORCE:
 			o->inject = o->inject_force = true;
 			break;
+		case O_CUPTI:
+			o->cupti = optarg;
+			break;
 		case O_INPROC:
 		case O_UPROBES:
 			if (o->recorder && o->recorder != (c == O_INPROC ? RECORDER_INPROC : RECORDER_UPROBES))
@@ -448,6 +454,22 @@ static int live_main(int argc, char **argv, pid_t (*start)(void *, bool), void *
 					 "launches: not with --no-cuda");
 	if (start && o.sel.npids)
 		return usage_error("%s", "tbpf run profiles the command it starts: no --pid");
+	if (o.cupti && !o.inject && !start)
+		return usage_error("%s", "--cupti names the libcupti of the CUPTI agent: with "
+					 "--inject (or tbpf run)");
+	if (o.cupti) {   /* kept until exit: the session and the command read it */
+		char *abs = NULL, *cwhy = NULL;
+
+		if (validate_cupti(o.cupti, &abs, &cwhy)) {
+			rc = usage_error("%s", cwhy);
+			free(cwhy);
+			return rc;
+		}
+		o.cupti = abs;
+		/* tbpf run: the command's agent reads it (agent/tbpf_agent.c) */
+		if (start && setenv("TBPF_CUPTI_PATH", abs, 1))
+			return usage_error("%s", "--cupti: cannot set TBPF_CUPTI_PATH");
+	}
 	if ((rc = live_check(&o)))
 		return rc;
 	if (start) {   /* before the recorder's line: a command that cannot run gets one */

@@ -87,6 +87,7 @@ struct session *inproc_py_open(const struct live_opts *o, struct capture_writer 
 		.gpu_agent = gpu,
 		.agent_path = agent,
 		.inject_flags = o->inject_force ? INJECT_FORCE : 0,
+		.cupti_path = o->cupti,
 	};
 	char *why = NULL;
 	int code = 0;

@@ -704,6 +704,7 @@ static struct session_config session_config_of(const struct live_opts *o)
 		.verbose = o->verbose,
 		.gpu_agent = o->inject ? GPU_AGENT_INJECT : o->gpu_run ? GPU_AGENT_RUN : GPU_AGENT_OFF,
 		.inject_flags = o->inject_force ? INJECT_FORCE : 0,
+		.cupti_path = o->cupti,
 		.run_hold = o->wait_torch && !o->run_stopped,
 		.cuda_only_ok = true,       /* plain CUDA programs */
 		.shapes = o->record_shapes,

@@ -60,7 +60,9 @@ struct live_opts {
 	 * attach at once and continue it */
 	bool run_stopped;
 	bool inject;               /* --inject: load the CUPTI agent */
-	bool inject_force;         /* --inject-force: even with libcupti mapped */
+	bool inject_force;         /* --inject-force: the same as --inject */
+	const char *cupti;         /* --cupti PATH: the libcupti the agent opens
+				    * where the job maps none (validate_cupti) */
 	enum recorder recorder;    /* as named: --inproc, --uprobes, neither */
 	bool inproc;               /* the RecordFunction agent records (recorder.h) */
 	bool recorder_auto;        /* ... chosen by tbpf: it falls back with a line */

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include "elfsym.h"
 #include "export.h"
 #include "http.h"
 #include "options.h"
@@ -208,6 +209,34 @@ int validate_pid(pid_t pid, char **why)
 		*why = strf("no process with pid %d", (int)pid);
 		return -ESRCH;
 	}
+	return 0;
+}
+
+int validate_cupti(const char *path, char **resolved, char **why)
+{
+	struct elf_file *ef;
+	struct elf_sym sym;
+	char *abs = realpath(path, NULL);
+	int err;
+
+	*resolved = NULL;
+	if (!abs) {
+		*why = strf("--cupti %s: %s", path, strerror(errno));
+		return -EINVAL;
+	}
+	if ((err = elf_file_open(abs, &ef))) {
+		*why = strf("--cupti %s: not an ELF shared library (%s)", path, strerror(-err));
+		free(abs);
+		return -EINVAL;
+	}
+	err = elf_file_find_sym(ef, "cuptiSubscribe", &sym);
+	elf_file_close(ef);
+	if (err || !sym.defined || !sym.dynamic) {
+		*why = strf("--cupti %s: not a libcupti (no cuptiSubscribe exported)", path);
+		free(abs);
+		return -EINVAL;
+	}
+	*resolved = abs;
 	return 0;
 }
 

@@ -26,6 +26,12 @@ int validate_out_dir(const char *opt, const char *path, bool create, char **why)
 /* The process exists: 0, or -ESRCH with *why. */
 int validate_pid(pid_t pid, char **why);
 
+/* --cupti PATH: a readable ELF shared library exporting cuptiSubscribe.
+ * *resolved gets its absolute path (malloc'd), which the agent opens in
+ * the target (--inject) or the command (tbpf run).  0 or -EINVAL, with
+ * *why. */
+int validate_cupti(const char *path, char **resolved, char **why);
+
 /* Every value of the live command (tbpf, tbpf run) that can be checked
  * before the run: the sort key for its format, -o, --record,
  * --tensorboard, a binary format bound for a terminal, then each --pid.

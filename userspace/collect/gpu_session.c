@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "tbpf.skel.h"
 #include "grow.h"
 #include "gpu_session.h"
@@ -108,6 +109,36 @@ static int agent_revive(pid_t pid, const struct agent_loc *loc)
 	return err ? err : ret == 1 ? 0 : -EAGAIN;
 }
 
+/* --cupti names one file; a job that maps another libcupti keeps its
+ * own, and the agent would refuse to load a second CUPTI beside it: say
+ * so before injecting.  0, or 1 with *mapped (malloc'd). */
+static int cupti_mismatch(pid_t pid, const char *cupti_path, char **mapped)
+{
+	char path[64], *rooted = NULL;
+	struct stat a, b;
+	FILE *f;
+	int found, same;
+
+	*mapped = NULL;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	if (!cupti_path || !(f = fopen(path, "re")))
+		return 0;
+	found = inject_maps_cupti(f, mapped);
+	fclose(f);
+	if (found <= 0)
+		return 0;
+	if (asprintf(&rooted, "/proc/%d/root%s", pid, *mapped) < 0)
+		rooted = NULL;
+	same = rooted && !stat(rooted, &a) && !stat(cupti_path, &b) && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+	free(rooted);
+	if (same) {
+		free(*mapped);
+		*mapped = NULL;
+	}
+	return !same;
+}
+
 int gpu_session_add(struct gpu_session *gs, struct tbpf_bpf *skel, pid_t pid,
 		    enum gpu_agent_mode mode, const char *agent_path, unsigned inject_flags,
 		    char **why)
@@ -136,6 +167,12 @@ int gpu_session_add(struct gpu_session *gs, struct tbpf_bpf *skel, pid_t pid,
 					 strerror(-err));
 		return 0;
 	}
+	if (cupti_mismatch(pid, gs->cupti_path, &iwhy)) {
+		fail_note(t, why, -EEXIST, "--cupti %s: the job maps %s already, and one process "
+			  "takes one CUPTI: drop --cupti or name that file", gs->cupti_path, iwhy);
+		free(iwhy);
+		return -EEXIST;
+	}
 	err = inject_dlopen(pid, agent_path, inject_flags, &t->handle, &iwhy);
 	if (err) {
 		fail_note(t, why, err, "--inject refused: %s", iwhy ? iwhy : strerror(-err));
@@ -158,6 +195,11 @@ int gpu_session_add(struct gpu_session *gs, struct tbpf_bpf *skel, pid_t pid,
 	free(rooted);
 	if (err)
 		return fail_note(t, why, err, "cannot attach the CUPTI agent probes: %s",
+				 strerror(-err));
+	err = agent_set_cupti(pid, &t->loc, gs->cupti_path);
+	if (err)
+		return fail_note(t, why, err, "the CUPTI agent loaded in the job cannot take --cupti "
+				 "(%s): not started", err == -EPROTO ? "older than this tbpf" :
 				 strerror(-err));
 	err = agent_start_sync(pid, &t->loc, 0, GPU_START_TIMEOUT_MS, &t->status, &t->chan_fd);
 	if (err == -EPROTO)
@@ -445,6 +487,14 @@ char *gpu_target_note(const struct gpu_target *t)
 		n = asprintf(&s, "CUPTI agent %s, %llu records, no device activity attributed",
 			     agent_state_name(t->status.state),
 			     (unsigned long long)t->status.records);
+	else if (t->status.state == AGENT_CONFLICT)
+		/* cuptiSubscribe's own answer: one subscriber per process before
+		 * CUDA 13.3 (torch.profiler/Kineto, Nsight Systems/Compute) */
+		n = asprintf(&s, "CUPTI agent reports conflict (%.*s: CUPTI in pid %d is held by "
+			     "torch.profiler or an NVIDIA tool, one subscriber per process before "
+			     "CUDA 13.3): stop that profiler and rerun%s",
+			     (int)sizeof(t->status.detail), t->status.detail, t->pid,
+			     t->mode == GPU_AGENT_INJECT ? ", or drop --inject" : "");
 	else
 		n = asprintf(&s, "CUPTI agent reports %s (%.*s)", agent_state_name(t->status.state),
 			     (int)sizeof(t->status.detail), t->status.detail);

@@ -62,6 +62,8 @@ struct gpu_target {
 
 struct gpu_session {
 	bool multi;               /* uprobe_multi links (the skeleton's attach type) */
+	const char *cupti_path;   /* --cupti (absolute), or NULL: written into each
+				   * injected agent before START */
 	struct gpu_target **v;
 	size_t n, cap;
 	char *note;               /* gpu_session_note's last answer */

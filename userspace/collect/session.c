@@ -232,6 +232,7 @@ struct session *session_open(const struct session_config *cfg, char **why, int *
 		cuda_session_init(&s->cuda);
 	if (cfg->gpu_agent)
 		gpu_session_init(&s->gpu, s->multi);
+	s->gpu.cupti_path = cfg->cupti_path;
 	if (session_bus_init(s)) {
 		*why = strf("cannot set up the record bus");
 		goto fail;

@@ -60,6 +60,8 @@ struct session_config {
 	int gpu_agent;
 	const char *agent_path;
 	unsigned inject_flags;      /* enum inject_flags (--inject-force) */
+	const char *cupti_path;     /* --cupti: the libcupti the agent opens, NULL:
+				     * its own choice (agent/cupti_pick.h) */
 	bool run_hold;              /* tbpf run: load the hold (session_hold_torch) */
 	/* with cuda, a process that maps libcudart/libcuda but no
 	 * libtorch is a target with the CUDA probes only (target_open's

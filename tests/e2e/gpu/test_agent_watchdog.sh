@@ -3,7 +3,7 @@
 # after SIGKILL of tbpf, and after a normal stop, the target
 # holds no CUPTI subscription and no activity kind stays enabled, and the
 # job finishes with its unprofiled result.  Both ways in: `--inject` on a
-# running process (uprobe mode, torch 1.13; --inproc --inject-force, torch
+# running process (uprobe mode, torch 1.13; --inproc --inject, torch
 # 2.8, whose wheel maps Kineto's libcupti 12) and `tbpf run` (the driver
 # loads the agent through CUDA_INJECTION64_PATH; also `tbpf run --inproc
 # --inject`), and `tbpf daemon --inproc --inject` (SIGKILL and SIGTERM).
@@ -169,11 +169,11 @@ inject_case() {
 inject_case kill1 1 1 --inject
 inject_case stop1 1 0 --inject
 need_torch "$PY2"
-inject_case kill2 2 1 --inproc --inject-force
-inject_case stop2 2 0 --inproc --inject-force
+inject_case kill2 2 1 --inproc --inject
+inject_case stop2 2 0 --inproc --inject
 # a containerized job, tbpf on the host: both agents watch the channel
 inject_case nskill1 1 1 ns --inject
-inject_case nskill2 2 1 ns --inproc --inject-force
+inject_case nskill2 2 1 ns --inproc --inject
 
 # tbpf run: the driver loads the agent (CUDA_INJECTION64_PATH) at the job's
 # cuInit and it starts itself; its command inherits the owner channel

@@ -193,12 +193,15 @@ if [ -e "$FAKE/libcuda.so.1" ]; then
 	log "tbpf run, fake driver: $note"
 fi
 
-# --- 5. refusal: another CUPTI user is mapped; the op table still works ----
+# --- 5. a libcupti already mapped is no refusal ------------------------------
+# Every torch 2.x maps its own libcupti at import: the agent loads and
+# uses that copy, and its START decides (here: no driver); a CUPTI held
+# by another subscriber is what cuptiSubscribe reports (test_inject_torch2.sh).
 CUPTI=$(ls /usr/local/cuda/lib64/libcupti.so* 2>/dev/null | head -1)
 if [ -n "$CUPTI" ]; then
 	cat > "$T/cupti_user.py" <<'PYEOF'
 import ctypes, os, sys, time, torch
-ctypes.CDLL(sys.argv[1])      # as torch.profiler's Kineto would hold CUPTI
+ctypes.CDLL(sys.argv[1])      # mapped, as torch 2.x maps its wheel's
 stop = os.environ["STOP"]
 a = torch.randn(64, 64)
 print("READY pid=%d" % os.getpid(), flush=True)
@@ -214,25 +217,19 @@ PYEOF
 		_alive $cp || fail "CUPTI-user workload died: $(tail -n 2 "$T/cu.err" | tr '\n' ' ')"
 		sleep 0.1
 	done
-	"$TBPF" --pid $cp --inject --duration 2s --format json > "$T/cu.json" 2> "$T/cu.tb.err" ||
-		fail "tbpf --inject with libcupti mapped failed instead of only refusing the agent: $(tail -c 300 "$T/cu.tb.err" | tr '\n' ' ')"
-	[ "$(grep -c 'warning: .*--inject refused' "$T/cu.tb.err")" = 1 ] ||
-		fail "no single-line --inject refusal warning: $(head -c 300 "$T/cu.tb.err" | tr '\n' ' ')"
-	grep 'refused' "$T/cu.tb.err" | grep -q libcupti || fail "the refusal does not name libcupti: $(grep refused "$T/cu.tb.err")"
-	mapped $cp && fail "agent loaded although another CUPTI user was mapped"
-	note=$(gpu_note "$T/cu.json")
-	case $note in "no CUDA device timings: --inject refused: "*) ;; *) fail "refusal note: '$note'" ;; esac
-	mm=$(python3 -c 'import json,sys; print(sum(o["calls"] for o in json.load(open(sys.argv[1]))["ops"] if o["name"]=="aten::mm"))' "$T/cu.json")
-	[ "$mm" -gt 0 ] || fail "op table empty after the --inject refusal"
-	# --inject-force loads it anyway; the agent's own START then decides
-	"$TBPF" --pid $cp --inject-force --duration 2s --format json > "$T/cuf.json" 2> "$T/cuf.err" ||
-		fail "tbpf --inject-force failed: $(tail -c 300 "$T/cuf.err" | tr '\n' ' ')"
-	grep -q refused "$T/cuf.err" && fail "--inject-force still refused: $(grep refused "$T/cuf.err")"
-	check_note "$(gpu_note "$T/cuf.json")" "--inject-force"
-	mapped $cp && fail "agent left mapped after --inject-force"
+	for opt in --inject --inject-force; do   # the second: old command lines, the same
+		"$TBPF" --pid $cp $opt --duration 2s --format json > "$T/cu.json" 2> "$T/cu.tb.err" ||
+			fail "tbpf $opt with libcupti mapped failed: $(tail -c 300 "$T/cu.tb.err" | tr '\n' ' ')"
+		grep -q refused "$T/cu.tb.err" && fail "$opt refused with libcupti mapped: $(grep refused "$T/cu.tb.err")"
+		check_note "$(gpu_note "$T/cu.json")" "$opt, libcupti mapped"
+		mapped $cp && fail "agent left mapped after $opt"
+		mm=$(python3 -c 'import json,sys; print(sum(o["calls"] for o in json.load(open(sys.argv[1]))["ops"] if o["name"]=="aten::mm"))' "$T/cu.json")
+		[ "$mm" -gt 0 ] || fail "$opt, libcupti mapped: op table empty"
+	done
+	[ "$(grep -c libcupti "/proc/$cp/maps" | head -1)" -gt 0 ] || fail "the job's libcupti went away"
 	touch "$T/stop3"
 	wait $cp || fail "CUPTI-user workload failed: $(tail -c 300 "$T/cu.err")"
-	log "refusal: $(grep -m1 refused "$T/cu.tb.err"); aten::mm $mm"
+	log "libcupti mapped: $(gpu_note "$T/cu.json"); aten::mm $mm"
 fi
 rc=0
 "$TBPF" --inject --duration 1s > /dev/null 2> "$T/usage.err" || rc=$?

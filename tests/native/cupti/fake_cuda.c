@@ -10,9 +10,10 @@
  * FAKE_CUPTI_BUFFERS (default 3) buffers 50 ms apart, each holding 4
  * kernels (one with a 100+ character name), 1 memcpy, 1 memset, 3 runtime
  * and 3 driver API records (12 valid) plus 1 kernel with end < start
- * (invalid); GetNumDroppedRecords reports 2 per buffer.  Env
- * FAKE_CUPTI_CONFLICT=1 makes cuptiSubscribe fail with
- * MULTIPLE_SUBSCRIBERS, as with torch.profiler active.
+ * (invalid); GetNumDroppedRecords reports 2 per buffer.  cuptiSubscribe
+ * fails with MULTIPLE_SUBSCRIBERS while another subscriber holds CUPTI
+ * (a Kineto in the job), as the real one does before CUDA 13.3; env
+ * FAKE_CUPTI_CONFLICT=1 makes it fail always.
  *
  * FAKE_CUPTI_LAUNCHES=1: no canned buffers; instead each call
  * of the fake's cuLaunchKernel (on a function from its cuModuleGetFunction,
@@ -107,6 +108,19 @@ EXPORT CUresult cuInit(unsigned int flags)
 		if (init)
 			init();
 	}
+	return 0;
+}
+
+/* cuDriverGetVersion: "the latest CUDA version supported by driver",
+ * 1000 * major + 10 * minor (cuda.h); needs no cuInit.  The fake's is
+ * the toolkit's CUDA_VERSION, or FAKE_CUDA_DRIVER_VERSION. */
+EXPORT CUresult cuDriverGetVersion(int *v)
+{
+	const char *e = getenv("FAKE_CUDA_DRIVER_VERSION");
+
+	if (!v)
+		return 1;   /* CUDA_ERROR_INVALID_VALUE */
+	*v = e && *e ? atoi(e) : CUDA_VERSION;
 	return 0;
 }
 
@@ -344,11 +358,23 @@ static void *feed(void *arg)
 	return NULL;
 }
 
+/* One subscriber at a time, as CUPTI before cuptiSubscribe_v2 (CUDA 13.3,
+ * r610 drivers): "Only a single subscriber can be registered at a time
+ * ... In case profiling session is already started by another CUPTI
+ * client, this function returns the error code
+ * CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED" (cuptiSubscribe,
+ * cupti_callbacks.h of CUDA 12.8 and 13.0).  Kineto's CuptiCallbackApi
+ * then logs "CUDA profiler activities will be missing" and stays
+ * CPU-only. */
 EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc f, void *u)
 {
 	const char *c = getenv("FAKE_CUPTI_CONFLICT");
-	if (c && *c == '1')
+	if (!s)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	if ((c && *c == '1') || subscribers > 0) {
+		state_dump("subscribe-refused");
 		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+	}
 	*s = (CUpti_SubscriberHandle)(uintptr_t)1;
 	subscribers++;
 	state_dump("subscribe");
