@@ -1,7 +1,7 @@
 /* gpu_session.h - attach stage, GPU: the CUPTI agent in each target (loaded
  * by --inject or by the CUDA driver under `tbpf run`), its BPF probes, the
- * device activity and host launch records it collects, and the join that puts
- * device times into the profile.
+ * device activity and host launch records it collects, and the join that
+ * puts device times into the profile.
  *
  *   gpu_session_init(&gs, multi)
  *   gpu_session_add(&gs, skel, pid, GPU_AGENT_INJECT, agent, &why)  per target
@@ -102,9 +102,9 @@ int gpu_session_add(struct gpu_session *gs, struct tbpf_bpf *skel, pid_t pid,
 		    enum gpu_agent_mode mode, const char *agent_path, unsigned inject_flags,
 		    char **why);
 /* Keep device activity (device, API, names, status) and the launches and
- * copies of tracked pids; op enter/exit records of tracked pids feed the op spans
- * behind CUDA total (an op's and its descendants' device time); other
- * records are ignored.  Returns 1 when kept, else 0. */
+ * copies of tracked pids; op enter/exit records of tracked pids feed the
+ * op spans behind CUDA total (an op's and its descendants' device time);
+ * other records are ignored.  Returns 1 when kept, else 0. */
 int gpu_session_record(struct gpu_session *gs, const void *data, size_t size);
 /* A record as the host numbers the threads (discover/nstid.h), called
  * before the record is kept or written: a tracked pid in another pid

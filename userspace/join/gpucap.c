@@ -1,6 +1,6 @@
 /* gpucap.c - join stage, records: device activity + host launches + op
- * spans per process -> gpujoin; flows from host launches to device records; device
- * times into profile rows. */
+ * spans per process -> gpujoin; flows from host launches to device
+ * records; device times into profile rows. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

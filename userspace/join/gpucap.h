@@ -95,7 +95,8 @@ int gpucap_feed(struct gpucap *g, const struct rec_hdr *h);
 /* Join every process that has device records.  0 or -errno. */
 int gpucap_join(struct gpucap *g);
 /* init + every record of the capture + join (one replay, skipped when the
- * capture has no device activity records).  0, -EINVAL (reader error), -ENOMEM. */
+ * capture has no device activity records).  0, -EINVAL (reader error),
+ * -ENOMEM. */
 struct capture_reader;
 int gpucap_load(struct capture_reader *r, bool spans, struct gpucap *g);
 /* The same as a record bus sink (bus/bus.h) for a pass shared with other

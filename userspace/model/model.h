@@ -4,8 +4,8 @@
  * Two feeds, one model:
  *   capture  model_from_capture(r, parts, &m): ONE replay of the capture
  *            (capture/replay.h): op records -> profile rows (profile_agg),
- *            device activity + launches -> device times (join/gpucap), CUDA records
- *            -> cuda_model; then names and run info from the meta tables
+ *            device activity + launches -> device times (join/gpucap),
+ *            CUDA records -> cuda_model; then names and run info from the meta tables
  *            and the layer tree from the STACK records.
  *   records  model_feed (--inproc): op records and op names
  *            handed over as they arrive go through the same profile_agg
