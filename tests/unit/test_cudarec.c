@@ -93,6 +93,53 @@ static void sync_alloc_mem(void **state)
 	assert_int_equal(e.kind, CEV_NONE);
 }
 
+static void op_and_stack_of_each_call(void **state)
+{
+	struct rec_launch l = { .h = { .type = REC_LAUNCH, .size = sizeof(l) }, .op_id = 5,
+				.stack_id = 77 };
+	struct rec_memop m = { .h = { .type = REC_MEMOP, .size = sizeof(m) }, .op_id = 6,
+			       .stack_id = 78 };
+	struct rec_sync s = { .h = { .type = REC_SYNC, .size = sizeof(s) }, .op_id = 7,
+			      .stack_id = 79 };
+	struct rec_alloc a = { .h = { .type = REC_ALLOC, .size = sizeof(a) }, .op_id = 0,
+			       .stack_id = 80 };
+	struct cuda_ev e;
+
+	(void)state;
+	assert_true(cuda_ev_decode(&l.h, &e));
+	assert_int_equal(e.op_id, 5);
+	assert_int_equal(e.stack_id, 77);
+	assert_true(cuda_ev_decode(&m.h, &e));
+	assert_int_equal(e.op_id, 6);
+	assert_int_equal(e.stack_id, 78);
+	assert_true(cuda_ev_decode(&s.h, &e));
+	assert_int_equal(e.op_id, 7);
+	assert_int_equal(e.stack_id, 79);
+	/* no op: no stack either (the rows key on both) */
+	assert_true(cuda_ev_decode(&a.h, &e));
+	assert_int_equal(e.op_id, 0);
+	assert_int_equal(e.stack_id, 0);
+}
+
+static void min_sizes_of_the_versions(void **state)
+{
+	struct rec_hdr h = { 0 };
+
+	(void)state;
+	h.type = REC_LAUNCH;
+	assert_int_equal(cuda_rec_min_size(&h), REC_LAUNCH_V1_SIZE);
+	h.type = REC_ALLOC;
+	assert_int_equal(cuda_rec_min_size(&h), REC_ALLOC_V1_SIZE);
+	h.type = REC_MEMOP;
+	assert_int_equal(cuda_rec_min_size(&h), sizeof(struct rec_memop));
+	h.type = REC_SYNC;
+	assert_int_equal(cuda_rec_min_size(&h), sizeof(struct rec_sync));
+	h.type = REC_MEM;            /* an allocator event, not a CUDA call */
+	assert_int_equal(cuda_rec_min_size(&h), 0);
+	h.type = REC_OP_ENTER;
+	assert_int_equal(cuda_rec_min_size(&h), 0);
+}
+
 static void other_records_are_none(void **state)
 {
 	struct rec_op o = { .h = { .type = REC_OP_ENTER, .size = sizeof(o) } };
@@ -109,6 +156,8 @@ int main(void)
 		cmocka_unit_test(launch_fields_and_versions),
 		cmocka_unit_test(copies_timed_when_measured),
 		cmocka_unit_test(sync_alloc_mem),
+		cmocka_unit_test(op_and_stack_of_each_call),
+		cmocka_unit_test(min_sizes_of_the_versions),
 		cmocka_unit_test(other_records_are_none),
 	};
 

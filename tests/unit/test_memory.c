@@ -55,7 +55,10 @@ static void test_model_live_and_peak(void **state)
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		assert_int_equal(mem_model_add(&m, &v[i]), 0);
 		if (i == 2) {
-			mem_model_totals(&m, &v[i], &a, &r);
+			struct cuda_ev e;
+
+			assert_true(cuda_ev_decode(&v[i].h, &e));
+			mem_model_totals(&m, &e, &a, &r);
 			assert_int_equal(a, 1150);   /* Total Allocated after it, CPU */
 			assert_int_equal(r, 0);
 		}

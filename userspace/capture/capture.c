@@ -205,6 +205,14 @@ int capture_write_raw(struct capture_writer *w, const void *rec, size_t len)
 	return w_out(w, rec, len);
 }
 
+int capture_write_shape(struct capture_writer *w, uint64_t shape_id, const struct tbpf_shape *s)
+{
+	struct rec_shape r = { .h = { .type = REC_SHAPE, .size = sizeof(r) }, .shape_id = shape_id,
+			       .pid = (uint32_t)(shape_id >> 32), .s = *s };
+
+	return capture_write_raw(w, &r, sizeof(r));
+}
+
 static void m_begin(struct capture_writer *w, uint16_t type, uint32_t tid)
 {
 	struct rec_hdr h = { .type = type, .tid = tid };

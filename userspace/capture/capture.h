@@ -226,6 +226,9 @@ struct capture_writer *capture_writer_fdopen(FILE *f, int *err);
 /* A BPF record as read from the ring buffer: checked (size field equals
  * len, multiple of 8, known type < 0x100) and copied.  -EINVAL, -EIO. */
 int capture_write_raw(struct capture_writer *w, const void *rec, size_t len);
+/* An input shape list by its shape id (the process in its high 32 bits),
+ * as BPF's shape record carries it.  -EINVAL, -EIO. */
+int capture_write_shape(struct capture_writer *w, uint64_t shape_id, const struct tbpf_shape *s);
 int capture_write_run(struct capture_writer *w, const struct capture_run_info *ri);
 int capture_write_process(struct capture_writer *w, uint32_t pid, const char *comm, const char *cmdline);
 /* ... and the torch version it runs (NULL: unknown) */
@@ -272,6 +275,30 @@ struct capture_stats {
 	uint64_t bytes;
 };
 const struct capture_stats *capture_reader_stats(const struct capture_reader *r);
+/* Records of every type, and device activity records (nothing to join
+ * without them). */
+static inline uint64_t capture_stats_total(const struct capture_stats *st)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < REC_TYPE_MAX; i++)
+		n += st->records[i];
+	return n;
+}
+static inline uint64_t capture_stats_gpu(const struct capture_stats *st)
+{
+	return st->records[REC_GPU];
+}
+/* Events the run dropped: the end record's drops per record type, or
+ * the BPF side's one count where those are all 0. */
+static inline uint64_t capture_end_dropped(const struct capture_end *e)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < REC_TYPE_MAX; i++)
+		n += e->drops[i];
+	return n ? n : e->counters[CNT_DROPS];
+}
 void capture_reader_close(struct capture_reader *r);
 
 /* Expected size check for a BPF record type: 0 if len is valid for type,

@@ -32,6 +32,90 @@ bool cuda_rec_host_ns(const struct rec_hdr *h, uint64_t *ns)
 	return false;
 }
 
+uint64_t cuda_rec_return_ns(const struct rec_hdr *h)
+{
+	switch (h->type) {
+	case REC_LAUNCH:
+		return h->size >= sizeof(struct rec_launch) ? ((const struct rec_launch *)h)->dur_ns : 0;
+	case REC_MEMOP: {
+		const struct rec_memop *m = (const void *)h;
+
+		return (m->flags & MEMOP_TIMED) ? m->dur_ns : 0;
+	}
+	case REC_SYNC:
+		return ((const struct rec_sync *)h)->dur_ns;
+	case REC_ALLOC:
+		return h->size >= sizeof(struct rec_alloc) ? ((const struct rec_alloc *)h)->dur_ns : 0;
+	}
+	return 0;
+}
+
+void cuda_rec_set_op(struct rec_hdr *h, uint32_t op_id, uint32_t stack_id, uint32_t depth)
+{
+	switch (h->type) {
+	case REC_LAUNCH: {
+		struct rec_launch *l = (void *)h;
+
+		l->op_id = op_id;
+		l->stack_id = stack_id;
+		l->depth = depth;
+		break;
+	}
+	case REC_MEMOP:
+		((struct rec_memop *)h)->op_id = op_id;
+		((struct rec_memop *)h)->stack_id = stack_id;
+		break;
+	case REC_SYNC:
+		((struct rec_sync *)h)->op_id = op_id;
+		((struct rec_sync *)h)->stack_id = stack_id;
+		break;
+	case REC_ALLOC:
+		((struct rec_alloc *)h)->op_id = op_id;
+		((struct rec_alloc *)h)->stack_id = stack_id;
+		break;
+	}
+}
+
+size_t cuda_rec_min_size(const struct rec_hdr *h)
+{
+	switch (h->type) {
+	case REC_LAUNCH: return REC_LAUNCH_V1_SIZE;
+	case REC_MEMOP: return sizeof(struct rec_memop);
+	case REC_SYNC: return sizeof(struct rec_sync);
+	case REC_ALLOC: return REC_ALLOC_V1_SIZE;
+	}
+	return 0;
+}
+
+/* The op and Python stack a host CUDA call was made under. */
+static void decode_op(const struct rec_hdr *h, struct cuda_ev *ev)
+{
+	switch (h->type) {
+	case REC_LAUNCH:
+		ev->op_id = ((const struct rec_launch *)h)->op_id;
+		ev->stack_id = ((const struct rec_launch *)h)->stack_id;
+		break;
+	case REC_MEMOP:
+		ev->op_id = ((const struct rec_memop *)h)->op_id;
+		ev->stack_id = ((const struct rec_memop *)h)->stack_id;
+		break;
+	case REC_SYNC:
+		ev->op_id = ((const struct rec_sync *)h)->op_id;
+		ev->stack_id = ((const struct rec_sync *)h)->stack_id;
+		break;
+	case REC_ALLOC:
+		ev->op_id = ((const struct rec_alloc *)h)->op_id;
+		ev->stack_id = ((const struct rec_alloc *)h)->stack_id;
+		break;
+	case REC_MEM:
+		ev->op_id = ((const struct rec_mem *)h)->op_id;
+		ev->stack_id = ((const struct rec_mem *)h)->stack_id;
+		break;
+	}
+	if (!ev->op_id)
+		ev->stack_id = 0;
+}
+
 static void decode_launch(const struct rec_launch *l, struct cuda_ev *ev)
 {
 	ev->api = l->api;
@@ -48,6 +132,8 @@ static void decode_mem(const struct rec_mem *m, struct cuda_ev *ev)
 	ev->mem_bytes = m->bytes;
 	ev->dev_type = m->dev_type;
 	ev->dev_index = m->dev_index;
+	ev->total_alloc = m->total_alloc;
+	ev->total_reserved = m->total_reserved;
 }
 
 bool cuda_ev_decode(const struct rec_hdr *h, struct cuda_ev *ev)
@@ -92,6 +178,7 @@ bool cuda_ev_decode(const struct rec_hdr *h, struct cuda_ev *ev)
 	}
 	/* every one of these has its pid right after the header */
 	memcpy(&ev->pid, h + 1, sizeof(ev->pid));
+	decode_op(h, ev);
 	ev->timed = cuda_rec_host_ns(h, &ev->host_ns);
 	return true;
 }

@@ -5,6 +5,7 @@
 #ifndef TBPF_CUDAREC_H
 #define TBPF_CUDAREC_H
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "tbpf_abi.h"
 
@@ -27,6 +28,8 @@ struct cuda_ev {
 	uint64_t stream;      /* LAUNCH, MEMOP */
 	uint64_t bytes;       /* MEMOP, ALLOC */
 	uint64_t ptr;         /* ALLOC, MEM */
+	uint32_t op_id;       /* the op on top of the thread, 0 = none */
+	uint32_t stack_id;    /* its Python stack (0 when no op) */
 	/* LAUNCH */
 	uint64_t func;        /* host stub, CUfunction or graph exec */
 	uint32_t grid[3], block[3], shmem;
@@ -36,11 +39,24 @@ struct cuda_ev {
 	int64_t mem_bytes;    /* + allocated, - freed */
 	uint16_t dev_type;    /* c10::DeviceType */
 	int16_t dev_index;
+	uint64_t total_alloc;     /* the allocator's allocated bytes after it (CUDA) */
+	uint64_t total_reserved;  /* CUDA: reserved (segments) */
 };
 
 /* A CUDA record's host time in the call into *ns; false when the record
  * has none (written before return timing, or an asynchronous copy then). */
 bool cuda_rec_host_ns(const struct rec_hdr *h, uint64_t *ns);
+/* The call's host time where its record measured it at the call's
+ * return, 0 where not (records before return timing, copies without
+ * MEMOP_TIMED): for placing the call in time, not for its cost. */
+uint64_t cuda_rec_return_ns(const struct rec_hdr *h);
+/* Name the op a host CUDA call ran under in its record (depth: launches
+ * only), as a join that learns it after the record was written does;
+ * any other record is left as it is. */
+void cuda_rec_set_op(struct rec_hdr *h, uint32_t op_id, uint32_t stack_id, uint32_t depth);
+/* The smallest record of a host CUDA call's type (launches and allocs
+ * written before return timing are shorter); 0 for any other record. */
+size_t cuda_rec_min_size(const struct rec_hdr *h);
 /* h decoded into ev; false (ev->kind CEV_NONE) for any other record. */
 bool cuda_ev_decode(const struct rec_hdr *h, struct cuda_ev *ev);
 

@@ -60,7 +60,7 @@ struct tl_cuda {
 	uint32_t pid, tid;
 	struct cuda_ev ev;           /* the call or allocator event, decoded:
 				      * what the exporters read */
-	const struct rec_hdr *rec;   /* its record, for the model's aggregation */
+	const struct rec_hdr *rec;   /* its record (consumers read ev) */
 	const struct tl_slice *top;  /* op on top of the thread's stack, or NULL */
 };
 

@@ -189,12 +189,8 @@ static void summarize(struct capture_reader *r, const char *out_path, struct exp
 	const struct capture_meta *m = capture_reader_meta(r);
 	const struct capture_stats *st = capture_reader_stats(r);
 	memset(sum, 0, sizeof(*sum));
-	for (int i = 0; i < REC_TYPE_MAX; i++) {
-		sum->records += st->records[i];
-		sum->events_dropped += m->end.drops[i];
-	}
-	if (!sum->events_dropped)
-		sum->events_dropped = m->end.counters[CNT_DROPS];
+	sum->records = capture_stats_total(st);
+	sum->events_dropped = capture_end_dropped(&m->end);
 	sum->complete = m->end.present;
 	sum->mem_frees_before = m->end.counters[CNT_MEM_UNKNOWN_FREES];
 	sum->mem_map_full = m->end.counters[CNT_MEM_MAP_FULL];

@@ -64,7 +64,7 @@ struct session *inproc_py_open(const struct live_opts *o, struct capture_writer 
 	char *agent = gpu ? run_agent_path() : NULL;
 	struct session_config cfg = {
 		.exits = EXITS_INFER,       /* no op probes: nothing returns */
-		.record = true,             /* REC_MODCALL records */
+		.record = true,             /* module-call records */
 		.python = !cuda || cuda->python,
 		.cuda = cuda != NULL,
 		.cuda_hook = cuda ? cuda->hook : NULL,

@@ -12,6 +12,7 @@
 #include "target.h"
 #include "torchver.h"
 #include "capture.h"
+#include "oprec.h"
 #include "cuda_model.h"
 #include "cuda_ops.h"
 #include "cudaattr.h"
@@ -156,9 +157,8 @@ static int out_op(void *ctx, const struct rec_op *r)
 
 	if (k->sw)   /* out of memory: stops at --duration only, as the uprobe mode */
 		steps_watch_feed(k->sw, &r->h, r->h.size);
-	if (r->h.type == REC_OP_ENTER && r->h.ts_ns > k->last_op_ns)
-		k->last_op_ns = r->h.ts_ns;
-	if (k->since_op && r->h.type == REC_OP_ENTER) {   /* the agents run from here */
+	k->last_op_ns = op_latest_start(k->last_op_ns, &r->h);
+	if (k->since_op && rec_is_op_enter(&r->h)) {   /* the agents run from here */
 		gpu_session_since(session_gpu(k->py), r->h.ts_ns);
 		k->since_op = false;
 	}
@@ -173,10 +173,8 @@ static int out_op(void *ctx, const struct rec_op *r)
 static int out_shape(void *ctx, uint64_t id, const struct tbpf_shape *sh)
 {
 	struct sink *k = ctx;
-	struct rec_shape r = { .h = { .type = REC_SHAPE, .size = sizeof(r) }, .shape_id = id,
-			       .pid = (uint32_t)(id >> 32), .s = *sh };
 
-	return k->cw ? capture_write_raw(k->cw, &r, sizeof(r)) : model_feed_shape(k->feed, id, sh);
+	return k->cw ? capture_write_shape(k->cw, id, sh) : model_feed_shape(k->feed, id, sh);
 }
 
 static int out_name(void *ctx, uint32_t op_id, const char *name)

@@ -13,6 +13,7 @@
 #include "grow.h"
 #include "gpu_session.h"
 #include "gpucap.h"
+#include "oprec.h"
 #include "inject.h"
 #include "owner_chan.h"
 #include "profile.h"
@@ -261,21 +262,24 @@ static int session_join(struct gpu_session *gs, uint64_t now_ns, uint64_t lag_ns
 int gpu_session_record(struct gpu_session *gs, const void *data, size_t size)
 {
 	const struct rec_hdr *h = data;
+	enum ev_kind k;
 	struct gpu_target *t;
 	uint32_t pid;
+	bool op, gpu;
 	int kept;
 
 	if (size < sizeof(*h) + sizeof(uint32_t) || !gs->n)
 		return 0;
-	if (h->type != REC_GPU && h->type != REC_LAUNCH && h->type != REC_MEMOP &&
-	    h->type != REC_OP_ENTER && h->type != REC_OP_EXIT)
+	k = rec_kind(h);
+	op = k == EV_OP_ENTER || k == EV_OP_EXIT;
+	gpu = k == EV_GPU;
+	if (!gpu && k != EV_LAUNCH && k != EV_MEMOP && !op)
 		return 0;
 	pid = *(const uint32_t *)(h + 1);   /* every such record: pid after the header */
 	t = gpu_session_find(gs, (pid_t)pid);
 	if (!t)
 		return 0;
-	if (h->type != REC_GPU && !gs->spans_failed &&
-	    ((h->type != REC_OP_ENTER && h->type != REC_OP_EXIT) || size >= sizeof(struct rec_op))) {
+	if (!gpu && !gs->spans_failed && (!op || size >= sizeof(struct rec_op))) {
 		if (!gs->spans)
 			gs->spans = gj_spans_new();
 		if (!gs->spans || gj_spans_feed(gs->spans, h)) {
@@ -284,13 +288,13 @@ int gpu_session_record(struct gpu_session *gs, const void *data, size_t size)
 			gs->spans_failed = true;
 		}
 	}
-	if (h->type == REC_GPU && size >= sizeof(struct rec_gpu_status) &&
+	if (gpu && size >= sizeof(struct rec_gpu_status) &&
 	    ((const struct rec_gpu *)data)->kind == GPU_STATUS) {
 		t->status = *(const struct rec_gpu_status *)data;
 		t->have_status = true;
 		return 1;
 	}
-	t->gpu_records += h->type == REC_GPU;
+	t->gpu_records += gpu;
 	if (gs->status_only)
 		return 0;
 	t->pend.max = GPU_SESSION_MAX_RECORDS;
@@ -301,7 +305,7 @@ int gpu_session_record(struct gpu_session *gs, const void *data, size_t size)
 	if (kept > 0 && gj_pend_count(&t->pend) >= t->next_join &&
 	    session_join(gs, mono_now(), GPU_LIVE_KEEP_NS, GPU_LIVE_KEEP_NS) == -ENOMEM)
 		t->pend.dropped++;
-	return kept > 0 || h->type == REC_OP_ENTER || h->type == REC_OP_EXIT;
+	return kept > 0 || op;
 }
 
 const void *gpu_session_host_tid(struct gpu_session *gs, const void *data, size_t size,
@@ -309,14 +313,17 @@ const void *gpu_session_host_tid(struct gpu_session *gs, const void *data, size_
 {
 	const struct rec_hdr *h = data;
 	struct gpu_target *t;
+	enum ev_kind k;
 
-	if (size < sizeof(*h) + sizeof(uint32_t) || !gs->n ||
-	    (h->type != REC_GPU && h->type != REC_LAUNCH && h->type != REC_MEMOP))
+	if (size < sizeof(*h) + sizeof(uint32_t) || !gs->n)
+		return data;
+	k = rec_kind(h);
+	if (k != EV_GPU && k != EV_LAUNCH && k != EV_MEMOP)
 		return data;
 	t = gpu_session_find(gs, (pid_t) * (const uint32_t *)(h + 1));
 	if (!t || !t->tids || !t->tids->other)
 		return data;
-	if (h->type != REC_GPU) {
+	if (k != EV_GPU) {
 		nstid_seen(t->tids, h->tid);
 		return data;
 	}

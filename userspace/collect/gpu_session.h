@@ -1,7 +1,7 @@
 /* gpu_session.h - attach stage, GPU: the CUPTI agent in each target (loaded
  * by --inject or by the CUDA driver under `tbpf run`), its BPF probes, the
- * REC_GPU and host launch records it collects, and the join that puts
- * device times into the profile.
+ * device activity and host launch records it collects, and the join that
+ * puts device times into the profile.
  *
  *   gpu_session_init(&gs, multi)
  *   gpu_session_add(&gs, skel, pid, GPU_AGENT_INJECT, agent, &why)  per target
@@ -56,7 +56,7 @@ struct gpu_target {
 	struct gj_pend pend;
 	struct gj_acc acc;
 	size_t next_join;         /* join when pend holds this many */
-	uint64_t gpu_records;     /* REC_GPU records that came (status aside) */
+	uint64_t gpu_records;     /* device activity records that came (status aside) */
 	uint64_t dev_seen, dev_attributed;   /* device records applied to profiles */
 };
 
@@ -103,10 +103,10 @@ struct gpu_target *gpu_session_find(struct gpu_session *gs, pid_t pid);
 int gpu_session_add(struct gpu_session *gs, struct tbpf_bpf *skel, pid_t pid,
 		    enum gpu_agent_mode mode, const char *agent_path, unsigned inject_flags,
 		    char **why);
-/* Keep REC_GPU (device, API, names, status) and REC_LAUNCH / REC_MEMOP of
- * tracked pids; op enter/exit records of tracked pids feed the op spans
- * behind CUDA total (an op's and its descendants' device time); other
- * records are ignored.  Returns 1 when kept, else 0. */
+/* Keep device activity (device, API, names, status) and the launches and
+ * copies of tracked pids; op enter/exit records of tracked pids feed the
+ * op spans behind CUDA total (an op's and its descendants' device time);
+ * other records are ignored.  Returns 1 when kept, else 0. */
 int gpu_session_record(struct gpu_session *gs, const void *data, size_t size);
 /* A record as the host numbers the threads (discover/nstid.h), called
  * before the record is kept or written: a tracked pid in another pid

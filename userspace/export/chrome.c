@@ -17,7 +17,7 @@
  * "M" metadata.  CUDA runtime calls on the calling thread: launches and
  * allocations as instant events, copies and synchronizations as "X".
  *
- * GPU activity (REC_GPU, joined by gpucap/gpujoin), as Kineto writes it: a
+ * GPU activity (CUPTI's, joined by gpucap/gpujoin), as Kineto writes it: a
  * process per device ("GPU 0", pid GPU_PID_BASE + n), a thread per stream
  * ("stream 7", tid = stream id), one "X" per kernel (cat "kernel"), copy
  * ("gpu_memcpy") and set ("gpu_memset") at its device start/end on the host

@@ -7,7 +7,7 @@
  * process), then TrackEvent slice begin/end with interned names (iid =
  * op_id + 1; CUDA API names from CUDA_IID).  Written as it is read.
  *
- * GPU activity (REC_GPU joined by gpucap/gpujoin), Kineto's layout: a
+ * GPU activity (CUPTI's, joined by gpucap/gpujoin), Kineto's layout: a
  * process track per (process, device) named "GPU 0" (pid GPU_PID_BASE + n),
  * a child track per stream named "stream 7", a slice per kernel, copy and
  * set at its device start/end on the host clock (category "kernel",

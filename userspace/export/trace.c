@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include "oprec.h"
 #include "replay.h"
 #include "trace.h"
 
@@ -17,7 +18,7 @@ static int mem_feed(void *ctx, const struct rec_hdr *h, size_t size)
 void trace_mem_totals(const struct trace_src *src, const struct tl_cuda *cu, uint64_t *alloc,
 		      uint64_t *reserved)
 {
-	mem_model_totals(src->mem, (const struct rec_mem *)cu->rec, alloc, reserved);
+	mem_model_totals(src->mem, &cu->ev, alloc, reserved);
 }
 
 const char *trace_mem_device(uint16_t dev_type)
@@ -63,7 +64,7 @@ int trace_export(struct capture_reader *r, const struct trace_writer *w, void *c
 		struct rec_bus b;
 
 		bus_init(&b);
-		bus_add(&b, (struct bus_sink){ BUS_TYPE(REC_MEM), mem_feed, NULL, &mem });
+		bus_add(&b, (struct bus_sink){ EVS_MEM, mem_feed, NULL, &mem });
 		bus_add(&b, timeline_sink(&d));
 		ret = *err ? 0 : capture_replay(r, &b);
 	}

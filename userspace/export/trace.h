@@ -27,7 +27,7 @@ struct trace_src {
 				       * with device records) */
 	struct fspans *spans;         /* Python function and module spans */
 	const struct timeline_stats *tl;   /* inferred closes, orphan exits */
-	/* --profile-memory: REC_MEM records so far (the driver feeds each
+	/* --profile-memory: the allocator events so far (the driver feeds each
 	 * before the writer sees it), for Kineto's "Total Allocated" */
 	struct mem_model *mem;
 };

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cudaattr.h"
+#include "cudarec.h"
 #include "daemon.h"
 #include "daemon_gpu.h"
 #include "gpu_session.h"
@@ -68,17 +69,17 @@ static void cuda_hook(void *ctx, const struct rec_hdr *h, size_t size)
 static int out_cuda(void *ctx, const struct rec_hdr *h)
 {
 	struct dgpu *g = ctx;
-	const struct rec_launch *l = (const void *)h;
+	struct cuda_ev ev;
 	int err = session_cuda_add(g->s, h);
 
 	if (err)
 		return err;
 	gpu_session_record(session_gpu(g->s), h, h->size);
-	if (h->type != REC_LAUNCH || !l->op_id)
+	if (!cuda_ev_decode(h, &ev) || ev.kind != CEV_LAUNCH || !ev.op_id)
 		return 0;
 	{
-		const char *ovl = "", *name = g->names(g->ctx, l->op_id, &ovl);
-		struct prof_op o = { .pid = l->pid, .op_id = l->op_id, .launches = 1,
+		const char *ovl = "", *name = g->names(g->ctx, ev.op_id, &ovl);
+		struct prof_op o = { .pid = ev.pid, .op_id = ev.op_id, .launches = 1,
 				     .name = name ? name : "?", .overload = "" };
 
 		return profile_add_op(&g->launches, &o);

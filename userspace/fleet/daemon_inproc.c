@@ -45,6 +45,7 @@
 #include "opstream.h"
 #include "profile.h"
 #include "capture.h"
+#include "oprec.h"
 #include "calltree.h"
 #include "gpu_session.h"
 #include "session.h"
@@ -82,9 +83,8 @@ static int out_op(void *ctx, const struct rec_op *r)
 	struct ictx *w = ctx;
 	int err;
 
-	if (r->h.type == REC_OP_ENTER && r->h.ts_ns > w->last_op_ns)
-		w->last_op_ns = r->h.ts_ns;
-	if (w->since_op && r->h.type == REC_OP_ENTER) {   /* the agents run from here */
+	w->last_op_ns = op_latest_start(w->last_op_ns, &r->h);
+	if (w->since_op && rec_is_op_enter(&r->h)) {   /* the agents run from here */
 		gpu_session_since(session_gpu(dgpu_session(w->g)), r->h.ts_ns);
 		w->since_op = false;
 	}

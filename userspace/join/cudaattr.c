@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cudaattr.h"
+#include "cudarec.h"
+#include "oprec.h"
 
 union cuda_rec {
 	struct rec_hdr h;
@@ -128,29 +130,10 @@ int cudaattr_is_cuda(const struct rec_hdr *h, size_t size)
 {
 	size_t need;
 
-	if (size < sizeof(*h))
+	if (size < sizeof(*h) || !(need = cuda_rec_min_size(h)))
 		return 0;
-	switch (h->type) {
-	case REC_LAUNCH: need = REC_LAUNCH_V1_SIZE; break;
-	case REC_MEMOP: need = sizeof(struct rec_memop); break;
-	case REC_SYNC: need = sizeof(struct rec_sync); break;
-	case REC_ALLOC: need = REC_ALLOC_V1_SIZE; break;
-	default: return 0;
-	}
 	return size >= need && h->size >= need && h->size <= size &&
 	       h->size <= sizeof(union cuda_rec);
-}
-
-/* The call's host time, 0 when the record is not timed. */
-static uint64_t rec_dur(const union cuda_rec *r)
-{
-	switch (r->h.type) {
-	case REC_LAUNCH: return r->h.size >= sizeof(r->l) ? r->l.dur_ns : 0;
-	case REC_MEMOP: return (r->m.flags & MEMOP_TIMED) ? r->m.dur_ns : 0;
-	case REC_SYNC: return r->s.dur_ns;
-	case REC_ALLOC: return r->h.size >= sizeof(r->a) ? r->a.dur_ns : 0;
-	}
-	return 0;
 }
 
 int cudaattr_cuda(struct cudaattr *a, const struct rec_hdr *h, size_t size)
@@ -165,7 +148,7 @@ int cudaattr_cuda(struct cudaattr *a, const struct rec_hdr *h, size_t size)
 	}
 	memcpy(&x.r, h, h->size);
 	x.size = h->size;
-	x.key = h->ts_ns + rec_dur(&x.r) / 2;
+	x.key = h->ts_ns + cuda_rec_return_ns(&x.r.h) / 2;
 	t = thread_of(a, x.r.l.pid, h->tid, true);
 	if (!t)
 		return -ENOMEM;
@@ -214,25 +197,7 @@ static int emit_front(struct cudaattr *a, struct thread *t)
 		const struct frame *top = &t->f[t->n - 1];
 		uint32_t stack = top->stack_id ? top->stack_id : t->outer;
 
-		switch (x->r.h.type) {
-		case REC_LAUNCH:
-			x->r.l.op_id = top->op_id;
-			x->r.l.stack_id = stack;
-			x->r.l.depth = t->n;
-			break;
-		case REC_MEMOP:
-			x->r.m.op_id = top->op_id;
-			x->r.m.stack_id = stack;
-			break;
-		case REC_SYNC:
-			x->r.s.op_id = top->op_id;
-			x->r.s.stack_id = stack;
-			break;
-		case REC_ALLOC:
-			x->r.a.op_id = top->op_id;
-			x->r.a.stack_id = stack;
-			break;
-		}
+		cuda_rec_set_op(&x->r.h, top->op_id, stack, t->n);
 		a->st.in_op++;
 	} else {
 		a->st.no_op++;
@@ -285,7 +250,7 @@ int cudaattr_op(struct cudaattr *a, const struct rec_op *r)
 	struct thread *t;
 	int err;
 
-	if (r->h.type != REC_OP_ENTER && r->h.type != REC_OP_EXIT)
+	if (!rec_is_op(&r->h))
 		return 0;
 	t = thread_of(a, r->pid, r->h.tid, true);
 	if (!t)
@@ -295,7 +260,7 @@ int cudaattr_op(struct cudaattr *a, const struct rec_op *r)
 	err = emit_until(a, t, r->h.ts_ns, UINT32_MAX);
 	if (err)
 		return err;
-	if (r->h.type == REC_OP_ENTER)
+	if (rec_is_op_enter(&r->h))
 		apply_enter(a, t, r);
 	else
 		apply_exit(t, r);

@@ -1,6 +1,6 @@
 /* cudaattr.h - join stage: the host CUDA records of BPF's libcudart/libcuda
- * probes (REC_LAUNCH, REC_MEMOP, REC_SYNC, REC_ALLOC) joined to the op the
- * in-process agent (--inproc) had open on the calling thread.
+ * probes (launches, copies, synchronizations, allocations) joined to the
+ * op the in-process agent (--inproc) had open on the calling thread.
  *
  * In the uprobe mode BPF knows the thread's op stack when a CUDA call
  * enters and writes the op into the record.  With --inproc the ops come
@@ -63,7 +63,7 @@ int cudaattr_cuda(struct cudaattr *a, const struct rec_hdr *h, size_t size);
 /* The agent ring's head was just read (records held from now on may be
  * later than it). */
 void cudaattr_mark(struct cudaattr *a);
-/* An op record (REC_OP_ENTER / REC_OP_EXIT; others are ignored) of the
+/* An op record (a start or an end; others are ignored) of the
  * in-process stream: first emits its thread's held records that came
  * before it, then applies it.  0 or emit's error. */
 int cudaattr_op(struct cudaattr *a, const struct rec_op *r);

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cudarec.h"
 #include "gjwindow.h"
+#include "oprec.h"
 #include "grow.h"
 
 /* ---- keeping records -------------------------------------------------- */
@@ -88,22 +90,22 @@ int gj_pend_feed(struct gj_pend *p, const struct rec_hdr *h, size_t size)
 
 	if (size < sizeof(*h) + sizeof(uint32_t))
 		return 0;
-	switch (h->type) {
-	case REC_OP_ENTER:
-	case REC_OP_EXIT:
+	switch (rec_kind(h)) {
+	case EV_OP_ENTER:
+	case EV_OP_EXIT:
 		tid_seen(p, h->tid, h->ts_ns);
 		return 0;
-	case REC_LAUNCH:
-		if (size < REC_LAUNCH_V1_SIZE)
+	case EV_LAUNCH:
+		if (size < cuda_rec_min_size(h))
 			return 0;
 		gj_host_from_launch(&g, (const void *)h);
 		return keep_host(p, &g);
-	case REC_MEMOP:
-		if (size < sizeof(struct rec_memop))
+	case EV_MEMOP:
+		if (size < cuda_rec_min_size(h))
 			return 0;
 		gj_host_from_memop(&g, (const void *)h);
 		return keep_host(p, &g);
-	case REC_GPU:   /* kind sits at the same offset in the three layouts */
+	case EV_GPU:   /* kind sits at the same offset in the three layouts */
 		if (size < offsetof(struct rec_gpu, kind) + sizeof(uint16_t))
 			return 0;
 		return keep_gpu(p, (const void *)h, size);
@@ -532,12 +534,12 @@ bool gj_before_drop(struct gj_before *b, const struct rec_hdr *h, size_t size)
 
 	if ((!b->since_ns && !b->until_ns) || size < sizeof(*h) + sizeof(uint32_t))
 		return false;
-	switch (h->type) {
-	case REC_LAUNCH:
-	case REC_MEMOP:
+	switch (rec_kind(h)) {
+	case EV_LAUNCH:
+	case EV_MEMOP:
 		drop = outside(b, h->ts_ns);
 		break;
-	case REC_GPU:
+	case EV_GPU:
 		if (size < sizeof(*g))
 			return false;
 		if (is_api(g) && b->since_ns && g->start_ns < b->since_ns) {

@@ -77,10 +77,10 @@ struct gj_pend {
  * records a join before). */
 size_t gj_pend_next_join(const struct gj_pend *p);
 
-/* Keep one record: REC_LAUNCH, REC_MEMOP (a host call), REC_GPU device,
- * API and name kinds; op enter/exit only advance their thread.  1 kept,
- * 0 ignored (other types, short records), -ENOMEM; over p->max it is
- * counted in p->dropped and 0 returned. */
+/* Keep one record: a launch or copy (a host call), device activity of the
+ * device, API and name kinds; op enter/exit only advance their thread.
+ * 1 kept, 0 ignored (other types, short records), -ENOMEM; over p->max
+ * it is counted in p->dropped and 0 returned. */
 int gj_pend_feed(struct gj_pend *p, const struct rec_hdr *h, size_t size);
 /* Records kept (host + CUPTI). */
 size_t gj_pend_count(const struct gj_pend *p);

@@ -1,6 +1,6 @@
-/* gpucap.c - join stage, records: REC_GPU + host launches + op spans per
- * process -> gpujoin; flows from host launches to device records; device
- * times into profile rows. */
+/* gpucap.c - join stage, records: device activity + host launches + op
+ * spans per process -> gpujoin; flows from host launches to device
+ * records; device times into profile rows. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +8,7 @@
 #include "capture.h"
 #include "replay.h"
 #include "gpucap.h"
+#include "oprec.h"
 #include "timeline.h"
 #include "grow.h"
 
@@ -67,7 +68,7 @@ static void sp_end(void *ctx, const struct tl_slice *s)
 static void sp_cuda(void *ctx, const struct tl_cuda *c)
 {
 	(void)ctx;
-	if (c->top && (c->rec->type == REC_LAUNCH || c->rec->type == REC_MEMOP))
+	if (c->top && (c->ev.kind == CEV_LAUNCH || c->ev.kind == CEV_MEMOP))
 		c->top->frames[c->top->depth].user = LAUNCHED;
 }
 
@@ -303,21 +304,21 @@ static void spans_trim(struct gpucap *g)
 
 int gpucap_feed(struct gpucap *g, const struct rec_hdr *h)
 {
+	enum ev_kind k = rec_kind(h);
+	bool op = k == EV_OP_ENTER || k == EV_OP_EXIT, host = k == EV_LAUNCH || k == EV_MEMOP;
 	uint32_t pid;
 	int kept;
 
 	if (h->size < sizeof(*h) + sizeof(pid))
 		return 0;
-	if (g->spans && (h->type == REC_OP_ENTER || h->type == REC_OP_EXIT ||
-			 h->type == REC_LAUNCH || h->type == REC_MEMOP)) {
+	if (g->spans && (op || host)) {
 		int err = gj_spans_feed(g->spans, h);
 		if (err)
 			return err;
 	}
-	if (h->type != REC_GPU && h->type != REC_LAUNCH && h->type != REC_MEMOP &&
-	    (!g->windowed || (h->type != REC_OP_ENTER && h->type != REC_OP_EXIT)))
+	if (k != EV_GPU && !host && (!g->windowed || !op))
 		return 0;
-	if (h->type != REC_GPU && h->ts_ns > g->now_ns)
+	if (k != EV_GPU && h->ts_ns > g->now_ns)
 		g->now_ns = h->ts_ns;
 	memcpy(&pid, h + 1, sizeof(pid));
 	struct gpucap_proc *p = proc_get(g, pid);
@@ -467,7 +468,7 @@ int gpucap_load(struct capture_reader *r, bool spans, struct gpucap *g)
 		return ret;
 	if (capture_reader_error(r))
 		return -EINVAL;
-	if (!capture_reader_stats(r)->records[REC_GPU])
+	if (!capture_stats_gpu(capture_reader_stats(r)))
 		return 0;   /* nothing to join without device records: no pass */
 	return capture_replay_sink(r, gpucap_sink(g));
 }

@@ -1,7 +1,8 @@
-/* gpucap.h - join stage, records: the REC_GPU and host launch records of a
- * capture (or of a live ring buffer) collected per process, with the op
- * spans that enclose a CUDA launch, joined by gpujoin so reports get Self
- * CUDA and CUDA total and traces get GPU tracks and launch->kernel flows.
+/* gpucap.h - join stage, records: the device activity and host launch
+ * records of a capture (or of a live ring buffer) collected per process,
+ * with the op spans that enclose a CUDA launch, joined by gpujoin so
+ * reports get Self CUDA and CUDA total and traces get GPU tracks and
+ * launch->kernel flows.
  *
  *   gpucap_load(reader, &g)       read a capture (rewinds it first)
  *   g.v[i].res                    per process: the gj_result (devices in
@@ -24,7 +25,7 @@
 /* ---- op spans that enclose a CUDA launch (for CUDA total) ---------------- */
 struct gj_spans;
 struct gj_spans *gj_spans_new(void);
-/* Feed records in ring order: op enter/exit, REC_LAUNCH, REC_MEMOP (others
+/* Feed records in ring order: op enter/exit, launches, copies (others
  * are ignored).  A span is kept when a launch or copy happened while it was
  * open on its thread.  0 or -ENOMEM. */
 int gj_spans_feed(struct gj_spans *s, const struct rec_hdr *h);
@@ -88,13 +89,14 @@ struct gpucap {
 
 /* spans: also collect op spans (CUDA total).  0 or -ENOMEM. */
 int gpucap_init(struct gpucap *g, bool spans);
-/* Keep one record (REC_GPU device/API/name, REC_LAUNCH, REC_MEMOP; op
- * records go to the spans).  0 or -ENOMEM. */
+/* Keep one record (device activity: device/API/name, launches, copies;
+ * op records go to the spans).  0 or -ENOMEM. */
 int gpucap_feed(struct gpucap *g, const struct rec_hdr *h);
 /* Join every process that has device records.  0 or -errno. */
 int gpucap_join(struct gpucap *g);
 /* init + every record of the capture + join (one replay, skipped when the
- * capture has no REC_GPU records).  0, -EINVAL (reader error), -ENOMEM. */
+ * capture has no device activity records).  0, -EINVAL (reader error),
+ * -ENOMEM. */
 struct capture_reader;
 int gpucap_load(struct capture_reader *r, bool spans, struct gpucap *g);
 /* The same as a record bus sink (bus/bus.h) for a pass shared with other

@@ -1,4 +1,4 @@
-/* gpujoin.h - join stage: CUPTI device activity (REC_GPU) with tbpf's host
+/* gpujoin.h - join stage: CUPTI device activity records with tbpf's host
  * launch records, so device time flows to op ids and Python stacks.
  *
  *   device record --correlation id--> CUPTI API record (thread, interval)
@@ -25,7 +25,7 @@ void gj_host_from_memop(struct gj_host *h, const struct rec_memop *r);
 /* 1 = runtime (cudaXxx), 2 = driver (cuXxx), 0 = none. */
 int gj_api_family(uint32_t api);
 
-/* One op instance on one thread (from REC_OP_ENTER/EXIT); optional, gives
+/* One op instance on one thread (from its start and end); optional, gives
  * CUDA total (device time of everything launched inside the op). */
 struct gj_op_span {
 	uint64_t start_ns, end_ns;

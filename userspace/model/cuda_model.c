@@ -9,6 +9,7 @@
 
 #include "tbpf_abi.h"
 #include "cuda_model.h"
+#include "oprec.h"
 #include "layers.h"
 #include "grow.h"
 
@@ -541,13 +542,8 @@ int cuda_model_add(struct cuda_model *m, const void *rec, size_t len)
 
 	if (len < sizeof(*h))
 		return -EINVAL;
-	switch (h->type) {
-	case REC_LAUNCH: need = REC_LAUNCH_V1_SIZE; break;   /* older records: no dur_ns */
-	case REC_MEMOP: need = sizeof(struct rec_memop); break;
-	case REC_SYNC: need = sizeof(struct rec_sync); break;
-	case REC_ALLOC: need = REC_ALLOC_V1_SIZE; break;
-	default: return 0;
-	}
+	if (!(need = cuda_rec_min_size(h)))   /* not a host CUDA call */
+		return 0;
 	if (len < need || h->size < need) {
 		m->bad_records++;
 		return -EINVAL;
@@ -568,10 +564,10 @@ static int add_one(struct cuda_model *m, const void *rec)
 	api_add(m, rec);
 	if (cuda_opapi_add(m, rec))
 		return -ENOMEM;
-	switch (h->type) {
-	case REC_LAUNCH: return add_launch(m, rec);
-	case REC_MEMOP: return add_memop(m, rec);
-	case REC_SYNC: return add_sync(m, rec);
+	switch (rec_kind(h)) {
+	case EV_LAUNCH: return add_launch(m, rec);
+	case EV_MEMOP: return add_memop(m, rec);
+	case EV_SYNC: return add_sync(m, rec);
 	default: return add_alloc(m, rec);
 	}
 }

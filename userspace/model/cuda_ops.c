@@ -20,30 +20,6 @@ bool cuda_ops_api_is_runtime(uint32_t api)
 	return !strncmp(cuda_model_api_name(api), "cuda", 4);
 }
 
-/* The op and Python stack a CUDA record was made under. */
-static void rec_op_stack(const struct rec_hdr *h, uint32_t *op_id, uint32_t *stack_id)
-{
-	switch (h->type) {
-	case REC_LAUNCH:
-		*op_id = ((const struct rec_launch *)h)->op_id;
-		*stack_id = ((const struct rec_launch *)h)->stack_id;
-		break;
-	case REC_MEMOP:
-		*op_id = ((const struct rec_memop *)h)->op_id;
-		*stack_id = ((const struct rec_memop *)h)->stack_id;
-		break;
-	case REC_SYNC:
-		*op_id = ((const struct rec_sync *)h)->op_id;
-		*stack_id = ((const struct rec_sync *)h)->stack_id;
-		break;
-	default:
-		*op_id = ((const struct rec_alloc *)h)->op_id;
-		*stack_id = ((const struct rec_alloc *)h)->stack_id;
-	}
-	if (!*op_id)
-		*stack_id = 0;
-}
-
 static size_t ohash(uint32_t pid, uint32_t op, uint32_t stack, uint32_t api, size_t cap)
 {
 	uint64_t h = (((uint64_t)pid << 32) | op) * 0x9e3779b97f4a7c15ULL;
@@ -75,21 +51,21 @@ static int oidx_grow(struct cuda_model *m)
 
 int cuda_opapi_add(struct cuda_model *m, const void *rec)
 {
-	const struct rec_launch *l = rec;   /* pid and api at the same offsets */
-	uint32_t op, stack;
+	struct cuda_ev ev;
 	struct cuda_opapi *o;
-	uint64_t dur;
+	uint32_t op, stack;
 	size_t h;
 
-	if (l->api >= CU_API_MAX)
+	if (!cuda_ev_decode(rec, &ev) || ev.kind == CEV_MEM || ev.api >= CU_API_MAX)
 		return 0;
-	rec_op_stack(rec, &op, &stack);
+	op = ev.op_id;
+	stack = ev.stack_id;
 	if ((m->nopapis + 1) * 2 > m->oidx_cap && oidx_grow(m))
 		return -ENOMEM;
-	h = ohash(l->pid, op, stack, l->api, m->oidx_cap);
+	h = ohash(ev.pid, op, stack, ev.api, m->oidx_cap);
 	for (o = NULL; m->oidx[h]; h = (h + 1) & (m->oidx_cap - 1)) {
 		o = &m->opapis[m->oidx[h] - 1];
-		if (o->pid == l->pid && o->op_id == op && o->stack_id == stack && o->api == l->api)
+		if (o->pid == ev.pid && o->op_id == op && o->stack_id == stack && o->api == ev.api)
 			break;
 		o = NULL;
 	}
@@ -97,15 +73,15 @@ int cuda_opapi_add(struct cuda_model *m, const void *rec)
 		if (GROW(m->opapis, m->nopapis, m->capopapis, 64))
 			return -ENOMEM;
 		o = &m->opapis[m->nopapis];
-		*o = (struct cuda_opapi){ .pid = l->pid, .op_id = op, .stack_id = stack,
-					  .api = l->api };
+		*o = (struct cuda_opapi){ .pid = ev.pid, .op_id = op, .stack_id = stack,
+					  .api = ev.api };
 		m->oidx[h] = ++m->nopapis;
 	}
 	o->calls++;
-	if (cuda_rec_host_ns(rec, &dur)) {
-		o->total_ns += dur;
-		if (dur > o->max_ns)
-			o->max_ns = dur;
+	if (ev.timed) {
+		o->total_ns += ev.host_ns;
+		if (ev.host_ns > o->max_ns)
+			o->max_ns = ev.host_ns;
 	}
 	return 0;
 }

@@ -246,7 +246,7 @@ int mem_model_live_groups(const struct mem_model *m, struct mem_group **v, size_
 	return groups_of(m, NULL, v, n);
 }
 
-void mem_model_totals(const struct mem_model *m, const struct rec_mem *r, uint64_t *alloc,
+void mem_model_totals(const struct mem_model *m, const struct cuda_ev *r, uint64_t *alloc,
 		      uint64_t *reserved)
 {
 	*alloc = r->total_alloc;

@@ -1,5 +1,5 @@
 /* memory.h - model stage, --profile-memory: allocations and
- * frees (REC_MEM records, live or replayed) -> what is live, per process
+ * frees (allocator records, live or replayed) -> what is live, per process
  * and device, the peak and what held it, and what is still live at the
  * end by the op and Python stack (layer) that allocated it.  Pure: records
  * in, tables out; the per-op columns are the profile's (profile.h).
@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "cudarec.h"
 
 struct rec_mem;
 
@@ -67,7 +68,7 @@ struct mem_model {
 
 void mem_model_init(struct mem_model *m);
 void mem_model_free(struct mem_model *m);
-/* One REC_MEM record.  0 or -ENOMEM. */
+/* One allocation or free.  0 or -ENOMEM. */
 int mem_model_add(struct mem_model *m, const struct rec_mem *r);
 /* After the last record: peaks not snapshotted yet are taken now. */
 int mem_model_finish(struct mem_model *m);
@@ -77,8 +78,9 @@ bool mem_model_empty(const struct mem_model *m);
 int mem_model_live_groups(const struct mem_model *m, struct mem_group **v, size_t *n);
 /* The running totals a trace shows at each record (Kineto's "Total
  * Allocated" / "Total Reserved"): the model's live bytes for CPU, the
- * allocator's own for CUDA.  Call after mem_model_add(r). */
-void mem_model_totals(const struct mem_model *m, const struct rec_mem *r, uint64_t *alloc,
+ * allocator's own for CUDA.  Call with the decoded event r after
+ * mem_model_add of its record. */
+void mem_model_totals(const struct mem_model *m, const struct cuda_ev *r, uint64_t *alloc,
 		      uint64_t *reserved);
 
 #endif

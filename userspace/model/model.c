@@ -11,6 +11,7 @@
 #include "gpucap.h"
 #include "model.h"
 #include "bus.h"
+#include "oprec.h"
 #include "replay.h"
 
 void model_init(struct tbpf_model *m)
@@ -99,7 +100,7 @@ static int cuda_sink(void *ctx, const struct rec_hdr *h, size_t size)
 	return ret == -ENOMEM ? ret : 0;   /* a record it cannot use is skipped */
 }
 
-/* Module calls (REC_MODCALL) counted into the rows: the one sink for a
+/* Module calls counted into the rows: the one sink for a
  * capture's replay, the --inproc feed and the BPF session's ring beside
  * it.  A call that cannot be counted (out of memory) does not stop the
  * bus, where a live ring's other consumers (the capture, the CUDA join)
@@ -113,12 +114,12 @@ struct modcall_count {
 static int modcall_record(void *ctx, const struct rec_hdr *h, size_t size)
 {
 	struct modcall_count *mc = ctx;
-	const struct rec_op *r = (const void *)h;
+	struct op_ev ev;
 	int err;
 
-	if (size < sizeof(*r))
+	if (!op_ev_decode(h, size, &ev))
 		return 0;
-	err = profile_add_modcall(mc->p, r->pid, r->stack_id, 1);
+	err = profile_add_modcall(mc->p, ev.pid, ev.stack_id, 1);
 	if (err && !mc->err)
 		mc->err = err;
 	return 0;
@@ -131,7 +132,7 @@ static int modcall_finish(void *ctx)
 
 static struct bus_sink modcall_sink(struct modcall_count *mc)
 {
-	return (struct bus_sink){ BUS_TYPE(REC_MODCALL), modcall_record, modcall_finish, mc };
+	return (struct bus_sink){ EVS_MODCALL, modcall_record, modcall_finish, mc };
 }
 
 static int mem_sink(void *ctx, const struct rec_hdr *h, size_t size)
@@ -150,9 +151,6 @@ static const char *capture_op_name(void *ctx, uint32_t id)
 	return o ? o->name : NULL;
 }
 
-#define CUDA_RECS     (BUS_TYPE(REC_LAUNCH) | BUS_TYPE(REC_MEMOP) | \
-		       BUS_TYPE(REC_SYNC) | BUS_TYPE(REC_ALLOC))
-
 /* ---- the one model builder: records in, the model's parts out ------------- */
 
 /* What a builder makes, and from which run.  Only p is required; the
@@ -162,10 +160,10 @@ struct build_spec {
 	const struct capture_meta *meta;   /* op names, stacks, run and end */
 	struct cuda_model *cm;          /* CUDA records (cuda_model_init'ed here) */
 	struct calltree *ct;            /* the call tree (calltree_init'ed) */
-	struct mem_model *mm;           /* REC_MEM (mem_model_init'ed) */
+	struct mem_model *mm;           /* allocator events (mem_model_init'ed) */
 	const struct steps *win;        /* --steps: the active steps only */
 	const struct step_schedule *sched;
-	bool gpu;                       /* device records to join (REC_GPU) */
+	bool gpu;                       /* device activity records to join */
 };
 
 struct model_builder {
@@ -197,7 +195,7 @@ static void builder_free(struct model_builder *b, const struct capture_stats *st
 	b->g_init = false;
 }
 
-/* The sinks on one bus: op rows, device times (REC_GPU: Self CUDA, and
+/* The sinks on one bus: op rows, device times (CUPTI's: Self CUDA, and
  * CUDA total over the op spans open at each launch), CUDA records,
  * module calls, memory, the call tree.  0 or -errno (nothing to free). */
 static int builder_init(struct model_builder *b, const struct build_spec *in)
@@ -235,12 +233,12 @@ static int builder_init(struct model_builder *b, const struct build_spec *in)
 	if (!err && in->gpu)
 		err = bus_add(&b->bus, gpucap_sink(&b->g));
 	if (!err)
-		err = bus_add(&b->bus, (struct bus_sink){ in->cm ? CUDA_RECS : 0, cuda_sink, NULL,
+		err = bus_add(&b->bus, (struct bus_sink){ in->cm ? EVS_CUDA_CALLS : 0, cuda_sink, NULL,
 							  &b->ccut });
 	if (!err)
 		err = bus_add(&b->bus, modcall_sink(&b->mc));
 	if (!err)
-		err = bus_add(&b->bus, (struct bus_sink){ in->mm ? BUS_TYPE(REC_MEM) : 0, mem_sink,
+		err = bus_add(&b->bus, (struct bus_sink){ in->mm ? EVS_MEM : 0, mem_sink,
 							  NULL, &b->mcut });
 	if (!err && b->cb)
 		err = bus_add(&b->bus, calltree_build_sink(b->cb));
@@ -283,7 +281,7 @@ static int replay_model_w(struct capture_reader *r, struct profile *p, struct cu
 	struct build_spec in = { .p = p, .meta = capture_reader_meta(r), .cm = cm, .ct = ct,
 				 .mm = mm, .win = win, .sched = sched,
 				 /* nothing to join without device records */
-				 .gpu = st->records[REC_GPU] != 0 };
+				 .gpu = capture_stats_gpu(st) != 0 };
 	struct model_builder b;
 	int ret;
 

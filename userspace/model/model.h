@@ -4,8 +4,8 @@
  * Two feeds, one model:
  *   capture  model_from_capture(r, parts, &m): ONE replay of the capture
  *            (capture/replay.h): op records -> profile rows (profile_agg),
- *            REC_GPU + launches -> device times (join/gpucap), CUDA records
- *            -> cuda_model; then names and run info from the meta tables
+ *            device activity + launches -> device times (join/gpucap),
+ *            CUDA records -> cuda_model; then names and run info from the meta tables
  *            and the layer tree from the STACK records.
  *   records  model_feed (--inproc): op records and op names
  *            handed over as they arrive go through the same profile_agg
@@ -136,15 +136,15 @@ struct model_feed;
  * table (valid until model_feed_free). */
 struct model_feed *model_feed_new(struct tbpf_model *m);
 int model_feed_name(struct model_feed *f, uint32_t op_id, const char *name, const char *overload);
-/* One REC_OP_ENTER/EXIT record; 0 or -errno. */
+/* One op start or end record; 0 or -errno. */
 int model_feed_record(struct model_feed *f, const struct rec_hdr *h);
-/* The feed's module-call sink (REC_MODCALL into its rows), for another
+/* The feed's module-call sink (module calls into its rows), for another
  * bus to take: the --inproc BPF session's ring, whose module calls never
  * pass model_feed_record.  Valid until model_feed_free; an error it met
  * (out of memory) is model_feed_finish's if it came before. */
 struct bus_sink;
 struct bus_sink model_feed_modcall_sink(struct model_feed *f);
-/* An input shape list (--record-shapes) by its id, as a REC_SHAPE record
+/* An input shape list (--record-shapes) by its id, as the shape record
  * gives it to a capture's meta table. */
 int model_feed_shape(struct model_feed *f, uint64_t shape_id, const struct tbpf_shape *s);
 /* Close the open frames, name the rows, take the run info of run/end (as a

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "grow.h"
 #include "opstream.h"
+#include "oprec.h"
 
 #define MAX_DEPTH TBPF_INPROC_STACK
 
@@ -153,14 +154,15 @@ static int on_exit_rec(struct opstream *s, struct thread *t, const struct rec_op
 
 int opstream_add(struct opstream *s, const struct rec_op *r)
 {
+	enum ev_kind k = rec_kind(&r->h);
 	struct thread *t;
 
-	if (r->h.type != REC_OP_ENTER && r->h.type != REC_OP_EXIT)
+	if (k != EV_OP_ENTER && k != EV_OP_EXIT)
 		return 0;
-	t = thread_of(s, r->pid, r->h.tid, r->h.type == REC_OP_ENTER);
+	t = thread_of(s, r->pid, r->h.tid, k == EV_OP_ENTER);
 	if (!t)
-		return r->h.type == REC_OP_ENTER ? -ENOMEM : 0;
-	if (r->h.type == REC_OP_EXIT)
+		return k == EV_OP_ENTER ? -ENOMEM : 0;
+	if (k == EV_OP_EXIT)
 		return on_exit_rec(s, t, r);
 	if (r->depth >= MAX_DEPTH)
 		return 0;

@@ -29,7 +29,7 @@ struct opstream;
 
 struct opstream *opstream_new(void);
 void opstream_free(struct opstream *s);
-/* A REC_OP_ENTER / REC_OP_EXIT record (other types are ignored).  0 or
+/* An op start or end record (other types are ignored).  0 or
  * -ENOMEM. */
 int opstream_add(struct opstream *s, const struct rec_op *r);
 /* The rows of the calls that ended since the last take (malloc'd, *n

@@ -510,15 +510,15 @@ static void agg_slice_end(void *vctx, const struct tl_slice *s)
 		agg_add(ctx, &o);
 }
 
-/* --profile-memory: an allocation or free (REC_MEM) to the op on top of
- * its thread, or to the "[memory]" row */
+/* --profile-memory: an allocation or free torch.profiler reports to the
+ * op on top of its thread, or to the "[memory]" row */
 static void agg_mem(void *vctx, const struct tl_cuda *c)
 {
 	struct agg_ctx *ctx = vctx;
-	const struct rec_mem *r = (const struct rec_mem *)c->rec;
-	int dev = r->dev_type == TBPF_C10_DEV_CPU ? MEM_DEV_CPU : MEM_DEV_CUDA;
+	int64_t bytes = c->ev.mem_bytes;
+	int dev = c->ev.dev_type == TBPF_C10_DEV_CPU ? MEM_DEV_CPU : MEM_DEV_CUDA;
 
-	if (c->rec->type != REC_MEM || c->rec->size < sizeof(*r))
+	if (c->ev.kind != CEV_MEM)
 		return;
 	if (dev == MEM_DEV_CUDA)
 		ctx->p->has_cuda_memory = true;
@@ -529,15 +529,15 @@ static void agg_mem(void *vctx, const struct tl_cuda *c)
 			ctx->err = -ENOMEM;
 			return;
 		}
-		f->mem_self[dev] += r->bytes;
-		f->mem_total[dev] += r->bytes;
+		f->mem_self[dev] += bytes;
+		f->mem_total[dev] += bytes;
 		return;
 	}
-	if (!agg_keep(ctx, c->pid, c->rec->ts_ns))
+	if (!agg_keep(ctx, c->pid, c->ev.ts_ns))
 		return;
 	struct prof_op o = { .pid = c->pid, .op_id = TBPF_OPID_MEMORY, .name = "", .overload = "",
 			     .calls = 1 };
-	o.mem_self[dev] = o.mem_total[dev] = r->bytes;
+	o.mem_self[dev] = o.mem_total[dev] = bytes;
 	agg_add(ctx, &o);
 }
 
@@ -617,7 +617,7 @@ int profile_capture_info(struct profile *p, const struct capture_meta *m,
 		if (!o->name || !o->overload)
 			return -ENOMEM;
 	}
-	/* input shapes: text and FLOPs from the REC_SHAPE records */
+	/* input shapes: text and FLOPs from the capture's shape lists */
 	for (size_t i = 0; i < p->nops; i++) {
 		struct prof_op *o = &p->ops[i];
 		const struct tbpf_shape *sh = capture_meta_shape(m, o->shape_id);
@@ -665,10 +665,7 @@ int profile_capture_info(struct profile *p, const struct capture_meta *m,
 			  : "inferred (entry probes only)";
 	if (m->end.present) {
 		p->duration_ns = m->end.duration_ns;
-		uint64_t drops = 0;
-		for (int i = 0; i < REC_TYPE_MAX; i++)
-			drops += m->end.drops[i];
-		p->events_dropped = drops ? drops : m->end.counters[CNT_DROPS];
+		p->events_dropped = capture_end_dropped(&m->end);
 		p->exit_mode = profile_intern(p, m->end.exit_mode);
 		p->has_gpu_times = (m->end.flags & CAPTURE_END_GPU_TIMES) || gpu_reached;
 		p->gpu_note = profile_intern(p, p->has_gpu_times ? "" :

@@ -71,7 +71,7 @@ struct profile {
 	/* ops */
 	struct prof_op *ops;
 	size_t nops, cap;
-	/* module calls (TBPF_MODCALL_ID rows, REC_MODCALL records) */
+	/* module calls (TBPF_MODCALL_ID rows, from the module-call records) */
 	struct prof_modcall *modcalls;
 	size_t nmodcalls, capmodcalls;
 	/* device time outside any op, per pid (profile_add_gpu) */

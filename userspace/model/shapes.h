@@ -21,7 +21,7 @@ void shape_more_find(uint64_t id, const struct tbpf_shape *s,
 		     const struct tbpf_shape *(*get)(void *ctx, uint64_t id), void *ctx,
 		     struct shape_more *more);
 
-/* shape_more_find over a capture's (or live model's) REC_SHAPE lists */
+/* shape_more_find over a capture's (or live model's) shape lists */
 struct capture_meta;
 void shape_more_of_meta(const struct capture_meta *m, uint64_t id,
 			const struct tbpf_shape *s, struct shape_more *more);

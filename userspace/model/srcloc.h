@@ -55,7 +55,7 @@ int profile_add_srcstack(struct profile *p, uint32_t pid, uint64_t stack_id,
 int profile_apply_srcloc(struct profile *p, unsigned depth);
 
 struct capture_meta;
-/* The same from a capture's REC_META_SRCLOC records (`tbpf report
+/* The same from a capture's source-location meta records (`tbpf report
  * --group-by-stack N`): the entries the live session had.  0, -ENOENT
  * when the capture has none (recorded before they were written, or
  * without Python stacks), -ENOMEM. */

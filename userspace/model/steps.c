@@ -4,6 +4,7 @@
 #include <string.h>
 #include "capture.h"
 #include "grow.h"
+#include "oprec.h"
 #include "replay.h"
 #include "steps.h"
 #include "timeline.h"
@@ -207,7 +208,7 @@ static int cap_record(void *vc, const struct rec_hdr *h, size_t size)
 int steps_from_capture(struct capture_reader *r, const char *label, struct steps *st)
 {
 	struct cap_ctx c = { .m = capture_reader_meta(r), .label = label, .st = st };
-	struct bus_sink sink = { BUS_TYPE(REC_OP_EXIT), cap_record, NULL, &c };
+	struct bus_sink sink = { EVS_OP_EXIT, cap_record, NULL, &c };
 	int err = capture_replay_sink(r, sink);
 
 	return err ? err : steps_flush(st);
@@ -225,7 +226,7 @@ int steps_watch_name(struct steps_watch *w, uint32_t scope_id, const char *name)
 
 int steps_watch_feed(struct steps_watch *w, const struct rec_hdr *h, size_t size)
 {
-	if (h->type == REC_SCOPE_NAME && size >= sizeof(struct rec_scope_name)) {
+	if (rec_kind(h) == EV_SCOPE_NAME && size >= sizeof(struct rec_scope_name)) {
 		const struct rec_scope_name *sn = (const void *)h;
 		char name[TBPF_SCOPE_NAME_MAX];
 
@@ -233,7 +234,7 @@ int steps_watch_feed(struct steps_watch *w, const struct rec_hdr *h, size_t size
 		name[sizeof(name) - 1] = '\0';
 		return steps_watch_name(w, sn->scope_id, name);
 	}
-	if (h->type == REC_OP_EXIT && size >= sizeof(struct rec_op)) {
+	if (rec_kind(h) == EV_OP_EXIT && size >= sizeof(struct rec_op)) {
 		const struct rec_op *o = (const void *)h;
 
 		bool boundary = false;

@@ -145,10 +145,10 @@ struct steps_watch {
 	size_t nids, cids;
 	struct steps seen;
 };
-/* A scope's name (the uprobe mode's REC_SCOPE_NAME records, --inproc's
+/* A scope's name (the uprobe mode's scope-name records, --inproc's
  * op table): ids whose name matches the label are boundaries.  0/-ENOMEM. */
 int steps_watch_name(struct steps_watch *w, uint32_t scope_id, const char *name);
-/* One ring record (REC_SCOPE_NAME, REC_OP_EXIT; others ignored). 0 or -ENOMEM. */
+/* One ring record (a scope name, an op end; others ignored). 0 or -ENOMEM. */
 int steps_watch_feed(struct steps_watch *w, const struct rec_hdr *h, size_t size);
 /* Boundaries seen for pid so far. */
 size_t steps_watch_count(const struct steps_watch *w, uint32_t pid);

@@ -1,5 +1,5 @@
 /* stacks.h - symbolize stage: Python stacks captured by BPF (pystacks map
- * or REC_PYSTACK records) -> symbolized frames for captures, flame graphs
+ * or Python stack records) -> symbolized frames for captures, flame graphs
  * and the layer tree, while the target is still alive to be read. */
 #ifndef TBPF_STACKS_H
 #define TBPF_STACKS_H
