@@ -18,9 +18,11 @@ ARCH       := x86
 CFLAGS     ?= -O2 -g
 # User space is one folder per pipeline stage (docs/architecture.md):
 # cmd -> fleet | collect -> attach -> discover, capture -> symbolize -> join
-# -> model -> export, base below all.  Each folder is on the include path.
-STAGES     := cmd fleet collect attach discover capture symbolize join model export bus base
-STAGE_DIRS := $(addprefix userspace/,$(STAGES))
+# -> model -> exporters, base below all.  The exporters, fed by the model
+# only, sit at the top level beside bpf/ and userspace/ (a new format is
+# one file there).  Each folder is on the include path.
+STAGES     := cmd fleet collect attach discover capture symbolize join model bus base
+STAGE_DIRS := $(addprefix userspace/,$(STAGES)) exporters
 TBPF_WARN  := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 TBPF_CPPFLAGS := -D_GNU_SOURCE -I$(OUT) -Ibpf $(addprefix -I,$(STAGE_DIRS))
 TBPF_CFLAGS := $(TBPF_WARN) -std=gnu11

@@ -1,5 +1,5 @@
 /* test_layers.c - layer tree building (layers.c) and the `--format tree`
- * table (userspace/export/tree.c).  Expected tables were written by hand from
+ * table (exporters/tree.c).  Expected tables were written by hand from
  * the small tree below, not copied from the program's output. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /* model.h - model stage: the one events -> op / layer / kernel model that
- * every command renders (export/report.h).
+ * every command renders (exporters/report.h).
  *
  * Two feeds, one model:
  *   capture  model_from_capture(r, parts, &m): ONE replay of the capture

@@ -42,7 +42,7 @@
  *                                children / alone), torch.profiler's names
  *     }
  *   ],
- *   ... then, when the model has them (export/report.c): the layer tree,
+ *   ... then, when the model has them (exporters/report.c): the layer tree,
  *   the CUDA tables, "steps", the memory tables, and with several
  *   processes (not with --merge):
  *   "processes": [ {"pid": int, "cmdline": str, "torch_version": str
