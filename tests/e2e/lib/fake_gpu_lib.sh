@@ -48,13 +48,14 @@ PY
 # containerized job: the interpreter is the child of FILE's pid, job_pid
 # in lib.sh finds it)
 fake_py() {
-	local f=$1 py=PY$2 ns= pre=
+	local f=$1 py=PY$2 ns= pre= pp=
 	shift 2
 	[ "${1:-}" = ns ] && { ns="unshare --pid --fork --mount-proc "; shift; }
 	pre=$(fake_cupti_for "${!py}") || fail "fake_py: $pre"
+	[ -z "$pre" ] || pp="PYTHONPATH=$(fake_cupti_pypath "$pre")\${PYTHONPATH:+:\$PYTHONPATH} "
 	cat > "$f" <<SH
 #!/bin/sh
-LD_LIBRARY_PATH=$FAKE ${pre:+LD_PRELOAD=$pre }FAKE_CUPTI_LAUNCHES=1 $* exec $ns${!py} "\$@"
+LD_LIBRARY_PATH=$FAKE ${pre:+LD_PRELOAD=$pre }${pp}FAKE_CUPTI_LAUNCHES=1 $* exec $ns${!py} "\$@"
 SH
 	chmod +x "$f"
 }
@@ -68,6 +69,23 @@ SH
 # the fake.  torch's DT_RPATH names the wheel's CUPTI before
 # LD_LIBRARY_PATH; a preloaded library of that soname satisfies the
 # DT_NEEDED first, and the agent's dlopen by soname finds it too.
+# fake_cupti_pypath LIB: a directory for PYTHONPATH where torch's own
+# loader finds the fake CUPTI LIB first.  When libcudart is mapped after
+# its global deps, torch's __init__ (_preload_cuda_deps) dlopens each
+# wheel library by path, taking the first sys.path entry holding
+# nvidia/<lib folder or cuXX>/lib/libcupti.so.N: without this the wheel's
+# real CUPTI came in by path beside the preloaded fake (two CUPTIs in one
+# job; the same file by path is the loaded object, no second copy).
+fake_cupti_pypath() {
+	local d=$T/fake-cupti-path n sub
+	n=${1##*/}
+	for sub in cuda_cupti cu12 cu13; do
+		mkdir -p "$d/nvidia/$sub/lib"
+		ln -sfn "$1" "$d/nvidia/$sub/lib/$n"
+	done
+	echo "$d"
+}
+
 fake_cupti_for() {
 	local lib n
 	lib=$("$1" -c 'import importlib.util as u; print(u.find_spec("torch").submodule_search_locations[0])' 2>/dev/null)/lib/libtorch_cpu.so
